@@ -1,0 +1,74 @@
+"""A candidate plus sampled params → its matched model spec, optimizer and complexity (what `show` lists)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch import spec as S
+from coatsearch.complexity import count
+from coatsearch.match import MatchResult, match
+from coatsearch.space import Candidate, Space
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate ready to train: the matched model, its optimizer, and how the budget was met."""
+
+    name: str
+    model: S.ModelSpec
+    optim: S.OptimSpec
+    budget: S.Budget | None
+    macs: int
+    params: int
+    multiplier: float
+    error: float | None  # relative MACs error against the budget; None without a budget
+    ok: bool
+    reason: str
+
+
+def prepare(cand: Candidate, params: Mapping[str, Any] | None = None) -> Prepared:
+    """Resolve `params` into the candidate and solve it to the budget (never drops an unmatched one)."""
+    model, optim, budget = cand.resolve(params)
+    if budget is None:
+        c = count(model)
+        return Prepared(cand.name, model, optim, None, c.macs, c.params, 1.0, None, True, "")
+    res: MatchResult = match(model, budget)
+    return Prepared(
+        cand.name, res.spec, optim, budget, res.macs, res.params, res.multiplier, res.error, res.ok, res.reason
+    )
+
+
+def prepare_all(space: Space) -> list[Prepared]:
+    """Every named candidate at its default settings, matched."""
+    return [prepare(c) for c in space.candidates]
+
+
+def stages_text(model: S.ModelSpec) -> str:
+    """Per-stage depth x width and stride, e.g. 'C1x32/1 C3x64/2 T7x128/2 T1x256/1'."""
+    return " ".join(f"{s.kind}{s.depth}x{s.width}/{s.stride}" for s in model.stages)
+
+
+def tokens(model: S.ModelSpec) -> list[str]:
+    """Token grid each T stage attends over, e.g. ['8x8', '4x4']."""
+    return [f"{n}x{n}" for s, n in zip(model.stages, model.feature_sizes(), strict=True) if s.kind == "T"]
+
+
+def row(p: Prepared) -> dict:
+    """The JSON/table row `coatsearch show` prints for one candidate."""
+    return {
+        "name": p.name,
+        "arch": p.model.arch,
+        "layout": p.model.layout,
+        "stem": p.model.stem.kind,
+        "stages": stages_text(p.model),
+        "tokens": tokens(p.model),
+        "params": p.params,
+        "macs": p.macs,
+        "budget_macs": p.budget.macs if p.budget else None,
+        "error": p.error,
+        "multiplier": p.multiplier,
+        "ok": p.ok,
+        "reason": p.reason,
+    }
