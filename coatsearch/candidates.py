@@ -36,7 +36,16 @@ def prepare(cand: Candidate, params: Mapping[str, Any] | None = None) -> Prepare
         return Prepared(cand.name, model, optim, None, c.macs, c.params, 1.0, None, True, "")
     res: MatchResult = match(model, budget)
     return Prepared(
-        cand.name, res.spec, optim, budget, res.macs, res.params, res.multiplier, res.error, res.ok, res.reason
+        cand.name,
+        res.spec,
+        optim,
+        budget,
+        res.macs,
+        res.params,
+        res.multiplier,
+        res.error,
+        res.ok,
+        res.reason,
     )
 
 

@@ -90,7 +90,16 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _table(rows: list[dict]) -> str:
-    head = ["name", "layout", "stages (type depth x width / stride)", "T tokens", "params", "MACs", "err", "mult"]
+    head = [
+        "name",
+        "layout",
+        "stages (type depth x width / stride)",
+        "T tokens",
+        "params",
+        "MACs",
+        "err",
+        "mult",
+    ]
     body = [
         [
             r["name"],
@@ -105,7 +114,10 @@ def _table(rows: list[dict]) -> str:
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() for line in [head, *body]]
+    lines = [
+        "  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+        for line in [head, *body]
+    ]
     budget = next((r["budget_macs"] for r in rows if r["budget_macs"]), None)
     if budget:
         lines.append(f"budget: {budget / 1e6:.2f}M MACs (multiply-adds per image)")
@@ -127,14 +139,26 @@ def _run(args: argparse.Namespace) -> int:
         from coatsearch.backends import ray_backend as engine
 
         summary = engine.run(
-            space, args.studies_dir, name, trials=args.trials, device=args.device, address=args.address,
-            cpus=args.cpus_per_trial, gpus=args.gpus_per_trial, progress=not args.quiet,
+            space,
+            args.studies_dir,
+            name,
+            trials=args.trials,
+            device=args.device,
+            address=args.address,
+            cpus=args.cpus_per_trial,
+            gpus=args.gpus_per_trial,
+            progress=not args.quiet,
         )
     else:
         from coatsearch.backends import optuna_backend as engine
 
         summary = engine.run(
-            space, args.studies_dir, name, trials=args.trials, workers=args.workers, device=args.device,
+            space,
+            args.studies_dir,
+            name,
+            trials=args.trials,
+            workers=args.workers,
+            device=args.device,
             progress=not args.quiet,
         )
     print(

@@ -42,7 +42,7 @@ def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
 
 
 def _merge_candidates(data: dict) -> dict:
-    """Give every candidate the shared `model`, `train`, `search` and `budget`; its own keys win."""
+    """Give every candidate the shared `model`, `train`, `search`, `budget` and `scores`; its own keys win."""
     shared = data.get("model") or {}
     cands = data.get("candidates", [{"name": "model"}])
     if not isinstance(shared, dict) or not isinstance(cands, list):
@@ -50,12 +50,13 @@ def _merge_candidates(data: dict) -> dict:
     merged = []
     for cand in cands:
         if isinstance(cand, dict):
-            own = {k: v for k, v in cand.items() if k not in ("train", "search", "budget")}
+            own = {k: v for k, v in cand.items() if k not in ("train", "search", "budget", "scores")}
             cand = {
                 **deep_merge(shared, own),
                 "train": deep_merge(_mapping(data.get("train")), _mapping(cand.get("train"))),
                 "search": {**_mapping(data.get("search")), **_mapping(cand.get("search"))},
                 "budget": deep_merge(_mapping(data.get("budget")), _mapping(cand.get("budget"))) or None,
+                "scores": deep_merge(_mapping(data.get("scores")), _mapping(cand.get("scores"))),
             }
         merged.append(cand)
     return {**data, "candidates": merged}
@@ -115,7 +116,9 @@ def _apply_profile(path: Path, root: yaml.Node | None, data: dict, profile: str)
         raise SpaceError(f"{path}: no profile '{profile}' in this space; allowed: {allowed}")
     patch = profiles.get(profile) or {}
     if not isinstance(patch, dict):
-        raise SpaceError(f"{path}:{_line(root, ('profiles', profile))}: profile '{profile}' must be a mapping")
+        raise SpaceError(
+            f"{path}:{_line(root, ('profiles', profile))}: profile '{profile}' must be a mapping"
+        )
     return deep_merge(data, patch)
 
 
@@ -145,7 +148,11 @@ def _describe(path: Path, root: yaml.Node | None, exc: ValidationError) -> str:
 
 
 def _is_union_tag(part: str) -> bool:
-    return part.startswith(("function-", "literal[", "list[", "tagged-union")) or part in {"int", "float", "str"}
+    return part.startswith(("function-", "literal[", "list[", "tagged-union")) or part in {
+        "int",
+        "float",
+        "str",
+    }
 
 
 def _allowed_keys(exc: ValidationError, loc: tuple) -> str:

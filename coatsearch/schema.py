@@ -38,7 +38,9 @@ class StemIn(Strict):
     @model_validator(mode="after")
     def _vitc(self) -> StemIn:
         if self.kind == "vitc" and (not self.channels or len(self.channels) != len(self.strides)):
-            raise ValueError("a vitc stem needs 'channels' and 'strides' lists of the same length (one per 3x3 conv)")
+            raise ValueError(
+                "a vitc stem needs 'channels' and 'strides' lists of the same length (one per 3x3 conv)"
+            )
         return self
 
 
@@ -111,59 +113,10 @@ class DimIn(Strict):
         return self
 
 
-class ModelPatch(Strict):
-    """Model fields as written in the shared `model` section or a candidate (all optional)."""
-
-    arch: Literal["coatnet", "vit"] | None = None
-    stem: StemIn | None = None
-    layout: str | None = None
-    depths: list[PosInt] | None = None
-    widths: list[PosInt] | None = None
-    strides: list[Literal[1, 2]] | None = None
-    block: BlockIn | None = None
-
-    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
-
-
-class CandidateIn(Strict):
-    """One candidate after the shared `model`, `train`, `search` and `budget` were merged in."""
-
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$")]
-    arch: Literal["coatnet", "vit"] = "coatnet"
-    stem: StemIn = StemIn()
-    layout: str
-    depths: list[PosInt]
-    widths: list[PosInt]
-    strides: list[Literal[1, 2]] | None = None
-    block: BlockIn = BlockIn()
-    train: TrainIn = TrainIn()
-    search: dict[str, DimIn | None] = {}
-    budget: BudgetIn | None = None
-
-    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
-
-    @field_validator("layout")
-    @classmethod
-    def _layout(cls, value: str) -> str:
-        if not LAYOUT_RE.match(value):
-            raise ValueError("a layout is stage types C or T joined by '-', e.g. 'C-C-T-T'")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> CandidateIn:
-        n = len(self.layout.split("-"))
-        for key in ("depths", "widths", "strides"):
-            values = getattr(self, key)
-            if values is not None and len(values) != n:
-                raise ValueError(f"'{key}' has {len(values)} entries but layout '{self.layout}' has {n} stages")
-        if self.arch == "vit" and (self.layout != "T" or self.stem.kind == "conv"):
-            raise ValueError("arch 'vit' needs layout 'T' and a 'patch' or 'vitc' stem")
-        if self.arch == "coatnet" and self.stem.kind == "vitc":
-            raise ValueError("a 'vitc' stem belongs to arch 'vit'; arch 'coatnet' takes 'conv' or 'patch'")
-        for kind, width in zip(self.layout.split("-"), self.widths, strict=True):
-            if kind == "T" and width % self.block.head_size:
-                raise ValueError(f"T-stage width {width} is not a multiple of head_size {self.block.head_size}")
-        return self
+class DataIn(Strict):
+    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
+    root: str | None = None
+    eval_size: PosInt = 2000
 
 
 class SubsetIn(Strict):
@@ -193,10 +146,64 @@ class ScoresIn(Strict):
     length: LengthIn | None = None
 
 
-class DataIn(Strict):
-    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
-    root: str | None = None
-    eval_size: PosInt = 2000
+class ModelPatch(Strict):
+    """Model fields as written in the shared `model` section or a candidate (all optional)."""
+
+    arch: Literal["coatnet", "vit"] | None = None
+    stem: StemIn | None = None
+    layout: str | None = None
+    depths: list[PosInt] | None = None
+    widths: list[PosInt] | None = None
+    strides: list[Literal[1, 2]] | None = None
+    block: BlockIn | None = None
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+
+class CandidateIn(Strict):
+    """One candidate after the shared `model`, `train`, `search` and `budget` were merged in."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$")]
+    arch: Literal["coatnet", "vit"] = "coatnet"
+    stem: StemIn = StemIn()
+    layout: str
+    depths: list[PosInt]
+    widths: list[PosInt]
+    strides: list[Literal[1, 2]] | None = None
+    block: BlockIn = BlockIn()
+    train: TrainIn = TrainIn()
+    search: dict[str, DimIn | None] = {}
+    budget: BudgetIn | None = None
+    scores: ScoresIn = ScoresIn()
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+    @field_validator("layout")
+    @classmethod
+    def _layout(cls, value: str) -> str:
+        if not LAYOUT_RE.match(value):
+            raise ValueError("a layout is stage types C or T joined by '-', e.g. 'C-C-T-T'")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CandidateIn:
+        n = len(self.layout.split("-"))
+        for key in ("depths", "widths", "strides"):
+            values = getattr(self, key)
+            if values is not None and len(values) != n:
+                raise ValueError(
+                    f"'{key}' has {len(values)} entries but layout '{self.layout}' has {n} stages"
+                )
+        if self.arch == "vit" and (self.layout != "T" or self.stem.kind == "conv"):
+            raise ValueError("arch 'vit' needs layout 'T' and a 'patch' or 'vitc' stem")
+        if self.arch == "coatnet" and self.stem.kind == "vitc":
+            raise ValueError("a 'vitc' stem belongs to arch 'vit'; arch 'coatnet' takes 'conv' or 'patch'")
+        for kind, width in zip(self.layout.split("-"), self.widths, strict=True):
+            if kind == "T" and width % self.block.head_size:
+                raise ValueError(
+                    f"T-stage width {width} is not a multiple of head_size {self.block.head_size}"
+                )
+        return self
 
 
 class StudyIn(Strict):
@@ -243,6 +250,3 @@ def parse_count(value: Any) -> int:
         raise ValueError("expected a count like 30000000, '30M' or '4.2G'")
     number, suffix = float(match.group(1)), match.group(2).upper()
     return int(number * _SUFFIX.get(suffix, 1))
-
-
-SubsetIn.model_rebuild()

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from coatsearch import spec as S
-from coatsearch.schema import CandidateIn, DataIn, SpaceDoc, SubsetIn
+from coatsearch.schema import CandidateIn, DataIn, ScoresIn, SpaceDoc, SubsetIn
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,12 @@ class Candidate:
     name: str
     settings: str  # canonical JSON of the merged candidate (model fields, train, budget)
     input: tuple[int, int, int]  # image size, channels, classes (from the space's `input`)
+    scores: S.ScoresSpec  # what its trials measure (the shared `scores` merged with its own)
     dims: tuple[Dim, ...] = ()
 
-    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
+    def resolve(
+        self, params: Mapping[str, Any] | None = None
+    ) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
         """Apply sampled `params` (dotted path → value) and return (model, optimizer, budget) specs."""
         data = json.loads(self.settings)
         for path, value in (params or {}).items():
@@ -97,7 +100,7 @@ def build_space(doc: SpaceDoc, source: str, profile: str) -> Space:
         conv_before_attention=doc.constraints.conv_before_attention,
         candidates=cands,
         data=_data(doc.data),
-        scores=_scores(doc),
+        scores=_scores(doc.scores),
         study=S.StudySpec(**{**doc.study.model_dump(), "seeds": tuple(doc.study.seeds)}),
     )
 
@@ -110,8 +113,9 @@ def check_search(doc: SpaceDoc) -> Iterator[tuple[tuple, str]]:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
         seen.add(cand.name)
         if doc.constraints.conv_before_attention and "T-C" in cand.layout:
-            yield ("candidates", i, "layout"), (
-                f"'{cand.layout}' puts a C stage after a T stage (constraints.conv_before_attention is on)"
+            yield (
+                ("candidates", i, "layout"),
+                (f"'{cand.layout}' puts a C stage after a T stage (constraints.conv_before_attention is on)"),
             )
         base = cand.model_dump()
         for path, dim in cand.search.items():
@@ -140,9 +144,10 @@ def _first_error(exc: Exception) -> str:
 
 
 def _candidate(cand: CandidateIn, size: tuple[int, int, int]) -> Candidate:
-    data = cand.model_dump(exclude={"search"})
+    data = cand.model_dump(exclude={"search", "scores"})
     dims = tuple(_dim(path, d) for path, d in sorted(cand.search.items()) if d is not None)
-    return Candidate(name=cand.name, settings=json.dumps(data, sort_keys=True), input=size, dims=dims)
+    settings = json.dumps(data, sort_keys=True)
+    return Candidate(name=cand.name, settings=settings, input=size, scores=_scores(cand.scores), dims=dims)
 
 
 def _dim(path: str, d: Any) -> Dim:
@@ -172,7 +177,9 @@ def _to_specs(c: CandidateIn, size: tuple[int, int, int]) -> tuple[S.ModelSpec, 
     image_size, channels, classes = size
     kinds = c.layout.split("-")
     strides = c.strides or [2] * len(kinds)
-    stem = S.StemSpec(**{**c.stem.model_dump(), "channels": tuple(c.stem.channels), "strides": tuple(c.stem.strides)})
+    stem = S.StemSpec(
+        **{**c.stem.model_dump(), "channels": tuple(c.stem.channels), "strides": tuple(c.stem.strides)}
+    )
     stages = tuple(
         S.StageSpec(kind=k, depth=d, width=w, stride=s)
         for k, d, w, s in zip(kinds, c.depths, c.widths, strides, strict=True)
@@ -203,8 +210,7 @@ def _subset(s: SubsetIn | None) -> S.SubsetSpec | None:
     return S.SubsetSpec(per_class=s.per_class, epochs=s.epochs, classes=classes, dataset=dataset)
 
 
-def _scores(doc: SpaceDoc) -> S.ScoresSpec:
-    sc = doc.scores
+def _scores(sc: ScoresIn) -> S.ScoresSpec:
     length = None
     if sc.length is not None:
         classes = tuple(sc.length.classes) if sc.length.classes is not None else None

@@ -47,7 +47,10 @@ def test_budget_counts_accept_suffixes():
 
 
 def test_search_dimensions_resolve_into_specs(tmp_path):
-    text = TINY + "search:\n  model.block.head_size: {choices: [8, 16]}\n  train.lr: {low: 1.0e-4, high: 1.0e-2, log: true}\n"
+    text = (
+        TINY
+        + "search:\n  model.block.head_size: {choices: [8, 16]}\n  train.lr: {low: 1.0e-4, high: 1.0e-2, log: true}\n"
+    )
     space = load_space(write(tmp_path, text))
     dims = {d.path: d for d in space.candidates[1].dims}
     assert dims["model.block.head_size"].choices == (8, 16)

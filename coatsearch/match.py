@@ -1,0 +1,168 @@
+"""Match a candidate to a MACs budget by solving for a width (or depth) multiplier.
+
+The maths. Let f(m) = MACs(scale(spec, m)) for a multiplier m > 0.
+
+* Width mode: every stage width w_i, the conv stem width and the ViT_C stem channels become
+  q * max(1, round(m * w / q)), with quantum q = 8 for C stages and stems and q = head_size for T stages
+  (so the head count stays an integer). A conv costs ~ c_in * c_out, attention ~ N * C^2 + N^2 * C, so
+  f grows roughly like m^2 between roundings.
+* Depth mode: the middle stages' depths d_i (all stages but the first and last when there are >= 3 stages,
+  else every stage; CoAtNet scales depth only in S2 and S3) become max(1, round(m * d_i)); f is roughly
+  affine in m.
+
+Each rounded width/depth is a non-decreasing step function of m and MACs increase in every width and
+depth, so f is a non-decreasing step function. Bisection on log m over [m_min, m_max] keeps
+f(lo) <= target < f(hi) until hi / lo < 1 + 1e-4, which leaves lo and hi on the two steps adjacent to the
+target; the one with the smaller |f - target| / target wins. If neither lies in the band
+|f - target| <= tolerance * target (a step too coarse), the single-quantum neighbours off the
+proportional path are tried too (one stage or stem one quantum wider than the lo configuration, or one
+narrower than the hi one); proportional scaling is kept whenever it can meet the band. If the band
+lies below f(m_min) or above f(m_max), or no configuration meets it, the result has ok=False and says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from coatsearch.complexity import count
+from coatsearch.spec import ATTN, Budget, ModelSpec
+
+M_RANGE = {"width": (0.05, 16.0), "depth": (0.01, 16.0)}  # multiplier search interval per mode
+REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + REL_STEP
+CONV_QUANTUM = 8  # C-stage and stem channels are multiples of this
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """A scaled spec and how close it lands to the budget: error = (macs - target) / target."""
+
+    spec: ModelSpec
+    macs: int
+    params: int
+    multiplier: float  # m of the proportional configuration (a fallback neighbour differs in one place)
+    error: float
+    ok: bool
+    reason: str  # "" when ok
+
+
+def _round_to(x: float, q: int) -> int:
+    """Nearest multiple of q to x (halves round up), at least q."""
+    return max(q, q * math.floor(x / q + 0.5))
+
+
+def _depth_stages(n: int) -> range:
+    """Indices of the stages that depth scaling changes."""
+    return range(1, n - 1) if n >= 3 else range(n)
+
+
+def scale(spec: ModelSpec, multiplier: float, mode: str) -> ModelSpec:
+    """`spec` with widths ("width") or middle-stage depths ("depth") multiplied and rounded; "none": as is."""
+    m = multiplier
+    if mode == "none":
+        return spec
+    if mode == "width":
+        head = spec.block.head_size
+        stages = tuple(
+            replace(s, width=_round_to(s.width * m, head if s.kind == ATTN else CONV_QUANTUM))
+            for s in spec.stages
+        )
+        stem = spec.stem
+        if stem.kind == "conv":
+            stem = replace(stem, width=_round_to(stem.width * m, CONV_QUANTUM))
+        elif stem.kind == "vitc":
+            stem = replace(stem, channels=tuple(_round_to(c * m, CONV_QUANTUM) for c in stem.channels))
+        return replace(spec, stem=stem, stages=stages)
+    if mode == "depth":
+        idx = set(_depth_stages(len(spec.stages)))
+        stages = tuple(
+            replace(s, depth=max(1, round(s.depth * m))) if i in idx else s for i, s in enumerate(spec.stages)
+        )
+        return replace(spec, stages=stages)
+    raise ValueError(f"unknown scale mode {mode!r}; known: width, depth, none")
+
+
+def _fmt(n: float) -> str:
+    """MACs with a unit: 41.2M, 4.2G."""
+    for unit, div in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+def _result(spec: ModelSpec, m: float, budget: Budget, reason: str = "") -> MatchResult:
+    """Count `spec` and judge it against the budget band; `reason` is used if it misses."""
+    c = count(spec)
+    err = (c.macs - budget.macs) / budget.macs
+    ok = abs(err) <= budget.tolerance
+    if not ok and not reason:
+        reason = f"{_fmt(c.macs)} MACs is outside budget {_fmt(budget.macs)} ± {budget.tolerance:.0%}"
+    return MatchResult(spec, c.macs, c.params, m, err, ok, "" if ok else reason)
+
+
+def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
+    """Configurations one quantum (sign=+1 wider/deeper, -1 narrower/shallower) off `spec` in one place."""
+    stages = spec.stages
+    if mode == "depth":
+        for i in _depth_stages(len(stages)):
+            if stages[i].depth + sign >= 1:
+                new = replace(stages[i], depth=stages[i].depth + sign)
+                yield replace(spec, stages=stages[:i] + (new,) + stages[i + 1 :])
+        return
+    for i, s in enumerate(stages):
+        q = spec.block.head_size if s.kind == ATTN else CONV_QUANTUM
+        if s.width + sign * q >= q:
+            yield replace(spec, stages=stages[:i] + (replace(s, width=s.width + sign * q),) + stages[i + 1 :])
+    stem = spec.stem
+    if stem.kind == "conv" and stem.width + sign * CONV_QUANTUM >= CONV_QUANTUM:
+        yield replace(spec, stem=replace(stem, width=stem.width + sign * CONV_QUANTUM))
+
+
+def _bisect(spec: ModelSpec, mode: str, target: int, lo: float, hi: float) -> tuple[float, float]:
+    """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + REL_STEP."""
+    while hi / lo > 1 + REL_STEP:
+        mid = math.sqrt(lo * hi)
+        if count(scale(spec, mid, mode)).macs <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def match(spec: ModelSpec, budget: Budget) -> MatchResult:
+    """Scale `spec` (budget.scale) so its MACs land within the budget band; never raises for a budget."""
+    mode, target, tol = budget.scale, budget.macs, budget.tolerance
+    if target <= 0:
+        return MatchResult(spec, 0, 0, 1.0, math.inf, False, f"budget must be positive, got {target} MACs")
+    if mode == "none":
+        return _result(spec, 1.0, budget)
+    if mode not in M_RANGE:
+        raise ValueError(f"unknown scale mode {mode!r}; known: width, depth, none")
+    lo, hi = M_RANGE[mode]
+    smallest, largest = scale(spec, lo, mode), scale(spec, hi, mode)
+    f_lo, f_hi = count(smallest).macs, count(largest).macs
+    band = f"budget {_fmt(target)} ± {tol:.0%}"
+    if f_lo > target * (1 + tol):
+        return _result(smallest, lo, budget, f"smallest {mode} (m={lo:g}) gives {_fmt(f_lo)} MACs > {band}")
+    if f_hi < target * (1 - tol):
+        return _result(largest, hi, budget, f"largest {mode} (m={hi:g}) gives {_fmt(f_hi)} MACs < {band}")
+    if f_lo > target:
+        return _result(smallest, lo, budget)
+    if f_hi <= target:
+        return _result(largest, hi, budget)
+    lo, hi = _bisect(spec, mode, target, lo, hi)
+    below, above = _result(scale(spec, lo, mode), lo, budget), _result(scale(spec, hi, mode), hi, budget)
+    best = min(below, above, key=lambda r: abs(r.error))
+    if best.ok:
+        return best
+    near = [_result(s, lo, budget) for s in _neighbours(below.spec, mode, +1)]
+    near += [_result(s, hi, budget) for s in _neighbours(above.spec, mode, -1)]
+    best = min([best, *near], key=lambda r: abs(r.error))
+    if best.ok:
+        return best
+    reason = (
+        f"{mode} step too coarse: nearest configurations give {_fmt(below.macs)} (m={lo:.4g}) and "
+        f"{_fmt(above.macs)} (m={hi:.4g}) MACs, none within {band}"
+    )
+    return replace(best, reason=reason)

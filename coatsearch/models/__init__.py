@@ -1,0 +1,18 @@
+"""build(spec) -> nn.Module: one builder per architecture, chosen from a plain dict."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from coatsearch.models.coatnet import build_coatnet
+from coatsearch.models.vit import build_vit
+from coatsearch.spec import ModelSpec
+
+BUILDERS = {"coatnet": build_coatnet, "vit": build_vit}
+
+
+def build(spec: ModelSpec) -> nn.Module:
+    """The untrained model described by `spec` (on torch's current default device)."""
+    if spec.arch not in BUILDERS:
+        raise ValueError(f"unknown arch {spec.arch!r}; known: {', '.join(sorted(BUILDERS))}")
+    return BUILDERS[spec.arch](spec)

@@ -1,0 +1,139 @@
+"""CoAtNet-style multi-stage networks (and ViT_REL) composed from timm's MBConv and Transformer blocks."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from timm.layers import RelPosBias
+from timm.models.maxxvit import MaxxVitConvCfg, MaxxVitTransformerCfg, MbConvBlock, TransformerBlock2d
+from torch import nn
+
+from coatsearch.models.stems import NORM_2D, build_stem, stem_out_width
+from coatsearch.spec import ATTN, CONV, BlockSpec, ModelSpec
+
+_STRIDE_MODE = {"eq5": "1x1", "dw": "dw"}  # paper Eq. 5 = strided 1x1 on the normalized input
+_POOL = {"max": "max2", "avg": "avg2"}  # kernel = stride = 2 pooling on shortcuts / attention input
+
+
+def conv_cfg(block: BlockSpec) -> MaxxVitConvCfg:
+    """timm MBConv config for the BlockSpec (pre-norm, expand, depthwise 3x3, SE, project)."""
+    if block.downsample not in _STRIDE_MODE or block.pool not in _POOL:
+        raise ValueError(
+            f"downsample {block.downsample!r} / pool {block.pool!r}: known {_STRIDE_MODE} / {_POOL}"
+        )
+    return MaxxVitConvCfg(
+        expand_ratio=block.expand_ratio,
+        stride_mode=_STRIDE_MODE[block.downsample],
+        pool_type=_POOL[block.pool],
+        downsample_pool_type=_POOL[block.pool],
+        attn_layer="se" if block.se_ratio > 0 else "",
+        attn_ratio=block.se_ratio,
+        act_layer=block.act,
+        norm_layer=NORM_2D[block.conv_norm],
+        norm_eps=1e-5,
+    )
+
+
+def transformer_cfg(block: BlockSpec) -> MaxxVitTransformerCfg:
+    """timm TransformerBlock2d config for the BlockSpec (pre-norm attention + FFN, NCHW)."""
+    # norm_layer_cl is only read by timm's channels-last blocks, which are not used here.
+    return MaxxVitTransformerCfg(
+        dim_head=block.head_size,
+        expand_ratio=block.mlp_ratio,
+        pool_type=_POOL[block.pool],
+        act_layer=block.act,
+        norm_layer=NORM_2D[block.attn_norm],
+        norm_layer_cl="layernorm",
+        norm_eps=1e-6 if block.attn_norm == "layernorm" else 1e-5,
+    )
+
+
+def _ceil_pools(module: nn.Module) -> None:
+    """Make every 2x2 pool round up, so odd maps (7 -> 4) match the strided convs and spec.feature_sizes()."""
+    for m in module.modules():
+        if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
+            m.ceil_mode = True
+
+
+def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float):
+    """One C or T block mapping (B, dim, H, W) -> (B, dim_out, side, side).
+
+    timm blocks only project the shortcut when strided. A stride-1 block that changes width gets a
+    1x1 conv shortcut instead (Eq. 4/5 without the pooling): x <- Proj(x) + Module(Norm(x)).
+    """
+    if kind == CONV:
+        cfg = conv_cfg(block)
+        blk = MbConvBlock(dim, dim_out, stride=stride, cfg=cfg, drop_path=dpr)
+        if stride == 1 and dim != dim_out:
+            blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.output_bias)
+    elif kind == ATTN:
+        cfg = transformer_cfg(block)
+        rel = partial(RelPosBias, window_size=(side, side)) if block.rel_pos else None
+        widen = stride == 1 and dim != dim_out
+        blk = TransformerBlock2d(
+            dim, dim_out, stride=2 if widen else stride, rel_pos_cls=rel, cfg=cfg, drop_path=dpr
+        )
+        if widen:  # timm asserts dim == dim_out at stride 1: build strided, then drop the pooling
+            blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.shortcut_bias)
+            blk.norm1 = blk.norm1.norm
+    else:
+        raise ValueError(f"unknown stage kind {kind!r}; known: {CONV}, {ATTN}")
+    _ceil_pools(blk)
+    return blk
+
+
+class CoAtNet(nn.Module):
+    """stem -> stages of C (MBConv+SE) / T (rel-attention) blocks -> avg pool -> LayerNorm -> linear.
+
+    Per-stage strides are explicit (1 or 2), unlike timm's MaxxVit, so small-image proxies and ViT_REL
+    (patch stem + one T stage) fit the same class. No class token: the head pools the last map (paper
+    section 2.1). The LayerNorm on the pooled vector normalizes the last pre-norm block's output.
+    """
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        b = spec.block
+        first = spec.stages[0].width
+        self.stem = build_stem(spec.stem, spec.in_chans, first, b.conv_norm, b.act)
+        sides = spec.feature_sizes()
+        n_blocks = sum(s.depth for s in spec.stages)
+        dim, k, stages = stem_out_width(spec.stem, first), 0, []
+        for stage, side in zip(spec.stages, sides, strict=True):
+            blocks = []
+            for j in range(stage.depth):
+                dpr = b.drop_path * k / max(n_blocks - 1, 1)  # linear over all blocks, 0 -> drop_path
+                stride = stage.stride if j == 0 else 1
+                blocks.append(make_block(stage.kind, dim, stage.width, stride, side, b, dpr))
+                dim, k = stage.width, k + 1
+            stages.append(nn.Sequential(*blocks))
+        self.stages = nn.Sequential(*stages)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, spec.num_classes)
+        self.num_features = dim
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) -> last stage map (B, D, h, w)."""
+        return self.stages(self.stem(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.forward_features(x).mean((2, 3))  # (B, D)
+        return self.head(self.norm(x))  # (B, num_classes)
+
+
+def build_coatnet(spec: ModelSpec) -> CoAtNet:
+    """CoAtNet / ViT_REL model for `spec`."""
+    if spec.stem.kind == "patch" and spec.image_size % spec.stem.patch_size:
+        raise ValueError(
+            f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}"
+        )
+    if spec.stem.kind not in ("conv", "patch"):
+        raise ValueError(f"arch coatnet takes stem kind conv or patch, not {spec.stem.kind!r}")
+    for i, s in enumerate(spec.stages):
+        if s.stride not in (1, 2):
+            raise ValueError(f"stage {i}: stride {s.stride} not in (1, 2)")
+        if s.kind == ATTN and s.width % spec.block.head_size:
+            raise ValueError(
+                f"stage {i}: T width {s.width} is not a multiple of head size {spec.block.head_size}"
+            )
+    return CoAtNet(spec)
