@@ -59,6 +59,16 @@ def stages_text(model: S.ModelSpec) -> str:
     return " ".join(f"{s.kind}{s.depth}x{s.width}/{s.stride}" for s in model.stages)
 
 
+def stem_text(model: S.ModelSpec) -> str:
+    """The stem in short: 'conv2x16/2', 'patch4', 'vitc32,64,64/2,2,1'."""
+    st = model.stem
+    if st.kind == "conv":
+        return f"conv{st.layers}x{st.width}/{st.stride}"
+    if st.kind == "patch":
+        return f"patch{st.patch_size}"
+    return f"vitc{','.join(map(str, st.channels))}/{','.join(map(str, st.strides))}"
+
+
 def tokens(model: S.ModelSpec) -> list[str]:
     """Token grid each T stage attends over, e.g. ['8x8', '4x4']."""
     return [f"{n}x{n}" for s, n in zip(model.stages, model.feature_sizes(), strict=True) if s.kind == "T"]
@@ -70,7 +80,7 @@ def row(p: Prepared) -> dict:
         "name": p.name,
         "arch": p.model.arch,
         "layout": p.model.layout,
-        "stem": p.model.stem.kind,
+        "stem": stem_text(p.model),
         "stages": stages_text(p.model),
         "tokens": tokens(p.model),
         "params": p.params,

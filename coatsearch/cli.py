@@ -93,6 +93,7 @@ def _table(rows: list[dict]) -> str:
     head = [
         "name",
         "layout",
+        "stem",
         "stages (type depth x width / stride)",
         "T tokens",
         "params",
@@ -104,6 +105,7 @@ def _table(rows: list[dict]) -> str:
         [
             r["name"],
             r["layout"],
+            r["stem"],
             r["stages"],
             ",".join(r["tokens"]) or "-",
             f"{r['params'] / 1e6:.2f}M",

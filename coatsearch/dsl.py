@@ -31,6 +31,7 @@ def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
     if not isinstance(data, dict):
         raise SpaceError(f"{path}:1: the file must be a mapping of sections, found {type(data).__name__}")
     data = _apply_profile(path, root, data, profile)
+    data = {k: v for k, v in data.items() if not str(k).startswith("x-")}  # scratch keys for YAML anchors
     data.setdefault("name", path.stem)
     try:
         doc = SpaceDoc.model_validate(_merge_candidates(data))

@@ -142,6 +142,7 @@ class LengthIn(Strict):
 class ScoresIn(Strict):
     generalization: SubsetIn | None = None
     capacity: SubsetIn | None = None
+    accuracy: SubsetIn | None = None
     transfer: TransferIn | None = None
     length: LengthIn | None = None
 

@@ -218,6 +218,7 @@ def _scores(sc: ScoresIn) -> S.ScoresSpec:
     return S.ScoresSpec(
         generalization=_subset(sc.generalization),
         capacity=_subset(sc.capacity),
+        accuracy=_subset(sc.accuracy),
         pretrain=_subset(sc.transfer.pretrain) if sc.transfer else None,
         finetune=_subset(sc.transfer.finetune) if sc.transfer else None,
         length=length,

@@ -151,6 +151,7 @@ class ScoresSpec:
 
     generalization: SubsetSpec | None = None  # small subset, no regularization: train loss vs eval acc
     capacity: SubsetSpec | None = None  # largest subset, short schedule: train loss and eval acc
+    accuracy: SubsetSpec | None = None  # the space's full training recipe (augmentation on): eval acc
     pretrain: SubsetSpec | None = None  # transfer: pretrain on A ...
     finetune: SubsetSpec | None = None  # ... then fine-tune on B (both or neither)
     length: LengthSpec | None = None  # optimizability: accuracy at several schedule lengths

@@ -112,6 +112,10 @@ class CoAtNet(nn.Module):
         self.head = nn.Linear(dim, spec.num_classes)
         self.num_features = dim
 
+    def get_classifier(self) -> nn.Module:
+        """The classifier (timm convention), e.g. to re-initialize it for fine-tuning."""
+        return self.head
+
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> last stage map (B, D, h, w)."""
         return self.stages(self.stem(x))

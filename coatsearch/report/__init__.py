@@ -1,0 +1,117 @@
+"""The study report: storage → tables (pure) → figures + Markdown + summary.json, and the verdicts as a study note."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import is_dataclass
+from pathlib import Path
+
+from coatsearch.report import info, optim, plots
+from coatsearch.report import markdown as md
+from coatsearch.report import markdown_claims as mdc
+from coatsearch.report import verdicts as V
+from coatsearch.report.claims import EDF_K
+
+__all__ = ["render", "summarize", "write_report"]
+
+SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
+
+
+def summarize(study: str, space: dict, records: list[dict]) -> dict:
+    """Every table the report shows, computed from the space record and trial records alone."""
+    rows = info.candidate_rows(space, records)
+    acc = optim.primary_acc(space, records)
+    dims = optim.search_dims(records)
+    edf_rows = optim.edf(records, acc) if acc and dims else []
+    gaps = optim.optimizer_gap(records, acc) if acc else []
+    vit = optim.has_vit(records)
+    return {
+        "study": study,
+        "space": {k: space.get(k) for k in SPACE_KEYS},
+        "environment": info.environment(space, records),
+        "metrics": {k: vars(m) for k, m in info.METRICS.items()},
+        "candidates": rows,
+        "primary_acc": acc,
+        "primary_label": info.METRICS[acc].label if acc else "",
+        "rankings": V.rankings(rows),
+        "v_table": V.v_table(rows),
+        "claims": V.all_claims(rows, gaps, edf_rows),
+        "curves": {score: info.curves(space, records, score) for score in info.CURVE_SCORES},
+        "search_dims": dims,
+        "edf": edf_rows,
+        "edf_k": EDF_K,
+        "optimizer_gap": gaps,
+        "peak": optim.peak(records, acc) if acc else [],
+        "samples": optim.samples(records) if dims or vit else [],
+        "length": info.length_rows(space, records),
+        "has_vit": vit,
+        "failures": info.failures(records),
+        "rules": {"relation": V.RELATION_RULE, "verdict": V.VERDICT_RULE},
+    }
+
+
+def render(summary: dict, figures: dict[str, str]) -> str:
+    """The report's Markdown: sections with no data are left out."""
+    parts = [
+        md.header(summary),
+        md.setup(summary),
+        md.candidates(summary),
+        md.figures(figures),
+        md.rankings(summary),
+        md.v_table(summary),
+        mdc.verdicts(summary),
+        mdc.optimizability(summary),
+        mdc.failures(summary),
+    ]
+    return "\n\n".join(p.strip() for p in parts if p and p.strip()) + "\n"
+
+
+def jsonable(x):
+    """Tables → JSON-ready values: Stats as dicts, NaN/inf as null, tuples as lists."""
+    if isinstance(x, info.Stat):
+        return jsonable(x.to_dict())
+    if is_dataclass(x):
+        return jsonable(vars(x))
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
+    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage; returns report.md."""
+    space, records = info.load(study_name, Path(studies_dir))
+    summary = summarize(study_name, space, records)
+    folder = Path(reports_dir) / study_name
+    figures = plots.render_all(summary, folder)
+    path = folder / "report.md"
+    path.write_text(render(summary, figures), encoding="utf-8")
+    text = json.dumps(jsonable(summary), indent=1, ensure_ascii=False)
+    (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
+    save_to_dashboard(study_name, Path(studies_dir), summary, path)
+    return path
+
+
+def save_to_dashboard(study_name: str, studies_dir: Path, summary: dict, path: Path) -> bool:
+    """Best effort: the verdicts as the study's optuna-dashboard note and user attr 'report_verdicts'."""
+    try:
+        from optuna_dashboard import get_note, save_note
+
+        from coatsearch.backends.optuna_backend import load_study
+
+        study = load_study(studies_dir, study_name)
+        text = mdc.note(summary, str(path))
+        if get_note(study) != text:  # an unchanged note is not written again (the journal only grows)
+            save_note(study, text)
+        verdicts = {v["id"]: v["verdict"] for v in summary["claims"]}
+        if study.user_attrs.get("report_verdicts") != verdicts:
+            study.set_user_attr("report_verdicts", verdicts)
+        return True
+    except Exception as exc:  # noqa: BLE001 - the report is written; the dashboard note is optional
+        print(f"coatsearch: note: verdicts not saved to the dashboard ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return False

@@ -1,0 +1,29 @@
+"""optuna-dashboard on a study's JournalStorage: the same store of record the report reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coatsearch.errors import UserError
+
+
+def url(host: str, port: int) -> str:
+    """The dashboard's address for a host and port."""
+    return f"http://{host}:{port}/dashboard/"
+
+
+def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
+    """Check the study exists, print its URL, and serve optuna-dashboard until Ctrl-C."""
+    from coatsearch.backends.optuna_backend import load_study, open_storage, storage_file
+
+    try:
+        import optuna_dashboard
+    except ImportError:
+        raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
+    load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
+    storage = open_storage(storage_file(Path(studies_dir), study))
+    print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
+    try:
+        optuna_dashboard.run_server(storage, host=host, port=port)
+    except OSError as exc:
+        raise UserError(f"cannot serve on {host}:{port}: {exc}") from None

@@ -1,0 +1,91 @@
+"""The papers' claims and reference values, as data: the only numbers a report does not measure (papers.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One ordering claim of papers.md §3: names best first, joined by ≈ ≥ > ≫ as the paper writes them."""
+
+    id: str
+    title: str
+    chain: str  # e.g. "C-C-C-C ≈ C-C-C-T ≥ C-C-T-T > C-T-T-T ≫ ViT_REL" (names: candidates or model labels)
+    source: str  # where the paper shows it
+    measures: tuple[str, ...]  # metric keys; the first one measured decides, the others must not contradict it
+
+
+CHAIN_CLAIMS = (
+    Claim(
+        "a",
+        "Generalization: more convolution stages, smaller gap",
+        "C-C-C-C ≈ C-C-C-T ≥ C-C-T-T > C-T-T-T ≫ ViT_REL",
+        "CoAtNet §2.2, Fig. 1 (ImageNet-1K)",
+        ("generalization.gap", "generalization.eval_acc"),
+    ),
+    Claim(
+        "b",
+        "Capacity: attention stages fit large data better",
+        "C-C-T-T ≈ C-T-T-T > ViT_REL > C-C-C-T > C-C-C-C",
+        "CoAtNet §2.2, Fig. 1 (JFT)",
+        ("capacity.train_loss", "capacity.eval_acc"),
+    ),
+    Claim(
+        "c",
+        "Transfer: C-C-T-T transfers better than C-T-T-T",
+        "C-C-T-T > C-T-T-T",
+        "CoAtNet Table 2 (JFT → ImageNet-1K: 82.39 vs 81.78 at 224)",
+        ("transfer.finetune_acc",),
+    ),
+    Claim(
+        "d",
+        "Depth split of C-C-T-T: V0 ≥ V2 > V1",
+        "V0 ≥ V2 > V1",
+        "CoAtNet Table 7 (ImageNet-1K top-1 84.1 / 84.0 / 83.4)",
+        ("accuracy.eval_acc", "generalization.eval_acc", "capacity.eval_acc"),
+    ),
+)
+
+# Claim (e): relative attention helps (CoAtNet Table 6). A pair is a candidate named with "norel" and the
+# candidate with the same name without it.
+REL_CLAIM = Claim(
+    "e",
+    "Relative attention helps",
+    "with rel-pos > without",
+    "CoAtNet Table 6 (ImageNet-1K 224: 84.1 with vs 83.8 without)",
+    ("accuracy.eval_acc", "generalization.eval_acc", "capacity.eval_acc"),
+)
+NOREL_TAG = "norel"
+
+# Claim (f): the ViT_C conv stem shrinks the SGD/AdamW gap and steepens the EDF (ViT_C paper Tables 2-3, Fig. 5).
+STEM_CLAIM = Claim(
+    "f",
+    "Conv stem (ViT_C) shrinks the SGD/AdamW gap and steepens the EDF vs patchify (ViT_P)",
+    "ViT_C > ViT_P",
+    "Early convolutions, Table 3 (4GF, 50 epochs: Δ 5.3 ViT_P vs 0.7 ViT_C) and Fig. 5",
+    (),  # judged on the study's primary accuracy (report.optim.primary_acc)
+)
+
+# Decision rule constants (printed in the report).
+RHO_SUPPORT = 0.6  # Spearman rho at or above which the measured order agrees with the paper's
+RHO_AGAINST = 0.0  # rho at or below which it does not
+EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the model's best run
+# (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times smaller)
+GAP_MARGIN = 1.0  # optimizer gaps must differ by this many points (2 × the 0.5-point noise floor) to count
+
+# Table 7: blocks per stage [S0..S4] and ImageNet-1K top-1 of the three C-C-T-T depth splits.
+TABLE7 = {
+    "V0": {"blocks": [2, 2, 6, 14, 2], "top1": 84.1, "setting": "CoAtNet-2"},
+    "V1": {"blocks": [2, 2, 2, 18, 2], "top1": 83.4, "setting": "S2 ⇐ S3"},
+    "V2": {"blocks": [2, 2, 8, 12, 2], "top1": 84.0, "setting": "S2 ⇒ S3"},
+}
+V0_STANDIN = "C-C-T-T"  # a candidate with this name and layout stands in for V0 when the study has no V0
+
+# ViT_C paper Table 3 (4GF, 50 epochs): top-1 error AdamW / SGD; and the SGD EDF of Fig. 5 (18GF).
+OPTIMIZER_GAP = {
+    "ViT_P": {"adamw_err": 27.7, "sgd_err": 33.0, "gap": 5.3},
+    "ViT_C": {"adamw_err": 24.0, "sgd_err": 24.7, "gap": 0.7},
+}
+EDF_PAPER = "SGD: ~60% of ViT_C-18GF runs within 4 points of the best, < 20% of ViT_P-18GF runs"
+LENGTH_PAPER = "peak top-1 error 100/200/400 epochs, 4GF: ViT_P 23.3/20.8/19.6, ViT_C 20.9/19.2/18.6"

@@ -1,0 +1,124 @@
+"""Running one planned trial (train, score, describe) for any engine; results as plain attributes."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from coatsearch import __version__
+from coatsearch.candidates import prepare, stages_text, tokens
+from coatsearch.errors import UserError
+from coatsearch.plan import PlanItem, Pruned, TrialFailed
+from coatsearch.scores import Report, TrialInput, measure
+from coatsearch.space import Space
+from coatsearch.train import NonFiniteLoss
+
+
+def run_item(
+    space: Space,
+    item: PlanItem,
+    params: Mapping[str, Any],
+    device: torch.device,
+    progress: bool = False,
+    report: Report | None = None,
+) -> tuple[float, dict]:
+    """Train and score one planned trial; return (objective value, attributes). Raises TrialFailed."""
+    start = time.perf_counter()
+    try:
+        cand = space.candidate(item.candidate)
+        prep = prepare(cand, params)
+        if not prep.ok:
+            raise TrialFailed(f"budget not met: {prep.reason}")
+        inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed)
+        metrics = measure(inp, device, progress=progress, report=report)
+    except (TrialFailed, Pruned, UserError):
+        raise
+    except NonFiniteLoss as exc:
+        raise TrialFailed(f"non-finite loss ({exc})") from exc
+    except torch.OutOfMemoryError as exc:
+        raise TrialFailed(f"out of memory on {device}") from exc
+    except Exception as exc:  # noqa: BLE001 - any other crash is the trial's failure, not the study's
+        raise TrialFailed(f"{type(exc).__name__}: {exc}") from exc
+    attrs = {
+        **candidate_attrs(prep),
+        **metrics,
+        "seed": item.seed,
+        "sample": item.sample,
+        "key": item.key,
+        "wall_s": round(time.perf_counter() - start, 3),
+        "device": str(device),
+    }
+    value = metrics.get(space.study.objective)
+    if value is None or not math.isfinite(value):
+        raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
+    return float(value), attrs
+
+
+def candidate_attrs(prep) -> dict:
+    """What a trial records about its model: layout, stages, tokens, params, MACs and budget error."""
+    return {
+        "candidate": prep.name,
+        "model_label": model_label(prep.model),
+        "arch": prep.model.arch,
+        "layout": prep.model.layout,
+        "stem": prep.model.stem.kind,
+        "stages": stages_text(prep.model),
+        "depths": [s.depth for s in prep.model.stages],
+        "widths": [s.width for s in prep.model.stages],
+        "tokens": tokens(prep.model),
+        "params": prep.params,
+        "macs": prep.macs,
+        "budget_macs": prep.budget.macs if prep.budget else None,
+        "budget_error": prep.error,
+        "multiplier": prep.multiplier,
+        "optim": asdict(prep.optim),
+    }
+
+
+def model_label(model) -> str:
+    """What the papers call the model: ViT_P, ViT_C, ViT_REL, or the stage layout."""
+    if model.arch == "vit":
+        return "ViT_C" if model.stem.kind == "vitc" else "ViT_P"
+    return "ViT_REL" if model.stem.kind == "patch" else model.layout
+
+
+def environment(device: torch.device) -> dict:
+    """Hardware and library versions, stored with every trial."""
+    import optuna
+    import timm
+
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "versions": {
+            "coatsearch": __version__,
+            "torch": torch.__version__,
+            "timm": timm.__version__,
+            "optuna": optuna.__version__,
+        },
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"

@@ -1,0 +1,200 @@
+"""Fabricated trial records and a small real Optuna study for the report tests (no training)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LAYOUTS = ("ViT_REL", "C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T")
+STAGES = {"C-C-C-C": "C1x32/1 C3x64/2 C7x128/2 C1x256/1", "C-C-T-T": "C1x32/1 C3x64/2 T7x128/2 T1x256/1"}
+DEPTHS = {"V1": [1, 1, 9, 1], "V2": [1, 4, 6, 1]}
+
+# Per candidate, per seed (seed 0, seed 1): numbers that agree with papers.md §3 (fractions, losses in nats).
+AGREE = {
+    "generalization.gap": {
+        "C-C-C-C": [0.050, 0.052],
+        "C-C-C-T": [0.051, 0.053],
+        "C-C-T-T": [0.060, 0.062],
+        "C-T-T-T": [0.090, 0.094],
+        "ViT_REL": [0.200, 0.210],
+    },
+    "generalization.eval_acc": {
+        "C-C-C-C": [0.850, 0.852],
+        "C-C-C-T": [0.849, 0.851],
+        "C-C-T-T": [0.840, 0.842],
+        "C-T-T-T": [0.820, 0.824],
+        "ViT_REL": [0.700, 0.710],
+    },
+    "capacity.train_loss": {
+        "C-C-T-T": [0.100, 0.102],
+        "C-T-T-T": [0.101, 0.103],
+        "ViT_REL": [0.300, 0.310],
+        "C-C-C-T": [0.500, 0.510],
+        "C-C-C-C": [0.700, 0.710],
+    },
+    "capacity.eval_acc": {
+        "C-C-T-T": [0.900, 0.902],
+        "C-T-T-T": [0.899, 0.901],
+        "ViT_REL": [0.870, 0.872],
+        "C-C-C-T": [0.850, 0.852],
+        "C-C-C-C": [0.830, 0.832],
+    },
+    "transfer.finetune_acc": {"C-C-T-T": [0.920, 0.922], "C-T-T-T": [0.900, 0.902]},
+}
+
+
+def reverse(values: dict) -> dict:
+    """The same numbers given to the candidates in reverse order: every claimed order flips."""
+    out = {}
+    for key, per in values.items():
+        names = list(per)
+        out[key] = {n: per[names[len(names) - 1 - i]] for i, n in enumerate(names)}
+    return out
+
+
+def noisy(values: dict, spread: float = 0.15) -> dict:
+    """The paper's means, but seeds spread ±spread apart: nothing is resolved at 2·se."""
+    return {k: {n: [v[0] - spread, v[1] + spread] for n, v in per.items()} for k, per in values.items()}
+
+
+def record(number: int, candidate: str, seed: int, metrics: dict, **kw) -> dict:
+    """One COMPLETE record with the attributes `run_item` writes (env, optim, sizes) and the given metrics."""
+    label = kw.get("label", candidate if candidate in LAYOUTS else "C-C-T-T")
+    layout = kw.get("layout", "T" if label.startswith("ViT") else label)
+    optim = {"optimizer": kw.get("optimizer", "adamw"), "lr": kw.get("lr", 2e-3), "weight_decay": kw.get("wd", 0.05)}
+    attrs = {
+        "key": f"{candidate}/seed={seed}/sample={kw.get('sample', 0)}",
+        "candidate": candidate,
+        "model_label": label,
+        "arch": "vit" if label in ("ViT_P", "ViT_C") else "coatnet",
+        "layout": layout,
+        "stem": "conv",
+        "stages": STAGES.get(layout, "T8x128/1"),
+        "depths": DEPTHS.get(candidate, [1, 3, 7, 1]),
+        "widths": [32, 64, 128, 256],
+        "params": 1_500_000 + 1000 * number,
+        "macs": 12_000_000,
+        "budget_macs": 12_000_000,
+        "budget_error": 0.01,
+        "optim": {**optim, "batch_size": 128, "warmup_epochs": 1},
+        "seed": seed,
+        "sample": kw.get("sample", 0),
+        "wall_s": 10.0 + number,
+        "device": "cpu",
+        "env": {
+            "host": "h",
+            "cpu": "Test CPU",
+            "cpu_count": 2,
+            "torch_threads": 2,
+            "gpu": None,
+            "versions": {"coatsearch": "0.1.0", "torch": "2", "timm": "1", "optuna": "5"},
+        },  # fmt: skip
+        **metrics,
+    }
+    params = {"candidate": candidate, "seed": seed, **kw.get("params", {})}
+    value = metrics.get("generalization.eval_acc", metrics.get("accuracy.eval_acc", 0.5))
+    start = f"2025-01-01T00:{number // 60:02d}:{number % 60:02d}"
+    return {"number": number, "state": "COMPLETE", "value": value, "params": params, "attrs": attrs,
+            "start": start, "complete": start}  # fmt: skip
+
+
+def with_derived(metrics: dict) -> dict:
+    """Fill train acc from eval acc + gap, train loss, images/epochs and a short curve, as `measure` does."""
+    out = dict(metrics)
+    for score in ("generalization", "capacity", "accuracy"):
+        if f"{score}.eval_acc" in out:
+            out.setdefault(f"{score}.gap", 0.05)
+            out.setdefault(f"{score}.train_acc", out[f"{score}.eval_acc"] + out[f"{score}.gap"])
+            out.setdefault(f"{score}.train_loss", 0.05)
+            out[f"{score}.images"], out[f"{score}.epochs"] = 2000, 3
+            acc = out[f"{score}.eval_acc"]
+            out[f"curves.{score}"] = {"train_loss": [1.0, 0.5, 0.2], "train_acc": [0.5, 0.7, 0.9],
+                                      "eval_loss": [1, 0.8, 0.7], "eval_acc": [acc - 0.2, acc - 0.1, acc],
+                                      "seconds": [1, 1, 1]}  # fmt: skip
+    return out
+
+
+def layout_records(values: dict = AGREE, extra: tuple[str, ...] = ()) -> list[dict]:
+    """5 layouts (plus `extra` names) × 2 seeds, then one failed and one interrupted trial."""
+    names = list(dict.fromkeys([*LAYOUTS, *extra, *(n for per in values.values() for n in per)]))
+    recs = []
+    for seed in (0, 1):
+        for name in names:
+            metrics = {k: per[name][seed] for k, per in values.items() if name in per}
+            recs.append(record(len(recs), name, seed, with_derived(metrics)))
+    recs.append(failed(len(recs), "C-C-C-C", 2, "budget not met: too small"))
+    recs.append(failed(len(recs), "C-T-T-T", 2, None))
+    return recs
+
+
+def failed(number: int, candidate: str, seed: int, reason: str | None) -> dict:
+    """A FAIL record: with a reason, or none (the worker died)."""
+    attrs = {"key": f"{candidate}/seed={seed}/sample=0", "run_id": "r"}
+    if reason is not None:
+        attrs["fail_reason"] = reason
+    return {"number": number, "state": "FAIL", "value": None, "params": {"candidate": candidate, "seed": seed},
+            "attrs": attrs, "start": None, "complete": None}  # fmt: skip
+
+
+SPACE = {
+    "space": "fab",
+    "source": "spaces/fab.yaml",
+    "profile": "default",
+    "description": "Fabricated layouts for tests.",
+    "scale": "no scale at all: numbers made up",
+    "input": [32, 1, 10],
+    "data": {"dataset": "synthetic", "root": None, "eval_size": 200},
+    "scores": {"generalization": {"per_class": 200, "epochs": 3, "classes": None, "dataset": None}},
+    "study": {
+        "seeds": [0, 1],
+        "samples": 1,
+        "sampler": "random",
+        "pruner": "none",
+        "objective": "generalization.eval_acc",
+        "direction": "maximize",
+    },  # fmt: skip
+    "candidates": list(LAYOUTS),
+}
+
+
+def vit_records(p_sgd_drop=0.10, c_sgd_drop=0.005, n=8, p_spread=0.08, c_spread=0.01) -> list[dict]:
+    """ViT_P and ViT_C × AdamW/SGD × n sampled (lr, wd): ViT_P spreads wide and loses much with SGD."""
+    recs = []
+    for label, spread, drop in (("ViT_P", p_spread, p_sgd_drop), ("ViT_C", c_spread, c_sgd_drop)):
+        for opt in ("adamw", "sgd"):
+            for k in range(n):
+                acc = 0.85 - (drop if opt == "sgd" else 0.0) - spread * k / (n - 1)
+                lr = 1e-3 * (k + 1)
+                metrics = with_derived({"accuracy.eval_acc": acc})  # the full recipe, as spaces/vit_stems.yaml
+                metrics["length.epochs"], metrics["length.eval_acc"] = [2, 4, 8], [acc - 0.05, acc - 0.02, acc]
+                metrics["length.eval_acc_longest"] = acc
+                params = {"train.lr": lr, "train.weight_decay": 0.05}
+                recs.append(record(len(recs), f"{label}-{opt}", 0, metrics, label=label, optimizer=opt, lr=lr,
+                                   sample=k, params=params))  # fmt: skip
+    return recs
+
+
+def make_study(folder: Path, name: str, space: dict, records: list[dict]):
+    """A real JournalStorage study under folder/<name>/journal.log holding the records as Optuna trials."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+    from optuna.trial import TrialState
+
+    from coatsearch.backends.optuna_backend import open_storage, storage_file
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=name, storage=open_storage(storage_file(folder, name)), direction="maximize")
+    study.set_user_attr("space", space)
+    names = sorted({r["params"]["candidate"] for r in records})
+    for r in records:
+        dists = {"candidate": CategoricalDistribution(names), "seed": CategoricalDistribution([0, 1, 2])}
+        dists.update({k: FloatDistribution(1e-5, 1.0, log=True) for k in r["params"] if k.startswith("train.")})
+        state = TrialState[r["state"]]
+        trial = optuna.trial.create_trial(
+            state=state,
+            value=r["value"] if state == TrialState.COMPLETE else None,
+            params=r["params"],
+            distributions=dists,
+            user_attrs=r["attrs"],
+        )
+        study.add_trial(trial)
+    return study

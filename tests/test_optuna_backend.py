@@ -1,0 +1,116 @@
+"""The Optuna engine end to end: runs, resumes, survives kill -9 and failing trials, parallel workers."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from coatsearch.backends import optuna_backend as engine
+from coatsearch.space import load_space
+
+HERE = Path(__file__).parent
+TINY = HERE / "spaces" / "tiny.yaml"
+
+
+def run(space_path: Path, studies: Path, name: str = "s", **kw):
+    return engine.run(load_space(space_path), studies, name, progress=False, **kw)
+
+
+def trials(studies: Path, name: str = "s") -> list[optuna.trial.FrozenTrial]:
+    return engine.load_study(studies, name).get_trials()
+
+
+def variant(tmp_path: Path, old: str, new: str) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(TINY.read_text().replace(old, new))
+    return path
+
+
+def test_end_to_end_records_every_score_and_resumes(tmp_path):
+    summary = run(TINY, tmp_path)
+    assert (summary.planned, summary.complete, summary.failed, summary.ran_now) == (2, 2, 0, 2)
+    done = trials(tmp_path)
+    assert {t.params["candidate"] for t in done} == {"C-C", "C-T"}
+    for t in done:
+        a = t.user_attrs
+        assert t.value == a["generalization.eval_acc"] and 0.0 <= t.value <= 1.0
+        assert a["generalization.gap"] == pytest.approx(a["generalization.train_acc"] - a["generalization.eval_acc"])
+        assert len(a["curves.generalization"]["eval_acc"]) == 2
+        assert 0.0 <= a["transfer.finetune_acc"] <= 1.0 and len(a["curves.transfer"]["eval_acc"]) == 1
+        assert a["macs"] > 0 and abs(a["budget_error"]) <= 0.1 and a["seed"] == 0
+        assert a["env"]["versions"]["torch"] and a["wall_s"] > 0
+    study_attrs = engine.load_study(tmp_path, "s").user_attrs["space"]
+    assert study_attrs["space"] == "tiny" and "generalization" in study_attrs["space_yaml"]
+    again = run(TINY, tmp_path)
+    assert again.ran_now == 0 and len(trials(tmp_path)) == 2
+
+
+def test_same_seed_gives_the_same_metrics(tmp_path):
+    run(TINY, tmp_path / "a")
+    run(TINY, tmp_path / "b")
+    a = sorted((t.params["candidate"], t.user_attrs["curves.generalization"]["train_loss"]) for t in trials(tmp_path / "a"))
+    b = sorted((t.params["candidate"], t.user_attrs["curves.generalization"]["train_loss"]) for t in trials(tmp_path / "b"))
+    assert a == b
+
+
+def test_a_failing_trial_is_recorded_and_the_study_goes_on(tmp_path):
+    space = variant(tmp_path, "- {name: C-C, layout: C-C}", "- {name: C-C, layout: C-C, train: {lr: 1.0e+12}}")
+    summary = run(space, tmp_path)
+    assert (summary.complete, summary.failed) == (1, 1)
+    failed = [t for t in trials(tmp_path) if t.state == TrialState.FAIL]
+    assert failed[0].params["candidate"] == "C-C"
+    assert "non-finite loss" in failed[0].user_attrs["fail_reason"]
+    assert run(space, tmp_path).ran_now == 0  # a real failure is kept, not retried
+
+
+def test_unmatchable_budget_fails_that_trial_with_the_reason(tmp_path):
+    space = variant(tmp_path, "- {name: C-T}", "- {name: C-T, budget: {macs: 1K, scale: width}}")
+    run(space, tmp_path)
+    failed = [t for t in trials(tmp_path) if t.state == TrialState.FAIL]
+    assert len(failed) == 1 and failed[0].user_attrs["fail_reason"].startswith("budget not met: smallest width")
+
+
+def test_parallel_workers_run_each_planned_trial_once(tmp_path):
+    space = variant(tmp_path, "study: {seeds: [0]}", "study: {seeds: [0, 1]}")
+    summary = run(space, tmp_path, workers=2)
+    assert (summary.planned, summary.complete) == (4, 4)
+    keys = [t.user_attrs["key"] for t in trials(tmp_path)]
+    assert sorted(keys) == sorted(set(keys)) and len(keys) == 4
+    assert len({t.user_attrs["worker"]["pid"] for t in trials(tmp_path)}) >= 1
+
+
+def test_trials_flag_limits_this_run(tmp_path):
+    assert run(TINY, tmp_path, trials=1).ran_now == 1
+    assert run(TINY, tmp_path).ran_now == 1
+
+
+def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
+    space = variant(tmp_path, "generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 100, epochs: 40}")
+    cmd = [sys.executable, "-m", "coatsearch.cli", "run", str(space), "--study", "s", "--studies-dir",
+           str(tmp_path), "--no-report", "--quiet", "--trials", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    journal = engine.storage_file(tmp_path, "s")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if journal.exists() and any(t.state == TrialState.RUNNING for t in trials(tmp_path)):
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("the run never started a trial")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = [t for t in trials(tmp_path) if t.state == TrialState.RUNNING]
+    assert len(killed) == 1
+    quick = variant(tmp_path, "generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 20, epochs: 2}")
+    summary = run(quick, tmp_path)
+    states = {t.number: t.state for t in trials(tmp_path)}
+    assert states[killed[0].number] == TrialState.FAIL  # marked interrupted, no reason: its key is free
+    assert summary.complete == 2 and summary.failed == 0
+    keys = [t.user_attrs["key"] for t in trials(tmp_path) if t.state == TrialState.COMPLETE]
+    assert sorted(keys) == sorted(["C-C/seed=0/sample=0", "C-T/seed=0/sample=0"])

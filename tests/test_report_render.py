@@ -1,0 +1,73 @@
+"""write_report on a real JournalStorage study: Markdown sections, PNG figures, summary.json, dashboard note."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coatsearch.backends.optuna_backend import load_study
+from coatsearch.errors import UserError
+from coatsearch.report import render, summarize, write_report
+from tests.report_records import AGREE, SPACE, layout_records, make_study, vit_records
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SPLITS = {"generalization.eval_acc": {"C-C-T-T": [0.840, 0.842], "V2": [0.838, 0.840], "V1": [0.800, 0.802]}}
+
+
+def test_layout_study_report(tmp_path):
+    from optuna_dashboard import get_note
+
+    accs = {**AGREE["generalization.eval_acc"], **SPLITS["generalization.eval_acc"]}
+    values = {**AGREE, "generalization.eval_acc": accs}
+    space = {**SPACE, "candidates": [*SPACE["candidates"], "V1", "V2"]}
+    make_study(tmp_path / "studies", "fab", space, layout_records(values))
+    path = write_report("fab", tmp_path / "studies", tmp_path / "reports")
+    assert path == tmp_path / "reports" / "fab" / "report.md"
+    text = path.read_text()
+    for heading in ("# coatsearch report: fab", "## Setup", "## Candidates", "## Figures", "## Rankings",
+                    "## Depth splits V0/V1/V2", "## Claim verdicts", "## Failed and pruned trials"):  # fmt: skip
+        assert heading in text
+    assert "**Proxy scale.** no scale at all" in text
+    assert "Trials: 16 — 14 complete, 1 failed, 1 interrupted" in text  # 7 candidates × 2 seeds, 2 failures
+    assert "interrupted (worker died); rerun resumes it" in text
+    assert "✅ supported" in text and "Optimizability" not in text  # no ViT, no sampled hyperparameters
+    assert "| C-C-T-T | C-C-T-T | C1x32/1 C3x64/2 T7x128/2 T1x256/1 |" in text
+    folder = path.parent
+    for name in ("generalization.png", "curves.png", "acc_vs_macs.png"):
+        assert (folder / name).read_bytes()[:8] == PNG and f"]({name})" in text
+    assert not (folder / "edf.png").exists() and not (folder / "length.png").exists()
+    summary = json.loads((folder / "summary.json").read_text())
+    assert {c["id"]: c["verdict"] for c in summary["claims"]} == dict.fromkeys("abcd", "supported")
+    assert summary["candidates"][3]["metrics"]["generalization.eval_acc"]["n"] == 2
+    study = load_study(tmp_path / "studies", "fab")  # a fresh handle reads the note back from the journal
+    assert "(a) Generalization" in get_note(study) and study.user_attrs["report_verdicts"]["d"] == "supported"
+    size = (tmp_path / "studies" / "fab" / "journal.log").stat().st_size
+    write_report("fab", tmp_path / "studies", tmp_path / "reports")  # same verdicts: nothing new stored
+    assert (tmp_path / "studies" / "fab" / "journal.log").stat().st_size == size
+
+
+def test_vit_study_report_has_optimizability(tmp_path):
+    space = {"study": {"objective": "accuracy.eval_acc"}, "candidates": ["ViT_P-adamw", "ViT_P-sgd"]}
+    make_study(tmp_path, "vit", space, vit_records(n=4))
+    path = write_report("vit", tmp_path, tmp_path / "out")
+    text = path.read_text()
+    for part in ("## Optimizability", "### Optimizer gap", "### Hyperparameter stability (EDF)",
+                 "### Training-length stability", "### Peak performance", "### Hyperparameter samples used",
+                 "(f) Conv stem", "Accuracy used: recipe eval acc (`accuracy.eval_acc`)"):  # fmt: skip
+        assert part in text
+    for name in ("edf.png", "length.png", "curves.png", "acc_vs_macs.png"):
+        assert (path.parent / name).read_bytes()[:8] == PNG
+    assert "## Failed and pruned trials" not in text and "Proxy scale" not in text  # no data, no section
+
+
+def test_render_skips_sections_without_data():
+    text = render(summarize("empty", {}, []), {})
+    assert "No trial completed" in text
+    for absent in ("## Rankings", "## Claim verdicts", "## Figures", "## Optimizability"):
+        assert absent not in text
+
+
+def test_missing_study_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="no study 'nope'"):
+        write_report("nope", tmp_path, tmp_path / "reports")
