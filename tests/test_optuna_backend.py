@@ -54,9 +54,13 @@ def test_end_to_end_records_every_score_and_resumes(tmp_path):
 def test_same_seed_gives_the_same_metrics(tmp_path):
     run(TINY, tmp_path / "a")
     run(TINY, tmp_path / "b")
-    a = sorted((t.params["candidate"], t.user_attrs["curves.generalization"]["train_loss"]) for t in trials(tmp_path / "a"))
-    b = sorted((t.params["candidate"], t.user_attrs["curves.generalization"]["train_loss"]) for t in trials(tmp_path / "b"))
-    assert a == b
+
+    def losses(folder):
+        return sorted(
+            (t.params["candidate"], t.user_attrs["curves.generalization"]["train_loss"]) for t in trials(folder)
+        )
+
+    assert losses(tmp_path / "a") == losses(tmp_path / "b")
 
 
 def test_a_failing_trial_is_recorded_and_the_study_goes_on(tmp_path):
@@ -91,9 +95,23 @@ def test_trials_flag_limits_this_run(tmp_path):
 
 
 def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
-    space = variant(tmp_path, "generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 100, epochs: 40}")
-    cmd = [sys.executable, "-m", "coatsearch.cli", "run", str(space), "--study", "s", "--studies-dir",
-           str(tmp_path), "--no-report", "--quiet", "--trials", "1"]
+    slow = "generalization: {per_class: 100, epochs: 40}"
+    space = variant(tmp_path, "generalization: {per_class: 20, epochs: 2}", slow)
+    cmd = [
+        sys.executable,
+        "-m",
+        "coatsearch.cli",
+        "run",
+        str(space),
+        "--study",
+        "s",
+        "--studies-dir",
+        str(tmp_path),
+        "--no-report",
+        "--quiet",
+        "--trials",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = engine.storage_file(tmp_path, "s")
     deadline = time.time() + 120
@@ -107,8 +125,7 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
     proc.wait()
     killed = [t for t in trials(tmp_path) if t.state == TrialState.RUNNING]
     assert len(killed) == 1
-    quick = variant(tmp_path, "generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 20, epochs: 2}")
-    summary = run(quick, tmp_path)
+    summary = run(variant(tmp_path, slow, slow.replace("epochs: 40", "epochs: 2")), tmp_path)
     states = {t.number: t.state for t in trials(tmp_path)}
     assert states[killed[0].number] == TrialState.FAIL  # marked interrupted, no reason: its key is free
     assert summary.complete == 2 and summary.failed == 0
