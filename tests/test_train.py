@@ -1,0 +1,208 @@
+"""Tests for coatsearch.train: learning, determinism, optimizers, weight decay groups, schedule, failures."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from coatsearch import data, train
+from coatsearch.errors import UserError
+from coatsearch.spec import DataSpec, OptimSpec
+
+CPU = torch.device("cpu")
+TIMING = {"seconds", "images_per_s"}
+
+
+def tiny_net(seed: int = 0) -> nn.Module:
+    """A 2-layer convnet for 1x32x32 inputs, 10 classes."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One intra-op thread: tiny nets gain nothing from more, and on a busy shared CPU two spin-waiting
+    OpenMP threads can run these tests ten times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def pools() -> tuple[data.TensorData, data.TensorData]:
+    """Synthetic train pool and a 200-image balanced eval set."""
+    tr, te = data.load(DataSpec("synthetic"), 32, 1)
+    return tr, data.eval_subset(te, 200, None, seed=0)
+
+
+def metrics(h: train.History) -> dict:
+    """A history without its timings."""
+    return {k: v for k, v in dataclasses.asdict(h).items() if k not in TIMING}
+
+
+@pytest.mark.parametrize(
+    "optim", [OptimSpec(lr=3e-3, batch_size=64), OptimSpec("sgd", lr=0.1, weight_decay=1e-4, batch_size=64)]
+)
+def test_tiny_net_learns_synthetic(pools, optim):
+    tr, ev = pools
+    h = train.fit(tiny_net(), tr, ev, optim, 3, seed=0, device=CPU)
+    assert len(h.train_loss) == 3 and h.steps == 3 * (2000 // 64) and not h.compiled
+    assert h.final_eval_acc > 0.4 and h.final_train_acc > 0.4  # chance is 0.1
+    assert h.train_loss[-1] < h.train_loss[0] and h.eval_loss[-1] < math.log(10)
+    assert h.final_train_loss == h.clean_train_loss and all(s > 0 for s in h.images_per_s)
+
+
+def test_same_seed_same_metrics_other_seed_differs(pools):
+    tr, ev = pools
+    tr = data.subset(tr, 40, None, seed=0)
+    optim = OptimSpec(lr=3e-3, batch_size=50, randaugment=True, mixup=0.4, label_smoothing=0.1, grad_clip=1.0)
+    runs = [train.fit(tiny_net(), tr, ev, optim, 2, seed=s, device=CPU) for s in (5, 5, 6)]
+    assert metrics(runs[0]) == metrics(runs[1])
+    assert metrics(runs[0]) != metrics(runs[2])
+    plain = train.fit(tiny_net(), tr, ev, optim, 2, seed=5, device=CPU, augment=False)
+    assert metrics(plain) != metrics(runs[0])
+    assert all(math.isfinite(v) for v in runs[0].train_loss + runs[0].eval_loss)
+
+
+def test_param_groups_exempt_norms_biases_and_no_weight_decay():
+    net = tiny_net()
+    groups = train.param_groups(net, 0.05)
+    decay, no_decay = (g for g in groups)
+    assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
+    assert all(p.ndim > 1 for p in decay["params"]) and all(p.ndim <= 1 for p in no_decay["params"])
+    assert len(decay["params"]) == 3 and len(no_decay["params"]) == 7  # 3 weights; 3 biases + 2 BN pairs
+    net.pos_embed = nn.Parameter(torch.zeros(1, 4, 8))
+    net.no_weight_decay = lambda: {"pos_embed"}
+    net[0].weight.requires_grad_(False)
+    decay, no_decay = train.param_groups(net, 0.05)
+    assert any(p is net.pos_embed for p in no_decay["params"])
+    assert not any(p is net[0].weight for g in (decay, no_decay) for p in g["params"])
+    opt = train.make_optimizer(tiny_net(), OptimSpec("sgd", weight_decay=1e-4))
+    assert isinstance(opt, torch.optim.SGD) and [g["weight_decay"] for g in opt.param_groups] == [1e-4, 0.0]
+    assert opt.param_groups[0]["momentum"] == 0.9
+    adamw = train.make_optimizer(tiny_net(), OptimSpec())
+    assert adamw.param_groups[0]["betas"] == (0.9, 0.999)
+    with pytest.raises(UserError, match="adamw, sgd"):
+        train.make_optimizer(tiny_net(), OptimSpec("lamb"))
+
+
+def test_schedule_warmup_then_cosine():
+    lrs = [train.lr_at(s, 100, 10, 1.0) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0) and lrs[10] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False)) and lrs[-1] < 1e-3
+    assert train.lr_at(55, 100, 10, 1.0) == pytest.approx(0.5)
+    assert train.lr_at(0, 10, 0, 2.0) == pytest.approx(2.0)
+
+
+class NaNAfter(nn.Module):
+    """tiny_net whose output turns NaN from the `at`-th forward call in train mode."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.net, self.at, self.calls = tiny_net(), at, 0
+
+    def forward(self, x):
+        self.calls += self.training
+        out = self.net(x)
+        return out * float("nan") if self.training and self.calls > self.at else out
+
+
+def test_non_finite_loss_raises_at_the_step(pools):
+    tr, _ = pools
+    with pytest.raises(train.NonFiniteLoss) as err:
+        train.fit(NaNAfter(at=40), tr, None, OptimSpec(batch_size=100), 3, seed=0, device=CPU)
+    assert (err.value.epoch, err.value.step) == (2, 0)  # 20 steps per epoch: call 41 is epoch 2, step 0
+
+
+def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
+    monkeypatch.setattr(train, "JITTER", 0.0)
+    x = torch.randn(6, 2, 16, 16)
+    gen = torch.Generator().manual_seed(0)
+    out = train.augment_batch(x, gen, hflip=True)
+    again = train.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
+    assert out.shape == x.shape and torch.equal(out, again)
+    p = 16 // train.SHIFT_FRACTION
+    padded = nn.functional.pad(x, (p, p, p, p))
+    for img, src in zip(out, padded, strict=True):
+        crops = [src[:, i : i + 16, j : j + 16] for i in range(2 * p + 1) for j in range(2 * p + 1)]
+        assert any(torch.equal(img, c) or torch.equal(img, c.flip(-1)) for c in crops)
+
+
+def test_evaluate_and_callbacks_and_progress(pools, capsys):
+    tr, ev = pools
+    tr = data.subset(tr, 20, None, seed=0)
+    seen = []
+    h = train.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 2, seed=0, device=CPU, progress=True,
+                  on_epoch=lambda e, s: seen.append((e, s.eval_acc)), measure_train=False)  # fmt: skip
+    assert [e for e, _ in seen] == [0, 1] and seen[-1][1] == h.final_eval_acc
+    assert h.final_train_loss is None and "epoch 2/2" in capsys.readouterr().err
+    net = tiny_net().train()
+    loss, acc = train.evaluate(net, ev, CPU, batch_size=64)
+    assert 0 <= acc <= 1 and loss > 0 and net.training  # mode restored
+    no_eval = train.fit(tiny_net(), tr, None, OptimSpec(batch_size=64), 1, seed=0, device=CPU)
+    assert no_eval.eval_acc == (None,) and no_eval.final_eval_acc is None
+
+    def stop(e, s):
+        raise KeyError("pruned")
+
+    with pytest.raises(KeyError):
+        train.fit(tiny_net(), tr, None, OptimSpec(batch_size=64), 3, seed=0, device=CPU, on_epoch=stop)
+
+
+def test_compile_failure_falls_back_to_eager(pools, monkeypatch):
+    tr, _ = pools
+    tr = data.subset(tr, 10, None, seed=0)
+
+    def broken_compile(model):
+        def fail(x):
+            raise RuntimeError("backend compiler failed")
+
+        return fail
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    with pytest.warns(UserWarning, match="torch.compile failed"):
+        h = train.fit(tiny_net(), tr, None, OptimSpec(batch_size=50, compile=True), 1, seed=0, device=CPU)
+    assert not h.compiled and math.isfinite(h.final_train_loss)
+
+
+@pytest.mark.slow
+def test_real_compile_trains(pools):
+    tr = data.subset(pools[0], 10, None, seed=0)
+    optim = OptimSpec(batch_size=50, compile=True)
+    h = train.fit(tiny_net(), tr, None, optim, 1, seed=0, device=CPU, measure_train=False)
+    assert h.compiled and math.isfinite(h.train_loss[0])
+
+
+def test_pick_device():
+    assert train.pick_device("cpu") == CPU
+    assert train.pick_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert train.pick_device("auto") == train.pick_device(None)
+    with pytest.raises(UserError):
+        train.pick_device("cuda:99")
+    with pytest.raises(UserError):
+        train.pick_device("bogus")
+
+
+def test_small_and_empty_training_sets(pools):
+    tr, _ = pools
+    few = data.subset(tr, 3, (0, 1), seed=0)  # 6 images < batch: one full-data step per epoch
+    h = train.fit(tiny_net(), few, None, OptimSpec(batch_size=128), 2, seed=0, device=CPU)
+    assert h.steps == 2
+    empty = dataclasses.replace(few, x=few.x[:0], y=few.y[:0])
+    with pytest.raises(UserError):
+        train.fit(tiny_net(), empty, None, OptimSpec(), 1, seed=0, device=CPU)
