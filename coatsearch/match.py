@@ -16,7 +16,8 @@ f(lo) <= target < f(hi) until hi / lo < 1 + 1e-4, which leaves lo and hi on the 
 target; the one with the smaller |f - target| / target wins. If neither lies in the band
 |f - target| <= tolerance * target (a step too coarse), the single-quantum neighbours off the
 proportional path are tried too (one stage or stem one quantum wider than the lo configuration, or one
-narrower than the hi one); proportional scaling is kept whenever it can meet the band. If the band
+narrower than the hi one), then swaps (one place a quantum wider and another a quantum narrower than the
+lo configuration), never making a stage narrower than the one before it; proportional scaling is kept whenever it can meet the band. If the band
 lies below f(m_min) or above f(m_max), or no configuration meets it, the result has ok=False and says why.
 """
 
@@ -119,6 +120,12 @@ def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
         yield replace(spec, stem=replace(stem, width=stem.width + sign * CONV_QUANTUM))
 
 
+def _widening(spec: ModelSpec) -> bool:
+    """Whether stage widths never shrink from one stage to the next (fallbacks keep this if the spec has it)."""
+    widths = [s.width for s in spec.stages]
+    return all(a <= b for a, b in zip(widths, widths[1:]))
+
+
 def _bisect(spec: ModelSpec, mode: str, target: int, lo: float, hi: float) -> tuple[float, float]:
     """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + REL_STEP."""
     while hi / lo > 1 + REL_STEP:
@@ -156,9 +163,20 @@ def match(spec: ModelSpec, budget: Budget) -> MatchResult:
     best = min(below, above, key=lambda r: abs(r.error))
     if best.ok:
         return best
-    near = [_result(s, lo, budget) for s in _neighbours(below.spec, mode, +1)]
-    near += [_result(s, hi, budget) for s in _neighbours(above.spec, mode, -1)]
+    shape = _widening(spec)
+    ups = [s for s in _neighbours(below.spec, mode, +1) if _widening(s) >= shape]
+    downs = [s for s in _neighbours(above.spec, mode, -1) if _widening(s) >= shape]
+    near = [_result(s, lo, budget) for s in ups] + [_result(s, hi, budget) for s in downs]
     best = min([best, *near], key=lambda r: abs(r.error))
+    if best.ok:
+        return best
+    swaps = [
+        _result(t, lo, budget)
+        for s in ups
+        for t in _neighbours(s, mode, -1)
+        if t != below.spec and _widening(t) >= shape
+    ]
+    best = min([best, *swaps], key=lambda r: abs(r.error))
     if best.ok:
         return best
     reason = (
