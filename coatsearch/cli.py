@@ -116,10 +116,7 @@ def _table(rows: list[dict]) -> str:
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
-    lines = [
-        "  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
-        for line in [head, *body]
-    ]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() for line in [head, *body]]
     budget = next((r["budget_macs"] for r in rows if r["budget_macs"]), None)
     if budget:
         lines.append(f"budget: {budget / 1e6:.2f}M MACs (multiply-adds per image)")
@@ -137,32 +134,16 @@ def _run(args: argparse.Namespace) -> int:
     D.load(space.data, space.image_size, space.channels)  # a missing dataset stops here, exit 2
     if args.workers < 1 or (args.trials is not None and args.trials < 1):
         raise UserError("--workers and --trials must be at least 1")
+    common = {"trials": args.trials, "device": args.device, "progress": not args.quiet}
     if args.backend == "ray":
-        from coatsearch.backends import ray_backend as engine
+        from coatsearch.backends import ray_backend
 
-        summary = engine.run(
-            space,
-            args.studies_dir,
-            name,
-            trials=args.trials,
-            device=args.device,
-            address=args.address,
-            cpus=args.cpus_per_trial,
-            gpus=args.gpus_per_trial,
-            progress=not args.quiet,
-        )
+        extra = {"address": args.address, "cpus": args.cpus_per_trial, "gpus": args.gpus_per_trial}
+        summary = ray_backend.run(space, args.studies_dir, name, **extra, **common)
     else:
-        from coatsearch.backends import optuna_backend as engine
+        from coatsearch.backends import optuna_backend
 
-        summary = engine.run(
-            space,
-            args.studies_dir,
-            name,
-            trials=args.trials,
-            workers=args.workers,
-            device=args.device,
-            progress=not args.quiet,
-        )
+        summary = optuna_backend.run(space, args.studies_dir, name, workers=args.workers, **common)
     print(
         f"study {summary.study}: {summary.complete} complete, {summary.failed} failed, {summary.pruned} pruned "
         f"of {summary.planned} planned; {summary.ran_now} ran now in {summary.seconds:.0f} s; "

@@ -4,7 +4,8 @@ Storage invariants: every planned trial (PlanItem.key) lives in the study as one
 taken while some trial with it is WAITING, RUNNING (by a live process), COMPLETE, PRUNED, or FAIL with a
 `fail_reason`. A RUNNING trial whose worker process is gone (kill -9) is marked FAIL without a reason,
 which frees its key, so the next run trains it again. Claiming happens under a file lock, so K workers
-never run one key twice. Records, once told, are never rewritten.
+never run one key twice. Records, once told, are never rewritten. The Ray backend claims, suggests and
+tells through the same functions (`claim`, `suggest`, `attempt`, `tell`), so its records are the same.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,7 +134,7 @@ def run(
         for p in procs:
             p.join()
         ran = sum(1 for t in load_study(studies_dir, name).trials if t.user_attrs.get("run_id") == run_id)
-    return _summary(space, studies_dir, name, ran, time.perf_counter() - start)
+    return summary(space, studies_dir, name, ran, time.perf_counter() - start)
 
 
 def _worker_entry(args: tuple, workers: int) -> None:
@@ -154,17 +155,17 @@ def _worker(space, studies_dir, name, device_name, run_id, limit, progress) -> i
     items = {i.key: i for i in P.plan(space)}
     env = environment(device)
     ran = 0
-    with _study_bar(study, items, progress) as bar:
-        while (claim := _claim(study, items, run_id, limit, studies_dir / name)) is not None:
-            trial, item = claim
+    with study_bar(study, items, progress) as bar:
+        while (taken := claim(study, items, run_id, limit, studies_dir / name)) is not None:
+            trial, item = taken
             _run_trial(space, study, trial, item, device, env, progress)
             ran += 1
             bar(trial.number)
     return ran
 
 
-def _claim(study, items: dict, run_id: str, limit: int | None, folder: Path):
-    """Under the study lock: fail stale trials, then take the next free key as a RUNNING trial."""
+def claim(study, items: dict, run_id: str, limit: int | None, folder: Path, backend: str = "optuna"):
+    """Under the study lock: fail stale trials, then take the next free key as a RUNNING (trial, PlanItem)."""
     with _locked(folder / "claim.lock"):
         _fail_stale(study)
         trials = study.get_trials(deepcopy=False)
@@ -180,6 +181,7 @@ def _claim(study, items: dict, run_id: str, limit: int | None, folder: Path):
             )
         trial = study.ask()
         trial.set_user_attr("run_id", run_id)
+        trial.set_user_attr("backend", backend)
         trial.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
         return trial, items[trial.user_attrs["key"]]
 
@@ -222,23 +224,29 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _run_trial(space, study, trial, item, device, env, progress) -> None:
     """Suggest, train, score and tell one trial; any failure is recorded with its reason."""
+    params = suggest(trial, space, item)
+    report = epoch_reporter(space, _pruning_sink(trial))
+    tell(study, trial, *attempt(space, item, params, device, env, progress=progress, report=report))
+
+
+def attempt(space, item, params, device, env, progress=False, report=None) -> tuple[TrialState, dict, float | None]:
+    """Run one planned trial: (state, user attrs, value); a failure or pruning is an outcome, not an exception."""
     from coatsearch.study import run_item
 
-    params = suggest(trial, space, item)
-    report = _reporter(trial, space) if space.study.pruner != "none" else None
     try:
         value, attrs = run_item(space, item, params, device, progress=progress, report=report)
     except P.Pruned:
-        study.tell(trial, state=TrialState.PRUNED)
-        return
+        return TrialState.PRUNED, {}, None
     except (P.TrialFailed, UserError) as exc:
-        trial.set_user_attr("fail_reason", str(exc))
-        trial.set_user_attr("env", env)
-        study.tell(trial, state=TrialState.FAIL)
-        return
-    for key, val in {**attrs, "env": env}.items():
+        return TrialState.FAIL, {"fail_reason": str(exc), "env": env}, None
+    return TrialState.COMPLETE, {**attrs, "env": env}, value
+
+
+def tell(study: optuna.Study, trial: optuna.Trial, state: TrialState, attrs: dict, value: float | None) -> None:
+    """Write a finished trial's user attrs, then its state and value: the one write-back of every backend."""
+    for key, val in attrs.items():
         trial.set_user_attr(key, val)
-    study.tell(trial, value)
+    study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
 
 
 def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
@@ -258,21 +266,32 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
     return trial.suggest_float(d.path, d.low, d.high, log=d.log)
 
 
-def _reporter(trial: optuna.Trial, space: Space):
-    """Report the objective's score per epoch to the pruner; raise Pruned when it says stop."""
+def epoch_reporter(space: Space, sink: Callable[[int, float], None]):
+    """A `run_item` report callback sending the objective's per-epoch score to `sink` (None: no pruning)."""
+    if space.study.pruner == "none":
+        return None
     score = space.study.objective.split(".", 1)[0]
 
     def report(name: str, epoch: int, value: float) -> None:
         if name == score and value is not None:
-            trial.report(value, epoch)
-            if trial.should_prune():
-                raise P.Pruned(f"pruned at epoch {epoch}")
+            sink(epoch, value)
 
     return report
 
 
+def _pruning_sink(trial: optuna.Trial) -> Callable[[int, float], None]:
+    """Report to the study's pruner; raise Pruned when it says stop."""
+
+    def sink(epoch: int, value: float) -> None:
+        trial.report(value, epoch)
+        if trial.should_prune():
+            raise P.Pruned(f"pruned at epoch {epoch}")
+
+    return sink
+
+
 @contextmanager
-def _study_bar(study: optuna.Study, items: dict, enabled: bool):
+def study_bar(study: optuna.Study, items: dict, enabled: bool):
     """A study-level progress bar (trials done of planned, ETA)."""
     from tqdm.auto import tqdm
 
@@ -286,7 +305,8 @@ def _study_bar(study: optuna.Study, items: dict, enabled: bool):
         bar.close()
 
 
-def _summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> RunSummary:
+def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> RunSummary:
+    """Count the study's trials by state, against the plan."""
     trials = load_study(studies_dir, name).get_trials(deepcopy=False)
     count = {
         s: sum(t.state == s for t in trials)
