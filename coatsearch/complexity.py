@@ -20,16 +20,12 @@ class Complexity:
     params: int
 
 
-def measure(
-    model: torch.nn.Module, image_size: int, in_chans: int, device: str | torch.device = "meta"
-) -> Complexity:
+def measure(model: torch.nn.Module, image_size: int, in_chans: int, device: str | torch.device = "meta") -> Complexity:
     """Count MACs of one eval-mode forward pass of `model` on a (1, in_chans, S, S) input, and its parameters."""
     return measure_shape(model, (1, in_chans, image_size, image_size), device)
 
 
-def measure_shape(
-    model: torch.nn.Module, shape: tuple[int, ...], device: str | torch.device = "meta"
-) -> Complexity:
+def measure_shape(model: torch.nn.Module, shape: tuple[int, ...], device: str | torch.device = "meta") -> Complexity:
     """Count MACs of one eval-mode forward pass of `model` on a zero input of `shape`, and its parameters.
 
     FlopCounterMode counts matmuls and convolutions (2 FLOPs per multiply-add; biases, norms,

@@ -117,9 +117,7 @@ def _apply_profile(path: Path, root: yaml.Node | None, data: dict, profile: str)
         raise SpaceError(f"{path}: no profile '{profile}' in this space; allowed: {allowed}")
     patch = profiles.get(profile) or {}
     if not isinstance(patch, dict):
-        raise SpaceError(
-            f"{path}:{_line(root, ('profiles', profile))}: profile '{profile}' must be a mapping"
-        )
+        raise SpaceError(f"{path}:{_line(root, ('profiles', profile))}: profile '{profile}' must be a mapping")
     return deep_merge(data, patch)
 
 

@@ -17,7 +17,8 @@ target; the one with the smaller |f - target| / target wins. If neither lies in 
 |f - target| <= tolerance * target (a step too coarse), the single-quantum neighbours off the
 proportional path are tried too (one stage or stem one quantum wider than the lo configuration, or one
 narrower than the hi one), then swaps (one place a quantum wider and another a quantum narrower than the
-lo configuration), never making a stage narrower than the one before it; proportional scaling is kept whenever it can meet the band. If the band
+lo configuration), never making a stage narrower than the one before it; proportional scaling is kept
+whenever it can meet the band. If the band
 lies below f(m_min) or above f(m_max), or no configuration meets it, the result has ok=False and says why.
 """
 
@@ -66,8 +67,7 @@ def scale(spec: ModelSpec, multiplier: float, mode: str) -> ModelSpec:
     if mode == "width":
         head = spec.block.head_size
         stages = tuple(
-            replace(s, width=_round_to(s.width * m, head if s.kind == ATTN else CONV_QUANTUM))
-            for s in spec.stages
+            replace(s, width=_round_to(s.width * m, head if s.kind == ATTN else CONV_QUANTUM)) for s in spec.stages
         )
         stem = spec.stem
         if stem.kind == "conv":
@@ -123,7 +123,7 @@ def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
 def _widening(spec: ModelSpec) -> bool:
     """Whether stage widths never shrink from one stage to the next (fallbacks keep this if the spec has it)."""
     widths = [s.width for s in spec.stages]
-    return all(a <= b for a, b in zip(widths, widths[1:]))
+    return all(a <= b for a, b in zip(widths, widths[1:], strict=False))
 
 
 def _bisect(spec: ModelSpec, mode: str, target: int, lo: float, hi: float) -> tuple[float, float]:

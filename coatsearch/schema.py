@@ -38,9 +38,7 @@ class StemIn(Strict):
     @model_validator(mode="after")
     def _vitc(self) -> StemIn:
         if self.kind == "vitc" and (not self.channels or len(self.channels) != len(self.strides)):
-            raise ValueError(
-                "a vitc stem needs 'channels' and 'strides' lists of the same length (one per 3x3 conv)"
-            )
+            raise ValueError("a vitc stem needs 'channels' and 'strides' lists of the same length (one per 3x3 conv)")
         return self
 
 
@@ -192,18 +190,14 @@ class CandidateIn(Strict):
         for key in ("depths", "widths", "strides"):
             values = getattr(self, key)
             if values is not None and len(values) != n:
-                raise ValueError(
-                    f"'{key}' has {len(values)} entries but layout '{self.layout}' has {n} stages"
-                )
+                raise ValueError(f"'{key}' has {len(values)} entries but layout '{self.layout}' has {n} stages")
         if self.arch == "vit" and (self.layout != "T" or self.stem.kind == "conv"):
             raise ValueError("arch 'vit' needs layout 'T' and a 'patch' or 'vitc' stem")
         if self.arch == "coatnet" and self.stem.kind == "vitc":
             raise ValueError("a 'vitc' stem belongs to arch 'vit'; arch 'coatnet' takes 'conv' or 'patch'")
         for kind, width in zip(self.layout.split("-"), self.widths, strict=True):
             if kind == "T" and width % self.block.head_size:
-                raise ValueError(
-                    f"T-stage width {width} is not a multiple of head_size {self.block.head_size}"
-                )
+                raise ValueError(f"T-stage width {width} is not a multiple of head_size {self.block.head_size}")
         return self
 
 

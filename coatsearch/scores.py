@@ -26,9 +26,7 @@ class TrialInput:
     seed: int
 
 
-def measure(
-    inp: TrialInput, device: torch.device, progress: bool = False, report: Report | None = None
-) -> dict:
+def measure(inp: TrialInput, device: torch.device, progress: bool = False, report: Report | None = None) -> dict:
     """Run every score the space enables; return flat scalar metrics plus `curves.<score>` dicts."""
     out: dict = {}
     sc = inp.scores
@@ -110,15 +108,11 @@ def _transfer(inp: TrialInput, device, progress, report) -> dict:
     pre, fin = inp.scores.pretrain, inp.scores.finetune
     train_a, held_a = _splits(inp, pre)
     model = _model(inp, len(train_a.classes), no_drop=False)
-    hist_a = _fit(
-        "pretrain", model, train_a, held_a, inp.optim, pre.epochs, inp, device, progress, report, True
-    )
+    hist_a = _fit("pretrain", model, train_a, held_a, inp.optim, pre.epochs, inp, device, progress, report, True)
     train_b, held_b = _splits(inp, fin)
     target = _model(inp, len(train_b.classes), no_drop=False)
     _copy_body(model, target)
-    hist_b = _fit(
-        "transfer", target, train_b, held_b, inp.optim, fin.epochs, inp, device, progress, report, True
-    )
+    hist_b = _fit("transfer", target, train_b, held_b, inp.optim, fin.epochs, inp, device, progress, report, True)
     return {
         "transfer.pretrain_acc": hist_a.eval_acc[-1],
         "transfer.finetune_acc": hist_b.eval_acc[-1],
@@ -150,9 +144,7 @@ def _length(inp: TrialInput, length: S.LengthSpec, device, progress, report) -> 
     accs = []
     for epochs in length.epochs:
         model = _model(inp, len(train.classes), no_drop=False)
-        hist = _fit(
-            f"length{epochs}", model, train, held, inp.optim, epochs, inp, device, progress, report, True
-        )
+        hist = _fit(f"length{epochs}", model, train, held, inp.optim, epochs, inp, device, progress, report, True)
         accs.append(hist.eval_acc[-1])
         out[f"curves.length{epochs}"] = _curves(hist)
     out["length.eval_acc"] = accs

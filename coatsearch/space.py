@@ -41,9 +41,7 @@ class Candidate:
     scores: S.ScoresSpec  # what its trials measure (the shared `scores` merged with its own)
     dims: tuple[Dim, ...] = ()
 
-    def resolve(
-        self, params: Mapping[str, Any] | None = None
-    ) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
+    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
         """Apply sampled `params` (dotted path → value) and return (model, optimizer, budget) specs."""
         data = json.loads(self.settings)
         for path, value in (params or {}).items():
@@ -177,9 +175,7 @@ def _to_specs(c: CandidateIn, size: tuple[int, int, int]) -> tuple[S.ModelSpec, 
     image_size, channels, classes = size
     kinds = c.layout.split("-")
     strides = c.strides or [2] * len(kinds)
-    stem = S.StemSpec(
-        **{**c.stem.model_dump(), "channels": tuple(c.stem.channels), "strides": tuple(c.stem.strides)}
-    )
+    stem = S.StemSpec(**{**c.stem.model_dump(), "channels": tuple(c.stem.channels), "strides": tuple(c.stem.strides)})
     stages = tuple(
         S.StageSpec(kind=k, depth=d, width=w, stride=s)
         for k, d, w, s in zip(kinds, c.depths, c.widths, strides, strict=True)

@@ -22,6 +22,16 @@ from coatsearch.scores import Report, TrialInput, measure
 from coatsearch.space import Space
 from coatsearch.train import NonFiniteLoss
 
+# A candidate whose scores leave out the study's objective (e.g. a training-length-only candidate) reports
+# the first of these it measured as its trial value; the attribute `objective` names which.
+FALLBACK_OBJECTIVES = (
+    "accuracy.eval_acc",
+    "generalization.eval_acc",
+    "capacity.eval_acc",
+    "transfer.finetune_acc",
+    "length.eval_acc_longest",
+)
+
 
 def run_item(
     space: Space,
@@ -57,10 +67,10 @@ def run_item(
         "wall_s": round(time.perf_counter() - start, 3),
         "device": str(device),
     }
-    value = metrics.get(space.study.objective)
-    if value is None or not math.isfinite(value):
+    key = next((k for k in (space.study.objective, *FALLBACK_OBJECTIVES) if k in metrics), None)
+    if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
-    return float(value), attrs
+    return float(metrics[key]), {**attrs, "objective": key}
 
 
 def candidate_attrs(prep) -> dict:

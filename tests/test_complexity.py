@@ -73,9 +73,7 @@ def test_strided_transformer_block_macs():
 
 def _small() -> ModelSpec:
     stages = (StageSpec("C", 1, 16, 1), StageSpec("C", 1, 32, 2), StageSpec("T", 2, 64, 2))
-    return ModelSpec(
-        "small", "coatnet", 32, 1, 10, StemSpec("conv", width=16, stride=1), stages, BlockSpec(16)
-    )
+    return ModelSpec("small", "coatnet", 32, 1, 10, StemSpec("conv", width=16, stride=1), stages, BlockSpec(16))
 
 
 def test_meta_equals_cpu():

@@ -50,9 +50,7 @@ def test_depth_match_lands_in_band(layout):
 
 
 def test_depth_match_vit_scales_single_stage():
-    spec = ModelSpec(
-        "vit", "vit", 32, 1, 10, StemSpec("patch", patch_size=4), (StageSpec("T", 4, 64, 1),), BLOCK
-    )
+    spec = ModelSpec("vit", "vit", 32, 1, 10, StemSpec("patch", patch_size=4), (StageSpec("T", 4, 64, 1),), BLOCK)
     r = match(spec, Budget(macs=count(spec).macs * 2, scale="depth"))
     assert r.ok and r.spec.stages[0].depth == 8
 

@@ -21,9 +21,7 @@ def proxy(layout: str, size: int = 32, strides=(1, 2, 2, 1), stem_stride: int = 
     kinds, widths = layout.split("-"), (16, 32, 64, 128)
     stages = tuple(StageSpec(k, 1, w, s) for k, w, s in zip(kinds, widths, strides, strict=False))
     stem = StemSpec("conv", width=16, stride=stem_stride)
-    base = dict(
-        name=layout, arch="coatnet", image_size=size, in_chans=1, num_classes=10, stem=stem, block=BLOCK
-    )
+    base = dict(name=layout, arch="coatnet", image_size=size, in_chans=1, num_classes=10, stem=stem, block=BLOCK)
     return ModelSpec(**{**base, "stages": stages, **kw})
 
 

@@ -64,9 +64,7 @@ def load_study(studies_dir: Path, name: str) -> optuna.Study:
     """Open an existing study by name; a clear error when there is none."""
     path = storage_file(studies_dir, name)
     if not path.exists():
-        raise UserError(
-            f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first"
-        )
+        raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first")
     return optuna.load_study(study_name=name, storage=open_storage(path))
 
 
@@ -176,9 +174,7 @@ def claim(study, items: dict, run_id: str, limit: int | None, folder: Path, back
             item = next((i for k, i in items.items() if k not in taken), None)
             if item is None:
                 return None
-            study.enqueue_trial(
-                {"candidate": item.candidate, "seed": item.seed}, user_attrs={"key": item.key}
-            )
+            study.enqueue_trial({"candidate": item.candidate, "seed": item.seed}, user_attrs={"key": item.key})
         trial = study.ask()
         trial.set_user_attr("run_id", run_id)
         trial.set_user_attr("backend", backend)
@@ -296,9 +292,7 @@ def study_bar(study: optuna.Study, items: dict, enabled: bool):
     from tqdm.auto import tqdm
 
     done = sum(1 for t in study.get_trials(deepcopy=False) if t.state.is_finished() and _holds_key(t))
-    bar = tqdm(
-        total=len(items), initial=min(done, len(items)), desc="study", unit="trial", disable=not enabled
-    )
+    bar = tqdm(total=len(items), initial=min(done, len(items)), desc="study", unit="trial", disable=not enabled)
     try:
         yield lambda number: bar.update(1)
     finally:
@@ -308,10 +302,7 @@ def study_bar(study: optuna.Study, items: dict, enabled: bool):
 def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> RunSummary:
     """Count the study's trials by state, against the plan."""
     trials = load_study(studies_dir, name).get_trials(deepcopy=False)
-    count = {
-        s: sum(t.state == s for t in trials)
-        for s in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
-    }
+    count = {s: sum(t.state == s for t in trials) for s in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)}
     return RunSummary(
         study=name,
         storage=str(storage_file(studies_dir, name)),

@@ -19,9 +19,7 @@ _POOL = {"max": "max2", "avg": "avg2"}  # kernel = stride = 2 pooling on shortcu
 def conv_cfg(block: BlockSpec) -> MaxxVitConvCfg:
     """timm MBConv config for the BlockSpec (pre-norm, expand, depthwise 3x3, SE, project)."""
     if block.downsample not in _STRIDE_MODE or block.pool not in _POOL:
-        raise ValueError(
-            f"downsample {block.downsample!r} / pool {block.pool!r}: known {_STRIDE_MODE} / {_POOL}"
-        )
+        raise ValueError(f"downsample {block.downsample!r} / pool {block.pool!r}: known {_STRIDE_MODE} / {_POOL}")
     return MaxxVitConvCfg(
         expand_ratio=block.expand_ratio,
         stride_mode=_STRIDE_MODE[block.downsample],
@@ -71,9 +69,7 @@ def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block:
         cfg = transformer_cfg(block)
         rel = partial(RelPosBias, window_size=(side, side)) if block.rel_pos else None
         widen = stride == 1 and dim != dim_out
-        blk = TransformerBlock2d(
-            dim, dim_out, stride=2 if widen else stride, rel_pos_cls=rel, cfg=cfg, drop_path=dpr
-        )
+        blk = TransformerBlock2d(dim, dim_out, stride=2 if widen else stride, rel_pos_cls=rel, cfg=cfg, drop_path=dpr)
         if widen:  # timm asserts dim == dim_out at stride 1: build strided, then drop the pooling
             blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.shortcut_bias)
             blk.norm1 = blk.norm1.norm
@@ -128,16 +124,12 @@ class CoAtNet(nn.Module):
 def build_coatnet(spec: ModelSpec) -> CoAtNet:
     """CoAtNet / ViT_REL model for `spec`."""
     if spec.stem.kind == "patch" and spec.image_size % spec.stem.patch_size:
-        raise ValueError(
-            f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}"
-        )
+        raise ValueError(f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}")
     if spec.stem.kind not in ("conv", "patch"):
         raise ValueError(f"arch coatnet takes stem kind conv or patch, not {spec.stem.kind!r}")
     for i, s in enumerate(spec.stages):
         if s.stride not in (1, 2):
             raise ValueError(f"stage {i}: stride {s.stride} not in (1, 2)")
         if s.kind == ATTN and s.width % spec.block.head_size:
-            raise ValueError(
-                f"stage {i}: T width {s.width} is not a multiple of head size {spec.block.head_size}"
-            )
+            raise ValueError(f"stage {i}: T width {s.width} is not a multiple of head size {spec.block.head_size}")
     return CoAtNet(spec)

@@ -27,9 +27,7 @@ class ConvStem(nn.Module):
         norm_act = partial(get_norm_act_layer(NORM_2D[norm], act), eps=1e-5)
         mods: list[nn.Module] = []
         for i in range(layers):
-            mods.append(
-                nn.Conv2d(in_chans if i == 0 else width, width, 3, stride if i == 0 else 1, 1, bias=False)
-            )
+            mods.append(nn.Conv2d(in_chans if i == 0 else width, width, 3, stride if i == 0 else 1, 1, bias=False))
             if i < layers - 1:
                 mods.append(norm_act(width))
         self.body = nn.Sequential(*mods)

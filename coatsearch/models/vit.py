@@ -19,9 +19,7 @@ def build_vit(spec: ModelSpec) -> VisionTransformer:
     if stage.width % b.head_size:
         raise ValueError(f"T width {stage.width} is not a multiple of head size {b.head_size}")
     if spec.stem.kind == "patch" and spec.image_size % spec.stem.patch_size:
-        raise ValueError(
-            f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}"
-        )
+        raise ValueError(f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}")
     kwargs = {}
     if spec.stem.kind == "patch":
         patch_size = spec.stem.patch_size

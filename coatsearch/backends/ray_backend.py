@@ -1,0 +1,272 @@
+"""Ray Tune, for more than one machine: the driver claims trials from the Optuna study, Ray runs them.
+
+The study stays the one store of record, written only by the driver: a `Searcher` claims planned keys
+exactly as the optuna backend does (`claim` + `suggest` under the study lock, the study's sampler), one at a
+time as Ray has room, so TPE sees earlier results; each Ray trial calls `run_item` through `attempt` and
+reports its outcome as one JSON record; the searcher tells it back (`tell`). Workers never open the storage,
+so only the driver needs the study folder. Early stopping comes from Ray's ASHA scheduler on the per-epoch
+objective score (a pruned trial is told PRUNED). A crashed worker is retried (`MAX_FAILURES`); an ordinary
+trial failure is a record, not a crash. Resuming is the study's: a rerun claims only keys not yet taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import optuna
+import ray
+from optuna.trial import TrialState
+from ray import tune
+from ray.tune.schedulers import ASHAScheduler
+from ray.tune.search import Searcher
+
+from coatsearch import plan as P
+from coatsearch.backends.optuna_backend import (
+    RunSummary,
+    attempt,
+    claim,
+    create_study,
+    epoch_reporter,
+    study_bar,
+    suggest,
+    summary,
+    tell,
+)
+from coatsearch.errors import UserError
+from coatsearch.space import Space
+
+MAX_FAILURES = 2  # retries of a trial whose worker process died (not of trials that fail on their own)
+SCORE, STEP = "score", "epochs_done"  # what ASHA reads: objective score after STEP epochs
+
+
+def run(
+    space: Space,
+    studies_dir: Path,
+    name: str,
+    *,
+    trials: int | None = None,
+    device: str = "auto",
+    address: str | None = None,
+    cpus: float | None = None,
+    gpus: float | None = None,
+    progress: bool = True,
+) -> RunSummary:
+    """Run every planned trial not yet taken on Ray (a local one when no address); a rerun resumes."""
+    start = time.perf_counter()
+    cpus, gpus = _resources(device, cpus, gpus)
+    _check_address(address)
+    study = create_study(space, studies_dir, name)
+    folder = Path(studies_dir).resolve() / name
+    run_id = uuid.uuid4().hex[:12]
+    searcher = StudySearcher(space, study, folder, run_id, trials)
+    with _connected(address), study_bar(study, searcher.items, progress) as bar:
+        _check_cluster(cpus, gpus)
+        searcher.bar = bar
+        try:
+            _tuner(space, searcher, folder / "ray", run_id, device, cpus, gpus).fit()
+        finally:
+            interrupted = searcher.close()
+    if interrupted:
+        raise KeyboardInterrupt
+    ran = sum(1 for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id)
+    return summary(space, studies_dir, name, ran, time.perf_counter() - start)
+
+
+def _resources(device: str, cpus: float | None, gpus: float | None) -> tuple[float, float]:
+    """Per-trial CPUs and GPUs: 1 CPU, and 1 GPU when the device is CUDA, unless given."""
+    from coatsearch.train import pick_device
+
+    cpus = 1.0 if cpus is None else float(cpus)
+    gpus = (1.0 if pick_device(device).type == "cuda" else 0.0) if gpus is None else float(gpus)
+    if cpus <= 0 or gpus < 0:
+        raise UserError(f"--cpus-per-trial must be > 0 and --gpus-per-trial >= 0 (got {cpus:g}, {gpus:g})")
+    return cpus, gpus
+
+
+def _check_address(address: str | None) -> None:
+    """Fail fast on a HOST:PORT nobody listens on (ray.init would retry it for minutes)."""
+    if address in (None, "auto"):
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UserError(f"--address must be auto or HOST:PORT, not {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UserError(
+            f"no Ray cluster at {address} ({exc}); start one with `ray start --head` there, "
+            "or leave out --address to run on a local Ray"
+        ) from None
+
+
+@contextmanager
+def _connected(address: str | None) -> Iterator[None]:
+    """Join the cluster at `address`, or start a local Ray; an already initialized Ray is used as it is."""
+    if ray.is_initialized():
+        yield
+        return
+    try:
+        if address:
+            ray.init(address=address)
+        else:
+            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UserError(f"cannot start or join Ray (--address {address}): {exc}") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _check_cluster(cpus: float, gpus: float) -> None:
+    """A trial that needs more than the whole cluster has would wait forever: say so instead."""
+    have = ray.cluster_resources()
+    if cpus > have.get("CPU", 0) or gpus > have.get("GPU", 0):
+        raise UserError(
+            f"each trial asks for {cpus:g} CPU and {gpus:g} GPU, but the Ray cluster has "
+            f"{have.get('CPU', 0):g} CPU and {have.get('GPU', 0):g} GPU; lower --cpus-per-trial/--gpus-per-trial"
+        )
+
+
+def _tuner(space, searcher, storage: Path, run_id: str, device: str, cpus: float, gpus: float) -> tune.Tuner:
+    """A Tuner over the searcher's claims, results under `storage` (studies/<study>/ray/run-<id>)."""
+    fn = tune.with_parameters(_trainable, space=space, device=device, threads=max(1, int(cpus)), cwd=os.getcwd())
+    return tune.Tuner(
+        tune.with_resources(fn, {"cpu": cpus, "gpu": gpus}),
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            scheduler=scheduler(space),
+            num_samples=-1,  # until the searcher has nothing left to claim
+            trial_dirname_creator=lambda t: f"trial-{t.config['number']}",
+        ),
+        run_config=tune.RunConfig(
+            name=f"run-{run_id}",
+            storage_path=str(storage),
+            failure_config=tune.FailureConfig(max_failures=MAX_FAILURES),
+            verbose=0,
+        ),
+    )
+
+
+def scheduler(space: Space) -> ASHAScheduler | None:
+    """ASHA on the per-epoch objective score when the space prunes (Ray stops trials; Optuna's pruner does not)."""
+    if space.study.pruner == "none":
+        return None
+    # The per-epoch score is an eval accuracy, higher is better whatever the study's direction.
+    # stop_last_trials=False: a trial at max_t still has its other scores to measure.
+    return ASHAScheduler(
+        time_attr=STEP,
+        metric=SCORE,
+        mode="max",
+        max_t=_max_epochs(space),
+        grace_period=1,
+        reduction_factor=3,
+        stop_last_trials=False,
+    )
+
+
+def _max_epochs(space: Space) -> int:
+    """The longest schedule of any score of any candidate (ASHA's rungs stop below it)."""
+    epochs = [1]
+    for c in space.candidates:
+        sc = c.scores
+        epochs += [s.epochs for s in (sc.generalization, sc.capacity, sc.accuracy, sc.pretrain, sc.finetune) if s]
+        epochs += list(sc.length.epochs) if sc.length else []
+    return max(epochs)
+
+
+class StudySearcher(Searcher):
+    """Ray's source of trials: claims planned keys from the study as Ray asks, tells each outcome back."""
+
+    def __init__(self, space: Space, study: optuna.Study, folder: Path, run_id: str, limit: int | None):
+        super().__init__()
+        self.space, self.study, self.folder, self.run_id, self.limit = space, study, folder, run_id, limit
+        self.items = {i.key: i for i in P.plan(space)}
+        self.bar = lambda number: None
+        self.open: dict[str, optuna.Trial] = {}  # Ray trial id -> claimed, not yet told
+        self.steps: dict[str, int] = {}  # Ray trial id -> last epoch reported to the study
+
+    def suggest(self, trial_id: str) -> dict | str:
+        """Claim the next free key (or FINISHED); Ray's trial config names it."""
+        taken = claim(self.study, self.items, self.run_id, self.limit, self.folder, backend="ray")
+        if taken is None:
+            return Searcher.FINISHED
+        trial, item = taken
+        self.open[trial_id] = trial
+        params = suggest(trial, self.space, item)
+        return {"number": trial.number, "item": asdict(item), "params": json.dumps(params)}
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        """Copy a per-epoch score into the Optuna trial, as the optuna backend's pruner sees it."""
+        trial = self.open.get(trial_id)
+        if trial is not None and STEP in result and result[STEP] > self.steps.get(trial_id, 0):
+            trial.report(result[SCORE], result[STEP] - 1)
+            self.steps[trial_id] = result[STEP]
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        """Tell the study how a Ray trial ended."""
+        if trial_id not in self.open:
+            return
+        if result:
+            self.on_trial_result(trial_id, result)
+        trial = self.open.pop(trial_id)
+        tell(self.study, trial, *outcome(result, error, self.folder / "ray"))
+        self.bar(trial.number)
+
+    def close(self) -> int:
+        """Free the keys of trials Ray never finished (an interrupted run); how many there were."""
+        for trial in self.open.values():
+            tell(self.study, trial, TrialState.FAIL, {}, None)
+        left, self.open = len(self.open), {}
+        return left
+
+    def save(self, checkpoint_path: str) -> None:
+        """Nothing to save: the study is this searcher's state."""
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Nothing to restore: the study is this searcher's state."""
+
+    def __getstate__(self) -> dict:
+        """Ray pickles its searcher with the experiment; the study, bar and open trials stay in the driver."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("study", "bar", "open")}
+
+
+def outcome(result: dict | None, error: bool, logs: Path) -> tuple[TrialState, dict, float | None]:
+    """(state, user attrs, value) of a finished Ray trial, from its last result."""
+    if error:
+        reason = f"Ray trial failed {MAX_FAILURES + 1} times (worker crash or lost node); its error.txt is under {logs}"
+        return TrialState.FAIL, {"fail_reason": reason}, None
+    if result and "record" in result:
+        record = json.loads(result["record"])
+        return TrialState[record["state"]], {**record["attrs"], "ray": record["ray"]}, record["value"]
+    if result and STEP in result:
+        return TrialState.PRUNED, {}, None  # stopped by the scheduler after an epoch
+    return TrialState.FAIL, {}, None  # never ran (the run stopped first): no reason, so the key is free
+
+
+def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) -> None:
+    """One Ray trial: run the claimed item, report per-epoch scores, then one record of the outcome."""
+    import torch
+
+    from coatsearch.study import environment
+    from coatsearch.train import pick_device
+
+    if os.path.isdir(cwd):
+        os.chdir(cwd)  # relative paths in the space (data roots) mean what they meant to the driver
+    torch.set_num_threads(threads)
+    dev = pick_device(device)
+    report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
+    began = time.time()
+    item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
+    state, attrs, value = attempt(space, item, params, dev, environment(dev), report=report)
+    where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
+    record = {"state": state.name, "attrs": attrs, "value": value, "ray": {**where, "start": began, "end": time.time()}}
+    tune.report({SCORE: value, "record": json.dumps(record)})

@@ -1,0 +1,124 @@
+"""The Ray engine: same study records as the optuna backend, two trials at once, resume, failures, pruning."""
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import ray
+import torch
+from optuna.trial import TrialState
+
+from coatsearch.backends import optuna_backend
+from coatsearch.backends import ray_backend as engine
+from coatsearch.errors import UserError
+from coatsearch.space import load_space
+
+HERE = Path(__file__).parent
+TINY = HERE / "spaces" / "tiny.yaml"
+
+
+def run(space_path: Path, studies: Path, **kw):
+    return engine.run(load_space(space_path), studies, "s", progress=False, **kw)
+
+
+def trials(studies: Path) -> list:
+    return optuna_backend.load_study(studies, "s").get_trials()
+
+
+def variant(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    text = TINY.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "space.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each Ray trial with 1 CPU runs
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def no_ray_left():
+    yield
+    if ray.is_initialized():  # run() shuts down what it started; make sure of it even on failure
+        ray.shutdown()
+        pytest.fail("ray_backend.run left Ray running")
+
+
+def test_an_unreachable_address_is_a_user_error(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nobody listens there
+    with pytest.raises(UserError, match="no Ray cluster at 127.0.0.1"):
+        run(TINY, tmp_path, address=f"127.0.0.1:{port}")
+    with pytest.raises(UserError, match="HOST:PORT"):
+        run(TINY, tmp_path, address="nowhere")
+
+
+def test_same_records_as_optuna_two_trials_at_once_and_resume(tmp_path, one_thread):
+    optuna_backend.run(load_space(TINY), tmp_path / "optuna", "s", progress=False)
+    summary = run(TINY, tmp_path / "ray")
+    assert (summary.planned, summary.complete, summary.failed, summary.ran_now) == (2, 2, 0, 2)
+    by_optuna = {t.params["candidate"]: t for t in trials(tmp_path / "optuna")}
+    by_ray = {t.params["candidate"]: t for t in trials(tmp_path / "ray")}
+    assert by_ray.keys() == by_optuna.keys() == {"C-C", "C-T"}
+    for cand, t in by_ray.items():
+        o = by_optuna[cand]
+        assert t.params == o.params and t.distributions == o.distributions
+        assert set(t.user_attrs) == set(o.user_attrs) | {"ray"}
+        assert (t.user_attrs["backend"], o.user_attrs["backend"]) == ("ray", "optuna")
+        for key in ("curves.generalization", "macs", "params", "key", "seed"):
+            assert t.user_attrs[key] == o.user_attrs[key], key  # same candidate, seed and metrics, exactly
+        assert t.value == o.value and t.user_attrs["env"]["torch_threads"] == 1
+    spans = [(t.user_attrs["ray"]["start"], t.user_attrs["ray"]["end"]) for t in by_ray.values()]
+    assert max(s for s, _ in spans) < min(e for _, e in spans)  # both trials ran at the same time
+    assert list((tmp_path / "ray" / "s" / "ray").glob("run-*/trial-*"))  # Ray's results beside the study
+    again = run(TINY, tmp_path / "ray")
+    assert again.ran_now == 0 and len(trials(tmp_path / "ray")) == 2
+
+
+def test_a_failing_trial_is_recorded_not_retried_and_scores_reach_the_study(tmp_path):
+    space = variant(
+        tmp_path,
+        ("- {name: C-C, layout: C-C}", "- {name: C-C, layout: C-C, train: {lr: 1.0e+12}}"),
+        ("study: {seeds: [0]}", "study: {seeds: [0], pruner: hyperband}"),
+    )
+    summary = run(space, tmp_path, trials=5)
+    assert (summary.complete, summary.failed, summary.ran_now) == (1, 1, 2)
+    done = {t.params["candidate"]: t for t in trials(tmp_path)}
+    assert "non-finite loss" in done["C-C"].user_attrs["fail_reason"] and done["C-C"].state == TrialState.FAIL
+    ok = done["C-T"]  # alone on ASHA's rungs, so never stopped; its per-epoch scores are in the study
+    assert ok.intermediate_values == dict(enumerate(ok.user_attrs["curves.generalization"]["eval_acc"]))
+    assert run(space, tmp_path).ran_now == 0  # a real failure is kept, not retried
+
+
+def test_outcomes_of_ray_trials_as_the_study_records_them(tmp_path):
+    space = load_space(TINY)
+    study = optuna_backend.create_study(space, tmp_path, "s")
+    searcher = engine.StudySearcher(space, study, tmp_path / "s", "r1", None)
+    configs = {rid: searcher.suggest(rid) for rid in ("a", "b")}
+    assert searcher.suggest("c") == engine.Searcher.FINISHED
+    assert {json.loads(c["params"]) == {} for c in configs.values()} == {True}
+    searcher.on_trial_result("a", {engine.STEP: 1, engine.SCORE: 0.25})
+    searcher.on_trial_complete("a", {engine.STEP: 2, engine.SCORE: 0.5})  # stopped by ASHA
+    assert searcher.close() == 1  # "b" never finished: interrupted
+    by = {t.number: t for t in study.get_trials()}
+    pruned, left = by[configs["a"]["number"]], by[configs["b"]["number"]]
+    assert pruned.state == TrialState.PRUNED and pruned.intermediate_values == {0: 0.25, 1: 0.5}
+    assert left.state == TrialState.FAIL and "fail_reason" not in left.user_attrs  # its key is free again
+    assert pruned.user_attrs["backend"] == "ray"
+    state, attrs, _ = engine.outcome(None, True, tmp_path)
+    assert state == TrialState.FAIL and "failed 3 times" in attrs["fail_reason"]
+
+
+def test_asha_only_when_the_space_prunes(tmp_path):
+    assert engine.scheduler(load_space(TINY)) is None
+    asha = engine.scheduler(load_space(variant(tmp_path, ("seeds: [0]}", "seeds: [0], pruner: median}"))))
+    assert isinstance(asha, engine.ASHAScheduler) and asha._max_t == 2

@@ -1,0 +1,45 @@
+"""The shipped studies on real Fashion-MNIST (Debian's dataset-fashion-mnist): quick profiles end to end."""
+
+from pathlib import Path
+
+import pytest
+
+from coatsearch.backends import optuna_backend as engine
+from coatsearch.cli import main
+
+SPACES = Path(__file__).resolve().parent.parent / "spaces"
+pytestmark = pytest.mark.skipif(
+    not Path("/usr/share/datasets/fashion-mnist").exists(), reason="needs apt-get install dataset-fashion-mnist"
+)
+
+
+def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
+    args = ["run", str(SPACES / "paper_layouts.yaml"), "--profile", "quick", "--trials", "2", "--quiet"]
+    assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
+    trials = engine.load_study(tmp_path / "s", "paper_layouts-quick").get_trials()
+    assert [t.params["candidate"] for t in trials] == ["ViT_REL", "C-C-C-C"]
+    for t in trials:
+        a = t.user_attrs
+        assert a["generalization.images"] == 1000 and a["capacity.images"] == 2000
+        assert 0.0 < a["generalization.eval_acc"] <= 1.0 and a["transfer.finetune_acc"] > 0.0
+        assert abs(a["budget_error"]) <= 0.05
+    report = (tmp_path / "r" / "paper_layouts-quick" / "report.md").read_text()
+    assert "## Candidates" in report and "Fashion-MNIST padded to 32x32" in report
+
+
+def test_vit_stems_quick_measures_optimizability(tmp_path):
+    args = ["run", str(SPACES / "vit_stems.yaml"), "--profile", "quick", "--quiet"]
+    assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
+    trials = engine.load_study(tmp_path / "s", "vit_stems-quick").get_trials()
+    assert len(trials) == 4 * 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)
+    sampled = [t for t in trials if "train.lr" in t.params]
+    assert {t.user_attrs["optim"]["optimizer"] for t in sampled} == {"adamw", "sgd"}
+    for t in sampled:
+        low, high = (1.25e-4, 4.0e-3) if t.params["train.optimizer"] == "adamw" else (6.25e-3, 0.2)
+        assert low <= t.params["train.lr"] <= high and t.user_attrs["optim"]["lr"] == t.params["train.lr"]
+    lengths = [t.user_attrs for t in trials if "length.eval_acc" in t.user_attrs]
+    assert len(lengths) == 2 and all(len(a["length.eval_acc"]) == 2 for a in lengths)
+    folder = tmp_path / "r" / "vit_stems-quick"
+    assert (folder / "edf.png").exists() and (folder / "length.png").exists()
+    report = (folder / "report.md").read_text()
+    assert "ViT_C" in report and "optimizer" in report.lower()
