@@ -131,3 +131,18 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
     assert summary.complete == 2 and summary.failed == 0
     keys = [t.user_attrs["key"] for t in trials(tmp_path) if t.state == TrialState.COMPLETE]
     assert sorted(keys) == sorted(["C-C/seed=0/sample=0", "C-T/seed=0/sample=0"])
+
+
+def test_search_with_tpe_and_median_pruner_reports_each_epoch(tmp_path):
+    space = variant(
+        tmp_path,
+        "study: {seeds: [0]}",
+        "study: {seeds: [0], samples: 3, sampler: tpe, pruner: median}\n"
+        "search:\n  train.lr: {low: 1.0e-4, high: 1.0e-2, log: true}",
+    )
+    summary = run(space, tmp_path)
+    assert summary.planned == 6 and summary.complete + summary.pruned == 6
+    done = trials(tmp_path)
+    assert len({t.params["train.lr"] for t in done}) == 6
+    assert all(1.0e-4 <= t.params["train.lr"] <= 1.0e-2 for t in done)
+    assert all(set(t.intermediate_values) <= {0, 1} and t.intermediate_values for t in done)
