@@ -74,8 +74,10 @@ def test_same_records_as_optuna_two_trials_at_once_and_resume(tmp_path, one_thre
         assert t.params == o.params and t.distributions == o.distributions
         assert set(t.user_attrs) == set(o.user_attrs) | {"ray"}
         assert (t.user_attrs["backend"], o.user_attrs["backend"]) == ("ray", "optuna")
-        for key in ("curves.generalization", "macs", "params", "key", "seed"):
+        for key in ("macs", "params", "key", "seed", "generalization.train_loss", "transfer.finetune_acc"):
             assert t.user_attrs[key] == o.user_attrs[key], key  # same candidate, seed and metrics, exactly
+        curves = t.user_attrs["curves.generalization"], o.user_attrs["curves.generalization"]
+        assert curves[0]["train_loss"] == curves[1]["train_loss"] and curves[0]["eval_acc"] == curves[1]["eval_acc"]
         assert t.value == o.value and t.user_attrs["env"]["torch_threads"] == 1
     spans = [(t.user_attrs["ray"]["start"], t.user_attrs["ray"]["end"]) for t in by_ray.values()]
     assert max(s for s, _ in spans) < min(e for _, e in spans)  # both trials ran at the same time

@@ -1,12 +1,14 @@
 """Ray Tune, for more than one machine: the driver claims trials from the Optuna study, Ray runs them.
 
 The study stays the one store of record, written only by the driver: a `Searcher` claims planned keys
-exactly as the optuna backend does (`claim` + `suggest` under the study lock, the study's sampler), one at a
-time as Ray has room, so TPE sees earlier results; each Ray trial calls `run_item` through `attempt` and
-reports its outcome as one JSON record; the searcher tells it back (`tell`). Workers never open the storage,
-so only the driver needs the study folder. Early stopping comes from Ray's ASHA scheduler on the per-epoch
-objective score (a pruned trial is told PRUNED). A crashed worker is retried (`MAX_FAILURES`); an ordinary
-trial failure is a record, not a crash. Resuming is the study's: a rerun claims only keys not yet taken.
+exactly as the optuna backend does (`claim` + `suggest` under the study lock, the study's sampler): first a
+wave as wide as the cluster, then one per finished trial, so TPE sees earlier results. Each Ray trial calls
+`run_item` through `attempt` and reports its outcome as one JSON record; the searcher tells it back (`tell`).
+Workers never open the storage, so only the driver needs the study folder. Early stopping comes from Ray's
+ASHA scheduler on the per-epoch objective score (Ray stops the trial; it is told PRUNED). A crashed worker is
+retried (`MAX_FAILURES`); an ordinary trial failure is a record, not a crash. Resuming is the study's: a
+rerun claims only keys not yet taken; trials of a driver that died are freed as in the optuna backend.
+Per-trial CPUs/GPUs come from the command line only (the space schema has no field for them).
 """
 
 from __future__ import annotations
@@ -68,10 +70,11 @@ def run(
     run_id = uuid.uuid4().hex[:12]
     searcher = StudySearcher(space, study, folder, run_id, trials)
     with _connected(address), study_bar(study, searcher.items, progress) as bar:
-        _check_cluster(cpus, gpus)
+        slots = _slots(cpus, gpus)
         searcher.bar = bar
         try:
-            _tuner(space, searcher, folder / "ray", run_id, device, cpus, gpus).fit()
+            with _legacy_output():
+                _tuner(space, searcher, folder / "ray", run_id, device, (cpus, gpus, slots)).fit()
         finally:
             interrupted = searcher.close()
     if interrupted:
@@ -119,32 +122,49 @@ def _connected(address: str | None) -> Iterator[None]:
         else:
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise UserError(f"cannot start or join Ray (--address {address}): {exc}") from None
+        hint = "; a cluster with token authentication also needs RAY_AUTH_MODE=token and its token" if address else ""
+        raise UserError(f"cannot start or join Ray (--address {address}): {exc}{hint}") from None
     try:
         yield
     finally:
         ray.shutdown()
 
 
-def _check_cluster(cpus: float, gpus: float) -> None:
-    """A trial that needs more than the whole cluster has would wait forever: say so instead."""
-    have = ray.cluster_resources()
-    if cpus > have.get("CPU", 0) or gpus > have.get("GPU", 0):
+def _slots(cpus: float, gpus: float) -> int:
+    """How many trials the cluster runs at once; a trial larger than the whole cluster is a UserError."""
+    have_cpu, have_gpu = ray.cluster_resources().get("CPU", 0), ray.cluster_resources().get("GPU", 0)
+    slots = min(int(have_cpu // cpus), int(have_gpu // gpus) if gpus else 1 << 30)
+    if slots < 1:
         raise UserError(
             f"each trial asks for {cpus:g} CPU and {gpus:g} GPU, but the Ray cluster has "
-            f"{have.get('CPU', 0):g} CPU and {have.get('GPU', 0):g} GPU; lower --cpus-per-trial/--gpus-per-trial"
+            f"{have_cpu:g} CPU and {have_gpu:g} GPU; lower --cpus-per-trial/--gpus-per-trial"
         )
+    return slots
 
 
-def _tuner(space, searcher, storage: Path, run_id: str, device: str, cpus: float, gpus: float) -> tune.Tuner:
-    """A Tuner over the searcher's claims, results under `storage` (studies/<study>/ray/run-<id>)."""
+@contextmanager
+def _legacy_output() -> Iterator[None]:
+    """Ray's legacy output engine, which verbose=0 silences (the new one prints a header anyway)."""
+    old = os.environ.get("RAY_AIR_NEW_OUTPUT")
+    os.environ["RAY_AIR_NEW_OUTPUT"] = old or "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
+
+
+def _tuner(space, searcher, storage: Path, run_id: str, device: str, resources: tuple) -> tune.Tuner:
+    """A Tuner over the searcher's claims, `slots` at a time, results under `storage`/run-<id>."""
+    cpus, gpus, slots = resources
     fn = tune.with_parameters(_trainable, space=space, device=device, threads=max(1, int(cpus)), cwd=os.getcwd())
     return tune.Tuner(
         tune.with_resources(fn, {"cpu": cpus, "gpu": gpus}),
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             scheduler=scheduler(space),
-            num_samples=-1,  # until the searcher has nothing left to claim
+            num_samples=len(searcher.items),  # at most; the searcher says when nothing is left to claim
+            max_concurrent_trials=slots,  # claim a wave as wide as the cluster, then one per finished trial
             trial_dirname_creator=lambda t: f"trial-{t.config['number']}",
         ),
         run_config=tune.RunConfig(
@@ -254,6 +274,7 @@ def outcome(result: dict | None, error: bool, logs: Path) -> tuple[TrialState, d
 
 def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) -> None:
     """One Ray trial: run the claimed item, report per-epoch scores, then one record of the outcome."""
+    began = time.time()
     import torch
 
     from coatsearch.study import environment
@@ -264,7 +285,6 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) 
     torch.set_num_threads(threads)
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
-    began = time.time()
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
     state, attrs, value = attempt(space, item, params, dev, environment(dev), report=report)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
