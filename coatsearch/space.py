@@ -106,6 +106,9 @@ def build_space(doc: SpaceDoc, source: str, profile: str) -> Space:
 def check_search(doc: SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every search dimension, layout or constraint that is invalid."""
     seen: set[str] = set()
+    choices: dict[str, tuple] = {}
+    if doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
+        yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
     for i, cand in enumerate(doc.candidates):
         if cand.name in seen:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
@@ -120,6 +123,9 @@ def check_search(doc: SpaceDoc) -> Iterator[tuple[tuple, str]]:
             if dim is None:
                 continue
             loc = ("search", path) if doc.search.get(path) == dim else ("candidates", i, "search", path)
+            if dim.choices is not None and len(dim.choices) > 1:
+                if choices.setdefault(path, tuple(map(str, dim.choices))) != tuple(map(str, dim.choices)):
+                    yield loc, "every candidate must search the same choices for one path (Optuna needs one list)"
             if path.split(".", 1)[0] not in ("model", "train") or "." not in path:
                 yield loc, "a search path starts with 'model.' or 'train.'"
                 continue

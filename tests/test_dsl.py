@@ -94,12 +94,25 @@ def test_duplicate_keys_and_broken_yaml(tmp_path):
 
 def test_bad_search_path_points_at_the_search_line(tmp_path):
     msg = error_of(tmp_path, TINY + "search:\n  train.lrr: {low: 0.1, high: 1.0}\n")
-    assert ":27: field 'search.train.lrr'" in msg and "unknown field 'lrr'" in msg
+    assert ":30: field 'search.train.lrr'" in msg and "unknown field 'lrr'" in msg
 
 
 def test_search_dimension_needs_a_shape(tmp_path):
     msg = error_of(tmp_path, TINY + "search:\n  train.lr: {low: 0.1}\n")
     assert "field 'search.train.lr'" in msg and "either 'choices' or both 'low' and 'high'" in msg
+
+
+def test_differing_choice_lists_for_one_path_are_an_error(tmp_path):
+    text = TINY.replace("- {name: C-T}", "- {name: C-T, search: {model.block.head_size: {choices: [8, 16]}}}")
+    text += "search:\n  model.block.head_size: {choices: [16, 32]}\n"
+    assert "same choices for one path" in error_of(tmp_path, text)
+
+
+def test_pruner_needs_an_accuracy_objective(tmp_path):
+    msg = error_of(
+        tmp_path, TINY.replace("study: {seeds: [0]}", "study: {pruner: median, objective: capacity.train_loss}")
+    )
+    assert "field 'study.pruner'" in msg
 
 
 def test_duplicate_candidate_names(tmp_path):

@@ -35,7 +35,7 @@ def test_vit_stems_quick_measures_optimizability(tmp_path):
     sampled = [t for t in trials if "train.lr" in t.params]
     assert {t.user_attrs["optim"]["optimizer"] for t in sampled} == {"adamw", "sgd"}
     for t in sampled:
-        low, high = (1.25e-4, 4.0e-3) if t.params["train.optimizer"] == "adamw" else (6.25e-3, 0.2)
+        low, high = (1.25e-4, 4.0e-3) if t.user_attrs["optim"]["optimizer"] == "adamw" else (6.25e-3, 0.2)
         assert low <= t.params["train.lr"] <= high and t.user_attrs["optim"]["lr"] == t.params["train.lr"]
     lengths = [t.user_attrs for t in trials if "length.eval_acc" in t.user_attrs]
     assert len(lengths) == 2 and all(len(a["length.eval_acc"]) == 2 for a in lengths)

@@ -253,6 +253,8 @@ def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, An
 
 
 def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
+    if d.kind == "choice" and len(d.choices) == 1:
+        return d.choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
     if d.kind == "choice":
         labels = [c if isinstance(c, str | int | float | bool) else json.dumps(c) for c in d.choices]
         picked = trial.suggest_categorical(d.path, labels)
