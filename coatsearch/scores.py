@@ -49,13 +49,12 @@ def _unregularized(optim: S.OptimSpec) -> S.OptimSpec:
     return dataclasses.replace(optim, label_smoothing=0.0, mixup=0.0, randaugment=False)
 
 
-def _splits(inp: TrialInput, subset: S.SubsetSpec, classes: tuple[int, ...] | None = None):
+def _splits(inp: TrialInput, subset: S.SubsetSpec):
     """(train subset, eval subset) for one score, deterministic in the trial's seed."""
     spec = subset.dataset or inp.data
     pool, test = D.load(spec, inp.model.image_size, inp.model.in_chans)
-    classes = classes if classes is not None else subset.classes
-    train = D.subset(pool, subset.per_class, classes, seed=inp.seed)
-    held = D.eval_subset(test, spec.eval_size, classes, seed=inp.seed)
+    train = D.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
+    held = D.eval_subset(test, spec.eval_size, subset.classes, seed=inp.seed)
     return train, held
 
 
