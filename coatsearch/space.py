@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from coatsearch import spec as S
-from coatsearch.schema import CandidateIn, DataIn, ScoresIn, SpaceDoc, SubsetIn
+from coatsearch.schema import SEARCH_ROOTS, CandidateIn, DataIn, ScoresIn, SpaceDoc, SubsetIn
 
 
 @dataclass(frozen=True)
@@ -25,10 +25,6 @@ class Dim:
     high: float = 0.0
     log: bool = False
     step: int | None = None
-
-    def to_json(self) -> dict:
-        """Plain-JSON form (round-trips through `Dim(**d)` after tuple conversion)."""
-        return {**self.__dict__, "choices": list(self.choices)}
 
 
 @dataclass(frozen=True)
@@ -126,7 +122,7 @@ def check_search(doc: SpaceDoc) -> Iterator[tuple[tuple, str]]:
             if dim.choices is not None and len(dim.choices) > 1:
                 if choices.setdefault(path, tuple(map(str, dim.choices))) != tuple(map(str, dim.choices)):
                     yield loc, "every candidate must search the same choices for one path (Optuna needs one list)"
-            if path.split(".", 1)[0] not in ("model", "train") or "." not in path:
+            if path.split(".", 1)[0] not in SEARCH_ROOTS or "." not in path:
                 yield loc, "a search path starts with 'model.' or 'train.'"
                 continue
             for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
