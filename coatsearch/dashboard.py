@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import sys
 from pathlib import Path
 
 from coatsearch.errors import UserError
@@ -10,6 +12,16 @@ from coatsearch.errors import UserError
 def url(host: str, port: int) -> str:
     """The dashboard's address for a host and port."""
     return f"http://{host}:{port}/dashboard/"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (localhost, 127.0.0.0/8, ::1); names are not resolved."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
@@ -22,6 +34,13 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
     load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
     storage = open_storage(storage_file(Path(studies_dir), study))
+    if not is_loopback(host):
+        print(
+            f"coatsearch: warning: serving on {host}, not loopback: the dashboard has no authentication, and "
+            "anyone who can reach this port can read the study and write notes to it",
+            file=sys.stderr,
+            flush=True,
+        )
     print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
     try:
         optuna_dashboard.run_server(storage, host=host, port=port)

@@ -164,9 +164,12 @@ def _decode_images(paths: list[str], size: int) -> torch.Tensor:
 
     out = torch.empty((len(paths), 3, size, size), dtype=torch.uint8)
     for i, p in enumerate(paths):  # decoding is per file by nature; runs once per process (cached)
-        with Image.open(p) as im:
-            im = im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
-            out[i] = torch.from_numpy(np.array(im)).permute(2, 0, 1)
+        try:
+            with Image.open(p) as im:
+                im = im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
+                out[i] = torch.from_numpy(np.array(im)).permute(2, 0, 1)
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:  # corrupt, truncated, huge
+            raise UserError(f"{p}: cannot decode this image ({type(err).__name__}: {err})") from None
     return out
 
 
@@ -307,6 +310,8 @@ def load(spec: DataSpec, image_size: int, channels: int) -> tuple[TensorData, Te
     """
     if image_size < 1 or channels not in (1, 3):
         raise UserError(f"need image_size >= 1 and channels 1 or 3, got {image_size} and {channels}")
+    if spec.root and Path(spec.root).expanduser().exists() and not Path(spec.root).expanduser().is_dir():
+        raise UserError(f"{spec.dataset}: root {spec.root} is a file, not a folder")
     return _shaped(spec.dataset, spec.root, image_size, channels)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,10 @@ from coatsearch.errors import UserError
 from coatsearch.schema import SpaceDoc
 from coatsearch.space import check_search
 
+MAX_BYTES = 1_000_000  # a space file's size
+MAX_NODES = 100_000  # YAML values after expanding anchors and aliases
+MAX_DEPTH = 100  # nesting of mappings and lists
+
 
 class SpaceError(UserError):
     """A space file is invalid: one message with file, line, field path, found and allowed."""
@@ -22,10 +27,7 @@ class SpaceError(UserError):
 def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
     """Read a space file, apply `profile`, validate it; raise SpaceError on any problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpaceError(f"{path}: cannot read the space file ({exc.strerror or exc})") from None
+    text = read_space_text(path)
     root = _compose(path, text)
     data = _construct(path, text)
     if not isinstance(data, dict):
@@ -67,12 +69,42 @@ def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def read_space_text(path: Path) -> str:
+    """The space file's text: a regular file of at most MAX_BYTES, UTF-8; a one-line SpaceError otherwise.
+
+    The type is checked with stat before opening, so a FIFO or a device such as /dev/zero never blocks.
+    """
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise SpaceError(f"{path}: not a regular file (a space file is a YAML text file)")
+        if info.st_size > MAX_BYTES:
+            raise SpaceError(f"{path}: {info.st_size} bytes; a space file may have at most {MAX_BYTES}")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise SpaceError(f"{path}: cannot read the space file ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise SpaceError(f"{path}: more than {MAX_BYTES} bytes; a space file may have at most {MAX_BYTES}")
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise SpaceError(f"{path}: a binary file (NUL byte at offset {nul}), not YAML text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpaceError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+
+
 def _compose(path: Path, text: str) -> yaml.Node | None:
-    """Parse to a node tree (for line numbers), rejecting duplicate keys."""
+    """Parse to a node tree (for line numbers), rejecting duplicate keys and alias bombs."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise SpaceError(_yaml_message(path, exc)) from None
+    except RecursionError:
+        raise SpaceError(f"{path}: invalid YAML: nested too deeply") from None
+    _check_size(path, root)
     _check_duplicates(path, root)
     return root
 
@@ -83,28 +115,69 @@ def _construct(path: Path, text: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpaceError(_yaml_message(path, exc)) from None
+    except RecursionError:
+        raise SpaceError(f"{path}: invalid YAML: nested too deeply") from None
+
+
+def _check_size(path: Path, root: yaml.Node | None) -> None:
+    """Reject a document whose aliases expand to more than MAX_NODES nodes, or deeper than MAX_DEPTH, or refer
+    to themselves (a node shared through anchors counts once per use, as the loaded data holds it)."""
+    size: dict[int, int] = {}  # node id -> expanded node count, shared nodes computed once
+    stack = [(root, 0, False)] if root is not None else []
+    while stack:
+        node, depth, done = stack.pop()
+        kids = _children(node)
+        if done:
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            if size[id(node)] > MAX_NODES:
+                raise SpaceError(
+                    f"{path}:{node.start_mark.line + 1}: YAML anchors and aliases expand to more than "
+                    f"{MAX_NODES} values; at most {MAX_NODES} are allowed"
+                )
+            continue
+        if id(node) in size:
+            continue
+        if depth > MAX_DEPTH:
+            raise SpaceError(f"{path}:{node.start_mark.line + 1}: invalid YAML: nested deeper than {MAX_DEPTH}")
+        size[id(node)] = -1  # in progress: meeting it again below means an alias refers to itself
+        stack.append((node, depth, True))
+        for kid in kids:
+            if size.get(id(kid)) == -1:
+                raise SpaceError(f"{path}:{kid.start_mark.line + 1}: invalid YAML: an alias refers to itself")
+            stack.append((kid, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
 def _yaml_message(path: Path, exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
-    problem = getattr(exc, "problem", None) or str(exc)
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line, whatever the error
     if "python/" in str(exc):
         problem = f"{problem} (only plain YAML is allowed: no !!python tags)"
     return f"{path}{line}: invalid YAML: {problem}"
 
 
-def _check_duplicates(path: Path, node: yaml.Node | None) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            if key.value in seen:
-                raise SpaceError(f"{path}:{key.start_mark.line + 1}: duplicate key '{key.value}'")
-            seen.add(key.value)
-            _check_duplicates(path, value)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _check_duplicates(path, item)
+def _check_duplicates(path: Path, root: yaml.Node | None) -> None:
+    """Reject a mapping with a key twice; each node is visited once, however many aliases share it."""
+    seen_nodes: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value in keys:
+                    raise SpaceError(f"{path}:{key.start_mark.line + 1}: duplicate key '{key.value}'")
+                keys.add(key.value if isinstance(key, yaml.ScalarNode) else id(key))
+        stack.extend(_children(node))
 
 
 def _apply_profile(path: Path, root: yaml.Node | None, data: dict, profile: str) -> dict:

@@ -13,8 +13,9 @@ import random
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -31,12 +32,33 @@ SHIFT_FRACTION = 8  # random shifts move images by up to size // SHIFT_FRACTION 
 JITTER = 0.2  # per-image brightness/contrast jitter, in normalized units
 
 
-class NonFiniteLoss(RuntimeError):
-    """The training loss became NaN or infinite at (0-based) `epoch`, `step` within that epoch."""
+class NonFinite(RuntimeError):
+    """A loss or metric of a trial is NaN or infinite; the message starts with 'non-finite' and names it."""
 
-    def __init__(self, epoch: int, step: int):
-        super().__init__(f"non-finite training loss at epoch {epoch}, step {step}")
-        self.epoch, self.step = epoch, step
+
+class NonFiniteLoss(NonFinite):
+    """`what` (the training loss by default) became NaN or infinite at (0-based) `epoch` [, `step`]."""
+
+    def __init__(self, epoch: int, step: int | None, what: str = "training loss"):
+        where = f"epoch {epoch}" + (f", step {step}" if step is not None else "")
+        super().__init__(f"non-finite {what} at {where}")
+        self.epoch, self.step, self.what = epoch, step, what
+
+
+def check_finite(metrics: Mapping[str, Any]) -> None:
+    """Raise NonFinite for the first NaN or infinite number among a trial's metrics (scalars and lists of them)."""
+    for key, value in metrics.items():
+        for x in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(x, int | float) and not isinstance(x, bool) and not math.isfinite(x):
+                raise NonFinite(f"non-finite metric {key} = {x}")
+
+
+def _finite_pair(pair: tuple[float, float], epoch: int, what: str) -> tuple[float, float]:
+    """(loss, accuracy) unchanged if both are finite; NonFiniteLoss naming `what` otherwise."""
+    for value, kind in zip(pair, ("loss", "accuracy"), strict=True):
+        if not math.isfinite(value):
+            raise NonFiniteLoss(epoch, None, f"{what} {kind} ({value})")
+    return pair
 
 
 @dataclass(frozen=True)
@@ -337,7 +359,11 @@ def fit(
         for e in range(epochs):
             bar.set_description(f"epoch {e + 1}/{epochs}")
             loss, acc, secs = run.epoch(e, bar)
-            ev = _eval_tensors(run.run_model, ex, ey, eval_batch) if ex is not None else (None, None)
+            ev = (
+                _finite_pair(_eval_tensors(run.run_model, ex, ey, eval_batch), e, "eval")
+                if ex is not None
+                else (None, None)
+            )
             stats = EpochStats(loss, acc, ev[0], ev[1], secs, run.steps * run.batch / secs)
             rows.append(stats)
             bar.set_postfix(
@@ -348,6 +374,8 @@ def fit(
     clean = (None, None)
     if measure_train:
         keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
-        clean = _eval_tensors(run.run_model, run.x[keep], run.y[keep], eval_batch)
+        clean = _finite_pair(
+            _eval_tensors(run.run_model, run.x[keep], run.y[keep], eval_batch), epochs - 1, "clean train pass"
+        )
     cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
     return History(*cols, clean[0], clean[1], run.total, run.run_model is not run.model)

@@ -14,7 +14,9 @@ import fcntl
 import json
 import multiprocessing as mp
 import os
+import signal
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -125,21 +127,46 @@ def run(
     if workers <= 1:
         ran = _worker(*args)
     else:
-        ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=_worker_entry, args=(args, workers)) for _ in range(workers)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join()
+        _spawn(args, workers)
         ran = sum(1 for t in load_study(studies_dir, name).trials if t.user_attrs.get("run_id") == run_id)
     return summary(space, studies_dir, name, ran, time.perf_counter() - start)
+
+
+def _spawn(args: tuple, workers: int) -> None:
+    """Run `workers` worker processes to the end; Ctrl-C stops them quietly (the parent prints one line).
+
+    The workers start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only,
+    which then terminates them; a trial they leave RUNNING is freed by the next run, as after kill -9.
+    """
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker_entry, args=(args, workers)) for _ in range(workers)]
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    try:
+        for p in procs:
+            p.join()
+    finally:  # Ctrl-C or any error in the parent: no worker outlives it
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join()
 
 
 def _worker_entry(args: tuple, workers: int) -> None:
     import torch
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
-    _worker(*args)
+    try:
+        _worker(*args)
+    except KeyboardInterrupt:  # a signal sent to the worker alone: stop quietly, the trial is freed next run
+        pass
 
 
 def _worker(space, studies_dir, name, device_name, run_id, limit, progress) -> int:
