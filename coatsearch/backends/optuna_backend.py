@@ -136,7 +136,8 @@ def _spawn(args: tuple, workers: int) -> None:
     """Run `workers` worker processes to the end; Ctrl-C stops them quietly (the parent prints one line).
 
     The workers start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only,
-    which then terminates them; a trial they leave RUNNING is freed by the next run, as after kill -9.
+    which then terminates them (SIGTERM, which a worker turns into a quiet exit); a trial they leave RUNNING
+    is freed by the next run, as after kill -9.
     """
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker_entry, args=(args, workers)) for _ in range(workers)]
@@ -162,10 +163,11 @@ def _spawn(args: tuple, workers: int) -> None:
 def _worker_entry(args: tuple, workers: int) -> None:
     import torch
 
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # the parent's terminate(): unwind, clean up
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
     try:
         _worker(*args)
-    except KeyboardInterrupt:  # a signal sent to the worker alone: stop quietly, the trial is freed next run
+    except KeyboardInterrupt:  # stopped by the parent: exit quietly; the next run frees the trial left RUNNING
         pass
 
 
