@@ -131,7 +131,7 @@ class Meter:
 
     def __init__(self, run, evaluate: TensorData | None, probe: int, stop: Stop, on_point):
         self.run, self.stop, self.on_point, self.batch = run, stop, on_point, 2 * run.batch
-        keep = probe_index(len(run.y), probe).to(run.device)
+        keep = probe_index(run.y.cpu(), probe).to(run.device)
         self.px, self.py = run.x[keep], run.y[keep]
         self.ex, self.ey = None, None
         if evaluate is not None:

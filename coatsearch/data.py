@@ -410,17 +410,23 @@ def eval_subset(test: TensorData, size: int, classes: tuple[int, ...] | None, se
     return _select(test, {c: base + (i < extra) for i, c in enumerate(keep)}, seed, "eval_subset")
 
 
-def probe_index(n: int, size: int = PROBE_MAX) -> torch.Tensor:
-    """Indices of the fixed probe of an n-image training subset: `size` evenly spaced images (all when fewer).
-
-    Deterministic in n alone (no seed); subsets keep the pool's order, where classes interleave, so the
-    probe is close to class-balanced.
-    """
+def probe_index(y: torch.Tensor, size: int = PROBE_MAX) -> torch.Tensor:
+    """Indices of the fixed probe of a training subset with labels `y`: all images when at most `size`, else
+    `size` images balanced over labels, evenly spaced within each label (deterministic, no seed)."""
     if size < 1:
         raise UserError(f"probe size must be >= 1, got {size}")
-    return torch.arange(n) if n <= size else torch.linspace(0, n - 1, size).round().long()
+    if len(y) <= size:
+        return torch.arange(len(y))
+    labels = y.unique().tolist()
+    base, extra = divmod(size, len(labels))
+    keep = []
+    for i, label in enumerate(labels):
+        idx = (y == label).nonzero().flatten()
+        take = min(len(idx), base + (i < extra))
+        keep.append(idx[torch.linspace(0, len(idx) - 1, take).round().long()] if take else idx[:0])
+    return torch.cat(keep).sort().values
 
 
 def probe(train: TensorData, size: int = PROBE_MAX) -> TensorData:
     """The fixed probe of a training subset (see `probe_index`), labels and pool ids carried along."""
-    return _take(train, probe_index(len(train), size))
+    return _take(train, probe_index(train.y, size))

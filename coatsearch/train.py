@@ -364,7 +364,7 @@ def fit(
     cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
     taken = meter.points[-1].step if meter.reached else run.total
     stopped = ("target" if meter.reached else "cap") if stop.active else None
-    curve = Curve.of(meter.points, len(meter.py))
+    curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
     return History(*cols, clean[0], clean[1], taken, run.run_model is not run.model, curve, stopped, run.steps)
 
 
