@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from coatsearch.report import measures as M
+from coatsearch.report import plots_measures as PM
 from tests.report_records import record
 
 
@@ -164,3 +165,20 @@ def test_edge_warnings_when_the_best_sample_is_at_the_edge():
     middle = runs.assign(acc=np.where(runs["lr"] == 2e-3, 90.0, runs["acc"]))
     assert not [w for w in M.edge_warnings(middle) if w["dim"] == "lr"]
     assert M.edge_warnings(runs.iloc[:2]) == []  # too few samples to tell
+
+
+def test_matched_loss_figure(tmp_path):
+    curves = M.curve_frame(RECORDS, "generalization")
+    matched = M.at_levels(curves)
+    path = tmp_path / "matched_loss.png"
+    assert PM.matched_loss(curves, matched, path, M.common_level(matched)) == "matched_loss.png"
+    assert path.stat().st_size > 10_000 and path.read_bytes()[:4] == b"\x89PNG"
+    fig = PM.matched_loss_figure(curves, matched, M.common_level(matched))
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.xaxis_inverted()  # loss falls to the right
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == ["C-C-C-C", "C-T-T-T", "ViT_REL"] and "some runs censored" in labels
+    censored_ends = [ln for ln in ax.lines if ln.get_marker() == "x"]
+    assert len(censored_ends) == 3  # both ViT_REL runs and one C-T-T-T run never reach 0.01 nats
+    assert PM.matched_loss(curves.iloc[:0], matched, tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
