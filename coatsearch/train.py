@@ -2,7 +2,7 @@
 
 The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. On CUDA
 it runs bf16 autocast and channels_last, and it never syncs per step: losses and hits go into device
-buffers that are read once per epoch (and every CHECK_EVERY_CUDA steps for the non-finite check).
+buffers that are read once per epoch, at curve points and every CHECK_EVERY_CUDA steps (non-finite check).
 """
 
 from __future__ import annotations
@@ -335,10 +335,11 @@ def fit(
     skips the final clean pass over the training set.
 
     Curve points (`coatsearch.curve`) are measured at step 0, every `eval_every` steps (None: about 10 per
-    run; 0: none) and at the last step, on `probe` evenly spaced training images and on `evaluate`;
-    `on_point(step, point)` sees each one. `max_steps` replaces the `epochs` schedule by a step budget (the
-    cosine ends there). With `stop_at_loss` (probe train loss, nats) or `stop_at_acc` (eval accuracy) the
-    run ends at the first point that reaches a target, else at the budget; `History.stopped` says which.
+    run; 0: none) and at the last step, on a fixed class-balanced probe of `probe` training images
+    (data.probe_index) and on `evaluate`; `on_point(step, point)` sees each one. `max_steps` replaces the
+    `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
+    or `stop_at_acc` (eval accuracy) the run ends at the first point that reaches a target, else at the
+    budget; `History.stopped` says which.
     """
     if len(train) == 0:
         raise UserError("empty training set")
