@@ -110,3 +110,9 @@ def test_maxvit_space_loads_and_matches():
     assert rows["C-C-T-T"]["tokens"] == ["8x8", "8x8"]
     m = next(p for p in prepare_all(space) if p.name == "C-C-M-M")
     assert all(s.width % m.model.block.head_size == 0 for s in m.model.stages[2:])
+
+
+def test_m_train_step_backward():
+    model = build(proxy("C-C-M-M", block=BlockSpec(head_size=8, window_size=4, grid_size=2, drop_path=0.1))).train()
+    model(torch.randn(2, 1, 32, 32)).logsumexp(1).mean().backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
