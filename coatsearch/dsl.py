@@ -1,19 +1,27 @@
-"""YAML → validated document: safe loading, profiles, schema checks, errors with file:line and field path."""
+"""YAML → validated SpaceDoc: safe loading, profiles, spec checks, errors with file:line and field path."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import stat
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from coatsearch import kinds
+from coatsearch import spec as S
 from coatsearch.errors import UserError
-from coatsearch.schema import SpaceDoc
-from coatsearch.space import check_search
+
+SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
+SHARED = ("train", "search", "budget", "scores")  # shared sections merged into each candidate besides `model`
+UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
+MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
 
 MAX_BYTES = 1_000_000  # a space file's size
 MAX_NODES = 100_000  # YAML values after expanding anchors and aliases
@@ -24,7 +32,7 @@ class SpaceError(UserError):
     """A space file is invalid: one message with file, line, field path, found and allowed."""
 
 
-def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
+def load_document(path: str | Path, profile: str = "default") -> S.SpaceDoc:
     """Read a space file, apply `profile`, validate it; raise SpaceError on any problem."""
     path = Path(path)
     text = read_space_text(path)
@@ -36,12 +44,81 @@ def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}  # scratch keys for YAML anchors
     data.setdefault("name", path.stem)
     try:
-        doc = SpaceDoc.model_validate(_merge_candidates(data))
+        doc = S.DOCUMENT.validate_python(_merge_candidates(data))
     except ValidationError as exc:
-        raise SpaceError(_describe(path, root, exc)) from None
-    for loc, message in check_search(doc):
+        raise SpaceError(_describe(path, root, data, exc)) from None
+    for loc, message in check_document(doc):
+        loc = _origin(data, loc)
         raise SpaceError(f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {message}")
     return doc
+
+
+def check_document(doc: S.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+    """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
+    seen: set[str] = set()
+    choices: dict[str, tuple] = {}
+    if doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
+        yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
+    for i, cand in enumerate(doc.candidates):
+        if cand.name in seen:
+            yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
+        seen.add(cand.name)
+        late = kinds.conv_after_attention(cand.layout) if doc.constraints.conv_before_attention else ""
+        if late:
+            yield ("candidates", i, "layout"), f"{late} (constraints.conv_before_attention is on)"
+        try:
+            cand.model(doc.input)
+        except ValueError as exc:
+            yield ("candidates", i), str(exc)
+        for path, dim in cand.search.items():
+            if dim is None:
+                continue
+            loc = ("search", path) if doc.search.get(path) == dim else ("candidates", i, "search", path)
+            if dim.choices is not None and len(dim.choices) > 1:
+                if choices.setdefault(path, tuple(map(str, dim.choices))) != tuple(map(str, dim.choices)):
+                    yield loc, "every candidate must search the same choices for one path (Optuna needs one list)"
+            if path.split(".", 1)[0] not in SEARCH_ROOTS or "." not in path:
+                yield loc, "a search path starts with 'model.' or 'train.'"
+                continue
+            for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
+                try:
+                    S.with_params(cand, {path: value}).model(doc.input)
+                except ValueError as exc:
+                    yield loc, f"value {value!r} is not valid there: {_first_error(exc)}"
+                    break
+
+
+def _first_error(exc: Exception) -> str:
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    err = exc.errors()[0]
+    if err["type"] in UNKNOWN:
+        return f"unknown field '{err['loc'][-1]}'"
+    msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+    return f"{'.'.join(map(str, err['loc']))}: {msg}" if err["loc"] else msg
+
+
+def _origin(data: dict, loc: tuple) -> tuple:
+    """Where a candidate's value at `loc` was written: the candidate itself, or the shared section it came from."""
+    cands = data.get("candidates")
+    if len(loc) < 3 or loc[0] != "candidates" or not isinstance(cands, list) or loc[1] >= len(cands):
+        return loc
+    rest = loc[2:]
+    if _has(cands[loc[1]], rest):
+        return loc
+    shared = rest if rest[0] in SHARED else ("model", *rest)
+    return shared if _has(data, shared) else loc
+
+
+def _has(node: Any, loc: tuple) -> bool:
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return False
+    return True
 
 
 def _merge_candidates(data: dict) -> dict:
@@ -205,18 +282,18 @@ def deep_merge(base: dict, patch: dict) -> dict:
     return out
 
 
-def _describe(path: Path, root: yaml.Node | None, exc: ValidationError) -> str:
+def _describe(path: Path, root: yaml.Node | None, data: dict, exc: ValidationError) -> str:
     """Turn pydantic's first error into 'file:line: field a.b[2].c: message (found X)'."""
     err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
-    field = _dotted(loc)
+    written = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
+    loc = _origin(data, written)
     msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
     found = err.get("input")
-    shown = "" if err["type"] == "missing" or isinstance(found, dict) else f" (found {found!r})"
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(exc, loc)}"
+    shown = "" if err["type"] in MISSING or isinstance(found, dict) else f" (found {found!r})"
+    if err["type"] in UNKNOWN:
+        msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(written)}"
         shown = ""
-    return f"{path}:{_line(root, loc)}: field '{field}': {msg}{shown}"
+    return f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {msg}{shown}"
 
 
 def _is_union_tag(part: str) -> bool:
@@ -227,28 +304,34 @@ def _is_union_tag(part: str) -> bool:
     }
 
 
-def _allowed_keys(exc: ValidationError, loc: tuple) -> str:
-    model = SpaceDoc
+def _allowed_keys(loc: tuple) -> str:
+    """The keys the spec at `loc[:-1]` accepts, as a space file writes them."""
+    cls: Any = S.SpaceDoc
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
-        field = model.model_fields.get(part)
-        if field is None:
+        hints = typing.get_type_hints(cls, include_extras=True) if dataclasses.is_dataclass(cls) else {}
+        cls = _spec_of(hints.get(part))
+        if cls is None:
             return "see the DSL reference in README.md"
-        model = _model_of(field.annotation)
-        if model is None:
-            return "see the DSL reference in README.md"
-    return ", ".join(model.model_fields)
+    return ", ".join(dict.fromkeys(_key(f, cls) for f in dataclasses.fields(cls)))
 
 
-def _model_of(annotation: Any) -> Any:
-    from pydantic import BaseModel
+def _key(f: dataclasses.Field, cls: type) -> str:
+    """A field's key in a space file (its alias path's first step, if it has one)."""
+    hint = typing.get_type_hints(cls, include_extras=True)[f.name]
+    alias = next((getattr(m, "validation_alias", None) for m in getattr(hint, "__metadata__", ())), None)
+    return str(alias.path[0]) if alias is not None else f.name
 
-    candidates = [annotation, *getattr(annotation, "__args__", ())]
-    for cand in candidates:
-        for inner in (cand, *getattr(cand, "__args__", ())):
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
-                return inner
+
+def _spec_of(annotation: Any) -> Any:
+    """The spec dataclass inside an annotation (X, X | None, tuple[X, ...], Annotated[X, ...]), or None."""
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _spec_of(arg)
+        if found is not None:
+            return found
     return None
 
 
