@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from coatsearch.backends.optuna_backend import load_study
 from coatsearch.errors import UserError
 from coatsearch.report import render, summarize, write_report
+from coatsearch.store import load_study
 from tests.report_records import AGREE, SPACE, layout_records, make_study, vit_records
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,6 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -74,25 +73,11 @@ def stat(values) -> Stat | None:
     return Stat(statistics.fmean(vals), sd, len(vals))
 
 
-def from_trial(trial) -> dict:
-    """One Optuna FrozenTrial as a plain record (duck-typed, so this module never imports optuna)."""
-    return {
-        "number": trial.number,
-        "state": trial.state.name,
-        "value": trial.values[0] if trial.state.name == "COMPLETE" and trial.values else None,
-        "params": dict(trial.params),
-        "attrs": dict(trial.user_attrs),
-        "start": trial.datetime_start.isoformat() if trial.datetime_start else None,
-        "complete": trial.datetime_complete.isoformat() if trial.datetime_complete else None,
-    }
+def load(study) -> tuple[dict, list[dict]]:
+    """A study's space record and its trial records (the store's frozen records, as plain dicts)."""
+    from coatsearch import store
 
-
-def load(study_name: str, studies_dir: Path) -> tuple[dict, list[dict]]:
-    """Read a study's space record and trial records from its storage (UserError when missing)."""
-    from coatsearch.backends.optuna_backend import load_study
-
-    study = load_study(studies_dir, study_name)
-    return dict(study.user_attrs.get("space") or {}), [from_trial(t) for t in study.get_trials(deepcopy=False)]
+    return store.space_of(study), [r.as_dict() for r in store.records(study)]
 
 
 def complete(records: list[dict]) -> list[dict]:

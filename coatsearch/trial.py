@@ -1,23 +1,19 @@
-"""Running one planned trial (train, score, describe) for any engine; results as plain attributes."""
+"""Running one planned trial (train, score, describe) for any engine; outcomes as plain (state, attrs, value)."""
 
 from __future__ import annotations
 
 import math
-import os
-import platform
-import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from coatsearch import __version__
 from coatsearch.candidates import prepare, stages_text, tokens
-from coatsearch.errors import UserError
-from coatsearch.plan import PlanItem, Pruned, TrialFailed
+from coatsearch.errors import Pruned, TrialFailed, UserError
+from coatsearch.plan import PlanItem
 from coatsearch.scores import Report, TrialInput, measure
 from coatsearch.space import Space
 from coatsearch.train import NonFiniteLoss
@@ -101,34 +97,37 @@ def model_label(model) -> str:
     return "ViT_REL" if model.stem.kind == "patch" else model.layout
 
 
-def environment(device: torch.device) -> dict:
-    """Hardware and library versions, stored with every trial."""
-    import optuna
-    import timm
-
-    return {
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": _cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "versions": {
-            "coatsearch": __version__,
-            "torch": torch.__version__,
-            "timm": timm.__version__,
-            "optuna": optuna.__version__,
-        },
-    }
-
-
-def _cpu_name() -> str:
+def attempt(space, item, params, device, env, progress=False, report=None) -> tuple[str, dict, float | None]:
+    """Run one planned trial: (state name, user attrs, value); a failure or pruning is an outcome, not an exception."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+        value, attrs = run_item(space, item, params, device, progress=progress, report=report)
+    except Pruned:
+        return "PRUNED", {}, None
+    except (TrialFailed, UserError) as exc:
+        return "FAIL", {"fail_reason": str(exc), "env": env}, None
+    return "COMPLETE", {**attrs, "env": env}, value
+
+
+def epoch_reporter(space: Space, sink: Callable[[int, float], None]) -> Report | None:
+    """A `run_item` report callback sending the objective's per-epoch score to `sink` (None: no pruning)."""
+    if space.study.pruner == "none":
+        return None
+    score = space.study.objective.split(".", 1)[0]
+
+    def report(name: str, epoch: int, value: float) -> None:
+        if name == score and value is not None:
+            sink(epoch, value)
+
+    return report
+
+
+@contextmanager
+def progress_bar(done: int, total: int, enabled: bool):
+    """A study-level progress bar (trials done of planned, ETA); yields a callback taking a trial number."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, initial=min(done, total), desc="study", unit="trial", disable=not enabled)
+    try:
+        yield lambda number: bar.update(1)
+    finally:
+        bar.close()
