@@ -11,22 +11,13 @@ from typing import Any
 
 import torch
 
+from coatsearch import scores
 from coatsearch.candidates import prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
 from coatsearch.plan import PlanItem
 from coatsearch.scores import Report, TrialInput, measure
 from coatsearch.space import Space
 from coatsearch.train import NonFiniteLoss
-
-# A candidate whose scores leave out the study's objective (e.g. a training-length-only candidate) reports
-# the first of these it measured as its trial value; the attribute `objective` names which.
-FALLBACK_OBJECTIVES = (
-    "accuracy.eval_acc",
-    "generalization.eval_acc",
-    "capacity.eval_acc",
-    "transfer.finetune_acc",
-    "length.eval_acc_longest",
-)
 
 
 def run_item(
@@ -63,7 +54,7 @@ def run_item(
         "wall_s": round(time.perf_counter() - start, 3),
         "device": str(device),
     }
-    key = next((k for k in (space.study.objective, *FALLBACK_OBJECTIVES) if k in metrics), None)
+    key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
     return float(metrics[key]), {**attrs, "objective": key}
@@ -109,13 +100,17 @@ def attempt(space, item, params, device, env, progress=False, report=None) -> tu
 
 
 def epoch_reporter(space: Space, sink: Callable[[int, float], None]) -> Report | None:
-    """A `run_item` report callback sending the objective's per-epoch score to `sink` (None: no pruning)."""
+    """A `run_item` report callback sending the objective's per-epoch score to `sink` (None: no pruning).
+
+    Which run phase the pruner sees is the objective's score's `signal` (per candidate: scores may differ).
+    """
     if space.study.pruner == "none":
         return None
-    score = space.study.objective.split(".", 1)[0]
+    phases = {c.name: scores.signal(space.study.objective, c.scores) for c in space.candidates}
+    wanted = set(phases.values()) - {None}
 
     def report(name: str, epoch: int, value: float) -> None:
-        if name == score and value is not None:
+        if name in wanted and value is not None:
             sink(epoch, value)
 
     return report

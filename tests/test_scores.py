@@ -4,7 +4,8 @@ import torch
 
 from coatsearch import spec as S
 from coatsearch.models import build
-from coatsearch.scores import TrialInput, _copy_body, measure
+from coatsearch.scores import TrialInput, measure
+from coatsearch.scores.transfer import copy_body
 
 STEM = S.StemSpec("conv", width=8, layers=1, stride=2)
 MODEL = S.ModelSpec(
@@ -21,7 +22,7 @@ def test_transfer_copies_every_weight_but_the_head():
     target = build(MODEL)
     head = {n for n, _ in target.get_classifier().named_parameters()}
     before = {k: v.clone() for k, v in target.state_dict().items()}
-    _copy_body(source, target)
+    copy_body(source, target)
     for key, value in target.state_dict().items():
         if key.split(".", 1)[-1] in head and key.startswith("head"):
             assert torch.equal(value, before[key])

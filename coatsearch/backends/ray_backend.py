@@ -191,12 +191,9 @@ def scheduler(space: Space) -> ASHAScheduler | None:
 
 def _max_epochs(space: Space) -> int:
     """The longest schedule of any score of any candidate (ASHA's rungs stop below it)."""
-    epochs = [1]
-    for c in space.candidates:
-        sc = c.scores
-        epochs += [s.epochs for s in (sc.generalization, sc.capacity, sc.accuracy, sc.pretrain, sc.finetune) if s]
-        epochs += list(sc.length.epochs) if sc.length else []
-    return max(epochs)
+    from coatsearch.scores import max_epochs
+
+    return max(max_epochs(c.scores) for c in space.candidates)
 
 
 class StudySearcher(Searcher):

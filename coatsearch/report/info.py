@@ -12,38 +12,14 @@ import statistics
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
+from coatsearch import scores
+from coatsearch.scores import Metric
 
-@dataclass(frozen=True)
-class Metric:
-    """How one measured key is shown and compared: label, unit after scaling, and the noise floor."""
-
-    key: str
-    label: str
-    unit: str  # unit of the displayed value (stored value × scale)
-    scale: float
-    digits: int
-    better: str | None = None  # "higher" | "lower" | None (not ranked)
-    floor: float | None = None  # noise floor in display units, used when a side has fewer than 2 runs
+__all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "load", "stat"]
 
 
-_ALL = (
-    Metric("params", "params", "M", 1e-6, 3),
-    Metric("macs", "MACs", "M", 1e-6, 2),
-    Metric("budget_error", "budget error", "%", 100, 1),
-    Metric("generalization.train_loss", "gen. train loss", "nats", 1, 3, "lower", 0.01),
-    Metric("generalization.eval_acc", "gen. eval acc", "%", 100, 1, "higher", 0.5),
-    Metric("generalization.gap", "gen. gap (train − eval acc)", "points", 100, 1, "lower", 0.5),
-    Metric("capacity.train_loss", "cap. train loss", "nats", 1, 3, "lower", 0.01),
-    Metric("capacity.eval_acc", "cap. eval acc", "%", 100, 1, "higher", 0.5),
-    Metric("accuracy.train_loss", "recipe train loss", "nats", 1, 3, "lower", 0.01),
-    Metric("accuracy.eval_acc", "recipe eval acc", "%", 100, 1, "higher", 0.5),
-    Metric("transfer.pretrain_acc", "pretrain acc (A)", "%", 100, 1, "higher", 0.5),
-    Metric("transfer.finetune_acc", "finetune acc (B)", "%", 100, 1, "higher", 0.5),
-    Metric("length.eval_acc_longest", "eval acc, longest schedule", "%", 100, 1, "higher", 0.5),
-    Metric("wall_s", "wall time", "s", 1, 0),
-)
-METRICS = {m.key: m for m in _ALL}
-CURVE_SCORES = ("generalization", "capacity", "accuracy")  # single-run scores with per-epoch curves
+METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise floor), from the score registry
+CURVE_SCORES = scores.curve_scores()  # single-run scores with per-epoch curves
 
 
 @dataclass(frozen=True)
