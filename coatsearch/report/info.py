@@ -273,3 +273,19 @@ def length_rows(space: dict, records: list[dict]) -> list[dict]:
             }
         )
     return rows
+
+
+def robustness_rows(space: dict, records: list[dict]) -> list[dict]:
+    """Per candidate: eval accuracy (%) against corruption severity (0 = clean), mean over corruptions and runs."""
+    rows = []
+    for name, runs in groups(space, records).items():
+        cs = [r["attrs"]["curves.robustness"] for r in runs if isinstance(r["attrs"].get("curves.robustness"), dict)]
+        if not cs:
+            continue
+        severity = list(cs[0]["severity"])
+        cs = [c for c in cs if list(c["severity"]) == severity]
+        kinds = [k for k in cs[0] if k != "severity"]
+        per_run = [[statistics.fmean(c[k][i] for k in kinds) for i in range(len(severity))] for c in cs]
+        accs = [stat(100 * run[i] for run in per_run) for i in range(len(severity))]
+        rows.append({"candidate": name, "severity": severity, "acc": accs, "corruptions": kinds, "runs": len(cs)})
+    return rows

@@ -15,6 +15,8 @@ FIGURE_TEXT = {
     "edf": "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
     "the same model (ViT_C paper Fig. 5); steeper = more stable.",
     "length": "Eval accuracy vs schedule length (training-length stability).",
+    "robustness": "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and "
+    "rotation; severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
 }
 
 
