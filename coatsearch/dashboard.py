@@ -26,14 +26,14 @@ def is_loopback(host: str) -> bool:
 
 def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
     """Check the study exists, print its URL, and serve optuna-dashboard until Ctrl-C."""
-    from coatsearch.backends.optuna_backend import load_study, open_storage, storage_file
+    from coatsearch import store
 
     try:
         import optuna_dashboard
     except ImportError:
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
-    load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
-    storage = open_storage(storage_file(Path(studies_dir), study))
+    store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
+    storage = store.open_storage(store.storage_file(Path(studies_dir), study))
     if not is_loopback(host):
         print(
             f"coatsearch: warning: serving on {host}, not loopback: the dashboard has no authentication, and "
@@ -46,3 +46,14 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
         optuna_dashboard.run_server(storage, host=host, port=port)
     except OSError as exc:
         raise UserError(f"cannot serve on {host}:{port}: {exc}") from None
+
+
+def save_note(study, text: str, verdicts: dict) -> None:
+    """The study's optuna-dashboard note and user attr 'report_verdicts'; unchanged ones are not written again."""
+    from optuna_dashboard import get_note
+    from optuna_dashboard import save_note as save
+
+    if get_note(study) != text:  # the journal only grows: write a note only when it changed
+        save(study, text)
+    if study.user_attrs.get("report_verdicts") != verdicts:
+        study.set_user_attr("report_verdicts", verdicts)

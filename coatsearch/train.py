@@ -39,7 +39,7 @@ class NonFinite(RuntimeError):
 class NonFiniteLoss(NonFinite):
     """`what` (the training loss by default) became NaN or infinite at (0-based) `epoch` [, `step`]."""
 
-    def __init__(self, epoch: int, step: int | None, what: str = "training loss"):
+    def __init__(self, epoch: int, step: int | None, what: str = "loss"):
         where = f"epoch {epoch}" + (f", step {step}" if step is not None else "")
         super().__init__(f"non-finite {what} at {where}")
         self.epoch, self.step, self.what = epoch, step, what

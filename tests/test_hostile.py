@@ -361,8 +361,8 @@ def test_loopback_hosts():
 def test_a_public_dashboard_warns(tmp_path, capsys, monkeypatch):
     import optuna_dashboard
 
-    from coatsearch.backends.optuna_backend import create_study
     from coatsearch.dashboard import serve
+    from coatsearch.store import create_study
 
     create_study(load_space(TINY), tmp_path, "tiny")
     calls = []

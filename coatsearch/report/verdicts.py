@@ -7,15 +7,9 @@ import re
 
 from coatsearch.report import claims as C
 from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.scores import ranked
 
-RANKED = (
-    "generalization.gap",
-    "generalization.eval_acc",
-    "capacity.train_loss",
-    "capacity.eval_acc",
-    "accuracy.eval_acc",
-    "transfer.finetune_acc",
-)
+RANKED = ranked()  # the ranked metrics, from the score registry
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
 RELATION_RULE = (
