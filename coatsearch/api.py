@@ -167,16 +167,26 @@ def run(
     pick_device(device)
     D.load(sp.definition.data, sp.definition.image_size, sp.definition.channels)  # a missing dataset stops here
     _prepare_study(sp, studies, name)
-    common: dict[str, Any] = {"trials": trials, "device": device, "progress": progress}
     if backend == "ray":
         from coatsearch.backends import ray_backend
 
-        extra = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
-        s = ray_backend.run(sp.definition, studies, name, **extra, **common)
+        s = ray_backend.run(
+            sp.definition,
+            studies,
+            name,
+            trials=trials,
+            device=device,
+            progress=progress,
+            address=address,
+            cpus=cpus_per_trial,
+            gpus=gpus_per_trial,
+        )
     else:
         from coatsearch.backends import optuna_backend
 
-        s = optuna_backend.run(sp.definition, studies, name, workers=workers, **common)
+        s = optuna_backend.run(
+            sp.definition, studies, name, trials=trials, workers=workers, device=device, progress=progress
+        )
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
     return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
 

@@ -96,7 +96,7 @@ def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
     shown = dict(attrs)
     if "space.name" in shown and isinstance(shown.get(SPACE_ATTR), Mapping):
         del shown[SPACE_ATTR]
-    return flatten(shown)
+    return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(shown).items()}
 
 
 class ReadableStorage(BaseStorage):
