@@ -167,28 +167,21 @@ def run(
     pick_device(device)
     D.load(sp.definition.data, sp.definition.image_size, sp.definition.channels)  # a missing dataset stops here
     _prepare_study(sp, studies, name)
+    ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
+    s = _engine(sp, studies, name, backend, workers, {"trials": trials, "device": device, "progress": progress}, ray)
+    path = _report(name, studies, Path(reports_dir)).markdown if report else None
+    return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
+
+
+def _engine(space: Space, studies: Path, name: str, backend: str, workers: int, common: dict, ray: dict) -> Any:
+    """Run the study on the chosen engine; its RunSummary."""
     if backend == "ray":
         from coatsearch.backends import ray_backend
 
-        s = ray_backend.run(
-            sp.definition,
-            studies,
-            name,
-            trials=trials,
-            device=device,
-            progress=progress,
-            address=address,
-            cpus=cpus_per_trial,
-            gpus=gpus_per_trial,
-        )
-    else:
-        from coatsearch.backends import optuna_backend
+        return ray_backend.run(space.definition, studies, name, **common, **ray)
+    from coatsearch.backends import optuna_backend
 
-        s = optuna_backend.run(
-            sp.definition, studies, name, trials=trials, workers=workers, device=device, progress=progress
-        )
-    path = _report(name, studies, Path(reports_dir)).markdown if report else None
-    return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
+    return optuna_backend.run(space.definition, studies, name, workers=workers, **common)
 
 
 def _prepare_study(space: Space, studies_dir: Path, name: str) -> None:

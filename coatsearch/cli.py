@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from coatsearch import __version__
+from coatsearch.api import ENGINES, FORMATS, Status
 from coatsearch.errors import UserError
 
 STUDIES = Path("studies")
@@ -45,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default="default", help="quick | default | full, as the space defines")
     run.add_argument("--trials", type=int, help="run at most this many trials now")
     run.add_argument("--workers", type=int, default=1, help="parallel worker processes (optuna backend)")
-    run.add_argument("--backend", choices=["optuna", "ray"], default="optuna")
+    run.add_argument("--backend", choices=ENGINES, default="optuna")
     run.add_argument("--address", help="ray: cluster address (auto | HOST:PORT); none starts a local Ray")
     run.add_argument("--cpus-per-trial", type=float, default=None, help="ray: CPUs per trial")
     run.add_argument("--gpus-per-trial", type=float, default=None, help="ray: GPUs per trial")
@@ -56,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(func=_run)
 
+    _study_commands(sub)
+    return p
+
+
+def _study_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands that read an existing study: report, status, export, dashboard."""
     report = sub.add_parser("report", help="write reports/<study>/report.md and figures from the storage")
     report.add_argument("study")
     report.add_argument("--studies-dir", type=Path, default=STUDIES)
@@ -69,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write the study's results table (one row per trial)")
     export.add_argument("study")
-    export.add_argument("--format", choices=["csv", "parquet", "json"], default="csv")
+    export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
     export.add_argument("--studies-dir", type=Path, default=STUDIES)
     export.set_defaults(func=_export)
@@ -80,7 +87,6 @@ def _parser() -> argparse.ArgumentParser:
     dash.add_argument("--host", default="127.0.0.1")
     dash.add_argument("--port", type=int, default=8080)
     dash.set_defaults(func=_dashboard)
-    return p
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -176,7 +182,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def status_text(st) -> str:
+def status_text(st: Status) -> str:
     """What `coatsearch status` prints: counts by state, planned total and the ETA."""
     planned = "?" if st.planned is None else str(st.planned)
     lines = [
