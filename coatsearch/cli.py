@@ -1,4 +1,4 @@
-"""Command line: coatsearch show | run | report | dashboard."""
+"""Command line: coatsearch show | run | report | status | export | dashboard; a thin layer over coatsearch.api."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import os
 import sys
 from pathlib import Path
 
+from coatsearch import __version__
+from coatsearch.api import ENGINES, FORMATS, Status
 from coatsearch.errors import UserError
-from coatsearch.paths import report_folder, study_folder
 
 STUDIES = Path("studies")
 REPORTS = Path("reports")
@@ -81,6 +82,7 @@ def _positive(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="coatsearch", description=__doc__)
+    p.add_argument("--version", action="version", version=f"coatsearch {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     show = sub.add_parser("show", help="list a space's candidates, counted and matched to the budget")
@@ -100,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--workers", type=_bounded(1, WORKERS_MAX), help=f"worker processes (optuna backend; 1..{WORKERS_MAX})"
     )
-    run.add_argument("--backend", choices=["optuna", "ray"], default="optuna")
+    run.add_argument("--backend", choices=ENGINES, default="optuna")
     run.add_argument("--address", help="ray: cluster address (auto | HOST:PORT); none starts a local Ray")
     run.add_argument("--cpus-per-trial", type=_positive, default=None, help="ray: CPUs per trial")
     run.add_argument("--gpus-per-trial", type=_positive, default=None, help="ray: GPUs per trial")
@@ -111,11 +113,29 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(func=_run)
 
+    _study_commands(sub)
+    return p
+
+
+def _study_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands that read an existing study: report, status, export, dashboard."""
     report = sub.add_parser("report", help="write reports/<study>/report.md and figures from the storage")
     report.add_argument("study")
     report.add_argument("--studies-dir", type=Path, default=STUDIES)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
     report.set_defaults(func=_report)
+
+    status = sub.add_parser("status", help="trial counts by state, planned total and time left (no dashboard)")
+    status.add_argument("study")
+    status.add_argument("--studies-dir", type=Path, default=STUDIES)
+    status.set_defaults(func=_status)
+
+    export = sub.add_parser("export", help="write the study's results table (one row per trial)")
+    export.add_argument("study")
+    export.add_argument("--format", choices=FORMATS, default="csv")
+    export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
+    export.add_argument("--studies-dir", type=Path, default=STUDIES)
+    export.set_defaults(func=_export)
 
     dash = sub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage")
     dash.add_argument("study")
@@ -123,25 +143,21 @@ def _parser() -> argparse.ArgumentParser:
     dash.add_argument("--host", default="127.0.0.1")
     dash.add_argument("--port", type=_bounded(1, 65535), default=8080)
     dash.set_defaults(func=_dashboard)
-    return p
 
 
 def _show(args: argparse.Namespace) -> int:
-    from coatsearch.candidates import prepare_all, row
-    from coatsearch.space import load_space
+    from coatsearch import api
+    from coatsearch.candidates import row
 
-    space = load_space(args.space, args.profile)
+    space = api.load_space(args.space, args.profile)
     if args.candidate:
-        from coatsearch.candidates import prepare
-        from coatsearch.models import build
-
         try:
             cand = space.candidate(args.candidate)
         except KeyError as exc:
             raise UserError(f"{args.space}: {exc.args[0]}") from None
-        print(build(prepare(cand).model))
+        print(cand.build())
         return 0
-    rows = [row(p) for p in prepare_all(space)]
+    rows = [row(c.prepared) for c in space.candidates]
     print(json.dumps(rows, indent=2) if args.json else _table(rows))
     return 0
 
@@ -181,44 +197,32 @@ def _table(rows: list[dict]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from coatsearch.datacheck import check_matches
-    from coatsearch.space import load_space
-    from coatsearch.train import pick_device
+    from coatsearch import api
 
     _check_backend_flags(args)
-    space = load_space(args.space, args.profile)
-    name = args.study if args.study is not None else _default_name(space.name, args.profile)
-    study_folder(args.studies_dir, name)
-    if not args.no_report:
-        report_folder(args.reports_dir, name)
-    pick_device(args.device)
-    scores = [c.scores for c in space.candidates]  # a missing or mismatched dataset stops here, exit 2
-    check_matches(space.classes, space.data, space.image_size, space.channels, scores, source=space.source)
-    common = {"trials": args.trials, "device": args.device, "progress": not args.quiet}
-    if args.backend == "ray":
-        from coatsearch.backends import ray_backend
-
-        extra = {"address": args.address, "cpus": args.cpus_per_trial, "gpus": args.gpus_per_trial}
-        summary = ray_backend.run(space, args.studies_dir, name, **extra, **common)
-    else:
-        from coatsearch.backends import optuna_backend
-
-        summary = optuna_backend.run(space, args.studies_dir, name, workers=args.workers or 1, **common)
-    print(
-        f"study {summary.study}: {summary.complete} complete, {summary.failed} failed, {summary.pruned} pruned "
-        f"of {summary.planned} planned; {summary.ran_now} ran now in {summary.seconds:.0f} s; "
-        f"storage {summary.storage}"
+    space = api.load_space(args.space, args.profile)
+    res = api.run(
+        space,
+        args.study,
+        args.backend,
+        args.workers or 1,
+        args.device,
+        trials=args.trials,
+        studies_dir=args.studies_dir,
+        reports_dir=args.reports_dir,
+        report=not args.no_report,
+        progress=not args.quiet,
+        address=args.address,
+        cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=args.gpus_per_trial,
     )
-    if not args.no_report:
-        from coatsearch.report import write_report
-
-        print(f"report: {write_report(name, args.studies_dir, args.reports_dir)}")
+    print(
+        f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "
+        f"of {res.planned} planned; {res.ran_now} ran now in {res.seconds:.0f} s; storage {res.storage}"
+    )
+    if res.report is not None:
+        print(f"report: {res.report}")
     return 0
-
-
-def _default_name(space: str, profile: str) -> str:
-    """The study name when --study is not given: the space's name, plus -PROFILE unless default."""
-    return space if profile == "default" else f"{space}-{profile}"
 
 
 def _check_backend_flags(args: argparse.Namespace) -> None:
@@ -232,18 +236,58 @@ def _check_backend_flags(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from coatsearch.report import write_report
+    from coatsearch import api
 
-    study_folder(args.studies_dir, args.study)
-    report_folder(args.reports_dir, args.study)
-    print(write_report(args.study, args.studies_dir, args.reports_dir))
+    print(api.report(args.study, args.studies_dir, args.reports_dir).markdown)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(status_text(api.status(args.study, args.studies_dir)))
+    return 0
+
+
+def status_text(st: Status) -> str:
+    """What `coatsearch status` prints: counts by state, planned total and the ETA."""
+    planned = "?" if st.planned is None else str(st.planned)
+    lines = [
+        f"study {st.study}: {st.complete} completed, {st.failed} failed, {st.pruned} pruned, "
+        f"{st.running} running, {st.waiting} waiting of {planned} planned"
+        + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
+    ]
+    if st.mean_wall_s is None:
+        lines.append("ETA: unknown (no completed trial yet)")
+    elif st.eta_s is None:
+        lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the space file is gone)")
+    else:
+        workers = max(1, st.running)
+        lines.append(
+            f"remaining {st.remaining} trials, mean trial {st.mean_wall_s:.0f} s: "
+            f"ETA {_duration(st.eta_s)} at {workers} worker{'s' if workers > 1 else ''}"
+        )
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as '1 h 02 min', '3 min 05 s' or '42 s'."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def _export(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(api.export(args.study, args.format, args.out, args.studies_dir))
     return 0
 
 
 def _dashboard(args: argparse.Namespace) -> int:
     from coatsearch.dashboard import serve
 
-    study_folder(args.studies_dir, args.study)
     serve(args.study, args.studies_dir, args.host, args.port)
     return 0
 

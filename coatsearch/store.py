@@ -38,6 +38,7 @@ from optuna.trial import TrialState
 from coatsearch import __version__
 from coatsearch import plan as P
 from coatsearch.errors import UserError
+from coatsearch.paths import study_folder
 from coatsearch.space import Dim, Space
 
 JOURNAL, LOCK = "journal.log", "claim.lock"
@@ -46,8 +47,8 @@ _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this proce
 
 
 def folder(studies_dir: Path, name: str) -> Path:
-    """The study's folder: the one place its layout is composed."""
-    return Path(studies_dir) / name
+    """The study's folder: the one place its layout is composed (name and containment checked by `paths`)."""
+    return study_folder(Path(studies_dir), name)
 
 
 def storage_file(studies_dir: Path, name: str) -> Path:
@@ -349,3 +350,29 @@ def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float
         ran_now=ran,
         seconds=seconds,
     )
+
+
+Scalar = str | int | float | bool | None
+Study = optuna.Study  # the type `load_study` returns, for annotations outside the store
+
+
+def flatten(attrs: Mapping[str, Any], prefix: str = "") -> dict[str, Scalar]:
+    """Nested attributes as dotted scalar keys: dicts flattened, lists of scalars joined with ', '."""
+    out: dict[str, Scalar] = {}
+    for key, value in attrs.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            if all(isinstance(v, str | int | float | bool) or v is None for v in value):
+                out[name] = ", ".join(_short(v) for v in value)
+            else:
+                out[name] = str(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _short(value: Any) -> str:
+    """A list element as text: floats to 4 significant digits."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

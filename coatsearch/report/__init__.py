@@ -87,11 +87,12 @@ def jsonable(x):
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     """Write reports/<study>/report.md, its PNG figures and summary.json from the storage; returns report.md."""
     from coatsearch import store
+    from coatsearch.paths import report_folder
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
     summary = summarize(study_name, space, records)
-    folder = Path(reports_dir) / study_name
+    folder = report_folder(Path(reports_dir), study_name)
     figures = plots.render_all(summary, folder)
     path = folder / "report.md"
     path.write_text(render(summary, figures), encoding="utf-8")
@@ -102,11 +103,11 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
 
 
 def save_to_dashboard(study, summary: dict, path: Path) -> bool:
-    """Best effort: the verdicts as the study's optuna-dashboard note and user attr 'report_verdicts'."""
+    """Best effort: the whole report Markdown as the study's optuna-dashboard note; verdicts as 'report_verdicts'."""
     try:
         from coatsearch.dashboard import save_note
 
-        save_note(study, mdc.note(summary, str(path)), {v["id"]: v["verdict"] for v in summary["claims"]})
+        save_note(study, path.read_text(encoding="utf-8"), {v["id"]: v["verdict"] for v in summary["claims"]})
         return True
     except Exception as exc:  # noqa: BLE001 - the report is written; the dashboard note is optional
         print(f"coatsearch: note: verdicts not saved to the dashboard ({type(exc).__name__}: {exc})", file=sys.stderr)
