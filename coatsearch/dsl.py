@@ -286,14 +286,25 @@ def _describe(path: Path, root: yaml.Node | None, data: dict, exc: ValidationErr
     """Turn pydantic's first error into 'file:line: field a.b[2].c: message (found X)'."""
     err = exc.errors()[0]
     written = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
-    loc = _origin(data, written)
     msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+    written, msg = _refine(data, written, msg)
+    loc = _origin(data, written)
     found = err.get("input")
     shown = "" if err["type"] in MISSING or isinstance(found, dict) else f" (found {found!r})"
     if err["type"] in UNKNOWN:
         msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(written)}"
         shown = ""
     return f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {msg}{shown}"
+
+
+def _refine(data: dict, loc: tuple, msg: str) -> tuple[tuple, str]:
+    """A check across fields may name the field it is about, 'key: message' (nested: 'a: b: message'); point
+    the location at that field when the file writes it (else the message reads 'key message')."""
+    while m := re.match(r"^(\w+): (.*)$", msg):
+        if not _has(data, _origin(data, (*loc, m.group(1)))):
+            return loc, f"{m.group(1)} {m.group(2)}"
+        loc, msg = (*loc, m.group(1)), m.group(2)
+    return loc, msg
 
 
 def _is_union_tag(part: str) -> bool:

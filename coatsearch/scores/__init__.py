@@ -40,7 +40,10 @@ SCORES: dict[str, Score] = {
 
 
 def _check_sections(self) -> None:
-    """Each enabled score's own check (`Score.check`), given the enabled scores before it that keep a model."""
+    """Each enabled score's own check (`Score.check`), given the enabled scores before it that keep a model.
+
+    The message starts with the section's and the field's names ('robustness: source: ...'), which the DSL's
+    error reads to point at that field's line."""
     models: list[str] = []
     for score in SCORES.values():
         spec = getattr(self, score.name)
@@ -48,7 +51,7 @@ def _check_sections(self) -> None:
             continue
         problem = score.check(spec, tuple(models))
         if problem:
-            raise ValueError(problem)
+            raise ValueError(f"{score.name}: {problem}")
         if score.keeps_model:
             models.append(score.name)
 

@@ -35,11 +35,11 @@ class RobustnessSpec:
 
 
 def check(spec: RobustnessSpec, models: tuple[str, ...]) -> str | None:
-    """The source must be an enabled score, before this one, that keeps its trained model."""
+    """The source must be an enabled score, before this one, that keeps its trained model ('field: problem')."""
     if spec.source in models:
         return None
-    have = ", ".join(models) or "none is enabled"
-    return f"robustness.source '{spec.source}' is not an enabled score that trains a model (enabled ones: {have})"
+    have = ", ".join(models) or "none"
+    return f"source: '{spec.source}' is not an enabled score that keeps its trained model (enabled that do: {have})"
 
 
 def corrupt(x, name: str, severity: int, seed: int):
