@@ -78,7 +78,7 @@ def first_damage(data: bytes) -> Damage | None:
     """The first line of `data` that is not a complete journal record, or None when every line is one."""
     records = 0
     for number, offset, raw, complete in _lines(data):
-        why = problem(raw) if complete else "cut short: the last line has no newline"
+        why = problem(raw) if complete or b"\0" in raw else "cut short: the last line has no newline"
         if why:
             return Damage(number, offset, why, records)
         records += 1

@@ -107,30 +107,35 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     before anything is written; `force_new_space` records the new space instead and keeps the old trials.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    stored = _stored_space(storage_file(studies_dir, name), name)
+    path = storage_file(studies_dir, name)
+    exists, stored = _stored_space(path, name)
     changed = P.check_space(stored, space, name, force_new_space) if stored is not None else False
-    study = optuna.create_study(
-        study_name=name,
-        storage=open_storage(storage_file(studies_dir, name)),
-        direction=space.study.direction,
-        sampler=_sampler(space),
-        pruner=_pruner(space),
-        load_if_exists=True,
-    )
+    sampler, pruner = _sampler(space), _pruner(space)
+    if exists:  # reopening appends nothing (optuna.create_study appends a create record every time)
+        study = optuna.load_study(study_name=name, storage=open_storage(path), sampler=sampler, pruner=pruner)
+    else:
+        study = optuna.create_study(
+            study_name=name,
+            storage=open_storage(path),
+            direction=space.study.direction,
+            sampler=sampler,
+            pruner=pruner,
+            load_if_exists=True,  # another process may create it meanwhile
+        )
     if stored is None or changed:
         study.set_user_attr("space", {**P.space_record(space), "form": P.space_form(space)})
     return study
 
 
-def _stored_space(path: Path, name: str) -> dict | None:
-    """The space record of study `name` in the journal at `path`; None when there is no such study (reads only)."""
+def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
+    """Whether study `name` is in the journal at `path`, and its space record (reads only)."""
     if not path.exists():
-        return None
+        return False, None
     storage = open_storage(path)
     try:
-        return storage.get_study_user_attrs(storage.get_study_id_from_name(name)).get("space")
+        return True, storage.get_study_user_attrs(storage.get_study_id_from_name(name)).get("space")
     except KeyError:
-        return None
+        return False, None
 
 
 def _sampler(space: Space) -> optuna.samplers.BaseSampler:
