@@ -1,7 +1,7 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
 The public API (see the README's "Python API"): `load_space`, `build`, `count`, `run`, `results`, `report`,
-`status`, `export`. They are imported on first use, so `import coatsearch` loads neither torch nor optuna.
+`status`, `export`, `repair`. They are imported on first use, so `import coatsearch` loads neither torch nor optuna.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ __all__ = [
     "count",
     "export",
     "load_space",
+    "repair",
     "report",
     "results",
     "run",
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         count,
         export,
         load_space,
+        repair,
         report,
         results,
         run,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from coatsearch import space as _space
     from coatsearch.candidates import Prepared
     from coatsearch.complexity import Complexity
+    from coatsearch.journal import Repaired
     from coatsearch.spec import ModelSpec
     from coatsearch.store import Study
 
@@ -148,11 +149,14 @@ def run(
     address: str | None = None,
     cpus_per_trial: float | None = None,
     gpus_per_trial: float | None = None,
+    force_new_space: bool = False,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
     The same engine as `coatsearch run`: `backend` "optuna" runs `workers` local processes, "ray" runs
     Ray Tune (`address`, `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/.
+    A study keeps the space it was created with: a changed space is a UserError (nothing written) unless
+    `force_new_space`, which records the new space and keeps the old trials.
     """
     from coatsearch.datacheck import check_matches
     from coatsearch.paths import report_folder, study_folder
@@ -170,7 +174,7 @@ def run(
     pick_device(device)
     d = sp.definition  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
-    _prepare_study(sp, studies, name)
+    _prepare_study(sp, studies, name, force_new_space)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
     s = _engine(sp, studies, name, backend, workers, {"trials": trials, "device": device, "progress": progress}, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
@@ -188,12 +192,19 @@ def _engine(space: Space, studies: Path, name: str, backend: str, workers: int, 
     return optuna_backend.run(space.definition, studies, name, workers=workers, **common)
 
 
-def _prepare_study(space: Space, studies_dir: Path, name: str) -> None:
+def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> None:
     """Create (or reopen) the study and give it its dashboard metadata before any trial runs."""
     from coatsearch.dashboard import annotate
     from coatsearch.store import create_study
 
-    annotate(create_study(space.definition, studies_dir, name))
+    annotate(create_study(space.definition, studies_dir, name, force_new_space))
+
+
+def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
+    """Keep every complete record of a damaged study journal; move the damaged tail to a backup beside it."""
+    from coatsearch.store import repair as _repair
+
+    return _repair(Path(studies_dir), study)
 
 
 def report(study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports") -> ReportPaths:

@@ -1,4 +1,4 @@
-"""Command line: coatsearch show | run | report | status | export | dashboard; a thin layer over coatsearch.api."""
+"""Command line: show | run | report | status | export | repair | dashboard; a thin layer over coatsearch.api."""
 
 from __future__ import annotations
 
@@ -111,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--reports-dir", type=Path, default=REPORTS)
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument(
+        "--force-new-space",
+        action="store_true",
+        help="the study was run with another version of this space: record this one and keep the old trials",
+    )
     run.set_defaults(func=_run)
 
     _study_commands(sub)
@@ -136,6 +141,11 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
     export.add_argument("--studies-dir", type=Path, default=STUDIES)
     export.set_defaults(func=_export)
+
+    repair = sub.add_parser("repair", help="keep a damaged journal's complete records, move the damaged tail aside")
+    repair.add_argument("study")
+    repair.add_argument("--studies-dir", type=Path, default=STUDIES)
+    repair.set_defaults(func=_repair)
 
     dash = sub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage")
     dash.add_argument("study")
@@ -215,6 +225,7 @@ def _run(args: argparse.Namespace) -> int:
         address=args.address,
         cpus_per_trial=args.cpus_per_trial,
         gpus_per_trial=args.gpus_per_trial,
+        force_new_space=args.force_new_space,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "
@@ -282,6 +293,19 @@ def _export(args: argparse.Namespace) -> int:
     from coatsearch import api
 
     print(api.export(args.study, args.format, args.out, args.studies_dir))
+    return 0
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    done = api.repair(args.study, args.studies_dir)
+    if done.backup is None and not done.blank:
+        print(f"{done.journal}: {done.records} records, no damage found; nothing changed")
+        return 0
+    moved = f"; moved {done.moved} damaged line(s) to {done.backup}" if done.backup else ""
+    blank = f"; dropped {done.blank} empty line(s)" if done.blank else ""
+    print(f"{done.journal}: kept {done.records} complete records{moved}{blank}")
     return 0
 
 

@@ -15,13 +15,13 @@ from pydantic import AfterValidator, Field, TypeAdapter
 from coatsearch import kinds
 from coatsearch.scores import ScoresSpec
 from coatsearch.spec import (
+    DEPTH_MAX,
     FORBID,
     BlockSpec,
     Budget,
     ConstraintsSpec,
     DataSpec,
     InputSpec,
-    LaxPosInt,
     ModelSpec,
     Name,
     OptimSpec,
@@ -30,6 +30,7 @@ from coatsearch.spec import (
     StemSpec,
     Stride,
     StudySpec,
+    Width,
     with_value,
 )
 
@@ -44,8 +45,8 @@ class CandidateSpec:
     arch: Literal["coatnet", "vit"] = "coatnet"
     stem: StemSpec = StemSpec()
     layout: Annotated[str, AfterValidator(kinds.check_layout)]
-    depths: tuple[LaxPosInt, ...]
-    widths: tuple[LaxPosInt, ...]
+    depths: tuple[Annotated[int, Field(gt=0, le=DEPTH_MAX)], ...]
+    widths: tuple[Width, ...]
     strides: tuple[Stride, ...] | None = None  # per stage; None = 2 everywhere
     block: BlockSpec = BlockSpec()
     train: OptimSpec = OptimSpec()

@@ -15,11 +15,13 @@ import yaml
 from pydantic import ValidationError
 
 from coatsearch import document as D
-from coatsearch import kinds
+from coatsearch import kinds, scores
+from coatsearch import spec as S
 from coatsearch.errors import UserError
 
 SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
 SHARED = ("train", "search", "budget", "scores")  # shared sections merged into each candidate besides `model`
+MODEL_KEYS = tuple(f.name for f in dataclasses.fields(D.CandidateSpec) if f.name not in ("name", *SHARED))
 UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
 
@@ -43,6 +45,7 @@ def load_document(path: str | Path, profile: str = "default") -> D.SpaceDoc:
     data = _apply_profile(path, root, data, profile)
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}  # scratch keys for YAML anchors
     data.setdefault("name", path.stem)
+    _check_shared_model(path, root, data.get("model"))
     try:
         doc = D.DOCUMENT.validate_python(_merge_candidates(data))
     except ValidationError as exc:
@@ -59,6 +62,7 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     choices: dict[str, tuple] = {}
     if doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
         yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
+    yield from _objective_problem(doc)
     for i, cand in enumerate(doc.candidates):
         if cand.name in seen:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
@@ -66,10 +70,9 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         late = kinds.conv_after_attention(cand.layout) if doc.constraints.conv_before_attention else ""
         if late:
             yield ("candidates", i, "layout"), f"{late} (constraints.conv_before_attention is on)"
-        try:
-            cand.model(doc.input)
-        except ValueError as exc:
-            yield ("candidates", i), str(exc)
+        problem = model_problem(cand, doc.input)
+        if problem:
+            yield ("candidates", i), problem
         for path, dim in cand.search.items():
             if dim is None:
                 continue
@@ -82,10 +85,31 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                 continue
             for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
                 try:
-                    D.with_params(cand, {path: value}).model(doc.input)
+                    problem = model_problem(D.with_params(cand, {path: value}), doc.input)
                 except ValueError as exc:
-                    yield loc, f"value {value!r} is not valid there: {_first_error(exc)}"
+                    problem = _first_error(exc)
+                if problem:
+                    yield loc, f"value {value!r} is not valid there: {problem}"
                     break
+
+
+def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+    """The study objective must be a metric some candidate's enabled scores record (the others fall back)."""
+    measured = [m.key for c in doc.candidates for score, _ in scores.enabled(c.scores) for m in score.metrics]
+    if doc.study.objective not in measured:
+        listed = ", ".join(dict.fromkeys(measured)) or "nothing (no score is enabled)"
+        yield ("study", "objective"), f"no enabled score measures '{doc.study.objective}'; measured: {listed}"
+
+
+def model_problem(cand: D.CandidateSpec, inp: S.InputSpec) -> str:
+    """Why `cand` cannot be built for `inp` images, or is too large to size ("" when it can)."""
+    try:
+        floor = cand.model(inp).macs_floor()
+    except ValueError as exc:
+        return str(exc)
+    if floor > S.MACS_MAX:
+        return f"the model needs at least {floor:.3g} MACs per image; allowed: at most {S.MACS_MAX:.0e}"
+    return ""
 
 
 def _first_error(exc: Exception) -> str:
@@ -119,6 +143,18 @@ def _has(node: Any, loc: tuple) -> bool:
         else:
             return False
     return True
+
+
+def _check_shared_model(path: Path, root: yaml.Node | None, shared: Any) -> None:
+    """The shared `model` section holds model fields only (a `train:` there would be merged silently)."""
+    for key in shared if isinstance(shared, dict) else ():
+        if key not in MODEL_KEYS:
+            loc = ("model", key)
+            hint = f" ('{key}' is a top-level section)" if key in SHARED else ""
+            raise SpaceError(
+                f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': unknown key '{key}' under 'model'{hint}; "
+                f"allowed: {', '.join(MODEL_KEYS)}"
+            )
 
 
 def _merge_candidates(data: dict) -> dict:

@@ -25,6 +25,7 @@ class StageKind:
     attends: bool  # attention: width in whole heads, tokens listed, after every conv stage under the constraint
     tokens: Callable[[int, Any], str] = lambda side, block: f"{side}x{side}"  # attended token grid, as `show` lists it
     check: Callable[[int, Any], str] = lambda side, block: ""  # why a side x side map cannot be built ("" = fine)
+    macs_floor: Callable[[int, int, Any], int] = lambda dim_out, side, block: 0  # a lower bound on a block's MACs
 
     def quantum(self, block: Any) -> int:
         """Width step: the head size for attention stages (whole heads), CONV_QUANTUM otherwise."""
@@ -47,15 +48,44 @@ def _maxvit_check(side: int, block: Any) -> str:
     return f"an M stage's {side}x{side} map does not divide into {' and '.join(bad)}" if bad else ""
 
 
+def _mbconv_floor(dim_out: int, side: int, block: Any) -> int:
+    """The 1x1 projection alone: side^2 x (expanded width, at least 0.9 x dim_out x expand_ratio) x dim_out."""
+    return side * side * int(0.9 * dim_out * block.expand_ratio) * dim_out
+
+
+def _mlp_floor(dim_out: int, side: int, block: Any) -> int:
+    """The feed-forward alone: two side^2 x dim_out x hidden matmuls."""
+    return 2 * side * side * dim_out * int(dim_out * block.mlp_ratio)
+
+
+def _attention_floor(dim_out: int, side: int, block: Any) -> int:
+    """Feed-forward plus QK^T and AV over all side^2 tokens."""
+    return _mlp_floor(dim_out, side, block) + 2 * side**4 * dim_out
+
+
+def _maxvit_floor(dim_out: int, side: int, block: Any) -> int:
+    """Feed-forward plus QK^T and AV inside each window and each grid group."""
+    window, grid = maxvit_partitions(side, block)
+    return _mlp_floor(dim_out, side, block) + 2 * side * side * dim_out * (window * window + grid * grid)
+
+
 STAGE_KINDS: dict[str, StageKind] = {
-    "C": StageKind("MBConv + squeeze-excitation", "coatsearch.models.coatnet:mbconv_block", attends=False),
-    "T": StageKind("relative-attention Transformer", "coatsearch.models.coatnet:transformer_block", attends=True),
+    "C": StageKind(
+        "MBConv + squeeze-excitation", "coatsearch.models.coatnet:mbconv_block", attends=False, macs_floor=_mbconv_floor
+    ),
+    "T": StageKind(
+        "relative-attention Transformer",
+        "coatsearch.models.coatnet:transformer_block",
+        attends=True,
+        macs_floor=_attention_floor,
+    ),
     "M": StageKind(
         "MaxViT multi-axis attention: window then grid attention",
         "coatsearch.models.maxvit:maxvit_block",
         attends=True,
         tokens=_maxvit_tokens,
         check=_maxvit_check,
+        macs_floor=_maxvit_floor,
     ),
 }
 
@@ -96,12 +126,22 @@ class StemKind:
     out_width: Callable[[Any, int], int] = lambda stem, first: first  # channels handed to the first stage
     resize: Callable[[Any, Callable[[int], int]], Any] = lambda stem, fn: stem  # the stem with fn applied to widths
     check: Callable[[Any, int], str] = lambda stem, image_size: ""  # why it cannot take this image ("" = fine)
+    macs_floor: Callable[[Any, int, int, int], int] = lambda stem, in_chans, first, image_size: 0  # a lower bound
 
 
 def _patch_check(stem: Any, image_size: int) -> str:
     if image_size % stem.patch_size:
         return f"image size {image_size} is not a multiple of patch size {stem.patch_size}"
     return ""
+
+
+def _convs_floor(in_chans: int, image_size: int, channels: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """MACs of a chain of 3x3 convs (padding 1): each output side^2 x 9 x in x out."""
+    total, side, dim = 0, image_size, in_chans
+    for width, stride in zip(channels, strides, strict=True):
+        side = -(-side // stride)
+        total, dim = total + side * side * 9 * dim * width, width
+    return total
 
 
 STEM_KINDS: dict[str, StemKind] = {
@@ -112,6 +152,9 @@ STEM_KINDS: dict[str, StemKind] = {
         total_stride=lambda st: st.stride,
         out_width=lambda st, first: st.width,
         resize=lambda st, fn: replace(st, width=fn(st.width)),
+        macs_floor=lambda st, c, first, n: _convs_floor(
+            c, n, (st.width,) * st.layers, (st.stride,) + (1,) * (st.layers - 1)
+        ),
     ),
     "patch": StemKind(
         "coatsearch.models.stems:patch_stem",
@@ -119,6 +162,7 @@ STEM_KINDS: dict[str, StemKind] = {
         text=lambda st: f"patch{st.patch_size}",
         total_stride=lambda st: st.patch_size,
         check=_patch_check,
+        macs_floor=lambda st, c, first, n: n * n * c * first,  # kernel = stride = p: every pixel once per channel
     ),
     "vitc": StemKind(
         "coatsearch.models.stems:vitc_stem",
@@ -126,6 +170,7 @@ STEM_KINDS: dict[str, StemKind] = {
         text=lambda st: f"vitc{','.join(map(str, st.channels))}/{','.join(map(str, st.strides))}",
         total_stride=lambda st: math.prod(st.strides),
         resize=lambda st, fn: replace(st, channels=tuple(fn(c) for c in st.channels)),
+        macs_floor=lambda st, c, first, n: _convs_floor(c, n, st.channels, st.strides),
     ),
 }
 

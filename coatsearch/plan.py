@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from coatsearch.errors import UserError
 from coatsearch.space import Space
 
 
@@ -52,3 +54,57 @@ def space_record(space: Space) -> dict:
         "candidates": [c.name for c in space.candidates],
         "space_yaml": text,
     }
+
+
+def space_form(space: Space) -> dict:
+    """The space in a canonical, comparable JSON form: everything that changes what its trials run and record."""
+    form = {
+        "input": [space.image_size, space.channels, space.classes],
+        "data": asdict(space.data),
+        "study": asdict(space.study),
+        "candidates": {c.name: asdict(c.spec) for c in space.candidates},
+    }
+    return json.loads(json.dumps(form, sort_keys=True, default=str))
+
+
+def space_changes(old: dict, new: dict) -> list[str]:
+    """What differs from `old` to `new` (two `space_form`s), e.g. 'train.lr of candidate C-T: 0.003 -> 0.01'."""
+    was, now = old.get("candidates", {}), new.get("candidates", {})
+    out = [f"candidate removed: {n}" for n in was if n not in now] + [
+        f"candidate added: {n}" for n in now if n not in was
+    ]
+    for name in (n for n in now if n in was):
+        out += [f"{k} of candidate {name}: {a} -> {b}" for k, a, b in _diff(was[name], now[name])]
+    rest = ({k: v for k, v in f.items() if k != "candidates"} for f in (old, new))
+    return out + [f"{k}: {a} -> {b}" for k, a, b in _diff(*rest)]
+
+
+def _diff(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(dotted key, old, new) for every leaf that differs; a missing key reads as None."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return [] if old == new else [(prefix.rstrip(".") or "(value)", _short(old), _short(new))]
+    return [d for k in dict.fromkeys([*old, *new]) for d in _diff(old.get(k), new.get(k), f"{prefix}{k}.")]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_space(stored: dict, space: Space, name: str, force: bool) -> bool:
+    """Whether `space` differs from the study's recorded space (a UserError unless `force`)."""
+    if stored.get("space") != space.name or stored.get("profile") != space.profile:
+        raise UserError(
+            f"study '{name}' holds space '{stored.get('space')}' profile '{stored.get('profile')}', "
+            f"not '{space.name}' profile '{space.profile}'; pick another --study name"
+        )
+    if "form" not in stored:  # recorded before spaces were compared: nothing to compare with
+        return False
+    changes = space_changes(stored["form"], space_form(space))
+    if changes and not force:
+        more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
+        raise UserError(
+            f"study '{name}' was run with another version of this space: {'; '.join(changes[:3])}{more}; "
+            "use --study NEW for a new study, or --force-new-space to record this space and keep the old trials"
+        )
+    return bool(changes)

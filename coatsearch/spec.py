@@ -12,6 +12,7 @@ documents that hold them, a candidate and a whole space file, in document.py.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import typing
 from collections.abc import Iterator
@@ -26,7 +27,29 @@ FORBID = ConfigDict(extra="forbid")  # unknown keys in a space file are errors
 
 PosInt = Annotated[int, Strict(), Field(gt=0)]  # no strings or floats taken for ints
 LaxPosInt = Annotated[int, Field(gt=0)]
-Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+Real = Annotated[float, Field(allow_inf_nan=False)]  # a finite number: .inf and .nan are errors
+Fraction = Annotated[Real, Field(ge=0.0, le=1.0)]
+
+# Upper bounds on every field that sizes memory or time (README "Limits and errors" lists them).
+WIDTH_MAX = 8192  # channels of a stage, a stem or a vitc conv
+DEPTH_MAX = 100  # blocks in one stage
+SIDE_MAX = 1024  # image side; also bounds patch, window, grid and head sizes
+BATCH_MAX = 8192  # training batch size
+EVAL_MAX = 200_000  # held-out images evaluated
+PER_CLASS_MAX = 100_000  # training images per class in a subset
+EPOCHS_MAX = 1000  # epochs of one schedule (and warmup epochs)
+CLASSES_MAX = 100_000  # classes of the input and class ids
+SEEDS_MAX = 100  # seeds per study
+SEED_MAX = 2**31 - 1  # a seed value
+SAMPLES_MAX = 10_000  # sampled configurations per candidate and seed
+LENGTHS_MAX = 20  # schedule lengths of the length score
+RATIO_MAX = 16.0  # MBConv and MLP expansion ratios
+MACS_MAX = 10**12  # multiply-adds per image: a budget, or a model's lower-bound count at load
+
+Width = Annotated[int, Field(gt=0, le=WIDTH_MAX)]
+Side = Annotated[int, Field(gt=0, le=SIDE_MAX)]
+Epochs = Annotated[int, Field(gt=0, le=EPOCHS_MAX)]
+Ratio = Annotated[Real, Field(gt=0, le=RATIO_MAX)]
 Stride = Literal[1, 2]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$")]
 _SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
@@ -43,8 +66,8 @@ def parse_count(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected a count like 30000000 or '30M'")
     if isinstance(value, int | float):
-        if value <= 0:
-            raise ValueError("must be positive")
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError("must be a finite number > 0")
         return int(value)
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGBT]?)\s*", str(value), flags=re.IGNORECASE)
     if not match:
@@ -63,12 +86,16 @@ class StemSpec:
     """The stem: CoAtNet's S0 conv stem, a ViT patchify stem, or ViT_C's conv stem (kinds.STEM_KINDS)."""
 
     kind: Annotated[str, AfterValidator(_stem_kind)] = "conv"
-    width: PosInt = 64  # conv: S0 channels (patch/vitc: output width is the first stage's width)
+    width: Annotated[int, Strict(), Field(gt=0, le=WIDTH_MAX)] = (
+        64  # conv: S0 channels (patch/vitc: output width is the first stage's width)
+    )
     layers: Annotated[int, Strict(), Field(ge=1, le=8)] = 2  # conv: number of 3x3 convs
     stride: Stride = 2  # conv: stride of the first 3x3 conv (the stem's total stride)
-    patch_size: PosInt = 16  # patch: kernel size and stride
-    channels: tuple[PosInt, ...] = ()  # vitc: output channels of each 3x3 conv (BN + ReLU after each)
-    strides: tuple[Stride, ...] = ()  # vitc: stride of each 3x3 conv
+    patch_size: Annotated[int, Strict(), Field(gt=0, le=SIDE_MAX)] = 16  # patch: kernel size and stride
+    channels: Annotated[
+        tuple[Annotated[int, Strict(), Field(gt=0, le=WIDTH_MAX)], ...], Field(max_length=8)
+    ] = ()  # vitc: output channels of each 3x3 conv (BN + ReLU after each)
+    strides: Annotated[tuple[Stride, ...], Field(max_length=8)] = ()  # vitc: stride of each 3x3 conv
 
     def __post_init__(self) -> None:
         if self.kind == "vitc" and (not self.channels or len(self.channels) != len(self.strides)):
@@ -94,9 +121,9 @@ class StageSpec:
 class BlockSpec:
     """Options shared by every block of a model."""
 
-    head_size: LaxPosInt = 32  # attention channels per head; attention widths are multiples of it
-    expand_ratio: Annotated[float, Field(gt=0)] = 4.0  # MBConv inverted-bottleneck expansion
-    mlp_ratio: Annotated[float, Field(gt=0)] = 4.0  # Transformer FFN expansion
+    head_size: Side = 32  # attention channels per head; attention widths are multiples of it
+    expand_ratio: Ratio = 4.0  # MBConv inverted-bottleneck expansion
+    mlp_ratio: Ratio = 4.0  # Transformer FFN expansion
     se_ratio: Fraction = 0.25  # squeeze-excitation ratio (of the block's output width)
     downsample: Literal["eq5", "dw"] = "eq5"  # MBConv stride: "eq5" (strided 1x1 on the normalized input) | "dw"
     pool: Literal["max", "avg"] = "max"  # pooling on downsampling shortcuts and attention input
@@ -104,9 +131,9 @@ class BlockSpec:
     attn_norm: Literal["layernorm", "batchnorm"] = "layernorm"  # norm in attention blocks
     rel_pos: bool = True  # relative-position bias in attention (CoAtNet Eq. 3)
     act: Literal["gelu", "relu", "silu"] = "gelu"  # activation in every block type
-    drop_path: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0  # stochastic depth, max rate (linear over blocks)
-    window_size: LaxPosInt | None = None  # M: side of a window-attention window (None: the whole map)
-    grid_size: LaxPosInt | None = None  # M: side of a grid-attention grid (None: the whole map)
+    drop_path: Annotated[Real, Field(ge=0.0, lt=1.0)] = 0.0  # stochastic depth, max rate (linear over blocks)
+    window_size: Side | None = None  # M: side of a window-attention window (None: the whole map)
+    grid_size: Side | None = None  # M: side of a grid-attention grid (None: the whole map)
 
 
 class BlockPlan(NamedTuple):
@@ -172,6 +199,14 @@ class ModelSpec:
             out.append(size)
         return tuple(out)
 
+    def macs_floor(self) -> int:
+        """A lower bound on the MACs per image, from the dominant terms only (no torch): checked against MACS_MAX."""
+        stem = kinds.stem_kind(self.stem.kind).macs_floor(
+            self.stem, self.in_chans, self.stages[0].width, self.image_size
+        )
+        blocks = (kinds.stage_kind(p.kind).macs_floor(p.dim_out, p.out_side, self.block) for p in self.blocks())
+        return stem + sum(blocks)
+
     def blocks(self) -> Iterator[BlockPlan]:
         """Every block in order, with its widths, stride, map sides and drop-path rate: the one stage loop."""
         dim = kinds.stem_kind(self.stem.kind).out_width(self.stem, self.stages[0].width)
@@ -189,8 +224,10 @@ class ModelSpec:
 class Budget:
     """A MACs band and what is scaled to land in it."""
 
-    macs: Annotated[int, BeforeValidator(parse_count)]  # target multiply-adds per image ('10.5M' in a file)
-    tolerance: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target
+    macs: Annotated[
+        int, BeforeValidator(parse_count), Field(le=MACS_MAX)
+    ]  # target multiply-adds per image ('10.5M' in a file)
+    tolerance: Annotated[Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target
     scale: Literal["width", "depth", "none"] = "width"  # what is scaled ("none": check only)
 
 
@@ -199,13 +236,13 @@ class OptimSpec:
     """One training schedule's optimizer and regularization settings (a space file's `train`)."""
 
     optimizer: Literal["adamw", "sgd"] = "adamw"  # sgd: momentum 0.9, nesterov off
-    lr: Annotated[float, Field(gt=0)] = 1e-3  # peak learning rate
-    weight_decay: Annotated[float, Field(ge=0)] = 0.05  # not applied to norms and biases
-    batch_size: LaxPosInt = 128
-    warmup_epochs: Annotated[float, Field(ge=0)] = 1.0  # linear warmup, then half-period cosine to zero
-    label_smoothing: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    grad_clip: Annotated[float, Field(ge=0)] = 0.0  # max global grad norm; 0 = off
-    mixup: Annotated[float, Field(ge=0)] = 0.0  # mixup alpha; 0 = off
+    lr: Annotated[Real, Field(gt=0)] = 1e-3  # peak learning rate
+    weight_decay: Annotated[Real, Field(ge=0)] = 0.05  # not applied to norms and biases
+    batch_size: Annotated[int, Field(gt=0, le=BATCH_MAX)] = 128
+    warmup_epochs: Annotated[Real, Field(ge=0, le=EPOCHS_MAX)] = 1.0  # linear warmup, then half-period cosine to zero
+    label_smoothing: Annotated[Real, Field(ge=0, lt=1)] = 0.0
+    grad_clip: Annotated[Real, Field(ge=0)] = 0.0  # max global grad norm; 0 = off
+    mixup: Annotated[Real, Field(ge=0)] = 0.0  # mixup alpha; 0 = off
     randaugment: bool = False  # light RandAugment on the in-memory batch
     compile: bool = False  # torch.compile the model
 
@@ -216,16 +253,18 @@ class DataSpec:
 
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
     root: str | None = None  # folder to look in (dataset-specific default when None)
-    eval_size: PosInt = 2000  # held-out images used for evaluation (deterministic subset)
+    eval_size: Annotated[int, Strict(), Field(gt=0, le=EVAL_MAX)] = (
+        2000  # held-out images used for evaluation (deterministic subset)
+    )
 
 
 @spec
 class SubsetSpec:
     """A deterministic training subset: `per_class` images of each of `classes` (None = all)."""
 
-    per_class: LaxPosInt
-    epochs: LaxPosInt
-    classes: tuple[Annotated[int, Field(ge=0)], ...] | None = None
+    per_class: Annotated[int, Field(gt=0, le=PER_CLASS_MAX)]
+    epochs: Epochs
+    classes: tuple[Annotated[int, Field(ge=0, lt=CLASSES_MAX)], ...] | None = None
     dataset: DataSpec | None = None  # another dataset (transfer target); None = the space's dataset
 
 
@@ -233,8 +272,12 @@ class SubsetSpec:
 class StudySpec:
     """How candidates become trials."""
 
-    seeds: Annotated[tuple[Annotated[int, Strict()], ...], Field(min_length=1)] = (0,)  # repeats of every candidate
-    samples: PosInt = 1  # sampled configurations per candidate and seed (when it has search dimensions)
+    seeds: Annotated[
+        tuple[Annotated[int, Strict(), Field(ge=0, le=SEED_MAX)], ...], Field(min_length=1, max_length=SEEDS_MAX)
+    ] = (0,)  # repeats of every candidate
+    samples: Annotated[int, Strict(), Field(gt=0, le=SAMPLES_MAX)] = (
+        1  # sampled configurations per candidate and seed (when it has search dimensions)
+    )
     sampler: Literal["random", "tpe"] = "random"  # sampler for search dimensions
     pruner: Literal["none", "median", "hyperband"] = "none"  # searches only
     objective: str = "generalization.eval_acc"  # score recorded as the trial value
@@ -250,8 +293,8 @@ class SearchDim:
     """A search dimension as written: `choices`, or a `low`..`high` range (int when both are ints), `log` scale."""
 
     choices: Annotated[tuple[Any, ...] | None, BeforeValidator(_freeze)] = None
-    low: int | float | None = None
-    high: int | float | None = None
+    low: int | Real | None = None
+    high: int | Real | None = None
     log: bool = False
     step: LaxPosInt | None = None
 
@@ -278,9 +321,9 @@ class SearchDim:
 class InputSpec:
     """The images every candidate takes."""
 
-    image_size: Annotated[int, Strict(), Field(ge=8, le=1024)]
+    image_size: Annotated[int, Strict(), Field(ge=8, le=SIDE_MAX)]
     channels: Literal[1, 3]
-    classes: Annotated[int, Strict(), Field(ge=2)]
+    classes: Annotated[int, Strict(), Field(ge=2, le=CLASSES_MAX)]
 
 
 @spec

@@ -32,10 +32,11 @@ from typing import Any
 
 import optuna
 from optuna.storages import JournalStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import TrialState
 
 from coatsearch import __version__
+from coatsearch import journal as J
 from coatsearch import plan as P
 from coatsearch.errors import UserError
 from coatsearch.paths import study_folder
@@ -57,12 +58,38 @@ def storage_file(studies_dir: Path, name: str) -> Path:
 
 
 def open_storage(path: Path) -> JournalStorage:
-    """The JournalStorage on a local file, opened once per process (safe for several processes on one machine)."""
+    """The JournalStorage on a local file, opened once per process (safe for several processes on one machine).
+
+    An existing journal is checked line by line first: a damaged one is a one-line UserError naming the
+    file and line, and `coatsearch repair`, never a JSONDecodeError from inside optuna.
+    """
     path = Path(path).resolve()
     if path not in _OPEN or not path.exists():
+        if path.exists():
+            check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         _OPEN[path] = JournalStorage(JournalFileBackend(str(path)))
     return _OPEN[path]
+
+
+def _lock(path: Path) -> JournalFileSymlinkLock:
+    """Optuna's own lock on the journal, held by every writer while it appends."""
+    return JournalFileSymlinkLock(str(path))
+
+
+def check_journal(path: Path) -> None:
+    """Raise a one-line UserError at the journal's first damaged line, naming `coatsearch repair`."""
+    J.check(Path(path), _lock(path))
+
+
+def repair(studies_dir: Path, name: str) -> J.Repaired:
+    """Keep every complete record before the journal's first damaged line; move the rest to a backup beside it."""
+    path = storage_file(studies_dir, name)
+    if not path.exists():
+        raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path})")
+    done = J.repair(path, _lock(path))
+    _OPEN.pop(path.resolve(), None)
+    return done
 
 
 def load_study(studies_dir: Path, name: str) -> optuna.Study:
@@ -73,26 +100,42 @@ def load_study(studies_dir: Path, name: str) -> optuna.Study:
     return optuna.load_study(study_name=name, storage=open_storage(path))
 
 
-def create_study(space: Space, studies_dir: Path, name: str) -> optuna.Study:
-    """Create or reopen the study for `space` (its sampler and pruner), recording the space with it."""
+def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> optuna.Study:
+    """Create or reopen the study for `space` (its sampler and pruner), recording the space with it.
+
+    Reopening with a space that differs from the recorded one is a UserError saying what changed, raised
+    before anything is written; `force_new_space` records the new space instead and keeps the old trials.
+    """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        study_name=name,
-        storage=open_storage(storage_file(studies_dir, name)),
-        direction=space.study.direction,
-        sampler=_sampler(space),
-        pruner=_pruner(space),
-        load_if_exists=True,
-    )
-    stored = study.user_attrs.get("space")
-    if stored is None:
-        study.set_user_attr("space", P.space_record(space))
-    elif stored.get("space") != space.name or stored.get("profile") != space.profile:
-        raise UserError(
-            f"study '{name}' holds space '{stored.get('space')}' profile '{stored.get('profile')}', "
-            f"not '{space.name}' profile '{space.profile}'; pick another --study name"
+    path = storage_file(studies_dir, name)
+    exists, stored = _stored_space(path, name)
+    changed = P.check_space(stored, space, name, force_new_space) if stored is not None else False
+    sampler, pruner = _sampler(space), _pruner(space)
+    if exists:  # reopening appends nothing (optuna.create_study appends a create record every time)
+        study = optuna.load_study(study_name=name, storage=open_storage(path), sampler=sampler, pruner=pruner)
+    else:
+        study = optuna.create_study(
+            study_name=name,
+            storage=open_storage(path),
+            direction=space.study.direction,
+            sampler=sampler,
+            pruner=pruner,
+            load_if_exists=True,  # another process may create it meanwhile
         )
+    if stored is None or changed:
+        study.set_user_attr("space", {**P.space_record(space), "form": P.space_form(space)})
     return study
+
+
+def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
+    """Whether study `name` is in the journal at `path`, and its space record (reads only)."""
+    if not path.exists():
+        return False, None
+    storage = open_storage(path)
+    try:
+        return True, storage.get_study_user_attrs(storage.get_study_id_from_name(name)).get("space")
+    except KeyError:
+        return False, None
 
 
 def _sampler(space: Space) -> optuna.samplers.BaseSampler:

@@ -161,6 +161,142 @@ def test_flag_bounds(tmp_path, capsys, flags, expected):
     _refused(["run", str(TINY), *flags], tmp_path, capsys, expected)
 
 
+def _edit(old: str, new: str) -> str:
+    text = TINY.read_text()
+    assert old in text, old
+    return text.replace(old, new)
+
+
+BOUNDS = [  # (edit of tiny.yaml, what the one line must say)
+    (("widths: [16, 32]", "widths: [16, 9000]"), "less than or equal to 8192"),
+    (("depths: [1, 1]", "depths: [1, 101]"), "less than or equal to 100"),
+    (("width: 8, stride: 2", "width: 100000, stride: 2"), "less than or equal to 8192"),
+    (("layers: 1", "layers: 9"), "less than or equal to 8"),
+    (("image_size: 16", "image_size: 4096"), "less than or equal to 1024"),
+    (("block: {head_size: 16}", "block: {head_size: 2048}"), "less than or equal to 1024"),
+    (("block: {head_size: 16}", "block: {head_size: 16, window_size: 5000}"), "less than or equal to 1024"),
+    (("block: {head_size: 16}", "block: {head_size: 16, mlp_ratio: 1000}"), "less than or equal to 16"),
+    (("batch_size: 64", "batch_size: 100000"), "less than or equal to 8192"),
+    (("eval_size: 200", "eval_size: 10000000"), "less than or equal to 200000"),
+    (("per_class: 20, epochs: 2", "per_class: 1000000, epochs: 2"), "less than or equal to 100000"),
+    (("per_class: 20, epochs: 2", "per_class: 20, epochs: 100000"), "less than or equal to 1000"),
+    (("warmup_epochs: 0", "warmup_epochs: 5000"), "less than or equal to 1000"),
+    (("classes: 10}", "classes: 1000000}"), "less than or equal to 100000"),
+    (("study: {seeds: [0]}", "study: {seeds: [" + ", ".join(map(str, range(101))) + "]}"), "at most 100 items"),
+    (("study: {seeds: [0]}", "study: {seeds: [-1]}"), "greater than or equal to 0"),
+    (("study: {seeds: [0]}", "study: {seeds: [0], samples: 1000000}"), "less than or equal to 10000"),
+    (("macs: 0.4M", "macs: 5T"), "less than or equal to 1000000000000"),
+    (
+        (
+            "  generalization: {per_class: 20, epochs: 2}",
+            "  length: {per_class: 5, epochs: [" + ", ".join(map(str, range(1, 22))) + "]}\n"
+            "  generalization: {per_class: 20, epochs: 2}",
+        ),
+        "at most 20 items",
+    ),
+]
+NON_FINITE = [
+    (("lr: 3.0e-3", "lr: .inf"), "train.lr"),
+    (("lr: 3.0e-3", "lr: .nan"), "train.lr"),
+    (("lr: 3.0e-3", "lr: 3.0e-3, weight_decay: .inf"), "train.weight_decay"),
+    (("lr: 3.0e-3", "lr: 3.0e-3, grad_clip: .nan"), "train.grad_clip"),
+    (("lr: 3.0e-3", "lr: 3.0e-3, mixup: .inf"), "train.mixup"),
+    (("warmup_epochs: 0", "warmup_epochs: .nan"), "train.warmup_epochs"),
+    (("tolerance: 0.1", "tolerance: .nan"), "budget.tolerance"),
+    (("macs: 0.4M", "macs: .inf"), "budget.macs"),
+    (("macs: 0.4M", "macs: .nan"), "budget.macs"),
+    (("block: {head_size: 16}", "block: {head_size: 16, expand_ratio: .inf}"), "expand_ratio"),
+    (("block: {head_size: 16}", "block: {head_size: 16, se_ratio: .nan}"), "se_ratio"),
+    (("block: {head_size: 16}", "block: {head_size: 16, drop_path: .nan}"), "drop_path"),
+    (("study: {seeds: [0]}", "study: {seeds: [0]}\nsearch: {train.lr: {low: 1.0e-4, high: .inf}}"), "search"),
+    (("study: {seeds: [0]}", "study: {seeds: [0]}\nsearch: {train.lr: {low: .nan, high: 1.0}}"), "search"),
+    (("study: {seeds: [0]}", "study: {seeds: [0]}\nsearch: {train.lr: {choices: [0.001, .inf]}}"), "train.lr"),
+]
+
+
+@pytest.mark.parametrize("edit, expected", BOUNDS + NON_FINITE)
+def test_numeric_bounds_and_non_finite_numbers(tmp_path, capsys, edit, expected):
+    err = _refused(["show", str(_space(tmp_path, _edit(*edit)))], tmp_path, capsys, expected)
+    assert "s.yaml:" in err and "field '" in err
+
+
+def test_bounds_are_declared_once_and_admit_the_shipped_spaces():
+    from coatsearch import spec as S
+
+    assert S.MACS_MAX == 10**12 and S.WIDTH_MAX == 8192
+    for path in sorted((HERE.parent / "spaces").glob("*.yaml")):
+        assert load_space(path).candidates
+
+
+_M = "layout: C-T\n  depths: [1, 1]\n  widths: [16, 32]\n  strides: [1, 2]\n  block: {head_size: 16}"
+SHAPES = [  # found at load, where `show` runs, not inside a trial
+    (("stem: {kind: conv, layers: 1, width: 8, stride: 2}", "stem: {kind: patch, patch_size: 32}"), "patch size 32"),
+    (("stem: {kind: conv, layers: 1, width: 8, stride: 2}", "stem: {kind: patch, patch_size: 5}"), "patch size 5"),
+    (("layout: C-T", "layout: C-M"), None),  # M without window: the whole map, fine (control)
+    ((_M, _M.replace("C-T", "C-M").replace("16}", "16, window_size: 3}")), "does not divide into window_size 3"),
+    ((_M, _M.replace("C-T", "C-M").replace("16}", "16, grid_size: 16}")), "does not divide into grid_size 16"),
+    (("widths: [16, 32]", "widths: [16, 24]"), "not a multiple of head_size 16"),
+    (("stem: {kind: conv, layers: 1, width: 8, stride: 2}", "stem: {kind: vitc, channels: [8]}"), "vitc stem"),
+    (
+        ("stem: {kind: conv, layers: 1, width: 8, stride: 2}", "stem: {kind: vitc, channels: [8], strides: [2]}"),
+        "fit arch",
+    ),
+]
+
+
+@pytest.mark.parametrize("edit, expected", SHAPES)
+def test_impossible_shapes_are_found_at_load(tmp_path, capsys, edit, expected):
+    text = _edit(*edit).replace("budget: {macs: 0.4M, tolerance: 0.1, scale: width}\n", "")
+    if expected is None:
+        assert load_document(_space(tmp_path, text)).name == "tiny"
+        return
+    _refused(["show", str(_space(tmp_path, text))], tmp_path, capsys, expected)
+
+
+def test_a_model_too_large_to_size_is_one_line(tmp_path, capsys):
+    text = _edit("image_size: 16", "image_size: 1024").replace("widths: [16, 32]", "widths: [8192, 8192]")
+    text = text.replace("depths: [1, 1]", "depths: [100, 100]").replace("strides: [1, 2]", "strides: [1, 1]")
+    err = _refused(["show", str(_space(tmp_path, text))], tmp_path, capsys, "MACs per image; allowed: at most 1e+12")
+    assert "field 'candidates[0]'" in err
+
+
+def test_the_macs_floor_is_a_lower_bound():
+    from coatsearch.complexity import count
+
+    for path in [TINY, *sorted((HERE.parent / "spaces").glob("*.yaml"))]:
+        for cand in load_space(path).candidates:
+            model = cand.resolve()[0]
+            assert 0 < model.macs_floor() <= count(model).macs, (path.name, cand.name)
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (("study: {seeds: [0]}", "study: {seeds: [0], objective: accuracy.eval_acc}"), "no enabled score measures"),
+        (("study: {seeds: [0]}", "study: {seeds: [0], objective: nonsense}"), "measured: generalization.train_loss"),
+        (("study: {seeds: [0]}", "study: {seeds: [0], objective: capacity.train_loss}"), "transfer.finetune_acc"),
+    ],
+)
+def test_an_objective_no_enabled_score_measures(tmp_path, capsys, edit, expected):
+    err = _refused(["show", str(_space(tmp_path, _edit(*edit)))], tmp_path, capsys, expected)
+    assert "field 'study.objective'" in err
+
+
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        ("train: {lr: 0.1}", "unknown key 'train' under 'model' ('train' is a top-level section)"),
+        ("scores: {generalization: null}", "unknown key 'scores' under 'model'"),
+        ("name: X", "unknown key 'name' under 'model'"),
+        ("foo: 1", "allowed: arch, stem, layout, depths, widths, strides, block"),
+    ],
+)
+def test_the_shared_model_section_takes_model_fields_only(tmp_path, capsys, key, expected):
+    text = _edit("  block: {head_size: 16}", f"  block: {{head_size: 16}}\n  {key}")
+    err = _refused(["show", str(_space(tmp_path, text))], tmp_path, capsys, expected)
+    assert "s.yaml:12: field 'model." in err and "name, " not in err.split("allowed:")[-1]
+
+
 # ------------------------------------------------------------------------------ 3. every error is one line
 
 

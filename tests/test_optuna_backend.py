@@ -126,7 +126,8 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
     proc.wait()
     killed = [t for t in trials(tmp_path) if t.state == TrialState.RUNNING]
     assert len(killed) == 1
-    summary = run(TINY, tmp_path)  # the same space with its short schedule
+    store.create_study(load_space(TINY), tmp_path, "s", force_new_space=True)  # the short schedule, on purpose
+    summary = run(TINY, tmp_path)
     states = {t.number: t.state for t in trials(tmp_path)}
     assert states[killed[0].number] == TrialState.FAIL  # marked interrupted, no reason: its key is free
     assert summary.complete == 2 and summary.failed == 0

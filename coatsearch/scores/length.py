@@ -14,9 +14,12 @@ from coatsearch.scores.base import Score, acc
 class LengthSpec:
     """Training-length stability: the same subset trained for each schedule length."""
 
-    per_class: S.PosInt
-    epochs: Annotated[tuple[S.PosInt, ...], Field(min_length=2)]  # schedule lengths; the longest is the reference
-    classes: tuple[Annotated[int, Strict(), Field(ge=0)], ...] | None = None
+    per_class: Annotated[int, Strict(), Field(gt=0, le=S.PER_CLASS_MAX)]
+    epochs: Annotated[
+        tuple[Annotated[int, Strict(), Field(gt=0, le=S.EPOCHS_MAX)], ...],
+        Field(min_length=2, max_length=S.LENGTHS_MAX),
+    ]  # schedule lengths; the longest is the reference
+    classes: tuple[Annotated[int, Strict(), Field(ge=0, lt=S.CLASSES_MAX)], ...] | None = None
 
 
 def run(ctx, spec: LengthSpec) -> dict:

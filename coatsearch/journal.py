@@ -1,0 +1,168 @@
+"""Checking and splitting a study journal's bytes: which line is the first damaged one, what to keep on repair.
+
+An Optuna journal file is one JSON object per line, each ending in a newline and carrying an integer
+`op_code` and a `worker_id`. Optuna replays the lines in order and numbers trials as it creates them, so a
+lost line shifts every later trial: a repair keeps the complete records *before* the first damaged line
+and moves that line and everything after it aside (empty lines carry no record and are simply dropped).
+Files are read and rewritten under the lock Optuna's writers hold (the store hands it in; no optuna import).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coatsearch.errors import UserError
+
+
+@dataclass(frozen=True)
+class Damage:
+    """The first damaged line of a journal: its 1-based number, byte offset, and what is wrong with it."""
+
+    line: int
+    offset: int
+    why: str
+    records: int  # complete records before it
+
+
+@dataclass(frozen=True)
+class Split:
+    """A journal cut for repair: the bytes to keep, the damaged tail to move aside, empty lines dropped."""
+
+    keep: bytes
+    tail: bytes
+    records: int  # records kept
+    tail_lines: int  # lines moved aside (a last line without a newline counts as one)
+    blank: int  # empty lines dropped before the damage
+
+
+def problem(raw: bytes) -> str:
+    """Why one complete line (without its newline) is not a journal record ("" when it is one)."""
+    if not raw.strip():
+        return "an empty line"
+    if b"\0" in raw:
+        return "NUL bytes"
+    try:
+        obj = json.loads(raw)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return f"not JSON: {_shown(raw)}"
+    if not isinstance(obj, dict) or not isinstance(obj.get("op_code"), int) or "worker_id" not in obj:
+        return f"JSON but not a journal record (no integer op_code and worker_id): {_shown(raw)}"
+    return ""
+
+
+def _shown(raw: bytes) -> str:
+    text = raw[:40].decode("utf-8", errors="replace")
+    return repr(text + ("..." if len(raw) > 40 else ""))
+
+
+def _lines(data: bytes):
+    """(number, offset, line, complete) for every line; a last line without a newline is not complete."""
+    offset = 0
+    parts = data.split(b"\n")
+    for i, raw in enumerate(parts):
+        last = i == len(parts) - 1
+        if last and not raw:
+            return
+        yield i + 1, offset, raw, not last
+        offset += len(raw) + 1
+
+
+def first_damage(data: bytes) -> Damage | None:
+    """The first line of `data` that is not a complete journal record, or None when every line is one."""
+    records = 0
+    for number, offset, raw, complete in _lines(data):
+        why = problem(raw) if complete or b"\0" in raw else "cut short: the last line has no newline"
+        if why:
+            return Damage(number, offset, why, records)
+        records += 1
+    return None
+
+
+def split(data: bytes) -> Split:
+    """Keep every record before the first damaged line (empty lines dropped); the rest is the tail."""
+    keep: list[bytes] = []
+    blank = 0
+    for _, offset, raw, complete in _lines(data):
+        if complete and not raw.strip():
+            blank += 1
+            continue
+        if not complete or problem(raw):
+            tail = data[offset:]
+            return Split(b"".join(keep), tail, len(keep), tail.count(b"\n") + (not tail.endswith(b"\n")), blank)
+        keep.append(raw + b"\n")
+    return Split(b"".join(keep), b"", len(keep), 0, blank)
+
+
+@contextmanager
+def paused(lock: Any) -> Iterator[None]:
+    """Hold the writers' lock (no writer is mid-line meanwhile); go on unlocked where it cannot be taken."""
+    try:
+        lock.acquire()
+    except OSError:  # a read-only folder: nobody writes there
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def check(path: Path, lock: Any) -> None:
+    """Raise a one-line UserError at the journal's first damaged line, saying how to repair it."""
+    with paused(lock):
+        damage = first_damage(path.read_bytes())
+    if damage is not None:
+        raise UserError(
+            f"{path}:{damage.line}: damaged study journal ({damage.why}); `coatsearch repair {path.parent.name} "
+            f"--studies-dir {path.parent.parent}` keeps the {damage.records} complete records before this line "
+            "and moves the rest to a backup file beside it"
+        )
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """What a repair did to a study journal."""
+
+    journal: Path
+    records: int  # complete records kept
+    moved: int  # lines moved aside: the first damaged one and every line after it
+    blank: int  # empty lines dropped
+    backup: Path | None  # where the moved lines are (None when nothing was moved)
+
+
+def repair(path: Path, lock: Any) -> Repaired:
+    """Rewrite the journal at `path` with the records `split` keeps; the tail goes to `<name>.damaged-<time>`."""
+    with paused(lock):
+        cut = split(path.read_bytes())
+        backup = None
+        if cut.tail:
+            backup = _free(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"))
+            _write(backup, cut.tail)
+        if cut.tail or cut.blank:
+            fresh = path.with_name(f"{path.name}.repairing")
+            _write(fresh, cut.keep)
+            os.replace(fresh, path)
+    return Repaired(path, cut.records, cut.tail_lines, cut.blank, backup)
+
+
+def _free(path: Path) -> Path:
+    """`path`, or `path-2`, `path-3`... the first that does not exist."""
+    n, out = 1, path
+    while out.exists():
+        n += 1
+        out = path.with_name(f"{path.name}-{n}")
+    return out
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
