@@ -1,7 +1,8 @@
 """One training run: optimizer, warmup + cosine schedule, batch augmentation, the loop, evaluation.
 
-The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. On CUDA
-it runs bf16 autocast and channels_last, and it never syncs per step: losses and hits go into device
+The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. Models
+and batches are channels_last on CPU and CUDA (on CPU, oneDNN's convolutions, depthwise ones above all, run
+about 1.3x faster so). On CUDA it runs bf16 autocast, and it never syncs per step: losses and hits go into device
 buffers that are read once per epoch, at curve points and every CHECK_EVERY_CUDA steps (non-finite check).
 """
 
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from coatsearch.curve import Curve, Meter, Point, Stop, autocast, curve_steps, eval_tensors
+from coatsearch.curve import Curve, Meter, Point, Stop, autocast, channels_last, curve_steps, eval_tensors
 from coatsearch.data import PROBE_MAX, TensorData
 from coatsearch.errors import UserError
 from coatsearch.spec import OptimSpec
@@ -215,8 +216,8 @@ class _Run:
 
     def __init__(self, model, train, optim, total, seed, device, augment):
         self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
-        self.cl = torch.channels_last if self.cuda else torch.contiguous_format
-        self.model = model.to(device, memory_format=self.cl) if self.cuda else model.to(device)
+        self.cl = channels_last(device)
+        self.model = model.to(device, memory_format=self.cl)
         self.x, self.y = train.x.to(device).contiguous(memory_format=self.cl), train.y.to(device)
         self.batch = min(optim.batch_size, len(train))
         self.steps = steps_per_epoch(len(train), optim.batch_size)
