@@ -80,7 +80,8 @@ def main() -> None:
     useful = timer.spent["train"] + timer.spent["eval"]
     print(f"candidate {args.candidate}, profile {args.profile}, device {device}, threads {torch.get_num_threads()}")
     tr, ev = timer.spent["train"], timer.spent["eval"]
-    print(f"trial wall {wall:.1f} s = training steps {tr:.1f} s + evaluation passes {ev:.1f} s + the rest {wall - useful:.1f} s")
+    print(f"trial wall {wall:.1f} s = training steps {tr:.1f} s + evaluation passes {ev:.1f} s", end="")
+    print(f" + the rest (data, build, subsets) {wall - useful:.1f} s")
     print(f"overhead={wall / useful:.3f}")
 
 
