@@ -109,3 +109,20 @@ def test_an_edited_candidate_is_matched_again(tmp_path):
     new = store.matched(study, edited, folder)
     assert all(new[n].model.stages[1].depth == 2 != old[n].model.stages[1].depth for n in old)
     assert store.matched(store.load_study(tmp_path, "s"), edited, folder) == new  # stored: read back
+
+
+def test_cpu_training_feeds_channels_last_batches(monkeypatch):
+    from coatsearch import train
+
+    seen = []
+    real = train._Run._loss
+    monkeypatch.setattr(
+        train._Run,
+        "_loss",
+        lambda self, xb, yb: seen.append(xb.is_contiguous(memory_format=torch.channels_last)) or real(self, xb, yb),
+    )
+    x, y = torch.randn(32, 3, 8, 8), torch.arange(32) % 4
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.LazyLinear(4))
+    net(x)
+    train.fit(net, train.TensorData(x, y, (0, 1, 2, 3), True), None, OptimSpec(batch_size=16), 1, seed=0, device=CPU)
+    assert seen == [True, True] and net[0].weight.is_contiguous(memory_format=torch.channels_last)
