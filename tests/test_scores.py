@@ -5,7 +5,8 @@ import torch
 
 from coatsearch import spec as S
 from coatsearch.models import build
-from coatsearch.scores import TrialInput, measure
+from coatsearch.scores import ScoresSpec, TrialInput, measure
+from coatsearch.scores.length import LengthSpec
 from coatsearch.scores.transfer import copy_body
 
 STEM = S.StemSpec("conv", width=8, layers=1, stride=2)
@@ -32,7 +33,7 @@ def test_transfer_copies_every_weight_but_the_head():
 
 
 def test_length_score_trains_each_schedule():
-    scores = S.ScoresSpec(length=S.LengthSpec(per_class=5, epochs=(1, 2)))
+    scores = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 2)))
     out = measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"))
     assert out["length.epochs"] == [1, 2] and len(out["length.eval_acc"]) == 2
     assert out["length.eval_acc_longest"] == out["length.eval_acc"][1]
@@ -42,7 +43,7 @@ def test_length_score_trains_each_schedule():
 def test_robustness_reuses_the_source_model_and_is_deterministic():
     from coatsearch.scores import SCORES, Context, robustness
 
-    inp = TrialInput(MODEL, OPTIM, DATA, S.ScoresSpec(generalization=S.SubsetSpec(per_class=5, epochs=1)), seed=0)
+    inp = TrialInput(MODEL, OPTIM, DATA, ScoresSpec(generalization=S.SubsetSpec(per_class=5, epochs=1)), seed=0)
     ctx = Context(inp, torch.device("cpu"))
     gen = SCORES["generalization"].run(ctx, inp.scores.generalization)
     spec = robustness.RobustnessSpec(source="generalization", severities=3)
@@ -73,6 +74,6 @@ def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry():
 
     assert optim.FALLBACK_ACC is scores.FALLBACK
     assert scores.FALLBACK[:2] == ("accuracy.eval_acc", "generalization.eval_acc")
-    sc = S.ScoresSpec(length=S.LengthSpec(per_class=5, epochs=(1, 4)), generalization=S.SubsetSpec(5, 2))
+    sc = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 4)), generalization=S.SubsetSpec(5, 2))
     assert scores.signal("generalization.eval_acc", sc) == "generalization"
     assert scores.signal("capacity.eval_acc", sc) is None and scores.max_epochs(sc) == 4

@@ -46,10 +46,10 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "peak": optim.peak(records, acc) if acc else [],
         "samples": optim.samples(records) if dims or vit else [],
         "length": info.length_rows(space, records),
-        "robustness": info.robustness_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
         "rules": {"relation": V.RELATION_RULE, "verdict": V.VERDICT_RULE},
+        **plots.tables(space, records),  # the figure registry's own tables (e.g. robustness)
     }
 
 

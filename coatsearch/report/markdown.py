@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.report.plots import CAPTIONS
 from coatsearch.report.verdicts import V_ACCS
 from coatsearch.scores import table_keys
 
 TABLE_KEYS = table_keys()  # the candidate table's score columns, from the score registry
-FIGURE_TEXT = {
-    "generalization": "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), "
-    "mean ± sd over runs per candidate, as CoAtNet Fig. 1.",
-    "curves": "Training curves per candidate (mean over runs): train loss and eval accuracy per epoch.",
-    "acc_vs_macs": "Eval accuracy (mean ± sd) against MACs per image.",
-    "edf": "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
-    "the same model (ViT_C paper Fig. 5); steeper = more stable.",
-    "length": "Eval accuracy vs schedule length (training-length stability).",
-    "robustness": "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and "
-    "rotation; severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
-}
 
 
 def fmt_stat(s: Stat | None, m: Metric) -> str:
@@ -152,7 +142,7 @@ def figures(figs: dict[str, str]) -> str:
         return ""
     out = ["## Figures", ""]
     for name, file in figs.items():
-        out += [f"![{name}]({file})", "", f"*{file}*: {FIGURE_TEXT[name]}", ""]
+        out += [f"![{name}]({file})", "", f"*{file}*: {CAPTIONS[name]}", ""]
     return "\n".join(out)
 
 

@@ -1,10 +1,19 @@
-"""Figures of a report, rendered from the computed tables with matplotlib's object API on the Agg canvas."""
+"""Figures of a report, rendered from the computed tables with matplotlib's object API on the Agg canvas.
+
+`FIGURES` is the figure registry: a new figure is one draw function here plus one `FigureSpec` entry (with a
+`compute` function when it draws a table nothing else in the report computes).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
+
+from coatsearch.report import info
 
 matplotlib.use("Agg")
 
@@ -12,7 +21,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 DPI = 120
-FIGURES = ("generalization.png", "curves.png", "acc_vs_macs.png", "edf.png", "length.png", "robustness.png")
 MARKERS = "osD^v<>PX*hp"
 SCORE_TITLES = {
     "generalization": "Generalization (small subset)",
@@ -151,19 +159,80 @@ def robustness(rows: list[dict], path: Path) -> str | None:
     return _save(fig, path)
 
 
+@dataclass(frozen=True)
+class FigureSpec:
+    """One report figure: its file `<name>.png`, the summary table it draws, its draw function and caption."""
+
+    name: str
+    table: str  # key of the summary table it draws
+    draw: Callable[[Any, dict, Path], str | None]  # (that table, whole summary, path) -> file name; None: no data
+    caption: str  # the text under it in report.md
+    compute: Callable[[dict, list[dict]], Any] | None = None  # (space record, trials) -> its table, if only it uses it
+
+
+FIGURES: dict[str, FigureSpec] = {
+    f.name: f
+    for f in (
+        FigureSpec(
+            "generalization",
+            "candidates",
+            lambda rows, s, path: generalization(rows, path),
+            "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), mean ± sd over runs "
+            "per candidate, as CoAtNet Fig. 1.",
+        ),
+        FigureSpec(
+            "curves",
+            "curves",
+            lambda tables, s, path: curves(tables, [r["candidate"] for r in s["candidates"]], path),
+            "Training curves per candidate (mean over runs): train loss and eval accuracy per epoch.",
+        ),
+        FigureSpec(
+            "acc_vs_macs",
+            "candidates",
+            lambda rows, s, path: acc_vs_macs(rows, s["primary_acc"], s["primary_label"], path),
+            "Eval accuracy (mean ± sd) against MACs per image.",
+        ),
+        FigureSpec(
+            "edf",
+            "edf",
+            lambda rows, s, path: edf(rows, s["edf_k"], path) if s["search_dims"] else None,
+            "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
+            "the same model (ViT_C paper Fig. 5); steeper = more stable.",
+        ),
+        FigureSpec(
+            "length",
+            "length",
+            lambda rows, s, path: length(rows, path),
+            "Eval accuracy vs schedule length (training-length stability).",
+        ),
+        FigureSpec(
+            "robustness",
+            "robustness",
+            lambda rows, s, path: robustness(rows, path),
+            "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
+            "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
+            compute=info.robustness_rows,
+        ),
+    )
+}
+CAPTIONS = {name: f.caption for name, f in FIGURES.items()}
+
+
+def tables(space: dict, records: list[dict]) -> dict[str, Any]:
+    """The summary tables only figures draw, computed by their registry entries."""
+    return {f.table: f.compute(space, records) for f in FIGURES.values() if f.compute is not None}
+
+
 def render_all(summary: dict, folder: Path) -> dict[str, str]:
-    """Write every figure the summary has data for; remove stale ones. Returns {figure: file name}."""
+    """Write every registered figure the summary has data for; remove stale ones. Returns {figure: file name}."""
     folder.mkdir(parents=True, exist_ok=True)
-    acc = summary["primary_acc"]
-    made = {
-        "generalization": generalization(summary["candidates"], folder / "generalization.png"),
-        "curves": curves(summary["curves"], [r["candidate"] for r in summary["candidates"]], folder / "curves.png"),
-        "acc_vs_macs": acc_vs_macs(summary["candidates"], acc, summary["primary_label"], folder / "acc_vs_macs.png"),
-        "edf": edf(summary["edf"], summary["edf_k"], folder / "edf.png") if summary["search_dims"] else None,
-        "length": length(summary["length"], folder / "length.png"),
-        "robustness": robustness(summary.get("robustness") or [], folder / "robustness.png"),
-    }
-    for name in FIGURES:
-        if name[:-4] not in made or made[name[:-4]] is None:
-            (folder / name).unlink(missing_ok=True)
-    return {k: v for k, v in made.items() if v}
+    made = {}
+    for name, fig in FIGURES.items():
+        path = folder / f"{name}.png"
+        table = summary.get(fig.table)
+        file = fig.draw(table, summary, path) if table else None
+        if file:
+            made[name] = file
+        else:
+            path.unlink(missing_ok=True)
+    return made

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc, loss
 
 
@@ -14,7 +15,7 @@ def run(ctx, spec) -> dict:
 
 SCORE = Score(
     name="capacity",
-    spec=lambda sc: sc.capacity,
+    section=S.SubsetSpec,
     run=run,
     metrics=(
         loss("capacity.train_loss", "cap. train loss", ranked=True),
@@ -25,5 +26,6 @@ SCORE = Score(
     signal=lambda spec: "capacity",
     headline="capacity.eval_acc",
     single_run=True,
+    keeps_model=True,
     fallback=3,
 )

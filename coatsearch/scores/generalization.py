@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Metric, Score, acc, loss
 
 
@@ -14,7 +15,7 @@ def run(ctx, spec) -> dict:
 
 SCORE = Score(
     name="generalization",
-    spec=lambda sc: sc.generalization,
+    section=S.SubsetSpec,
     run=run,
     metrics=(
         loss("generalization.train_loss", "gen. train loss"),
@@ -26,5 +27,6 @@ SCORE = Score(
     signal=lambda spec: "generalization",
     headline="generalization.eval_acc",
     single_run=True,
+    keeps_model=True,
     fallback=2,
 )

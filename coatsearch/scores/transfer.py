@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc
 
 
-def run(ctx, spec) -> dict:
+@S.spec
+class TransferSpec:
+    """Pretrain on subset A (`pretrain`), then fine-tune on subset B (`finetune`, may name another dataset)."""
+
+    pretrain: S.SubsetSpec
+    finetune: S.SubsetSpec
+
+
+def run(ctx, spec: TransferSpec) -> dict:
     """Pretrain, copy the body into a model with B's head, fine-tune; both eval accuracies and curves."""
     from coatsearch.scores import training as T
 
-    pre, fin = spec
+    pre, fin = spec.pretrain, spec.finetune
     optim = ctx.inp.optim
     train_a, held_a = T.splits(ctx, pre)
     model = T.model(ctx, len(train_a.classes), no_drop=False)
@@ -40,15 +49,16 @@ def copy_body(source, target) -> None:
 
 SCORE = Score(
     name="transfer",
-    spec=lambda sc: (sc.pretrain, sc.finetune) if sc.pretrain is not None and sc.finetune is not None else None,
+    section=TransferSpec,
     run=run,
     metrics=(
         acc("transfer.pretrain_acc", "pretrain acc (A)"),
         acc("transfer.finetune_acc", "finetune acc (B)", ranked=True),
     ),
     curves=lambda spec: ("pretrain", "transfer"),
-    epochs=lambda spec: (spec[0].epochs, spec[1].epochs),
+    epochs=lambda spec: (spec.pretrain.epochs, spec.finetune.epochs),
     signal=lambda spec: "transfer",
     headline="transfer.finetune_acc",
     fallback=4,
+    keeps_model=True,
 )
