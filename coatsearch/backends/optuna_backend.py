@@ -37,28 +37,28 @@ def run(
 ) -> store.RunSummary:
     """Run every planned trial not yet taken (resuming a previous run), with `workers` processes.
 
-    Each worker process runs `threads` intra-op threads (None: the cores shared out evenly).
+    Each worker process runs `threads` intra-op threads (None: the cores shared out evenly between spawned
+    workers; a single in-process worker keeps this process's setting).
     """
     start = time.perf_counter()
     study = store.create_study(space, studies_dir, name)
     store.matched(study, space, store.folder(studies_dir, name))  # solved once, before any worker starts
     run_id = uuid.uuid4().hex[:12]
     args = (space, Path(studies_dir), name, device, run_id, trials, progress and workers == 1)
-    threads = threads or max(1, (os.cpu_count() or 1) // workers)
     if workers <= 1:
         ran = _in_process(args, threads)
     else:
-        _spawn(args, workers, threads)
+        _spawn(args, workers, threads or max(1, (os.cpu_count() or 1) // workers))
         ran = store.ran_by(study, run_id)
     return store.summary(space, studies_dir, name, ran, time.perf_counter() - start)
 
 
-def _in_process(args: tuple, threads: int) -> int:
-    """Run the worker loop in this process with `threads` intra-op threads (restored afterwards)."""
+def _in_process(args: tuple, threads: int | None) -> int:
+    """Run the worker loop in this process with `threads` intra-op threads (None: as set; restored afterwards)."""
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or before)
     try:
         return _worker(*args)
     finally:
