@@ -137,7 +137,7 @@ def run(
     space: Space | str | Path,
     study: str | None = None,
     backend: str = "optuna",
-    workers: int = 1,
+    workers: int | str = "auto",
     device: str = "auto",
     *,
     trials: int | None = None,
@@ -153,8 +153,9 @@ def run(
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
-    The same engine as `coatsearch run`: `backend` "optuna" runs `workers` local processes, "ray" runs
-    Ray Tune (`address`, `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/.
+    The same engine as `coatsearch run`: `backend` "optuna" runs `workers` local processes ("auto": processes
+    x threads from a short probe, cached per machine, its choice printed), "ray" runs Ray Tune (`address`,
+    `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/.
     A study keeps the space it was created with: a changed space is a UserError (nothing written) unless
     `force_new_space`, which records the new space and keeps the old trials.
     """
@@ -166,8 +167,8 @@ def run(
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
-    if workers < 1 or (trials is not None and trials < 1):
-        raise UserError("--workers and --trials must be at least 1")
+    if (workers != "auto" and not (isinstance(workers, int) and workers >= 1)) or (trials is not None and trials < 1):
+        raise UserError("--workers must be auto or at least 1, and --trials at least 1")
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:
         report_folder(Path(reports_dir), name)
@@ -176,12 +177,31 @@ def run(
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
     _prepare_study(sp, studies, name, force_new_space)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
-    s = _engine(sp, studies, name, backend, workers, {"trials": trials, "device": device, "progress": progress}, ray)
+    procs = _workers(sp, workers, trials, device, progress) if backend == "optuna" else (1, None)
+    s = _engine(sp, studies, name, backend, procs, {"trials": trials, "device": device, "progress": progress}, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
     return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
 
 
-def _engine(space: Space, studies: Path, name: str, backend: str, workers: int, common: dict, ray: dict) -> Any:
+def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool) -> tuple[int, int | None]:
+    """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe)."""
+    import sys
+
+    from coatsearch import plan, speed
+    from coatsearch.train import pick_device
+
+    if workers != "auto":
+        return int(workers), None
+    if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
+        return 1, None
+    planned = len(plan.plan(space.definition))
+    choice = speed.auto_workers(min(planned, trials or planned))
+    if say:
+        print(choice.text(), file=sys.stderr)
+    return choice.processes, choice.threads
+
+
+def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: dict) -> Any:
     """Run the study on the chosen engine; its RunSummary."""
     if backend == "ray":
         from coatsearch.backends import ray_backend
@@ -189,15 +209,18 @@ def _engine(space: Space, studies: Path, name: str, backend: str, workers: int, 
         return ray_backend.run(space.definition, studies, name, **common, **ray)
     from coatsearch.backends import optuna_backend
 
-    return optuna_backend.run(space.definition, studies, name, workers=workers, **common)
+    return optuna_backend.run(space.definition, studies, name, workers=procs[0], threads=procs[1], **common)
 
 
 def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> None:
     """Create (or reopen) the study and give it its dashboard metadata before any trial runs."""
+    from coatsearch import store
     from coatsearch.dashboard import annotate
-    from coatsearch.store import create_study
 
-    annotate(create_study(space.definition, studies_dir, name, force_new_space))
+    study = store.create_study(space.definition, studies_dir, name, force_new_space)
+    annotate(study)
+    solved = {c.name: c.prepared for c in space.candidates}  # matched by load_space: stored, never solved again
+    store.matched(study, space.definition, store.folder(studies_dir, name), solved)
 
 
 def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:

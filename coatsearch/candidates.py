@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from coatsearch import kinds
@@ -53,6 +54,23 @@ def prepare(cand: Candidate, params: Mapping[str, Any] | None = None) -> Prepare
 def prepare_all(space: Space) -> list[Prepared]:
     """Every named candidate at its default settings, matched."""
     return [prepare(c) for c in space.candidates]
+
+
+def fixed(space: Space) -> dict[str, Prepared]:
+    """Each candidate without search dimensions, matched once: its params never change from trial to trial."""
+    return {c.name: prepare(c) for c in space.candidates if not c.dims}
+
+
+def to_record(p: Prepared) -> dict:
+    """A Prepared as plain JSON data (what the study stores, so trials never match it again)."""
+    return json.loads(json.dumps(asdict(p)))
+
+
+def from_record(record: Mapping[str, Any]) -> Prepared:
+    """The Prepared that `to_record` wrote, validated back into frozen specs."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Prepared).validate_python(dict(record))
 
 
 def stages_text(model: S.ModelSpec) -> str:

@@ -69,6 +69,11 @@ def _bounded(low: int, high: int):
     return parse
 
 
+def _workers(text: str) -> int | str:
+    """An argparse type: `auto` or a worker count in 1..WORKERS_MAX."""
+    return "auto" if text == "auto" else _bounded(1, WORKERS_MAX)(text)
+
+
 def _positive(text: str) -> float:
     """An argparse type: a finite number > 0."""
     try:
@@ -100,7 +105,10 @@ def _parser() -> argparse.ArgumentParser:
         "--trials", type=_bounded(1, TRIALS_MAX), help=f"run at most this many trials now (1..{TRIALS_MAX})"
     )
     run.add_argument(
-        "--workers", type=_bounded(1, WORKERS_MAX), help=f"worker processes (optuna backend; 1..{WORKERS_MAX})"
+        "--workers",
+        type=_workers,
+        help=f"worker processes (optuna backend; 1..{WORKERS_MAX}, or auto: processes x threads from a short "
+        "probe, cached per machine; the default)",
     )
     run.add_argument("--backend", choices=ENGINES, default="optuna")
     run.add_argument("--address", help="ray: cluster address (auto | HOST:PORT); none starts a local Ray")
@@ -215,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
         space,
         args.study,
         args.backend,
-        args.workers or 1,
+        args.workers or "auto",
         args.device,
         trials=args.trials,
         studies_dir=args.studies_dir,

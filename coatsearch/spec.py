@@ -244,7 +244,7 @@ class OptimSpec:
     grad_clip: Annotated[Real, Field(ge=0)] = 0.0  # max global grad norm; 0 = off
     mixup: Annotated[Real, Field(ge=0)] = 0.0  # mixup alpha; 0 = off
     randaugment: bool = False  # light RandAugment on the in-memory batch
-    compile: bool = False  # torch.compile the model
+    compile: bool | Literal["auto"] = "auto"  # torch.compile the model; auto: when the run's steps repay it
 
 
 @spec

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -43,6 +44,7 @@ from coatsearch.paths import study_folder
 from coatsearch.space import Dim, Space
 
 JOURNAL, LOCK = "journal.log", "claim.lock"
+MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
 
@@ -210,6 +212,31 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return pid > 0
+
+
+def matched(study: optuna.Study, space: Space, study_folder: Path, solved: Mapping | None = None) -> dict:
+    """Candidate name -> its matched `Prepared`, for every candidate without search dimensions.
+
+    Solved once per study: the first process to ask (under the claim lock) matches what the study does not
+    hold yet (or takes `solved`, already matched by the caller) and stores it; every later trial, worker and
+    backend reads it back. A record is keyed by a hash of its candidate spec, so an edited space re-matches.
+    """
+    from coatsearch import candidates as C
+
+    with locked(study_folder):
+        stored = dict(study.user_attrs.get(MATCHED) or {})
+        out, new = {}, {}
+        for cand in (c for c in space.candidates if not c.dims):
+            key = hashlib.sha1(repr((cand.spec, cand.input)).encode()).hexdigest()[:16]
+            rec = stored.get(cand.name)
+            if rec and rec.get("spec") == key:
+                out[cand.name] = C.from_record(rec["prepared"])
+                continue
+            out[cand.name] = (solved or {}).get(cand.name) or C.prepare(cand)
+            new[cand.name] = {"spec": key, "prepared": C.to_record(out[cand.name])}
+        if new:
+            study.set_user_attr(MATCHED, {**stored, **new})
+    return out
 
 
 def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from coatsearch import scores
-from coatsearch.candidates import prepare, stages_text, tokens
+from coatsearch.candidates import Prepared, prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
 from coatsearch.plan import PlanItem
 from coatsearch.scores import Report, TrialInput, measure
@@ -27,12 +27,17 @@ def run_item(
     device: torch.device,
     progress: bool = False,
     report: Report | None = None,
+    matched: Mapping[str, Prepared] | None = None,
 ) -> tuple[float, dict]:
-    """Train and score one planned trial; return (objective value, attributes). Raises TrialFailed."""
+    """Train and score one planned trial; return (objective value, attributes). Raises TrialFailed.
+
+    `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
+    """
     start = time.perf_counter()
     try:
         cand = space.candidate(item.candidate)
-        prep = prepare(cand, params)
+        prep = (matched or {}).get(cand.name) if not cand.dims else None
+        prep = prep or prepare(cand, params)
         if not prep.ok:
             raise TrialFailed(f"budget not met: {prep.reason}")
         inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed)
@@ -89,10 +94,12 @@ def model_label(model) -> str:
     return "ViT_REL" if model.stem.kind == "patch" else model.layout
 
 
-def attempt(space, item, params, device, env, progress=False, report=None) -> tuple[str, dict, float | None]:
+def attempt(
+    space, item, params, device, env, progress=False, report=None, matched=None
+) -> tuple[str, dict, float | None]:
     """Run one planned trial: (state name, user attrs, value); a failure or pruning is an outcome, not an exception."""
     try:
-        value, attrs = run_item(space, item, params, device, progress=progress, report=report)
+        value, attrs = run_item(space, item, params, device, progress=progress, report=report, matched=matched)
     except Pruned:
         return "PRUNED", {}, None
     except (TrialFailed, UserError) as exc:

@@ -1,12 +1,18 @@
 """Session rules: CI installs every dataset and dependency, so a skipped test fails the run.
 
 The one exception is a test marked `cuda` on a machine without CUDA (the GPU checks skip on the CPU).
+`--workers auto` caches its probe per machine; tests point that cache at a temporary folder, never at ~.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 import torch
+
+os.environ.setdefault("COATSEARCH_CACHE", tempfile.mkdtemp(prefix="coatsearch-cache-"))
 
 
 def _unexpected_skips(config: pytest.Config) -> list:

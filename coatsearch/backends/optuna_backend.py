@@ -31,23 +31,41 @@ def run(
     *,
     trials: int | None = None,
     workers: int = 1,
+    threads: int | None = None,
     device: str = "auto",
     progress: bool = True,
 ) -> store.RunSummary:
-    """Run every planned trial not yet taken (resuming a previous run), with `workers` processes."""
+    """Run every planned trial not yet taken (resuming a previous run), with `workers` processes.
+
+    Each worker process runs `threads` intra-op threads (None: the cores shared out evenly between spawned
+    workers; a single in-process worker keeps this process's setting).
+    """
     start = time.perf_counter()
     study = store.create_study(space, studies_dir, name)
+    store.matched(study, space, store.folder(studies_dir, name))  # solved once, before any worker starts
     run_id = uuid.uuid4().hex[:12]
     args = (space, Path(studies_dir), name, device, run_id, trials, progress and workers == 1)
     if workers <= 1:
-        ran = _worker(*args)
+        ran = _in_process(args, threads)
     else:
-        _spawn(args, workers)
+        _spawn(args, workers, threads or max(1, (os.cpu_count() or 1) // workers))
         ran = store.ran_by(study, run_id)
     return store.summary(space, studies_dir, name, ran, time.perf_counter() - start)
 
 
-def _spawn(args: tuple, workers: int) -> None:
+def _in_process(args: tuple, threads: int | None) -> int:
+    """Run the worker loop in this process with `threads` intra-op threads (None: as set; restored afterwards)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        return _worker(*args)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _spawn(args: tuple, workers: int, threads: int) -> None:
     """Run `workers` worker processes to the end; Ctrl-C stops them quietly (the parent prints one line).
 
     The workers start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only,
@@ -55,7 +73,7 @@ def _spawn(args: tuple, workers: int) -> None:
     is freed by the next run, as after kill -9.
     """
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker_entry, args=(args, workers)) for _ in range(workers)]
+    procs = [ctx.Process(target=_worker_entry, args=(args, threads)) for _ in range(workers)]
     main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
@@ -75,11 +93,11 @@ def _spawn(args: tuple, workers: int) -> None:
             p.join()
 
 
-def _worker_entry(args: tuple, workers: int) -> None:
+def _worker_entry(args: tuple, threads: int) -> None:
     import torch
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # the parent's terminate(): unwind, clean up
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    torch.set_num_threads(threads)
     try:
         _worker(*args)
     except KeyboardInterrupt:  # stopped by the parent: exit quietly; the next run frees the trial left RUNNING
@@ -98,22 +116,24 @@ def _worker(space, studies_dir, name, device_name, run_id, limit, progress) -> i
     env = store.environment(device)
     ran = 0
     folder = store.folder(studies_dir, name)
+    matched = store.matched(study, space, folder)  # read once per worker, never matched per trial
     with progress_bar(store.counts(study)["finished"], len(items), progress) as bar:
         while (taken := store.claim(study, items, run_id, limit, folder)) is not None:
             trial, item = taken
-            _run_trial(space, study, trial, item, device, env, progress)
+            _run_trial(space, study, trial, item, device, env, progress, matched)
             ran += 1
             bar(trial.number)
     return ran
 
 
-def _run_trial(space, study, trial, item, device, env, progress) -> None:
+def _run_trial(space, study, trial, item, device, env, progress, matched=None) -> None:
     """Suggest, train, score and tell one trial; any failure is recorded with its reason."""
     from coatsearch.trial import attempt, epoch_reporter
 
     params = store.suggest(trial, space, item)
     report = epoch_reporter(space, _pruning_sink(trial))
-    store.tell(study, trial, *attempt(space, item, params, device, env, progress=progress, report=report))
+    outcome = attempt(space, item, params, device, env, progress=progress, report=report, matched=matched)
+    store.tell(study, trial, *outcome)
 
 
 def _pruning_sink(trial: optuna.Trial) -> Callable[[int, float], None]:

@@ -59,12 +59,13 @@ def run(
     folder = store.folder(Path(studies_dir).resolve(), name)
     run_id = uuid.uuid4().hex[:12]
     searcher = StudySearcher(space, study, folder, run_id, trials)
+    matched = store.matched(study, space, folder)  # solved once; shipped to the workers once (object store)
     with _connected(address), _bar(study, searcher.items, progress) as bar:
         slots = _slots(cpus, gpus)
         searcher.bar = bar
         try:
             with _legacy_output():
-                _tuner(space, searcher, folder / "ray", run_id, device, (cpus, gpus, slots)).fit()
+                _tuner(space, searcher, folder / "ray", run_id, device, (cpus, gpus, slots), matched).fit()
         finally:
             interrupted = searcher.close()
     if interrupted:
@@ -150,10 +151,17 @@ def _legacy_output() -> Iterator[None]:
             os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
 
 
-def _tuner(space, searcher, storage: Path, run_id: str, device: str, resources: tuple) -> tune.Tuner:
-    """A Tuner over the searcher's claims, `slots` at a time, results under `storage`/run-<id>."""
+def _tuner(space, searcher, storage: Path, run_id: str, device: str, resources: tuple, matched=None) -> tune.Tuner:
+    """A Tuner over the searcher's claims, `slots` at a time, results under `storage`/run-<id>.
+
+    The space and the matched specs go into Ray's object store once (`with_parameters`), and trial actors
+    are reused, so a worker process loads its dataset once and keeps it for every trial it runs.
+    """
     cpus, gpus, slots = resources
-    fn = tune.with_parameters(_trainable, space=space, device=device, threads=max(1, int(cpus)), cwd=os.getcwd())
+    threads = max(1, int(cpus))
+    fn = tune.with_parameters(
+        _trainable, space=space, device=device, threads=threads, cwd=os.getcwd(), matched=matched or {}
+    )
     return tune.Tuner(
         tune.with_resources(fn, {"cpu": cpus, "gpu": gpus}),
         tune_config=tune.TuneConfig(
@@ -161,6 +169,7 @@ def _tuner(space, searcher, storage: Path, run_id: str, device: str, resources: 
             scheduler=scheduler(space),
             num_samples=len(searcher.items),  # at most; the searcher says when nothing is left to claim
             max_concurrent_trials=slots,  # claim a wave as wide as the cluster, then one per finished trial
+            reuse_actors=True,  # one process per slot for the whole run: imports and data loaded once
             trial_dirname_creator=lambda t: f"trial-{t.config['number']}",
         ),
         run_config=tune.RunConfig(
@@ -265,7 +274,7 @@ def outcome(result: dict | None, error: bool, logs: Path) -> tuple[str, dict, fl
     return "FAIL", {}, None  # never ran (the run stopped first): no reason, so the key is free
 
 
-def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) -> None:
+def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, matched: dict) -> None:
     """One Ray trial: run the claimed item, report per-epoch scores, then one record of the outcome."""
     began = time.time()
     import torch
@@ -279,7 +288,7 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) 
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    state, attrs, value = attempt(space, item, params, dev, store.environment(dev), report=report)
+    state, attrs, value = attempt(space, item, params, dev, store.environment(dev), report=report, matched=matched)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     record = {"state": state, "attrs": attrs, "value": value, "ray": {**where, "start": began, "end": time.time()}}
     tune.report({SCORE: value, "record": json.dumps(record)})

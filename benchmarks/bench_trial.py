@@ -1,0 +1,89 @@
+"""Fixed costs of one trial: a real paper_layouts candidate through a full trial, timed inside the same run.
+
+The trial runs as a worker runs it (`trial.attempt` on a fresh study whose matched specs are stored once),
+in a fresh process, so it pays the first data load of its worker. Inside the same run it adds up the time
+spent in training steps (`train._Run.step`) and in evaluation passes (`curve.eval_tensors`: curve points,
+epoch evaluations, the clean train pass, robustness) and prints everything else as fixed cost. On CUDA each
+timed call is synchronized. The last line is `overhead=<trial wall / (training steps + evaluation passes)>`.
+
+    python benchmarks/bench_trial.py [--candidate C-C-T-T] [--profile default] [--device cpu|cuda] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from coatsearch import curve, store, train
+from coatsearch import trial as T
+from coatsearch.plan import PlanItem
+from coatsearch.space import load_space
+
+SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
+
+
+class Timer:
+    """Seconds spent inside wrapped functions, by name (synchronizing CUDA around each call)."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.spent = device, {"train": 0.0, "eval": 0.0}
+
+    def wrap(self, name: str, fn):
+        """`fn`, adding its wall time to `name` (a nested call of the same name is counted once)."""
+        depth = [0]
+
+        def timed(*args, **kwargs):
+            sync = self.device.type == "cuda" and depth[0] == 0
+            if sync:
+                torch.cuda.synchronize(self.device)
+            start, depth[0] = time.perf_counter(), depth[0] + 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if sync:
+                    torch.cuda.synchronize(self.device)
+                if depth[0] == 0:
+                    self.spent[name] += time.perf_counter() - start
+
+        return timed
+
+
+def main() -> None:
+    """Run one trial and print where its wall time went."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--candidate", default="C-C-T-T")
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = train.pick_device(args.device)
+    space = load_space(SPACE, args.profile)
+    timer = Timer(device)
+    train._Run.step = timer.wrap("train", train._Run.step)
+    train.eval_tensors = curve.eval_tensors = timer.wrap("eval", curve.eval_tensors)
+    with tempfile.TemporaryDirectory() as tmp:
+        study = store.create_study(space, Path(tmp), "bench")
+        matched = store.matched(study, space, store.folder(Path(tmp), "bench"))
+        item = PlanItem(args.candidate, space.study.seeds[0])
+        start = time.perf_counter()
+        state, attrs, _ = T.attempt(space, item, {}, device, {}, matched=matched)
+        wall = time.perf_counter() - start
+    if state != "COMPLETE":
+        raise SystemExit(f"trial {state}: {attrs.get('fail_reason')}")
+    useful = timer.spent["train"] + timer.spent["eval"]
+    print(f"candidate {args.candidate}, profile {args.profile}, device {device}, threads {torch.get_num_threads()}")
+    tr, ev = timer.spent["train"], timer.spent["eval"]
+    print(f"trial wall {wall:.1f} s = training steps {tr:.1f} s + evaluation passes {ev:.1f} s", end="")
+    print(f" + the rest (data, build, subsets) {wall - useful:.1f} s")
+    print(f"overhead={wall / useful:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Speed choices: compile auto's rule and probe, the workers choice and its cache, matching once per study."""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from coatsearch import candidates, speed, store
+from coatsearch import trial as T
+from coatsearch.plan import plan
+from coatsearch.space import load_space
+from coatsearch.spec import OptimSpec
+from tests.test_optuna_backend import TINY, run, trials, variant
+
+CPU = torch.device("cpu")
+
+
+def test_compile_pays_only_when_the_steps_left_repay_it():
+    assert speed.worth_compiling(1000, 0.3, 60.0, 1.3)  # 1000 x 0.3 x 0.23 = 69 s saved > 60 s
+    assert not speed.worth_compiling(100, 0.3, 60.0, 1.3)
+    assert not speed.worth_compiling(10**6, 0.3, 60.0, 1.0)  # no speed-up: never
+
+
+def test_auto_compile_decides_once_after_the_probe_steps(monkeypatch):
+    clock = iter(range(0, 10_000, 1))  # every tick is one second later
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: float(next(clock)))
+    net = nn.Linear(3, 2)
+    short = speed.AutoCompile(net, CPU, total=10)
+    long = speed.AutoCompile(net, CPU, total=10_000)
+    said_short = [short.after_step(short.tick()) for _ in range(speed.PROBE_STEPS + 3)]
+    said_long = [long.after_step(long.tick()) for _ in range(speed.PROBE_STEPS + 3)]
+    assert not any(said_short) and short.eager_s == pytest.approx(1.0)
+    assert said_long == [False] * speed.PROBE_STEPS + [True, False, False]  # decided once, after the probe
+
+
+def test_a_measured_compile_replaces_the_prior():
+    net = nn.Linear(5, 4)
+    auto = speed.AutoCompile(net, CPU, total=100)
+    assert speed.compile_cost("cpu", speed.signature(net)) == speed.COMPILE_PRIOR_S["cpu"]
+    auto.eager_s = 0.5
+    auto.compiled(3.5)
+    assert speed.compile_cost("cpu", speed.signature(nn.Linear(5, 4))) == pytest.approx(3.0)  # same shapes
+    assert speed.compile_cost("cpu", speed.signature(nn.Linear(5, 3))) == speed.COMPILE_PRIOR_S["cpu"]
+
+
+def test_auto_is_the_default_and_short_runs_train_eagerly():
+    from coatsearch import train
+
+    assert OptimSpec().compile == "auto"
+    x, y = torch.randn(64, 1, 8, 8), torch.arange(64) % 4
+    data = train.TensorData(x, y, (0, 1, 2, 3), True)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    h = train.fit(net, data, data, OptimSpec(batch_size=16), 2, seed=0, device=CPU)
+    assert not h.compiled and h.steps == 8
+
+
+@pytest.mark.parametrize(
+    ("rates", "cores", "trials", "want"),
+    [
+        ({1: 400.0, 2: 600.0}, 2, 10, (2, 1)),  # two 1-thread processes: 800 > 600
+        ({1: 400.0, 2: 900.0}, 2, 10, (1, 2)),  # threads scale well: one process
+        ({1: 400.0, 2: 600.0}, 2, 1, (1, 2)),  # one trial: one process, both cores
+        ({1: 100.0, 2: 150.0, 4: 380.0}, 4, 3, (1, 4)),  # 3 trials cannot fill 4 processes
+    ],
+)
+def test_workers_choice(rates, cores, trials, want):
+    assert speed.choose(rates, cores, trials) == want
+
+
+def test_auto_workers_probes_once_then_reads_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COATSEARCH_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(speed, "probe_rates", lambda cores: calls.append(cores) or {1: 400.0, 2: 500.0})
+    first = speed.auto_workers(trials=8, cores=2)
+    second = speed.auto_workers(trials=8, cores=2)
+    assert calls == [2] and (first.processes, first.threads) == (2, 1) and not first.cached and second.cached
+    assert "2 process(es) x 1 thread(s)" in second.text()
+    assert json.loads((tmp_path / "workers.json").read_text())[speed.machine_key(2)] == {"1": 400.0, "2": 500.0}
+
+
+def test_the_probe_measures_every_thread_count_dividing_the_cores():
+    rates = speed.probe_rates(2, steps=1, batch=8)
+    assert set(rates) == {1, 2} and all(r > 0 for r in rates.values())
+
+
+def test_each_candidate_is_matched_once_per_study(tmp_path, monkeypatch):
+    space = load_space(TINY)
+    study = store.create_study(space, tmp_path, "s")
+    folder = store.folder(tmp_path, "s")
+    first = store.matched(study, space, folder)
+    assert set(first) == {c.name for c in space.candidates}
+    monkeypatch.setattr(candidates, "prepare", lambda *a, **k: pytest.fail("matched again"))
+    monkeypatch.setattr(T, "prepare", lambda *a, **k: pytest.fail("matched again"))
+    again = store.matched(store.load_study(tmp_path, "s"), space, folder)  # another process reads it back
+    assert again == first
+    run(TINY, tmp_path, "s", workers=1)  # every trial reuses the stored specs: no match at all
+    done = trials(tmp_path)
+    assert len(done) == len(plan(space)) and all(t.state.name == "COMPLETE" for t in done)
+    assert {t.user_attrs["macs"] for t in done} == {p.macs for p in first.values()}
+
+
+def test_an_edited_candidate_is_matched_again(tmp_path):
+    space = load_space(TINY)
+    study = store.create_study(space, tmp_path, "s")
+    folder = store.folder(tmp_path, "s")
+    old = store.matched(study, space, folder)
+    edited = load_space(variant(tmp_path, "depths: [1, 1]", "depths: [1, 2]"))
+    new = store.matched(study, edited, folder)
+    assert all(new[n].model.stages[1].depth == 2 != old[n].model.stages[1].depth for n in old)
+    assert store.matched(store.load_study(tmp_path, "s"), edited, folder) == new  # stored: read back
+
+
+def test_cpu_training_feeds_channels_last_batches(monkeypatch):
+    from coatsearch import train
+
+    seen = []
+    real = train._Run._loss
+    monkeypatch.setattr(
+        train._Run,
+        "_loss",
+        lambda self, xb, yb: seen.append(xb.is_contiguous(memory_format=torch.channels_last)) or real(self, xb, yb),
+    )
+    x, y = torch.randn(32, 3, 8, 8), torch.arange(32) % 4
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.LazyLinear(4))
+    net(x)
+    train.fit(net, train.TensorData(x, y, (0, 1, 2, 3), True), None, OptimSpec(batch_size=16), 1, seed=0, device=CPU)
+    assert seen == [True, True] and net[0].weight.is_contiguous(memory_format=torch.channels_last)
