@@ -213,17 +213,26 @@ class DataSpec:
 
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
     root: str | None = None  # folder to look in (dataset-specific default when None)
-    eval_size: PosInt = 2000  # held-out images used for evaluation (deterministic subset)
+    eval_size: Annotated[int, Strict(), Field(ge=0)] = 0  # eval images, drawn once per study; 0 = the whole test split
+
+
+Levels = Annotated[tuple[Annotated[float, Field(gt=0)], ...], Field(min_length=1)]
 
 
 @spec
 class SubsetSpec:
-    """A deterministic training subset: `per_class` images of each of `classes` (None = all)."""
+    """A deterministic training subset (`per_class` images of each of `classes`) and how a run on it is measured."""
 
-    per_class: LaxPosInt
-    epochs: LaxPosInt
+    per_class: LaxPosInt | None = None  # None = every image of each class (the whole split)
+    epochs: LaxPosInt = 1  # the schedule, unless max_steps is given
     classes: tuple[Annotated[int, Field(ge=0)], ...] | None = None
     dataset: DataSpec | None = None  # another dataset (transfer target); None = the space's dataset
+    eval_every: Annotated[int, Strict(), Field(ge=0)] | None = None  # steps between curve points; None: ~10 per run
+    max_steps: LaxPosInt | None = None  # a fixed step budget (cosine ends there) instead of `epochs`
+    stop_at_loss: Annotated[float, Field(gt=0)] | None = None  # stop once the probe's clean train loss is this low
+    loss_levels: Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
+    target_acc: Annotated[float, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
+    lr_factor: Annotated[float, Field(gt=0)] = 0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
 
 
 @spec

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc
 
@@ -16,7 +18,8 @@ def run(ctx, spec: S.LengthSpec) -> dict:
     accs = []
     for epochs in spec.epochs:
         model = T.model(ctx, len(train_set.classes), no_drop=False)
-        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, epochs, augment=True)
+        run = dataclasses.replace(subset, epochs=epochs)
+        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, run, augment=True)
         accs.append(hist.eval_acc[-1])
         out[f"curves.length{epochs}"] = T.curves(hist)
     out["length.eval_acc"] = accs
