@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ class Space:
     data: S.DataSpec
     scores: S.ScoresSpec
     study: S.StudySpec
+    untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
     def candidate(self, name: str) -> Candidate:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -85,6 +86,7 @@ def build_space(doc: S.SpaceDoc, source: str, profile: str) -> Space:
         data=doc.data,
         scores=doc.scores,
         study=doc.study,
+        untestable=dict(doc.untestable),
     )
 
 

@@ -374,6 +374,9 @@ class ConstraintsSpec:
     conv_before_attention: Annotated[bool, Strict()] = False  # no conv stage after an attention stage
 
 
+ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 (report.claims)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SpaceDoc:
     """A whole space file, after the profile was applied and the shared sections merged into each candidate."""
@@ -393,6 +396,7 @@ class SpaceDoc:
     data: DataSpec = DataSpec("synthetic")
     scores: Scores = ScoresSpec()
     study: StudySpec = StudySpec()
+    untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
 
 DOCUMENT = TypeAdapter(SpaceDoc)

@@ -66,13 +66,18 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     fig = Figure(figsize=(11, 3.8 * len(scores)), layout="constrained")
     axes = fig.subplots(len(scores), 2, squeeze=False)
     for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
+        x = "step" if "step" in tables[score][0] else "epoch"  # step curves; per-epoch ones from older studies
         for c in tables[score]:
             style = {**_style(names.index(c["candidate"])), "ms": 3}
-            ax_loss.plot(c["epoch"], c["train_loss"], label=c["candidate"], **style)
-            ax_acc.plot(c["epoch"], c["eval_acc"], label=c["candidate"], **style)
+            ax_loss.plot(c[x], c["train_loss"], label=c["candidate"], **style)
+            ax_acc.plot(c[x], c["eval_acc"], label=c["candidate"], **style)
         title = SCORE_TITLES.get(score, score)
-        ax_loss.set(xlabel="epoch", ylabel="train loss (nats, running mean)", title=f"{title}: train loss")
-        ax_acc.set(xlabel="epoch", ylabel="eval accuracy (%)", title=f"{title}: eval accuracy")
+        what = "clean, fixed probe" if x == "step" else "running mean"
+        xlabel = "optimizer step" if x == "step" else "epoch"
+        ax_loss.set(xlabel=xlabel, ylabel=f"train loss (nats, {what})", title=f"{title}: train loss")
+        ax_acc.set(xlabel=xlabel, ylabel="eval accuracy (%)", title=f"{title}: eval accuracy")
+        if x == "step":
+            ax_loss.set_yscale("log")
         for ax in (ax_loss, ax_acc):
             ax.grid(alpha=0.3)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -68,3 +68,15 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
         keys.append(Line2D([], [], color="grey", ls="--", label=f"common level {level:.3g} nats"))
     ax.legend(handles=[*ax.get_legend_handles_labels()[0], *keys], fontsize=8)
     return fig
+
+
+def render_all(summary: dict, records: list[dict], space: dict, folder: Path) -> dict[str, str]:
+    """Write the paper-measure figures the study has data for (removing stale ones); {figure: file name}."""
+    from coatsearch.report import paper
+
+    gen = paper.matched(space, records)
+    path = folder / "matched_loss.png"
+    name = matched_loss(gen["curves"], gen["matched"], path, gen["level"]) if gen["matched"] is not None else None
+    if name is None:
+        path.unlink(missing_ok=True)
+    return {"matched_loss": name} if name else {}
