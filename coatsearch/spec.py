@@ -239,7 +239,7 @@ class SubsetSpec:
 class LengthSpec:
     """Training-length stability: the same subset trained for each schedule length."""
 
-    per_class: PosInt
+    per_class: PosInt | None  # None = every image of each class
     epochs: Annotated[tuple[PosInt, ...], Field(min_length=2)]  # schedule lengths; the longest is the reference
     classes: tuple[Annotated[int, Strict(), Field(ge=0)], ...] | None = None
 
