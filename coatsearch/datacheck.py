@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import fields, is_dataclass
+from typing import Any
 
 from coatsearch.data import TensorData, load
 from coatsearch.errors import UserError
-from coatsearch.spec import DataSpec, ScoresSpec
+from coatsearch.scores import ScoresSpec
+from coatsearch.spec import DataSpec
 
 
 def score_classes(scores: ScoresSpec) -> list[tuple[str, DataSpec | None, tuple[int, ...] | None]]:
-    """(score name, its own dataset or None, its class ids or None) for every subset a ScoresSpec trains on."""
-    named = [(n, getattr(scores, n)) for n in ("generalization", "capacity", "accuracy", "pretrain", "finetune")]
-    out = [(n, s.dataset, s.classes) for n, s in named if s is not None]
-    if scores.length is not None:
-        out.append(("length", None, scores.length.classes))
-    return out
+    """(field path, its own dataset or None, its class ids or None) for every subset a ScoresSpec trains on.
+
+    A subset is any section spec with a `classes` field (and maybe a `dataset`), found at any depth.
+    """
+    return list(_subsets(scores, ""))
+
+
+def _subsets(node: Any, path: str):
+    if not is_dataclass(node):
+        return
+    if any(f.name == "classes" for f in fields(node)):
+        yield path, getattr(node, "dataset", None), node.classes
+    for f in fields(node):
+        yield from _subsets(getattr(node, f.name), f"{path}.{f.name}" if path else f.name)
 
 
 def check_matches(

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from coatsearch import document as D
 from coatsearch import kinds
-from coatsearch import spec as S
 from coatsearch.errors import UserError
 
 SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
@@ -32,7 +32,7 @@ class SpaceError(UserError):
     """A space file is invalid: one message with file, line, field path, found and allowed."""
 
 
-def load_document(path: str | Path, profile: str = "default") -> S.SpaceDoc:
+def load_document(path: str | Path, profile: str = "default") -> D.SpaceDoc:
     """Read a space file, apply `profile`, validate it; raise SpaceError on any problem."""
     path = Path(path)
     text = read_space_text(path)
@@ -44,7 +44,7 @@ def load_document(path: str | Path, profile: str = "default") -> S.SpaceDoc:
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}  # scratch keys for YAML anchors
     data.setdefault("name", path.stem)
     try:
-        doc = S.DOCUMENT.validate_python(_merge_candidates(data))
+        doc = D.DOCUMENT.validate_python(_merge_candidates(data))
     except ValidationError as exc:
         raise SpaceError(_describe(path, root, data, exc)) from None
     for loc, message in check_document(doc):
@@ -53,7 +53,7 @@ def load_document(path: str | Path, profile: str = "default") -> S.SpaceDoc:
     return doc
 
 
-def check_document(doc: S.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()
     choices: dict[str, tuple] = {}
@@ -82,7 +82,7 @@ def check_document(doc: S.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                 continue
             for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
                 try:
-                    S.with_params(cand, {path: value}).model(doc.input)
+                    D.with_params(cand, {path: value}).model(doc.input)
                 except ValueError as exc:
                     yield loc, f"value {value!r} is not valid there: {_first_error(exc)}"
                     break
@@ -286,14 +286,25 @@ def _describe(path: Path, root: yaml.Node | None, data: dict, exc: ValidationErr
     """Turn pydantic's first error into 'file:line: field a.b[2].c: message (found X)'."""
     err = exc.errors()[0]
     written = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
-    loc = _origin(data, written)
     msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+    written, msg = _refine(data, written, msg)
+    loc = _origin(data, written)
     found = err.get("input")
     shown = "" if err["type"] in MISSING or isinstance(found, dict) else f" (found {found!r})"
     if err["type"] in UNKNOWN:
         msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(written)}"
         shown = ""
     return f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {msg}{shown}"
+
+
+def _refine(data: dict, loc: tuple, msg: str) -> tuple[tuple, str]:
+    """A check across fields may name the field it is about, 'key: message' (nested: 'a: b: message'); point
+    the location at that field when the file writes it (else the message reads 'key message')."""
+    while m := re.match(r"^(\w+): (.*)$", msg):
+        if not _has(data, _origin(data, (*loc, m.group(1)))):
+            return loc, f"{m.group(1)} {m.group(2)}"
+        loc, msg = (*loc, m.group(1)), m.group(2)
+    return loc, msg
 
 
 def _is_union_tag(part: str) -> bool:
@@ -306,7 +317,7 @@ def _is_union_tag(part: str) -> bool:
 
 def _allowed_keys(loc: tuple) -> str:
     """The keys the spec at `loc[:-1]` accepts, as a space file writes them."""
-    cls: Any = S.SpaceDoc
+    cls: Any = D.SpaceDoc
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -314,14 +325,7 @@ def _allowed_keys(loc: tuple) -> str:
         cls = _spec_of(hints.get(part))
         if cls is None:
             return "see the DSL reference in README.md"
-    return ", ".join(dict.fromkeys(_key(f, cls) for f in dataclasses.fields(cls)))
-
-
-def _key(f: dataclasses.Field, cls: type) -> str:
-    """A field's key in a space file (its alias path's first step, if it has one)."""
-    hint = typing.get_type_hints(cls, include_extras=True)[f.name]
-    alias = next((getattr(m, "validation_alias", None) for m in getattr(hint, "__metadata__", ())), None)
-    return str(alias.path[0]) if alias is not None else f.name
+    return ", ".join(f.name for f in dataclasses.fields(cls))
 
 
 def _spec_of(annotation: Any) -> Any:

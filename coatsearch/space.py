@@ -7,8 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coatsearch import document as D
 from coatsearch import spec as S
 from coatsearch.dsl import load_document
+from coatsearch.scores import ScoresSpec
 
 
 @dataclass(frozen=True)
@@ -23,18 +25,18 @@ class Candidate:
     """A named candidate: its validated spec, the images it takes, and the dimensions searched over it."""
 
     name: str
-    spec: S.CandidateSpec  # the merged candidate (model fields, train, budget, scores, search)
+    spec: D.CandidateSpec  # the merged candidate (model fields, train, budget, scores, search)
     input: S.InputSpec  # image size, channels, classes (from the space's `input`)
     dims: tuple[Dim, ...] = ()
 
     @property
-    def scores(self) -> S.ScoresSpec:
+    def scores(self) -> ScoresSpec:
         """What its trials measure (the shared `scores` merged with its own)."""
         return self.spec.scores
 
     def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
         """Apply sampled `params` (dotted path → value) and return (model, optimizer, budget) specs."""
-        cand = S.with_params(self.spec, params or {})
+        cand = D.with_params(self.spec, params or {})
         return cand.model(self.input), cand.train, cand.budget
 
 
@@ -53,7 +55,7 @@ class Space:
     conv_before_attention: bool
     candidates: tuple[Candidate, ...]
     data: S.DataSpec
-    scores: S.ScoresSpec
+    scores: ScoresSpec
     study: S.StudySpec
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
@@ -70,7 +72,7 @@ def load_space(path: str | Path, profile: str = "default") -> Space:
     return build_space(load_document(path, profile), str(path), profile)
 
 
-def build_space(doc: S.SpaceDoc, source: str, profile: str) -> Space:
+def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
     """Turn a validated document into a Space."""
     return Space(
         name=doc.name,
@@ -90,6 +92,6 @@ def build_space(doc: S.SpaceDoc, source: str, profile: str) -> Space:
     )
 
 
-def _candidate(cand: S.CandidateSpec, inp: S.InputSpec) -> Candidate:
+def _candidate(cand: D.CandidateSpec, inp: S.InputSpec) -> Candidate:
     dims = tuple(Dim(**asdict(d), path=path) for path, d in sorted(cand.search.items()) if d is not None)
     return Candidate(name=cand.name, spec=cand, input=inp, dims=dims)

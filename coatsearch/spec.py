@@ -4,6 +4,9 @@ Each field and default is declared once, with the constraints a space file must 
 annotations; see dsl.py). Built from Python, a spec is not re-validated field by field: tests and callers may
 construct any value, and the builders say what they cannot take. Rules that tie fields together live in
 `__post_init__` (checks only, never normalization) and hold everywhere. No torch here.
+
+The `scores:` section's specs live with their scores (coatsearch/scores/, which derives `ScoresSpec`), and the
+documents that hold them, a candidate and a whole space file, in document.py.
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from __future__ import annotations
 import functools
 import re
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import AfterValidator, AliasPath, BeforeValidator, ConfigDict, Field, Strict, TypeAdapter
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, TypeAdapter
 
 from coatsearch import kinds
 
@@ -236,47 +239,6 @@ class SubsetSpec:
 
 
 @spec
-class LengthSpec:
-    """Training-length stability: the same subset trained for each schedule length."""
-
-    per_class: PosInt | None  # None = every image of each class
-    epochs: Annotated[tuple[PosInt, ...], Field(min_length=2)]  # schedule lengths; the longest is the reference
-    classes: tuple[Annotated[int, Strict(), Field(ge=0)], ...] | None = None
-
-
-def _transfer_keys(value: Any) -> Any:
-    """Check the keys under `scores.transfer` (its two fields are read through alias paths); null = off."""
-    if not isinstance(value, dict) or "transfer" not in value:
-        return value
-    transfer = value["transfer"]
-    if transfer is None:
-        return {k: v for k, v in value.items() if k != "transfer"}
-    for key in transfer if isinstance(transfer, dict) else ():
-        if key not in ("pretrain", "finetune"):
-            raise ValueError(f"unknown key '{key}' under 'transfer'; allowed: pretrain, finetune")
-    return value
-
-
-@spec
-class ScoresSpec:
-    """Which paper measurements a trial makes (None = skipped); a file writes pretrain/finetune under `transfer`."""
-
-    generalization: SubsetSpec | None = None  # small subset, no regularization: train loss vs eval acc
-    capacity: SubsetSpec | None = None  # largest subset, short schedule: train loss and eval acc
-    accuracy: SubsetSpec | None = None  # the space's full training recipe (augmentation on): eval acc
-    pretrain: Annotated[SubsetSpec | None, Field(validation_alias=AliasPath("transfer", "pretrain"))] = None
-    finetune: Annotated[SubsetSpec | None, Field(validation_alias=AliasPath("transfer", "finetune"))] = None
-    length: LengthSpec | None = None  # optimizability: accuracy at several schedule lengths
-
-    def __post_init__(self) -> None:
-        if (self.pretrain is None) != (self.finetune is None):
-            raise ValueError("'transfer' needs both 'pretrain' and 'finetune'")
-
-
-Scores = Annotated[ScoresSpec, BeforeValidator(_transfer_keys)]
-
-
-@spec
 class StudySpec:
     """How candidates become trials."""
 
@@ -330,76 +292,11 @@ class InputSpec:
     classes: Annotated[int, Strict(), Field(ge=2)]
 
 
-@dataclass(frozen=True, kw_only=True)
-class CandidateSpec:
-    """One candidate as a space file states it, after the shared sections were merged in."""
-
-    __pydantic_config__ = FORBID
-
-    name: Name
-    arch: Literal["coatnet", "vit"] = "coatnet"
-    stem: StemSpec = StemSpec()
-    layout: Annotated[str, AfterValidator(kinds.check_layout)]
-    depths: tuple[LaxPosInt, ...]
-    widths: tuple[LaxPosInt, ...]
-    strides: tuple[Stride, ...] | None = None  # per stage; None = 2 everywhere
-    block: BlockSpec = BlockSpec()
-    train: OptimSpec = OptimSpec()
-    search: Mapping[str, SearchDim | None] = field(default_factory=dict)  # dotted path -> dimension
-    budget: Budget | None = None
-    scores: Scores = ScoresSpec()
-
-    def __post_init__(self) -> None:
-        n = len(self.layout.split("-"))
-        for key in ("depths", "widths", "strides"):
-            values = getattr(self, key)
-            if values is not None and len(values) != n:
-                raise ValueError(f"'{key}' has {len(values)} entries but layout '{self.layout}' has {n} stages")
-        problem = kinds.check_arch(self.arch, self.stem.kind, self.layout)
-        if problem:
-            raise ValueError(problem)
-
-    def model(self, inp: InputSpec) -> ModelSpec:
-        """The explicit per-stage model this candidate describes for `inp` images (raises ValueError)."""
-        letters = self.layout.split("-")
-        strides = self.strides or (2,) * len(letters)
-        stages = tuple(StageSpec(*s) for s in zip(letters, self.depths, self.widths, strides, strict=True))
-        return ModelSpec(self.name, self.arch, inp.image_size, inp.channels, inp.classes, self.stem, stages, self.block)
-
-
 @spec
 class ConstraintsSpec:
     """Rules every candidate layout must follow."""
 
     conv_before_attention: Annotated[bool, Strict()] = False  # no conv stage after an attention stage
-
-
-ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 (report.claims)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SpaceDoc:
-    """A whole space file, after the profile was applied and the shared sections merged into each candidate."""
-
-    __pydantic_config__ = FORBID
-
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
-    description: str = ""
-    scale: str = ""
-    input: InputSpec
-    model: dict[str, Any] = field(default_factory=dict)  # shared model fields, validated inside each candidate
-    train: OptimSpec = OptimSpec()
-    search: dict[str, SearchDim | None] = field(default_factory=dict)
-    budget: Budget | None = None
-    constraints: ConstraintsSpec = ConstraintsSpec()
-    candidates: Annotated[tuple[CandidateSpec, ...], Field(min_length=1)]
-    data: DataSpec = DataSpec("synthetic")
-    scores: Scores = ScoresSpec()
-    study: StudySpec = StudySpec()
-    untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
-
-
-DOCUMENT = TypeAdapter(SpaceDoc)
 
 
 @functools.lru_cache(maxsize=256)
@@ -419,12 +316,3 @@ def with_value(obj: Any, keys: list[str], value: Any) -> Any:
     if not is_dataclass(child):
         raise ValueError(f"'{keys[0]}' is not a section")
     return replace(obj, **{keys[0]: with_value(child, keys[1:], value)})
-
-
-def with_params(cand: CandidateSpec, params: Mapping[str, Any]) -> CandidateSpec:
-    """`cand` with sampled `params` applied (dotted paths: `model.` fields sit at the candidate's top level)."""
-    for path, value in params.items():
-        root, _, rest = path.partition(".")
-        keys = rest.split(".") if root == "model" else [root, *rest.split(".")]
-        cand = with_value(cand, keys, value)
-    return cand

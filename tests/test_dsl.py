@@ -139,5 +139,5 @@ def test_readme_example_is_a_valid_space(tmp_path):
     block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
     space = load_space(write(tmp_path, block), "quick")
     assert [c.name for c in space.candidates] == ["C-C-C-C", "V1", "ViT_REL"]
-    assert space.candidate("ViT_REL").scores.pretrain is None
+    assert space.candidate("ViT_REL").scores.transfer is None
     assert {d.path for d in space.candidate("V1").dims} == {"train.lr", "model.block.head_size"}

@@ -17,8 +17,10 @@ from coatsearch.cli import main
 from coatsearch.datacheck import check_matches
 from coatsearch.dsl import MAX_BYTES, load_document
 from coatsearch.errors import UserError
+from coatsearch.scores import ScoresSpec
+from coatsearch.scores.transfer import TransferSpec
 from coatsearch.space import load_space
-from coatsearch.spec import DataSpec, OptimSpec, ScoresSpec, SubsetSpec
+from coatsearch.spec import DataSpec, OptimSpec, SubsetSpec
 from coatsearch.train import NonFinite, NonFiniteLoss, check_finite, fit
 
 HERE = Path(__file__).parent
@@ -272,7 +274,7 @@ def test_a_one_class_dataset_is_refused(tmp_path):
         (ScoresSpec(generalization=SubsetSpec(5, 1, (0, 12))), r"scores.generalization.classes': class ids \[12\]"),
         (ScoresSpec(capacity=SubsetSpec(5, 1, (-1, 2))), r"class ids \[-1\] are outside .* has 10 classes"),
         (ScoresSpec(accuracy=SubsetSpec(5, 1, (3,))), "1 distinct class id"),
-        (ScoresSpec(pretrain=SubsetSpec(5, 1, (0, 1)), finetune=SubsetSpec(5, 1, (4, 4))), "finetune.classes"),
+        (ScoresSpec(transfer=TransferSpec(SubsetSpec(5, 1, (0, 1)), SubsetSpec(5, 1, (4, 4)))), "finetune.classes"),
     ],
 )
 def test_score_classes_must_be_in_the_dataset(scores, expected):
@@ -282,7 +284,7 @@ def test_score_classes_must_be_in_the_dataset(scores, expected):
 def test_a_transfer_target_dataset_is_checked_on_its_own(tmp_path):
     root = _folder(tmp_path / "three", 3)
     target = SubsetSpec(2, 1, (0, 5), DataSpec("imagefolder", str(root)))
-    scores = ScoresSpec(pretrain=SubsetSpec(2, 1, (0, 5)), finetune=target)
+    scores = ScoresSpec(transfer=TransferSpec(SubsetSpec(2, 1, (0, 5)), target))
     _refuse_match(r"class ids \[5\] are outside dataset imagefolder .* has 3 classes", 10, SYN, 8, 1, [scores])
 
 

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "coatsearch"
-SPEC_CODE = ("coatsearch.spec", "coatsearch.dsl", "coatsearch.space", "coatsearch.kinds", "coatsearch.schema")
+SPEC_CODE = (
+    "coatsearch.spec",
+    "coatsearch.document",
+    "coatsearch.dsl",
+    "coatsearch.space",
+    "coatsearch.kinds",
+    "coatsearch.schema",
+)
 
 
 def _module_name(path: Path) -> str:

@@ -7,7 +7,8 @@ import torch
 
 from coatsearch import spec as S
 from coatsearch.models import build
-from coatsearch.scores import TrialInput, measure
+from coatsearch.scores import ScoresSpec, TrialInput, measure
+from coatsearch.scores.length import LengthSpec
 from coatsearch.scores.transfer import copy_body
 
 STEM = S.StemSpec("conv", width=8, layers=1, stride=2)
@@ -34,7 +35,7 @@ def test_transfer_copies_every_weight_but_the_head():
 
 
 def test_length_score_trains_each_schedule():
-    scores = S.ScoresSpec(length=S.LengthSpec(per_class=5, epochs=(1, 2)))
+    scores = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 2)))
     out = measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"))
     assert out["length.epochs"] == [1, 2] and len(out["length.eval_acc"]) == 2
     assert out["length.eval_acc_longest"] == out["length.eval_acc"][1]
@@ -44,7 +45,7 @@ def test_length_score_trains_each_schedule():
 def test_robustness_reuses_the_source_model_and_is_deterministic():
     from coatsearch.scores import SCORES, Context, robustness
 
-    inp = TrialInput(MODEL, OPTIM, DATA, S.ScoresSpec(generalization=S.SubsetSpec(per_class=5, epochs=1)), seed=0)
+    inp = TrialInput(MODEL, OPTIM, DATA, ScoresSpec(generalization=S.SubsetSpec(per_class=5, epochs=1)), seed=0)
     ctx = Context(inp, torch.device("cpu"))
     gen = SCORES["generalization"].run(ctx, inp.scores.generalization)
     spec = robustness.RobustnessSpec(source="generalization", severities=3)
@@ -75,7 +76,7 @@ def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry():
 
     assert optim.FALLBACK_ACC is scores.FALLBACK
     assert scores.FALLBACK[:2] == ("accuracy.eval_acc", "generalization.eval_acc")
-    sc = S.ScoresSpec(length=S.LengthSpec(per_class=5, epochs=(1, 4)), generalization=S.SubsetSpec(5, 2))
+    sc = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 4)), generalization=S.SubsetSpec(5, 2))
     assert scores.signal("generalization.eval_acc", sc) == "generalization"
     assert scores.signal("capacity.eval_acc", sc) is None and scores.max_epochs(sc) == 4
 
@@ -93,7 +94,7 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
     sub = S.SubsetSpec(per_class=8, epochs=1, eval_every=1)
     runs = {}
     for layout, seed in (("C-C", 0), ("C-T", 0), ("C-C", 1)):
-        inp = TrialInput(_model(layout), OPTIM, DATA, S.ScoresSpec(generalization=sub), seed=seed)
+        inp = TrialInput(_model(layout), OPTIM, DATA, ScoresSpec(generalization=sub), seed=seed)
         ctx = Context(inp, torch.device("cpu"))
         train, held = T.splits(ctx, sub)
         out = measure(inp, torch.device("cpu"))
@@ -121,23 +122,25 @@ def test_whole_split_and_the_eval_set_default_to_all_images():
 def test_capacity_budget_must_cover_an_epoch():
     from coatsearch.errors import UserError
 
-    scores = S.ScoresSpec(capacity=S.SubsetSpec(per_class=20, max_steps=1))
+    scores = ScoresSpec(capacity=S.SubsetSpec(per_class=20, max_steps=1))
     with pytest.raises(UserError, match="capacity: max_steps"):
         measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"))
 
 
 def test_transfer_records_the_fine_tune_the_baselines_and_the_gain():
+    from coatsearch.scores.transfer import TransferSpec
+
     pre = S.SubsetSpec(per_class=10, epochs=3, classes=(0, 1), target_acc=0.05, eval_every=1)
     fin = S.SubsetSpec(per_class=10, classes=(2, 3, 4), max_steps=4, lr_factor=0.5)
-    inp = TrialInput(MODEL, OPTIM, DATA, S.ScoresSpec(pretrain=pre, finetune=fin), seed=0)
+    inp = TrialInput(MODEL, OPTIM, DATA, ScoresSpec(transfer=TransferSpec(pre, fin)), seed=0)
     out = measure(inp, torch.device("cpu"))
     assert out["transfer.pretrain_stopped"] == "target" and out["transfer.pretrain_steps"] == 1  # 5% is met at once
     assert out["transfer.finetune_steps"] == 4 and out["transfer.lr_factor"] == 0.5
     assert out["transfer.gain"] == pytest.approx(out["transfer.finetune_acc"] - out["transfer.scratch_acc"])
     assert 0.0 <= out["transfer.probe_acc"] <= 1.0
     assert out["curves.scratch"]["step"][-1] == out["curves.transfer"]["step"][-1] == 4  # same budget
-    capped = measure(dataclasses.replace(inp, scores=S.ScoresSpec(pretrain=dataclasses.replace(pre, target_acc=1.0),
-                                                                  finetune=fin)), torch.device("cpu"))  # fmt: skip
+    capped = ScoresSpec(transfer=TransferSpec(dataclasses.replace(pre, target_acc=1.0), fin))
+    capped = measure(dataclasses.replace(inp, scores=capped), torch.device("cpu"))
     assert capped["transfer.pretrain_stopped"] == "cap" and capped["transfer.pretrain_steps"] == 3
 
 

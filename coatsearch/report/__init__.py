@@ -8,7 +8,7 @@ import sys
 from dataclasses import is_dataclass
 from pathlib import Path
 
-from coatsearch.report import info, optim, paper, plots, plots_measures
+from coatsearch.report import info, optim, paper, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
@@ -59,10 +59,10 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "peak": optim.peak(records, acc) if acc else [],
         "samples": optim.samples(records) if dims or vit else [],
         "length": info.length_rows(space, records),
-        "robustness": info.robustness_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
         "rules": {"relation": V.RELATION_RULE, "verdict": V.VERDICT_RULE},
+        **plots.tables(space, records),  # the figure registry's own tables (e.g. robustness)
     }
 
 
@@ -117,7 +117,6 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     summary = summarize(study_name, space, records)
     folder = report_folder(Path(reports_dir), study_name)
     figures = plots.render_all(summary, folder)
-    figures.update(plots_measures.render_all(summary, records, space, folder))
     path = folder / "report.md"
     path.write_text(render(summary, figures), encoding="utf-8")
     text = json.dumps(jsonable(summary), indent=1, ensure_ascii=False)

@@ -205,9 +205,7 @@ def subsets(space: dict, done: list[dict]) -> list[dict]:
     """Per score: images per class, classes, epochs, data set, and the images a run actually used."""
     images = {s: f"{s}.images" for s in CURVE_SCORES}
     rows = []
-    for score, sub in (space.get("scores") or {}).items():
-        if not sub:
-            continue
+    for score, sub in _subset_records(space.get("scores") or {}):
         key = images.get(score)
         used = sorted({r["attrs"][key] for r in done if key and key in r["attrs"]})
         data = sub.get("dataset") or {}
@@ -222,6 +220,16 @@ def subsets(space: dict, done: list[dict]) -> list[dict]:
             }
         )
     return rows
+
+
+def _subset_records(node: dict):
+    """(name, subset) for each recorded subset (a mapping with `per_class`), at any depth: `transfer.pretrain` is
+    named `pretrain` as older records, which stored it flat, named it."""
+    for name, sub in node.items():
+        if isinstance(sub, dict) and "per_class" in sub:
+            yield name, sub
+        elif isinstance(sub, dict):
+            yield from _subset_records(sub)
 
 
 def curves(space: dict, records: list[dict], score: str) -> list[dict]:

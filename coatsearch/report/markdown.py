@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.report.plots import CAPTIONS
 from coatsearch.report.verdicts import V_ACCS
 from coatsearch.scores import table_keys
 
 TABLE_KEYS = table_keys()  # the candidate table's score columns, from the score registry
-FIGURE_TEXT = {
-    "generalization": "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), "
-    "mean ± sd over runs per candidate, as CoAtNet Fig. 1.",
-    "curves": "Training curves per candidate (mean over runs): clean train loss on the fixed probe and eval "
-    "accuracy on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
-    "acc_vs_macs": "Eval accuracy (mean ± sd) against MACs per image.",
-    "edf": "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
-    "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. The AdamW − SGD offset is the "
-    "optimizer gap, shown separately.",
-    "matched_loss": "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per "
-    "candidate (CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some "
-    "runs are censored), × the end of a censored run, the dashed line the common level of the comparison.",
-    "length": "Eval accuracy vs schedule length (training-length stability).",
-    "robustness": "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and "
-    "rotation; severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
-}
 
 
 def fmt_stat(s: Stat | None, m: Metric) -> str:
@@ -157,7 +142,7 @@ def figures(figs: dict[str, str]) -> str:
         return ""
     out = ["## Figures", ""]
     for name, file in figs.items():
-        out += [f"![{name}]({file})", "", f"*{file}*: {FIGURE_TEXT[name]}", ""]
+        out += [f"![{name}]({file})", "", f"*{file}*: {CAPTIONS[name]}", ""]
     return "\n".join(out)
 
 

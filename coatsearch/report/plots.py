@@ -1,10 +1,19 @@
-"""Figures of a report, rendered from the computed tables with matplotlib's object API on the Agg canvas."""
+"""Figures of a report, rendered from the computed tables with matplotlib's object API on the Agg canvas.
+
+`FIGURES` is the figure registry: a new figure is one draw function here plus one `FigureSpec` entry (with a
+`compute` function when it draws a table nothing else in the report computes).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
+
+from coatsearch.report import info
 
 matplotlib.use("Agg")
 
@@ -12,7 +21,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 DPI = 120
-FIGURES = ("generalization.png", "curves.png", "acc_vs_macs.png", "edf.png", "length.png", "robustness.png")
 MARKERS = "osD^v<>PX*hp"
 SCORE_TITLES = {
     "generalization": "Generalization (small subset)",
@@ -156,19 +164,98 @@ def robustness(rows: list[dict], path: Path) -> str | None:
     return _save(fig, path)
 
 
+@dataclass(frozen=True)
+class FigureSpec:
+    """One report figure: its file `<name>.png`, the summary table it draws, its draw function and caption."""
+
+    name: str
+    table: str  # key of the summary table it draws
+    draw: Callable[[Any, dict, Path], str | None]  # (that table, whole summary, path) -> file name; None: no data
+    caption: str  # the text under it in report.md
+    compute: Callable[[dict, list[dict]], Any] | None = None  # (space record, trials) -> its table, if only it uses it
+
+
+FIGURES: dict[str, FigureSpec] = {
+    f.name: f
+    for f in (
+        FigureSpec(
+            "generalization",
+            "candidates",
+            lambda rows, s, path: generalization(rows, path),
+            "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), mean ± sd over runs "
+            "per candidate, as CoAtNet Fig. 1.",
+        ),
+        FigureSpec(
+            "curves",
+            "curves",
+            lambda tables, s, path: curves(tables, [r["candidate"] for r in s["candidates"]], path),
+            "Training curves per candidate (mean over runs): clean train loss on the fixed probe and eval accuracy "
+            "on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
+        ),
+        FigureSpec(
+            "acc_vs_macs",
+            "candidates",
+            lambda rows, s, path: acc_vs_macs(rows, s["primary_acc"], s["primary_label"], path),
+            "Eval accuracy (mean ± sd) against MACs per image.",
+        ),
+        FigureSpec(
+            "edf",
+            "edf",
+            lambda rows, s, path: edf(rows, s["edf_k"], path) if s["search_dims"] else None,
+            "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
+            "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. The AdamW − SGD offset is "
+            "the optimizer gap, shown separately.",
+        ),
+        FigureSpec(
+            "matched_loss",
+            "matched_loss",
+            lambda frames, s, path: _measures().draw(frames, path),
+            "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
+            "(CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some runs "
+            "are censored), × the end of a censored run, the dashed line the common level of the comparison.",
+            compute=lambda space, records: _measures().frames(space, records),
+        ),
+        FigureSpec(
+            "length",
+            "length",
+            lambda rows, s, path: length(rows, path),
+            "Eval accuracy vs schedule length (training-length stability).",
+        ),
+        FigureSpec(
+            "robustness",
+            "robustness",
+            lambda rows, s, path: robustness(rows, path),
+            "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
+            "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
+            compute=info.robustness_rows,
+        ),
+    )
+}
+CAPTIONS = {name: f.caption for name, f in FIGURES.items()}
+
+
+def _measures():
+    """report.plots_measures, imported late (it imports this module)."""
+    from coatsearch.report import plots_measures
+
+    return plots_measures
+
+
+def tables(space: dict, records: list[dict]) -> dict[str, Any]:
+    """The summary tables only figures draw, computed by their registry entries."""
+    return {f.table: f.compute(space, records) for f in FIGURES.values() if f.compute is not None}
+
+
 def render_all(summary: dict, folder: Path) -> dict[str, str]:
-    """Write every figure the summary has data for; remove stale ones. Returns {figure: file name}."""
+    """Write every registered figure the summary has data for; remove stale ones. Returns {figure: file name}."""
     folder.mkdir(parents=True, exist_ok=True)
-    acc = summary["primary_acc"]
-    made = {
-        "generalization": generalization(summary["candidates"], folder / "generalization.png"),
-        "curves": curves(summary["curves"], [r["candidate"] for r in summary["candidates"]], folder / "curves.png"),
-        "acc_vs_macs": acc_vs_macs(summary["candidates"], acc, summary["primary_label"], folder / "acc_vs_macs.png"),
-        "edf": edf(summary["edf"], summary["edf_k"], folder / "edf.png") if summary["search_dims"] else None,
-        "length": length(summary["length"], folder / "length.png"),
-        "robustness": robustness(summary.get("robustness") or [], folder / "robustness.png"),
-    }
-    for name in FIGURES:
-        if name[:-4] not in made or made[name[:-4]] is None:
-            (folder / name).unlink(missing_ok=True)
-    return {k: v for k, v in made.items() if v}
+    made = {}
+    for name, fig in FIGURES.items():
+        path = folder / f"{name}.png"
+        table = summary.get(fig.table)
+        file = fig.draw(table, summary, path) if table else None
+        if file:
+            made[name] = file
+        else:
+            path.unlink(missing_ok=True)
+    return made

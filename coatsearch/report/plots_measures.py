@@ -70,13 +70,18 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     return fig
 
 
-def render_all(summary: dict, records: list[dict], space: dict, folder: Path) -> dict[str, str]:
-    """Write the paper-measure figures the study has data for (removing stale ones); {figure: file name}."""
+def frames(space: dict, records: list[dict]) -> dict | None:
+    """The matched-loss figure's table, JSON-ready: curve points, ladder readings and the common level."""
     from coatsearch.report import paper
 
     gen = paper.matched(space, records)
-    path = folder / "matched_loss.png"
-    name = matched_loss(gen["curves"], gen["matched"], path, gen["level"]) if gen["matched"] is not None else None
-    if name is None:
-        path.unlink(missing_ok=True)
-    return {"matched_loss": name} if name else {}
+    if gen["matched"] is None:
+        return None
+    return {"curves": gen["curves"].to_dict("records"), "matched": gen["matched"].to_dict("records"),
+            "level": gen["level"]}  # fmt: skip
+
+
+def draw(table: dict, path: Path) -> str | None:
+    """`matched_loss` from the table `frames` made; its file name, or None without curves."""
+    curves, at = pd.DataFrame(table["curves"]), pd.DataFrame(table["matched"])
+    return matched_loss(curves, at, path, table["level"])

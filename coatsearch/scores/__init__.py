@@ -1,16 +1,30 @@
 """The score registry: one module per score; the trial runner, pruning, objective fallback and report derive from it.
 
 Scores run in registry order, so a score that reuses another's trained model (robustness) comes after it.
-A new score is one new module here plus its line in `SCORES` (and, for its DSL section, its spec).
+A new score is one new module here (its spec, run function and metrics) plus its line in `SCORES`: the DSL's
+`scores:` section (`ScoresSpec`) is derived from the registry, one optional field per score.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from coatsearch import spec as S
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, transfer
 from coatsearch.scores.base import Context, Metric, Report, Score, TrialInput
 
-__all__ = ["FALLBACK", "METRICS", "SCORES", "Context", "Metric", "Report", "Score", "TrialInput", "measure"]
+__all__ = [
+    "FALLBACK",
+    "METRICS",
+    "SCORES",
+    "Context",
+    "Metric",
+    "Report",
+    "Score",
+    "ScoresSpec",
+    "TrialInput",
+    "measure",
+]
 
 SCORES: dict[str, Score] = {
     s.name: s
@@ -23,6 +37,39 @@ SCORES: dict[str, Score] = {
         robustness.SCORE,
     )
 }
+
+
+def _check_sections(self) -> None:
+    """Each enabled score's own check (`Score.check`), given the enabled scores before it that keep a model.
+
+    The message starts with the section's and the field's names ('robustness: source: ...'), which the DSL's
+    error reads to point at that field's line."""
+    models: list[str] = []
+    for score in SCORES.values():
+        spec = getattr(self, score.name)
+        if spec is None:
+            continue
+        problem = score.check(spec, tuple(models))
+        if problem:
+            raise ValueError(f"{score.name}: {problem}")
+        if score.keeps_model:
+            models.append(score.name)
+
+
+def _scores_spec() -> type:
+    """The `scores:` section's spec: one optional field per registered score, typed by its section spec."""
+    cls = dataclasses.make_dataclass(
+        "ScoresSpec",
+        [(s.name, s.section | None, dataclasses.field(default=None)) for s in SCORES.values()],
+        namespace={"__post_init__": _check_sections, "__module__": __name__},
+        frozen=True,
+    )
+    cls.__doc__ = "Which paper measurements a trial makes: one section per registered score (None = skipped)."
+    cls.__pydantic_config__ = S.FORBID  # unknown keys (and unknown scores) in a space file are errors
+    return cls
+
+
+ScoresSpec = _scores_spec()
 
 # A candidate whose scores leave out the study's objective reports the first of these it measured as its
 # trial value (the attribute `objective` names which); the report judges a study by the same list.
@@ -52,9 +99,9 @@ def get(name: str) -> Score:
     return SCORES[name]
 
 
-def enabled(scores: S.ScoresSpec) -> list[tuple[Score, object]]:
+def enabled(scores: ScoresSpec) -> list[tuple[Score, object]]:
     """(score, its spec) for every score a candidate's scores enable, in registry order."""
-    return [(s, spec) for s in SCORES.values() if (spec := s.spec(scores)) is not None]
+    return [(s, spec) for s in SCORES.values() if (spec := getattr(scores, s.name)) is not None]
 
 
 def measure(inp: TrialInput, device, progress: bool = False, report: Report | None = None) -> dict:
@@ -66,14 +113,14 @@ def measure(inp: TrialInput, device, progress: bool = False, report: Report | No
     return out
 
 
-def signal(objective: str, scores: S.ScoresSpec) -> str | None:
+def signal(objective: str, scores: ScoresSpec) -> str | None:
     """The run phase whose per-epoch eval accuracy a pruner sees for `objective` (None: nothing to prune on)."""
     score = SCORES.get(objective.split(".", 1)[0])
-    spec = score.spec(scores) if score else None
+    spec = getattr(scores, score.name) if score else None
     return score.signal(spec) if spec is not None else None
 
 
-def max_epochs(scores: S.ScoresSpec) -> int:
+def max_epochs(scores: ScoresSpec) -> int:
     """The longest schedule any enabled score trains (at least 1)."""
     return max([1, *(e for s, spec in enabled(scores) for e in s.epochs(spec))])
 

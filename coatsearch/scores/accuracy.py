@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc, loss
 
 
@@ -14,7 +15,7 @@ def run(ctx, spec) -> dict:
 
 SCORE = Score(
     name="accuracy",
-    spec=lambda sc: sc.accuracy,
+    section=S.SubsetSpec,
     run=run,
     metrics=(
         loss("accuracy.train_loss", "recipe train loss"),
@@ -25,5 +26,6 @@ SCORE = Score(
     signal=lambda spec: "accuracy",
     headline="accuracy.eval_acc",
     single_run=True,
+    keeps_model=True,
     fallback=1,
 )

@@ -43,7 +43,7 @@ class TrialInput:
     model: S.ModelSpec
     optim: S.OptimSpec
     data: S.DataSpec
-    scores: S.ScoresSpec
+    scores: Any  # coatsearch.scores.ScoresSpec (derived from the registry, which imports this module)
     seed: int
 
 
@@ -63,7 +63,7 @@ class Score:
     """One score: its DSL section, its run function, the metrics and curves it records, and its pruner signal."""
 
     name: str  # DSL section under `scores:` and the prefix of its metric keys
-    spec: Callable[[S.ScoresSpec], Any]  # the section's spec in a candidate's scores; None when not enabled
+    section: type  # spec of its DSL section `scores.<name>` (a frozen spec dataclass); the field is None when off
     run: Callable[[Context, Any], dict]  # (context, spec) -> flat metrics plus `curves.<name>` dicts
     metrics: tuple[Metric, ...]
     curves: Callable[[Any], tuple[str, ...]]  # spec -> the `curves.<name>` it records
@@ -72,3 +72,6 @@ class Score:
     headline: str | None = None  # the metric that stands in for the objective when the study's is not measured
     fallback: int | None = None  # the headline's place in the objective fallback (lower first)
     single_run: bool = False  # one run whose curve is `curves.<name>`: drawn in the report's training curves
+    keeps_model: bool = False  # leaves its trained model in `Context.models[name]` for a later score to reuse
+    # (spec, models) -> a problem with the section, or None; `models`: enabled scores before it that keep a model
+    check: Callable[[Any, tuple[str, ...]], str | None] = lambda spec, models: None

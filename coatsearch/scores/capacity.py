@@ -6,6 +6,7 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 
 from __future__ import annotations
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc, loss
 
 
@@ -18,7 +19,7 @@ def run(ctx, spec) -> dict:
 
 SCORE = Score(
     name="capacity",
-    spec=lambda sc: sc.capacity,
+    section=S.SubsetSpec,
     run=run,
     metrics=(
         loss("capacity.train_loss", "cap. train loss", ranked=True),
@@ -29,5 +30,6 @@ SCORE = Score(
     signal=lambda spec: "capacity",
     headline="capacity.eval_acc",
     single_run=True,
+    keeps_model=True,
     fallback=3,
 )

@@ -6,6 +6,7 @@ The report reads eval accuracy at matched training loss from the curve (report.m
 
 from __future__ import annotations
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Metric, Score, acc, loss
 
 
@@ -18,7 +19,7 @@ def run(ctx, spec) -> dict:
 
 SCORE = Score(
     name="generalization",
-    spec=lambda sc: sc.generalization,
+    section=S.SubsetSpec,
     run=run,
     metrics=(
         acc("generalization.matched_acc", "gen. eval acc at matched loss", ranked=True),  # set by the report
@@ -31,5 +32,6 @@ SCORE = Score(
     signal=lambda spec: "generalization",
     headline="generalization.eval_acc",
     single_run=True,
+    keeps_model=True,
     fallback=2,
 )

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
+
+from pydantic import Field, Strict
 
 from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc
 
 
-def run(ctx, spec: S.LengthSpec) -> dict:
+@S.spec
+class LengthSpec:
+    """Training-length stability: the same subset trained for each schedule length."""
+
+    per_class: S.PosInt | None  # None = every image of each class
+    epochs: Annotated[tuple[S.PosInt, ...], Field(min_length=2)]  # schedule lengths; the longest is the reference
+    classes: tuple[Annotated[int, Strict(), Field(ge=0)], ...] | None = None
+
+
+def run(ctx, spec: LengthSpec) -> dict:
     """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
     from coatsearch.scores import training as T
 
@@ -29,7 +41,7 @@ def run(ctx, spec: S.LengthSpec) -> dict:
 
 SCORE = Score(
     name="length",
-    spec=lambda sc: sc.length,
+    section=LengthSpec,
     run=run,
     metrics=(acc("length.eval_acc_longest", "eval acc, longest schedule", table=False),),
     curves=lambda spec: tuple(f"length{e}" for e in spec.epochs),

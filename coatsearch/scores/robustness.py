@@ -8,8 +8,11 @@ Gaussian noise is drawn from a generator seeded by the trial's seed, so a trial 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated
 
+from pydantic import Field, Strict
+
+from coatsearch import spec as S
 from coatsearch.scores.base import Score, acc
 
 # corruption -> magnitude at severities 1..5
@@ -23,12 +26,20 @@ SEVERITIES = {
 CORRUPTIONS = tuple(SEVERITIES)
 
 
-@dataclass(frozen=True)
+@S.spec
 class RobustnessSpec:
     """Which score's trained model is corrupted-tested, and how many severities (1..5) of each corruption."""
 
-    source: str = "generalization"
-    severities: int = 3
+    source: S.Name = "generalization"  # an enabled score that keeps its trained model (Score.keeps_model)
+    severities: Annotated[int, Strict(), Field(ge=1, le=len(SEVERITIES["noise"]))] = 3
+
+
+def check(spec: RobustnessSpec, models: tuple[str, ...]) -> str | None:
+    """The source must be an enabled score, before this one, that keeps its trained model ('field: problem')."""
+    if spec.source in models:
+        return None
+    have = ", ".join(models) or "none"
+    return f"source: '{spec.source}' is not an enabled score that keeps its trained model (enabled that do: {have})"
 
 
 def corrupt(x, name: str, severity: int, seed: int):
@@ -82,7 +93,7 @@ def run(ctx, spec: RobustnessSpec) -> dict:
 
 SCORE = Score(
     name="robustness",
-    spec=lambda sc: getattr(sc, "robustness", None),
+    section=RobustnessSpec,
     run=run,
     metrics=(
         acc("robustness.clean_acc", "robust. clean acc", table=False),
@@ -93,4 +104,5 @@ SCORE = Score(
     epochs=lambda spec: (),
     headline="robustness.corrupt_acc",
     fallback=6,
+    check=check,
 )

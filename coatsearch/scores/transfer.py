@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from coatsearch import spec as S
 from coatsearch.scores.base import Metric, Score, acc
 
 MIN_FINETUNE_STEPS = 300  # the least fine-tune (and scratch) budget when `finetune.max_steps` is not given
@@ -20,11 +21,19 @@ PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
 PROBE_L2 = 1e-4  # L2 penalty of the linear probe (on standardized features)
 
 
-def run(ctx, spec) -> dict:
+@S.spec
+class TransferSpec:
+    """Pretrain on subset A (`pretrain`), then fine-tune on subset B (`finetune`, may name another dataset)."""
+
+    pretrain: S.SubsetSpec
+    finetune: S.SubsetSpec
+
+
+def run(ctx, spec: TransferSpec) -> dict:
     """Pretrain, fine-tune, train the two baselines; accuracies, the gain, how pretraining stopped, and curves."""
     from coatsearch.scores import training as T
 
-    pre, fin = spec
+    pre, fin = spec.pretrain, spec.finetune
     optim = ctx.inp.optim
     train_a, held_a = T.splits(ctx, pre)
     source = T.model(ctx, len(train_a.classes), no_drop=False)
@@ -108,7 +117,7 @@ def linear_probe(model, train, held, device, batch_size: int) -> float:
 
 SCORE = Score(
     name="transfer",
-    spec=lambda sc: (sc.pretrain, sc.finetune) if sc.pretrain is not None and sc.finetune is not None else None,
+    section=TransferSpec,
     run=run,
     metrics=(
         acc("transfer.pretrain_acc", "pretrain acc (A)"),
@@ -118,8 +127,9 @@ SCORE = Score(
         acc("transfer.probe_acc", "linear probe acc (B)"),
     ),
     curves=lambda spec: ("pretrain", "transfer", "scratch"),
-    epochs=lambda spec: (spec[0].epochs, spec[1].epochs),
+    epochs=lambda spec: (spec.pretrain.epochs, spec.finetune.epochs),
     signal=lambda spec: "transfer",
     headline="transfer.finetune_acc",
     fallback=4,
+    keeps_model=True,
 )

@@ -1,0 +1,108 @@
+"""The space file as documents: a candidate and the whole file, whose `scores:` section the score registry derives.
+
+These sit above spec.py and coatsearch.scores (each score declares its own section spec there), so the
+vocabulary stays one: YAML validates straight into these frozen dataclasses (dsl.py). No torch here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, TypeAdapter
+
+from coatsearch import kinds
+from coatsearch.scores import ScoresSpec
+from coatsearch.spec import (
+    FORBID,
+    BlockSpec,
+    Budget,
+    ConstraintsSpec,
+    DataSpec,
+    InputSpec,
+    LaxPosInt,
+    ModelSpec,
+    Name,
+    OptimSpec,
+    SearchDim,
+    StageSpec,
+    StemSpec,
+    Stride,
+    StudySpec,
+    with_value,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateSpec:
+    """One candidate as a space file states it, after the shared sections were merged in."""
+
+    __pydantic_config__ = FORBID
+
+    name: Name
+    arch: Literal["coatnet", "vit"] = "coatnet"
+    stem: StemSpec = StemSpec()
+    layout: Annotated[str, AfterValidator(kinds.check_layout)]
+    depths: tuple[LaxPosInt, ...]
+    widths: tuple[LaxPosInt, ...]
+    strides: tuple[Stride, ...] | None = None  # per stage; None = 2 everywhere
+    block: BlockSpec = BlockSpec()
+    train: OptimSpec = OptimSpec()
+    search: Mapping[str, SearchDim | None] = field(default_factory=dict)  # dotted path -> dimension
+    budget: Budget | None = None
+    scores: ScoresSpec = ScoresSpec()
+
+    def __post_init__(self) -> None:
+        n = len(self.layout.split("-"))
+        for key in ("depths", "widths", "strides"):
+            values = getattr(self, key)
+            if values is not None and len(values) != n:
+                raise ValueError(f"'{key}' has {len(values)} entries but layout '{self.layout}' has {n} stages")
+        problem = kinds.check_arch(self.arch, self.stem.kind, self.layout)
+        if problem:
+            raise ValueError(problem)
+
+    def model(self, inp: InputSpec) -> ModelSpec:
+        """The explicit per-stage model this candidate describes for `inp` images (raises ValueError)."""
+        letters = self.layout.split("-")
+        strides = self.strides or (2,) * len(letters)
+        stages = tuple(StageSpec(*s) for s in zip(letters, self.depths, self.widths, strides, strict=True))
+        return ModelSpec(self.name, self.arch, inp.image_size, inp.channels, inp.classes, self.stem, stages, self.block)
+
+
+ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 (report.claims)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpaceDoc:
+    """A whole space file, after the profile was applied and the shared sections merged into each candidate."""
+
+    __pydantic_config__ = FORBID
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    scale: str = ""
+    input: InputSpec
+    model: dict[str, Any] = field(default_factory=dict)  # shared model fields, validated inside each candidate
+    train: OptimSpec = OptimSpec()
+    search: dict[str, SearchDim | None] = field(default_factory=dict)
+    budget: Budget | None = None
+    constraints: ConstraintsSpec = ConstraintsSpec()
+    candidates: Annotated[tuple[CandidateSpec, ...], Field(min_length=1)]
+    data: DataSpec = DataSpec("synthetic")
+    scores: ScoresSpec = ScoresSpec()
+    study: StudySpec = StudySpec()
+    untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
+
+
+DOCUMENT = TypeAdapter(SpaceDoc)
+
+
+def with_params(cand: CandidateSpec, params: Mapping[str, Any]) -> CandidateSpec:
+    """`cand` with sampled `params` applied (dotted paths: `model.` fields sit at the candidate's top level)."""
+    for path, value in params.items():
+        root, _, rest = path.partition(".")
+        keys = rest.split(".") if root == "model" else [root, *rest.split(".")]
+        cand = with_value(cand, keys, value)
+    return cand
