@@ -347,6 +347,12 @@ def _labels_of(data: TensorData, classes: tuple[int, ...] | None) -> tuple[int, 
     return classes
 
 
+def _every(data: TensorData, keep: tuple[int, ...]) -> dict[int, int]:
+    """Counts that take every image of each class in `keep` (original ids)."""
+    counts = torch.bincount(data.y, minlength=data.num_classes)
+    return {c: int(counts[data.classes.index(c)]) for c in keep}
+
+
 def _select(data: TensorData, counts: dict[int, int], seed: int, what: str) -> TensorData:
     """Keep counts[c] images of each original class c (seeded, nested in the count) and relabel 0..k-1.
 
@@ -388,15 +394,18 @@ def fingerprint(data: TensorData) -> str:
     return h.hexdigest()[:12]
 
 
-def subset(data: TensorData, per_class: int, classes: tuple[int, ...] | None, seed: int) -> TensorData:
+def subset(data: TensorData, per_class: int | None, classes: tuple[int, ...] | None, seed: int) -> TensorData:
     """`per_class` images of each of `classes` (original ids; None = all), relabelled 0..k-1 in that order.
 
-    A class with fewer images contributes all it has (with a warning) rather than failing, so one space
-    file works on datasets of different sizes. Same seed, same images.
+    per_class None takes every image of each class (the whole split when classes is None too). A class with
+    fewer images contributes all it has (with a warning) rather than failing, so one space file works on
+    datasets of different sizes. Same seed, same images.
     """
+    keep = _labels_of(data, classes)
+    if per_class is None:
+        return _select(data, _every(data, keep), seed, "subset")
     if per_class < 1:
         raise UserError(f"per_class must be >= 1, got {per_class}")
-    keep = _labels_of(data, classes)
     return _select(data, dict.fromkeys(keep, per_class), seed, "subset")
 
 
@@ -409,8 +418,7 @@ def eval_subset(test: TensorData, size: int, classes: tuple[int, ...] | None, se
     """
     keep = _labels_of(test, classes)
     if size <= 0:
-        counts = torch.bincount(test.y, minlength=test.num_classes)
-        return _select(test, {c: int(counts[test.classes.index(c)]) for c in keep}, seed, "eval_subset")
+        return _select(test, _every(test, keep), seed, "eval_subset")
     base, extra = divmod(size, len(keep))
     return _select(test, {c: base + (i < extra) for i, c in enumerate(keep)}, seed, "eval_subset")
 

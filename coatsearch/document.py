@@ -72,6 +72,9 @@ class CandidateSpec:
         return ModelSpec(self.name, self.arch, inp.image_size, inp.channels, inp.classes, self.stem, stages, self.block)
 
 
+ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 (report.claims)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SpaceDoc:
     """A whole space file, after the profile was applied and the shared sections merged into each candidate."""
@@ -91,6 +94,7 @@ class SpaceDoc:
     data: DataSpec = DataSpec("synthetic")
     scores: ScoresSpec = ScoresSpec()
     study: StudySpec = StudySpec()
+    untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
 
 DOCUMENT = TypeAdapter(SpaceDoc)

@@ -52,6 +52,7 @@ def space_record(space: Space) -> dict:
         "scores": json.loads(json.dumps(asdict(space.scores))),
         "study": asdict(space.study),
         "candidates": [c.name for c in space.candidates],
+        "untestable": dict(space.untestable),
         "space_yaml": text,
     }
 

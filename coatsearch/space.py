@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ class Space:
     data: S.DataSpec
     scores: ScoresSpec
     study: S.StudySpec
+    untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
     def candidate(self, name: str) -> Candidate:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -87,6 +88,7 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
         data=doc.data,
         scores=doc.scores,
         study=doc.study,
+        untestable=dict(doc.untestable),
     )
 
 

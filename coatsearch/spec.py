@@ -38,6 +38,7 @@ BATCH_MAX = 8192  # training batch size
 EVAL_MAX = 200_000  # held-out images evaluated
 PER_CLASS_MAX = 100_000  # training images per class in a subset
 EPOCHS_MAX = 1000  # epochs of one schedule (and warmup epochs)
+STEPS_MAX = 10_000_000  # optimizer steps of one run (max_steps) and steps between curve points
 CLASSES_MAX = 100_000  # classes of the input and class ids
 SEEDS_MAX = 100  # seeds per study
 SEED_MAX = 2**31 - 1  # a seed value
@@ -253,19 +254,26 @@ class DataSpec:
 
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
     root: str | None = None  # folder to look in (dataset-specific default when None)
-    eval_size: Annotated[int, Strict(), Field(gt=0, le=EVAL_MAX)] = (
-        2000  # held-out images used for evaluation (deterministic subset)
-    )
+    eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0  # eval images, drawn once; 0 = whole test split
+
+
+Levels = Annotated[tuple[Annotated[Real, Field(gt=0)], ...], Field(min_length=1, max_length=LENGTHS_MAX)]
 
 
 @spec
 class SubsetSpec:
-    """A deterministic training subset: `per_class` images of each of `classes` (None = all)."""
+    """A deterministic training subset (`per_class` images of each of `classes`) and how a run on it is measured."""
 
-    per_class: Annotated[int, Field(gt=0, le=PER_CLASS_MAX)]
-    epochs: Epochs
+    per_class: Annotated[int, Field(gt=0, le=PER_CLASS_MAX)] | None = None  # None = every image of each class
+    epochs: Epochs = 1  # the schedule, unless max_steps is given
     classes: tuple[Annotated[int, Field(ge=0, lt=CLASSES_MAX)], ...] | None = None
     dataset: DataSpec | None = None  # another dataset (transfer target); None = the space's dataset
+    eval_every: Annotated[int, Strict(), Field(ge=0, le=STEPS_MAX)] | None = None  # steps between curve points
+    max_steps: Annotated[int, Field(gt=0, le=STEPS_MAX)] | None = None  # a step budget (cosine ends there), not epochs
+    stop_at_loss: Annotated[Real, Field(gt=0)] | None = None  # stop once the probe's clean train loss is this low
+    loss_levels: Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
+    target_acc: Annotated[Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
+    lr_factor: Annotated[Real, Field(gt=0, le=RATIO_MAX)] = 0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
 
 
 @spec

@@ -42,8 +42,9 @@ def test_end_to_end_records_every_score_and_resumes(tmp_path):
         a = t.user_attrs
         assert t.value == a["generalization.eval_acc"] and 0.0 <= t.value <= 1.0
         assert a["generalization.gap"] == pytest.approx(a["generalization.train_acc"] - a["generalization.eval_acc"])
-        assert len(a["curves.generalization"]["eval_acc"]) == 2
-        assert 0.0 <= a["transfer.finetune_acc"] <= 1.0 and len(a["curves.transfer"]["eval_acc"]) == 1
+        assert len(a["curves.generalization"]["epoch_eval_acc"]) == 2 and a["curves.generalization"]["step"][0] == 0
+        assert 0.0 <= a["transfer.finetune_acc"] <= 1.0 and a["curves.transfer"]["step"][-1] == 2
+        assert a["transfer.gain"] == pytest.approx(a["transfer.finetune_acc"] - a["transfer.scratch_acc"])
         assert a["macs"] > 0 and abs(a["budget_error"]) <= 0.1 and a["seed"] == 0
         assert a["env"]["versions"]["torch"] and a["wall_s"] > 0
     study_attrs = store.load_study(tmp_path, "s").user_attrs["space"]
@@ -148,3 +149,22 @@ def test_search_with_tpe_and_median_pruner_reports_each_epoch(tmp_path):
     assert len({t.params["train.lr"] for t in done}) == 6
     assert all(1.0e-4 <= t.params["train.lr"] <= 1.0e-2 for t in done)
     assert all(set(t.intermediate_values) <= {0, 1} and t.intermediate_values for t in done)
+
+
+def test_tiny_study_end_to_end_reports_the_paper_measures(tmp_path):
+    from coatsearch.report import write_report
+
+    space = variant(tmp_path, "generalization: {per_class: 20, epochs: 2}",
+                    "generalization: {per_class: 20, epochs: 3, eval_every: 1, loss_levels: [5.0, 2.0]}\n"
+                    "  capacity: {per_class: 20, max_steps: 4, eval_every: 1}")  # fmt: skip
+    space.write_text(space.read_text() + "untestable: {d: 'no depth splits here'}\n")
+    run(space, tmp_path)
+    done = trials(tmp_path)
+    assert len({t.user_attrs["generalization.eval_fingerprint"] for t in done}) == 1  # one eval set per study
+    assert len({t.user_attrs["generalization.train_fingerprint"] for t in done}) == 1  # same subset for a seed
+    text = write_report("s", tmp_path, tmp_path / "reports").read_text()
+    for part in ("## Generalization at matched training loss", "Ladder (nats): 5, 2", "## Capacity on abundant data",
+                 "## Transfer from equal footing", "## Paired data", "not tested at this scale",
+                 "matched_loss.png"):  # fmt: skip
+        assert part in text, part
+    assert (tmp_path / "reports" / "s" / "matched_loss.png").exists()

@@ -1,5 +1,7 @@
 """Scores: the transfer copy keeps the body and renews the head; the length score and objective fallback."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -37,7 +39,7 @@ def test_length_score_trains_each_schedule():
     out = measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"))
     assert out["length.epochs"] == [1, 2] and len(out["length.eval_acc"]) == 2
     assert out["length.eval_acc_longest"] == out["length.eval_acc"][1]
-    assert len(out["curves.length2"]["eval_acc"]) == 2
+    assert len(out["curves.length2"]["epoch_eval_acc"]) == 2 and out["curves.length2"]["step"][0] == 0
 
 
 def test_robustness_reuses_the_source_model_and_is_deterministic():
@@ -77,3 +79,90 @@ def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry():
     sc = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 4)), generalization=S.SubsetSpec(5, 2))
     assert scores.signal("generalization.eval_acc", sc) == "generalization"
     assert scores.signal("capacity.eval_acc", sc) is None and scores.max_epochs(sc) == 4
+
+
+def _model(layout: str) -> S.ModelSpec:
+    stages = tuple(S.StageSpec(k, 1, 16, s) for k, s in zip(layout.split("-"), (1, 2), strict=True))
+    return S.ModelSpec(layout, "coatnet", 16, 1, 5, STEM, stages, S.BlockSpec(head_size=8))
+
+
+def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
+    from coatsearch import data as D
+    from coatsearch.scores import Context
+    from coatsearch.scores import training as T
+
+    sub = S.SubsetSpec(per_class=8, epochs=1, eval_every=1)
+    runs = {}
+    for layout, seed in (("C-C", 0), ("C-T", 0), ("C-C", 1)):
+        inp = TrialInput(_model(layout), OPTIM, DATA, ScoresSpec(generalization=sub), seed=seed)
+        ctx = Context(inp, torch.device("cpu"))
+        train, held = T.splits(ctx, sub)
+        out = measure(inp, torch.device("cpu"))
+        runs[(layout, seed)] = (D.image_ids(train), D.image_ids(held), out)
+    (tr_a, ev_a, a), (tr_b, ev_b, b), (tr_c, ev_c, c) = runs.values()
+    assert torch.equal(tr_a, tr_b) and torch.equal(ev_a, ev_b) and torch.equal(ev_a, ev_c)  # paired by seed
+    assert not torch.equal(tr_a, tr_c)  # another seed, another training subset; the eval set stays
+    for key in ("generalization.train_fingerprint", "generalization.eval_fingerprint"):
+        assert a[key] == b[key]
+    assert a["generalization.train_fingerprint"] != c["generalization.train_fingerprint"]
+    assert a["generalization.eval_fingerprint"] == c["generalization.eval_fingerprint"]
+    assert a["generalization.eval_images"] == len(ev_a) == 100
+    assert a["curves.generalization"]["step"] == list(range(a["generalization.steps"] + 1))
+
+
+def test_whole_split_and_the_eval_set_default_to_all_images():
+    from coatsearch import data as D
+
+    pool, test = D.load(S.DataSpec("synthetic"), 16, 1)
+    assert len(D.subset(pool, None, None, seed=3)) == len(pool)
+    assert len(D.subset(pool, None, (0, 1), seed=3)) == int((pool.y <= 1).sum())
+    assert len(D.eval_subset(test, S.DataSpec("synthetic").eval_size, None)) == len(test)
+
+
+def test_capacity_budget_must_cover_an_epoch():
+    from coatsearch.errors import UserError
+
+    scores = ScoresSpec(capacity=S.SubsetSpec(per_class=20, max_steps=1))
+    with pytest.raises(UserError, match="capacity: max_steps"):
+        measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"))
+
+
+def test_transfer_records_the_fine_tune_the_baselines_and_the_gain():
+    from coatsearch.scores.transfer import TransferSpec
+
+    pre = S.SubsetSpec(per_class=10, epochs=3, classes=(0, 1), target_acc=0.05, eval_every=1)
+    fin = S.SubsetSpec(per_class=10, classes=(2, 3, 4), max_steps=4, lr_factor=0.5)
+    inp = TrialInput(MODEL, OPTIM, DATA, ScoresSpec(transfer=TransferSpec(pre, fin)), seed=0)
+    out = measure(inp, torch.device("cpu"))
+    assert out["transfer.pretrain_stopped"] == "target" and out["transfer.pretrain_steps"] == 1  # 5% is met at once
+    assert out["transfer.finetune_steps"] == 4 and out["transfer.lr_factor"] == 0.5
+    assert out["transfer.gain"] == pytest.approx(out["transfer.finetune_acc"] - out["transfer.scratch_acc"])
+    assert 0.0 <= out["transfer.probe_acc"] <= 1.0
+    assert out["curves.scratch"]["step"][-1] == out["curves.transfer"]["step"][-1] == 4  # same budget
+    capped = ScoresSpec(transfer=TransferSpec(dataclasses.replace(pre, target_acc=1.0), fin))
+    capped = measure(dataclasses.replace(inp, scores=capped), torch.device("cpu"))
+    assert capped["transfer.pretrain_stopped"] == "cap" and capped["transfer.pretrain_steps"] == 3
+
+
+def test_fine_tuning_defaults_to_at_least_300_steps():
+    from coatsearch.scores import transfer
+
+    assert transfer.MIN_FINETUNE_STEPS == 300 and S.SubsetSpec().lr_factor == 0.1
+
+
+def test_linear_probe_separates_separable_features():
+    from coatsearch import data as D
+    from coatsearch.scores.transfer import linear_probe
+
+    class Net(torch.nn.Module):  # features = the mean pixel of each image; head removed by the probe
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(1, 2)
+
+        def forward(self, x):
+            return self.head(x.mean((1, 2, 3))[:, None])
+
+    y = torch.arange(40) % 2
+    x = (2.0 * y - 1)[:, None, None, None] + 0.1 * torch.randn(40, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+    data = D.TensorData(x, y, (0, 1))
+    assert linear_probe(Net(), data, data, torch.device("cpu"), 16) == 1.0

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from coatsearch.report import info, optim
+from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
 from coatsearch.report.info import METRICS, Stat
 from tests.report_records import AGREE, SPACE, layout_records, noisy, record, reverse, vit_records, with_derived
@@ -56,7 +57,9 @@ def test_ranking_orders_best_first_with_symbols():
     loss = V.ranking(rows, "capacity.train_loss")
     assert loss["order"][0]["candidate"] == "C-C-T-T" and loss["order"][-1]["candidate"] == "C-C-C-C"
     assert [r["key"] for r in V.rankings(rows)] == [
-        k for k in V.RANKED if k not in ("accuracy.eval_acc", "robustness.corrupt_acc")
+        k
+        for k in V.RANKED
+        if k not in ("accuracy.eval_acc", "robustness.corrupt_acc", "generalization.matched_acc", "transfer.gain")
     ]
 
 
@@ -141,7 +144,7 @@ def test_relative_attention_pairs_and_verdicts():
 
 def _stem(recs: list[dict]) -> dict | None:
     acc = "accuracy.eval_acc"
-    return V.stem_claim(optim.optimizer_gap(recs, acc), optim.edf(recs, acc))
+    return V.stem_claim(optim.optimizer_gap(recs, acc), M.edf(M.runs_frame(recs, acc)))
 
 
 def test_conv_stem_claim():

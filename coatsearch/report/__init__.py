@@ -8,9 +8,11 @@ import sys
 from dataclasses import is_dataclass
 from pathlib import Path
 
-from coatsearch.report import info, optim, plots
+from coatsearch.report import info, optim, paper, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
+from coatsearch.report import markdown_measures as mdm
+from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
 from coatsearch.report.claims import EDF_K
 
@@ -21,12 +23,17 @@ SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
 
 def summarize(study: str, space: dict, records: list[dict]) -> dict:
     """Every table the report shows, computed from the space record and trial records alone."""
+    gen = paper.matched(space, records)
+    records = paper.with_matched(records, gen["matched"], gen["level"])
     rows = info.candidate_rows(space, records)
     acc = optim.primary_acc(space, records)
     dims = optim.search_dims(records)
-    edf_rows = optim.edf(records, acc) if acc and dims else []
+    runs = M.runs_frame(records, acc) if acc else None
+    edf_rows = M.edf(runs) if acc and dims else []
     gaps = optim.optimizer_gap(records, acc) if acc else []
     vit = optim.has_vit(records)
+    cap = paper.capacity(records)
+    claims, untested = paper.untestable(space, paper.claim_notes(V.all_claims(rows, gaps, edf_rows), cap))
     return {
         "study": study,
         "space": {k: space.get(k) for k in SPACE_KEYS},
@@ -37,8 +44,14 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "primary_label": info.METRICS[acc].label if acc else "",
         "rankings": V.rankings(rows),
         "v_table": V.v_table(rows),
-        "claims": V.all_claims(rows, gaps, edf_rows),
-        "curves": {score: info.curves(space, records, score) for score in info.CURVE_SCORES},
+        "claims": claims,
+        "untested": untested,
+        "matched": {k: gen[k] for k in ("level", "levels", "table", "never")},
+        "capacity": cap,
+        "transfer": paper.transfer(rows, records),
+        "pairing": paper.pairing(records),
+        "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
+        "curves": {score: _curves(space, records, score) for score in info.CURVE_SCORES},
         "search_dims": dims,
         "edf": edf_rows,
         "edf_k": EDF_K,
@@ -62,11 +75,21 @@ def render(summary: dict, figures: dict[str, str]) -> str:
         md.figures(figures),
         md.rankings(summary),
         md.v_table(summary),
+        mdm.matched(summary),
+        mdm.capacity(summary),
+        mdm.transfer(summary),
         mdc.verdicts(summary),
+        mdm.untested(summary),
+        mdm.edges(summary),
         mdc.optimizability(summary),
         mdc.failures(summary),
     ]
     return "\n\n".join(p.strip() for p in parts if p and p.strip()) + "\n"
+
+
+def _curves(space: dict, records: list[dict], score: str) -> list[dict]:
+    """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
+    return paper.mean_curves(space, records, score) or info.curves(space, records, score)
 
 
 def jsonable(x):

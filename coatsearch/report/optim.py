@@ -1,9 +1,9 @@
-"""Optimizability tables (ViT_C paper §4): EDF over sampled hyperparameters, optimizer gap, peak, samples."""
+"""Optimizability tables (ViT_C paper §4): optimizer gap, peak, samples (the EDF is report.measures.edf)."""
 
 from __future__ import annotations
 
-from coatsearch.report.claims import EDF_K
 from coatsearch.report.info import METRICS, candidate_of, complete
+from coatsearch.report.measures import runs_frame
 from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
 
 SEARCH_PREFIXES = ("train.", "model.")
@@ -33,55 +33,8 @@ def _optimizer(r: dict) -> str:
 
 
 def _runs(records: list[dict], acc_key: str) -> list[dict]:
-    """Complete runs with the accuracy measured, as (candidate, label, optimizer, acc %, lr, wd, number)."""
-    out = []
-    for r in complete(records):
-        acc = r["attrs"].get(acc_key)
-        if not isinstance(acc, int | float):
-            continue
-        optim = r["attrs"].get("optim") or {}
-        out.append(
-            {
-                "candidate": candidate_of(r),
-                "model_label": r["attrs"].get("model_label", candidate_of(r)),
-                "optimizer": _optimizer(r),
-                "acc": 100 * acc,
-                "lr": optim.get("lr"),
-                "weight_decay": optim.get("weight_decay"),
-                "number": r["number"],
-            }
-        )
-    return out
-
-
-def edf(records: list[dict], acc_key: str, k: float = EDF_K) -> list[dict]:
-    """Per candidate (and optimizer): sorted Δerror (points) from the best run of its model label, and the EDF."""
-    runs = _runs(records, acc_key)
-    best = {}
-    for r in runs:
-        best[r["model_label"]] = max(best.get(r["model_label"], r["acc"]), r["acc"])
-    many = len({r["optimizer"] for r in runs}) > 1
-    keys = list(dict.fromkeys((r["candidate"], r["optimizer"]) for r in runs))
-    out = []
-    for cand, opt in keys:
-        group = [r for r in runs if (r["candidate"], r["optimizer"]) == (cand, opt)]
-        label = group[0]["model_label"]
-        delta = sorted(best[label] - r["acc"] for r in group)
-        n = len(delta)
-        out.append(
-            {
-                "label": f"{cand} ({opt})" if many and opt not in cand.lower() else cand,
-                "candidate": cand,
-                "model_label": label,
-                "optimizer": opt,
-                "delta": delta,
-                "fraction": [(i + 1) / n for i in range(n)],
-                "n": n,
-                "k": k,
-                "within_k": sum(d <= k for d in delta) / n,
-            }
-        )
-    return out
+    """Complete runs with the accuracy measured (report.measures.runs_frame), as dicts."""
+    return runs_frame(records, acc_key).to_dict("records")
 
 
 def _best(group: list[dict]) -> dict | None:

@@ -74,13 +74,18 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     fig = Figure(figsize=(11, 3.8 * len(scores)), layout="constrained")
     axes = fig.subplots(len(scores), 2, squeeze=False)
     for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
+        x = "step" if "step" in tables[score][0] else "epoch"  # step curves; per-epoch ones from older studies
         for c in tables[score]:
             style = {**_style(names.index(c["candidate"])), "ms": 3}
-            ax_loss.plot(c["epoch"], c["train_loss"], label=c["candidate"], **style)
-            ax_acc.plot(c["epoch"], c["eval_acc"], label=c["candidate"], **style)
+            ax_loss.plot(c[x], c["train_loss"], label=c["candidate"], **style)
+            ax_acc.plot(c[x], c["eval_acc"], label=c["candidate"], **style)
         title = SCORE_TITLES.get(score, score)
-        ax_loss.set(xlabel="epoch", ylabel="train loss (nats, running mean)", title=f"{title}: train loss")
-        ax_acc.set(xlabel="epoch", ylabel="eval accuracy (%)", title=f"{title}: eval accuracy")
+        what = "clean, fixed probe" if x == "step" else "running mean"
+        xlabel = "optimizer step" if x == "step" else "epoch"
+        ax_loss.set(xlabel=xlabel, ylabel=f"train loss (nats, {what})", title=f"{title}: train loss")
+        ax_acc.set(xlabel=xlabel, ylabel="eval accuracy (%)", title=f"{title}: eval accuracy")
+        if x == "step":
+            ax_loss.set_yscale("log")
         for ax in (ax_loss, ax_acc):
             ax.grid(alpha=0.3)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -184,7 +189,8 @@ FIGURES: dict[str, FigureSpec] = {
             "curves",
             "curves",
             lambda tables, s, path: curves(tables, [r["candidate"] for r in s["candidates"]], path),
-            "Training curves per candidate (mean over runs): train loss and eval accuracy per epoch.",
+            "Training curves per candidate (mean over runs): clean train loss on the fixed probe and eval accuracy "
+            "on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
         ),
         FigureSpec(
             "acc_vs_macs",
@@ -197,7 +203,17 @@ FIGURES: dict[str, FigureSpec] = {
             "edf",
             lambda rows, s, path: edf(rows, s["edf_k"], path) if s["search_dims"] else None,
             "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
-            "the same model (ViT_C paper Fig. 5); steeper = more stable.",
+            "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. The AdamW − SGD offset is "
+            "the optimizer gap, shown separately.",
+        ),
+        FigureSpec(
+            "matched_loss",
+            "matched_loss",
+            lambda frames, s, path: _measures().draw(frames, path),
+            "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
+            "(CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some runs "
+            "are censored), × the end of a censored run, the dashed line the common level of the comparison.",
+            compute=lambda space, records: _measures().frames(space, records),
         ),
         FigureSpec(
             "length",
@@ -216,6 +232,13 @@ FIGURES: dict[str, FigureSpec] = {
     )
 }
 CAPTIONS = {name: f.caption for name, f in FIGURES.items()}
+
+
+def _measures():
+    """report.plots_measures, imported late (it imports this module)."""
+    from coatsearch.report import plots_measures
+
+    return plots_measures
 
 
 def tables(space: dict, records: list[dict]) -> dict[str, Any]:

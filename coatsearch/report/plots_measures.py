@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from coatsearch.report.measures import TINY_LOSS  # noqa: E402
 from coatsearch.report.plots import DPI, MARKERS  # noqa: E402
@@ -21,6 +22,14 @@ def _ladder(matched: pd.DataFrame) -> pd.DataFrame:
     g = matched.groupby("level")
     out = pd.DataFrame({"acc": g["eval_acc"].mean() * 100, "censored": g["censored"].sum(), "runs": g.size()})
     return out[out["censored"] < out["runs"]]  # levels no run reached have nothing to show
+
+
+def _plain_ticks(ax, losses: pd.Series) -> None:
+    """Log-axis tick labels as plain numbers (0.5, 2); minor ticks labelled too when the range is under 1.5 decades."""
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_formatter(plain)
+    narrow = losses.max() / losses.min() < 10**1.5
+    ax.xaxis.set_minor_formatter(plain if narrow else NullFormatter())
 
 
 def matched_loss(curves: pd.DataFrame, matched: pd.DataFrame, path: Path, level: float | None = None) -> str | None:
@@ -56,6 +65,7 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     if level is not None:
         ax.axvline(level, color="grey", ls="--", lw=1)
     ax.set_xscale("log")
+    _plain_ticks(ax, curves["train_loss"].clip(lower=TINY_LOSS))
     ax.invert_xaxis()
     ax.set(xlabel="clean train loss (nats, fixed probe) →", ylabel="eval accuracy (%)")
     ax.set_title("Generalization at matched training loss (CoAtNet Fig. 1)")
@@ -68,3 +78,20 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
         keys.append(Line2D([], [], color="grey", ls="--", label=f"common level {level:.3g} nats"))
     ax.legend(handles=[*ax.get_legend_handles_labels()[0], *keys], fontsize=8)
     return fig
+
+
+def frames(space: dict, records: list[dict]) -> dict | None:
+    """The matched-loss figure's table, JSON-ready: curve points, ladder readings and the common level."""
+    from coatsearch.report import paper
+
+    gen = paper.matched(space, records)
+    if gen["matched"] is None:
+        return None
+    return {"curves": gen["curves"].to_dict("records"), "matched": gen["matched"].to_dict("records"),
+            "level": gen["level"]}  # fmt: skip
+
+
+def draw(table: dict, path: Path) -> str | None:
+    """`matched_loss` from the table `frames` made; its file name, or None without curves."""
+    curves, at = pd.DataFrame(table["curves"]), pd.DataFrame(table["matched"])
+    return matched_loss(curves, at, path, table["level"])

@@ -1,4 +1,8 @@
-"""Capacity (CoAtNet §2.2): fit the largest subset, no regularization; final train loss and eval accuracy."""
+"""Capacity (CoAtNet §2.2): fit abundant data (default: the whole training split), no regularization.
+
+A fixed step budget of at least one epoch (`max_steps`, else `epochs`); the final clean train loss on the probe,
+eval accuracy and the curve, from which the report judges whether the ranking held over the last third.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,10 @@ from coatsearch.scores.base import Score, acc, loss
 
 
 def run(ctx, spec) -> dict:
-    """Train unregularized on the large subset; train loss/acc, eval loss/acc, gap and the per-epoch curve."""
+    """Train unregularized on the subset for the step budget (>= 1 epoch); train loss/acc, eval loss/acc, curve."""
     from coatsearch.scores import training as T
 
-    return T.single(ctx, "capacity", spec, T.unregularized(ctx.inp.optim), augment=False)
+    return T.single(ctx, "capacity", spec, T.unregularized(ctx.inp.optim), augment=False, min_epochs=1)
 
 
 SCORE = Score(

@@ -1,4 +1,8 @@
-"""Generalization (CoAtNet §2.2): a small subset, no regularization; final train loss against eval accuracy."""
+"""Generalization (CoAtNet §2.2): a small subset, no regularization; the step-level curve of train loss vs eval acc.
+
+The report reads eval accuracy at matched training loss from the curve (report.measures), which it records as
+`generalization.matched_acc`; an optional `stop_at_loss` ends the run at a clean train-loss target (or its cap).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from coatsearch.scores.base import Metric, Score, acc, loss
 
 
 def run(ctx, spec) -> dict:
-    """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the per-epoch curve."""
+    """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve."""
     from coatsearch.scores import training as T
 
     return T.single(ctx, "generalization", spec, T.unregularized(ctx.inp.optim), augment=False)
@@ -18,6 +22,7 @@ SCORE = Score(
     section=S.SubsetSpec,
     run=run,
     metrics=(
+        acc("generalization.matched_acc", "gen. eval acc at matched loss", ranked=True),  # set by the report
         loss("generalization.train_loss", "gen. train loss"),
         acc("generalization.eval_acc", "gen. eval acc", ranked=True),
         Metric("generalization.gap", "gen. gap (train − eval acc)", "points", 100, 1, "lower", 0.5, ranked=True),

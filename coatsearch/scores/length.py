@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from pydantic import Field, Strict
@@ -14,7 +15,7 @@ from coatsearch.scores.base import Score, acc
 class LengthSpec:
     """Training-length stability: the same subset trained for each schedule length."""
 
-    per_class: Annotated[int, Strict(), Field(gt=0, le=S.PER_CLASS_MAX)]
+    per_class: Annotated[int, Strict(), Field(gt=0, le=S.PER_CLASS_MAX)] | None  # None = every image of each class
     epochs: Annotated[
         tuple[Annotated[int, Strict(), Field(gt=0, le=S.EPOCHS_MAX)], ...],
         Field(min_length=2, max_length=S.LENGTHS_MAX),
@@ -32,7 +33,8 @@ def run(ctx, spec: LengthSpec) -> dict:
     accs = []
     for epochs in spec.epochs:
         model = T.model(ctx, len(train_set.classes), no_drop=False)
-        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, epochs, augment=True)
+        run = dataclasses.replace(subset, epochs=epochs)
+        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, run, augment=True)
         accs.append(hist.eval_acc[-1])
         out[f"curves.length{epochs}"] = T.curves(hist)
     out["length.eval_acc"] = accs

@@ -1,4 +1,9 @@
-"""Shared training steps of the scores (subsets, a fresh model, one fit, curves); imported by run functions only."""
+"""Shared training steps of the scores (subsets, a fresh model, one fit, curves); imported by run functions only.
+
+Data is paired across candidates: the eval set is drawn once per study (data.EVAL_SEED, never the trial seed)
+and the training subset and batch order depend on the trial seed alone, so every candidate of a seed sees the
+same images in the same order. Each run records the fingerprints of both (data.fingerprint).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ import torch
 
 from coatsearch import data as D
 from coatsearch import spec as S
+from coatsearch.errors import UserError
 from coatsearch.models import build
 from coatsearch.scores.base import Context
-from coatsearch.train import History, fit
+from coatsearch.train import History, fit, steps_per_epoch
 
 
 def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
@@ -19,12 +25,12 @@ def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
 
 
 def splits(ctx: Context, subset: S.SubsetSpec):
-    """(train subset, eval subset) for one score, deterministic in the trial's seed."""
+    """(train subset, eval set) for one score: the subset seeded by the trial's seed, the eval set fixed per study."""
     inp = ctx.inp
     spec = subset.dataset or inp.data
     pool, test = D.load(spec, inp.model.image_size, inp.model.in_chans)
     train = D.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
-    held = D.eval_subset(test, spec.eval_size, subset.classes, seed=inp.seed)
+    held = D.eval_subset(test, spec.eval_size, subset.classes)
     return train, held
 
 
@@ -37,29 +43,50 @@ def model(ctx: Context, num_classes: int, no_drop: bool) -> torch.nn.Module:
     return build(spec)
 
 
-def train(ctx: Context, phase: str, net, train_set, held, optim, epochs: int, augment: bool) -> History:
-    """Fit one model, sending each epoch's eval accuracy to the pruner callback as `phase`."""
+def budget(subset: S.SubsetSpec, n_train: int, batch_size: int) -> int:
+    """Optimizer steps of a run on `n_train` images: `max_steps` when given, else `epochs` whole epochs."""
+    return subset.max_steps or subset.epochs * steps_per_epoch(n_train, batch_size)
+
+
+def train(
+    ctx: Context, phase: str, net, train_set, held, optim, subset: S.SubsetSpec, augment: bool, **stop
+) -> History:
+    """Fit one model for the subset's step budget and curve options; each epoch's eval accuracy goes to the pruner.
+
+    `stop` may hold `stop_at_acc` (and overrides of `max_steps`, `stop_at_loss`); the subset's own
+    `stop_at_loss` applies otherwise.
+    """
     report = ctx.report
     hook = (lambda epoch, stats: report(phase, epoch, stats.eval_acc)) if report else None
+    opts = {"max_steps": budget(subset, len(train_set), optim.batch_size), "stop_at_loss": subset.stop_at_loss}
     return fit(
         net,
         train_set,
         held,
         optim,
-        epochs,
+        subset.epochs,
         seed=ctx.inp.seed,
         device=ctx.device,
         augment=augment,
         progress=ctx.progress,
         on_epoch=hook,
+        eval_every=subset.eval_every,
+        **{**opts, **stop},
     )
 
 
-def single(ctx: Context, name: str, subset: S.SubsetSpec, optim: S.OptimSpec, augment: bool) -> dict:
-    """Train on a subset; final clean train loss/acc, eval loss/acc and the gap; keeps the model for reuse."""
+def single(
+    ctx: Context, name: str, subset: S.SubsetSpec, optim: S.OptimSpec, augment: bool, min_epochs: int = 0
+) -> dict:
+    """Train on a subset; final clean train loss/acc, eval loss/acc and the gap; keeps the model for reuse.
+
+    A budget below `min_epochs` epochs of the subset is a UserError.
+    """
     train_set, held = splits(ctx, subset)
+    per_epoch = steps_per_epoch(len(train_set), optim.batch_size)
+    check_steps(f"{name}: max_steps", budget(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
     net = model(ctx, len(train_set.classes), no_drop=not augment)
-    hist = train(ctx, name, net, train_set, held, optim, subset.epochs, augment)
+    hist = train(ctx, name, net, train_set, held, optim, subset, augment)
     ctx.models[name] = (net, held)
     train_loss, train_acc = hist.clean_train_loss, hist.clean_train_acc  # eval-mode pass over the train set
     eval_loss, eval_acc = hist.eval_loss[-1], hist.eval_acc[-1]
@@ -69,19 +96,38 @@ def single(ctx: Context, name: str, subset: S.SubsetSpec, optim: S.OptimSpec, au
         f"{name}.eval_loss": eval_loss,
         f"{name}.eval_acc": eval_acc,
         f"{name}.gap": train_acc - eval_acc,
-        f"{name}.images": len(train_set.y),
-        f"{name}.epochs": subset.epochs,
-        f"{name}.seconds": sum(hist.seconds),
+        **run_facts(name, hist, train_set, held),
         f"curves.{name}": curves(hist),
     }
 
 
+def run_facts(name: str, hist: History, train_set, held) -> dict:
+    """What a run records besides its scores: data sizes and fingerprints, steps, epochs, time, how it stopped."""
+    out = {
+        f"{name}.images": len(train_set),
+        f"{name}.eval_images": len(held),
+        f"{name}.train_fingerprint": D.fingerprint(train_set),
+        f"{name}.eval_fingerprint": D.fingerprint(held),
+        f"{name}.steps": hist.steps,
+        f"{name}.epochs": round(hist.steps / max(1, hist.steps_per_epoch), 3),
+        f"{name}.seconds": sum(hist.seconds),
+    }
+    if hist.stopped is not None:
+        out[f"{name}.stopped"] = hist.stopped
+    return out
+
+
 def curves(hist: History) -> dict:
-    """A run's per-epoch lists, as stored under `curves.<name>`."""
+    """A run's step-level curve (curve.Curve.as_dict) plus its per-epoch running means, as `curves.<name>`."""
     return {
-        "train_loss": list(hist.train_loss),
-        "train_acc": list(hist.train_acc),
-        "eval_loss": list(hist.eval_loss),
-        "eval_acc": list(hist.eval_acc),
+        **hist.curve.as_dict(),
+        "epoch_train_loss": list(hist.train_loss),
+        "epoch_eval_acc": list(hist.eval_acc),
         "seconds": list(hist.seconds),
     }
+
+
+def check_steps(what: str, steps: int, least: int) -> None:
+    """A UserError when a run's step budget is below `least` steps."""
+    if steps < least:
+        raise UserError(f"{what}: a budget of {steps} steps is below the least allowed ({least})")

@@ -1,9 +1,24 @@
-"""Transfer (CoAtNet Table 2): pretrain on A, then fine-tune every weight on B with a fresh head."""
+"""Transfer (CoAtNet Table 2) from equal footing: pretrain on A, fine-tune every weight on B, against two baselines.
+
+- Pretrain to a common eval accuracy on A (`pretrain.target_acc`) or the pretrain step cap, whichever comes
+  first; `transfer.pretrain_stopped` records which ("target" | "cap").
+- Fine-tune every weight with a fresh head at `finetune.lr_factor` × the pretrain lr, for the fine-tune budget
+  (`max_steps`, else `epochs`, never fewer than MIN_FINETUNE_STEPS unless `max_steps` says so).
+- Baselines, same seed and B data: the same architecture from scratch for the same number of steps at the
+  full lr, and a linear probe (logistic regression) on the frozen pretrained features.
+- transfer.gain = fine-tune − scratch accuracy: what pretraining bought.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 from coatsearch import spec as S
-from coatsearch.scores.base import Score, acc
+from coatsearch.scores.base import Metric, Score, acc
+
+MIN_FINETUNE_STEPS = 300  # the least fine-tune (and scratch) budget when `finetune.max_steps` is not given
+PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
+PROBE_L2 = 1e-4  # L2 penalty of the linear probe (on standardized features)
 
 
 @S.spec
@@ -15,26 +30,43 @@ class TransferSpec:
 
 
 def run(ctx, spec: TransferSpec) -> dict:
-    """Pretrain, copy the body into a model with B's head, fine-tune; both eval accuracies and curves."""
+    """Pretrain, fine-tune, train the two baselines; accuracies, the gain, how pretraining stopped, and curves."""
     from coatsearch.scores import training as T
 
     pre, fin = spec.pretrain, spec.finetune
     optim = ctx.inp.optim
     train_a, held_a = T.splits(ctx, pre)
-    model = T.model(ctx, len(train_a.classes), no_drop=False)
-    hist_a = T.train(ctx, "pretrain", model, train_a, held_a, optim, pre.epochs, augment=True)
+    source = T.model(ctx, len(train_a.classes), no_drop=False)
+    hist_a = T.train(ctx, "pretrain", source, train_a, held_a, optim, pre, augment=True, stop_at_acc=pre.target_acc)
     train_b, held_b = T.splits(ctx, fin)
-    target = T.model(ctx, len(train_b.classes), no_drop=False)
-    copy_body(model, target)
-    hist_b = T.train(ctx, "transfer", target, train_b, held_b, optim, fin.epochs, augment=True)
-    ctx.models["transfer"] = (target, held_b)
+    steps = fin.max_steps or max(MIN_FINETUNE_STEPS, T.budget(fin, len(train_b), optim.batch_size))
+    fin = dataclasses.replace(fin, max_steps=steps)
+    tuned = T.model(ctx, len(train_b.classes), no_drop=False)
+    copy_body(source, tuned)
+    slow = dataclasses.replace(optim, lr=optim.lr * fin.lr_factor)
+    hist_b = T.train(ctx, "transfer", tuned, train_b, held_b, slow, fin, augment=True)
+    ctx.models["transfer"] = (tuned, held_b)
+    scratch = T.model(ctx, len(train_b.classes), no_drop=False)
+    hist_s = T.train(ctx, "scratch", scratch, train_b, held_b, optim, fin, augment=True)
+    probe = linear_probe(source, train_b, held_b, ctx.device, optim.batch_size)
+    tuned_acc, scratch_acc = hist_b.eval_acc[-1], hist_s.eval_acc[-1]
     return {
         "transfer.pretrain_acc": hist_a.eval_acc[-1],
-        "transfer.finetune_acc": hist_b.eval_acc[-1],
-        "transfer.images": len(train_a.y) + len(train_b.y),
-        "transfer.seconds": sum(hist_a.seconds) + sum(hist_b.seconds),
+        "transfer.pretrain_stopped": hist_a.stopped or "cap",
+        "transfer.pretrain_steps": hist_a.steps,
+        "transfer.finetune_acc": tuned_acc,
+        "transfer.scratch_acc": scratch_acc,
+        "transfer.gain": tuned_acc - scratch_acc,
+        "transfer.probe_acc": probe,
+        "transfer.finetune_steps": hist_b.steps,
+        "transfer.lr_factor": fin.lr_factor,
+        "transfer.images": len(train_a) + len(train_b),
+        "transfer.seconds": sum(hist_a.seconds) + sum(hist_b.seconds) + sum(hist_s.seconds),
+        **{k: v for k, v in T.run_facts("pretrain", hist_a, train_a, held_a).items() if "fingerprint" in k},
+        **{k: v for k, v in T.run_facts("finetune", hist_b, train_b, held_b).items() if "fingerprint" in k},
         "curves.pretrain": T.curves(hist_a),
         "curves.transfer": T.curves(hist_b),
+        "curves.scratch": T.curves(hist_s),
     }
 
 
@@ -47,6 +79,42 @@ def copy_body(source, target) -> None:
     target.load_state_dict(body, strict=False)
 
 
+def features(model, data, device, batch_size: int):
+    """Frozen pre-classifier features of `data` (eval mode, no gradients): the model with its head removed."""
+    import copy
+
+    import torch
+
+    body = copy.deepcopy(model).to(device).eval()
+    body.head = torch.nn.Identity()  # CoAtNet and timm's VisionTransformer both call their classifier `head`
+    with torch.no_grad():
+        return torch.cat([body(data.x[i : i + batch_size].to(device)).float() for i in range(0, len(data), batch_size)])
+
+
+def linear_probe(model, train, held, device, batch_size: int) -> float:
+    """Eval accuracy of a logistic regression (L-BFGS, L2) on the frozen, standardized features of `model`."""
+    import torch
+    import torch.nn.functional as F
+
+    ftr, fte = features(model, train, device, batch_size), features(model, held, device, batch_size)
+    std, mean = torch.std_mean(ftr, dim=0)
+    ftr, fte = (ftr - mean) / std.clamp_min(1e-6), (fte - mean) / std.clamp_min(1e-6)
+    ytr = train.y.to(device)
+    w = torch.zeros(ftr.shape[1], train.num_classes, device=device, requires_grad=True)
+    b = torch.zeros(train.num_classes, device=device, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], max_iter=PROBE_ITERS, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(ftr @ w + b, ytr) + PROBE_L2 * w.square().sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return ((fte @ w + b).argmax(1).cpu() == held.y).float().mean().item()
+
+
 SCORE = Score(
     name="transfer",
     section=TransferSpec,
@@ -54,8 +122,11 @@ SCORE = Score(
     metrics=(
         acc("transfer.pretrain_acc", "pretrain acc (A)"),
         acc("transfer.finetune_acc", "finetune acc (B)", ranked=True),
+        acc("transfer.scratch_acc", "scratch acc (B)"),
+        Metric("transfer.gain", "transfer gain (finetune − scratch)", "points", 100, 1, "higher", 0.5, ranked=True),
+        acc("transfer.probe_acc", "linear probe acc (B)"),
     ),
-    curves=lambda spec: ("pretrain", "transfer"),
+    curves=lambda spec: ("pretrain", "transfer", "scratch"),
     epochs=lambda spec: (spec.pretrain.epochs, spec.finetune.epochs),
     signal=lambda spec: "transfer",
     headline="transfer.finetune_acc",

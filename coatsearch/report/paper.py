@@ -1,0 +1,135 @@
+"""The paper measures of a study, from the records: matched-loss generalization, capacity stability, transfer,
+paired data, edge warnings and the claims a space marks as untestable at its scale (tables only, no text).
+
+`with_matched` writes each run's eval accuracy at the common training-loss level into its record as
+`generalization.matched_acc`, so the candidate table, rankings and verdicts treat it like any measured score.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from coatsearch.report import claims as C
+from coatsearch.report import measures as M
+from coatsearch.report.info import candidate_of, complete
+
+MATCHED_KEY = "generalization.matched_acc"
+NOT_TESTED = "not tested at this scale"
+
+
+def levels_of(space: dict) -> tuple[float, ...]:
+    """The train-loss ladder of the space (`scores.generalization.loss_levels`), else the default."""
+    gen = (space.get("scores") or {}).get("generalization") or {}
+    return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
+
+
+def matched(space: dict, records: list[dict]) -> dict:
+    """Generalization at matched training loss: the ladder readings, the common level and the per-candidate table.
+
+    Candidates none of whose runs reach even the highest level are left out of the common level (listed in
+    `never`), so one that never fits does not stop the others from being compared.
+    """
+    curves = M.curve_frame(records, "generalization")
+    if curves.empty:
+        return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": []}
+    ladder = levels_of(space)
+    at = M.at_levels(curves, ladder)
+    lowest = M.lowest_reached(at)
+    names = [c for c in lowest.index if not pd.isna(lowest[c])]
+    level, table = M.matched_table(at, names)
+    never = [c for c in lowest.index if c not in names]
+    censored = at[at["level"] == level].groupby("candidate")["censored"].sum() if level is not None else None
+    rows = []
+    for r in table.to_dict("records"):
+        r["censored_runs"] = int(censored.get(r["candidate"], 0)) if censored is not None else None
+        rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    return {"curves": curves, "matched": at, "level": level, "table": rows, "never": never, "levels": list(ladder)}
+
+
+def with_matched(records: list[dict], at: pd.DataFrame | None, level: float | None) -> list[dict]:
+    """Records with `generalization.matched_acc` (eval acc at the common level) added to the runs that have it."""
+    if at is None or level is None:
+        return records
+    acc = at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
+    return [{**r, "attrs": {**r["attrs"], MATCHED_KEY: acc[r["number"]]}} if r["number"] in acc else r for r in records]
+
+
+def capacity(records: list[dict]) -> dict | None:
+    """Capacity ranking by final eval accuracy and whether it held over the last third of the steps."""
+    curves = M.curve_frame(records, "capacity")
+    if curves.empty:
+        return None
+    r = M.ranking_stability(curves)
+    word = "ranking held over the last third of the steps" if r.stable else "provisional"
+    done = complete(records)
+    facts = {c: {k: sorted({r["attrs"].get(f"capacity.{k}") for r in done if candidate_of(r) == c} - {None})
+                 for k in ("images", "steps")} for c in r.order}  # fmt: skip
+    return {"order": list(r.order), "stable": r.stable, "crossings": [list(c) for c in r.crossings],
+            "note": r.note, "verdict": word, "facts": facts}  # fmt: skip
+
+
+def transfer(rows: list[dict], records: list[dict]) -> list[dict]:
+    """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
+    out = []
+    for row in rows:
+        runs = [r for r in complete(records) if candidate_of(r) == row["candidate"] and "transfer.gain" in r["attrs"]]
+        if not runs:
+            continue
+        stops = [r["attrs"].get("transfer.pretrain_stopped") for r in runs]
+        out.append({"candidate": row["candidate"], "target": stops.count("target"), "cap": stops.count("cap"),
+                    "finetune_steps": sorted({r["attrs"].get("transfer.finetune_steps") for r in runs})})  # fmt: skip
+    return out
+
+
+def pairing(records: list[dict]) -> list[dict]:
+    """Per score: how many distinct eval sets the runs saw (1 = one per study) and whether, for every seed, all
+    candidates trained on the same subset (from the recorded fingerprints)."""
+    done = complete(records)
+    scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r["attrs"] if k.endswith(".eval_fingerprint")})
+    out = []
+    for score in scores:
+        ev, tr = f"{score}.eval_fingerprint", f"{score}.train_fingerprint"
+        evals = {r["attrs"][ev] for r in done if ev in r["attrs"]}
+        by_seed: dict = {}
+        for r in done:
+            if tr in r["attrs"]:
+                by_seed.setdefault(r["attrs"].get("seed"), set()).add(r["attrs"][tr])
+        out.append({"score": score, "eval_sets": len(evals), "seeds": len(by_seed),
+                    "paired": all(len(v) == 1 for v in by_seed.values())})  # fmt: skip
+    return out
+
+
+def untestable(space: dict, claims: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(claims judged, claims the space marks untestable at its scale with the reason): never a verdict for those."""
+    marked = space.get("untestable") or {}
+    judged = [c for c in claims if c["id"] not in marked]
+    titles = {c.id: c.title for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM, C.STEM_CLAIM)}
+    untested = [{"id": k, "title": titles.get(k, ""), "reason": v, "verdict": NOT_TESTED} for k, v in marked.items()]
+    return judged, untested
+
+
+def claim_notes(claims: list[dict], cap: dict | None) -> list[dict]:
+    """Claims with a note on claim (b) when the capacity ranking is provisional (its curves still cross)."""
+    if cap is None or cap["stable"]:
+        return claims
+    note = f"capacity ranking provisional: {cap['note']}"
+    return [{**c, "notes": [*c.get("notes", []), note]} if c["id"] == "b" else c for c in claims]
+
+
+def mean_curves(space: dict, records: list[dict], score: str) -> list[dict]:
+    """Per candidate: mean clean train loss and eval accuracy (%) over its runs at each curve step of `score`."""
+    f = M.curve_frame(records, score)
+    if f.empty:
+        return []
+    g = f.groupby(["candidate", "step"])
+    mean = pd.DataFrame({"train_loss": g["train_loss"].mean(), "eval_acc": g["eval_acc"].mean() * 100})
+    runs = f.groupby("candidate")["run"].nunique()
+    names = [c for c in dict.fromkeys([*(space.get("candidates") or []), *f["candidate"]]) if c in runs.index]
+    out = []
+    for c in names:
+        m = mean.loc[c]
+        out.append({"candidate": c, "step": m.index.tolist(), "train_loss": m["train_loss"].tolist(),
+                    "eval_acc": m["eval_acc"].tolist(), "runs": int(runs[c])})  # fmt: skip
+    return out
