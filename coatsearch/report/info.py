@@ -13,6 +13,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
+from scipy import stats as st
+
+from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -66,12 +71,12 @@ class Stat:
 
 
 def stat(values) -> Stat | None:
-    """Mean ± sample standard deviation of the finite values; None when there are none."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not vals:
+    """Mean ± sample standard deviation of the finite values (pandas); None when there are none."""
+    vals = pd.Series([v for v in values if v is not None], dtype=float)
+    vals = vals[vals.map(math.isfinite)]
+    if vals.empty:
         return None
-    sd = statistics.stdev(vals) if len(vals) >= 2 else None
-    return Stat(statistics.fmean(vals), sd, len(vals))
+    return Stat(float(vals.mean()), float(vals.std()) if len(vals) >= 2 else None, len(vals))
 
 
 def from_trial(trial) -> dict:
@@ -121,31 +126,106 @@ def groups(space: dict, records: list[dict]) -> dict[str, list[dict]]:
     return {c: rs for c, rs in out.items() if rs}
 
 
-def metric_stat(runs: list[dict], key: str) -> Stat | None:
-    """Stat of one metric over runs, in the metric's display units."""
-    m = METRICS[key]
-    return stat(r["attrs"][key] * m.scale for r in runs if isinstance(r["attrs"].get(key), int | float))
+# The accuracy that tells whether a run of a group trained, and the curve its convergence is read from.
+GROUP_ACC = {
+    "generalization": "generalization.eval_acc",
+    "capacity": "capacity.eval_acc",
+    "accuracy": "accuracy.eval_acc",
+    "pretrain": "transfer.pretrain_acc",
+    "transfer": "transfer.finetune_acc",
+    "length": "length.eval_acc_longest",
+}
+
+
+def group_of(key: str) -> str:
+    """The group (one training run inside a trial) a metric belongs to: its score, or pretrain/transfer."""
+    return "pretrain" if key == "transfer.pretrain_acc" else key.split(".")[0]
+
+
+def chance(space: dict, group: str) -> float | None:
+    """Chance accuracy (%) of a group's classifier: 100 / its classes (the space's, or the subset's own)."""
+    scores = space.get("scores") or {}
+    sub = scores.get(group) or {}
+    if group in ("pretrain", "transfer"):
+        sub = (scores.get("transfer") or {}).get("pretrain" if group == "pretrain" else "finetune") or {}
+    classes = len(sub["classes"]) if sub.get("classes") else (list(space.get("input") or []) + [None] * 3)[2]
+    return 100.0 / classes if classes else None
+
+
+def converged(curve: dict | None) -> bool | None:
+    """False when eval accuracy still rises > PLATEAU_POINTS over the last third of the curve (linear fit)."""
+    ys = [100 * y for y in (curve or {}).get("eval_acc") or [] if y is not None]
+    if len(ys) < 3:
+        return None
+    xs = list((curve or {}).get("step") or range(len(ys)))[: len(ys)]
+    m = max(2, math.ceil(len(ys) / 3))
+    fit = st.linregress(xs[-m:], ys[-m:])
+    return bool(fit.slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
+
+
+def frame(space: dict, records: list[dict]) -> pd.DataFrame:
+    """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged."""
+    out = []
+    for r in complete(records):
+        a, cand = r["attrs"], candidate_of(r)
+        seed = a.get("seed", r["params"].get("seed"))
+        flags = {}
+        for group, acc in GROUP_ACC.items():
+            low = chance(space, group)
+            value = a.get(acc)
+            failed = isinstance(value, int | float) and low is not None and 100 * value - low <= CHANCE_POINTS
+            flags[group] = (failed, converged(a.get(f"curves.{group}")))
+        for key, m in METRICS.items():
+            if isinstance(a.get(key), int | float) and math.isfinite(a[key]):
+                group = group_of(key) if group_of(key) in GROUP_ACC else ""
+                failed, conv = flags.get(group, (False, None))
+                out.append((cand, seed, r["number"], key, a[key] * m.scale, group, failed, conv))
+    cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
+    """Candidate rows from the long table: Stats and per-seed means without failed runs, and the regime guards."""
+    ok = long[~long["failed"].astype(bool)]
+    agg = ok.groupby(["candidate", "key"], sort=False)["value"].agg(["mean", "std", "count"])
+    per_seed: dict = {}
+    for (cand, key, seed), v in ok.groupby(["candidate", "key", "seed"], sort=False)["value"].mean().items():
+        per_seed.setdefault((cand, key), {})[seed] = float(v)
+    runs = long[long["group"] != ""].drop_duplicates(["candidate", "number", "group"])
+    guards = runs.groupby(["candidate", "group"], sort=False).agg(
+        runs=("number", "size"),
+        failed=("failed", "sum"),
+        not_converged=("converged", lambda c: int((c == False).sum())),  # noqa: E712 - None is "unchecked"
+        unchecked=("converged", lambda c: int(c.isna().sum())),
+    )
+    rows = []
+    for name, ident in idents.items():
+        metrics, by_seed, guard = {}, {}, {}
+        if name in agg.index.get_level_values(0):
+            for key, (mean, sd, n) in agg.loc[name].iterrows():
+                metrics[key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
+                by_seed[key] = per_seed[(name, key)]
+        if name in guards.index.get_level_values(0):
+            guard = {g: {k: int(v) for k, v in row.items()} for g, row in guards.loc[name].iterrows()}
+        rows.append({**ident, "metrics": metrics, "by_seed": by_seed, "guards": guard})
+    return rows
 
 
 def candidate_rows(space: dict, records: list[dict]) -> list[dict]:
-    """One row per candidate: identity from its first run, and a Stat of every measured metric."""
-    rows = []
+    """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
+    idents = {}
     for name, runs in groups(space, records).items():
         first = runs[0]["attrs"]
-        stats = {k: metric_stat(runs, k) for k in METRICS}
-        rows.append(
-            {
-                "candidate": name,
-                "model_label": first.get("model_label", name),
-                "layout": first.get("layout", ""),
-                "stages": first.get("stages", ""),
-                "depths": first.get("depths", []),
-                "optimizers": sorted({str((r["attrs"].get("optim") or {}).get("optimizer", "?")) for r in runs}),
-                "n": len(runs),
-                "metrics": {k: s for k, s in stats.items() if s is not None},
-            }
-        )
-    return rows
+        idents[name] = {
+            "candidate": name,
+            "model_label": first.get("model_label", name),
+            "layout": first.get("layout", ""),
+            "stages": first.get("stages", ""),
+            "depths": first.get("depths", []),
+            "optimizers": sorted({str((r["attrs"].get("optim") or {}).get("optimizer", "?")) for r in runs}),
+            "n": len(runs),
+        }
+    return rows_from_frame(frame(space, records), idents)
 
 
 def measured(rows: list[dict], key: str) -> bool:
