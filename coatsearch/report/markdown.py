@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.verdicts import V_ACCS
 
@@ -42,10 +44,10 @@ def _num(s: Stat | None, m: Metric, signed: bool = False) -> str:
 
 
 def table(head: list[str], body: list[list]) -> str:
-    """A GitHub Markdown table."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in body]
-    return "\n".join(lines)
+    """A GitHub Markdown table rendered from a pandas frame (tabulate), cells as given."""
+    cells = [[str(c).replace("|", "\\|") for c in row] for row in body]
+    head = [h.replace("|", "\\|") for h in head]
+    return pd.DataFrame(cells, columns=head).to_markdown(index=False, tablefmt="github", disable_numparse=True)
 
 
 def _f(x: float | None, digits: int = 1, signed: bool = False) -> str:
@@ -170,8 +172,7 @@ def rankings(s: dict) -> str:
     out = ["## Rankings", "", f"Rule: {s['rules']['relation']}", ""]
     for r in s["rankings"]:
         better = "smaller is better" if r["better"] == "lower" else "larger is better"
-        floor = " (noise floor used)" if r["floor_used"] else ""
-        out.append(f"- **{r['label']}** ({r['unit']}, {better}){floor}: {r['text']}")
+        out.append(f"- **{r['label']}** ({r['unit']}, {better}): {r['text']}")
     return "\n".join(out)
 
 

@@ -8,7 +8,7 @@ from scipy import stats as st
 
 from coatsearch.report import claims as C
 from coatsearch.report import stats as S
-from coatsearch.report.info import METRICS, Metric, group_of
+from coatsearch.report.info import GROUP_ACC, METRICS, Metric, group_of
 
 RANKED = (
     "generalization.gap",
@@ -164,17 +164,18 @@ def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) ->
 
 def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict]) -> list[str]:
     """Why the claim is out of regime on a measure: key candidates at chance, below the baseline, not converged."""
-    group, metric, out = group_of(key), METRICS[key], []
-    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and key in r["metrics"]), None)
+    group, out = group_of(key), []
+    acc = GROUP_ACC.get(group, key)  # the floor is on the accuracy of the same training run
+    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and acc in r["metrics"]), None)
+    floor = base["metrics"][acc].mean if base is not None and METRICS[acc].unit == "%" else None
     for name, row in named:
         g = row["guards"].get(group) or {}
         if g.get("runs") and g.get("failed") == g.get("runs"):
             out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
         if claim.needs_convergence and g.get("not_converged"):
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
-        floor = base["metrics"][key].mean if base is not None and metric.unit == "%" else None
-        if floor is not None and key in row["metrics"] and row["metrics"][key].mean < floor:
-            out.append(f"{name}: below the linear baseline ({floor:.{metric.digits}f}{metric.unit})")
+        if floor is not None and acc in row["metrics"] and row["metrics"][acc].mean < floor:
+            out.append(f"{name}: below the linear baseline ({floor:.1f}% {METRICS[acc].label})")
     return out
 
 
@@ -195,9 +196,10 @@ def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tu
         if min(p["n"] for p in key) < 2:
             why += "; fewer than 2 paired seeds: no test"
     if pw and pw["resolvable"] is False:
-        need = f"~{pw['seeds_needed']} seeds would" if pw["seeds_needed"] else f"more than {S.MAX_SEEDS} seeds"
+        need = f"more than {S.MAX_SEEDS} seeds would"
+        need = f"about {pw['seeds_needed']} seeds would" if pw["seeds_needed"] else need
         why += (f"; the study cannot resolve the paper's effect (smallest detectable {pw['mdd']:.2f} at n = "
-                f"{pw['n']} vs the paper's {pw['effect']:g} points; {need})")  # fmt: skip
+                f"{pw['n']} vs the paper's {pw['effect']:g} points; {need} resolve it)")  # fmt: skip
     return verdict, why
 
 
@@ -206,14 +208,15 @@ def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: lis
     metric = METRICS[key]
     judge(pairs)
     pw = power(claim, key, pairs, noise) if rho is not None else None
-    verdict, why = _verdict(pairs, pw, regime(claim, named, key, rows))
-    failed = [f"{n}: {g['failed']} of {g['runs']}" for n, r in named if (g := r["guards"].get(group_of(key), {}))
-              and g.get("failed")]  # fmt: skip
+    reasons = regime(claim, named, key, rows)
+    verdict, why = _verdict(pairs, pw, reasons)
+    guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
     members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
                if key in r["metrics"]]  # fmt: skip
     rho = rho or (None, None)
     return {"key": key, "label": metric.label, "unit": metric.unit, "rho": rho[0], "rho_p": rho[1],
-            "members": members, "pairs": pairs, "power": pw, "failed_runs": failed, "verdict": verdict,
+            "members": members, "pairs": pairs, "power": pw, "guards": guards, "out_of_regime": reasons,
+            "needs_convergence": claim.needs_convergence, "verdict": verdict,
             "why": why}  # fmt: skip
 
 
