@@ -192,23 +192,22 @@ def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
     for (cand, key, seed), v in ok.groupby(["candidate", "key", "seed"], sort=False)["value"].mean().items():
         per_seed.setdefault((cand, key), {})[seed] = float(v)
     runs = long[long["group"] != ""].drop_duplicates(["candidate", "number", "group"])
-    guards = runs.groupby(["candidate", "group"], sort=False).agg(
-        runs=("number", "size"),
-        failed=("failed", "sum"),
-        not_converged=("converged", lambda c: int((c == False).sum())),  # noqa: E712 - None is "unchecked"
-        unchecked=("converged", lambda c: int(c.isna().sum())),
+    flags = pd.DataFrame(
+        {
+            "runs": 1,
+            "failed": runs["failed"].astype(int),
+            "not_converged": (runs["converged"] == False).astype(int),  # noqa: E712 - None is "unchecked"
+            "unchecked": runs["converged"].isna().astype(int),
+        }
     )
-    rows = []
-    for name, ident in idents.items():
-        metrics, by_seed, guard = {}, {}, {}
-        if name in agg.index.get_level_values(0):
-            for key, (mean, sd, n) in agg.loc[name].iterrows():
-                metrics[key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
-                by_seed[key] = per_seed[(name, key)]
-        if name in guards.index.get_level_values(0):
-            guard = {g: {k: int(v) for k, v in row.items()} for g, row in guards.loc[name].iterrows()}
-        rows.append({**ident, "metrics": metrics, "by_seed": by_seed, "guards": guard})
-    return rows
+    guards = flags.groupby([runs["candidate"], runs["group"]], sort=False).sum()
+    rows = {name: {**ident, "metrics": {}, "by_seed": {}, "guards": {}} for name, ident in idents.items()}
+    for (name, key), mean, sd, n in agg.itertuples():
+        rows[name]["metrics"][key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
+        rows[name]["by_seed"][key] = per_seed[(name, key)]
+    for (name, group), *counts in guards.itertuples():
+        rows[name]["guards"][group] = dict(zip(guards.columns, map(int, counts), strict=True))
+    return list(rows.values())
 
 
 def candidate_rows(space: dict, records: list[dict]) -> list[dict]:

@@ -33,21 +33,19 @@ class Noise:
 
 def noise(by_seed: dict[str, dict]) -> Noise | None:
     """Pooled noise from {candidate: {seed: value}}; None without residual degrees of freedom or spread."""
-    long = pd.DataFrame(
-        [(c, s, v) for c, vals in by_seed.items() for s, v in vals.items() if v is not None and math.isfinite(v)],
-        columns=["candidate", "seed", "value"],
-    )
-    if long.empty:
+    cells = [(c, s, v) for c, vals in by_seed.items() for s, v in vals.items() if v is not None and math.isfinite(v)]
+    if not cells:
         return None
-    design = pd.get_dummies(long[["candidate", "seed"]].astype(str), drop_first=True, dtype=float)
-    x = np.column_stack([np.ones(len(long)), design.to_numpy()])
-    coef, _, rank, _ = np.linalg.lstsq(x, long["value"].to_numpy(), rcond=None)
-    df = len(long) - rank
+    cand, seed = (pd.factorize(pd.Series([c[i] for c in cells], dtype=object))[0] for i in (0, 1))
+    y = np.array([c[2] for c in cells], dtype=float)
+    x = np.column_stack([np.ones(len(y)), np.eye(cand.max() + 1)[cand][:, 1:], np.eye(seed.max() + 1)[seed][:, 1:]])
+    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
+    df = len(y) - rank
     if df < 1:
         return None
-    resid = long["value"].to_numpy() - x @ coef
+    resid = y - x @ coef
     ss = float(resid @ resid)
-    return Noise(math.sqrt(2 * ss / df), int(df), long["candidate"].nunique()) if ss > 1e-18 else None
+    return Noise(math.sqrt(2 * ss / df), int(df), int(cand.max() + 1)) if ss > 1e-18 else None
 
 
 def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) -> dict:
