@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.verdicts import V_ACCS
 
@@ -152,7 +153,22 @@ def candidates(s: dict) -> str:
     note = "Scores are mean ± sd over the runs of each candidate (n runs; '(n=1)' = a single run, no spread)."
     if s["search_dims"]:
         note += " Runs include sampled hyperparameters (" + ", ".join(s["search_dims"]) + ")."
-    return "\n\n".join(["## Candidates", note, table(head, body)])
+    return "\n\n".join(["## Candidates", note, table(head, body), guards(rows)])
+
+
+def guards(rows: list[dict]) -> str:
+    """Every regime guard that fired: runs that failed to train (left out of means) and runs not converged."""
+    fired = {"failed": [], "not_converged": [], "unchecked": []}
+    for r in rows:
+        for group, g in r.get("guards", {}).items():
+            for field, names in fired.items():
+                names += [f"{r['candidate']} {group} {g[field]}/{g['runs']}"] if g[field] else []
+    return (
+        f"Regime guards: failed to train (final accuracy within {CHANCE_POINTS:g} points of chance; counted in n, "
+        f"left out of means and pairs): {', '.join(fired['failed']) or 'none'}. Not converged (eval accuracy rose "
+        f"> {PLATEAU_POINTS:g} point over the last third of the curve): {', '.join(fired['not_converged']) or 'none'}."
+        f" Convergence not checkable (fewer than 3 curve points): {', '.join(fired['unchecked']) or 'none'}."
+    )
 
 
 def figures(figs: dict[str, str]) -> str:

@@ -55,13 +55,17 @@ def _evidence(e: dict) -> list[str]:
     digits = metric.digits + 1
     body = [
         [f"{p['a']} vs {p['b']}", p["paper"], p["n"], _f(p["d"], digits, signed=True), _f(p["sd"], digits),
-         _ci(p["ci"], digits), _f(p["p_holm"], 3), p["status"]]
+         _ci(p["ci"], digits), _p(p["p_holm"]), p["status"]]
         for p in e["pairs"]
     ]  # fmt: skip
     head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
             "Holm p", "relation"]  # fmt: skip
     out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(e)]
     return out
+
+
+def _p(p: float | None) -> str:
+    return "–" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def _ci(ci, digits: int) -> str:
@@ -71,13 +75,14 @@ def _ci(ci, digits: int) -> str:
 def _power(p: dict | None, metric) -> str:
     if p is None:
         return "Power: not stated (fewer than 2 paired seeds, or no noise estimate)."
+    unit = "points" if metric.unit == "%" else metric.unit
     text = (
-        f"Power: smallest detectable difference {p['mdd']:.{metric.digits + 1}f} {metric.unit} at n = {p['n']} paired "
+        f"Power: smallest detectable difference {p['mdd']:.{metric.digits + 1}f} {unit} at n = {p['n']} paired "
         f"seeds, sd of a paired difference {p['sd_diff']:.{metric.digits + 1}f} (pooled over {p['k']} candidates, "
         f"{p['df']} df), α = {p['alpha']:.3g} (Holm's first step), {100 * p['power']:.0f}% power. "
     )
     if p["effect"] is None:
-        return text + f"Paper's effect: no number in accuracy points for this measure ({p['effect_note']})."
+        return text + f"Paper's effect: no number in accuracy points for this measure — {p['effect_note']}."
     need = f"about {p['seeds_needed']} seeds would" if p["seeds_needed"] else "more than 1000 seeds would be needed"
     verdict = "the study can resolve it" if p["resolvable"] else f"the study cannot resolve it; {need}"
     return text + f"Paper's effect: {p['effect']:g} points ({p['effect_note']}): {verdict}."
@@ -97,7 +102,7 @@ def _regime(e: dict) -> str:
 
 
 def _parts(parts: list[dict]) -> str:
-    body = [[p["what"], _f(p["d"], 2, signed=True), p["needed"], _f(p["p"], 3), p["status"]] for p in parts]
+    body = [[p["what"], _f(p["d"], 2, signed=True), p["needed"], _p(p["p"]), p["status"]] for p in parts]
     return table(["part", "measured difference", "needed", "Holm p", "status"], body)
 
 
