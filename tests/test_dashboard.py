@@ -65,7 +65,7 @@ def test_dashboard_serves_the_study_trials(tmp_path):
         detail = _get(f"{base}/api/studies/{studies[0]['study_id']}")
         assert len(detail["trials"]) == len(records)
         states = sorted(t["state"] for t in detail["trials"])
-        assert states.count("Complete") == 10 and states.count("Fail") == 2
+        assert states.count("Complete") == 15 and states.count("Fail") == 2  # 5 layouts × 3 seeds
         first = detail["trials"][0]
         assert {p["name"] for p in first["params"]} == {"candidate", "seed"}
         assert any(a["key"] == "model_label" for a in first["user_attrs"])

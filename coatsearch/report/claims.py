@@ -96,7 +96,7 @@ PLATEAU_POINTS = 1.0  # a run whose eval accuracy rises more than this over the 
 BASELINES = ("baseline-linear", "baseline-cnn")  # candidates whose accuracy is the floor of the regime
 EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the model's best run
 # (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times smaller)
-GAP_MARGIN = 1.0  # optimizer gaps must differ by this many points (2 × the 0.5-point noise floor) to count
+GAP_MARGIN = 1.0  # optimizer gaps (one best run per optimizer, no test) must differ by this many points to count
 
 # Table 7: blocks per stage [S0..S4] and ImageNet-1K top-1 of the three C-C-T-T depth splits.
 TABLE7 = {

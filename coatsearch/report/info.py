@@ -8,7 +8,6 @@ its user attributes under "attrs" and ISO datetimes (or None). Values in tables 
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
 
 @dataclass(frozen=True)
 class Metric:
-    """How one measured key is shown and compared: label, unit after scaling, and the noise floor."""
+    """How one measured key is shown and compared: label, unit after scaling, and which direction is better."""
 
     key: str
     label: str
@@ -29,7 +28,7 @@ class Metric:
     scale: float
     digits: int
     better: str | None = None  # "higher" | "lower" | None (not ranked)
-    floor: float | None = None  # noise floor in display units, used when a side has fewer than 2 runs
+    floor: float | None = None  # unused since paired statistics (report.stats); kept for the score registry
 
 
 _ALL = (
@@ -365,8 +364,8 @@ def curves(space: dict, records: list[dict], score: str) -> list[dict]:
 
 def _mean_at(cs: list[dict], key: str, i: int) -> float:
     """Mean of one epoch's value over runs; NaN when no run has it (e.g. a run without evaluation)."""
-    vals = [c[key][i] for c in cs if c[key][i] is not None]
-    return statistics.fmean(vals) if vals else math.nan
+    vals = pd.Series([c[key][i] for c in cs if c[key][i] is not None], dtype=float)
+    return float(vals.mean()) if len(vals) else math.nan
 
 
 def length_rows(space: dict, records: list[dict]) -> list[dict]:
