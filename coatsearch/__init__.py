@@ -1,3 +1,78 @@
-"""coatsearch: which arrangement of convolution and attention stages is best at equal compute."""
+"""coatsearch: which arrangement of convolution and attention stages is best at equal compute.
+
+The public API (see the README's "Python API"): `load_space`, `build`, `count`, `run`, `results`, `report`,
+`status`, `export`. They are imported on first use, so `import coatsearch` loads neither torch nor optuna.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Candidate",
+    "ReportPaths",
+    "RunResult",
+    "Space",
+    "Status",
+    "__version__",
+    "build",
+    "count",
+    "export",
+    "load_space",
+    "report",
+    "results",
+    "run",
+    "status",
+]
+
+if TYPE_CHECKING:
+    from coatsearch.api import (
+        Candidate,
+        ReportPaths,
+        RunResult,
+        Space,
+        Status,
+        build,
+        count,
+        export,
+        load_space,
+        report,
+        results,
+        run,
+        status,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public API name from coatsearch.api on first access."""
+    if name in __all__:
+        from coatsearch import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'coatsearch' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """This package's module type: `coatsearch.report` stays the API function once the report subpackage loads.
+
+    Importing `coatsearch.report.*` binds the subpackage as an attribute of `coatsearch`; the setter ignores
+    that binding, so the subpackage is reached by its full name (`from coatsearch.report import write_report`).
+    """
+
+    @property
+    def report(self) -> Any:
+        """`coatsearch.api.report`."""
+        from coatsearch.api import report
+
+        return report
+
+    @report.setter
+    def report(self, value: Any) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package

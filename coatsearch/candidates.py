@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch import kinds
 from coatsearch import spec as S
 from coatsearch.complexity import count
 from coatsearch.match import MatchResult, match
@@ -61,17 +62,13 @@ def stages_text(model: S.ModelSpec) -> str:
 
 def stem_text(model: S.ModelSpec) -> str:
     """The stem in short: 'conv2x16/2', 'patch4', 'vitc32,64,64/2,2,1'."""
-    st = model.stem
-    if st.kind == "conv":
-        return f"conv{st.layers}x{st.width}/{st.stride}"
-    if st.kind == "patch":
-        return f"patch{st.patch_size}"
-    return f"vitc{','.join(map(str, st.channels))}/{','.join(map(str, st.strides))}"
+    return kinds.stem_kind(model.stem.kind).text(model.stem)
 
 
 def tokens(model: S.ModelSpec) -> list[str]:
-    """Token grid each T stage attends over, e.g. ['8x8', '4x4']."""
-    return [f"{n}x{n}" for s, n in zip(model.stages, model.feature_sizes(), strict=True) if s.kind == "T"]
+    """Token grid each attention stage attends over, e.g. ['8x8', '4x4'] (M stages add window and grid)."""
+    sides = zip(model.stages, model.feature_sizes(), strict=True)
+    return [kinds.stage_kind(s.kind).tokens(n, model.block) for s, n in sides if kinds.stage_kind(s.kind).attends]
 
 
 def row(p: Prepared) -> dict:

@@ -1,16 +1,23 @@
-"""Command line: coatsearch show | run | report | dashboard."""
+"""Command line: coatsearch show | run | report | status | export | dashboard; a thin layer over coatsearch.api."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
+from coatsearch import __version__
+from coatsearch.api import ENGINES, FORMATS, Status
 from coatsearch.errors import UserError
 
 STUDIES = Path("studies")
 REPORTS = Path("reports")
+WORKERS_MAX = 64  # --workers: parallel training processes on one machine
+TRIALS_MAX = 100_000  # --trials: trials started by one command
+RAY_FLAGS = ("address", "cpus_per_trial", "gpus_per_trial")  # flags only the Ray backend reads
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,15 +26,63 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except UserError as exc:
-        print(f"coatsearch: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"error: {exc}", 2)
     except KeyboardInterrupt:
-        print("coatsearch: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return _fail("interrupted; rerun the same command to resume", 130)
+    except OSError as exc:  # a disk full, a permission denied: the machine's state, not a bug
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"error: {where}{exc.strerror or exc}", 2)
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get("COATSEARCH_DEBUG"):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        hint = "(run with COATSEARCH_DEBUG=1 for the traceback)"
+        return _fail(f"internal error: {type(exc).__name__}: {first} {hint}", 1)
+
+
+def _fail(message: str, code: int) -> int:
+    """Print one line to stderr and return the exit status."""
+    print(f"coatsearch: {' '.join(message.split())}", file=sys.stderr)
+    return code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an error is one line (no usage block) and exit status 2."""
+
+    def error(self, message: str):
+        """Print `prog: error: message` on one line and exit 2."""
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def _bounded(low: int, high: int):
+    """An argparse type: an integer in [low, high]; the error states the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; allowed: {low}..{high}")
+        return value
+
+    return parse
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="coatsearch", description=__doc__)
+    p = _Parser(prog="coatsearch", description=__doc__)
+    p.add_argument("--version", action="version", version=f"coatsearch {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     show = sub.add_parser("show", help="list a space's candidates, counted and matched to the budget")
@@ -41,12 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("space", type=Path)
     run.add_argument("--study", help="study name (default: the space's name, plus -PROFILE unless default)")
     run.add_argument("--profile", default="default", help="quick | default | full, as the space defines")
-    run.add_argument("--trials", type=int, help="run at most this many trials now")
-    run.add_argument("--workers", type=int, default=1, help="parallel worker processes (optuna backend)")
-    run.add_argument("--backend", choices=["optuna", "ray"], default="optuna")
+    run.add_argument(
+        "--trials", type=_bounded(1, TRIALS_MAX), help=f"run at most this many trials now (1..{TRIALS_MAX})"
+    )
+    run.add_argument(
+        "--workers", type=_bounded(1, WORKERS_MAX), help=f"worker processes (optuna backend; 1..{WORKERS_MAX})"
+    )
+    run.add_argument("--backend", choices=ENGINES, default="optuna")
     run.add_argument("--address", help="ray: cluster address (auto | HOST:PORT); none starts a local Ray")
-    run.add_argument("--cpus-per-trial", type=float, default=None, help="ray: CPUs per trial")
-    run.add_argument("--gpus-per-trial", type=float, default=None, help="ray: GPUs per trial")
+    run.add_argument("--cpus-per-trial", type=_positive, default=None, help="ray: CPUs per trial")
+    run.add_argument("--gpus-per-trial", type=_positive, default=None, help="ray: GPUs per trial")
     run.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
     run.add_argument("--studies-dir", type=Path, default=STUDIES)
     run.add_argument("--reports-dir", type=Path, default=REPORTS)
@@ -54,37 +113,51 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(func=_run)
 
+    _study_commands(sub)
+    return p
+
+
+def _study_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands that read an existing study: report, status, export, dashboard."""
     report = sub.add_parser("report", help="write reports/<study>/report.md and figures from the storage")
     report.add_argument("study")
     report.add_argument("--studies-dir", type=Path, default=STUDIES)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
     report.set_defaults(func=_report)
 
+    status = sub.add_parser("status", help="trial counts by state, planned total and time left (no dashboard)")
+    status.add_argument("study")
+    status.add_argument("--studies-dir", type=Path, default=STUDIES)
+    status.set_defaults(func=_status)
+
+    export = sub.add_parser("export", help="write the study's results table (one row per trial)")
+    export.add_argument("study")
+    export.add_argument("--format", choices=FORMATS, default="csv")
+    export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
+    export.add_argument("--studies-dir", type=Path, default=STUDIES)
+    export.set_defaults(func=_export)
+
     dash = sub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage")
     dash.add_argument("study")
     dash.add_argument("--studies-dir", type=Path, default=STUDIES)
     dash.add_argument("--host", default="127.0.0.1")
-    dash.add_argument("--port", type=int, default=8080)
+    dash.add_argument("--port", type=_bounded(1, 65535), default=8080)
     dash.set_defaults(func=_dashboard)
-    return p
 
 
 def _show(args: argparse.Namespace) -> int:
-    from coatsearch.candidates import prepare_all, row
-    from coatsearch.space import load_space
+    from coatsearch import api
+    from coatsearch.candidates import row
 
-    space = load_space(args.space, args.profile)
+    space = api.load_space(args.space, args.profile)
     if args.candidate:
-        from coatsearch.candidates import prepare
-        from coatsearch.models import build
-
         try:
             cand = space.candidate(args.candidate)
         except KeyError as exc:
             raise UserError(f"{args.space}: {exc.args[0]}") from None
-        print(build(prepare(cand).model))
+        print(cand.build())
         return 0
-    rows = [row(p) for p in prepare_all(space)]
+    rows = [row(c.prepared) for c in space.candidates]
     print(json.dumps(rows, indent=2) if args.json else _table(rows))
     return 0
 
@@ -124,42 +197,91 @@ def _table(rows: list[dict]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from coatsearch import data as D
-    from coatsearch.space import load_space
-    from coatsearch.train import pick_device
+    from coatsearch import api
 
-    space = load_space(args.space, args.profile)
-    name = args.study or (space.name if args.profile == "default" else f"{space.name}-{args.profile}")
-    pick_device(args.device)
-    D.load(space.data, space.image_size, space.channels)  # a missing dataset stops here, exit 2
-    if args.workers < 1 or (args.trials is not None and args.trials < 1):
-        raise UserError("--workers and --trials must be at least 1")
-    common = {"trials": args.trials, "device": args.device, "progress": not args.quiet}
-    if args.backend == "ray":
-        from coatsearch.backends import ray_backend
-
-        extra = {"address": args.address, "cpus": args.cpus_per_trial, "gpus": args.gpus_per_trial}
-        summary = ray_backend.run(space, args.studies_dir, name, **extra, **common)
-    else:
-        from coatsearch.backends import optuna_backend
-
-        summary = optuna_backend.run(space, args.studies_dir, name, workers=args.workers, **common)
-    print(
-        f"study {summary.study}: {summary.complete} complete, {summary.failed} failed, {summary.pruned} pruned "
-        f"of {summary.planned} planned; {summary.ran_now} ran now in {summary.seconds:.0f} s; "
-        f"storage {summary.storage}"
+    _check_backend_flags(args)
+    space = api.load_space(args.space, args.profile)
+    res = api.run(
+        space,
+        args.study,
+        args.backend,
+        args.workers or 1,
+        args.device,
+        trials=args.trials,
+        studies_dir=args.studies_dir,
+        reports_dir=args.reports_dir,
+        report=not args.no_report,
+        progress=not args.quiet,
+        address=args.address,
+        cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=args.gpus_per_trial,
     )
-    if not args.no_report:
-        from coatsearch.report import write_report
-
-        print(f"report: {write_report(name, args.studies_dir, args.reports_dir)}")
+    print(
+        f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "
+        f"of {res.planned} planned; {res.ran_now} ran now in {res.seconds:.0f} s; storage {res.storage}"
+    )
+    if res.report is not None:
+        print(f"report: {res.report}")
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
-    from coatsearch.report import write_report
+def _check_backend_flags(args: argparse.Namespace) -> None:
+    """A flag the chosen backend would ignore is an error, not a silent no-op."""
+    if args.backend != "ray":
+        given = [f"--{f.replace('_', '-')}" for f in RAY_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise UserError(f"{', '.join(given)}: only used with --backend ray (this run uses {args.backend})")
+    elif args.workers is not None:
+        raise UserError("--workers: only used with --backend optuna; Ray sizes trials with --cpus-per-trial")
 
-    print(write_report(args.study, args.studies_dir, args.reports_dir))
+
+def _report(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(api.report(args.study, args.studies_dir, args.reports_dir).markdown)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(status_text(api.status(args.study, args.studies_dir)))
+    return 0
+
+
+def status_text(st: Status) -> str:
+    """What `coatsearch status` prints: counts by state, planned total and the ETA."""
+    planned = "?" if st.planned is None else str(st.planned)
+    lines = [
+        f"study {st.study}: {st.complete} completed, {st.failed} failed, {st.pruned} pruned, "
+        f"{st.running} running, {st.waiting} waiting of {planned} planned"
+        + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
+    ]
+    if st.mean_wall_s is None:
+        lines.append("ETA: unknown (no completed trial yet)")
+    elif st.eta_s is None:
+        lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the space file is gone)")
+    else:
+        workers = max(1, st.running)
+        lines.append(
+            f"remaining {st.remaining} trials, mean trial {st.mean_wall_s:.0f} s: "
+            f"ETA {_duration(st.eta_s)} at {workers} worker{'s' if workers > 1 else ''}"
+        )
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as '1 h 02 min', '3 min 05 s' or '42 s'."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def _export(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(api.export(args.study, args.format, args.out, args.studies_dir))
     return 0
 
 

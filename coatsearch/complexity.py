@@ -59,18 +59,12 @@ def count(spec: ModelSpec) -> Complexity:
 
 
 def _sum_parts(spec: ModelSpec) -> Complexity:
-    """Stem + blocks + head of a CoAtNet-arch model, mirroring `CoAtNet.__init__`'s shapes."""
-    from coatsearch.models.stems import stem_out_width
-
+    """Stem + blocks + head of a CoAtNet-arch model, laid out by `ModelSpec.blocks` (the stage loop CoAtNet uses)."""
     b = spec.block
     parts = [_stem(spec.stem, spec.in_chans, spec.stages[0].width, b, spec.image_size)]
-    dim, side = stem_out_width(spec.stem, spec.stages[0].width), -(-spec.image_size // spec.stem.total_stride)
-    for stage, out_side in zip(spec.stages, spec.feature_sizes(), strict=True):
-        for j in range(stage.depth):
-            stride = stage.stride if j == 0 else 1
-            parts.append(_block(stage.kind, dim, stage.width, stride, side, out_side, b))
-            dim, side = stage.width, out_side
-    parts.append(_head(dim, spec.num_classes))
+    for p in spec.blocks():
+        parts.append(_block(p.kind, p.dim, p.dim_out, p.stride, p.in_side, p.out_side, b))
+    parts.append(_head(spec.stages[-1].width, spec.num_classes))
     return Complexity(macs=sum(p.macs for p in parts), params=sum(p.params for p in parts))
 
 

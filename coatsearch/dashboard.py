@@ -1,10 +1,26 @@
-"""optuna-dashboard on a study's JournalStorage: the same store of record the report reads."""
+"""optuna-dashboard on a study's JournalStorage: the same store of record the report reads, made readable.
+
+The study gets its objective as metric name, its space as readable user attributes and the report as its
+note. The server reads the storage through `ReadableStorage`, a view that shows every user attribute as a
+scalar (nested dicts as dotted keys, lists as text); the journal itself is never rewritten by the view.
+"""
 
 from __future__ import annotations
 
+import copy
+import ipaddress
+import sys
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.storages import BaseStorage
 
 from coatsearch.errors import UserError
+
+SPACE_ATTR = "space"  # the study attribute holding the whole space record (one dict)
 
 
 def url(host: str, port: int) -> str:
@@ -12,18 +28,153 @@ def url(host: str, port: int) -> str:
     return f"http://{host}:{port}/dashboard/"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (localhost, 127.0.0.0/8, ::1); names are not resolved."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def space_record(user_attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The space record a study was run with: the `space` dict, or rebuilt from readable attributes."""
+    stored = user_attrs.get(SPACE_ATTR)
+    if isinstance(stored, Mapping):
+        return dict(stored)
+    keys = {"space.name": "space", "space.source": "source", "space.profile": "profile", "space.scale": "scale"}
+    return {field: user_attrs[key] for key, field in keys.items() if key in user_attrs}
+
+
+def space_attrs(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The space record as readable scalar study attributes: name, profile, scale, source, input, study settings."""
+    size = list(record.get("input") or [])
+    data = record.get("data") or {}
+    study = record.get("study") or {}
+    attrs = {
+        "space.name": record.get("space"),
+        "space.profile": record.get("profile"),
+        "space.scale": record.get("scale"),
+        "space.source": record.get("source"),
+        "space.description": record.get("description"),
+        "space.input": f"{size[0]}x{size[0]} px, {size[1]} channel(s), {size[2]} classes" if len(size) == 3 else None,
+        "space.data": ", ".join(f"{k} {v}" for k, v in data.items() if v is not None) or None,
+        "space.scores": ", ".join(k for k, v in (record.get("scores") or {}).items() if v) or None,
+        "space.candidates": ", ".join(record.get("candidates") or []) or None,
+        **{f"study.{k}": ", ".join(map(str, v)) if isinstance(v, list | tuple) else v for k, v in study.items()},
+        "space.yaml": record.get("space_yaml") or None,
+    }
+    return {k: v for k, v in attrs.items() if v not in (None, "")}
+
+
+def objective(user_attrs: Mapping[str, Any]) -> str | None:
+    """The study's objective key (e.g. `generalization.eval_acc`) from its space record."""
+    return (space_record(user_attrs).get("study") or {}).get("objective")
+
+
+def annotate(study: optuna.Study) -> None:
+    """Give a study its metric name and readable space attributes; writes only what is missing or changed."""
+    attrs = study.user_attrs
+    name = objective(attrs)
+    if name and study.metric_names != [name]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([name])
+    for key, value in space_attrs(space_record(attrs)).items():
+        if attrs.get(key) != value:
+            study.set_user_attr(key, value)
+
+
+def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """User attributes as the dashboard shows them: scalars, dotted keys; the space dict left to its readable keys."""
+    from coatsearch.store import flatten
+
+    shown = dict(attrs)
+    if "space.name" in shown and isinstance(shown.get(SPACE_ATTR), Mapping):
+        del shown[SPACE_ATTR]
+    return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(shown).items()}
+
+
+class ReadableStorage(BaseStorage):
+    """A read-through view of a storage whose studies and trials show `readable` user attributes."""
+
+    def __init__(self, inner: BaseStorage) -> None:
+        self._inner = inner
+
+    def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
+        """The study's user attributes, readable."""
+        return readable(self._inner.get_study_user_attrs(study_id))
+
+    def get_all_studies(self) -> list[Any]:
+        """Every study, with readable user attributes."""
+        out = []
+        for s in self._inner.get_all_studies():
+            s = copy.copy(s)
+            s.user_attrs = readable(s.user_attrs)
+            out.append(s)
+        return out
+
+    def get_trial(self, trial_id: int) -> optuna.trial.FrozenTrial:
+        """One trial, with readable user attributes."""
+        return _readable_trial(self._inner.get_trial(trial_id))
+
+    def get_all_trials(self, study_id: int, deepcopy: bool = True, states: Any = None) -> list[Any]:
+        """A study's trials, with readable user attributes (always copies: the view never aliases records)."""
+        return [_readable_trial(t) for t in self._inner.get_all_trials(study_id, deepcopy=False, states=states)]
+
+
+def _readable_trial(trial: optuna.trial.FrozenTrial) -> optuna.trial.FrozenTrial:
+    out = copy.copy(trial)
+    out.user_attrs = readable(trial.user_attrs)
+    return out
+
+
+def _delegate(name: str) -> Any:
+    def method(self: ReadableStorage, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._inner, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"`{name}` of the wrapped storage."
+    return method
+
+
+for _name in sorted(BaseStorage.__abstractmethods__ - set(vars(ReadableStorage))):
+    setattr(ReadableStorage, _name, _delegate(_name))
+ReadableStorage.__abstractmethods__ = frozenset()
+
+
 def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Check the study exists, print its URL, and serve optuna-dashboard until Ctrl-C."""
-    from coatsearch.backends.optuna_backend import load_study, open_storage, storage_file
+    """Check the study exists, annotate it, print its URL, and serve optuna-dashboard until Ctrl-C."""
+    from coatsearch import store
 
     try:
         import optuna_dashboard
     except ImportError:
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
-    load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
-    storage = open_storage(storage_file(Path(studies_dir), study))
+    st = store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
+    annotate(st)  # journals written before the readable attributes existed get them here
+    if not is_loopback(host):
+        print(
+            f"coatsearch: warning: serving on {host}, not loopback: the dashboard has no authentication, and "
+            "anyone who can reach this port can read the study and write notes to it",
+            file=sys.stderr,
+            flush=True,
+        )
     print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
     try:
+        storage = ReadableStorage(store.open_storage(store.storage_file(Path(studies_dir), study)))
         optuna_dashboard.run_server(storage, host=host, port=port)
     except OSError as exc:
         raise UserError(f"cannot serve on {host}:{port}: {exc}") from None
+
+
+def save_note(study, text: str, verdicts: dict) -> None:
+    """The study's optuna-dashboard note and user attr 'report_verdicts'; unchanged ones are not written again."""
+    from optuna_dashboard import get_note
+    from optuna_dashboard import save_note as save
+
+    if get_note(study) != text:  # the journal only grows: write a note only when it changed
+        save(study, text)
+    if study.user_attrs.get("report_verdicts") != verdicts:
+        study.set_user_attr("report_verdicts", verdicts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import math
 import os
 import warnings
@@ -23,6 +24,8 @@ import torch.nn.functional as F
 from coatsearch.errors import UserError
 from coatsearch.spec import DataSpec
 
+EVAL_SEED = 0  # the one draw of a study's eval set: fixed, never the trial seed, so every run sees the same images
+PROBE_MAX = 2000  # images in the fixed probe of a training subset that step-level curves measure
 PAD_MAX = 4  # targets at most this many pixels larger than the native size are zero-padded, not resized
 LUMA = (0.299, 0.587, 0.114)  # ITU-R BT.601 weights for RGB -> gray
 FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian package dataset-fashion-mnist
@@ -41,6 +44,7 @@ class TensorData:
     y: torch.Tensor  # (N,) int64 labels 0..len(classes)-1
     classes: tuple[int, ...]  # original class ids, in label order
     hflip: bool = True  # whether a horizontal flip keeps the label (False for digits)
+    ids: torch.Tensor | None = None  # (N,) int64 index of each image in the loaded pool; None = the pool itself
 
     def __len__(self) -> int:
         """Number of images."""
@@ -164,9 +168,12 @@ def _decode_images(paths: list[str], size: int) -> torch.Tensor:
 
     out = torch.empty((len(paths), 3, size, size), dtype=torch.uint8)
     for i, p in enumerate(paths):  # decoding is per file by nature; runs once per process (cached)
-        with Image.open(p) as im:
-            im = im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
-            out[i] = torch.from_numpy(np.array(im)).permute(2, 0, 1)
+        try:
+            with Image.open(p) as im:
+                im = im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
+                out[i] = torch.from_numpy(np.array(im)).permute(2, 0, 1)
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:  # corrupt, truncated, huge
+            raise UserError(f"{p}: cannot decode this image ({type(err).__name__}: {err})") from None
     return out
 
 
@@ -307,6 +314,8 @@ def load(spec: DataSpec, image_size: int, channels: int) -> tuple[TensorData, Te
     """
     if image_size < 1 or channels not in (1, 3):
         raise UserError(f"need image_size >= 1 and channels 1 or 3, got {image_size} and {channels}")
+    if spec.root and Path(spec.root).expanduser().exists() and not Path(spec.root).expanduser().is_dir():
+        raise UserError(f"{spec.dataset}: root {spec.root} is a file, not a folder")
     return _shaped(spec.dataset, spec.root, image_size, channels)
 
 
@@ -357,7 +366,26 @@ def _select(data: TensorData, counts: dict[int, int], seed: int, what: str) -> T
         warnings.warn(f"{what}: fewer images than asked, took all there are ({', '.join(short)})", stacklevel=3)
     idx, y = torch.cat(keep), torch.cat(labels)
     order = idx.argsort()  # keep the pool's order (classes interleaved as in the source)
-    return replace(data, x=data.x[idx[order]], y=y[order], classes=tuple(counts))
+    return _take(data, idx[order], y=y[order], classes=tuple(counts))
+
+
+def _take(data: TensorData, idx: torch.Tensor, y: torch.Tensor | None = None, classes=None) -> TensorData:
+    """The images `idx` of `data` with their pool ids; labels and classes as given, else `data`'s."""
+    ids = idx if data.ids is None else data.ids[idx]
+    y = data.y[idx] if y is None else y
+    return replace(data, x=data.x[idx], y=y, classes=classes or data.classes, ids=ids)
+
+
+def image_ids(data: TensorData) -> torch.Tensor:
+    """Index in the loaded pool of each image of `data` (0..N-1 for a pool itself)."""
+    return torch.arange(len(data)) if data.ids is None else data.ids
+
+
+def fingerprint(data: TensorData) -> str:
+    """A short hash of which pool images `data` holds, in order, and its class ids: equal iff the same data."""
+    h = hashlib.sha1(image_ids(data).to(torch.int64).numpy().tobytes())
+    h.update(repr(data.classes).encode())
+    return h.hexdigest()[:12]
 
 
 def subset(data: TensorData, per_class: int, classes: tuple[int, ...] | None, seed: int) -> TensorData:
@@ -372,11 +400,12 @@ def subset(data: TensorData, per_class: int, classes: tuple[int, ...] | None, se
     return _select(data, dict.fromkeys(keep, per_class), seed, "subset")
 
 
-def eval_subset(test: TensorData, size: int, classes: tuple[int, ...] | None, seed: int) -> TensorData:
+def eval_subset(test: TensorData, size: int, classes: tuple[int, ...] | None, seed: int = EVAL_SEED) -> TensorData:
     """A balanced `size`-image evaluation set from `classes` (size <= 0 = all), relabelled like `subset`.
 
     Each class gets size // k images, the first size % k classes one more; classes with too few images
-    contribute all they have.
+    contribute all they have. Leave `seed` at EVAL_SEED: one eval set per study, the same images for every
+    candidate and trial seed, so results pair by image.
     """
     keep = _labels_of(test, classes)
     if size <= 0:
@@ -384,3 +413,25 @@ def eval_subset(test: TensorData, size: int, classes: tuple[int, ...] | None, se
         return _select(test, {c: int(counts[test.classes.index(c)]) for c in keep}, seed, "eval_subset")
     base, extra = divmod(size, len(keep))
     return _select(test, {c: base + (i < extra) for i, c in enumerate(keep)}, seed, "eval_subset")
+
+
+def probe_index(y: torch.Tensor, size: int = PROBE_MAX) -> torch.Tensor:
+    """Indices of the fixed probe of a training subset with labels `y`: all images when at most `size`, else
+    `size` images balanced over labels, evenly spaced within each label (deterministic, no seed)."""
+    if size < 1:
+        raise UserError(f"probe size must be >= 1, got {size}")
+    if len(y) <= size:
+        return torch.arange(len(y))
+    labels = y.unique().tolist()
+    base, extra = divmod(size, len(labels))
+    keep = []
+    for i, label in enumerate(labels):
+        idx = (y == label).nonzero().flatten()
+        take = min(len(idx), base + (i < extra))
+        keep.append(idx[torch.linspace(0, len(idx) - 1, take).round().long()] if take else idx[:0])
+    return torch.cat(keep).sort().values
+
+
+def probe(train: TensorData, size: int = PROBE_MAX) -> TensorData:
+    """The fixed probe of a training subset (see `probe_index`), labels and pool ids carried along."""
+    return _take(train, probe_index(train.y, size))

@@ -1,31 +1,41 @@
-"""YAML → validated document: safe loading, profiles, schema checks, errors with file:line and field path."""
+"""YAML → validated SpaceDoc: safe loading, profiles, spec checks, errors with file:line and field path."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
+import stat
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from coatsearch import kinds
+from coatsearch import spec as S
 from coatsearch.errors import UserError
-from coatsearch.schema import SpaceDoc
-from coatsearch.space import check_search
+
+SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
+SHARED = ("train", "search", "budget", "scores")  # shared sections merged into each candidate besides `model`
+UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
+MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
+
+MAX_BYTES = 1_000_000  # a space file's size
+MAX_NODES = 100_000  # YAML values after expanding anchors and aliases
+MAX_DEPTH = 100  # nesting of mappings and lists
 
 
 class SpaceError(UserError):
     """A space file is invalid: one message with file, line, field path, found and allowed."""
 
 
-def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
+def load_document(path: str | Path, profile: str = "default") -> S.SpaceDoc:
     """Read a space file, apply `profile`, validate it; raise SpaceError on any problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpaceError(f"{path}: cannot read the space file ({exc.strerror or exc})") from None
+    text = read_space_text(path)
     root = _compose(path, text)
     data = _construct(path, text)
     if not isinstance(data, dict):
@@ -34,12 +44,81 @@ def load_document(path: str | Path, profile: str = "default") -> SpaceDoc:
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}  # scratch keys for YAML anchors
     data.setdefault("name", path.stem)
     try:
-        doc = SpaceDoc.model_validate(_merge_candidates(data))
+        doc = S.DOCUMENT.validate_python(_merge_candidates(data))
     except ValidationError as exc:
-        raise SpaceError(_describe(path, root, exc)) from None
-    for loc, message in check_search(doc):
+        raise SpaceError(_describe(path, root, data, exc)) from None
+    for loc, message in check_document(doc):
+        loc = _origin(data, loc)
         raise SpaceError(f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {message}")
     return doc
+
+
+def check_document(doc: S.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+    """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
+    seen: set[str] = set()
+    choices: dict[str, tuple] = {}
+    if doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
+        yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
+    for i, cand in enumerate(doc.candidates):
+        if cand.name in seen:
+            yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
+        seen.add(cand.name)
+        late = kinds.conv_after_attention(cand.layout) if doc.constraints.conv_before_attention else ""
+        if late:
+            yield ("candidates", i, "layout"), f"{late} (constraints.conv_before_attention is on)"
+        try:
+            cand.model(doc.input)
+        except ValueError as exc:
+            yield ("candidates", i), str(exc)
+        for path, dim in cand.search.items():
+            if dim is None:
+                continue
+            loc = ("search", path) if doc.search.get(path) == dim else ("candidates", i, "search", path)
+            if dim.choices is not None and len(dim.choices) > 1:
+                if choices.setdefault(path, tuple(map(str, dim.choices))) != tuple(map(str, dim.choices)):
+                    yield loc, "every candidate must search the same choices for one path (Optuna needs one list)"
+            if path.split(".", 1)[0] not in SEARCH_ROOTS or "." not in path:
+                yield loc, "a search path starts with 'model.' or 'train.'"
+                continue
+            for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
+                try:
+                    S.with_params(cand, {path: value}).model(doc.input)
+                except ValueError as exc:
+                    yield loc, f"value {value!r} is not valid there: {_first_error(exc)}"
+                    break
+
+
+def _first_error(exc: Exception) -> str:
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    err = exc.errors()[0]
+    if err["type"] in UNKNOWN:
+        return f"unknown field '{err['loc'][-1]}'"
+    msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+    return f"{'.'.join(map(str, err['loc']))}: {msg}" if err["loc"] else msg
+
+
+def _origin(data: dict, loc: tuple) -> tuple:
+    """Where a candidate's value at `loc` was written: the candidate itself, or the shared section it came from."""
+    cands = data.get("candidates")
+    if len(loc) < 3 or loc[0] != "candidates" or not isinstance(cands, list) or loc[1] >= len(cands):
+        return loc
+    rest = loc[2:]
+    if _has(cands[loc[1]], rest):
+        return loc
+    shared = rest if rest[0] in SHARED else ("model", *rest)
+    return shared if _has(data, shared) else loc
+
+
+def _has(node: Any, loc: tuple) -> bool:
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return False
+    return True
 
 
 def _merge_candidates(data: dict) -> dict:
@@ -67,12 +146,42 @@ def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def read_space_text(path: Path) -> str:
+    """The space file's text: a regular file of at most MAX_BYTES, UTF-8; a one-line SpaceError otherwise.
+
+    The type is checked with stat before opening, so a FIFO or a device such as /dev/zero never blocks.
+    """
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise SpaceError(f"{path}: not a regular file (a space file is a YAML text file)")
+        if info.st_size > MAX_BYTES:
+            raise SpaceError(f"{path}: {info.st_size} bytes; a space file may have at most {MAX_BYTES}")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise SpaceError(f"{path}: cannot read the space file ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise SpaceError(f"{path}: more than {MAX_BYTES} bytes; a space file may have at most {MAX_BYTES}")
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise SpaceError(f"{path}: a binary file (NUL byte at offset {nul}), not YAML text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpaceError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+
+
 def _compose(path: Path, text: str) -> yaml.Node | None:
-    """Parse to a node tree (for line numbers), rejecting duplicate keys."""
+    """Parse to a node tree (for line numbers), rejecting duplicate keys and alias bombs."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise SpaceError(_yaml_message(path, exc)) from None
+    except RecursionError:
+        raise SpaceError(f"{path}: invalid YAML: nested too deeply") from None
+    _check_size(path, root)
     _check_duplicates(path, root)
     return root
 
@@ -83,28 +192,69 @@ def _construct(path: Path, text: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpaceError(_yaml_message(path, exc)) from None
+    except RecursionError:
+        raise SpaceError(f"{path}: invalid YAML: nested too deeply") from None
+
+
+def _check_size(path: Path, root: yaml.Node | None) -> None:
+    """Reject a document whose aliases expand to more than MAX_NODES nodes, or deeper than MAX_DEPTH, or refer
+    to themselves (a node shared through anchors counts once per use, as the loaded data holds it)."""
+    size: dict[int, int] = {}  # node id -> expanded node count, shared nodes computed once
+    stack = [(root, 0, False)] if root is not None else []
+    while stack:
+        node, depth, done = stack.pop()
+        kids = _children(node)
+        if done:
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            if size[id(node)] > MAX_NODES:
+                raise SpaceError(
+                    f"{path}:{node.start_mark.line + 1}: YAML anchors and aliases expand to more than "
+                    f"{MAX_NODES} values; at most {MAX_NODES} are allowed"
+                )
+            continue
+        if id(node) in size:
+            continue
+        if depth > MAX_DEPTH:
+            raise SpaceError(f"{path}:{node.start_mark.line + 1}: invalid YAML: nested deeper than {MAX_DEPTH}")
+        size[id(node)] = -1  # in progress: meeting it again below means an alias refers to itself
+        stack.append((node, depth, True))
+        for kid in kids:
+            if size.get(id(kid)) == -1:
+                raise SpaceError(f"{path}:{kid.start_mark.line + 1}: invalid YAML: an alias refers to itself")
+            stack.append((kid, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
 def _yaml_message(path: Path, exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
-    problem = getattr(exc, "problem", None) or str(exc)
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line, whatever the error
     if "python/" in str(exc):
         problem = f"{problem} (only plain YAML is allowed: no !!python tags)"
     return f"{path}{line}: invalid YAML: {problem}"
 
 
-def _check_duplicates(path: Path, node: yaml.Node | None) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            if key.value in seen:
-                raise SpaceError(f"{path}:{key.start_mark.line + 1}: duplicate key '{key.value}'")
-            seen.add(key.value)
-            _check_duplicates(path, value)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _check_duplicates(path, item)
+def _check_duplicates(path: Path, root: yaml.Node | None) -> None:
+    """Reject a mapping with a key twice; each node is visited once, however many aliases share it."""
+    seen_nodes: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value in keys:
+                    raise SpaceError(f"{path}:{key.start_mark.line + 1}: duplicate key '{key.value}'")
+                keys.add(key.value if isinstance(key, yaml.ScalarNode) else id(key))
+        stack.extend(_children(node))
 
 
 def _apply_profile(path: Path, root: yaml.Node | None, data: dict, profile: str) -> dict:
@@ -132,18 +282,18 @@ def deep_merge(base: dict, patch: dict) -> dict:
     return out
 
 
-def _describe(path: Path, root: yaml.Node | None, exc: ValidationError) -> str:
+def _describe(path: Path, root: yaml.Node | None, data: dict, exc: ValidationError) -> str:
     """Turn pydantic's first error into 'file:line: field a.b[2].c: message (found X)'."""
     err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
-    field = _dotted(loc)
+    written = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
+    loc = _origin(data, written)
     msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
     found = err.get("input")
-    shown = "" if err["type"] == "missing" or isinstance(found, dict) else f" (found {found!r})"
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(exc, loc)}"
+    shown = "" if err["type"] in MISSING or isinstance(found, dict) else f" (found {found!r})"
+    if err["type"] in UNKNOWN:
+        msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(written)}"
         shown = ""
-    return f"{path}:{_line(root, loc)}: field '{field}': {msg}{shown}"
+    return f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {msg}{shown}"
 
 
 def _is_union_tag(part: str) -> bool:
@@ -154,28 +304,34 @@ def _is_union_tag(part: str) -> bool:
     }
 
 
-def _allowed_keys(exc: ValidationError, loc: tuple) -> str:
-    model = SpaceDoc
+def _allowed_keys(loc: tuple) -> str:
+    """The keys the spec at `loc[:-1]` accepts, as a space file writes them."""
+    cls: Any = S.SpaceDoc
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
-        field = model.model_fields.get(part)
-        if field is None:
+        hints = typing.get_type_hints(cls, include_extras=True) if dataclasses.is_dataclass(cls) else {}
+        cls = _spec_of(hints.get(part))
+        if cls is None:
             return "see the DSL reference in README.md"
-        model = _model_of(field.annotation)
-        if model is None:
-            return "see the DSL reference in README.md"
-    return ", ".join(model.model_fields)
+    return ", ".join(dict.fromkeys(_key(f, cls) for f in dataclasses.fields(cls)))
 
 
-def _model_of(annotation: Any) -> Any:
-    from pydantic import BaseModel
+def _key(f: dataclasses.Field, cls: type) -> str:
+    """A field's key in a space file (its alias path's first step, if it has one)."""
+    hint = typing.get_type_hints(cls, include_extras=True)[f.name]
+    alias = next((getattr(m, "validation_alias", None) for m in getattr(hint, "__metadata__", ())), None)
+    return str(alias.path[0]) if alias is not None else f.name
 
-    candidates = [annotation, *getattr(annotation, "__args__", ())]
-    for cand in candidates:
-        for inner in (cand, *getattr(cand, "__args__", ())):
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
-                return inner
+
+def _spec_of(annotation: Any) -> Any:
+    """The spec dataclass inside an annotation (X, X | None, tuple[X, ...], Annotated[X, ...]), or None."""
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _spec_of(arg)
+        if found is not None:
+            return found
     return None
 
 

@@ -3,9 +3,9 @@
 The maths. Let f(m) = MACs(scale(spec, m)) for a multiplier m > 0.
 
 * Width mode: every stage width w_i, the conv stem width and the ViT_C stem channels become
-  q * max(1, round(m * w / q)), with quantum q = 8 for C stages and stems and q = head_size for T stages
-  (so the head count stays an integer). A conv costs ~ c_in * c_out, attention ~ N * C^2 + N^2 * C, so
-  f grows roughly like m^2 between roundings.
+  q * max(1, round(m * w / q)), with the stage kind's quantum q (kinds.STAGE_KINDS: 8 for C stages and
+  stems, head_size for attention stages, so the head count stays an integer). A conv costs ~ c_in * c_out,
+  attention ~ N * C^2 + N^2 * C, so f grows roughly like m^2 between roundings.
 * Depth mode: the middle stages' depths d_i (all stages but the first and last when there are >= 3 stages,
   else every stage; CoAtNet scales depth only in S2 and S3) become max(1, round(m * d_i)); f is roughly
   affine in m.
@@ -28,12 +28,13 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from coatsearch import kinds
 from coatsearch.complexity import count
-from coatsearch.spec import ATTN, Budget, ModelSpec
+from coatsearch.kinds import CONV_QUANTUM
+from coatsearch.spec import Budget, ModelSpec
 
 M_RANGE = {"width": (0.05, 16.0), "depth": (0.01, 16.0)}  # multiplier search interval per mode
 REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + REL_STEP
-CONV_QUANTUM = 8  # C-stage and stem channels are multiples of this
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,11 @@ def _round_to(x: float, q: int) -> int:
     return max(q, q * math.floor(x / q + 0.5))
 
 
+def _quantum(spec: ModelSpec, kind: str) -> int:
+    """Width step of a stage of `kind` in `spec`."""
+    return kinds.stage_kind(kind).quantum(spec.block)
+
+
 def _depth_stages(n: int) -> range:
     """Indices of the stages that depth scaling changes."""
     return range(1, n - 1) if n >= 3 else range(n)
@@ -65,15 +71,8 @@ def scale(spec: ModelSpec, multiplier: float, mode: str) -> ModelSpec:
     if mode == "none":
         return spec
     if mode == "width":
-        head = spec.block.head_size
-        stages = tuple(
-            replace(s, width=_round_to(s.width * m, head if s.kind == ATTN else CONV_QUANTUM)) for s in spec.stages
-        )
-        stem = spec.stem
-        if stem.kind == "conv":
-            stem = replace(stem, width=_round_to(stem.width * m, CONV_QUANTUM))
-        elif stem.kind == "vitc":
-            stem = replace(stem, channels=tuple(_round_to(c * m, CONV_QUANTUM) for c in stem.channels))
+        stages = tuple(replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind))) for s in spec.stages)
+        stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
         return replace(spec, stem=stem, stages=stages)
     if mode == "depth":
         idx = set(_depth_stages(len(spec.stages)))
@@ -112,12 +111,12 @@ def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
                 yield replace(spec, stages=stages[:i] + (new,) + stages[i + 1 :])
         return
     for i, s in enumerate(stages):
-        q = spec.block.head_size if s.kind == ATTN else CONV_QUANTUM
+        q = _quantum(spec, s.kind)
         if s.width + sign * q >= q:
             yield replace(spec, stages=stages[:i] + (replace(s, width=s.width + sign * q),) + stages[i + 1 :])
-    stem = spec.stem
-    if stem.kind == "conv" and stem.width + sign * CONV_QUANTUM >= CONV_QUANTUM:
-        yield replace(spec, stem=replace(stem, width=stem.width + sign * CONV_QUANTUM))
+    stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: max(CONV_QUANTUM, w + sign * CONV_QUANTUM))
+    if stem != spec.stem:
+        yield replace(spec, stem=stem)
 
 
 def _widening(spec: ModelSpec) -> bool:

@@ -23,14 +23,6 @@ class PlanItem:
         return f"{self.candidate}/seed={self.seed}/sample={self.sample}"
 
 
-class TrialFailed(Exception):
-    """A trial that could not finish; the message is the reason stored with it."""
-
-
-class Pruned(Exception):
-    """Raised from a per-epoch report when the engine's pruner stops the trial."""
-
-
 def plan(space: Space) -> tuple[PlanItem, ...]:
     """Grid over named candidates × seeds × (samples, for candidates that have search dimensions)."""
     return tuple(

@@ -2,26 +2,27 @@
 
 The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. On CUDA
 it runs bf16 autocast and channels_last, and it never syncs per step: losses and hits go into device
-buffers that are read once per epoch (and every CHECK_EVERY_CUDA steps for the non-finite check).
+buffers that are read once per epoch, at curve points and every CHECK_EVERY_CUDA steps (non-finite check).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from coatsearch.data import TensorData
+from coatsearch.curve import Curve, Meter, Point, Stop, autocast, curve_steps, eval_tensors
+from coatsearch.data import PROBE_MAX, TensorData
 from coatsearch.errors import UserError
 from coatsearch.spec import OptimSpec
 
@@ -31,12 +32,33 @@ SHIFT_FRACTION = 8  # random shifts move images by up to size // SHIFT_FRACTION 
 JITTER = 0.2  # per-image brightness/contrast jitter, in normalized units
 
 
-class NonFiniteLoss(RuntimeError):
-    """The training loss became NaN or infinite at (0-based) `epoch`, `step` within that epoch."""
+class NonFinite(RuntimeError):
+    """A loss or metric of a trial is NaN or infinite; the message starts with 'non-finite' and names it."""
 
-    def __init__(self, epoch: int, step: int):
-        super().__init__(f"non-finite training loss at epoch {epoch}, step {step}")
-        self.epoch, self.step = epoch, step
+
+class NonFiniteLoss(NonFinite):
+    """`what` (the training loss by default) became NaN or infinite at (0-based) `epoch` [, `step`]."""
+
+    def __init__(self, epoch: int, step: int | None, what: str = "loss"):
+        where = f"epoch {epoch}" + (f", step {step}" if step is not None else "")
+        super().__init__(f"non-finite {what} at {where}")
+        self.epoch, self.step, self.what = epoch, step, what
+
+
+def check_finite(metrics: Mapping[str, Any]) -> None:
+    """Raise NonFinite for the first NaN or infinite number among a trial's metrics (scalars and lists of them)."""
+    for key, value in metrics.items():
+        for x in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(x, int | float) and not isinstance(x, bool) and not math.isfinite(x):
+                raise NonFinite(f"non-finite metric {key} = {x}")
+
+
+def _finite_pair(pair: tuple[float, float], epoch: int, what: str) -> tuple[float, float]:
+    """(loss, accuracy) unchanged if both are finite; NonFiniteLoss naming `what` otherwise."""
+    for value, kind in zip(pair, ("loss", "accuracy"), strict=True):
+        if not math.isfinite(value):
+            raise NonFiniteLoss(epoch, None, f"{what} {kind} ({value})")
+    return pair
 
 
 @dataclass(frozen=True)
@@ -47,13 +69,15 @@ class EpochStats:
     train_acc: float  # fraction of the epoch's batch images whose argmax is the true label
     eval_loss: float | None  # plain cross-entropy on `evaluate`, eval mode; None without it
     eval_acc: float | None
-    seconds: float  # training time of the epoch (evaluation excluded)
+    seconds: float  # training time of the epoch (evaluation and curve points excluded)
     images_per_s: float  # training images per second of the epoch
 
 
 @dataclass(frozen=True)
 class History:
-    """A whole run, one tuple entry per epoch, plus a clean eval-mode pass over the training set at the end.
+    """A whole run: one tuple entry per epoch, a step-level `curve`, and a clean pass over the training set.
+
+    The last epoch is partial when a `max_steps` budget or an early stop ends the run inside it.
 
     `final_train_loss` is that clean pass (plain cross-entropy, no augmentation, no mixup, no label
     smoothing, BatchNorm in eval mode, on up to CLEAN_TRAIN_MAX training images): the "final train loss"
@@ -71,6 +95,9 @@ class History:
     clean_train_acc: float | None
     steps: int  # optimizer steps taken
     compiled: bool  # whether the model ran under torch.compile
+    curve: Curve = Curve()  # step-level points on the fixed probe and eval set (see coatsearch.curve)
+    stopped: str | None = None  # with a stop target: "target" (reached) or "cap" (the step budget ran out)
+    steps_per_epoch: int = 0
 
     @property
     def final_train_loss(self) -> float | None:
@@ -177,47 +204,22 @@ def augment_batch(x: torch.Tensor, gen: torch.Generator, hflip: bool = True) -> 
     return out * scale + shift
 
 
-def _autocast(device: torch.device):
-    """bf16 autocast on CUDA; nothing elsewhere."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-@torch.no_grad()
-def _eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple[float, float]:
-    """(mean cross-entropy, accuracy) of `model` on device tensors, eval mode, one sync at the end."""
-    was_training = model.training
-    model.eval()
-    loss = torch.zeros((), device=x.device)
-    hits = torch.zeros((), device=x.device, dtype=torch.int64)
-    cl = torch.channels_last if x.device.type == "cuda" else torch.contiguous_format
-    with _autocast(x.device):
-        for i in range(0, len(y), batch_size):
-            logits = model(x[i : i + batch_size].contiguous(memory_format=cl)).float()
-            loss += F.cross_entropy(logits, y[i : i + batch_size], reduction="sum")
-            hits += (logits.argmax(1) == y[i : i + batch_size]).sum()
-    model.train(was_training)
-    n = max(1, len(y))
-    return loss.item() / n, hits.item() / n
-
-
 def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_size: int) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of `model` on `data`, in eval mode without gradients."""
-    return _eval_tensors(model, data.x.to(device), data.y.to(device), batch_size)
+    return eval_tensors(model, data.x.to(device), data.y.to(device), batch_size)
 
 
 class _Run:
     """The state of one `fit` call: model, optimizer, device data, generators, schedule."""
 
-    def __init__(self, model, train, optim, epochs, seed, device, augment):
+    def __init__(self, model, train, optim, total, seed, device, augment):
         self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
         self.cl = torch.channels_last if self.cuda else torch.contiguous_format
         self.model = model.to(device, memory_format=self.cl) if self.cuda else model.to(device)
         self.x, self.y = train.x.to(device).contiguous(memory_format=self.cl), train.y.to(device)
         self.batch = min(optim.batch_size, len(train))
-        self.steps = max(1, len(train) // self.batch)  # drop the last partial batch (fixed shapes)
-        self.total = epochs * self.steps
+        self.steps = steps_per_epoch(len(train), optim.batch_size)
+        self.total = total
         self.warmup = min(self.total, round(optim.warmup_epochs * self.steps))
         self.opt = make_optimizer(model, optim)
         self.shuffle = torch.Generator().manual_seed(seed)
@@ -229,6 +231,11 @@ class _Run:
         self.run_model, self.compile_pending = self._compile() if optim.compile else (model, False)
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
+
+    @property
+    def eval_model(self) -> nn.Module:
+        """The model to measure with: the compiled one once its first training step compiled, else eager."""
+        return self.model if self.compile_pending else self.run_model
 
     def _compile(self) -> tuple[nn.Module, bool]:
         """torch.compile the model; (eager model, False) with a warning when that fails."""
@@ -243,7 +250,7 @@ class _Run:
         lam = self.mix_rng.betavariate(self.mixup, self.mixup) if self.mixup > 0 else 1.0
         if lam < 1.0:
             xb = lam * xb + (1 - lam) * xb.flip(0)
-        with _autocast(self.device):
+        with autocast(self.device):
             logits = self.run_model(xb).float()
         ls = self.optim.label_smoothing
         loss = F.cross_entropy(logits, yb, label_smoothing=ls)
@@ -288,20 +295,36 @@ class _Run:
         if bad.any():
             raise NonFiniteLoss(epoch, lo + int(bad.nonzero()[0, 0]))
 
-    def epoch(self, e: int, bar: tqdm) -> tuple[float, float, float]:
-        """Train one epoch; (running loss, running accuracy, seconds)."""
+    def epoch(self, e: int, n: int, bar: tqdm, points: frozenset[int], at_point) -> tuple[float, float, float, int]:
+        """Train up to n steps of epoch e; `at_point(step)` after each curve step may stop it.
+
+        Returns (running loss, running accuracy, training seconds, steps done); curve points are not timed.
+        """
         self.model.train()
-        start, every, checked = time.perf_counter(), CHECK_EVERY_CUDA if self.cuda else 1, 0
+        start, every, checked, paused, done = time.perf_counter(), CHECK_EVERY_CUDA if self.cuda else 1, 0, 0.0, n
         perm = torch.randperm(len(self.y), generator=self.shuffle).to(self.device, non_blocking=True)
-        for i in range(self.steps):
+        for i in range(n):
             self.step(i, perm[i * self.batch : (i + 1) * self.batch], e * self.steps + i)
             if (i + 1) % every == 0:
                 self.check(e, checked, i + 1)
                 checked = i + 1
             bar.update()
-        self.check(e, checked, self.steps)
-        loss, hits = self.losses.mean().item(), self.hits.sum().item()  # the epoch's one sync
-        return loss, hits / (self.steps * self.batch), time.perf_counter() - start
+            if e * self.steps + i + 1 in points:
+                self.check(e, checked, i + 1)
+                checked, t = i + 1, time.perf_counter()
+                stop = at_point(e * self.steps + i + 1)
+                paused += time.perf_counter() - t
+                if stop:
+                    done = i + 1
+                    break
+        self.check(e, checked, done)
+        loss, hits = self.losses[:done].mean().item(), self.hits[:done].sum().item()  # the epoch's one sync
+        return loss, hits / (done * self.batch), time.perf_counter() - start - paused, done
+
+
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    """Optimizer steps in one epoch over n images: the last partial batch is dropped (fixed shapes)."""
+    return max(1, n // max(1, min(batch_size, n)))
 
 
 def fit(
@@ -317,37 +340,77 @@ def fit(
     progress: bool = False,
     on_epoch: Callable[[int, EpochStats], None] | None = None,
     measure_train: bool = True,
+    eval_every: int | None = None,
+    probe: int = PROBE_MAX,
+    max_steps: int | None = None,
+    stop_at_loss: float | None = None,
+    stop_at_acc: float | None = None,
+    on_point: Callable[[int, Point], None] | None = None,
 ) -> History:
-    """Train `model` in place on `train` for `epochs` epochs; evaluate on `evaluate` after each epoch.
+    """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
 
     `augment` gates the data-side regularizers (OptimSpec.randaugment and mixup); label smoothing and
     grad clipping follow the OptimSpec alone. Seeds torch's global RNG with `seed` (dropout, drop path),
-    so the same model, data and seed give bit-identical metrics on CPU. The last partial batch of each
-    epoch is dropped. `on_epoch(epoch, stats)` runs after each epoch (0-based) and may raise to stop the
-    run (e.g. pruning). `measure_train=False` skips the final clean pass over the training set.
+    so the same model, data and seed give bit-identical metrics on CPU; the batch order depends on the
+    seed and the subset size only. The last partial batch of each epoch is dropped. `on_epoch(epoch, stats)`
+    runs after each epoch (0-based) and may raise to stop the run (e.g. pruning). `measure_train=False`
+    skips the final clean pass over the training set.
+
+    Curve points (`coatsearch.curve`) are measured at step 0, every `eval_every` steps (None: about 10 per
+    run; 0: none) and at the last step, on a fixed class-balanced probe of `probe` training images
+    (data.probe_index) and on `evaluate`; `on_point(step, point)` sees each one. `max_steps` replaces the
+    `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
+    or `stop_at_acc` (eval accuracy) the run ends at the first point that reaches a target, else at the
+    budget; `History.stopped` says which.
     """
     if len(train) == 0:
         raise UserError("empty training set")
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"max_steps must be >= 1, got {max_steps}")
+    stop = Stop(stop_at_loss, stop_at_acc)
+    if stop.acc is not None and evaluate is None:
+        raise UserError("stop_at_acc needs evaluation data")
     torch.manual_seed(seed)
-    run = _Run(model, train, optim, epochs, seed, device, augment)
-    ex, ey = (evaluate.x.to(device), evaluate.y.to(device)) if evaluate is not None else (None, None)
-    eval_batch = 2 * run.batch
+    total = max_steps if max_steps is not None else epochs * steps_per_epoch(len(train), optim.batch_size)
+    run = _Run(model, train, optim, total, seed, device, augment)
+    points = curve_steps(run.total, eval_every)
+    if stop.active and not points:
+        raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
+    meter = Meter(run, evaluate, probe, stop, on_point)
+    if 0 in points:
+        meter(0)
+    rows = _epochs(run, meter, points, progress, on_epoch)
+    clean = (None, None)
+    if measure_train:
+        keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
+        pair = eval_tensors(run.run_model, run.x[keep], run.y[keep], meter.batch)
+        clean = _finite_pair(pair, len(rows) - 1, "clean train pass")
+    cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
+    taken = meter.points[-1].step if meter.reached else run.total
+    stopped = ("target" if meter.reached else "cap") if stop.active else None
+    curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
+    return History(*cols, clean[0], clean[1], taken, run.run_model is not run.model, curve, stopped, run.steps)
+
+
+def _epochs(run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_epoch) -> list[EpochStats]:
+    """The training loop over epochs until the step budget or a stop target; one EpochStats per epoch."""
     rows: list[EpochStats] = []
+    epochs = math.ceil(run.total / run.steps)
     with tqdm(total=run.total, disable=not progress, file=sys.stderr, leave=False, desc="fit") as bar:
         for e in range(epochs):
             bar.set_description(f"epoch {e + 1}/{epochs}")
-            loss, acc, secs = run.epoch(e, bar)
-            ev = _eval_tensors(run.run_model, ex, ey, eval_batch) if ex is not None else (None, None)
-            stats = EpochStats(loss, acc, ev[0], ev[1], secs, run.steps * run.batch / secs)
+            n = min(run.steps, run.total - e * run.steps)
+            loss, acc, secs, done = run.epoch(e, n, bar, points, meter)
+            ev = meter.eval_at(e * run.steps + done)
+            if ev[0] is not None:
+                _finite_pair(ev, e, "eval")
+            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs)
             rows.append(stats)
             bar.set_postfix(
                 loss=f"{loss:.4f}", acc=f"{acc:.3f}", **({"eval": f"{ev[1]:.3f}"} if ev[1] is not None else {})
             )
             if on_epoch is not None:
                 on_epoch(e, stats)
-    clean = (None, None)
-    if measure_train:
-        keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
-        clean = _eval_tensors(run.run_model, run.x[keep], run.y[keep], eval_batch)
-    cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
-    return History(*cols, clean[0], clean[1], run.total, run.run_model is not run.model)
+            if meter.reached:
+                break
+    return rows

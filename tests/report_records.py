@@ -177,7 +177,7 @@ def make_study(folder: Path, name: str, space: dict, records: list[dict]):
     from optuna.distributions import CategoricalDistribution, FloatDistribution
     from optuna.trial import TrialState
 
-    from coatsearch.backends.optuna_backend import open_storage, storage_file
+    from coatsearch.store import open_storage, storage_file
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=name, storage=open_storage(storage_file(folder, name)), direction="maximize")

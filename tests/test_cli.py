@@ -66,3 +66,35 @@ def test_bad_space_exits_2_without_traceback_or_files(tmp_path, text, expected):
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"coatsearch: error: {space}:")
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_version_and_python_dash_m(capsys):
+    from coatsearch import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"coatsearch {__version__}"
+    proc = subprocess.run([sys.executable, "-m", "coatsearch", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"coatsearch {__version__}"
+
+
+def test_status_and_export(tmp_path, capsys):
+    from tests.report_records import SPACE, layout_records, make_study
+
+    make_study(tmp_path, "fab", SPACE, layout_records())
+    assert main(["status", "fab", "--studies-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "study fab: 15 completed, 1 failed, 0 pruned, 0 running, 0 waiting of ? planned (1 interrupted" in out
+    assert "mean trial 17 s; ETA unknown (the space file is gone)" in out
+    dest = tmp_path / "fab.csv"
+    assert main(["export", "fab", "--format", "csv", "--out", str(dest), "--studies-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == str(dest)
+    head = dest.read_text().splitlines()[0].split(",")
+    assert head[:6] == ["number", "state", "value", "candidate", "seed", "sample"] and "generalization.gap" in head
+
+
+def test_status_and_export_of_a_missing_study_exit_2(tmp_path, capsys):
+    for argv in (["status", "nope"], ["export", "nope", "--out", str(tmp_path / "x.csv")]):
+        assert main([*argv, "--studies-dir", str(tmp_path)]) == 2
+        assert capsys.readouterr().err.startswith("coatsearch: error: no study 'nope'")
+    assert list(tmp_path.iterdir()) == []

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
+import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,9 +18,22 @@ import urllib.request
 
 import pytest
 
-from coatsearch.dashboard import serve, url
+from coatsearch.dashboard import ReadableStorage, annotate, readable, save_note, serve, space_attrs, url
 from coatsearch.errors import UserError
+from coatsearch.store import open_storage, storage_file
 from tests.report_records import SPACE, layout_records, make_study
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=15000",
+]
 
 
 def _free_port() -> int:
@@ -79,3 +96,95 @@ def test_dashboard_serves_the_study_trials(tmp_path):
             proc.kill()
             out, _ = proc.communicate()
     assert f"http://127.0.0.1:{port}/dashboard/" in out
+
+
+def _start(studies, study: str, port: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "coatsearch", "dashboard", study, "--studies-dir", str(studies), "--port", str(port)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(pid: int, proc: subprocess.Popen) -> str:
+    os.kill(pid, signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.kill(pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    return out
+
+
+def test_space_as_readable_attributes_and_metric_name(tmp_path):
+    attrs = space_attrs(SPACE)
+    assert attrs["space.name"] == "fab" and attrs["space.profile"] == "default"
+    assert attrs["space.scale"] == SPACE["scale"] and attrs["space.source"] == "spaces/fab.yaml"
+    assert attrs["space.input"] == "32x32 px, 1 channel(s), 10 classes"
+    assert attrs["study.objective"] == "generalization.eval_acc" and attrs["study.seeds"] == "0, 1, 2"
+    assert all(isinstance(v, str | int | float | bool) for v in attrs.values())
+    study = make_study(tmp_path, "fab", SPACE, layout_records())  # an old journal: only the `space` dict
+    annotate(study)
+    assert study.metric_names == ["generalization.eval_acc"]
+    assert {k: study.user_attrs[k] for k in attrs} == attrs
+    journal = storage_file(tmp_path, "fab")
+    size = journal.stat().st_size
+    annotate(study)  # nothing changed: nothing written
+    assert journal.stat().st_size == size
+
+
+def test_readable_storage_shows_scalar_attributes(tmp_path):
+    annotate(make_study(tmp_path, "fab", SPACE, layout_records()))
+    view = ReadableStorage(open_storage(storage_file(tmp_path, "fab")))
+    [summary] = view.get_all_studies()
+    assert "space" not in summary.user_attrs and summary.user_attrs["space.name"] == "fab"
+    trials = view.get_all_trials(summary._study_id)
+    attrs = trials[0].user_attrs
+    assert attrs["optim.lr"] == 2e-3 and attrs["env.versions.torch"] == "2" and attrs["depths"] == "1, 3, 7, 1"
+    assert re.fullmatch(r"0\.\d+(, 0\.\d+){5}", attrs["curves.generalization.eval_acc"])  # 6 points, 3 digits
+    assert all(not isinstance(v, dict | list) for t in trials for v in t.user_attrs.values())
+    assert view.get_trial(trials[0]._trial_id).user_attrs == attrs
+    raw = open_storage(storage_file(tmp_path, "fab")).get_all_trials(summary._study_id)
+    assert isinstance(raw[0].user_attrs["optim"], dict)  # the store of record is untouched
+    assert readable({"a": {"b": 0.123456789}}) == {"a.b": 0.123457}
+
+
+def test_report_markdown_is_the_study_note(tmp_path):
+    from optuna_dashboard import get_note
+
+    study = make_study(tmp_path, "fab", SPACE, layout_records())
+    md = tmp_path / "report.md"
+    md.write_text("# fab\n\nC-C-T-T generalizes worse than C-C-C-C.\n")
+    save_note(study, md.read_text(), {"a": "inconclusive"})
+    assert get_note(study) == md.read_text()
+    size = storage_file(tmp_path, "fab").stat().st_size
+    save_note(study, md.read_text(), {"a": "inconclusive"})
+    assert storage_file(tmp_path, "fab").stat().st_size == size
+
+
+def _dom_text(dom: str) -> str:
+    dom = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", dom)))
+
+
+def test_study_page_in_chromium_shows_study_metric_and_candidate(tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed (apt-get install -y chromium; .ci/run does)")
+    records = layout_records()
+    make_study(tmp_path, "fab", SPACE, records)
+    best = max((r for r in records if r["state"] == "COMPLETE"), key=lambda r: r["value"])
+    port = _free_port()
+    proc = _start(tmp_path, "fab", port)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        [study] = _wait(f"{base}/api/studies", proc)["study_summaries"]
+        page = f"{base}/dashboard/studies/{study['study_id']}"
+        profile = tmp_path / "chromium-profile"
+        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page]
+        dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    finally:
+        _stop(proc.pid, proc)
+    text = _dom_text(dom)
+    assert "fab (id=" in text  # the study's name in the page header
+    assert "generalization.eval_acc" in text  # the metric name on the history plot, not "Objective 0"
+    assert "Objective 0" not in text
+    assert f"candidate: {best['params']['candidate']}" in text  # the best trial's params
+    assert "space.scale" in text and SPACE["scale"] in text  # the readable study attributes

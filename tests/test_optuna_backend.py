@@ -11,6 +11,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from coatsearch import store
 from coatsearch.backends import optuna_backend as engine
 from coatsearch.space import load_space
 
@@ -23,7 +24,7 @@ def run(space_path: Path, studies: Path, name: str = "s", **kw):
 
 
 def trials(studies: Path, name: str = "s") -> list[optuna.trial.FrozenTrial]:
-    return engine.load_study(studies, name).get_trials()
+    return store.load_study(studies, name).get_trials()
 
 
 def variant(tmp_path: Path, old: str, new: str) -> Path:
@@ -45,7 +46,7 @@ def test_end_to_end_records_every_score_and_resumes(tmp_path):
         assert 0.0 <= a["transfer.finetune_acc"] <= 1.0 and len(a["curves.transfer"]["eval_acc"]) == 1
         assert a["macs"] > 0 and abs(a["budget_error"]) <= 0.1 and a["seed"] == 0
         assert a["env"]["versions"]["torch"] and a["wall_s"] > 0
-    study_attrs = engine.load_study(tmp_path, "s").user_attrs["space"]
+    study_attrs = store.load_study(tmp_path, "s").user_attrs["space"]
     assert study_attrs["space"] == "tiny" and "generalization" in study_attrs["space_yaml"]
     again = run(TINY, tmp_path)
     assert again.ran_now == 0 and len(trials(tmp_path)) == 2
@@ -113,7 +114,7 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
         "1",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    journal = engine.storage_file(tmp_path, "s")
+    journal = store.storage_file(tmp_path, "s")
     deadline = time.time() + 120
     while time.time() < deadline:
         if journal.exists() and any(t.state == TrialState.RUNNING for t in trials(tmp_path)):

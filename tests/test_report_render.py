@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from coatsearch.backends.optuna_backend import load_study
 from coatsearch.errors import UserError
 from coatsearch.report import render, summarize, write_report
+from coatsearch.store import load_study
 from tests.report_records import AGREE, SPACE, layout_records, make_study, seeded, vit_records
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -76,3 +76,24 @@ def test_render_skips_sections_without_data():
 def test_missing_study_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="no study 'nope'"):
         write_report("nope", tmp_path, tmp_path / "reports")
+
+
+def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
+    from tests.report_records import record
+
+    def metrics(candidate: str, seed: int) -> dict:
+        drop = {"C-C-C-C": 0.10, "C-T-T-T": 0.20}[candidate] + 0.01 * seed
+        curve = {"severity": [0, 1, 2], **{k: [0.8, 0.8 - drop, 0.8 - 2 * drop] for k in ("noise", "blur")}}
+        return {"generalization.eval_acc": 0.8, "robustness.clean_acc": 0.8,
+                "robustness.corrupt_acc": 0.8 - 1.5 * drop, "curves.robustness": curve}  # fmt: skip
+
+    recs = [record(2 * i + s, c, s, metrics(c, s)) for i, c in enumerate(("C-C-C-C", "C-T-T-T")) for s in (0, 1)]
+    make_study(tmp_path / "studies", "rob", {**SPACE, "candidates": ["C-C-C-C", "C-T-T-T"]}, recs)
+    summary = summarize("rob", SPACE, recs)
+    (rank,) = [r for r in summary["rankings"] if r["key"] == "robustness.corrupt_acc"]
+    assert [o["candidate"] for o in rank["order"]] == ["C-C-C-C", "C-T-T-T"]
+    (row, _) = summary["robustness"]
+    assert row["severity"] == [0, 1, 2] and row["acc"][2].mean == pytest.approx(100 * (0.8 - 2 * 0.105))
+    path = write_report("rob", tmp_path / "studies", tmp_path / "reports")
+    assert (path.parent / "robustness.png").read_bytes().startswith(PNG)
+    assert "robustness.png" in path.read_text() and "corrupted acc (mean)" in path.read_text()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.backends import optuna_backend as engine
+from coatsearch import store
 from coatsearch.cli import main
 
 SPACES = Path(__file__).resolve().parent.parent / "spaces"
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
 def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     args = ["run", str(SPACES / "paper_layouts.yaml"), "--profile", "quick", "--trials", "2", "--quiet"]
     assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
-    trials = engine.load_study(tmp_path / "s", "paper_layouts-quick").get_trials()
+    trials = store.load_study(tmp_path / "s", "paper_layouts-quick").get_trials()
     assert [t.params["candidate"] for t in trials] == ["ViT_REL", "C-C-C-C"]
     for t in trials:
         a = t.user_attrs
@@ -30,7 +30,7 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
 def test_vit_stems_quick_measures_optimizability(tmp_path):
     args = ["run", str(SPACES / "vit_stems.yaml"), "--profile", "quick", "--quiet"]
     assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
-    trials = engine.load_study(tmp_path / "s", "vit_stems-quick").get_trials()
+    trials = store.load_study(tmp_path / "s", "vit_stems-quick").get_trials()
     assert len(trials) == 4 * 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)
     sampled = [t for t in trials if "train.lr" in t.params]
     assert {t.user_attrs["optim"]["optimizer"] for t in sampled} == {"adamw", "sgd"}

@@ -57,7 +57,10 @@ def test_ranking_orders_best_first_with_paired_symbols():
     assert [o["candidate"] for o in gap["order"]] == ["C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL"]
     assert [r["symbol"] for r in gap["relations"]] == ["≈", ">", ">", ">"]
     assert gap["text"].startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
-    assert [r["key"] for r in V.rankings(rows)] == [k for k in V.RANKED if k != "accuracy.eval_acc"]  # not measured
+    loss = V.ranking(rows, "capacity.train_loss", V.noises(rows)["capacity.train_loss"])
+    assert loss["order"][0]["candidate"] == "C-C-T-T" and loss["order"][-1]["candidate"] == "C-C-C-C"
+    unmeasured = ("accuracy.eval_acc", "robustness.corrupt_acc")
+    assert [r["key"] for r in V.rankings(rows)] == [k for k in V.RANKED if k not in unmeasured]
 
 
 def test_parse_chain():

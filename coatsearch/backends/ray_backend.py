@@ -1,9 +1,11 @@
 """Ray Tune, for more than one machine: the driver claims trials from the Optuna study, Ray runs them.
 
 The study stays the one store of record, written only by the driver: a `Searcher` claims planned keys
-exactly as the optuna backend does (`claim` + `suggest` under the study lock, the study's sampler): first a
+through the store exactly as the optuna backend does (`store.claim` + `store.suggest` under the claim lock, the
+study's sampler): first a
 wave as wide as the cluster, then one per finished trial, so TPE sees earlier results. Each Ray trial calls
-`run_item` through `attempt` and reports its outcome as one JSON record; the searcher tells it back (`tell`).
+`run_item` through `trial.attempt` and reports its outcome as one JSON record; the searcher tells it back
+(`store.tell`).
 Workers never open the storage, so only the driver needs the study folder. Early stopping comes from Ray's
 ASHA scheduler on the per-epoch objective score (Ray stops the trial; it is told PRUNED). A crashed worker is
 retried (`MAX_FAILURES`); an ordinary trial failure is a record, not a crash. Resuming is the study's: a
@@ -23,25 +25,13 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-import optuna
 import ray
-from optuna.trial import TrialState
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search import Searcher
 
 from coatsearch import plan as P
-from coatsearch.backends.optuna_backend import (
-    RunSummary,
-    attempt,
-    claim,
-    create_study,
-    epoch_reporter,
-    study_bar,
-    suggest,
-    summary,
-    tell,
-)
+from coatsearch import store
 from coatsearch.errors import UserError
 from coatsearch.space import Space
 
@@ -60,16 +50,16 @@ def run(
     cpus: float | None = None,
     gpus: float | None = None,
     progress: bool = True,
-) -> RunSummary:
+) -> store.RunSummary:
     """Run every planned trial not yet taken on Ray (a local one when no address); a rerun resumes."""
     start = time.perf_counter()
     cpus, gpus = _resources(device, cpus, gpus)
     _check_address(address)
-    study = create_study(space, studies_dir, name)
-    folder = Path(studies_dir).resolve() / name
+    study = store.create_study(space, studies_dir, name)
+    folder = store.folder(Path(studies_dir).resolve(), name)
     run_id = uuid.uuid4().hex[:12]
     searcher = StudySearcher(space, study, folder, run_id, trials)
-    with _connected(address), study_bar(study, searcher.items, progress) as bar:
+    with _connected(address), _bar(study, searcher.items, progress) as bar:
         slots = _slots(cpus, gpus)
         searcher.bar = bar
         try:
@@ -79,8 +69,14 @@ def run(
             interrupted = searcher.close()
     if interrupted:
         raise KeyboardInterrupt
-    ran = sum(1 for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id)
-    return summary(space, studies_dir, name, ran, time.perf_counter() - start)
+    return store.summary(space, studies_dir, name, store.ran_by(study, run_id), time.perf_counter() - start)
+
+
+def _bar(study, items: dict, progress: bool):
+    """The study-level progress bar of the driver."""
+    from coatsearch.trial import progress_bar
+
+    return progress_bar(store.counts(study)["finished"], len(items), progress)
 
 
 def _resources(device: str, cpus: float | None, gpus: float | None) -> tuple[float, float]:
@@ -195,33 +191,30 @@ def scheduler(space: Space) -> ASHAScheduler | None:
 
 def _max_epochs(space: Space) -> int:
     """The longest schedule of any score of any candidate (ASHA's rungs stop below it)."""
-    epochs = [1]
-    for c in space.candidates:
-        sc = c.scores
-        epochs += [s.epochs for s in (sc.generalization, sc.capacity, sc.accuracy, sc.pretrain, sc.finetune) if s]
-        epochs += list(sc.length.epochs) if sc.length else []
-    return max(epochs)
+    from coatsearch.scores import max_epochs
+
+    return max(max_epochs(c.scores) for c in space.candidates)
 
 
 class StudySearcher(Searcher):
     """Ray's source of trials: claims planned keys from the study as Ray asks, tells each outcome back."""
 
-    def __init__(self, space: Space, study: optuna.Study, folder: Path, run_id: str, limit: int | None):
+    def __init__(self, space: Space, study, folder: Path, run_id: str, limit: int | None):
         super().__init__()
         self.space, self.study, self.folder, self.run_id, self.limit = space, study, folder, run_id, limit
         self.items = {i.key: i for i in P.plan(space)}
         self.bar = lambda number: None
-        self.open: dict[str, optuna.Trial] = {}  # Ray trial id -> claimed, not yet told
+        self.open: dict = {}  # Ray trial id -> claimed, not yet told
         self.steps: dict[str, int] = {}  # Ray trial id -> last epoch reported to the study
 
     def suggest(self, trial_id: str) -> dict | str:
         """Claim the next free key (or FINISHED); Ray's trial config names it."""
-        taken = claim(self.study, self.items, self.run_id, self.limit, self.folder, backend="ray")
+        taken = store.claim(self.study, self.items, self.run_id, self.limit, self.folder, backend="ray")
         if taken is None:
             return Searcher.FINISHED
         trial, item = taken
         self.open[trial_id] = trial
-        params = suggest(trial, self.space, item)
+        params = store.suggest(trial, self.space, item)
         return {"number": trial.number, "item": asdict(item), "params": json.dumps(params)}
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
@@ -238,13 +231,13 @@ class StudySearcher(Searcher):
         if result:
             self.on_trial_result(trial_id, result)
         trial = self.open.pop(trial_id)
-        tell(self.study, trial, *outcome(result, error, self.folder / "ray"))
+        store.tell(self.study, trial, *outcome(result, error, self.folder / "ray"))
         self.bar(trial.number)
 
     def close(self) -> int:
         """Free the keys of trials Ray never finished (an interrupted run); how many there were."""
         for trial in self.open.values():
-            tell(self.study, trial, TrialState.FAIL, {}, None)
+            store.tell(self.study, trial, "FAIL", {}, None)
         left, self.open = len(self.open), {}
         return left
 
@@ -259,17 +252,17 @@ class StudySearcher(Searcher):
         return {k: v for k, v in self.__dict__.items() if k not in ("study", "bar", "open")}
 
 
-def outcome(result: dict | None, error: bool, logs: Path) -> tuple[TrialState, dict, float | None]:
+def outcome(result: dict | None, error: bool, logs: Path) -> tuple[str, dict, float | None]:
     """(state, user attrs, value) of a finished Ray trial, from its last result."""
     if error:
         reason = f"Ray trial failed {MAX_FAILURES + 1} times (worker crash or lost node); its error.txt is under {logs}"
-        return TrialState.FAIL, {"fail_reason": reason}, None
+        return "FAIL", {"fail_reason": reason}, None
     if result and "record" in result:
         record = json.loads(result["record"])
-        return TrialState[record["state"]], {**record["attrs"], "ray": record["ray"]}, record["value"]
+        return record["state"], {**record["attrs"], "ray": record["ray"]}, record["value"]
     if result and STEP in result:
-        return TrialState.PRUNED, {}, None  # stopped by the scheduler after an epoch
-    return TrialState.FAIL, {}, None  # never ran (the run stopped first): no reason, so the key is free
+        return "PRUNED", {}, None  # stopped by the scheduler after an epoch
+    return "FAIL", {}, None  # never ran (the run stopped first): no reason, so the key is free
 
 
 def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) -> None:
@@ -277,8 +270,8 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) 
     began = time.time()
     import torch
 
-    from coatsearch.study import environment
     from coatsearch.train import pick_device
+    from coatsearch.trial import attempt, epoch_reporter
 
     if os.path.isdir(cwd):
         os.chdir(cwd)  # relative paths in the space (data roots) mean what they meant to the driver
@@ -286,7 +279,7 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str) 
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    state, attrs, value = attempt(space, item, params, dev, environment(dev), report=report)
+    state, attrs, value = attempt(space, item, params, dev, store.environment(dev), report=report)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
-    record = {"state": state.name, "attrs": attrs, "value": value, "ray": {**where, "start": began, "end": time.time()}}
+    record = {"state": state, "attrs": attrs, "value": value, "ray": {**where, "start": began, "end": time.time()}}
     tune.report({SCORE: value, "record": json.dumps(record)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from coatsearch import kinds
 from coatsearch.models.coatnet import build_coatnet
 from coatsearch.models.vit import build_vit
 from coatsearch.spec import ModelSpec
@@ -15,4 +16,7 @@ def build(spec: ModelSpec) -> nn.Module:
     """The untrained model described by `spec` (on torch's current default device)."""
     if spec.arch not in BUILDERS:
         raise ValueError(f"unknown arch {spec.arch!r}; known: {', '.join(sorted(BUILDERS))}")
+    problem = kinds.check_arch(spec.arch, spec.stem.kind, spec.layout)
+    if problem:
+        raise ValueError(problem)
     return BUILDERS[spec.arch](spec)

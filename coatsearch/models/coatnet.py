@@ -1,4 +1,4 @@
-"""CoAtNet-style multi-stage networks (and ViT_REL) composed from timm's MBConv and Transformer blocks."""
+"""CoAtNet-style multi-stage networks (and ViT_REL) composed from timm blocks; the C and T block builders."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from timm.layers import RelPosBias
 from timm.models.maxxvit import MaxxVitConvCfg, MaxxVitTransformerCfg, MbConvBlock, TransformerBlock2d
 from torch import nn
 
-from coatsearch.models.stems import NORM_2D, build_stem, stem_out_width
-from coatsearch.spec import ATTN, CONV, BlockSpec, ModelSpec
+from coatsearch import kinds
+from coatsearch.models.stems import NORM_2D, build_stem
+from coatsearch.spec import BlockSpec, ModelSpec
 
 _STRIDE_MODE = {"eq5": "1x1", "dw": "dw"}  # paper Eq. 5 = strided 1x1 on the normalized input
 _POOL = {"max": "max2", "avg": "avg2"}  # kernel = stride = 2 pooling on shortcuts / attention input
@@ -54,33 +55,40 @@ def _ceil_pools(module: nn.Module) -> None:
             m.ceil_mode = True
 
 
-def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float):
-    """One C or T block mapping (B, dim, H, W) -> (B, dim_out, side, side).
+def mbconv_block(dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float) -> nn.Module:
+    """C: timm MbConvBlock (B, dim, H, W) -> (B, dim_out, side, side).
 
     timm blocks only project the shortcut when strided. A stride-1 block that changes width gets a
     1x1 conv shortcut instead (Eq. 4/5 without the pooling): x <- Proj(x) + Module(Norm(x)).
     """
-    if kind == CONV:
-        cfg = conv_cfg(block)
-        blk = MbConvBlock(dim, dim_out, stride=stride, cfg=cfg, drop_path=dpr)
-        if stride == 1 and dim != dim_out:
-            blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.output_bias)
-    elif kind == ATTN:
-        cfg = transformer_cfg(block)
-        rel = partial(RelPosBias, window_size=(side, side)) if block.rel_pos else None
-        widen = stride == 1 and dim != dim_out
-        blk = TransformerBlock2d(dim, dim_out, stride=2 if widen else stride, rel_pos_cls=rel, cfg=cfg, drop_path=dpr)
-        if widen:  # timm asserts dim == dim_out at stride 1: build strided, then drop the pooling
-            blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.shortcut_bias)
-            blk.norm1 = blk.norm1.norm
-    else:
-        raise ValueError(f"unknown stage kind {kind!r}; known: {CONV}, {ATTN}")
+    cfg = conv_cfg(block)
+    blk = MbConvBlock(dim, dim_out, stride=stride, cfg=cfg, drop_path=dpr)
+    if stride == 1 and dim != dim_out:
+        blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.output_bias)
+    return blk
+
+
+def transformer_block(dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float) -> nn.Module:
+    """T: timm TransformerBlock2d with relative-position bias over the side x side output map."""
+    cfg = transformer_cfg(block)
+    rel = partial(RelPosBias, window_size=(side, side)) if block.rel_pos else None
+    widen = stride == 1 and dim != dim_out
+    blk = TransformerBlock2d(dim, dim_out, stride=2 if widen else stride, rel_pos_cls=rel, cfg=cfg, drop_path=dpr)
+    if widen:  # timm asserts dim == dim_out at stride 1: build strided, then drop the pooling
+        blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.shortcut_bias)
+        blk.norm1 = blk.norm1.norm
+    return blk
+
+
+def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float):
+    """One block of stage kind `kind` (kinds.STAGE_KINDS) mapping (B, dim, H, W) -> (B, dim_out, side, side)."""
+    blk = kinds.load(kinds.stage_kind(kind).builder)(dim, dim_out, stride, side, block, dpr)
     _ceil_pools(blk)
     return blk
 
 
 class CoAtNet(nn.Module):
-    """stem -> stages of C (MBConv+SE) / T (rel-attention) blocks -> avg pool -> LayerNorm -> linear.
+    """stem -> stages of blocks (C: MBConv+SE, T: rel-attention, M: ...) -> avg pool -> LayerNorm -> linear.
 
     Per-stage strides are explicit (1 or 2), unlike timm's MaxxVit, so small-image proxies and ViT_REL
     (patch stem + one T stage) fit the same class. No class token: the head pools the last map (paper
@@ -90,19 +98,12 @@ class CoAtNet(nn.Module):
     def __init__(self, spec: ModelSpec):
         super().__init__()
         b = spec.block
-        first = spec.stages[0].width
-        self.stem = build_stem(spec.stem, spec.in_chans, first, b.conv_norm, b.act)
-        sides = spec.feature_sizes()
-        n_blocks = sum(s.depth for s in spec.stages)
-        dim, k, stages = stem_out_width(spec.stem, first), 0, []
-        for stage, side in zip(spec.stages, sides, strict=True):
-            blocks = []
-            for j in range(stage.depth):
-                dpr = b.drop_path * k / max(n_blocks - 1, 1)  # linear over all blocks, 0 -> drop_path
-                stride = stage.stride if j == 0 else 1
-                blocks.append(make_block(stage.kind, dim, stage.width, stride, side, b, dpr))
-                dim, k = stage.width, k + 1
-            stages.append(nn.Sequential(*blocks))
+        self.stem = build_stem(spec.stem, spec.in_chans, spec.stages[0].width, b.conv_norm, b.act)
+        stages: list[list[nn.Module]] = [[] for _ in spec.stages]
+        for p in spec.blocks():
+            stages[p.stage].append(make_block(p.kind, p.dim, p.dim_out, p.stride, p.out_side, b, p.dpr))
+        stages = [nn.Sequential(*blocks) for blocks in stages]
+        dim = spec.stages[-1].width
         self.stages = nn.Sequential(*stages)
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, spec.num_classes)
@@ -122,14 +123,5 @@ class CoAtNet(nn.Module):
 
 
 def build_coatnet(spec: ModelSpec) -> CoAtNet:
-    """CoAtNet / ViT_REL model for `spec`."""
-    if spec.stem.kind == "patch" and spec.image_size % spec.stem.patch_size:
-        raise ValueError(f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}")
-    if spec.stem.kind not in ("conv", "patch"):
-        raise ValueError(f"arch coatnet takes stem kind conv or patch, not {spec.stem.kind!r}")
-    for i, s in enumerate(spec.stages):
-        if s.stride not in (1, 2):
-            raise ValueError(f"stage {i}: stride {s.stride} not in (1, 2)")
-        if s.kind == ATTN and s.width % spec.block.head_size:
-            raise ValueError(f"stage {i}: T width {s.width} is not a multiple of head size {spec.block.head_size}")
+    """CoAtNet / ViT_REL model for `spec` (the spec has checked strides, head sizes and map shapes)."""
     return CoAtNet(spec)

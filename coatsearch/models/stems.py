@@ -8,6 +8,7 @@ import torch
 from timm.layers import get_norm_act_layer
 from torch import nn
 
+from coatsearch import kinds
 from coatsearch.spec import StemSpec
 
 # BlockSpec norm names -> timm norm-act layer names for NCHW maps.
@@ -56,8 +57,6 @@ class VitcStem(nn.Module):
 
     def __init__(self, in_chans: int, channels: tuple[int, ...], strides: tuple[int, ...], width: int):
         super().__init__()
-        if len(channels) != len(strides):
-            raise ValueError(f"vitc stem: {len(channels)} channels but {len(strides)} strides")
         mods: list[nn.Module] = []
         prev = in_chans
         for ch, s in zip(channels, strides, strict=True):
@@ -70,17 +69,26 @@ class VitcStem(nn.Module):
         return self.body(x)
 
 
+def conv_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+    """Registry builder for "conv": CoAtNet's S0."""
+    return ConvStem(in_chans, stem.width, stem.layers, stem.stride, norm, act)
+
+
+def patch_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+    """Registry builder for "patch": ViT patchify to the first stage's width."""
+    return PatchStem(in_chans, width, stem.patch_size)
+
+
+def vitc_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+    """Registry builder for "vitc": ViT_C's 3x3 conv stack to the first stage's width."""
+    return VitcStem(in_chans, tuple(stem.channels), tuple(stem.strides), width)
+
+
 def build_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
-    """The stem module for `stem`; `width` is the first stage's width (used by patch and vitc stems)."""
-    if stem.kind == "conv":
-        return ConvStem(in_chans, stem.width, stem.layers, stem.stride, norm, act)
-    if stem.kind == "patch":
-        return PatchStem(in_chans, width, stem.patch_size)
-    if stem.kind == "vitc":
-        return VitcStem(in_chans, tuple(stem.channels), tuple(stem.strides), width)
-    raise ValueError(f"unknown stem kind {stem.kind!r}; known: conv, patch, vitc")
+    """The stem module for `stem` (kinds.STEM_KINDS); `width` is the first stage's width (patch and vitc)."""
+    return kinds.load(kinds.stem_kind(stem.kind).builder)(stem, in_chans, width, norm, act)
 
 
 def stem_out_width(stem: StemSpec, first_width: int) -> int:
     """Channels the stem hands to the first stage."""
-    return stem.width if stem.kind == "conv" else first_width
+    return kinds.stem_kind(stem.kind).out_width(stem, first_width)

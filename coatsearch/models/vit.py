@@ -7,29 +7,22 @@ from functools import partial
 from timm.layers import HybridEmbed, get_act_layer
 from timm.models.vision_transformer import VisionTransformer
 
-from coatsearch.models.stems import VitcStem
-from coatsearch.spec import ATTN, ModelSpec
+from coatsearch.models.stems import build_stem
+from coatsearch.spec import ModelSpec
 
 
 def build_vit(spec: ModelSpec) -> VisionTransformer:
-    """timm VisionTransformer for a one-T-stage spec (class token, learned absolute positions, token pool)."""
-    if len(spec.stages) != 1 or spec.stages[0].kind != ATTN:
-        raise ValueError(f"arch vit takes exactly one T stage, got layout {spec.layout!r}")
+    """timm VisionTransformer for a one-T-stage spec (class token, learned absolute positions, token pool).
+
+    A patch stem is timm's own patch embedding (ViT_P); any other stem is HybridEmbed's backbone, with
+    patch_size=1 and proj=False so its output map is the tokens (ViT_C).
+    """
     stage, b = spec.stages[0], spec.block
-    if stage.width % b.head_size:
-        raise ValueError(f"T width {stage.width} is not a multiple of head size {b.head_size}")
-    if spec.stem.kind == "patch" and spec.image_size % spec.stem.patch_size:
-        raise ValueError(f"image size {spec.image_size} is not a multiple of patch size {spec.stem.patch_size}")
     kwargs = {}
-    if spec.stem.kind == "patch":
-        patch_size = spec.stem.patch_size
-    elif spec.stem.kind == "vitc":
-        # The conv stem is HybridEmbed's backbone; patch_size=1 and proj=False keep its output as the tokens.
-        backbone = VitcStem(spec.in_chans, tuple(spec.stem.channels), tuple(spec.stem.strides), stage.width)
+    patch_size = spec.stem.patch_size if spec.stem.kind == "patch" else 1
+    if patch_size == 1:
+        backbone = build_stem(spec.stem, spec.in_chans, stage.width, b.conv_norm, b.act)
         kwargs["embed_layer"] = partial(HybridEmbed, backbone=backbone, proj=False)
-        patch_size = 1
-    else:
-        raise ValueError(f"arch vit takes stem kind patch or vitc, not {spec.stem.kind!r}")
     return VisionTransformer(
         img_size=spec.image_size,
         patch_size=patch_size,

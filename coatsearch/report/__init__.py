@@ -47,6 +47,7 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "peak": optim.peak(records, acc) if acc else [],
         "samples": optim.samples(records) if dims or vit else [],
         "length": info.length_rows(space, records),
+        "robustness": info.robustness_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
         "rules": {
@@ -92,32 +93,28 @@ def jsonable(x):
 
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     """Write reports/<study>/report.md, its PNG figures and summary.json from the storage; returns report.md."""
-    space, records = info.load(study_name, Path(studies_dir))
+    from coatsearch import store
+    from coatsearch.paths import report_folder
+
+    study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
+    space, records = info.load(study)
     summary = summarize(study_name, space, records)
-    folder = Path(reports_dir) / study_name
+    folder = report_folder(Path(reports_dir), study_name)
     figures = plots.render_all(summary, folder)
     path = folder / "report.md"
     path.write_text(render(summary, figures), encoding="utf-8")
     text = json.dumps(jsonable(summary), indent=1, ensure_ascii=False)
     (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
-    save_to_dashboard(study_name, Path(studies_dir), summary, path)
+    save_to_dashboard(study, summary, path)
     return path
 
 
-def save_to_dashboard(study_name: str, studies_dir: Path, summary: dict, path: Path) -> bool:
-    """Best effort: the verdicts as the study's optuna-dashboard note and user attr 'report_verdicts'."""
+def save_to_dashboard(study, summary: dict, path: Path) -> bool:
+    """Best effort: the whole report Markdown as the study's optuna-dashboard note; verdicts as 'report_verdicts'."""
     try:
-        from optuna_dashboard import get_note, save_note
+        from coatsearch.dashboard import save_note
 
-        from coatsearch.backends.optuna_backend import load_study
-
-        study = load_study(studies_dir, study_name)
-        text = mdc.note(summary, str(path))
-        if get_note(study) != text:  # an unchanged note is not written again (the journal only grows)
-            save_note(study, text)
-        verdicts = {v["id"]: v["verdict"] for v in summary["claims"]}
-        if study.user_attrs.get("report_verdicts") != verdicts:
-            study.set_user_attr("report_verdicts", verdicts)
+        save_note(study, path.read_text(encoding="utf-8"), {v["id"]: v["verdict"] for v in summary["claims"]})
         return True
     except Exception as exc:  # noqa: BLE001 - the report is written; the dashboard note is optional
         print(f"coatsearch: note: verdicts not saved to the dashboard ({type(exc).__name__}: {exc})", file=sys.stderr)

@@ -10,45 +10,18 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
 import pandas as pd
 from scipy import stats as st
 
+from coatsearch import scores
 from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
+from coatsearch.scores import Metric
 
+__all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "load", "stat"]
 
-@dataclass(frozen=True)
-class Metric:
-    """How one measured key is shown and compared: label, unit after scaling, and which direction is better."""
-
-    key: str
-    label: str
-    unit: str  # unit of the displayed value (stored value × scale)
-    scale: float
-    digits: int
-    better: str | None = None  # "higher" | "lower" | None (not ranked)
-    floor: float | None = None  # unused since paired statistics (report.stats); kept for the score registry
-
-
-_ALL = (
-    Metric("params", "params", "M", 1e-6, 3),
-    Metric("macs", "MACs", "M", 1e-6, 2),
-    Metric("budget_error", "budget error", "%", 100, 1),
-    Metric("generalization.train_loss", "gen. train loss", "nats", 1, 3, "lower", 0.01),
-    Metric("generalization.eval_acc", "gen. eval acc", "%", 100, 1, "higher", 0.5),
-    Metric("generalization.gap", "gen. gap (train − eval acc)", "points", 100, 1, "lower", 0.5),
-    Metric("capacity.train_loss", "cap. train loss", "nats", 1, 3, "lower", 0.01),
-    Metric("capacity.eval_acc", "cap. eval acc", "%", 100, 1, "higher", 0.5),
-    Metric("accuracy.train_loss", "recipe train loss", "nats", 1, 3, "lower", 0.01),
-    Metric("accuracy.eval_acc", "recipe eval acc", "%", 100, 1, "higher", 0.5),
-    Metric("transfer.pretrain_acc", "pretrain acc (A)", "%", 100, 1, "higher", 0.5),
-    Metric("transfer.finetune_acc", "finetune acc (B)", "%", 100, 1, "higher", 0.5),
-    Metric("length.eval_acc_longest", "eval acc, longest schedule", "%", 100, 1, "higher", 0.5),
-    Metric("wall_s", "wall time", "s", 1, 0),
-)
-METRICS = {m.key: m for m in _ALL}
-CURVE_SCORES = ("generalization", "capacity", "accuracy")  # single-run scores with per-epoch curves
+METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise floor), from the score registry
+CURVE_SCORES = scores.curve_scores()  # single-run scores with per-epoch curves
 
 
 @dataclass(frozen=True)
@@ -78,25 +51,11 @@ def stat(values) -> Stat | None:
     return Stat(float(vals.mean()), float(vals.std()) if len(vals) >= 2 else None, len(vals))
 
 
-def from_trial(trial) -> dict:
-    """One Optuna FrozenTrial as a plain record (duck-typed, so this module never imports optuna)."""
-    return {
-        "number": trial.number,
-        "state": trial.state.name,
-        "value": trial.values[0] if trial.state.name == "COMPLETE" and trial.values else None,
-        "params": dict(trial.params),
-        "attrs": dict(trial.user_attrs),
-        "start": trial.datetime_start.isoformat() if trial.datetime_start else None,
-        "complete": trial.datetime_complete.isoformat() if trial.datetime_complete else None,
-    }
+def load(study) -> tuple[dict, list[dict]]:
+    """A study's space record and its trial records (the store's frozen records, as plain dicts)."""
+    from coatsearch import store
 
-
-def load(study_name: str, studies_dir: Path) -> tuple[dict, list[dict]]:
-    """Read a study's space record and trial records from its storage (UserError when missing)."""
-    from coatsearch.backends.optuna_backend import load_study
-
-    study = load_study(studies_dir, study_name)
-    return dict(study.user_attrs.get("space") or {}), [from_trial(t) for t in study.get_trials(deepcopy=False)]
+    return store.space_of(study), [r.as_dict() for r in store.records(study)]
 
 
 def complete(records: list[dict]) -> list[dict]:
@@ -133,6 +92,7 @@ GROUP_ACC = {
     "pretrain": "transfer.pretrain_acc",
     "transfer": "transfer.finetune_acc",
     "length": "length.eval_acc_longest",
+    "robustness": "robustness.clean_acc",
 }
 
 
@@ -143,10 +103,10 @@ def group_of(key: str) -> str:
 
 def chance(space: dict, group: str) -> float | None:
     """Chance accuracy (%) of a group's classifier: 100 / its classes (the space's, or the subset's own)."""
-    scores = space.get("scores") or {}
-    sub = scores.get(group) or {}
+    sc = space.get("scores") or {}
+    sub = sc.get(group) or {}
     if group in ("pretrain", "transfer"):
-        sub = (scores.get("transfer") or {}).get("pretrain" if group == "pretrain" else "finetune") or {}
+        sub = (sc.get("transfer") or {}).get("pretrain" if group == "pretrain" else "finetune") or {}
     classes = len(sub["classes"]) if sub.get("classes") else (list(space.get("input") or []) + [None] * 3)[2]
     return 100.0 / classes if classes else None
 
@@ -389,4 +349,20 @@ def length_rows(space: dict, records: list[dict]) -> list[dict]:
                 "runs": len(runs),
             }
         )
+    return rows
+
+
+def robustness_rows(space: dict, records: list[dict]) -> list[dict]:
+    """Per candidate: eval accuracy (%) against corruption severity (0 = clean), mean over corruptions and runs."""
+    rows = []
+    for name, runs in groups(space, records).items():
+        cs = [r["attrs"]["curves.robustness"] for r in runs if isinstance(r["attrs"].get("curves.robustness"), dict)]
+        if not cs:
+            continue
+        severity = list(cs[0]["severity"])
+        cs = [c for c in cs if list(c["severity"]) == severity]
+        kinds = [k for k in cs[0] if k != "severity"]
+        per_run = [[float(pd.Series([c[k][i] for k in kinds]).mean()) for i in range(len(severity))] for c in cs]
+        accs = [stat(100 * run[i] for run in per_run) for i in range(len(severity))]
+        rows.append({"candidate": name, "severity": severity, "acc": accs, "corruptions": kinds, "runs": len(cs)})
     return rows

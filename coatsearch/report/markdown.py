@@ -7,18 +7,9 @@ import pandas as pd
 from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.verdicts import V_ACCS
+from coatsearch.scores import table_keys
 
-TABLE_KEYS = (
-    "generalization.train_loss",
-    "generalization.eval_acc",
-    "generalization.gap",
-    "capacity.train_loss",
-    "capacity.eval_acc",
-    "accuracy.train_loss",
-    "accuracy.eval_acc",
-    "transfer.pretrain_acc",
-    "transfer.finetune_acc",
-)
+TABLE_KEYS = table_keys()  # the candidate table's score columns, from the score registry
 FIGURE_TEXT = {
     "generalization": "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), "
     "mean ± sd over runs per candidate, as CoAtNet Fig. 1.",
@@ -27,6 +18,8 @@ FIGURE_TEXT = {
     "edf": "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
     "the same model (ViT_C paper Fig. 5); steeper = more stable.",
     "length": "Eval accuracy vs schedule length (training-length stability).",
+    "robustness": "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and "
+    "rotation; severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
 }
 
 

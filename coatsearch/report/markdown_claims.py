@@ -197,14 +197,3 @@ def failures(s: dict) -> str:
         return ""
     body = [[f["number"], f["candidate"], f["seed"], f["state"], f["reason"]] for f in s["failures"]]
     return "\n\n".join(["## Failed and pruned trials", table(["trial", "candidate", "seed", "state", "reason"], body)])
-
-
-def note(s: dict, report_path: str) -> str:
-    """The short Markdown note saved on the study for optuna-dashboard: verdicts and where the report is."""
-    out = [f"## coatsearch verdicts: {s['study']}", ""]
-    if s["claims"]:
-        out += [f"- ({v['id']}) {v['title']}: **{v['verdict']}** — {v['why']}" for v in s["claims"]]
-    else:
-        out.append("No claim of papers.md §3 is covered by this study's candidates and scores.")
-    out += ["", f"Full report: `{report_path}`"]
-    return "\n".join(out)

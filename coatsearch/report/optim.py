@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from coatsearch.report.claims import EDF_K
 from coatsearch.report.info import METRICS, candidate_of, complete
+from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
 
-FALLBACK_ACC = (
-    "accuracy.eval_acc",
-    "generalization.eval_acc",
-    "capacity.eval_acc",
-    "length.eval_acc_longest",
-    "transfer.finetune_acc",
-)
 SEARCH_PREFIXES = ("train.", "model.")
 VIT_LABELS = ("ViT_P", "ViT_C")
 

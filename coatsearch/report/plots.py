@@ -12,7 +12,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 DPI = 120
-FIGURES = ("generalization.png", "curves.png", "acc_vs_macs.png", "edf.png", "length.png")
+FIGURES = ("generalization.png", "curves.png", "acc_vs_macs.png", "edf.png", "length.png", "robustness.png")
 MARKERS = "osD^v<>PX*hp"
 SCORE_TITLES = {
     "generalization": "Generalization (small subset)",
@@ -133,6 +133,24 @@ def length(rows: list[dict], path: Path) -> str | None:
     return _save(fig, path)
 
 
+def robustness(rows: list[dict], path: Path) -> str | None:
+    """Eval accuracy vs corruption severity per candidate (mean over corruptions; severity 0 is clean)."""
+    if not rows:
+        return None
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for i, r in enumerate(rows):
+        ys, err = [a.mean for a in r["acc"]], [a.sd or 0 for a in r["acc"]]
+        ax.errorbar(r["severity"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i))
+    kinds = ", ".join(rows[0]["corruptions"])
+    ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", ylabel="eval accuracy (%)")
+    ax.set(title="Robustness to corruptions")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def render_all(summary: dict, folder: Path) -> dict[str, str]:
     """Write every figure the summary has data for; remove stale ones. Returns {figure: file name}."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -143,6 +161,7 @@ def render_all(summary: dict, folder: Path) -> dict[str, str]:
         "acc_vs_macs": acc_vs_macs(summary["candidates"], acc, summary["primary_label"], folder / "acc_vs_macs.png"),
         "edf": edf(summary["edf"], summary["edf_k"], folder / "edf.png") if summary["search_dims"] else None,
         "length": length(summary["length"], folder / "length.png"),
+        "robustness": robustness(summary.get("robustness") or [], folder / "robustness.png"),
     }
     for name in FIGURES:
         if name[:-4] not in made or made[name[:-4]] is None:

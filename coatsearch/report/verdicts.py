@@ -9,15 +9,9 @@ from scipy import stats as st
 from coatsearch.report import claims as C
 from coatsearch.report import stats as S
 from coatsearch.report.info import GROUP_ACC, METRICS, Metric, group_of
+from coatsearch.scores import ranked
 
-RANKED = (
-    "generalization.gap",
-    "generalization.eval_acc",
-    "capacity.train_loss",
-    "capacity.eval_acc",
-    "accuracy.eval_acc",
-    "transfer.finetune_acc",
-)
+RANKED = ranked()  # the ranked metrics, from the score registry
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
 METHOD = (

@@ -1,36 +1,23 @@
-"""Running one planned trial (train, score, describe) for any engine; results as plain attributes."""
+"""Running one planned trial (train, score, describe) for any engine; outcomes as plain (state, attrs, value)."""
 
 from __future__ import annotations
 
 import math
-import os
-import platform
-import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from coatsearch import __version__
+from coatsearch import scores
 from coatsearch.candidates import prepare, stages_text, tokens
-from coatsearch.errors import UserError
-from coatsearch.plan import PlanItem, Pruned, TrialFailed
+from coatsearch.errors import Pruned, TrialFailed, UserError
+from coatsearch.plan import PlanItem
 from coatsearch.scores import Report, TrialInput, measure
 from coatsearch.space import Space
-from coatsearch.train import NonFiniteLoss
-
-# A candidate whose scores leave out the study's objective (e.g. a training-length-only candidate) reports
-# the first of these it measured as its trial value; the attribute `objective` names which.
-FALLBACK_OBJECTIVES = (
-    "accuracy.eval_acc",
-    "generalization.eval_acc",
-    "capacity.eval_acc",
-    "transfer.finetune_acc",
-    "length.eval_acc_longest",
-)
+from coatsearch.train import NonFinite, check_finite
 
 
 def run_item(
@@ -50,10 +37,11 @@ def run_item(
             raise TrialFailed(f"budget not met: {prep.reason}")
         inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed)
         metrics = measure(inp, device, progress=progress, report=report)
+        check_finite(metrics)
     except (TrialFailed, Pruned, UserError):
         raise
-    except NonFiniteLoss as exc:
-        raise TrialFailed(f"non-finite loss ({exc})") from exc
+    except NonFinite as exc:
+        raise TrialFailed(str(exc)) from exc
     except torch.OutOfMemoryError as exc:
         raise TrialFailed(f"out of memory on {device}") from exc
     except Exception as exc:  # noqa: BLE001 - any other crash is the trial's failure, not the study's
@@ -67,7 +55,7 @@ def run_item(
         "wall_s": round(time.perf_counter() - start, 3),
         "device": str(device),
     }
-    key = next((k for k in (space.study.objective, *FALLBACK_OBJECTIVES) if k in metrics), None)
+    key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
     return float(metrics[key]), {**attrs, "objective": key}
@@ -101,34 +89,41 @@ def model_label(model) -> str:
     return "ViT_REL" if model.stem.kind == "patch" else model.layout
 
 
-def environment(device: torch.device) -> dict:
-    """Hardware and library versions, stored with every trial."""
-    import optuna
-    import timm
-
-    return {
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": _cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "versions": {
-            "coatsearch": __version__,
-            "torch": torch.__version__,
-            "timm": timm.__version__,
-            "optuna": optuna.__version__,
-        },
-    }
-
-
-def _cpu_name() -> str:
+def attempt(space, item, params, device, env, progress=False, report=None) -> tuple[str, dict, float | None]:
+    """Run one planned trial: (state name, user attrs, value); a failure or pruning is an outcome, not an exception."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+        value, attrs = run_item(space, item, params, device, progress=progress, report=report)
+    except Pruned:
+        return "PRUNED", {}, None
+    except (TrialFailed, UserError) as exc:
+        return "FAIL", {"fail_reason": str(exc), "env": env}, None
+    return "COMPLETE", {**attrs, "env": env}, value
+
+
+def epoch_reporter(space: Space, sink: Callable[[int, float], None]) -> Report | None:
+    """A `run_item` report callback sending the objective's per-epoch score to `sink` (None: no pruning).
+
+    Which run phase the pruner sees is the objective's score's `signal` (per candidate: scores may differ).
+    """
+    if space.study.pruner == "none":
+        return None
+    phases = {c.name: scores.signal(space.study.objective, c.scores) for c in space.candidates}
+    wanted = set(phases.values()) - {None}
+
+    def report(name: str, epoch: int, value: float) -> None:
+        if name in wanted and value is not None:
+            sink(epoch, value)
+
+    return report
+
+
+@contextmanager
+def progress_bar(done: int, total: int, enabled: bool):
+    """A study-level progress bar (trials done of planned, ETA); yields a callback taking a trial number."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, initial=min(done, total), desc="study", unit="trial", disable=not enabled)
+    try:
+        yield lambda number: bar.update(1)
+    finally:
+        bar.close()

@@ -1,0 +1,7 @@
+"""`python -m coatsearch`: the same command line as `coatsearch`."""
+
+import sys
+
+from coatsearch.cli import main
+
+sys.exit(main())

@@ -1,0 +1,320 @@
+"""The public Python API: load a space, build and count its models, run a study, read results, write the report.
+
+Everything here is what the command line does, as functions: `coatsearch run` is `run(load_space(...))`.
+Heavy libraries (torch, optuna, pandas) are imported inside the functions, so `import coatsearch` stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coatsearch.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas
+    from torch import nn
+
+    from coatsearch import space as _space
+    from coatsearch.candidates import Prepared
+    from coatsearch.complexity import Complexity
+    from coatsearch.spec import ModelSpec
+    from coatsearch.store import Study
+
+FORMATS = ("csv", "parquet", "json")
+ENGINES = ("optuna", "ray")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of a loaded space at its default settings, matched to the budget."""
+
+    name: str
+    layout: str  # stage types, e.g. "C-C-T-T"
+    params: int  # parameter count of the matched model
+    macs: int  # multiply-adds per image of the matched model
+    spec: ModelSpec  # the matched model spec
+    prepared: Prepared = field(repr=False)  # optimizer, budget error and multiplier as `coatsearch show` lists
+
+    def build(self) -> nn.Module:
+        """The untrained model (torch's current default device)."""
+        return build(self.spec)
+
+
+@dataclass(frozen=True)
+class Space:
+    """A validated, expanded space file: its name, profile and matched candidates."""
+
+    name: str
+    profile: str
+    source: str  # the space file it was read from
+    candidates: tuple[Candidate, ...]
+    definition: _space.Space = field(repr=False)  # the full frozen space (data, scores, study settings)
+
+    def candidate(self, name: str) -> Candidate:
+        """The candidate called `name` (KeyError listing the names that exist)."""
+        for cand in self.candidates:
+            if cand.name == name:
+                return cand
+        raise KeyError(f"no candidate '{name}'; candidates: {', '.join(c.name for c in self.candidates)}")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What `run` did: the study's counts after the run, and the report it wrote (None with report=False)."""
+
+    study: str
+    storage: str
+    planned: int
+    complete: int
+    failed: int
+    pruned: int
+    ran_now: int
+    seconds: float
+    report: Path | None
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """The files `report` wrote: the Markdown report, its JSON tables and PNG figures."""
+
+    markdown: Path
+    summary: Path
+    figures: tuple[Path, ...]
+
+
+def load_space(path: str | Path, profile: str | None = None) -> Space:
+    """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
+    from coatsearch.candidates import prepare
+    from coatsearch.space import load_space as _load
+
+    definition = _load(path, profile or "default")
+    cands = []
+    for cand in definition.candidates:
+        prep = prepare(cand)
+        cands.append(Candidate(prep.name, prep.model.layout, prep.params, prep.macs, prep.model, prep))
+    return Space(definition.name, definition.profile, definition.source, tuple(cands), definition)
+
+
+def build(spec: ModelSpec | Candidate) -> nn.Module:
+    """The untrained `nn.Module` of a model spec (or of a loaded candidate)."""
+    from coatsearch.models import build as _build
+
+    return _build(spec.spec if isinstance(spec, Candidate) else spec)
+
+
+def count(model_or_spec: nn.Module | ModelSpec | Candidate, image_size: int | None = None) -> Complexity:
+    """MACs per image (multiply-adds, attention included) and parameters of a spec or a module.
+
+    A spec carries its image size; a module needs `image_size` (its input channels are read from it).
+    """
+    from coatsearch import complexity
+
+    if isinstance(model_or_spec, Candidate):
+        model_or_spec = model_or_spec.spec
+    if not hasattr(model_or_spec, "forward"):
+        return complexity.count(model_or_spec)  # type: ignore[arg-type]
+    if image_size is None:
+        raise ValueError("count(module) needs image_size")
+    module: Any = model_or_spec
+    first = next((p for p in module.parameters() if p.dim() == 4), None)
+    channels = int(first.shape[1]) if first is not None else 3
+    return complexity.measure(module, image_size, channels, device=next(module.parameters()).device)
+
+
+def study_name(space: Space, study: str | None = None) -> str:
+    """The study a space runs in: `study`, else the space's name (plus -PROFILE unless default)."""
+    if study is not None:
+        return study
+    return space.name if space.profile == "default" else f"{space.name}-{space.profile}"
+
+
+def run(
+    space: Space | str | Path,
+    study: str | None = None,
+    backend: str = "optuna",
+    workers: int = 1,
+    device: str = "auto",
+    *,
+    trials: int | None = None,
+    profile: str | None = None,
+    studies_dir: str | Path = "studies",
+    reports_dir: str | Path = "reports",
+    report: bool = True,
+    progress: bool = True,
+    address: str | None = None,
+    cpus_per_trial: float | None = None,
+    gpus_per_trial: float | None = None,
+) -> RunResult:
+    """Train and score every planned trial not yet in the study (resumes), then write the report.
+
+    The same engine as `coatsearch run`: `backend` "optuna" runs `workers` local processes, "ray" runs
+    Ray Tune (`address`, `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/.
+    """
+    from coatsearch.datacheck import check_matches
+    from coatsearch.paths import report_folder, study_folder
+    from coatsearch.train import pick_device
+
+    sp = space if isinstance(space, Space) else load_space(space, profile)
+    name, studies = study_name(sp, study), Path(studies_dir)
+    if backend not in ENGINES:
+        raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
+    if workers < 1 or (trials is not None and trials < 1):
+        raise UserError("--workers and --trials must be at least 1")
+    study_folder(studies, name)  # a bad name or folder stops here, before anything is written
+    if report:
+        report_folder(Path(reports_dir), name)
+    pick_device(device)
+    d = sp.definition  # a missing dataset, or one that does not match the space, stops here
+    check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
+    _prepare_study(sp, studies, name)
+    ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
+    s = _engine(sp, studies, name, backend, workers, {"trials": trials, "device": device, "progress": progress}, ray)
+    path = _report(name, studies, Path(reports_dir)).markdown if report else None
+    return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
+
+
+def _engine(space: Space, studies: Path, name: str, backend: str, workers: int, common: dict, ray: dict) -> Any:
+    """Run the study on the chosen engine; its RunSummary."""
+    if backend == "ray":
+        from coatsearch.backends import ray_backend
+
+        return ray_backend.run(space.definition, studies, name, **common, **ray)
+    from coatsearch.backends import optuna_backend
+
+    return optuna_backend.run(space.definition, studies, name, workers=workers, **common)
+
+
+def _prepare_study(space: Space, studies_dir: Path, name: str) -> None:
+    """Create (or reopen) the study and give it its dashboard metadata before any trial runs."""
+    from coatsearch.dashboard import annotate
+    from coatsearch.store import create_study
+
+    annotate(create_study(space.definition, studies_dir, name))
+
+
+def report(study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports") -> ReportPaths:
+    """Write reports/<study>/report.md, summary.json and PNG figures from the storage; the note on the dashboard."""
+    return _report(study, Path(studies_dir), Path(reports_dir))
+
+
+def _report(study: str, studies_dir: Path, reports_dir: Path) -> ReportPaths:
+    from coatsearch.report import write_report
+
+    markdown = write_report(study, Path(studies_dir), Path(reports_dir))
+    folder = markdown.parent
+    return ReportPaths(markdown, folder / "summary.json", tuple(sorted(folder.glob("*.png"))))
+
+
+def open_study(study: str, studies_dir: str | Path = "studies") -> Study:
+    """The study's storage, opened: the one place this API reads trials from (UserError when missing)."""
+    from coatsearch.store import load_study
+
+    return load_study(Path(studies_dir), study)
+
+
+def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
+    """One row per trial: number, state, value, candidate, seed, sample, every scalar score and attribute.
+
+    Metric columns keep their recorded keys (`generalization.eval_acc`); nested attributes are flattened
+    (`optim.lr`, `env.versions.torch`); per-epoch curves are left out (the report plots them).
+    """
+    import pandas as pd
+
+    rows = [_row(t) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]
+    head = ["number", "state", "value", "candidate", "seed", "sample", "start", "complete", "fail_reason"]
+    frame = pd.DataFrame(rows)
+    for col in head:
+        if col not in frame:
+            frame[col] = None
+    return frame[head + [c for c in frame.columns if c not in head]]
+
+
+def _row(trial: Any) -> dict[str, Any]:
+    """One trial as a flat row (params first, so failed trials still name their candidate and seed)."""
+    from coatsearch.store import flatten
+
+    attrs = {k: v for k, v in trial.user_attrs.items() if not k.startswith("curves.")}
+    row: dict[str, Any] = {**flatten(attrs), **trial.params}
+    value = trial.values[0] if trial.values and trial.state.name == "COMPLETE" else None
+    row.update(number=trial.number, state=trial.state.name, value=value)
+    row.update(start=trial.datetime_start, complete=trial.datetime_complete)
+    return row
+
+
+def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies") -> Path:
+    """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path."""
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+    frame = results(study, studies_dir)
+    path = Path(out) if out is not None else Path(f"{study}.{fmt}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UserError("parquet needs pyarrow: pip install 'coatsearch[parquet]'") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_json(path, orient="records", date_format="iso", indent=1)
+    return path
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where a study stands: trial counts by state, against its plan, and the time left."""
+
+    study: str
+    planned: int | None  # None when the space file the study ran is gone
+    complete: int
+    failed: int  # failed with a reason (kept; not rerun)
+    interrupted: int  # failed without a reason (the worker died): rerun by the next `run`
+    pruned: int
+    running: int
+    waiting: int
+    mean_wall_s: float | None  # mean wall time of the completed trials
+    eta_s: float | None  # remaining trials × mean wall time, spread over the running workers (at least 1)
+
+    @property
+    def remaining(self) -> int | None:
+        """Planned trials not yet finished (running ones included)."""
+        return None if self.planned is None else max(0, self.planned - self.complete - self.failed - self.pruned)
+
+
+def status(study: str, studies_dir: str | Path = "studies") -> Status:
+    """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
+    st = open_study(study, studies_dir)
+    trials = st.get_trials(deepcopy=False)
+    by = {s: [t for t in trials if t.state.name == s] for s in ("COMPLETE", "FAIL", "PRUNED", "RUNNING", "WAITING")}
+    failed = sum(1 for t in by["FAIL"] if "fail_reason" in t.user_attrs)
+    walls = [float(t.user_attrs["wall_s"]) for t in by["COMPLETE"] if _finite(t.user_attrs.get("wall_s"))]
+    mean = sum(walls) / len(walls) if walls else None
+    planned = _planned(st.user_attrs)
+    done = len(by["COMPLETE"]) + failed + len(by["PRUNED"])
+    left = None if planned is None else max(0, planned - done)
+    eta = None if mean is None or left is None else left * mean / max(1, len(by["RUNNING"]))
+    counts = (len(by["COMPLETE"]), failed, len(by["FAIL"]) - failed, len(by["PRUNED"]))
+    return Status(study, planned, *counts, len(by["RUNNING"]), len(by["WAITING"]), mean, eta)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _planned(user_attrs: Mapping[str, Any]) -> int | None:
+    """How many trials the study's space plans (re-read from its space file), None when it cannot be read."""
+    from coatsearch.dashboard import space_record
+    from coatsearch.plan import plan
+    from coatsearch.space import load_space as _load
+
+    record = space_record(user_attrs)
+    try:
+        return len(plan(_load(record["source"], record.get("profile") or "default")))
+    except (KeyError, TypeError, UserError):
+        return None

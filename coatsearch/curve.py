@@ -1,0 +1,160 @@
+"""Step-level learning curves on fixed data: when a run is measured, what a point holds, when a run may stop.
+
+A point is measured in eval mode without augmentation, at step 0 (initialization) and every `eval_every`
+optimizer steps, always including the last: plain cross-entropy and accuracy on a fixed probe of the
+training subset (the "training loss" of CoAtNet's generalization definition) and on the study's fixed eval
+set. Measuring never draws from a random generator, so a run's trajectory is the same with or without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from coatsearch.data import TensorData, probe_index
+from coatsearch.errors import UserError
+
+DEFAULT_POINTS = 10  # measured points per run (besides step 0) when eval_every is not given
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement after `step` optimizer steps."""
+
+    step: int
+    train_loss: float  # clean cross-entropy on the probe of the training subset (nats)
+    train_acc: float
+    eval_loss: float | None  # on the fixed eval set; None without one
+    eval_acc: float | None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A run's points as parallel tuples, in step order; `probe` is the number of training images measured."""
+
+    step: tuple[int, ...] = ()
+    train_loss: tuple[float, ...] = ()
+    train_acc: tuple[float, ...] = ()
+    eval_loss: tuple[float | None, ...] = ()
+    eval_acc: tuple[float | None, ...] = ()
+    probe: int = 0
+
+    @classmethod
+    def of(cls, points: list[Point], probe: int) -> Curve:
+        """The curve through `points`."""
+        cols = [tuple(getattr(p, f) for p in points) for f in Point.__dataclass_fields__]
+        return cls(*cols, probe=probe)
+
+    def as_dict(self) -> dict:
+        """JSON form: one list per field (what a trial stores under `curves.<score>`)."""
+        return {
+            "step": list(self.step),
+            "train_loss": list(self.train_loss),
+            "train_acc": list(self.train_acc),
+            "eval_loss": list(self.eval_loss),
+            "eval_acc": list(self.eval_acc),
+            "probe": self.probe,
+        }
+
+
+def curve_steps(total: int, eval_every: int | None = None) -> frozenset[int]:
+    """Steps after which a run of `total` steps is measured: 0, every `eval_every`, and `total`.
+
+    eval_every None: about DEFAULT_POINTS points (ceil(total / DEFAULT_POINTS) apart); 0: no points at all.
+    """
+    if eval_every is None:
+        eval_every = max(1, math.ceil(total / DEFAULT_POINTS))
+    if eval_every < 0:
+        raise UserError(f"eval_every must be >= 0 (0 = no curve), got {eval_every}")
+    if eval_every == 0:
+        return frozenset()
+    return frozenset((*range(0, total + 1, eval_every), total))
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Early-stop targets, checked at each point: probe train loss <= loss, or eval accuracy >= acc."""
+
+    loss: float | None = None  # nats
+    acc: float | None = None  # fraction
+
+    def __post_init__(self):
+        if self.loss is not None and not self.loss > 0:
+            raise UserError(f"stop_at_loss must be > 0 nats, got {self.loss}")
+        if self.acc is not None and not 0 < self.acc <= 1:
+            raise UserError(f"stop_at_acc must be in (0, 1], got {self.acc}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any target is set."""
+        return self.loss is not None or self.acc is not None
+
+    def reached(self, p: Point) -> bool:
+        """Whether point `p` meets a target."""
+        if self.loss is not None and p.train_loss <= self.loss:
+            return True
+        return self.acc is not None and p.eval_acc is not None and p.eval_acc >= self.acc
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on CUDA; nothing elsewhere."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@torch.no_grad()
+def eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` on device tensors, eval mode, one sync at the end."""
+    was_training = model.training
+    model.eval()
+    loss = torch.zeros((), device=x.device)
+    hits = torch.zeros((), device=x.device, dtype=torch.int64)
+    cl = torch.channels_last if x.device.type == "cuda" else torch.contiguous_format
+    with autocast(x.device):
+        for i in range(0, len(y), batch_size):
+            logits = model(x[i : i + batch_size].contiguous(memory_format=cl)).float()
+            loss += F.cross_entropy(logits, y[i : i + batch_size], reduction="sum")
+            hits += (logits.argmax(1) == y[i : i + batch_size]).sum()
+    model.train(was_training)
+    n = max(1, len(y))
+    return loss.item() / n, hits.item() / n
+
+
+class Meter:
+    """Measures the curve points of a training run (anything with eval_model, x, y, batch, device)."""
+
+    def __init__(self, run, evaluate: TensorData | None, probe: int, stop: Stop, on_point):
+        self.run, self.stop, self.on_point, self.batch = run, stop, on_point, 2 * run.batch
+        keep = probe_index(run.y.cpu(), probe).to(run.device)
+        self.px, self.py = run.x[keep], run.y[keep]
+        self.ex, self.ey = None, None
+        if evaluate is not None:
+            self.ex, self.ey = evaluate.x.to(run.device), evaluate.y.to(run.device)
+        self.points: list[Point] = []
+        self.reached = False
+
+    def evaluate(self) -> tuple[float | None, float | None]:
+        """(eval loss, eval accuracy) now: None without an eval set."""
+        if self.ex is None:
+            return None, None
+        return eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch)
+
+    def eval_at(self, step: int) -> tuple[float | None, float | None]:
+        """Eval (loss, accuracy) after `step` steps, reusing the curve point measured there if any."""
+        last = self.points[-1] if self.points else None
+        return (last.eval_loss, last.eval_acc) if last and last.step == step else self.evaluate()
+
+    def __call__(self, step: int) -> bool:
+        """Measure a point after `step` steps; True when a stop target is reached (never at step 0)."""
+        p = Point(step, *eval_tensors(self.run.eval_model, self.px, self.py, self.batch), *self.evaluate())
+        self.points.append(p)
+        if self.on_point is not None:
+            self.on_point(step, p)
+        self.reached = step > 0 and self.stop.reached(p)
+        return self.reached

@@ -1,0 +1,64 @@
+"""The data must match the space: enough classes, as many as `input.classes`, score class ids inside the dataset."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from coatsearch.data import TensorData, load
+from coatsearch.errors import UserError
+from coatsearch.spec import DataSpec, ScoresSpec
+
+
+def score_classes(scores: ScoresSpec) -> list[tuple[str, DataSpec | None, tuple[int, ...] | None]]:
+    """(score name, its own dataset or None, its class ids or None) for every subset a ScoresSpec trains on."""
+    named = [(n, getattr(scores, n)) for n in ("generalization", "capacity", "accuracy", "pretrain", "finetune")]
+    out = [(n, s.dataset, s.classes) for n, s in named if s is not None]
+    if scores.length is not None:
+        out.append(("length", None, scores.length.classes))
+    return out
+
+
+def check_matches(
+    classes: int,
+    spec: DataSpec,
+    image_size: int,
+    channels: int,
+    scores: Iterable[ScoresSpec] = (),
+    source: str = "space",
+) -> None:
+    """Load the space's datasets and check them against it: >= 2 classes, `classes` of them, score ids inside.
+
+    Raises a one-line UserError naming both numbers (or the ids) on the first mismatch.
+    """
+    pool, _ = load(spec, image_size, channels)
+    if pool.num_classes < 2:
+        raise UserError(f"{source}: dataset {_name(spec)} has {pool.num_classes} class; a classifier needs >= 2")
+    if pool.num_classes != classes:
+        raise UserError(
+            f"{source}: field 'input.classes': the space says {classes} classes, dataset {_name(spec)} has "
+            f"{pool.num_classes}"
+        )
+    for sc in scores:
+        for name, own, ids in score_classes(sc):
+            data = load(own, image_size, channels)[0] if own is not None else pool
+            _check_ids(f"{source}: field 'scores.{name}.classes'", ids, data, own or spec)
+
+
+def _check_ids(where: str, ids: tuple[int, ...] | None, data: TensorData, spec: DataSpec) -> None:
+    """Class ids of one score: at least 2 of them, all in the dataset."""
+    if data.num_classes < 2:
+        raise UserError(f"{where}: dataset {_name(spec)} has {data.num_classes} class; a classifier needs >= 2")
+    if ids is None:
+        return
+    outside = sorted({c for c in ids if c not in data.classes})
+    if outside:
+        raise UserError(
+            f"{where}: class ids {outside} are outside dataset {_name(spec)}, which has {data.num_classes} "
+            f"classes (ids 0..{data.num_classes - 1})"
+        )
+    if len(set(ids)) < 2:
+        raise UserError(f"{where}: {len(set(ids))} distinct class id(s) {list(ids)}; a classifier needs >= 2")
+
+
+def _name(spec: DataSpec) -> str:
+    return spec.dataset + (f" ({spec.root})" if spec.root else "")

@@ -1,0 +1,283 @@
+"""Report-side measures as the papers define them, as pure functions over pandas tables.
+
+- Generalization at matched training loss (CoAtNet §2.2): "if two models have the same training loss, the one
+  with higher evaluation accuracy generalizes better". Each run's step-level curve of clean train loss against
+  eval accuracy is read at a ladder of train-loss levels; candidates are compared at the lowest level every
+  compared run reached. A run that never reaches a level is censored there: shown, never credited.
+- Capacity (CoAtNet §2.2, JFT curves that cross): the final ranking on abundant data, and whether it held over
+  the last third of the steps; curves that still cross make the comparison provisional.
+- Optimizability (ViT_C paper §4): the EDF of Δ top-1 error from the best run of the same model *and*
+  optimizer (stability alone), the AdamW − SGD gap between best runs as a separate measure, and a warning
+  when a model's best lr or weight decay is the extreme sample of its range (the optimum may lie outside).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from coatsearch.report.claims import EDF_K
+from coatsearch.report.info import candidate_of, complete
+
+DEFAULT_LEVELS = tuple(float(v) for v in np.geomspace(1.0, 0.01, 9))  # nats: 1, 0.56, 0.32, ..., 0.01
+CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", "eval_loss", "eval_acc")
+LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "censored")
+TINY_LOSS = 1e-12  # losses are floored here before taking logs
+
+
+# ---------------------------------------------------------------------------------------------- curves
+
+
+def curve_frame(records: list[dict], score: str) -> pd.DataFrame:
+    """Step-level curve points of `score` from complete trial records, one row per point (CURVE_COLUMNS).
+
+    Reads `attrs["curves.<score>"]` with a `step` list (coatsearch.curve.Curve.as_dict); older per-epoch
+    curves without steps are skipped. Accuracies stay fractions, losses nats.
+    """
+    rows = []
+    for r in complete(records):
+        c = r["attrs"].get(f"curves.{score}")
+        if not isinstance(c, dict) or not c.get("step"):
+            continue
+        meta = {"run": r["number"], "candidate": candidate_of(r), "seed": r["attrs"].get("seed")}
+        for i, step in enumerate(c["step"]):
+            rows.append({**meta, "step": step, **{k: c[k][i] for k in CURVE_COLUMNS[4:]}})
+    out = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+    return out.astype({k: float for k in CURVE_COLUMNS[4:]})
+
+
+def crossing(step, loss, acc, level: float) -> tuple[float, float] | None:
+    """(step, eval acc) where a run's train loss first reaches `level`; None when it never does (censored).
+
+    Between the last point above the level and the first at or below it, step and accuracy are interpolated
+    linearly in log loss (the ladder is geometric). A run that starts at or below the level reads its first point.
+    """
+    step, loss, acc = (np.asarray(v, dtype=float) for v in (step, loss, acc))
+    hit = np.flatnonzero(loss <= level)
+    if not len(hit):
+        return None
+    j = int(hit[0])
+    if j == 0:
+        return float(step[0]), float(acc[0])
+    hi, lo = math.log(loss[j - 1]), math.log(max(loss[j], TINY_LOSS))
+    t = (hi - math.log(level)) / (hi - lo)
+    return float(step[j - 1] + t * (step[j] - step[j - 1])), float(acc[j - 1] + t * (acc[j] - acc[j - 1]))
+
+
+def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) -> pd.DataFrame:
+    """Each run's eval accuracy at each train-loss level (LEVEL_COLUMNS); censored rows have NaN step and acc."""
+    rows = []
+    runs = curves.sort_values(["run", "step"]).groupby(["run", "candidate", "seed"], sort=False, dropna=False)
+    for (run, cand, seed), c in runs:
+        for level in levels:
+            hit = crossing(c["step"], c["train_loss"], c["eval_acc"], level)
+            step, acc = hit if hit else (math.nan, math.nan)
+            rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": step,
+                         "eval_acc": acc, "censored": hit is None})  # fmt: skip
+    return pd.DataFrame(rows, columns=list(LEVEL_COLUMNS))
+
+
+def _among(matched: pd.DataFrame, candidates: Iterable[str] | None) -> pd.DataFrame:
+    return matched if candidates is None else matched[matched["candidate"].isin(list(candidates))]
+
+
+def common_level(matched: pd.DataFrame, candidates: Iterable[str] | None = None) -> float | None:
+    """The lowest level that every run of every compared candidate reached; None when there is none."""
+    names = list(dict.fromkeys(matched["candidate"])) if candidates is None else list(candidates)
+    m = _among(matched, names)
+    if m.empty or set(names) - set(m["candidate"]):
+        return None
+    reached = m.groupby("level")["censored"].apply(lambda c: not c.any())
+    return float(reached[reached].index.min()) if reached.any() else None
+
+
+def lowest_reached(matched: pd.DataFrame, every_run: bool = True) -> pd.Series:
+    """Per candidate, the lowest level all its runs reached (any of its runs: every_run=False); NaN for none."""
+    names = list(dict.fromkeys(matched["candidate"]))
+    how = (lambda c: not c.any()) if every_run else (lambda c: not c.all())
+    ok = matched.groupby(["candidate", "level"])["censored"].apply(how)
+    return ok[ok].reset_index().groupby("candidate")["level"].min().reindex(names)
+
+
+def matched_table(matched: pd.DataFrame, candidates: Iterable[str] | None = None) -> tuple[float | None, pd.DataFrame]:
+    """(common level, per-candidate table): eval acc mean/sd in % at that level, runs, and how low runs got.
+
+    `lowest_level` is the lowest level all of a candidate's runs reached, `lowest_any` the lowest any run
+    reached; below them its runs are censored. Without a common level the accuracy columns are NaN.
+    """
+    m = _among(matched, candidates)
+    level = common_level(m, candidates)
+    names = list(dict.fromkeys(m["candidate"])) if candidates is None else list(candidates)
+    grouped = (m[m["level"] == level] if level is not None else m.iloc[:0]).groupby("candidate")["eval_acc"]
+    table = pd.DataFrame(
+        {
+            "eval_acc": grouped.mean().mul(100),
+            "sd": grouped.std().mul(100),
+            "runs": m.groupby("candidate")["run"].nunique(),
+            "lowest_level": lowest_reached(m),
+            "lowest_any": lowest_reached(m, every_run=False),
+        }
+    ).reindex(names)
+    return level, table.rename_axis("candidate").reset_index()
+
+
+def paired_at(matched: pd.DataFrame, level: float, candidates: Iterable[str] | None = None) -> pd.DataFrame:
+    """Eval accuracy (fraction) at `level`, seeds × candidates, only seeds where every candidate has a value."""
+    m = _among(matched, candidates)
+    wide = m[m["level"] == level].pivot_table(index="seed", columns="candidate", values="eval_acc", aggfunc="mean")
+    names = list(dict.fromkeys(m["candidate"])) if candidates is None else list(candidates)
+    return wide.reindex(columns=names).dropna()
+
+
+# ---------------------------------------------------------------------------------------------- capacity
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A capacity ranking at the end of training and whether it held over the last part of the steps."""
+
+    order: tuple[str, ...]  # best first, at the final common step
+    stable: bool  # every pair kept its order over the tail
+    crossings: tuple[tuple[str, str, float], ...]  # (ahead at the end, behind at the end, last step reversed)
+    steps: tuple[float, ...]  # the tail steps compared
+    note: str  # why the ranking is provisional ("" when stable)
+
+
+def ranking_stability(
+    curves: pd.DataFrame,
+    metric: str = "eval_acc",
+    higher: bool = True,
+    tail: float = 1 / 3,
+    candidates: Iterable[str] | None = None,
+) -> Ranking:
+    """Rank candidates by their mean curve (over runs) of `metric` and check the order over the last `tail`.
+
+    Steps run to the last step every candidate has; mean curves are interpolated onto the union of their
+    steps in [(1 - tail) × last, last]. Ties are not crossings.
+    """
+    names = list(dict.fromkeys(curves["candidate"])) if candidates is None else list(candidates)
+    mean = curves.dropna(subset=[metric]).groupby(["candidate", "step"])[metric].mean()
+    have = set(mean.index.get_level_values(0))
+    if not names or set(names) - have:
+        return Ranking(tuple(n for n in names if n in have), False, (), (), "a candidate has no curve")
+    end = min(mean[c].index.max() for c in names)
+    start = end - tail * end - 1e-9 * end  # a hair early, so that float rounding keeps the step at 2/3
+    grid = np.array(sorted({s for s in curves["step"] if start <= s <= end}), dtype=float)
+    sign = 1.0 if higher else -1.0
+    value = {c: sign * np.interp(grid, mean[c].index.to_numpy(float), mean[c].to_numpy(float)) for c in names}
+    order = tuple(sorted(names, key=lambda c: -value[c][-1]))
+    crossings = []
+    for a, b in combinations(order, 2):  # a ends ahead of (or level with) b
+        behind = np.flatnonzero(value[a] - value[b] < 0)
+        if len(behind) and value[a][-1] > value[b][-1]:
+            crossings.append((a, b, float(grid[behind[-1]])))
+    note = "" if not crossings else "curves still cross in the last third of the steps"
+    if len(grid) < 2:
+        note = "fewer than 2 curve points in the last third of the steps"
+    return Ranking(order, not note, tuple(crossings), tuple(grid.tolist()), note)
+
+
+# ---------------------------------------------------------------------------------------------- optimizability
+
+
+def runs_frame(records: list[dict], acc_key: str) -> pd.DataFrame:
+    """Complete runs with `acc_key` measured: candidate, model label, optimizer, seed, acc (%), lr, wd, number."""
+    rows = []
+    for r in complete(records):
+        acc = r["attrs"].get(acc_key)
+        if not isinstance(acc, int | float) or not math.isfinite(acc):
+            continue
+        optim = r["attrs"].get("optim") or {}
+        rows.append(
+            {
+                "candidate": candidate_of(r),
+                "model_label": r["attrs"].get("model_label", candidate_of(r)),
+                "optimizer": str(optim.get("optimizer", "?")),
+                "seed": r["attrs"].get("seed"),
+                "acc": 100 * acc,
+                "lr": optim.get("lr"),
+                "weight_decay": optim.get("weight_decay"),
+                "number": r["number"],
+            }
+        )
+    cols = ["candidate", "model_label", "optimizer", "seed", "acc", "lr", "weight_decay", "number"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def edf(runs: pd.DataFrame, k: float = EDF_K) -> list[dict]:
+    """Per candidate and optimizer: sorted Δ error (points) from the best run of the same model and optimizer.
+
+    Rows carry delta, the cumulative fraction, n, the share within k points, and the best accuracy (%).
+    """
+    best = runs.groupby(["model_label", "optimizer"])["acc"].max()
+    many = runs["optimizer"].nunique() > 1
+    out = []
+    for (cand, opt), group in runs.groupby(["candidate", "optimizer"], sort=False):
+        label = group["model_label"].iloc[0]
+        top = float(best[(label, opt)])
+        delta = sorted(float(top - a) for a in group["acc"])
+        n = len(delta)
+        out.append(
+            {
+                "label": f"{cand} ({opt})" if many and opt not in cand.lower() else cand,
+                "candidate": cand,
+                "model_label": label,
+                "optimizer": opt,
+                "best": top,
+                "delta": delta,
+                "fraction": [(i + 1) / n for i in range(n)],
+                "n": n,
+                "k": k,
+                "within_k": sum(d <= k for d in delta) / n,
+            }
+        )
+    return out
+
+
+def optimizer_gap(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per model label: best AdamW and best SGD accuracy (%), run counts, and gap = AdamW − SGD (points)."""
+    best = runs.pivot_table(index="model_label", columns="optimizer", values="acc", aggfunc="max", sort=False)
+    count = runs.pivot_table(index="model_label", columns="optimizer", values="acc", aggfunc="count", sort=False)
+    best, count = best.reindex(columns=["adamw", "sgd"]), count.reindex(columns=["adamw", "sgd"]).fillna(0)
+    out = pd.DataFrame(
+        {
+            "adamw": best["adamw"],
+            "sgd": best["sgd"],
+            "gap": best["adamw"] - best["sgd"],
+            "n_adamw": count["adamw"].astype(int),
+            "n_sgd": count["sgd"].astype(int),
+        }
+    )
+    return out.rename_axis("model_label").reset_index()
+
+
+def edge_warnings(runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay"), min_samples: int = 3) -> list[dict]:
+    """Per model and optimizer: a warning where the best run's lr or wd is the lowest or highest value sampled.
+
+    Only groups with at least `min_samples` distinct values of a dimension are checked. Each row has
+    model_label, optimizer, dim, value, edge ("low" | "high"), the sampled range and a one-line message.
+    """
+    out = []
+    for (label, opt), group in runs.groupby(["model_label", "optimizer"], sort=False):
+        best = group.loc[group["acc"].idxmax()]
+        for dim in dims:
+            values = group[dim].dropna()
+            if values.nunique() < min_samples or pd.isna(best[dim]):
+                continue
+            lo, hi = float(values.min()), float(values.max())
+            edge = "low" if best[dim] == lo else "high" if best[dim] == hi else None
+            if edge is None:
+                continue
+            word = "lowest" if edge == "low" else "highest"
+            msg = (
+                f"{label} ({opt}): the best run's {dim} {best[dim]:.3g} is the {word} of {values.nunique()} "
+                f"sampled values ({lo:.3g}–{hi:.3g}); the optimum may lie outside the range"
+            )
+            out.append({"model_label": label, "optimizer": opt, "dim": dim, "value": float(best[dim]),
+                        "edge": edge, "low": lo, "high": hi, "message": msg})  # fmt: skip
+    return out

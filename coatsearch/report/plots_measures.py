@@ -1,0 +1,70 @@
+"""Figures of the paper measures: CoAtNet Fig. 1 (eval accuracy against training loss), censoring visible."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from coatsearch.report.measures import TINY_LOSS  # noqa: E402
+from coatsearch.report.plots import DPI, MARKERS  # noqa: E402
+
+
+def _ladder(matched: pd.DataFrame) -> pd.DataFrame:
+    """Per level of one candidate: mean eval acc (%) of the runs that reached it, and how many did not."""
+    g = matched.groupby("level")
+    out = pd.DataFrame({"acc": g["eval_acc"].mean() * 100, "censored": g["censored"].sum(), "runs": g.size()})
+    return out[out["censored"] < out["runs"]]  # levels no run reached have nothing to show
+
+
+def matched_loss(curves: pd.DataFrame, matched: pd.DataFrame, path: Path, level: float | None = None) -> str | None:
+    """Write `matched_loss_figure` to `path`; its file name, or None (nothing written) without curves."""
+    if curves.empty:
+        return None
+    matched_loss_figure(curves, matched, level).savefig(path, dpi=DPI, metadata={"Software": None})
+    return path.name
+
+
+def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: float | None = None) -> Figure:
+    """Eval accuracy against clean train loss (log x, loss falling to the right), one trajectory per candidate.
+
+    Faint lines are the runs' raw curves; markers are the candidate's mean at each ladder level, filled where
+    every run reached the level and hollow where some runs are censored (the mean of those that reached it);
+    × marks the last point of a run censored somewhere on the ladder. The dashed line is the common level
+    at which candidates are compared.
+    """
+    fig = Figure(figsize=(6.5, 4.8), layout="constrained")
+    ax = fig.subplots()
+    censored_runs = set(matched.loc[matched["censored"], "run"])
+    for i, cand in enumerate(dict.fromkeys(curves["candidate"])):
+        color, marker = f"C{i % 10}", MARKERS[i % len(MARKERS)]
+        for run, c in curves[curves["candidate"] == cand].sort_values("step").groupby("run"):
+            ax.plot(c["train_loss"].clip(lower=TINY_LOSS), 100 * c["eval_acc"], color=color, alpha=0.25, lw=0.8)
+            if run in censored_runs:
+                last = c.iloc[-1]
+                ax.plot(max(last["train_loss"], TINY_LOSS), 100 * last["eval_acc"], "x", color=color, ms=7)
+        lad = _ladder(matched[matched["candidate"] == cand])
+        full, part = lad[lad["censored"] == 0], lad[lad["censored"] > 0]
+        ax.plot(full.index, full["acc"], marker=marker, color=color, label=cand, ms=6)
+        ax.plot(part.index, part["acc"], marker=marker, color=color, ls="none", mfc="none", ms=6)
+    if level is not None:
+        ax.axvline(level, color="grey", ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set(xlabel="clean train loss (nats, fixed probe) →", ylabel="eval accuracy (%)")
+    ax.set_title("Generalization at matched training loss (CoAtNet Fig. 1)")
+    ax.grid(alpha=0.3)
+    keys = [
+        Line2D([], [], color="grey", marker="o", mfc="none", ls="none", label="some runs censored"),
+        Line2D([], [], color="grey", marker="x", ls="none", label="end of a censored run"),
+    ]
+    if level is not None:
+        keys.append(Line2D([], [], color="grey", ls="--", label=f"common level {level:.3g} nats"))
+    ax.legend(handles=[*ax.get_legend_handles_labels()[0], *keys], fontsize=8)
+    return fig

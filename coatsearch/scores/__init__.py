@@ -1,0 +1,93 @@
+"""The score registry: one module per score; the trial runner, pruning, objective fallback and report derive from it.
+
+Scores run in registry order, so a score that reuses another's trained model (robustness) comes after it.
+A new score is one new module here plus its line in `SCORES` (and, for its DSL section, its spec).
+"""
+
+from __future__ import annotations
+
+from coatsearch import spec as S
+from coatsearch.scores import accuracy, capacity, generalization, length, robustness, transfer
+from coatsearch.scores.base import Context, Metric, Report, Score, TrialInput
+
+__all__ = ["FALLBACK", "METRICS", "SCORES", "Context", "Metric", "Report", "Score", "TrialInput", "measure"]
+
+SCORES: dict[str, Score] = {
+    s.name: s
+    for s in (
+        generalization.SCORE,
+        capacity.SCORE,
+        accuracy.SCORE,
+        transfer.SCORE,
+        length.SCORE,
+        robustness.SCORE,
+    )
+}
+
+# A candidate whose scores leave out the study's objective reports the first of these it measured as its
+# trial value (the attribute `objective` names which); the report judges a study by the same list.
+FALLBACK: tuple[str, ...] = tuple(
+    s.headline for s in sorted(SCORES.values(), key=lambda s: s.fallback or 1 << 30) if s.fallback is not None
+)
+
+_MODEL = (
+    Metric("params", "params", "M", 1e-6, 3, table=False),
+    Metric("macs", "MACs", "M", 1e-6, 2, table=False),
+    Metric("budget_error", "budget error", "%", 100, 1, table=False),
+)
+METRICS: dict[str, Metric] = {
+    m.key: m
+    for m in (
+        *_MODEL,
+        *(m for s in SCORES.values() for m in s.metrics),
+        Metric("wall_s", "wall time", "s", 1, 0, table=False),
+    )
+}
+
+
+def get(name: str) -> Score:
+    """The registered score `name`; a one-line error naming those that exist."""
+    if name not in SCORES:
+        raise KeyError(f"unknown score '{name}' (known: {', '.join(SCORES)})")
+    return SCORES[name]
+
+
+def enabled(scores: S.ScoresSpec) -> list[tuple[Score, object]]:
+    """(score, its spec) for every score a candidate's scores enable, in registry order."""
+    return [(s, spec) for s in SCORES.values() if (spec := s.spec(scores)) is not None]
+
+
+def measure(inp: TrialInput, device, progress: bool = False, report: Report | None = None) -> dict:
+    """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts."""
+    ctx = Context(inp, device, progress, report)
+    out: dict = {}
+    for score, spec in enabled(inp.scores):
+        out.update(score.run(ctx, spec))
+    return out
+
+
+def signal(objective: str, scores: S.ScoresSpec) -> str | None:
+    """The run phase whose per-epoch eval accuracy a pruner sees for `objective` (None: nothing to prune on)."""
+    score = SCORES.get(objective.split(".", 1)[0])
+    spec = score.spec(scores) if score else None
+    return score.signal(spec) if spec is not None else None
+
+
+def max_epochs(scores: S.ScoresSpec) -> int:
+    """The longest schedule any enabled score trains (at least 1)."""
+    return max([1, *(e for s, spec in enabled(scores) for e in s.epochs(spec))])
+
+
+def curve_scores() -> tuple[str, ...]:
+    """Single-run scores, whose per-epoch curve `curves.<name>` the report draws."""
+    return tuple(s.name for s in SCORES.values() if s.single_run)
+
+
+def ranked() -> tuple[str, ...]:
+    """Metric keys the report ranks, in registry order."""
+    return tuple(k for k, m in METRICS.items() if m.ranked)
+
+
+def table_keys() -> tuple[str, ...]:
+    """Metric keys the report's candidate table shows, in registry order."""
+    return tuple(k for k, m in METRICS.items() if m.table)

@@ -1,0 +1,74 @@
+"""What a score declares (Score, Metric) and what its run function gets (TrialInput, Context); no torch here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coatsearch import spec as S
+
+Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How one measured key is shown and compared: label, unit after scaling, and the noise floor."""
+
+    key: str
+    label: str
+    unit: str  # unit of the displayed value (stored value × scale)
+    scale: float
+    digits: int
+    better: str | None = None  # "higher" | "lower" | None (not ranked)
+    floor: float | None = None  # noise floor in display units, used when a side has fewer than 2 runs
+    table: bool = True  # shown in the report's candidate table
+    ranked: bool = False  # ranked with ≈ / ≥ / > in the report
+
+
+def acc(key: str, label: str, *, table: bool = True, ranked: bool = False) -> Metric:
+    """An accuracy metric: stored as a fraction, shown in %, higher is better, 0.5-point noise floor."""
+    return Metric(key, label, "%", 100, 1, "higher", 0.5, table, ranked)
+
+
+def loss(key: str, label: str, *, ranked: bool = False) -> Metric:
+    """A train-loss metric in nats, lower is better, 0.01-nat noise floor."""
+    return Metric(key, label, "nats", 1, 3, "lower", 0.01, True, ranked)
+
+
+@dataclass(frozen=True)
+class TrialInput:
+    """Everything one trial trains with: the matched model, its optimizer, the data and what to score."""
+
+    model: S.ModelSpec
+    optim: S.OptimSpec
+    data: S.DataSpec
+    scores: S.ScoresSpec
+    seed: int
+
+
+@dataclass
+class Context:
+    """One trial's run of its scores: input, device, progress and pruner callback, and the models trained so far."""
+
+    inp: TrialInput
+    device: Any  # torch.device
+    progress: bool = False
+    report: Report | None = None
+    models: dict[str, Any] = field(default_factory=dict)  # score name -> its trained model and eval set
+
+
+@dataclass(frozen=True)
+class Score:
+    """One score: its DSL section, its run function, the metrics and curves it records, and its pruner signal."""
+
+    name: str  # DSL section under `scores:` and the prefix of its metric keys
+    spec: Callable[[S.ScoresSpec], Any]  # the section's spec in a candidate's scores; None when not enabled
+    run: Callable[[Context, Any], dict]  # (context, spec) -> flat metrics plus `curves.<name>` dicts
+    metrics: tuple[Metric, ...]
+    curves: Callable[[Any], tuple[str, ...]]  # spec -> the `curves.<name>` it records
+    epochs: Callable[[Any], tuple[int, ...]]  # spec -> the schedules it trains (for the scheduler's max_t)
+    signal: Callable[[Any], str | None] = lambda spec: None  # spec -> run phase whose per-epoch eval acc prunes
+    headline: str | None = None  # the metric that stands in for the objective when the study's is not measured
+    fallback: int | None = None  # the headline's place in the objective fallback (lower first)
+    single_run: bool = False  # one run whose curve is `curves.<name>`: drawn in the report's training curves

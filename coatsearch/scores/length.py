@@ -1,0 +1,36 @@
+"""Training-length stability (ViT_C paper §4): eval accuracy after each schedule length."""
+
+from __future__ import annotations
+
+from coatsearch import spec as S
+from coatsearch.scores.base import Score, acc
+
+
+def run(ctx, spec: S.LengthSpec) -> dict:
+    """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
+    from coatsearch.scores import training as T
+
+    subset = S.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
+    train_set, held = T.splits(ctx, subset)
+    out: dict = {"length.epochs": list(spec.epochs)}
+    accs = []
+    for epochs in spec.epochs:
+        model = T.model(ctx, len(train_set.classes), no_drop=False)
+        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, epochs, augment=True)
+        accs.append(hist.eval_acc[-1])
+        out[f"curves.length{epochs}"] = T.curves(hist)
+    out["length.eval_acc"] = accs
+    out["length.eval_acc_longest"] = accs[spec.epochs.index(max(spec.epochs))]
+    return out
+
+
+SCORE = Score(
+    name="length",
+    spec=lambda sc: sc.length,
+    run=run,
+    metrics=(acc("length.eval_acc_longest", "eval acc, longest schedule", table=False),),
+    curves=lambda spec: tuple(f"length{e}" for e in spec.epochs),
+    epochs=lambda spec: tuple(spec.epochs),
+    headline="length.eval_acc_longest",
+    fallback=5,
+)

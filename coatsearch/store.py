@@ -1,0 +1,378 @@
+"""The study store: the study folder, its JournalStorage (opened once per process), claiming, telling, records.
+
+Layout: `<studies_dir>/<study>/journal.log` is the one store of record (an Optuna JournalStorage file);
+`<studies_dir>/<study>/claim.lock` serializes claims; Ray writes its logs under `<study>/ray/`.
+
+Storage invariants (every backend goes through this module, so they hold for all):
+- Every planned trial (PlanItem.key) lives in the study as one Optuna trial; a key is *taken* while some
+  trial with it is WAITING, RUNNING (by a live process), COMPLETE, PRUNED, or FAIL with a `fail_reason`.
+- A RUNNING trial whose worker process is gone (kill -9) is told FAIL without a reason, which frees its key,
+  so the next run trains it again.
+- Claiming happens under the claim lock, so K workers never run one key twice.
+- A trial's user attributes are written once, just before its state (`tell`); records, once told, are never
+  rewritten.
+- A `TrialRecord` read from the storage is frozen and a copy: later writes to the storage never change it.
+Journals written before this module existed (commit 7eb0683) have the same layout and attributes and open as-is.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import json
+import os
+import platform
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import optuna
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
+from coatsearch import __version__
+from coatsearch import plan as P
+from coatsearch.errors import UserError
+from coatsearch.paths import study_folder
+from coatsearch.space import Dim, Space
+
+JOURNAL, LOCK = "journal.log", "claim.lock"
+STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
+_OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
+
+
+def folder(studies_dir: Path, name: str) -> Path:
+    """The study's folder: the one place its layout is composed (name and containment checked by `paths`)."""
+    return study_folder(Path(studies_dir), name)
+
+
+def storage_file(studies_dir: Path, name: str) -> Path:
+    """The journal file that is the study's one store of record."""
+    return folder(studies_dir, name) / JOURNAL
+
+
+def open_storage(path: Path) -> JournalStorage:
+    """The JournalStorage on a local file, opened once per process (safe for several processes on one machine)."""
+    path = Path(path).resolve()
+    if path not in _OPEN or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _OPEN[path] = JournalStorage(JournalFileBackend(str(path)))
+    return _OPEN[path]
+
+
+def load_study(studies_dir: Path, name: str) -> optuna.Study:
+    """Open an existing study by name; a clear error when there is none."""
+    path = storage_file(studies_dir, name)
+    if not path.exists():
+        raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first")
+    return optuna.load_study(study_name=name, storage=open_storage(path))
+
+
+def create_study(space: Space, studies_dir: Path, name: str) -> optuna.Study:
+    """Create or reopen the study for `space` (its sampler and pruner), recording the space with it."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        study_name=name,
+        storage=open_storage(storage_file(studies_dir, name)),
+        direction=space.study.direction,
+        sampler=_sampler(space),
+        pruner=_pruner(space),
+        load_if_exists=True,
+    )
+    stored = study.user_attrs.get("space")
+    if stored is None:
+        study.set_user_attr("space", P.space_record(space))
+    elif stored.get("space") != space.name or stored.get("profile") != space.profile:
+        raise UserError(
+            f"study '{name}' holds space '{stored.get('space')}' profile '{stored.get('profile')}', "
+            f"not '{space.name}' profile '{space.profile}'; pick another --study name"
+        )
+    return study
+
+
+def _sampler(space: Space) -> optuna.samplers.BaseSampler:
+    seed = space.study.seeds[0]
+    if space.study.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def _pruner(space: Space) -> optuna.pruners.BasePruner:
+    return {
+        "none": optuna.pruners.NopPruner,
+        "median": optuna.pruners.MedianPruner,
+        "hyperband": optuna.pruners.HyperbandPruner,
+    }[space.study.pruner]()
+
+
+@contextmanager
+def locked(study_folder: Path) -> Iterator[None]:
+    """The study's claim lock (an exclusive flock on `<study>/claim.lock`)."""
+    path = Path(study_folder) / LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def claim(study, items: dict, run_id: str, limit: int | None, study_folder: Path, backend: str = "optuna"):
+    """Under the claim lock: fail stale trials, then take the next free key as a RUNNING (trial, PlanItem)."""
+    with locked(study_folder):
+        fail_stale(study)
+        trials = study.get_trials(deepcopy=False)
+        if limit is not None and sum(t.user_attrs.get("run_id") == run_id for t in trials) >= limit:
+            return None
+        if not any(t.state == TrialState.WAITING for t in trials):
+            taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
+            item = next((i for k, i in items.items() if k not in taken), None)
+            if item is None:
+                return None
+            study.enqueue_trial({"candidate": item.candidate, "seed": item.seed}, user_attrs={"key": item.key})
+        trial = study.ask()
+        trial.set_user_attr("run_id", run_id)
+        trial.set_user_attr("backend", backend)
+        trial.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
+        return trial, items[trial.user_attrs["key"]]
+
+
+def holds_key(t: optuna.trial.FrozenTrial) -> bool:
+    """Whether a trial keeps its key taken: any state but a FAIL without a reason (an interrupted trial)."""
+    if t.state == TrialState.FAIL:
+        return "fail_reason" in t.user_attrs
+    return True
+
+
+def fail_stale(study: optuna.Study) -> None:
+    """Mark FAIL (with no reason, so the key is free again) each RUNNING trial whose process is gone."""
+    host = socket.gethostname()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = t.user_attrs.get("worker") or {}
+        if worker.get("host") == host and not _alive(worker.get("pid", -1)):
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
+
+
+def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
+    """Fix the planned candidate and seed, and sample the candidate's search dimensions."""
+    trial.suggest_categorical("candidate", [c.name for c in space.candidates])
+    trial.suggest_categorical("seed", list(space.study.seeds))
+    return {d.path: _suggest_dim(trial, d) for d in space.candidate(item.candidate).dims}
+
+
+def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
+    if d.kind == "choice" and len(d.choices) == 1:
+        return d.choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
+    if d.kind == "choice":
+        labels = [c if isinstance(c, str | int | float | bool) else json.dumps(c) for c in d.choices]
+        picked = trial.suggest_categorical(d.path, labels)
+        return d.choices[labels.index(picked)]
+    if d.kind == "int":
+        return trial.suggest_int(d.path, int(d.low), int(d.high), step=d.step or 1, log=d.log)
+    return trial.suggest_float(d.path, d.low, d.high, log=d.log)
+
+
+def tell(study: optuna.Study, trial: optuna.Trial, state: str, attrs: dict, value: float | None) -> None:
+    """Write a finished trial's user attrs, then its state (a name in STATES) and value: every backend's write-back."""
+    for key, val in attrs.items():
+        trial.set_user_attr(key, val)
+    study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
+
+
+def report_epoch(trial: optuna.Trial, epoch: int, value: float) -> bool:
+    """Report a per-epoch score to the study's pruner; whether it says stop."""
+    trial.report(value, epoch)
+    return trial.should_prune()
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial as read from the storage: frozen, a copy (attrs and params are read-only mappings)."""
+
+    number: int
+    state: str  # COMPLETE | PRUNED | FAIL | RUNNING | WAITING
+    value: float | None
+    params: Mapping[str, Any]
+    attrs: Mapping[str, Any]  # every user attribute, as stored
+    start: str | None  # ISO datetimes
+    complete: str | None
+    candidate: str = "?"
+    seed: int | None = None
+    sample: int | None = None
+    key: str | None = None
+    objective: str | None = None  # the metric the value is (the study objective or its fallback)
+    metrics: Mapping[str, float] = field(default_factory=dict)  # scalar `<score>.<name>` values
+    curves: Mapping[str, Mapping] = field(default_factory=dict)  # `curves.<name>` -> per-epoch lists
+    fail_reason: str | None = None
+    wall_s: float | None = None
+
+    def as_dict(self) -> dict:
+        """The plain record the report's pure tables take: number, state, value, params, attrs, start, complete."""
+        return {
+            "number": self.number,
+            "state": self.state,
+            "value": self.value,
+            "params": copy.deepcopy(dict(self.params)),
+            "attrs": copy.deepcopy(dict(self.attrs)),
+            "start": self.start,
+            "complete": self.complete,
+        }
+
+
+def record(trial: optuna.trial.FrozenTrial) -> TrialRecord:
+    """A frozen TrialRecord from one Optuna trial (deep-copied, so later writes never change it)."""
+    attrs, params = copy.deepcopy(dict(trial.user_attrs)), copy.deepcopy(dict(trial.params))
+    scalar = {k: v for k, v in attrs.items() if "." in k and not k.startswith("curves.") and _number(v)}
+    done = trial.state == TrialState.COMPLETE
+    return TrialRecord(
+        number=trial.number,
+        state=trial.state.name,
+        value=trial.values[0] if done and trial.values else None,
+        params=MappingProxyType(params),
+        attrs=MappingProxyType(attrs),
+        start=trial.datetime_start.isoformat() if trial.datetime_start else None,
+        complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
+        candidate=str(params.get("candidate") or attrs.get("candidate") or "?"),
+        seed=params.get("seed", attrs.get("seed")),
+        sample=attrs.get("sample"),
+        key=attrs.get("key"),
+        objective=attrs.get("objective"),
+        metrics=MappingProxyType(scalar),
+        curves=MappingProxyType({k[7:]: v for k, v in attrs.items() if k.startswith("curves.")}),
+        fail_reason=attrs.get("fail_reason"),
+        wall_s=attrs.get("wall_s"),
+    )
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def records(study: optuna.Study) -> tuple[TrialRecord, ...]:
+    """Every trial of the study as a frozen TrialRecord, by number."""
+    return tuple(record(t) for t in study.get_trials(deepcopy=False))
+
+
+def space_of(study: optuna.Study) -> dict:
+    """The space record stored with the study (a copy; empty when missing)."""
+    return copy.deepcopy(dict(study.user_attrs.get("space") or {}))
+
+
+def counts(study: optuna.Study) -> dict[str, int]:
+    """Finished trials by outcome; `failed` counts only failures with a reason (interrupted trials are not)."""
+    trials = study.get_trials(deepcopy=False)
+    return {
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "pruned": sum(t.state == TrialState.PRUNED for t in trials),
+        "failed": sum(t.state == TrialState.FAIL and "fail_reason" in t.user_attrs for t in trials),
+        "finished": sum(t.state.is_finished() and holds_key(t) for t in trials),
+    }
+
+
+def ran_by(study: optuna.Study, run_id: str) -> int:
+    """How many trials one run (`run_id`) claimed."""
+    return sum(1 for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id)
+
+
+def environment(device) -> dict:
+    """Hardware and library versions, stored with every trial."""
+    import timm
+    import torch
+
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "versions": {
+            "coatsearch": __version__,
+            "torch": torch.__version__,
+            "timm": timm.__version__,
+            "optuna": optuna.__version__,
+        },
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What one `coatsearch run` did."""
+
+    study: str
+    storage: str
+    planned: int
+    complete: int
+    failed: int
+    pruned: int
+    ran_now: int
+    seconds: float
+
+
+def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> RunSummary:
+    """Count the study's trials by outcome, against the plan."""
+    n = counts(load_study(studies_dir, name))
+    return RunSummary(
+        study=name,
+        storage=str(storage_file(studies_dir, name)),
+        planned=len(P.plan(space)),
+        complete=n["complete"],
+        failed=n["failed"],
+        pruned=n["pruned"],
+        ran_now=ran,
+        seconds=seconds,
+    )
+
+
+Scalar = str | int | float | bool | None
+Study = optuna.Study  # the type `load_study` returns, for annotations outside the store
+
+
+def flatten(attrs: Mapping[str, Any], prefix: str = "") -> dict[str, Scalar]:
+    """Nested attributes as dotted scalar keys: dicts flattened, lists of scalars joined with ', '."""
+    out: dict[str, Scalar] = {}
+    for key, value in attrs.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            if all(isinstance(v, str | int | float | bool) or v is None for v in value):
+                out[name] = ", ".join(_short(v) for v in value)
+            else:
+                out[name] = str(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _short(value: Any) -> str:
+    """A list element as text: floats to 4 significant digits."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

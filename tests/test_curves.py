@@ -1,0 +1,134 @@
+"""Tests for step-level curves (coatsearch.curve, train.fit): points, budget, early stop, fixed paired data."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from coatsearch import curve, data, train
+from coatsearch.errors import UserError
+from coatsearch.spec import DataSpec, OptimSpec
+from tests.test_train import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
+
+OPT = OptimSpec(lr=3e-3, batch_size=50)
+
+
+@pytest.fixture(scope="module")
+def small() -> tuple[data.TensorData, data.TensorData]:
+    """A 200-image synthetic training subset (4 steps per epoch at batch 50) and a 100-image eval set."""
+    tr, te = data.load(DataSpec("synthetic"), 32, 1)
+    return data.subset(tr, 20, None, seed=0), data.eval_subset(te, 100, None)
+
+
+def test_curve_steps():
+    assert curve.curve_steps(20, 5) == {0, 5, 10, 15, 20}
+    assert curve.curve_steps(23, 5) == {0, 5, 10, 15, 20, 23}  # the last step is always measured
+    assert curve.curve_steps(117) == {0, *range(12, 117, 12), 117}  # about ten points by default
+    assert curve.curve_steps(3) == {0, 1, 2, 3}
+    assert curve.curve_steps(10, 0) == frozenset()
+    with pytest.raises(UserError):
+        curve.curve_steps(10, -1)
+
+
+def test_points_are_clean_and_do_not_change_the_run(small):
+    tr, ev = small
+    seen = []
+    h = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64,
+                  on_point=lambda s, p: seen.append(s))  # fmt: skip
+    c = h.curve
+    assert c.step == (0, 3, 6, 9, 12) and list(c.step) == seen and c.probe == 64
+    assert h.steps == 12 and h.steps_per_epoch == 4 and h.stopped is None
+    assert abs(c.train_loss[0] - math.log(10)) < 0.5 and c.train_loss[-1] < c.train_loss[0]
+    assert c.eval_acc[-1] == h.final_eval_acc  # the epoch-end eval reuses the point measured there
+    probe = data.probe(tr, 64)
+    net = tiny_net()
+    train.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
+    assert (c.train_loss[-1], c.train_acc[-1]) == train.evaluate(net, probe, CPU, 2 * OPT.batch_size)
+    plain = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
+    assert plain.curve == curve.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
+    again = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
+    assert again.curve == c and set(c.as_dict()) == {"step", "train_loss", "train_acc", "eval_loss", "eval_acc",
+                                                     "probe"}  # fmt: skip
+
+
+def test_max_steps_budget_ends_inside_an_epoch(small):
+    tr, ev = small
+    h = train.fit(tiny_net(), tr, None, OPT, 99, seed=0, device=CPU, max_steps=6, measure_train=False)
+    assert h.steps == 6 and len(h.train_loss) == 2 and h.curve.step[-1] == 6 and h.eval_acc == (None, None)
+    assert h.curve.eval_acc[-1] is None and h.images_per_s[-1] > 0
+    with pytest.raises(UserError, match="max_steps"):
+        train.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, max_steps=0)
+    assert train.steps_per_epoch(200, 50) == 4 and train.steps_per_epoch(6, 128) == 1
+
+
+def test_stop_at_loss_target_or_cap(small):
+    tr, ev = small
+    full = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, measure_train=False)
+    target = full.curve.train_loss[3]  # reached at step 6 for the first time, if losses fall
+    first = next(s for s, v in zip(full.curve.step, full.curve.train_loss, strict=True) if s and v <= target)
+    h = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_loss=target)
+    assert h.stopped == "target" and h.steps == first and h.curve.step[-1] == first
+    assert h.curve.train_loss == full.curve.train_loss[: len(h.curve.step)]  # the same run until the stop
+    assert len(h.train_loss) == math.ceil(first / 4)
+    cap = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_loss=1e-6)
+    assert cap.stopped == "cap" and cap.steps == 16
+    acc = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_acc=0.05)
+    assert acc.stopped == "target" and acc.steps == 2  # never at step 0
+    for bad in ({"stop_at_loss": 0.0}, {"stop_at_acc": 1.5}, {"stop_at_loss": 0.1, "eval_every": 0}):
+        with pytest.raises(UserError):
+            train.fit(tiny_net(), tr, ev, OPT, 1, seed=0, device=CPU, **bad)
+    with pytest.raises(UserError, match="needs evaluation data"):
+        train.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, stop_at_acc=0.5)
+
+
+def test_pairing_same_eval_images_and_subsets_across_candidates_and_seeds():
+    spec = DataSpec("synthetic")
+    evals, subsets = set(), {}
+    for size, chans in ((32, 1), (36, 3)):  # two candidates with different input shapes
+        tr, te = data.load(spec, size, chans)
+        for seed in (0, 1):
+            evals.add(data.fingerprint(data.eval_subset(te, 100, (1, 2, 3))))
+            subsets.setdefault(seed, set()).add(data.fingerprint(data.subset(tr, 30, (1, 2, 3), seed=seed)))
+    assert len(evals) == 1  # one eval set per study, whatever the seed or the model
+    assert all(len(f) == 1 for f in subsets.values()) and subsets[0] != subsets[1]
+    tr, te = data.load(spec, 32, 1)
+    whole = data.eval_subset(te, 0, None)
+    assert torch.equal(data.image_ids(whole), torch.arange(len(te))) and data.fingerprint(whole) == data.fingerprint(te)
+    assert data.fingerprint(data.eval_subset(te, 100, (1, 2, 3), seed=5)) not in evals
+    sub = data.subset(tr, 30, (1, 2, 3), seed=0)
+    assert torch.equal(tr.x[sub.ids], sub.x) and torch.equal(te.x[whole.ids], whole.x)  # ids index the pool
+    nested = data.subset(sub, 5, (2,), seed=0)
+    assert torch.equal(tr.x[nested.ids], nested.x)
+
+
+def test_probe_is_fixed_and_spread():
+    tr, _ = data.load(DataSpec("synthetic"), 32, 1)
+    sub = data.subset(tr, 100, None, seed=3)  # 1000 images
+    p = data.probe(sub, 200)
+    assert len(p) == 200 and data.fingerprint(p) == data.fingerprint(data.probe(sub, 200))
+    assert torch.bincount(p.y).tolist() == [20] * 10  # evenly spaced over interleaved classes
+    assert set(p.ids.tolist()) <= set(sub.ids.tolist())
+    assert data.fingerprint(data.probe(sub, 5000)) == data.fingerprint(sub)
+    with pytest.raises(UserError):
+        data.probe(sub, 0)
+
+
+def test_batch_order_depends_on_seed_and_size_only(small):
+    tr, ev = small
+    orders = []
+    for net in (tiny_net(0), tiny_net(1)):  # two "candidates": different weights, same data order
+        order = []
+        run = train._Run(net, tr, OPT, 4, 7, CPU, augment=False)
+        run.step = lambda i, idx, g, order=order: order.append(idx.tolist())
+        run.epoch(0, 4, _Bar(), frozenset(), lambda s: False)
+        orders.append(order)
+    assert orders[0] == orders[1] and len(orders[0]) == 4
+
+
+class _Bar:
+    """A progress bar that counts nothing."""
+
+    def update(self, n: int = 1) -> None:
+        """Ignore an update."""

@@ -1,0 +1,378 @@
+"""Hostile and broken input (issue 12): every case exits 2 with one line, no traceback, and writes nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from coatsearch import data as D
+from coatsearch import paths
+from coatsearch.cli import main
+from coatsearch.datacheck import check_matches
+from coatsearch.dsl import MAX_BYTES, load_document
+from coatsearch.errors import UserError
+from coatsearch.space import load_space
+from coatsearch.spec import DataSpec, OptimSpec, ScoresSpec, SubsetSpec
+from coatsearch.train import NonFinite, NonFiniteLoss, check_finite, fit
+
+HERE = Path(__file__).parent
+TINY = HERE / "spaces" / "tiny.yaml"
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _refused(argv: list[str], tmp_path: Path, capsys, expected: str, code: int = 2) -> str:
+    """Run the CLI in `tmp_path`; assert exit `code`, one line on stderr containing `expected`, nothing written."""
+    before = _listing(tmp_path)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse
+            rc = exc.code
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert rc == code, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert expected in err, err
+    assert _listing(tmp_path) == before
+    return err
+
+
+def _space(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# ------------------------------------------------------------------------------ 1. names cannot escape
+
+
+@pytest.mark.parametrize("study", ["../../x", "/abs/path", "", "a b", ".", "..", "x/y", "a\\b", "é", "n" * 101])
+def test_study_names_that_escape_or_are_not_one_component(tmp_path, capsys, study):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    argv = ["run", str(TINY), "--study", study, "--studies-dir", "a/b/studies", "--reports-dir", "a/b/reports"]
+    _refused(argv, tmp_path, capsys, "study name")
+
+
+@pytest.mark.parametrize("command", ["report", "dashboard"])
+def test_report_and_dashboard_names_are_checked(tmp_path, capsys, command):
+    _refused([command, "../x", "--studies-dir", "studies"], tmp_path, capsys, "study name '../x' is not allowed")
+
+
+def test_space_name_and_profile_cannot_escape(tmp_path, capsys):
+    text = TINY.read_text().replace("name: tiny", "name: ..")
+    _refused(["run", str(_space(tmp_path, text))], tmp_path, capsys, "study name '..'")
+    text = TINY.read_text().replace("  quick:", "  a/b:")
+    _refused(["run", str(_space(tmp_path, text)), "--profile", "a/b"], tmp_path, capsys, "study name 'tiny-a/b'")
+
+
+@pytest.mark.parametrize("flag", ["--studies-dir", "--reports-dir"])
+def test_a_file_where_a_root_folder_is_expected(tmp_path, capsys, flag):
+    (tmp_path / "f").write_text("x")
+    _refused(["run", str(TINY), flag, "f"], tmp_path, capsys, "is a file, not a folder")
+    _refused(["run", str(TINY), flag, "f/sub"], tmp_path, capsys, "is a file, not a folder")
+
+
+def test_a_study_folder_linked_outside_its_root(tmp_path, capsys):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "studies" / "tiny").symlink_to(tmp_path / "elsewhere")
+    _refused(["run", str(TINY), "--studies-dir", "studies"], tmp_path, capsys, "leads outside it")
+
+
+def test_path_rule_accepts_plain_names(tmp_path):
+    assert paths.check_name("tiny-quick.v2_1") == "tiny-quick.v2_1"
+    assert paths.study_folder(tmp_path / "new" / "studies", "x") == (tmp_path / "new" / "studies" / "x").resolve()
+    assert not (tmp_path / "new").exists()  # checking writes nothing
+
+
+# ------------------------------------------------------------------------------ 2. bounded resources
+
+
+def _bomb(levels: int) -> str:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (_bomb(9), "expand to more than 100000 values"),
+        ("a: &a [*a]\n", "an alias refers to itself"),
+        ("a: " + "[" * 3000 + "]" * 3000 + "\n", "nested"),
+        ("a: " + "[" * 150 + "]" * 150 + "\n", "nested"),
+        ("# " + "x" * MAX_BYTES + "\n", f"at most {MAX_BYTES}"),
+        ("name: tiny\x00\x01\x02\n", "a binary file (NUL byte"),
+        ("{a: 1, a: 2}\n", "duplicate key 'a'"),
+    ],
+)
+def test_bombs_and_binary_space_files(tmp_path, capsys, text, expected):
+    _refused(["show", str(_space(tmp_path, text))], tmp_path, capsys, expected)
+
+
+def test_non_utf8_space_file(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_bytes(b"name: tiny\nscale: \xff\xfe caf\xe9\n")
+    _refused(["show", str(path)], tmp_path, capsys, "s.yaml:2: not UTF-8 text (byte 0xff")
+
+
+def test_an_alias_fan_out_under_the_cap_is_accepted():
+    """9**5 values (under the cap) compose and pass the checks; shared nodes are walked once, not per use."""
+    from coatsearch.dsl import _compose
+
+    assert _compose(Path("x.yaml"), _bomb(5)) is not None
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo", "folder"])
+def test_non_regular_space_files_do_not_block(tmp_path, capsys, special):
+    target = {"/dev/zero": Path("/dev/zero"), "fifo": tmp_path / "fifo", "folder": tmp_path}[special]
+    if special == "fifo":
+        os.mkfifo(target)
+    _refused(["show", str(target)], tmp_path, capsys, "not a regular file")
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--workers", "0"], "allowed: 1..64"),
+        (["--workers", "1000"], "allowed: 1..64"),
+        (["--workers", "two"], "not an integer"),
+        (["--trials", "0"], "allowed: 1..100000"),
+        (["--trials", "100001"], "allowed: 1..100000"),
+        (["--backend", "ray", "--cpus-per-trial", "nan"], "finite number > 0"),
+        (["--backend", "ray", "--gpus-per-trial", "-1"], "finite number > 0"),
+    ],
+)
+def test_flag_bounds(tmp_path, capsys, flags, expected):
+    _refused(["run", str(TINY), *flags], tmp_path, capsys, expected)
+
+
+# ------------------------------------------------------------------------------ 3. every error is one line
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["run"], "the following arguments are required: space"),
+        (["run", str(TINY), "--nope"], "unrecognized arguments: --nope"),
+        (["run", str(TINY), "--backend", "spark"], "invalid choice: 'spark'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        ([], "required: command"),
+        (["dashboard", "s", "--port", "0"], "allowed: 1..65535"),
+        (["dashboard", "s", "--port", "70000"], "allowed: 1..65535"),
+    ],
+)
+def test_argparse_errors_are_one_line(tmp_path, capsys, argv, expected):
+    assert _refused(argv, tmp_path, capsys, expected).startswith("coatsearch")
+
+
+def test_an_unexpected_error_is_one_line_with_a_hint(tmp_path, capsys, monkeypatch):
+    import coatsearch.cli as cli
+
+    def boom(args):
+        raise RuntimeError("something broke\nsecond line")
+
+    monkeypatch.setattr(cli, "_show", boom)
+    monkeypatch.delenv("COATSEARCH_DEBUG", raising=False)
+    err = _refused(["show", str(TINY)], tmp_path, capsys, "RuntimeError: something broke (run with", code=1)
+    assert "COATSEARCH_DEBUG=1" in err and "second line" not in err
+    monkeypatch.setenv("COATSEARCH_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        main(["show", str(TINY)])
+
+
+def _png(path: Path, color: int) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), (color, color, color)).save(path)
+
+
+def _folder(root: Path, classes: int, per_class: int = 5) -> Path:
+    for c in range(classes):
+        for i in range(per_class):
+            _png(root / f"c{c}" / f"{i}.png", 20 * c + i)
+    return root
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_a_corrupt_image_names_the_file(tmp_path, damage):
+    root = _folder(tmp_path / "imgs", 2)
+    bad = root / "c1" / "3.png"
+    raw = bad.read_bytes()
+    bad.write_bytes({"garbage": b"not a png at all", "truncated": raw[: len(raw) // 2], "empty": b""}[damage])
+    with pytest.raises(UserError, match=r"c1/3\.png: cannot decode this image"):
+        D.load(DataSpec("imagefolder", str(root)), 8, 1)
+
+
+def test_a_file_where_the_data_root_is_expected(tmp_path):
+    (tmp_path / "f").write_text("x")
+    for dataset in ("imagefolder", "fashion_mnist", "mnist"):
+        with pytest.raises(UserError, match="is a file|is not a folder"):
+            D.load(DataSpec(dataset, str(tmp_path / "f")), 8, 1)
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_several_workers_is_one_line(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coatsearch.cli", "run", str(TINY), "--workers", "2", "--quiet", "--no-report"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "studies" / "tiny" / "claim.lock").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)  # wait for a worker to claim (a wait for a condition, not a timing)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.count("\n") == 1 and "interrupted" in err, err
+
+
+# ------------------------------------------------------------------------------ 4. the data must match the space
+
+SYN = DataSpec("synthetic")
+
+
+def _refuse_match(expected: str, *args, **kwargs) -> None:
+    with pytest.raises(UserError, match=expected):
+        check_matches(*args, **kwargs)
+
+
+def test_class_count_must_match_input_classes(tmp_path, capsys):
+    text = TINY.read_text().replace("classes: 10}", "classes: 5}")
+    _refused(
+        ["run", str(_space(tmp_path, text))], tmp_path, capsys, "the space says 5 classes, dataset synthetic has 10"
+    )
+    _refuse_match("says 12 classes, dataset synthetic has 10", 12, SYN, 16, 1)
+
+
+def test_a_one_class_dataset_is_refused(tmp_path):
+    root = _folder(tmp_path / "one", 1)
+    _refuse_match("has 1 class; a classifier needs >= 2", 1, DataSpec("imagefolder", str(root)), 8, 1)
+
+
+@pytest.mark.parametrize(
+    "scores, expected",
+    [
+        (ScoresSpec(generalization=SubsetSpec(5, 1, (0, 12))), r"scores.generalization.classes': class ids \[12\]"),
+        (ScoresSpec(capacity=SubsetSpec(5, 1, (-1, 2))), r"class ids \[-1\] are outside .* has 10 classes"),
+        (ScoresSpec(accuracy=SubsetSpec(5, 1, (3,))), "1 distinct class id"),
+        (ScoresSpec(pretrain=SubsetSpec(5, 1, (0, 1)), finetune=SubsetSpec(5, 1, (4, 4))), "finetune.classes"),
+    ],
+)
+def test_score_classes_must_be_in_the_dataset(scores, expected):
+    _refuse_match(expected, 10, SYN, 16, 1, [scores], source="tiny.yaml")
+
+
+def test_a_transfer_target_dataset_is_checked_on_its_own(tmp_path):
+    root = _folder(tmp_path / "three", 3)
+    target = SubsetSpec(2, 1, (0, 5), DataSpec("imagefolder", str(root)))
+    scores = ScoresSpec(pretrain=SubsetSpec(2, 1, (0, 5)), finetune=target)
+    _refuse_match(r"class ids \[5\] are outside dataset imagefolder .* has 3 classes", 10, SYN, 8, 1, [scores])
+
+
+def test_a_matching_space_passes():
+    space = load_space(TINY)
+    check_matches(space.classes, space.data, space.image_size, space.channels, [c.scores for c in space.candidates])
+
+
+# ------------------------------------------------------------------------------ 7. a run that diverges fails
+
+
+class _NanWhenEval(nn.Module):
+    """A classifier that is finite in training and NaN in eval mode (as a blown-up BatchNorm can be)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16 * 16, 10)
+
+    def forward(self, x):
+        out = self.fc(x.flatten(1))
+        return out if self.training else out * float("nan")
+
+
+def _tiny_data() -> D.TensorData:
+    pool, _ = D.load(SYN, 16, 1)
+    return D.subset(pool, 4, None, seed=0)
+
+
+@pytest.mark.parametrize("with_eval, expected", [(True, "non-finite eval loss"), (False, "non-finite clean train")])
+def test_a_nan_in_evaluation_or_the_clean_pass_fails_the_run(with_eval, expected):
+    train = _tiny_data()
+    optim = OptimSpec(optimizer="adamw", lr=1e-3, batch_size=8, warmup_epochs=0)
+    with pytest.raises(NonFiniteLoss, match=expected):
+        fit(_NanWhenEval(), train, train if with_eval else None, optim, 1, seed=0, device=torch.device("cpu"))
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [{"a.eval_acc": float("nan")}, {"a.train_loss": float("inf")}, {"length.eval_acc": [0.5, float("-inf")]}],
+)
+def test_non_finite_metrics_are_refused(metrics):
+    with pytest.raises(NonFinite, match="non-finite metric"):
+        check_finite(metrics)
+
+
+def test_finite_metrics_pass():
+    check_finite({"a.eval_acc": 0.5, "a.images": 10, "length.eval_acc": [0.1, 0.2], "curves.a": {"x": [None]}})
+
+
+# ------------------------------------------------------------------------------ 8. flags that do nothing
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--address", "auto"], "--address: only used with --backend ray"),
+        (["--cpus-per-trial", "2"], "--cpus-per-trial: only used with --backend ray"),
+        (["--gpus-per-trial", "1"], "--gpus-per-trial: only used with --backend ray"),
+        (["--backend", "ray", "--workers", "2"], "--workers: only used with --backend optuna"),
+    ],
+)
+def test_flags_that_would_do_nothing(tmp_path, capsys, flags, expected):
+    _refused(["run", str(TINY), *flags], tmp_path, capsys, expected)
+
+
+# ------------------------------------------------------------------------------ 9. the dashboard stays private
+
+
+def test_loopback_hosts():
+    from coatsearch.dashboard import is_loopback
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.1.2.3"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "192.168.1.5", "example.org"))
+
+
+def test_a_public_dashboard_warns(tmp_path, capsys, monkeypatch):
+    import optuna_dashboard
+
+    from coatsearch.dashboard import serve
+    from coatsearch.store import create_study
+
+    create_study(load_space(TINY), tmp_path, "tiny")
+    calls = []
+    monkeypatch.setattr(optuna_dashboard, "run_server", lambda storage, host, port: calls.append((host, port)))
+    serve("tiny", tmp_path, "127.0.0.1", 8080)
+    assert "warning" not in capsys.readouterr().err
+    serve("tiny", tmp_path, "0.0.0.0", 8080)
+    assert "no authentication" in capsys.readouterr().err
+    assert calls == [("127.0.0.1", 8080), ("0.0.0.0", 8080)]
+
+
+def test_documents_still_load():
+    assert load_document(TINY).name == "tiny"

@@ -1,0 +1,112 @@
+"""The package's import graph, read with `ast`: no circle, and each heavy library imported only where it belongs."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "coatsearch"
+SPEC_CODE = ("coatsearch.spec", "coatsearch.dsl", "coatsearch.space", "coatsearch.kinds", "coatsearch.schema")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, name: str, mods: set[str]) -> set[str]:
+    """Every module `path` imports (top level or inside functions), relative imports resolved.
+
+    `from pkg import sub` counts as importing `pkg.sub` alone when `sub` is a module of the package.
+    """
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            subs = {f"{base}.{a.name}" for a in node.names}
+            out |= subs if subs <= mods else {base, *subs}
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the coatsearch modules and third-party roots it imports."""
+    mods = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in mods.items():
+        raw = _imports(path, name, set(mods))
+        internal = {m for m in raw if m in mods and m != name}
+        external = {m.split(".")[0] for m in raw if not m.startswith("coatsearch")}
+        graph[name] = internal | external
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _importers(lib: str) -> set[str]:
+    return {m for m, deps in GRAPH.items() if lib in deps}
+
+
+def _cycle() -> list[str] | None:
+    """One import circle among coatsearch modules (package __init__ edges to submodules ignored), or None."""
+    internal = {m: {d for d in deps if d.startswith("coatsearch.") and d in GRAPH} for m, deps in GRAPH.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> list[str] | None:
+        state[m] = 1
+        for d in internal[m]:
+            if state.get(d) == 1:
+                return [*path[path.index(d) :], d] if d in path else [m, d]
+            if d not in state and (found := visit(d, [*path, d])):
+                return found
+        state[m] = 2
+        return None
+
+    for m in sorted(internal):
+        if m not in state and (found := visit(m, [m])):
+            return found
+    return None
+
+
+def test_the_graph_sees_the_package():
+    assert {"coatsearch.store", "coatsearch.trial", "coatsearch.backends.optuna_backend"} <= set(GRAPH)
+    assert "optuna" in GRAPH["coatsearch.store"] and "coatsearch.store" in GRAPH["coatsearch.report"]
+
+
+def test_no_import_circle():
+    cycle = _cycle()
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_report_and_dashboard_import_no_backend():
+    readers = [m for m in GRAPH if m.startswith("coatsearch.report") or m == "coatsearch.dashboard"]
+    assert readers
+    for m in readers:
+        assert not {d for d in GRAPH[m] if d.startswith("coatsearch.backends")}, m
+
+
+def test_the_ray_backend_uses_the_store_not_the_optuna_backend():
+    deps = GRAPH["coatsearch.backends.ray_backend"]
+    assert "coatsearch.store" in deps and "coatsearch.backends.optuna_backend" not in deps
+
+
+def test_only_store_backends_and_dashboard_import_optuna():
+    backends = {m for m in GRAPH if m.startswith("coatsearch.backends")}
+    assert _importers("optuna") <= {"coatsearch.store", "coatsearch.dashboard"} | backends
+    assert _importers("optuna_dashboard") <= {"coatsearch.dashboard"}
+
+
+def test_only_the_ray_backend_imports_ray():
+    assert _importers("ray") == {"coatsearch.backends.ray_backend"}
+
+
+@pytest.mark.parametrize("module", [m for m in SPEC_CODE if m in GRAPH])
+def test_spec_code_imports_no_torch(module):
+    assert not {"torch", "timm", "torchvision"} & GRAPH[module]
