@@ -93,7 +93,7 @@ def test_export_writes_the_results_table(tmp_path, fmt):
 
 def test_status_counts_states_and_estimates_the_time_left(tmp_path):
     space_file = tmp_path / "tiny3.yaml"
-    space_file.write_text(TINY.read_text().replace("study: {seeds: [0]}", "study: {seeds: [0, 1, 2]}"))
+    space_file.write_text(TINY.read_text().replace("study: {seeds: [0]", "study: {seeds: [0, 1, 2]"))
     metrics = with_derived({"generalization.eval_acc": 0.5})
     recs = [record(0, "C-C", 0, metrics), record(1, "C-T", 0, metrics)]  # wall_s 10 and 11
     recs += [failed(2, "C-C", 1, "out of memory on cpu"), failed(3, "C-T", 1, None)]
