@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
+from coatsearch.report.claims import BASELINES, CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.verdicts import V_ACCS
 from coatsearch.scores import table_keys
@@ -146,7 +146,22 @@ def candidates(s: dict) -> str:
     note = "Scores are mean ± sd over the runs of each candidate (n runs; '(n=1)' = a single run, no spread)."
     if s["search_dims"]:
         note += " Runs include sampled hyperparameters (" + ", ".join(s["search_dims"]) + ")."
-    return "\n\n".join(["## Candidates", note, table(head, body), guards(rows)])
+    return "\n\n".join(["## Candidates", note + baselines_note(rows), table(head, body), guards(rows)])
+
+
+BASELINE_TEXT = {
+    "baseline-linear": "a linear classifier on the pixels; its accuracy is the floor of the regime guards",
+    "baseline-cnn": "a small plain CNN (3 conv-BN-ReLU layers, global average pool, linear head)",
+}
+
+
+def baselines_note(rows: list[dict]) -> str:
+    """What the regime baselines among the rows are (empty when the study has none)."""
+    found = [r["candidate"] for r in rows if r["candidate"] in BASELINES]
+    if not found:
+        return ""
+    what = "; ".join(f"**{n}** is {BASELINE_TEXT[n]}" for n in found)
+    return f" Regime baselines (same subsets and seeds, not budget-matched, never in a claim): {what}."
 
 
 def guards(rows: list[dict]) -> str:

@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from coatsearch.report.claims import BASELINES  # noqa: E402
+
 DPI = 120
 FIGURES = ("generalization.png", "curves.png", "acc_vs_macs.png", "edf.png", "length.png", "robustness.png")
 MARKERS = "osD^v<>PX*hp"
@@ -26,7 +28,10 @@ def _save(fig: Figure, path: Path) -> str:
     return path.name
 
 
-def _style(i: int) -> dict:
+def _style(i: int, name: str = "") -> dict:
+    """A candidate's marker and colour; regime baselines are grey crosses, so they read as a floor, not a layout."""
+    if name in BASELINES:
+        return {"marker": "x+"[BASELINES.index(name) % 2], "color": ("0.35", "0.6")[BASELINES.index(name) % 2]}
     return {"marker": MARKERS[i % len(MARKERS)], "color": f"C{i % 10}"}
 
 
@@ -45,7 +50,7 @@ def generalization(rows: list[dict], path: Path) -> str | None:
             x, y = r["metrics"][lx], r["metrics"][ly]
             losses.append(x.mean)
             ax.errorbar(x.mean, y.mean, xerr=x.sd or 0, yerr=y.sd or 0, capsize=3, ls="none", ms=7,
-                        label=r["candidate"], **_style(i))  # fmt: skip
+                        label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
         if losses and min(losses) > 0 and max(losses) / min(losses) > 20:
             ax.set_xscale("log")
         ax.set(xlabel="final train loss (nats, clean pass)", ylabel="eval accuracy (%)", title=SCORE_TITLES[score])
@@ -67,7 +72,7 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     axes = fig.subplots(len(scores), 2, squeeze=False)
     for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
         for c in tables[score]:
-            style = {**_style(names.index(c["candidate"])), "ms": 3}
+            style = {**_style(names.index(c["candidate"]), c["candidate"]), "ms": 3}
             ax_loss.plot(c["epoch"], c["train_loss"], label=c["candidate"], **style)
             ax_acc.plot(c["epoch"], c["eval_acc"], label=c["candidate"], **style)
         title = SCORE_TITLES.get(score, score)
@@ -90,7 +95,16 @@ def acc_vs_macs(rows: list[dict], acc_key: str | None, acc_label: str, path: Pat
         if acc_key not in r["metrics"] or "macs" not in r["metrics"]:
             continue
         x, y = r["metrics"]["macs"], r["metrics"][acc_key]
-        ax.errorbar(x.mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7, label=r["candidate"], **_style(i))
+        ax.errorbar(
+            x.mean,
+            y.mean,
+            yerr=y.sd or 0,
+            capsize=3,
+            ls="none",
+            ms=7,
+            label=r["candidate"],
+            **_style(i, r["candidate"]),
+        )
     ax.set(xlabel="MACs per image (millions of multiply-adds)", ylabel=f"{acc_label} (%)", title="Accuracy vs MACs")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -126,7 +140,7 @@ def length(rows: list[dict], path: Path) -> str | None:
     for i, r in enumerate(rows):
         ys = [a.mean for a in r["eval_acc"]]
         err = [a.sd or 0 for a in r["eval_acc"]]
-        ax.errorbar(r["epochs"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i))
+        ax.errorbar(r["epochs"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
     ax.set(xlabel="schedule length (epochs)", ylabel="eval accuracy (%)", title="Training-length stability")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -141,7 +155,7 @@ def robustness(rows: list[dict], path: Path) -> str | None:
     ax = fig.subplots()
     for i, r in enumerate(rows):
         ys, err = [a.mean for a in r["acc"]], [a.sd or 0 for a in r["acc"]]
-        ax.errorbar(r["severity"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i))
+        ax.errorbar(r["severity"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
     kinds = ", ".join(rows[0]["corruptions"])
     ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", ylabel="eval accuracy (%)")
     ax.set(title="Robustness to corruptions")
