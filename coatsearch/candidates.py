@@ -11,7 +11,7 @@ from coatsearch import kinds
 from coatsearch import spec as S
 from coatsearch.complexity import count
 from coatsearch.match import MatchResult, match
-from coatsearch.space import Candidate, Space
+from coatsearch.space import Baseline, Candidate, Space
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Prepared:
     reason: str
 
 
-def prepare(cand: Candidate, params: Mapping[str, Any] | None = None) -> Prepared:
+def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None) -> Prepared:
     """Resolve `params` into the candidate and solve it to the budget (never drops an unmatched one)."""
     model, optim, budget = cand.resolve(params)
     if budget is None:
@@ -80,6 +80,8 @@ def stages_text(model: S.ModelSpec) -> str:
 
 def stem_text(model: S.ModelSpec) -> str:
     """The stem in short: 'conv2x16/2', 'patch4', 'vitc32,64,64/2,2,1'."""
+    if not model.stages:
+        return ""  # a regime baseline: no stem
     return kinds.stem_kind(model.stem.kind).text(model.stem)
 
 

@@ -67,6 +67,8 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         if cand.name in seen:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
         seen.add(cand.name)
+        if doc.study.baselines and cand.name in S.BASELINES:
+            yield ("candidates", i, "name"), f"'{cand.name}' is a regime baseline's name (study.baselines is on)"
         late = kinds.conv_after_attention(cand.layout) if doc.constraints.conv_before_attention else ""
         if late:
             yield ("candidates", i, "layout"), f"{late} (constraints.conv_before_attention is on)"

@@ -41,6 +41,26 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """A regime baseline (spec.BASELINES): a fixed model on the same subsets and seeds, never searched or matched."""
+
+    name: str
+    input: S.InputSpec
+    train: S.OptimSpec  # the space's shared training settings
+    scores: S.ScoresSpec  # the space's shared scores
+    dims: tuple[Dim, ...] = ()
+
+    @property
+    def spec(self) -> S.ModelSpec:
+        """The baseline's fixed model (what a stored space and a stored match are compared by)."""
+        return S.baseline_model(self.name, self.input)
+
+    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, None]:
+        """(model, optimizer, no budget); a baseline has no parameters to sample."""
+        return S.baseline_model(self.name, self.input), self.train, None
+
+
+@dataclass(frozen=True)
 class Space:
     """Everything a study needs, frozen: candidates, budget, data, scores and study settings."""
 
@@ -53,13 +73,13 @@ class Space:
     channels: int
     classes: int
     conv_before_attention: bool
-    candidates: tuple[Candidate, ...]
+    candidates: tuple[Candidate | Baseline, ...]  # the space's candidates, then the baselines (study.baselines)
     data: S.DataSpec
     scores: ScoresSpec
     study: S.StudySpec
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
-    def candidate(self, name: str) -> Candidate:
+    def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
         for cand in self.candidates:
             if cand.name == name:
@@ -84,7 +104,7 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
         channels=doc.input.channels,
         classes=doc.input.classes,
         conv_before_attention=doc.constraints.conv_before_attention,
-        candidates=tuple(_candidate(c, doc.input) for c in doc.candidates),
+        candidates=tuple(_candidate(c, doc.input) for c in doc.candidates) + _baselines(doc),
         data=doc.data,
         scores=doc.scores,
         study=doc.study,
@@ -95,3 +115,9 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
 def _candidate(cand: D.CandidateSpec, inp: S.InputSpec) -> Candidate:
     dims = tuple(Dim(**asdict(d), path=path) for path, d in sorted(cand.search.items()) if d is not None)
     return Candidate(name=cand.name, spec=cand, input=inp, dims=dims)
+
+
+def _baselines(doc: S.SpaceDoc) -> tuple[Baseline, ...]:
+    if not doc.study.baselines:
+        return ()
+    return tuple(Baseline(name, doc.input, doc.train, doc.scores) for name in S.BASELINES)

@@ -157,10 +157,11 @@ class ModelSpec:
     arch "coatnet": stem then stages of blocks, global average pool, linear head (CoAtNet and ViT_REL,
     which is a patch stem followed by one T stage). arch "vit": timm VisionTransformer with one T stage
     (class token, absolute position embedding) and a patch (ViT_P) or vitc (ViT_C) stem.
+    arch "linear" / "cnn": the regime baselines (BASELINES), with no stages; the stem is not used.
     """
 
     name: str
-    arch: str  # "coatnet" | "vit" (models.BUILDERS)
+    arch: str  # "coatnet" | "vit" | "linear" | "cnn" (models.BUILDERS)
     image_size: int
     in_chans: int
     num_classes: int
@@ -202,6 +203,8 @@ class ModelSpec:
 
     def macs_floor(self) -> int:
         """A lower bound on the MACs per image, from the dominant terms only (no torch): checked against MACS_MAX."""
+        if not self.stages:  # a regime baseline (linear or small CNN): a fixed small model, nothing to bound
+            return 1
         stem = kinds.stem_kind(self.stem.kind).macs_floor(
             self.stem, self.in_chans, self.stages[0].width, self.image_size
         )
@@ -290,6 +293,15 @@ class StudySpec:
     pruner: Literal["none", "median", "hyperband"] = "none"  # searches only
     objective: str = "generalization.eval_acc"  # score recorded as the trial value
     direction: Literal["maximize", "minimize"] = "maximize"
+    baselines: Annotated[bool, Strict()] = True  # also train BASELINES per seed, on the same subsets (never matched)
+
+
+BASELINES = {"baseline-linear": "linear", "baseline-cnn": "cnn"}  # regime baselines: candidate name -> arch
+
+
+def baseline_model(name: str, inp: InputSpec) -> ModelSpec:
+    """The fixed model of the regime baseline `name` for `inp` images: no stem or stages (models/baselines.py)."""
+    return ModelSpec(name, BASELINES[name], inp.image_size, inp.channels, inp.classes, StemSpec(), ())
 
 
 def _freeze(value: Any) -> Any:

@@ -73,7 +73,7 @@ def candidate_attrs(prep) -> dict:
         "model_label": model_label(prep.model),
         "arch": prep.model.arch,
         "layout": prep.model.layout,
-        "stem": prep.model.stem.kind,
+        "stem": prep.model.stem.kind if prep.model.stages else "",
         "stages": stages_text(prep.model),
         "depths": [s.depth for s in prep.model.stages],
         "widths": [s.width for s in prep.model.stages],
@@ -89,6 +89,8 @@ def candidate_attrs(prep) -> dict:
 
 def model_label(model) -> str:
     """What the papers call the model: ViT_P, ViT_C, ViT_REL, or the stage layout."""
+    if not model.stages:
+        return f"{model.arch} baseline"
     if model.arch == "vit":
         return "ViT_C" if model.stem.kind == "vitc" else "ViT_P"
     return "ViT_REL" if model.stem.kind == "patch" else model.layout

@@ -64,14 +64,14 @@ def test_results_one_row_per_trial_with_every_scalar_score(tmp_path):
     records = layout_records()
     make_study(tmp_path, "fab", SPACE, records)
     table = coatsearch.results("fab", tmp_path)
-    assert len(table) == len(records) == 12
+    assert len(table) == len(records) == 17  # 5 layouts × 3 seeds, one failed, one interrupted
     assert list(table.columns[:6]) == ["number", "state", "value", "candidate", "seed", "sample"]
     assert {"generalization.eval_acc", "generalization.gap", "capacity.train_loss", "macs", "optim.lr"} <= set(table)
     assert not [c for c in table.columns if c.startswith("curves.")]
-    assert table["state"].value_counts().to_dict() == {"COMPLETE": 10, "FAIL": 2}
+    assert table["state"].value_counts().to_dict() == {"COMPLETE": 15, "FAIL": 2}
     first = table.iloc[0]
     assert (first["candidate"], first["seed"], first["depths"]) == ("ViT_REL", 0, "1, 3, 7, 1")
-    assert first["generalization.eval_acc"] == pytest.approx(0.700)
+    assert first["generalization.eval_acc"] == pytest.approx(0.706)  # mean 0.705 plus seed 0's jitter
     fails = table[table["state"] == "FAIL"]
     assert list(fails["candidate"]) == ["C-C-C-C", "C-T-T-T"]
     assert fails["fail_reason"].iloc[0] == "budget not met: too small" and pd.isna(fails["fail_reason"].iloc[1])
@@ -93,7 +93,7 @@ def test_export_writes_the_results_table(tmp_path, fmt):
 
 def test_status_counts_states_and_estimates_the_time_left(tmp_path):
     space_file = tmp_path / "tiny3.yaml"
-    space_file.write_text(TINY.read_text().replace("study: {seeds: [0]}", "study: {seeds: [0, 1, 2]}"))
+    space_file.write_text(TINY.read_text().replace("study: {seeds: [0]", "study: {seeds: [0, 1, 2]"))
     metrics = with_derived({"generalization.eval_acc": 0.5})
     recs = [record(0, "C-C", 0, metrics), record(1, "C-T", 0, metrics)]  # wall_s 10 and 11
     recs += [failed(2, "C-C", 1, "out of memory on cpu"), failed(3, "C-T", 1, None)]

@@ -84,8 +84,8 @@ def test_status_and_export(tmp_path, capsys):
     make_study(tmp_path, "fab", SPACE, layout_records())
     assert main(["status", "fab", "--studies-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "study fab: 10 completed, 1 failed, 0 pruned, 0 running, 0 waiting of ? planned (1 interrupted" in out
-    assert "mean trial 14 s; ETA unknown (the space file is gone)" in out
+    assert "study fab: 15 completed, 1 failed, 0 pruned, 0 running, 0 waiting of ? planned (1 interrupted" in out
+    assert "mean trial 17 s; ETA unknown (the space file is gone)" in out
     dest = tmp_path / "fab.csv"
     assert main(["export", "fab", "--format", "csv", "--out", str(dest), "--studies-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(dest)

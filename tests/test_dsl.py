@@ -110,7 +110,7 @@ def test_differing_choice_lists_for_one_path_are_an_error(tmp_path):
 
 def test_pruner_needs_an_accuracy_objective(tmp_path):
     msg = error_of(
-        tmp_path, TINY.replace("study: {seeds: [0]}", "study: {pruner: median, objective: capacity.train_loss}")
+        tmp_path, TINY.replace("study: {seeds: [0]", "study: {pruner: median, objective: capacity.train_loss")
     )
     assert "field 'study.pruner'" in msg
 
@@ -138,6 +138,6 @@ def test_readme_example_is_a_valid_space(tmp_path):
     readme = (HERE.parent / "README.md").read_text()
     block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
     space = load_space(write(tmp_path, block), "quick")
-    assert [c.name for c in space.candidates] == ["C-C-C-C", "V1", "ViT_REL"]
+    assert [c.name for c in space.candidates] == ["C-C-C-C", "V1", "ViT_REL", "baseline-linear", "baseline-cnn"]
     assert space.candidate("ViT_REL").scores.transfer is None
     assert {d.path for d in space.candidate("V1").dims} == {"train.lr", "model.block.head_size"}

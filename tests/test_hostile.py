@@ -182,9 +182,9 @@ BOUNDS = [  # (edit of tiny.yaml, what the one line must say)
     (("per_class: 20, epochs: 2", "per_class: 20, epochs: 100000"), "less than or equal to 1000"),
     (("warmup_epochs: 0", "warmup_epochs: 5000"), "less than or equal to 1000"),
     (("classes: 10}", "classes: 1000000}"), "less than or equal to 100000"),
-    (("study: {seeds: [0]}", "study: {seeds: [" + ", ".join(map(str, range(101))) + "]}"), "at most 100 items"),
-    (("study: {seeds: [0]}", "study: {seeds: [-1]}"), "greater than or equal to 0"),
-    (("study: {seeds: [0]}", "study: {seeds: [0], samples: 1000000}"), "less than or equal to 10000"),
+    (("study: {seeds: [0]", "study: {seeds: [" + ", ".join(map(str, range(101))) + "]"), "at most 100 items"),
+    (("study: {seeds: [0]", "study: {seeds: [-1]"), "greater than or equal to 0"),
+    (("study: {seeds: [0]", "study: {seeds: [0], samples: 1000000"), "less than or equal to 10000"),
     (("macs: 0.4M", "macs: 5T"), "less than or equal to 1000000000000"),
     (
         (
@@ -208,9 +208,9 @@ NON_FINITE = [
     (("block: {head_size: 16}", "block: {head_size: 16, expand_ratio: .inf}"), "expand_ratio"),
     (("block: {head_size: 16}", "block: {head_size: 16, se_ratio: .nan}"), "se_ratio"),
     (("block: {head_size: 16}", "block: {head_size: 16, drop_path: .nan}"), "drop_path"),
-    (("study: {seeds: [0]}", "study: {seeds: [0]}\nsearch: {train.lr: {low: 1.0e-4, high: .inf}}"), "search"),
-    (("study: {seeds: [0]}", "study: {seeds: [0]}\nsearch: {train.lr: {low: .nan, high: 1.0}}"), "search"),
-    (("study: {seeds: [0]}", "study: {seeds: [0]}\nsearch: {train.lr: {choices: [0.001, .inf]}}"), "train.lr"),
+    (("study: {seeds: [0]", "search: {train.lr: {low: 1.0e-4, high: .inf}}\nstudy: {seeds: [0]"), "search"),
+    (("study: {seeds: [0]", "search: {train.lr: {low: .nan, high: 1.0}}\nstudy: {seeds: [0]"), "search"),
+    (("study: {seeds: [0]", "search: {train.lr: {choices: [0.001, .inf]}}\nstudy: {seeds: [0]"), "train.lr"),
 ]
 
 
@@ -272,9 +272,12 @@ def test_the_macs_floor_is_a_lower_bound():
 @pytest.mark.parametrize(
     "edit, expected",
     [
-        (("study: {seeds: [0]}", "study: {seeds: [0], objective: accuracy.eval_acc}"), "no enabled score measures"),
-        (("study: {seeds: [0]}", "study: {seeds: [0], objective: nonsense}"), "measured: generalization.train_loss"),
-        (("study: {seeds: [0]}", "study: {seeds: [0], objective: capacity.train_loss}"), "transfer.finetune_acc"),
+        (("study: {seeds: [0]", "study: {seeds: [0], objective: accuracy.eval_acc"), "no enabled score measures"),
+        (
+            ("study: {seeds: [0]", "study: {seeds: [0], objective: nonsense"),
+            "measured: generalization.matched_acc, generalization.train_loss",
+        ),
+        (("study: {seeds: [0]", "study: {seeds: [0], objective: capacity.train_loss"), "transfer.finetune_acc"),
     ],
 )
 def test_an_objective_no_enabled_score_measures(tmp_path, capsys, edit, expected):

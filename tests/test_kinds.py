@@ -104,7 +104,7 @@ def test_m_shapes_that_cannot_window_are_spec_errors(tmp_path):
 def test_maxvit_space_loads_and_matches():
     space = load_space(HERE.parent / "spaces" / "maxvit_layouts.yaml", "quick")
     rows = {r["name"]: r for r in map(row, prepare_all(space))}
-    assert set(rows) == {"C-C-C-C", "C-C-T-T", "C-C-M-M"}
+    assert set(rows) == {"C-C-C-C", "C-C-T-T", "C-C-M-M", "baseline-linear", "baseline-cnn"}
     assert all(r["ok"] for r in rows.values()), rows
     assert rows["C-C-M-M"]["tokens"] == ["8x8 w4 g4", "8x8 w4 g4"]
     assert rows["C-C-T-T"]["tokens"] == ["8x8", "8x8"]

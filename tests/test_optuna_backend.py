@@ -83,7 +83,7 @@ def test_unmatchable_budget_fails_that_trial_with_the_reason(tmp_path):
 
 
 def test_parallel_workers_run_each_planned_trial_once(tmp_path):
-    space = variant(tmp_path, "study: {seeds: [0]}", "study: {seeds: [0, 1]}")
+    space = variant(tmp_path, "study: {seeds: [0]", "study: {seeds: [0, 1]")
     summary = run(space, tmp_path, workers=2)
     assert (summary.planned, summary.complete) == (4, 4)
     keys = [t.user_attrs["key"] for t in trials(tmp_path)]
@@ -139,9 +139,9 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
 def test_search_with_tpe_and_median_pruner_reports_each_epoch(tmp_path):
     space = variant(
         tmp_path,
-        "study: {seeds: [0]}",
-        "study: {seeds: [0], samples: 3, sampler: tpe, pruner: median}\n"
-        "search:\n  train.lr: {low: 1.0e-4, high: 1.0e-2, log: true}",
+        "study: {seeds: [0]",
+        "search:\n  train.lr: {low: 1.0e-4, high: 1.0e-2, log: true}\n"
+        "study: {seeds: [0], samples: 3, sampler: tpe, pruner: median",
     )
     summary = run(space, tmp_path)
     assert summary.planned == 6 and summary.complete + summary.pruned == 6

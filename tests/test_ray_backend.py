@@ -91,7 +91,7 @@ def test_a_failing_trial_is_recorded_not_retried_and_scores_reach_the_study(tmp_
     space = variant(
         tmp_path,
         ("- {name: C-C, layout: C-C}", "- {name: C-C, layout: C-C, train: {lr: 1.0e+12}}"),
-        ("study: {seeds: [0]}", "study: {seeds: [0], pruner: hyperband}"),
+        ("study: {seeds: [0]", "study: {seeds: [0], pruner: hyperband"),
     )
     summary = run(space, tmp_path, trials=5)
     assert (summary.complete, summary.failed, summary.ran_now) == (1, 1, 2)
@@ -123,5 +123,5 @@ def test_outcomes_of_ray_trials_as_the_study_records_them(tmp_path):
 
 def test_asha_only_when_the_space_prunes(tmp_path):
     assert engine.scheduler(load_space(TINY)) is None
-    asha = engine.scheduler(load_space(variant(tmp_path, ("seeds: [0]}", "seeds: [0], pruner: median}"))))
+    asha = engine.scheduler(load_space(variant(tmp_path, ("seeds: [0],", "seeds: [0], pruner: median,"))))
     assert isinstance(asha, engine.ASHAScheduler) and asha._max_t == 2

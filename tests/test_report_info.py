@@ -28,18 +28,20 @@ def test_candidate_rows_in_space_order_with_display_units():
     assert [r["candidate"] for r in rows] == list(SPACE["candidates"])
     cctt = _row(rows, "C-C-T-T")
     acc = cctt["metrics"]["generalization.eval_acc"]
-    assert acc.n == 2 and acc.mean == pytest.approx(84.1)  # fractions shown as percent
-    assert acc.sd == pytest.approx(math.sqrt(2) * 0.1)  # sample sd of 84.0, 84.2
-    assert cctt["metrics"]["capacity.train_loss"].mean == pytest.approx(0.101)  # losses unscaled
+    assert acc.n == 3 and acc.mean == pytest.approx(84.1)  # fractions shown as percent
+    assert acc.sd == pytest.approx(0.1322876)  # sample sd of 83.95, 84.15, 84.2
+    assert cctt["by_seed"]["generalization.eval_acc"] == pytest.approx({0: 83.95, 1: 84.15, 2: 84.2})
+    assert cctt["metrics"]["capacity.train_loss"].mean == pytest.approx(0.101 + 0.001 / 3)  # losses unscaled
     assert cctt["metrics"]["macs"].mean == pytest.approx(12.0)  # millions
     assert "transfer.finetune_acc" not in _row(rows, "ViT_REL")["metrics"]  # not measured → absent
-    assert _row(rows, "C-C-C-C")["n"] == 2  # the failed seed-2 trial is not a run
+    assert _row(rows, "C-C-C-C")["n"] == 3  # the failed seed-3 trial is not a run
+    assert cctt["guards"]["generalization"] == {"runs": 3, "failed": 0, "not_converged": 0, "unchecked": 0}
 
 
 def test_counts_and_failure_reasons():
     recs = layout_records()
     assert info.counts(recs) == {
-        "total": 12, "complete": 10, "failed": 1, "interrupted": 1, "pruned": 0, "running": 0,
+        "total": 17, "complete": 15, "failed": 1, "interrupted": 1, "pruned": 0, "running": 0,
     }  # fmt: skip
     reasons = {f["candidate"]: f["reason"] for f in info.failures(recs)}
     assert reasons["C-C-C-C"] == "budget not met: too small"
@@ -56,16 +58,25 @@ def test_interrupted_then_rerun_names_the_completed_trial():
 
 def test_environment_from_space_and_records():
     env = info.environment(SPACE, layout_records())
-    assert env["seeds"] == [0, 1] and env["image_size"] == 32 and env["classes"] == 10
+    assert env["seeds"] == [0, 1, 2] and env["image_size"] == 32 and env["classes"] == 10
     assert env["hardware"] == [
         {"host": "h", "cpu": "Test CPU", "cpu_count": 2, "torch_threads": 2, "gpu": None, "device": "cpu"}
     ]
     assert env["versions"][0]["optuna"] == "5"
-    assert env["wall_total_s"] == pytest.approx(sum(10.0 + i for i in range(10)))
+    assert env["wall_total_s"] == pytest.approx(sum(10.0 + i for i in range(15)))
     assert env["subsets"][0] == {
         "score": "generalization", "per_class": 200, "classes": None, "epochs": 3, "dataset": None, "images": [2000],
     }  # fmt: skip
-    assert env["counts"]["complete"] == 10
+    assert env["counts"]["complete"] == 15
+
+
+def test_chance_level_per_score_and_convergence():
+    space = {"input": [32, 1, 10], "scores": {"transfer": {"pretrain": {"classes": [0, 1, 2, 3, 4]},
+                                                           "finetune": {"classes": [5, 6, 7, 8, 9]}}}}  # fmt: skip
+    assert info.chance(space, "generalization") == 10.0 and info.chance(space, "transfer") == 20.0
+    assert info.chance({}, "capacity") is None
+    assert info.converged({"eval_acc": [0.2, 0.5, 0.8, 0.85, 0.86, 0.855]}) is True
+    assert info.converged({"eval_acc": [0.2, 0.5, 0.8, 0.82, 0.84, 0.86], "step": [1, 2, 3, 4, 5, 6]}) is False
 
 
 def test_environment_of_an_empty_study():
@@ -76,7 +87,7 @@ def test_environment_of_an_empty_study():
 def test_curves_average_runs_per_epoch():
     table = info.curves(SPACE, layout_records(), "generalization")
     cctt = _row(table, "C-C-T-T")
-    assert cctt["epoch"] == [1, 2, 3] and cctt["runs"] == 2
+    assert cctt["epoch"] == [1, 2, 3, 4, 5, 6] and cctt["runs"] == 3
     assert cctt["eval_acc"][-1] == pytest.approx(84.1)
     assert info.curves(SPACE, layout_records(), "pretrain") == []
 

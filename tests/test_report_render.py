@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from coatsearch.errors import UserError
 from coatsearch.report import render, summarize, write_report
 from coatsearch.store import load_study
-from tests.report_records import AGREE, SPACE, layout_records, make_study, vit_records
+from tests.report_records import AGREE, SPACE, layout_records, make_study, seeded, vit_records
 
 PNG = b"\x89PNG\r\n\x1a\n"
-SPLITS = {"generalization.eval_acc": {"C-C-T-T": [0.840, 0.842], "V2": [0.838, 0.840], "V1": [0.800, 0.802]}}
+SPLITS = seeded({"generalization.eval_acc": {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}})
 
 
 def test_layout_study_report(tmp_path):
@@ -29,17 +30,21 @@ def test_layout_study_report(tmp_path):
                     "## Depth splits V0/V1/V2", "## Claim verdicts", "## Failed and pruned trials"):  # fmt: skip
         assert heading in text
     assert "**Proxy scale.** no scale at all" in text
-    assert "Trials: 16 — 14 complete, 1 failed, 1 interrupted" in text  # 7 candidates × 2 seeds, 2 failures
+    assert "Trials: 23 — 21 complete, 1 failed, 1 interrupted" in text  # 7 candidates × 3 seeds, 2 failures
     assert "interrupted (worker died); rerun resumes it" in text
     assert "✅ supported" in text and "Optimizability" not in text  # no ViT, no sampled hyperparameters
-    assert "| C-C-T-T | C-C-T-T | C1x32/1 C3x64/2 T7x128/2 T1x256/1 |" in text
+    for part in ("Method: Differences are paired by seed", "Holm", "Calibration of this rule", "Power: smallest "
+                 "detectable difference", "Regime checks:", "95% CI (pooled)"):  # fmt: skip
+        assert part in text
+    assert re.search(r"\| C-C-T-T +\| C-C-T-T +\| C1x32/1 C3x64/2 T7x128/2 T1x256/1 +\|", text)  # pandas table
     folder = path.parent
     for name in ("generalization.png", "curves.png", "acc_vs_macs.png"):
         assert (folder / name).read_bytes()[:8] == PNG and f"]({name})" in text
     assert not (folder / "edf.png").exists() and not (folder / "length.png").exists()
     summary = json.loads((folder / "summary.json").read_text())
+    assert summary["rules"]["alpha"] == 0.05 and summary["rules"]["calibration"]["false_verdict_rate"] <= 0.05
     assert {c["id"]: c["verdict"] for c in summary["claims"]} == dict.fromkeys("abcd", "supported")
-    assert summary["candidates"][3]["metrics"]["generalization.eval_acc"]["n"] == 2
+    assert summary["candidates"][3]["metrics"]["generalization.eval_acc"]["n"] == 3
     study = load_study(tmp_path / "studies", "fab")  # a fresh handle reads the note back from the journal
     assert "(a) Generalization" in get_note(study) and study.user_attrs["report_verdicts"]["d"] == "supported"
     size = (tmp_path / "studies" / "fab" / "journal.log").stat().st_size

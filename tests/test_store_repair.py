@@ -57,7 +57,7 @@ CHANGES = [
     (("lr: 3.0e-3", "lr: 1.0e-2"), "train.lr of candidate C-T: 0.003 -> 0.01"),
     (("- {name: C-T}", "- {name: C-T}\n  - {name: X, layout: T-T}"), "candidate added: X"),
     (("  - {name: C-C, layout: C-C}\n", ""), "candidate removed: C-C"),
-    (("study: {seeds: [0]}", "study: {seeds: [0, 1]}"), "study.seeds: [0] -> [0, 1]"),
+    (("study: {seeds: [0]", "study: {seeds: [0, 1]"), "study.seeds: [0] -> [0, 1]"),
     (("eval_size: 200", "eval_size: 100"), "data.eval_size: 200 -> 100"),
     (("generalization: {per_class: 20", "generalization: {per_class: 30"), "scores.generalization.per_class"),
     (("widths: [16, 32]", "widths: [16, 48]"), "widths of candidate C-T: [16, 32] -> [16, 48]"),

@@ -1,79 +1,67 @@
-"""report.verdicts: relation symbols under the rule, rankings, Spearman, and each claim's verdict."""
+"""report.verdicts: paired relations in rankings, key relations under Holm, power, regime guards, claim verdicts."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from coatsearch.report import info, optim
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
-from coatsearch.report.info import METRICS, Stat
-from tests.report_records import AGREE, SPACE, layout_records, noisy, record, reverse, vit_records, with_derived
+from tests.report_records import (
+    AGREE,
+    SEEDS,
+    SPACE,
+    layout_records,
+    noisy,
+    record,
+    reverse,
+    seeded,
+    vit_records,
+    with_derived,
+)
 
-ACC = METRICS["generalization.eval_acc"]
-LOSS = METRICS["capacity.train_loss"]
-SPLITS = {"generalization.eval_acc": {"C-C-T-T": [0.840, 0.842], "V2": [0.838, 0.840], "V1": [0.800, 0.802]}}
+SPLITS = seeded({"generalization.eval_acc": {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}})
 
 
-def _rows(values: dict) -> list[dict]:
-    return info.candidate_rows(SPACE, layout_records(values))
+def _rows(values: dict, space: dict = SPACE) -> list[dict]:
+    return info.candidate_rows(space, layout_records(values))
 
 
 def _claims(values: dict) -> dict[str, dict]:
     return {c["id"]: c for c in V.all_claims(_rows(values), [], [])}
 
 
-@pytest.mark.parametrize(
-    ("a", "b", "metric", "symbol"),
-    [
-        (Stat(85.0, 0.1, 2), Stat(84.95, 0.1, 2), ACC, "≈"),  # d = 0.05 < se = 0.1
-        (Stat(85.0, 0.1, 2), Stat(84.85, 0.1, 2), ACC, "≥"),  # se ≤ d < 2·se
-        (Stat(85.0, 0.1, 2), Stat(84.5, 0.1, 2), ACC, ">"),
-        (Stat(84.5, 0.1, 2), Stat(85.0, 0.1, 2), ACC, "<"),
-        (Stat(85.0, None, 1), Stat(84.6, 0.1, 2), ACC, "≈"),  # n = 1: floor 0.5 points
-        (Stat(85.0, None, 1), Stat(84.2, None, 1), ACC, "≥"),
-        (Stat(85.0, None, 1), Stat(83.9, None, 1), ACC, ">"),
-        (Stat(0.10, 0.0, 2), Stat(0.30, 0.0, 2), LOSS, ">"),  # lower loss is better; zero spread
-        (Stat(0.10, 0.0, 2), Stat(0.10, 0.0, 2), LOSS, "≈"),
-    ],
-)
-def test_compare_symbols(a, b, metric, symbol):
-    assert V.compare(a, b, metric)["symbol"] == symbol
+def _row(name: str, **by_seed) -> dict:
+    return {"candidate": name, "model_label": name, "layout": name, "metrics": {}, "by_seed": by_seed, "guards": {}}
 
 
-def test_compare_reports_the_unit_used():
-    rel = V.compare(Stat(85.0, 0.3, 2), Stat(84.0, 0.4, 2), ACC)
-    assert rel["se"] == pytest.approx((0.3**2 / 2 + 0.4**2 / 2) ** 0.5) and not rel["floor"]
-    assert V.compare(Stat(85.0, None, 1), Stat(84.0, 0.4, 2), ACC)["floor"]
+def test_compare_symbols_from_paired_differences():
+    noise = V.S.Noise(sd_diff=0.2, df=10, k=6)
+    a = _row("a", **{"generalization.eval_acc": {0: 85.0, 1: 86.0, 2: 84.0}})
+    b = _row("b", **{"generalization.eval_acc": {0: 84.0, 1: 85.0, 2: 83.0, 9: 0.0}})  # seed 9 has no pair
+    same = _row("c", **{"generalization.eval_acc": {0: 85.05, 1: 85.95, 2: 84.0}})
+    rel = V.compare(a, b, "generalization.eval_acc", noise)
+    assert rel["symbol"] == ">" and rel["n"] == 3 and rel["d"] == pytest.approx(1.0)
+    assert V.compare(b, a, "generalization.eval_acc", noise)["symbol"] == "<"
+    assert V.compare(a, same, "generalization.eval_acc", noise)["symbol"] == "≈"  # within ± 1 point
+    wide = V.S.Noise(sd_diff=3.0, df=10, k=6)
+    assert V.compare(a, b, "generalization.eval_acc", wide)["symbol"] == "?"  # neither resolved nor equivalent
+    assert V.compare(a, b, "generalization.eval_acc", None)["symbol"] == "?"  # no noise estimate: no test
+    loss_a = _row("a", **{"capacity.train_loss": {0: 0.1, 1: 0.2}})
+    loss_b = _row("b", **{"capacity.train_loss": {0: 0.3, 1: 0.4}})
+    assert V.compare(loss_a, loss_b, "capacity.train_loss", V.S.Noise(0.01, 5, 4))["symbol"] == ">"  # lower wins
 
 
-def test_ranking_orders_best_first_with_symbols():
+def test_ranking_orders_best_first_with_paired_symbols():
     rows = _rows(AGREE)
-    gap = V.ranking(rows, "generalization.gap")
+    gap = V.ranking(rows, "generalization.gap", V.noises(rows)["generalization.gap"])
     assert [o["candidate"] for o in gap["order"]] == ["C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL"]
     assert [r["symbol"] for r in gap["relations"]] == ["≈", ">", ">", ">"]
-    assert gap["text"].startswith("C-C-C-C (5.1 ± 0.1) ≈ C-C-C-T (5.2 ± 0.1) >")
-    loss = V.ranking(rows, "capacity.train_loss")
+    assert gap["text"].startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
+    loss = V.ranking(rows, "capacity.train_loss", V.noises(rows)["capacity.train_loss"])
     assert loss["order"][0]["candidate"] == "C-C-T-T" and loss["order"][-1]["candidate"] == "C-C-C-C"
-    assert [r["key"] for r in V.rankings(rows)] == [
-        k
-        for k in V.RANKED
-        if k not in ("accuracy.eval_acc", "robustness.corrupt_acc", "generalization.matched_acc", "transfer.gain")
-    ]
-
-
-@pytest.mark.parametrize(
-    ("x", "y"),
-    [([1, 2, 3, 4], [10, 20, 30, 40]), ([1, 2, 3, 4], [4, 3, 2, 1]), ([1, 2, 2, 4, 3], [5, 3, 3, 1, 0])],
-)
-def test_spearman_matches_pandas(x, y):
-    assert V.spearman(x, y) == pytest.approx(pd.Series(x).corr(pd.Series(y), method="spearman"))
-
-
-def test_spearman_degenerate():
-    assert V.spearman([1], [2]) is None and V.spearman([1, 1], [1, 2]) is None
-    assert V.average_ranks([3.0, 1.0, 3.0]) == [2.5, 1.0, 2.5]
+    unmeasured = ("accuracy.eval_acc", "robustness.corrupt_acc", "generalization.matched_acc", "transfer.gain")
+    assert [r["key"] for r in V.rankings(rows)] == [k for k in V.RANKED if k not in unmeasured]
 
 
 def test_parse_chain():
@@ -84,8 +72,10 @@ def test_paper_like_study_supports_every_claim():
     claims = _claims({**AGREE, **SPLITS})
     assert {k: c["verdict"] for k, c in claims.items()} == dict.fromkeys("abcd", "supported")
     a = claims["a"]["evidence"][0]
-    assert a["key"] == "generalization.gap" and a["rho"] > 0.9
+    assert a["key"] == "generalization.gap" and a["rho"] > 0.9 and a["rho_p"] < 0.05
     assert [p["key"] for p in a["pairs"]] == [False, False, True, True]  # ≈, ≥ are not key relations
+    assert [p["status"] for p in a["pairs"]] == ["equivalent", "non-inferior", "holds", "holds"]
+    assert all(p["p_holm"] < 0.05 and p["ci"][0] > 0 for p in a["pairs"][2:])
     assert claims["d"]["notes"] == ["'C-C-T-T' stands in for V0 (no candidate named V0)"]
 
 
@@ -93,11 +83,22 @@ def test_reversed_study_supports_none():
     claims = _claims(reverse(AGREE))
     assert {k: c["verdict"] for k, c in claims.items()} == dict.fromkeys("abc", "not supported")
     assert claims["a"]["evidence"][0]["rho"] < 0
+    assert "significantly reversed" in claims["c"]["why"]
 
 
-def test_noisy_study_is_inconclusive():
+def test_noisy_study_is_inconclusive_and_says_what_it_could_detect():
     claims = _claims(noisy(AGREE))
     assert {k: c["verdict"] for k, c in claims.items()} == dict.fromkeys("abc", "inconclusive")
+    power = claims["c"]["evidence"][0]["power"]
+    assert power["n"] == 3 and power["effect"] == 0.61 and power["mdd"] > 5 and not power["resolvable"]
+    assert "cannot resolve the paper's effect" in claims["c"]["why"]
+
+
+def test_one_seed_is_never_firm():
+    one = {k: {n: v[:1] for n, v in per.items()} for k, per in reverse(AGREE).items()}
+    claims = [c for c in V.all_claims(_rows(one), [], []) if c["id"] in "abc"]
+    assert claims and {c["verdict"] for c in claims} == {"inconclusive"}
+    assert all(p["p"] is None for c in claims for e in c["evidence"] for p in e["pairs"])
 
 
 def test_second_measure_contradicting_the_first_makes_it_inconclusive():
@@ -107,11 +108,57 @@ def test_second_measure_contradicting_the_first_makes_it_inconclusive():
 
 
 def test_claim_needs_two_models_and_a_key_relation():
-    only = {"generalization.gap": {"C-C-C-C": [0.05, 0.05], "C-C-C-T": [0.06, 0.06]}}
+    only = seeded({"generalization.gap": {"C-C-C-C": 0.05, "C-C-C-T": 0.06}})
     rows = [r for r in _rows(only) if r["candidate"] in ("C-C-C-C", "C-C-C-T")]
     a = V.chain_claim(V.C.CHAIN_CLAIMS[0], rows)
     assert a["verdict"] == "inconclusive" and "no strict relation" in a["why"]
     assert V.chain_claim(V.C.CHAIN_CLAIMS[2], rows) is None  # no transfer scores, no C-T-T-T: not covered
+
+
+def _records_with(edit) -> list[dict]:
+    recs = layout_records(AGREE)
+    for r in recs:
+        if r["state"] == "COMPLETE":
+            edit(r)
+    return recs
+
+
+def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
+    def one_at_chance(r):  # C-T-T-T seed 0 ends at 11% on 10 classes (chance 10%)
+        if r["attrs"]["candidate"] == "C-T-T-T" and r["attrs"]["seed"] == 0:
+            r["attrs"]["generalization.eval_acc"] = 0.11
+
+    rows = info.candidate_rows(SPACE, _records_with(one_at_chance))
+    cttt = next(r for r in rows if r["candidate"] == "C-T-T-T")
+    assert cttt["guards"]["generalization"] == {"runs": 3, "failed": 1, "not_converged": 0, "unchecked": 0}
+    assert cttt["metrics"]["generalization.gap"].n == 2 and set(cttt["by_seed"]["generalization.gap"]) == {1, 2}
+    assert cttt["metrics"]["capacity.eval_acc"].n == 3  # another run of the trial: kept
+
+    def all_at_chance(r):
+        if r["attrs"]["candidate"] == "C-T-T-T":
+            r["attrs"]["generalization.eval_acc"] = 0.105
+
+    a = V.all_claims(info.candidate_rows(SPACE, _records_with(all_at_chance)), [], [])[0]
+    assert a["verdict"] == "inconclusive" and a["why"].startswith("out of regime — C-T-T-T: every run failed")
+
+
+def test_still_rising_run_is_not_converged_and_out_of_regime_where_needed():
+    def rising(r):
+        if r["attrs"]["candidate"] == "ViT_REL":
+            for score in ("generalization", "capacity"):
+                r["attrs"][f"curves.{score}"]["eval_acc"] = [0.3, 0.4, 0.5, 0.55, 0.62, 0.7]
+
+    claims = {c["id"]: c for c in V.all_claims(info.candidate_rows(SPACE, _records_with(rising)), [], [])}
+    assert claims["a"]["why"] == "out of regime — ViT_REL: 3 of 3 run(s) not converged"  # needs convergence
+    assert claims["b"]["verdict"] == "supported"  # capacity is judged after a fixed budget
+    assert info.converged({"eval_acc": [0.5, 0.6]}) is None and info.converged({"eval_acc": [0.1, 0.5, 0.5]})
+
+
+def test_below_the_linear_baseline_is_out_of_regime():
+    accs = {**AGREE["generalization.eval_acc"], "baseline-linear": [0.75, 0.75, 0.75]}
+    a = V.all_claims(_rows({**AGREE, "generalization.eval_acc": accs}), [], [])[0]
+    assert a["verdict"] == "inconclusive" and "ViT_REL: below the linear baseline (75.0% gen. eval acc)" in a["why"]
+    assert a["evidence"][0]["key"] == "generalization.gap"  # the floor is on the same run's accuracy
 
 
 def test_v_table_against_table7():
@@ -120,15 +167,16 @@ def test_v_table_against_table7():
     v0, v1 = table[0], table[1]
     assert v0["candidate"] == "C-C-T-T" and v0["note"] and v0["paper_top1"] == 84.1
     assert v1["depths"] == [1, 1, 9, 1] and v1["paper_blocks"] == [2, 2, 2, 18, 2]
-    assert v1["generalization.eval_acc"].mean == pytest.approx(80.1)
+    assert v1["generalization.eval_acc"].mean == pytest.approx(80.1)  # V1's jitter averages to 0
     assert V.v_table(_rows(AGREE)) == []  # no V1/V2: no table
 
 
 def _rel_rows(on: float, off: float) -> list[dict]:
+    jitter = (0.0, 0.002, -0.001, 0.001)
     recs = [
-        record(2 * i + s, name, s, with_derived({"generalization.eval_acc": acc + 0.002 * s}))
+        record(4 * i + s, name, s, with_derived({"generalization.eval_acc": acc + jitter[s] * (1 + i)}))
         for i, (name, acc) in enumerate((("C-C-T-T", on), ("C-C-T-T-norel", off)))
-        for s in (0, 1)
+        for s in SEEDS
     ]
     return info.candidate_rows({}, recs)
 
@@ -151,6 +199,7 @@ def test_conv_stem_claim():
     good = _stem(vit_records())
     assert good["verdict"] == "supported" and len(good["parts"]) == 3
     assert good["parts"][0]["d"] == pytest.approx(9.5)  # ViT_P gap 10 − ViT_C gap 0.5
+    assert all(p["p"] < 0.05 for p in good["parts"][1:])  # Fisher's exact test on the EDF shares, Holm
     bad = vit_records(p_sgd_drop=0.0, c_sgd_drop=0.10)
     assert _stem(bad)["verdict"] == "not supported"  # ViT_C now loses 10 points with SGD
     same = _stem(vit_records(p_sgd_drop=0.005, c_sgd_drop=0.005, p_spread=0.01))

@@ -8,13 +8,13 @@ import sys
 from dataclasses import is_dataclass
 from pathlib import Path
 
-from coatsearch.report import info, optim, paper, plots
+from coatsearch.report import calibration, info, optim, paper, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
-from coatsearch.report.claims import EDF_K
+from coatsearch.report.claims import ALPHA, EDF_K
 
 __all__ = ["render", "summarize", "write_report"]
 
@@ -32,8 +32,9 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
     edf_rows = M.edf(runs) if acc and dims else []
     gaps = optim.optimizer_gap(records, acc) if acc else []
     vit = optim.has_vit(records)
+    noise = V.noises(rows)
     cap = paper.capacity(records)
-    claims, untested = paper.untestable(space, paper.claim_notes(V.all_claims(rows, gaps, edf_rows), cap))
+    claims, untested = paper.untestable(space, paper.claim_notes(V.all_claims(rows, gaps, edf_rows, noise), cap))
     return {
         "study": study,
         "space": {k: space.get(k) for k in SPACE_KEYS},
@@ -42,7 +43,7 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "candidates": rows,
         "primary_acc": acc,
         "primary_label": info.METRICS[acc].label if acc else "",
-        "rankings": V.rankings(rows),
+        "rankings": V.rankings(rows, noise),
         "v_table": V.v_table(rows),
         "claims": claims,
         "untested": untested,
@@ -61,7 +62,13 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "length": info.length_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
-        "rules": {"relation": V.RELATION_RULE, "verdict": V.VERDICT_RULE},
+        "rules": {
+            "relation": V.RELATION_RULE,
+            "verdict": V.VERDICT_RULE,
+            "method": V.METHOD,
+            "alpha": ALPHA,
+            "calibration": calibration.calibrate() if rows else None,
+        },
         **plots.tables(space, records),  # the figure registry's own tables (e.g. robustness)
     }
 

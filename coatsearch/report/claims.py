@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coatsearch.spec import BASELINES as _BASELINE_ARCHS
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -14,6 +16,10 @@ class Claim:
     chain: str  # e.g. "C-C-C-C ≈ C-C-C-T ≥ C-C-T-T > C-T-T-T ≫ ViT_REL" (names: candidates or model labels)
     source: str  # where the paper shows it
     measures: tuple[str, ...]  # metric keys; the first one measured decides, the others must not contradict it
+    paper_effect: float | None = None  # smallest key effect the paper reports, in accuracy points (None: no number)
+    effect_note: str = ""  # where paper_effect comes from
+    needs_convergence: bool = False  # a key candidate whose eval accuracy still rises makes the claim out of regime
+    margin: float = 1.0  # equivalence margin for ≈ (and non-inferiority for ≥), in points; losses use LOSS_MARGIN
 
 
 CHAIN_CLAIMS = (
@@ -23,6 +29,9 @@ CHAIN_CLAIMS = (
         "C-C-C-C ≈ C-C-C-T ≥ C-C-T-T > C-T-T-T ≫ ViT_REL",
         "CoAtNet §2.2, Fig. 1 (ImageNet-1K)",
         ("generalization.gap", "generalization.eval_acc"),
+        None,
+        "Fig. 1 gives curves, not numbers (unconfirmed)",
+        True,
     ),
     Claim(
         "b",
@@ -30,6 +39,8 @@ CHAIN_CLAIMS = (
         "C-C-T-T ≈ C-T-T-T > ViT_REL > C-C-C-T > C-C-C-C",
         "CoAtNet §2.2, Fig. 1 (JFT)",
         ("capacity.train_loss", "capacity.eval_acc"),
+        None,
+        "Fig. 1 gives curves, not numbers (unconfirmed); capacity is judged after a fixed budget",
     ),
     Claim(
         "c",
@@ -37,6 +48,9 @@ CHAIN_CLAIMS = (
         "C-C-T-T > C-T-T-T",
         "CoAtNet Table 2 (JFT → ImageNet-1K: 82.39 vs 81.78 at 224)",
         ("transfer.finetune_acc",),
+        0.61,
+        "Table 2: 82.39 − 81.78 points at 224",
+        True,
     ),
     Claim(
         "d",
@@ -44,6 +58,9 @@ CHAIN_CLAIMS = (
         "V0 ≥ V2 > V1",
         "CoAtNet Table 7 (ImageNet-1K top-1 84.1 / 84.0 / 83.4)",
         ("accuracy.eval_acc", "generalization.eval_acc", "capacity.eval_acc"),
+        0.6,
+        "Table 7: V2 − V1 = 84.0 − 83.4 points (V0 − V2 = 0.1 is a ≥ relation)",
+        True,
     ),
 )
 
@@ -55,6 +72,9 @@ REL_CLAIM = Claim(
     "with rel-pos > without",
     "CoAtNet Table 6 (ImageNet-1K 224: 84.1 with vs 83.8 without)",
     ("accuracy.eval_acc", "generalization.eval_acc", "capacity.eval_acc"),
+    0.3,
+    "Table 6: 84.1 − 83.8 points at 224",
+    True,
 )
 NOREL_TAG = "norel"
 
@@ -65,14 +85,20 @@ STEM_CLAIM = Claim(
     "ViT_C > ViT_P",
     "Early convolutions, Table 3 (4GF, 50 epochs: Δ 5.3 ViT_P vs 0.7 ViT_C) and Fig. 5",
     (),  # judged on the study's primary accuracy (report.optim.primary_acc)
+    4.6,
+    "Table 3: optimizer gap 5.3 (ViT_P) − 0.7 (ViT_C) points",
 )
 
 # Decision rule constants (printed in the report).
-RHO_SUPPORT = 0.6  # Spearman rho at or above which the measured order agrees with the paper's
-RHO_AGAINST = 0.0  # rho at or below which it does not
+ALPHA = 0.05  # family-wise error rate of a claim's key relations (Holm)
+POWER = 0.80  # power at which the smallest detectable difference is stated
+LOSS_MARGIN = 0.05  # equivalence margin for losses (nats)
+CHANCE_POINTS = 2.0  # a run ending within this many points of chance accuracy "failed to train"
+PLATEAU_POINTS = 1.0  # a run whose eval accuracy rises more than this over the last third of its curve: not converged
+BASELINES = tuple(_BASELINE_ARCHS)  # regime baselines, the linear one first: its accuracy is the regime's floor
 EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the model's best run
 # (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times smaller)
-GAP_MARGIN = 1.0  # optimizer gaps must differ by this many points (2 × the 0.5-point noise floor) to count
+GAP_MARGIN = 1.0  # optimizer gaps (one best run per optimizer, no test) must differ by this many points to count
 
 # Table 7: blocks per stage [S0..S4] and ImageNet-1K top-1 of the three C-C-T-T depth splits.
 TABLE7 = {

@@ -8,15 +8,17 @@ its user attributes under "attrs" and ISO datetimes (or None). Values in tables 
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
+import pandas as pd
+from scipy import stats as st
+
 from coatsearch import scores
+from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.scores import Metric
 
 __all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "load", "stat"]
-
 
 METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise floor), from the score registry
 CURVE_SCORES = scores.curve_scores()  # single-run scores with per-epoch curves
@@ -41,12 +43,12 @@ class Stat:
 
 
 def stat(values) -> Stat | None:
-    """Mean ± sample standard deviation of the finite values; None when there are none."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not vals:
+    """Mean ± sample standard deviation of the finite values (pandas); None when there are none."""
+    vals = pd.Series([v for v in values if v is not None], dtype=float)
+    vals = vals[vals.map(math.isfinite)]
+    if vals.empty:
         return None
-    sd = statistics.stdev(vals) if len(vals) >= 2 else None
-    return Stat(statistics.fmean(vals), sd, len(vals))
+    return Stat(float(vals.mean()), float(vals.std()) if len(vals) >= 2 else None, len(vals))
 
 
 def load(study) -> tuple[dict, list[dict]]:
@@ -82,31 +84,107 @@ def groups(space: dict, records: list[dict]) -> dict[str, list[dict]]:
     return {c: rs for c, rs in out.items() if rs}
 
 
-def metric_stat(runs: list[dict], key: str) -> Stat | None:
-    """Stat of one metric over runs, in the metric's display units."""
-    m = METRICS[key]
-    return stat(r["attrs"][key] * m.scale for r in runs if isinstance(r["attrs"].get(key), int | float))
+# The accuracy that tells whether a run of a group trained, and the curve its convergence is read from.
+GROUP_ACC = {
+    "generalization": "generalization.eval_acc",
+    "capacity": "capacity.eval_acc",
+    "accuracy": "accuracy.eval_acc",
+    "pretrain": "transfer.pretrain_acc",
+    "transfer": "transfer.finetune_acc",
+    "length": "length.eval_acc_longest",
+    "robustness": "robustness.clean_acc",
+}
+
+
+def group_of(key: str) -> str:
+    """The group (one training run inside a trial) a metric belongs to: its score, or pretrain/transfer."""
+    return "pretrain" if key == "transfer.pretrain_acc" else key.split(".")[0]
+
+
+def chance(space: dict, group: str) -> float | None:
+    """Chance accuracy (%) of a group's classifier: 100 / its classes (the space's, or the subset's own)."""
+    sc = space.get("scores") or {}
+    sub = sc.get(group) or {}
+    if group in ("pretrain", "transfer"):
+        sub = (sc.get("transfer") or {}).get("pretrain" if group == "pretrain" else "finetune") or {}
+    classes = len(sub["classes"]) if sub.get("classes") else (list(space.get("input") or []) + [None] * 3)[2]
+    return 100.0 / classes if classes else None
+
+
+def converged(curve: dict | None) -> bool | None:
+    """False when eval accuracy still rises > PLATEAU_POINTS over the last third of the curve (linear fit)."""
+    ys = [100 * y for y in (curve or {}).get("eval_acc") or [] if y is not None]
+    if len(ys) < 3:
+        return None
+    xs = list((curve or {}).get("step") or range(len(ys)))[: len(ys)]
+    m = max(2, math.ceil(len(ys) / 3))
+    fit = st.linregress(xs[-m:], ys[-m:])
+    return bool(fit.slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
+
+
+def frame(space: dict, records: list[dict]) -> pd.DataFrame:
+    """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged."""
+    out = []
+    for r in complete(records):
+        a, cand = r["attrs"], candidate_of(r)
+        seed = a.get("seed", r["params"].get("seed"))
+        flags = {}
+        for group, acc in GROUP_ACC.items():
+            low = chance(space, group)
+            value = a.get(acc)
+            failed = isinstance(value, int | float) and low is not None and 100 * value - low <= CHANCE_POINTS
+            flags[group] = (failed, converged(a.get(f"curves.{group}")))
+        for key, m in METRICS.items():
+            if isinstance(a.get(key), int | float) and math.isfinite(a[key]):
+                group = group_of(key) if group_of(key) in GROUP_ACC else ""
+                failed, conv = flags.get(group, (False, None))
+                out.append((cand, seed, r["number"], key, a[key] * m.scale, group, failed, conv))
+    cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
+    """Candidate rows from the long table: Stats and per-seed means without failed runs, and the regime guards."""
+    long = long[long["candidate"].isin(list(idents))]  # a run whose candidate the study does not know is left out
+    ok = long[~long["failed"].astype(bool)]
+    agg = ok.groupby(["candidate", "key"], sort=False)["value"].agg(["mean", "std", "count"])
+    per_seed: dict = {}
+    for (cand, key, seed), v in ok.groupby(["candidate", "key", "seed"], sort=False)["value"].mean().items():
+        per_seed.setdefault((cand, key), {})[seed] = float(v)
+    runs = long[long["group"] != ""].drop_duplicates(["candidate", "number", "group"])
+    flags = pd.DataFrame(
+        {
+            "runs": 1,
+            "failed": runs["failed"].astype(int),
+            "not_converged": (runs["converged"] == False).astype(int),  # noqa: E712 - None is "unchecked"
+            "unchecked": runs["converged"].isna().astype(int),
+        }
+    )
+    guards = flags.groupby([runs["candidate"], runs["group"]], sort=False).sum()
+    rows = {name: {**ident, "metrics": {}, "by_seed": {}, "guards": {}} for name, ident in idents.items()}
+    for (name, key), mean, sd, n in agg.itertuples():
+        rows[name]["metrics"][key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
+        rows[name]["by_seed"][key] = per_seed[(name, key)]
+    for (name, group), *counts in guards.itertuples():
+        rows[name]["guards"][group] = dict(zip(guards.columns, map(int, counts), strict=True))
+    return list(rows.values())
 
 
 def candidate_rows(space: dict, records: list[dict]) -> list[dict]:
-    """One row per candidate: identity from its first run, and a Stat of every measured metric."""
-    rows = []
+    """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
+    idents = {}
     for name, runs in groups(space, records).items():
         first = runs[0]["attrs"]
-        stats = {k: metric_stat(runs, k) for k in METRICS}
-        rows.append(
-            {
-                "candidate": name,
-                "model_label": first.get("model_label", name),
-                "layout": first.get("layout", ""),
-                "stages": first.get("stages", ""),
-                "depths": first.get("depths", []),
-                "optimizers": sorted({str((r["attrs"].get("optim") or {}).get("optimizer", "?")) for r in runs}),
-                "n": len(runs),
-                "metrics": {k: s for k, s in stats.items() if s is not None},
-            }
-        )
-    return rows
+        idents[name] = {
+            "candidate": name,
+            "model_label": first.get("model_label", name),
+            "layout": first.get("layout", ""),
+            "stages": first.get("stages", ""),
+            "depths": first.get("depths", []),
+            "optimizers": sorted({str((r["attrs"].get("optim") or {}).get("optimizer", "?")) for r in runs}),
+            "n": len(runs),
+        }
+    return rows_from_frame(frame(space, records), idents)
 
 
 def measured(rows: list[dict], key: str) -> bool:
@@ -255,8 +333,8 @@ def curves(space: dict, records: list[dict], score: str) -> list[dict]:
 
 def _mean_at(cs: list[dict], key: str, i: int) -> float:
     """Mean of one epoch's value over runs; NaN when no run has it (e.g. a run without evaluation)."""
-    vals = [c[key][i] for c in cs if c[key][i] is not None]
-    return statistics.fmean(vals) if vals else math.nan
+    vals = pd.Series([c[key][i] for c in cs if c[key][i] is not None], dtype=float)
+    return float(vals.mean()) if len(vals) else math.nan
 
 
 def length_rows(space: dict, records: list[dict]) -> list[dict]:
@@ -293,7 +371,7 @@ def robustness_rows(space: dict, records: list[dict]) -> list[dict]:
         severity = list(cs[0]["severity"])
         cs = [c for c in cs if list(c["severity"]) == severity]
         kinds = [k for k in cs[0] if k != "severity"]
-        per_run = [[statistics.fmean(c[k][i] for k in kinds) for i in range(len(severity))] for c in cs]
+        per_run = [[float(pd.Series([c[k][i] for k in kinds]).mean()) for i in range(len(severity))] for c in cs]
         accs = [stat(100 * run[i] for run in per_run) for i in range(len(severity))]
         rows.append({"candidate": name, "severity": severity, "acc": accs, "corruptions": kinds, "runs": len(cs)})
     return rows

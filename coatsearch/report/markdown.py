@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
+from coatsearch.report.claims import BASELINES, CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.plots import CAPTIONS
 from coatsearch.report.verdicts import V_ACCS
@@ -25,10 +28,10 @@ def _num(s: Stat | None, m: Metric, signed: bool = False) -> str:
 
 
 def table(head: list[str], body: list[list]) -> str:
-    """A GitHub Markdown table."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in body]
-    return "\n".join(lines)
+    """A GitHub Markdown table rendered from a pandas frame (tabulate), cells as given."""
+    cells = [[str(c).replace("|", "\\|") for c in row] for row in body]
+    head = [h.replace("|", "\\|") for h in head]
+    return pd.DataFrame(cells, columns=head).to_markdown(index=False, tablefmt="github", disable_numparse=True)
 
 
 def _f(x: float | None, digits: int = 1, signed: bool = False) -> str:
@@ -133,7 +136,37 @@ def candidates(s: dict) -> str:
     note = "Scores are mean ± sd over the runs of each candidate (n runs; '(n=1)' = a single run, no spread)."
     if s["search_dims"]:
         note += " Runs include sampled hyperparameters (" + ", ".join(s["search_dims"]) + ")."
-    return "\n\n".join(["## Candidates", note, table(head, body)])
+    return "\n\n".join(["## Candidates", note + baselines_note(rows), table(head, body), guards(rows)])
+
+
+BASELINE_TEXT = {
+    "baseline-linear": "a linear classifier on the pixels; its accuracy is the floor of the regime guards",
+    "baseline-cnn": "a small plain CNN (3 conv-BN-ReLU layers, global average pool, linear head)",
+}
+
+
+def baselines_note(rows: list[dict]) -> str:
+    """What the regime baselines among the rows are (empty when the study has none)."""
+    found = [r["candidate"] for r in rows if r["candidate"] in BASELINES]
+    if not found:
+        return ""
+    what = "; ".join(f"**{n}** is {BASELINE_TEXT[n]}" for n in found)
+    return f" Regime baselines (same subsets and seeds, not budget-matched, never in a claim): {what}."
+
+
+def guards(rows: list[dict]) -> str:
+    """Every regime guard that fired: runs that failed to train (left out of means) and runs not converged."""
+    fired = {"failed": [], "not_converged": [], "unchecked": []}
+    for r in rows:
+        for group, g in r.get("guards", {}).items():
+            for field, names in fired.items():
+                names += [f"{r['candidate']} {group} {g[field]}/{g['runs']}"] if g[field] else []
+    return (
+        f"Regime guards: failed to train (final accuracy within {CHANCE_POINTS:g} points of chance; counted in n, "
+        f"left out of means and pairs): {', '.join(fired['failed']) or 'none'}. Not converged (eval accuracy rose "
+        f"> {PLATEAU_POINTS:g} point over the last third of the curve): {', '.join(fired['not_converged']) or 'none'}."
+        f" Convergence not checkable (fewer than 3 curve points): {', '.join(fired['unchecked']) or 'none'}."
+    )
 
 
 def figures(figs: dict[str, str]) -> str:
@@ -153,8 +186,7 @@ def rankings(s: dict) -> str:
     out = ["## Rankings", "", f"Rule: {s['rules']['relation']}", ""]
     for r in s["rankings"]:
         better = "smaller is better" if r["better"] == "lower" else "larger is better"
-        floor = " (noise floor used)" if r["floor_used"] else ""
-        out.append(f"- **{r['label']}** ({r['unit']}, {better}){floor}: {r['text']}")
+        out.append(f"- **{r['label']}** ({r['unit']}, {better}): {r['text']}")
     return "\n".join(out)
 
 

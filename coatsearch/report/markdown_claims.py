@@ -10,15 +10,14 @@ VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supporte
 
 
 def verdicts(s: dict) -> str:
-    """Claim verdicts: the rule, a summary table, then the evidence of each claim."""
+    """Claim verdicts: the method, rule and its calibration, a summary table, then the evidence of each claim."""
     if not s["claims"]:
         return ""
     head = ["claim", "paper", "verdict", "why"]
     body = [[f"({v['id']}) {v['title']}", v["chain"], VERDICT_MARK[v["verdict"]], v["why"]] for v in s["claims"]]
-    out = ["## Claim verdicts", "", f"Rule: {s['rules']['verdict']}", "", f"Relations ≈ ≥ >: {s['rules']['relation']}"]
-    if s["rankings"]:
-        out[-1] = "Relations ≈ ≥ > and se follow the rule stated under Rankings."
-    out += ["", table(head, body)]
+    rules = s["rules"]
+    out = ["## Claim verdicts", "", f"Method: {rules['method']}", "", f"Rule: {rules['verdict']}", ""]
+    out += [_calibration(rules.get("calibration")), "", table(head, body)]
     for v in s["claims"]:
         out += ["", f"### ({v['id']}) {v['title']}", "", f"Paper: {v['chain']} — {v['source']}."]
         out += [f"Note: {n}." for n in v["notes"]]
@@ -29,36 +28,82 @@ def verdicts(s: dict) -> str:
     return "\n".join(out)
 
 
+def _calibration(c: dict | None) -> str:
+    if not c:
+        return "Calibration: not measured."
+    null, alt = c["null"]["per_claim"], c["alternative"]["per_claim"]
+    return (
+        f"Calibration of this rule (`coatsearch.report.calibration`, {c['replicates']} simulated studies per case, "
+        f"n = {c['n_seeds']} seeds, every model of claims {', '.join(sorted(null))}): on null studies (no model "
+        f"better than another) {100 * c['false_verdict_rate']:.1f}% of claim verdicts are firm (target ≤ 5%); with "
+        f"the paper's order at {c['effect_sigma']:g}σ of one run's noise per key relation, "
+        f"{100 * c['power']:.1f}% are 'supported' (target ≥ 80%; per claim: "
+        + ", ".join(f"({k}) {100 * v['supported'] / sum(v.values()):.0f}%" for k, v in sorted(alt.items()))
+        + ")."
+    )
+
+
 def _evidence(e: dict) -> list[str]:
     metric = METRICS[e["key"]]
     better = "smaller is better" if metric.better == "lower" else "larger is better"
     rho = "n/a (pairs only)" if e["rho"] is None else f"{e['rho']:+.2f}"
-    out = [f"**{e['label']}** ({e['unit']}, {better}): Spearman rho vs the paper's order = {rho}; "
-           f"{e['verdict']} — {e['why']}.", ""]  # fmt: skip
+    rho += f" (exact permutation p = {e['rho_p']:.3f}, description only)" if e.get("rho_p") is not None else ""
+    out = [f"**{e['label']}** ({e['unit']}, {better}): {e['verdict']} — {e['why']}. "
+           f"Spearman rho vs the paper's order = {rho}.", ""]  # fmt: skip
+    body = [[m["name"], m["candidate"], fmt_stat(m["stat"], metric), m["stat"].n] for m in e["members"]]
+    out += [table(["paper name", "candidate", "mean ± sd", "runs"], body), ""]
+    digits = metric.digits + 1
     body = [
-        [m["name"], m["candidate"], fmt_stat(m["stat"], metric), m["stat"].n, _interval(m["interval"], metric)]
-        for m in e["members"]
-    ]
-    out += [table(["paper name", "candidate", "mean ± sd", "n", "mean ± 2·se"], body), ""]
-    body = [
-        [f"{p['a']} vs {p['b']}", p["paper"], p["symbol"], _f(p["d"], metric.digits + 1), _se(p, metric), p["status"]]
+        [f"{p['a']} vs {p['b']}", p["paper"], p["n"], _f(p["d"], digits, signed=True), _f(p["sd"], digits),
+         _ci(p["ci"], digits), _p(p["p_holm"]), p["status"]]
         for p in e["pairs"]
-    ]
-    out.append(table(["pair", "paper", "measured", "d (better direction)", "se", "key relation"], body))
+    ]  # fmt: skip
+    head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
+            "Holm p", "relation"]  # fmt: skip
+    out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(e)]
     return out
 
 
-def _interval(iv: tuple[float, float], metric) -> str:
-    return f"[{iv[0]:.{metric.digits}f}, {iv[1]:.{metric.digits}f}]"
+def _p(p: float | None) -> str:
+    return "–" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _se(p: dict, metric) -> str:
-    return f"{p['se']:.{metric.digits + 1}f}" + (" (floor)" if p["floor"] else "")
+def _ci(ci, digits: int) -> str:
+    return "–" if ci is None else f"[{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]"
+
+
+def _power(p: dict | None, metric) -> str:
+    if p is None:
+        return "Power: not stated (fewer than 2 paired seeds, or no noise estimate)."
+    unit = "points" if metric.unit == "%" else metric.unit
+    text = (
+        f"Power: smallest detectable difference {p['mdd']:.{metric.digits + 1}f} {unit} at n = {p['n']} paired "
+        f"seeds, sd of a paired difference {p['sd_diff']:.{metric.digits + 1}f} (pooled over {p['k']} candidates, "
+        f"{p['df']} df), α = {p['alpha']:.3g} (Holm's first step), {100 * p['power']:.0f}% power. "
+    )
+    if p["effect"] is None:
+        return text + f"Paper's effect: no number in accuracy points for this measure — {p['effect_note']}."
+    need = f"about {p['seeds_needed']} seeds would" if p["seeds_needed"] else "more than 1000 seeds would be needed"
+    verdict = "the study can resolve it" if p["resolvable"] else f"the study cannot resolve it; {need}"
+    return text + f"Paper's effect: {p['effect']:g} points ({p['effect_note']}): {verdict}."
+
+
+def _regime(e: dict) -> str:
+    def runs(field: str) -> str:
+        return ", ".join(f"{g['name']} {g[field]}/{g['runs']}" for g in e["guards"] if g[field]) or "none"
+
+    conv = "needed" if e["needs_convergence"] else "not needed by this claim"
+    text = (
+        f"Regime checks: failed to train (within {C.CHANCE_POINTS:g} points of chance; shown, left out of means "
+        f"and pairs): {runs('failed')}; not converged (convergence {conv}): {runs('not_converged')}; "
+        f"convergence not checkable (curve too short or missing): {runs('unchecked')}."
+    )
+    return text + (" Out of regime: " + "; ".join(e["out_of_regime"]) + "." if e["out_of_regime"] else "")
 
 
 def _parts(parts: list[dict]) -> str:
-    body = [[p["what"], _f(p["d"], 2, signed=True), _f(p["threshold"], 2), p["status"]] for p in parts]
-    return table(["part", "measured difference", "needed (2·se or margin)", "status"], body)
+    body = [[p["what"], _f(p["d"], 2, signed=True), p["needed"], _p(p["p"]), p["status"]] for p in parts]
+    return table(["part", "measured difference", "needed", "Holm p", "status"], body)
 
 
 def optimizability(s: dict) -> str:

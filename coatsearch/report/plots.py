@@ -20,8 +20,10 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-DPI = 120
-MARKERS = "osD^v<>PX*hp"
+from coatsearch.report import plots_measures  # noqa: E402
+from coatsearch.report.claims import BASELINES  # noqa: E402
+from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
+
 SCORE_TITLES = {
     "generalization": "Generalization (small subset)",
     "capacity": "Capacity (largest subset)",
@@ -34,7 +36,10 @@ def _save(fig: Figure, path: Path) -> str:
     return path.name
 
 
-def _style(i: int) -> dict:
+def _style(i: int, name: str = "") -> dict:
+    """A candidate's marker and colour; regime baselines are grey crosses, so they read as a floor, not a layout."""
+    if name in BASELINES:
+        return {"marker": "x+"[BASELINES.index(name) % 2], "color": ("0.35", "0.6")[BASELINES.index(name) % 2]}
     return {"marker": MARKERS[i % len(MARKERS)], "color": f"C{i % 10}"}
 
 
@@ -53,7 +58,7 @@ def generalization(rows: list[dict], path: Path) -> str | None:
             x, y = r["metrics"][lx], r["metrics"][ly]
             losses.append(x.mean)
             ax.errorbar(x.mean, y.mean, xerr=x.sd or 0, yerr=y.sd or 0, capsize=3, ls="none", ms=7,
-                        label=r["candidate"], **_style(i))  # fmt: skip
+                        label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
         if losses and min(losses) > 0 and max(losses) / min(losses) > 20:
             ax.set_xscale("log")
         ax.set(xlabel="final train loss (nats, clean pass)", ylabel="eval accuracy (%)", title=SCORE_TITLES[score])
@@ -76,7 +81,7 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
         x = "step" if "step" in tables[score][0] else "epoch"  # step curves; per-epoch ones from older studies
         for c in tables[score]:
-            style = {**_style(names.index(c["candidate"])), "ms": 3}
+            style = {**_style(names.index(c["candidate"]), c["candidate"]), "ms": 3}
             ax_loss.plot(c[x], c["train_loss"], label=c["candidate"], **style)
             ax_acc.plot(c[x], c["eval_acc"], label=c["candidate"], **style)
         title = SCORE_TITLES.get(score, score)
@@ -103,7 +108,16 @@ def acc_vs_macs(rows: list[dict], acc_key: str | None, acc_label: str, path: Pat
         if acc_key not in r["metrics"] or "macs" not in r["metrics"]:
             continue
         x, y = r["metrics"]["macs"], r["metrics"][acc_key]
-        ax.errorbar(x.mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7, label=r["candidate"], **_style(i))
+        ax.errorbar(
+            x.mean,
+            y.mean,
+            yerr=y.sd or 0,
+            capsize=3,
+            ls="none",
+            ms=7,
+            label=r["candidate"],
+            **_style(i, r["candidate"]),
+        )
     ax.set(xlabel="MACs per image (millions of multiply-adds)", ylabel=f"{acc_label} (%)", title="Accuracy vs MACs")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -139,7 +153,7 @@ def length(rows: list[dict], path: Path) -> str | None:
     for i, r in enumerate(rows):
         ys = [a.mean for a in r["eval_acc"]]
         err = [a.sd or 0 for a in r["eval_acc"]]
-        ax.errorbar(r["epochs"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i))
+        ax.errorbar(r["epochs"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
     ax.set(xlabel="schedule length (epochs)", ylabel="eval accuracy (%)", title="Training-length stability")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -154,7 +168,7 @@ def robustness(rows: list[dict], path: Path) -> str | None:
     ax = fig.subplots()
     for i, r in enumerate(rows):
         ys, err = [a.mean for a in r["acc"]], [a.sd or 0 for a in r["acc"]]
-        ax.errorbar(r["severity"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i))
+        ax.errorbar(r["severity"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
     kinds = ", ".join(rows[0]["corruptions"])
     ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", ylabel="eval accuracy (%)")
     ax.set(title="Robustness to corruptions")
@@ -209,11 +223,11 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "matched_loss",
             "matched_loss",
-            lambda frames, s, path: _measures().draw(frames, path),
+            lambda frames, s, path: plots_measures.draw(frames, path),
             "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
             "(CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some runs "
             "are censored), × the end of a censored run, the dashed line the common level of the comparison.",
-            compute=lambda space, records: _measures().frames(space, records),
+            compute=lambda space, records: plots_measures.frames(space, records),
         ),
         FigureSpec(
             "length",
@@ -232,13 +246,6 @@ FIGURES: dict[str, FigureSpec] = {
     )
 }
 CAPTIONS = {name: f.caption for name, f in FIGURES.items()}
-
-
-def _measures():
-    """report.plots_measures, imported late (it imports this module)."""
-    from coatsearch.report import plots_measures
-
-    return plots_measures
 
 
 def tables(space: dict, records: list[dict]) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 from coatsearch.report.measures import TINY_LOSS  # noqa: E402
-from coatsearch.report.plots import DPI, MARKERS  # noqa: E402
 
 
 def _ladder(matched: pd.DataFrame) -> pd.DataFrame:

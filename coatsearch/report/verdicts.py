@@ -1,116 +1,103 @@
-"""Rankings with ≈ / ≥ / > from the seed spread, Spearman's rho, and a verdict on each claim of papers.md §3."""
+"""Verdicts on the claims of papers.md §3 from differences paired by seed (report.stats), and the rankings."""
 
 from __future__ import annotations
 
-import math
 import re
 
+from scipy import stats as st
+
 from coatsearch.report import claims as C
-from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.report import stats as S
+from coatsearch.report.info import GROUP_ACC, METRICS, Metric, group_of
 from coatsearch.scores import ranked
 
 RANKED = ranked()  # the ranked metrics, from the score registry
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
+METHOD = (
+    f"Differences are paired by seed (only seeds both candidates have count) and taken in the better direction. "
+    f"The noise of each measure is pooled over every candidate from the residuals of value ~ candidate + seed, so "
+    f"a difference of n paired seeds has se = sd_diff/√n with the residual degrees of freedom (Student t, "
+    f"scipy.stats). Family-wise α = {C.ALPHA} per claim, Holm step-down across the claim's key relations."
+)
 RELATION_RULE = (
-    "Neighbours are compared by their means: d = difference (in the better direction), "
-    "se = sqrt(sd1²/n1 + sd2²/n2) over seeds/runs. When either side has fewer than 2 runs, se is replaced "
-    "by a fixed noise floor (0.5 points for accuracies and gaps, 0.01 nats for losses). "
-    "d < 1·se → ≈; 1·se ≤ d < 2·se → ≥; d ≥ 2·se → >."
+    "Neighbours are compared by their mean paired difference with a 95% Student-t interval (description only, "
+    "no correction): '>' the interval excludes 0; '≈' the 90% interval lies within ± the equivalence margin "
+    f"(1 point; {C.LOSS_MARGIN} nats for losses); '?' neither, or fewer than 2 paired seeds."
 )
 VERDICT_RULE = (
-    f"A claim's strict relations (> or ≫ in the paper's order) are its key relations. **supported**: "
-    f"Spearman rho between the measured and the paper's order ≥ {C.RHO_SUPPORT} and every key relation measured "
-    f"as > (d ≥ 2·se) in the paper's direction. **not supported**: rho ≤ {C.RHO_AGAINST}, or a key relation "
-    "reversed at 2·se. **inconclusive**: anything else, including no key relation measurable. The first measure "
-    "decides; a second measure that gives the opposite firm verdict makes the claim inconclusive. "
-    "Pair claims (c, e) have no rho beyond ±1: the pair relation decides. Claim (f) holds when ViT_P's "
-    f"optimizer gap exceeds ViT_C's by ≥ {C.GAP_MARGIN} point and ViT_C's EDF share within {C.EDF_K:g} points "
-    "of its best run exceeds ViT_P's by ≥ 2 binomial standard errors; either reversed → not supported."
+    "A claim's strict relations (> or ≫ in the paper's order, between neighbouring measured models) are its key "
+    f"relations. **supported**: every key relation holds in the paper's direction at Holm-adjusted p < {C.ALPHA}. "
+    "**not supported**: at least one key relation is significantly reversed. **inconclusive**: anything else, "
+    "with the reason; a run with fewer than 2 paired seeds is never tested, so n = 1 is never firm. "
+    "**inconclusive — out of regime**: a key candidate failed to train (every run within "
+    f"{C.CHANCE_POINTS:g} points of chance), is below the linear baseline, or still rises (> {C.PLATEAU_POINTS:g} "
+    "point over the last third of its curve) where the claim needs convergence. "
+    "'≈' relations get an equivalence statement (90% interval within ± the margin, i.e. two one-sided tests at "
+    "α), '≥' a non-inferiority statement; Spearman rho with its exact permutation p-value is description only. "
+    "The first measure decides; a second measure with the opposite firm verdict makes the claim inconclusive. "
+    f"Claim (f) holds when ViT_P's optimizer gap exceeds ViT_C's by ≥ {C.GAP_MARGIN} point (best runs: no test) "
+    f"and ViT_C's EDF share within {C.EDF_K:g} points is larger (Fisher's exact test, Holm); either reversed → "
+    "not supported."
 )
 
 
-def compare(a: Stat, b: Stat, metric: Metric) -> dict:
-    """Relation of a to b (> ≥ ≈ ≤ <, '>' = a better) under RELATION_RULE, with d and the unit used."""
-    sign = 1.0 if metric.better == "higher" else -1.0
-    d = sign * (a.mean - b.mean)
-    if a.se is not None and b.se is not None:
-        unit, floor = math.sqrt(a.se**2 + b.se**2), False
-    else:
-        unit, floor = float(metric.floor or 0.0), True
-    x = abs(d)
-    if x == 0 or x < unit:
-        symbol = "≈"
-    elif x < 2 * unit:
-        symbol = "≥" if d > 0 else "≤"
-    else:
-        symbol = ">" if d > 0 else "<"
-    return {"symbol": symbol, "d": d, "se": unit, "floor": floor}
+def margin(metric: Metric, claim_margin: float = 1.0) -> float:
+    """Equivalence margin of a measure: the claim's (points), or LOSS_MARGIN for losses."""
+    return C.LOSS_MARGIN if metric.unit == "nats" else claim_margin
 
 
-def interval(s: Stat, metric: Metric) -> tuple[float, float]:
-    """mean ± 2·se (or ± 2·floor with fewer than 2 runs)."""
-    u = s.se if s.se is not None else float(metric.floor or 0.0)
-    return s.mean - 2 * u, s.mean + 2 * u
+def _sign(metric: Metric) -> float:
+    return 1.0 if metric.better == "higher" else -1.0
 
 
-def ranking(rows: list[dict], key: str) -> dict | None:
-    """Candidates ordered best first on one metric, with the relation symbol between each pair of neighbours."""
+def noises(rows: list[dict]) -> dict[str, S.Noise | None]:
+    """Pooled noise per measure, over every candidate but the baselines."""
+    rows = [r for r in rows if r["candidate"] not in C.BASELINES]
+    keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
+    return {k: S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}) for k in keys}
+
+
+def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> dict:
+    """Ranking relation of row a to row b on one measure under RELATION_RULE (description, no correction)."""
     metric = METRICS[key]
-    items = [(r["candidate"], r["metrics"][key]) for r in rows if key in r["metrics"]]
+    res = S.paired(a["by_seed"][key], b["by_seed"][key], _sign(metric), noise, C.ALPHA)
+    m = margin(metric)
+    if res["ci"] is None:
+        symbol = "?"
+    elif res["ci"][0] > 0 or res["ci"][1] < 0:
+        symbol = ">" if res["d"] > 0 else "<"
+    else:
+        symbol = "≈" if -m < res["ci_equiv"][0] and res["ci_equiv"][1] < m else "?"
+    return {"symbol": symbol, **res}
+
+
+def ranking(rows: list[dict], key: str, noise: S.Noise | None = None) -> dict | None:
+    """Candidates ordered best first on one measure, with the relation between each pair of neighbours."""
+    metric = METRICS[key]
+    items = [r for r in rows if key in r["metrics"]]
     if not items:
         return None
-    items.sort(key=lambda it: -it[1].mean if metric.better == "higher" else it[1].mean)
-    rel = [compare(a[1], b[1], metric) for a, b in zip(items, items[1:], strict=False)]
-    text = _fmt_item(*items[0], metric)
-    for (name, s), r in zip(items[1:], rel, strict=True):
-        text += f" {r['symbol']} {_fmt_item(name, s, metric)}"
-    return {
-        "key": key,
-        "label": metric.label,
-        "unit": metric.unit,
-        "better": metric.better,
-        "order": [{"candidate": n, "stat": s} for n, s in items],
-        "relations": rel,
-        "floor_used": any(r["floor"] for r in rel),
-        "text": text,
-    }
+    items.sort(key=lambda r: -_sign(metric) * r["metrics"][key].mean)
+    rel = [compare(a, b, key, noise) for a, b in zip(items, items[1:], strict=False)]
+    text = _fmt_item(items[0], key, metric)
+    for r, x in zip(items[1:], rel, strict=True):
+        text += f" {x['symbol']} {_fmt_item(r, key, metric)}"
+    order = [{"candidate": r["candidate"], "stat": r["metrics"][key]} for r in items]
+    return {"key": key, "label": metric.label, "unit": metric.unit, "better": metric.better, "order": order,
+            "relations": rel, "text": text}  # fmt: skip
 
 
-def _fmt_item(name: str, s: Stat, metric: Metric) -> str:
+def _fmt_item(row: dict, key: str, metric: Metric) -> str:
+    s = row["metrics"][key]
     spread = f" ± {s.sd:.{metric.digits}f}" if s.sd is not None else ", n=1"
-    return f"{name} ({s.mean:.{metric.digits}f}{spread})"
+    return f"{row['candidate']} ({s.mean:.{metric.digits}f}{spread})"
 
 
-def rankings(rows: list[dict]) -> list[dict]:
-    """A ranking for every ranked score the study measured."""
-    return [r for key in RANKED if (r := ranking(rows, key)) is not None]
-
-
-def average_ranks(values: list[float]) -> list[float]:
-    """1-based ranks, ties sharing their average rank."""
-    idx = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(idx):
-        j = i
-        while j + 1 < len(idx) and values[idx[j + 1]] == values[idx[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[idx[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(x: list[float], y: list[float]) -> float | None:
-    """Spearman rank correlation (Pearson on average ranks); None with < 2 items or a constant side."""
-    if len(x) != len(y) or len(x) < 2:
-        return None
-    rx, ry = average_ranks(list(x)), average_ranks(list(y))
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+def rankings(rows: list[dict], noise_by_key: dict | None = None) -> list[dict]:
+    """A ranking for every ranked measure the study has."""
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    return [r for key in RANKED if (r := ranking(rows, key, nz.get(key))) is not None]
 
 
 def parse_chain(chain: str) -> tuple[list[str], list[str]]:
@@ -130,93 +117,150 @@ def resolve(name: str, rows: list[dict]) -> tuple[dict | None, str]:
     return (same[0], "") if len(same) == 1 else (None, "")
 
 
-def order_evidence(names: list[str], syms: list[str], resolved: dict, key: str) -> dict | None:
-    """Measured vs paper order on one metric: rho, intervals, pairwise relations, and the verdict."""
+def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise, claim: C.Claim) -> dict:
+    """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
     metric = METRICS[key]
-    members = [(i, n, resolved[n]) for i, n in enumerate(names) if n in resolved and key in resolved[n]["metrics"]]
-    if len(members) < 2:
-        return None
-    group = [0]
-    for s in syms:
-        group.append(group[-1] + (s != "≈"))
-    sign = 1.0 if metric.better == "higher" else -1.0
-    stats = {n: r["metrics"][key] for _, n, r in members}
-    rho = spearman([-group[i] for i, _, _ in members], [sign * stats[n].mean for _, n, _ in members])
-    pairs = [_pair(a, b, syms, stats, metric) for a, b in zip(members, members[1:], strict=False)]
-    verdict, why = _order_verdict(rho, pairs)
-    return {
-        "key": key,
-        "label": metric.label,
-        "unit": metric.unit,
-        "rho": rho,
-        "members": [
-            {"name": n, "candidate": r["candidate"], "stat": stats[n], "interval": interval(stats[n], metric)}
-            for _, n, r in members
-        ],
-        "pairs": pairs,
-        "verdict": verdict,
-        "why": why,
-    }
+    res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, C.ALPHA)
+    return {"a": a[0], "b": b[0], "paper": paper, "key": _STRENGTH[paper] >= 2, "margin": margin(metric, claim.margin),
+            **res}  # fmt: skip
 
 
-def _pair(a: tuple, b: tuple, syms: list[str], stats: dict, metric: Metric) -> dict:
-    between = syms[a[0] : b[0]]
-    paper = max(between, key=lambda s: _STRENGTH[s])
-    rel = compare(stats[a[1]], stats[b[1]], metric)
-    key = _STRENGTH[paper] >= 2
-    status = {">": "holds", "<": "reversed"}.get(rel["symbol"], "unresolved") if key else "-"
-    return {"a": a[1], "b": b[1], "paper": paper, "key": key, "status": status, **rel}
-
-
-def _order_verdict(rho: float | None, pairs: list[dict]) -> tuple[str, str]:
+def judge(pairs: list[dict]) -> None:
+    """Holm across the key relations → holds / reversed / unresolved; ≈ and ≥ get equivalence statements."""
     key = [p for p in pairs if p["key"]]
-    rho_txt = "n/a" if rho is None else f"{rho:+.2f}"
+    for p, q in zip(key, S.holm([p["p"] for p in key]), strict=True):
+        p["p_holm"] = q
+        p["status"] = "unresolved" if q is None or q >= C.ALPHA else "holds" if p["d"] > 0 else "reversed"
+    for p in pairs:
+        if p["key"]:
+            continue
+        p["p_holm"], lo_hi, m = None, p["ci_equiv"], p["margin"]
+        if p["paper"] == "≈":
+            p["status"] = "equivalent" if lo_hi and -m < lo_hi[0] and lo_hi[1] < m else "not resolved"
+        else:
+            p["status"] = "non-inferior" if lo_hi and lo_hi[0] > -m else "not resolved"
+
+
+def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) -> dict | None:
+    """Smallest detectable difference of the key relations at the study's n, noise and α; the paper's effect."""
+    key_pairs = [p for p in pairs if p["key"]]
+    n = min((p["n"] for p in key_pairs), default=0)
+    if noise is None or n < 2:
+        return None
+    alpha = C.ALPHA / len(key_pairs)  # Holm's first step: the strictest level a key relation is tested at
+    mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, C.POWER)
+    effect = claim.paper_effect if METRICS[key].unit in ("%", "points") else None
+    need = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect else None
+    return {"n": n, "sd_diff": noise.sd_diff, "df": noise.df, "k": noise.k, "alpha": alpha, "power": C.POWER,
+            "mdd": mdd, "effect": effect, "effect_note": claim.effect_note, "seeds_needed": need,
+            "resolvable": None if effect is None else mdd <= effect}  # fmt: skip
+
+
+def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict]) -> list[str]:
+    """Why the claim is out of regime on a measure: key candidates at chance, below the baseline, not converged."""
+    group, out = group_of(key), []
+    acc = GROUP_ACC.get(group, key)  # the floor is on the accuracy of the same training run
+    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and acc in r["metrics"]), None)
+    floor = base["metrics"][acc].mean if base is not None and METRICS[acc].unit == "%" else None
+    for name, row in named:
+        g = row["guards"].get(group) or {}
+        if g.get("runs") and g.get("failed") == g.get("runs"):
+            out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
+        if claim.needs_convergence and g.get("not_converged"):
+            out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
+        if floor is not None and acc in row["metrics"] and row["metrics"][acc].mean < floor:
+            out.append(f"{name}: below the linear baseline ({floor:.1f}% {METRICS[acc].label})")
+    return out
+
+
+def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tuple[str, str]:
+    key = [p for p in pairs if p["key"]]
     if not key:
         return "inconclusive", "no strict relation of the paper's order is measurable with these candidates"
-    if any(p["status"] == "reversed" for p in key):
-        bad = ", ".join(f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed")
-        return "not supported", f"key relation reversed at 2·se: {bad} (rho {rho_txt})"
-    if rho is not None and rho <= C.RHO_AGAINST:
-        return "not supported", f"rho {rho_txt} ≤ {C.RHO_AGAINST}"
-    if rho is not None and rho >= C.RHO_SUPPORT and all(p["status"] == "holds" for p in key):
-        return "supported", f"rho {rho_txt} and all {len(key)} key relation(s) hold at 2·se"
+    if out_of_regime:
+        return "inconclusive", "out of regime — " + "; ".join(out_of_regime)
+    bad = [f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed"]
     held = sum(p["status"] == "holds" for p in key)
-    return "inconclusive", f"rho {rho_txt}; {held} of {len(key)} key relation(s) hold at 2·se"
+    if bad:
+        verdict, why = "not supported", f"key relation significantly reversed: {', '.join(bad)}"
+    elif held == len(key):
+        verdict, why = "supported", f"all {held} key relation(s) hold at Holm-adjusted p < {C.ALPHA}"
+    else:
+        verdict, why = "inconclusive", f"{held} of {len(key)} key relation(s) hold at Holm-adjusted p < {C.ALPHA}"
+        if min(p["n"] for p in key) < 2:
+            why += "; fewer than 2 paired seeds: no test"
+    if pw and pw["resolvable"] is False:
+        need = f"more than {S.MAX_SEEDS} seeds would"
+        need = f"about {pw['seeds_needed']} seeds would" if pw["seeds_needed"] else need
+        why += (f"; the study cannot resolve the paper's effect (smallest detectable {pw['mdd']:.2f} at n = "
+                f"{pw['n']} vs the paper's {pw['effect']:g} points; {need} resolve it)")  # fmt: skip
+    return verdict, why
 
 
-def _combine(claim: C.Claim, evidence: list[dict], notes: list[str]) -> dict | None:
-    """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it inconclusive."""
-    if not evidence:
+def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise, rho) -> dict:
+    """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict."""
+    metric = METRICS[key]
+    judge(pairs)
+    pw = power(claim, key, pairs, noise) if rho is not None else None
+    reasons = regime(claim, named, key, rows)
+    verdict, why = _verdict(pairs, pw, reasons)
+    guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
+    members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
+               if key in r["metrics"]]  # fmt: skip
+    rho = rho or (None, None)
+    return {"key": key, "label": metric.label, "unit": metric.unit, "rho": rho[0], "rho_p": rho[1],
+            "members": members, "pairs": pairs, "power": pw, "guards": guards, "out_of_regime": reasons,
+            "needs_convergence": claim.needs_convergence, "verdict": verdict,
+            "why": why}  # fmt: skip
+
+
+def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise, describe=True) -> dict | None:
+    """Measured vs paper order on one measure, between neighbouring measured models of the chain.
+
+    describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
+    """
+    names, syms = parse_chain(claim.chain)
+    idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in resolved[n]["by_seed"]]
+    if len(idx) < 2:
         return None
-    verdict, why = evidence[0]["verdict"], evidence[0]["why"]
+    pairs = []
+    for (i, a), (j, b) in zip(idx, idx[1:], strict=False):
+        paper = max(syms[i:j], key=lambda s: _STRENGTH[s])
+        pairs.append(_pair((a, resolved[a]), (b, resolved[b]), paper, key, noise, claim))
+    level = [0]
+    for s in syms:
+        level.append(level[-1] + (s != "≈"))
+    sign = _sign(METRICS[key])
+    paper, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
+    rho = S.spearman(paper, measured) if describe else None
+    return evidence(claim, key, pairs, [(n, resolved[n]) for n in names if n in resolved], rows, noise, rho)
+
+
+def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None:
+    """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it inconclusive."""
+    if not found:
+        return None
+    verdict, why = found[0]["verdict"], found[0]["why"]
     firm = {"supported": "not supported", "not supported": "supported"}
-    clash = [e for e in evidence[1:] if firm.get(verdict) == e["verdict"]]
+    clash = [e for e in found[1:] if firm.get(verdict) == e["verdict"]]
     if clash:
         verdict = "inconclusive"
-        why = f"{evidence[0]['label']} says {evidence[0]['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
-    return {
-        "id": claim.id,
-        "title": claim.title,
-        "chain": claim.chain,
-        "source": claim.source,
-        "verdict": verdict,
-        "why": why,
-        "evidence": evidence,
-        "notes": notes,
-    }
+        why = f"{found[0]['label']} says {found[0]['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
+    head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
+    return {**head, "verdict": verdict, "why": why, "evidence": found, "notes": notes}
 
 
-def chain_claim(claim: C.Claim, rows: list[dict]) -> dict | None:
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe=True) -> dict | None:
     """Verdict on an ordering claim, or None when fewer than two of its models were measured."""
-    names, syms = parse_chain(claim.chain)
+    nz = noises(rows) if noise_by_key is None else noise_by_key
     resolved, notes = {}, []
-    for n in names:
+    for n in parse_chain(claim.chain)[0]:
         row, note = resolve(n, rows)
         if row is not None:
             resolved[n] = row
             notes += [note] if note else []
-    evidence = [e for key in claim.measures if (e := order_evidence(names, syms, resolved, key))]
-    return _combine(claim, evidence, notes)
+    found = [e for k in claim.measures if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe))]
+    return _combine(claim, found, notes)
 
 
 def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
@@ -235,57 +279,18 @@ def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
-def rel_claim(rows: list[dict]) -> dict | None:
+def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe=True) -> dict | None:
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
-    pairs = rel_pairs(rows)
-    evidence = []
-    for key in REL_MEASURES:
-        metric = METRICS[key]
-        rel = [
-            {"a": on["candidate"], "b": off["candidate"], "paper": ">", "key": True, **_status(on, off, key, metric)}
-            for on, off in pairs
-            if key in on["metrics"] and key in off["metrics"]
-        ]
-        if rel:
-            members = [r for pair in pairs for r in pair if key in r["metrics"]]
-            verdict, why = _pairs_verdict(rel)
-            why += " at 2·se"
-            evidence.append(
-                {
-                    "key": key,
-                    "label": metric.label,
-                    "unit": metric.unit,
-                    "rho": None,
-                    "members": [_member(r, key) for r in members],
-                    "pairs": rel,
-                    "verdict": verdict,
-                    "why": why,
-                }
-            )
-    return _combine(C.REL_CLAIM, evidence, [])
-
-
-REL_MEASURES = C.REL_CLAIM.measures
-
-
-def _member(row: dict, key: str) -> dict:
-    s = row["metrics"][key]
-    return {"name": row["candidate"], "candidate": row["candidate"], "stat": s, "interval": interval(s, METRICS[key])}
-
-
-def _status(a: dict, b: dict, key: str, metric: Metric) -> dict:
-    rel = compare(a["metrics"][key], b["metrics"][key], metric)
-    return {"status": {">": "holds", "<": "reversed"}.get(rel["symbol"], "unresolved"), **rel}
-
-
-def _pairs_verdict(pairs: list[dict], noun: str = "pair") -> tuple[str, str]:
-    held = sum(p["status"] == "holds" for p in pairs)
-    if any(p["status"] == "reversed" for p in pairs):
-        bad = sum(p["status"] == "reversed" for p in pairs)
-        return "not supported", f"{bad} of {len(pairs)} {noun}(s) reversed"
-    if held == len(pairs):
-        return "supported", f"all {held} {noun}(s) hold"
-    return "inconclusive", f"{held} of {len(pairs)} {noun}(s) hold"
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    claim, found = C.REL_CLAIM, []
+    for key in claim.measures:
+        both = [(on, off) for on, off in rel_pairs(rows) if key in on["by_seed"] and key in off["by_seed"]]
+        if not both:
+            continue
+        pairs = [_pair((a["candidate"], a), (b["candidate"], b), ">", key, nz.get(key), claim) for a, b in both]
+        named = [(r["candidate"], r) for pair in both for r in pair]
+        found.append(evidence(claim, key, pairs, named, rows, nz.get(key), (None, None) if describe else None))
+    return _combine(claim, found, [])
 
 
 def stem_claim(gaps: list[dict], edf_rows: list[dict]) -> dict | None:
@@ -294,34 +299,34 @@ def stem_claim(gaps: list[dict], edf_rows: list[dict]) -> dict | None:
     gap = {g["model_label"]: g["gap"] for g in gaps if g["gap"] is not None}
     if "ViT_P" in gap and "ViT_C" in gap:
         d = gap["ViT_P"] - gap["ViT_C"]
-        parts.append(_part("optimizer gap ViT_P − ViT_C (points)", d, C.GAP_MARGIN / 2))
+        status = "holds" if d >= C.GAP_MARGIN else "reversed" if d <= -C.GAP_MARGIN else "unresolved"
+        parts.append({"what": "optimizer gap ViT_P − ViT_C (points)", "d": d, "needed": f"± {C.GAP_MARGIN:g}",
+                      "p": None, "status": status})  # fmt: skip
+    edf_parts = []
     for opt in sorted({e["optimizer"] for e in edf_rows}):
         share = {lab: _share(edf_rows, lab, opt) for lab in ("ViT_P", "ViT_C")}
         if all(share.values()):
-            (pp, n_p), (pc, n_c) = share["ViT_P"], share["ViT_C"]
-            se = math.sqrt(pp * (1 - pp) / n_p + pc * (1 - pc) / n_c)
-            parts.append(_part(f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})", pc - pp, se))
+            (p_in, p_n), (c_in, c_n) = share["ViT_P"], share["ViT_C"]
+            p = st.fisher_exact([[c_in, c_n - c_in], [p_in, p_n - p_in]]).pvalue
+            what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
+            edf_parts.append({"what": what, "d": c_in / c_n - p_in / p_n, "needed": "Holm p < α", "p": float(p)})
+    for part, q in zip(edf_parts, S.holm([p["p"] for p in edf_parts]), strict=True):
+        part["status"] = "unresolved" if q >= C.ALPHA else "holds" if part["d"] > 0 else "reversed"
+        part["p"] = q
+    parts += edf_parts
     if not parts:
         return None
-    verdict, why = _pairs_verdict(parts, "part")
+    held, bad = (sum(p["status"] == s for p in parts) for s in ("holds", "reversed"))
+    verdict = "not supported" if bad else "supported" if held == len(parts) else "inconclusive"
+    why = f"{bad} of {len(parts)} part(s) reversed" if bad else f"{held} of {len(parts)} part(s) hold"
     claim = C.STEM_CLAIM
     head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
     return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [], "parts": parts}
 
 
-def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[float, int] | None:
+def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None:
     deltas = [d for e in edf_rows if (e["model_label"], e["optimizer"]) == (label, opt) for d in e["delta"]]
-    if not deltas:
-        return None
-    return sum(d <= C.EDF_K for d in deltas) / len(deltas), len(deltas)
-
-
-def _part(what: str, d: float, se: float) -> dict:
-    if se > 0:
-        status = "holds" if d >= 2 * se else "reversed" if d <= -2 * se else "unresolved"
-    else:
-        status = "holds" if d > 0 else "reversed" if d < 0 else "unresolved"
-    return {"what": what, "d": d, "threshold": 2 * se, "status": status}
+    return (sum(d <= C.EDF_K for d in deltas), len(deltas)) if deltas else None
 
 
 V_ACCS = ("generalization.eval_acc", "capacity.eval_acc", "accuracy.eval_acc")
@@ -352,8 +357,9 @@ def v_table(rows: list[dict]) -> list[dict]:
     return out
 
 
-def all_claims(rows: list[dict], gaps: list[dict], edf_rows: list[dict]) -> list[dict]:
+def all_claims(rows: list[dict], gaps: list[dict], edf_rows: list[dict], noise_by_key=None, describe=True) -> list:
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f)."""
-    found = [chain_claim(c, rows) for c in C.CHAIN_CLAIMS]
-    found += [rel_claim(rows), stem_claim(gaps, edf_rows)]
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    found = [chain_claim(c, rows, nz, describe) for c in C.CHAIN_CLAIMS]
+    found += [rel_claim(rows, nz, describe), stem_claim(gaps, edf_rows)]
     return [v for v in found if v is not None]

@@ -1,0 +1,120 @@
+"""Paired comparisons by seed with scipy.stats: pooled noise, t intervals, Holm, power and Spearman.
+
+Model. For one metric, every run's value is `candidate effect + seed effect + error`: a seed fixes the data
+subset, the eval set and the initialisation, so its effect is shared by every candidate and cancels in a
+difference paired by seed. The error variance is estimated once per metric from the residuals of that additive
+(two-way, candidate + seed) fit over every candidate measured, so a difference of n paired seeds has the
+standard error sqrt(2·s²/n) with the residual degrees of freedom (k − 1)(n − 1) for k candidates on n common
+seeds. Pooling is what makes n = 3 seeds usable: one pair's own spread would have 2 degrees of freedom. It
+assumes the candidates share one noise level; the pair tables show each pair's own spread beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+from scipy import stats as st
+
+MAX_SEEDS = 1000  # seeds_needed gives up beyond this
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Residual noise of one metric: sd of a paired difference (√2 × residual sd) and its degrees of freedom."""
+
+    sd_diff: float
+    df: int
+    k: int  # candidates the noise was pooled over
+
+
+def noise(by_seed: dict[str, dict]) -> Noise | None:
+    """Pooled noise from {candidate: {seed: value}}; None without residual degrees of freedom or spread."""
+    cells = [(c, s, v) for c, vals in by_seed.items() for s, v in vals.items() if v is not None and math.isfinite(v)]
+    if not cells:
+        return None
+    cand, seed = (pd.factorize(pd.Series([c[i] for c in cells], dtype=object))[0] for i in (0, 1))
+    y = np.array([c[2] for c in cells], dtype=float)
+    x = np.column_stack([np.ones(len(y)), np.eye(cand.max() + 1)[cand][:, 1:], np.eye(seed.max() + 1)[seed][:, 1:]])
+    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
+    df = len(y) - rank
+    if df < 1:
+        return None
+    resid = y - x @ coef
+    ss = float(resid @ resid)
+    return Noise(math.sqrt(2 * ss / df), int(df), int(cand.max() + 1)) if ss > 1e-18 else None
+
+
+def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) -> dict:
+    """a − b over the seeds both have, in the better direction (sign): mean, own sd, t interval and p-value."""
+    seeds = [s for s in a if s in b]
+    d = np.array([sign * (a[s] - b[s]) for s in seeds], dtype=float)
+    n = len(d)
+    out = {"n": n, "d": float(d.mean()) if n else math.nan, "sd": float(d.std(ddof=1)) if n > 1 else None}
+    out.update(se=None, df=None, ci=None, ci_equiv=None, p=None)
+    if n < 2 or pooled is None:
+        return out
+    se = pooled.sd_diff / math.sqrt(n)
+    q95, q90 = st.t.ppf([1 - alpha / 2, 1 - alpha], pooled.df) * se
+    mean = out["d"]
+    out.update(se=se, df=pooled.df, ci=(mean - q95, mean + q95), ci_equiv=(mean - q90, mean + q90))
+    out["p"] = float(2 * st.t.sf(abs(mean) / se, pooled.df))
+    return out
+
+
+def holm(pvalues: list[float | None]) -> list[float | None]:
+    """Holm step-down adjusted p-values over the tested (non-None) ones; None stays None."""
+    tested = sorted((i for i, p in enumerate(pvalues) if p is not None), key=lambda i: pvalues[i])
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def detectable(sd_diff: float, n: int, df: int, alpha: float, power: float) -> float:
+    """Smallest true paired difference a two-sided t test at alpha finds with the given power (noncentral t)."""
+    crit = st.t.ppf(1 - alpha / 2, df)
+
+    def miss(nc: float) -> float:
+        return st.nct.sf(crit, df, nc) + np.nan_to_num(st.nct.cdf(-crit, df, nc)) - power  # lower tail: ~0
+
+    if not miss(1e4) > 0:
+        return math.inf
+    return optimize.brentq(miss, 0.0, 1e4, xtol=1e-6) * sd_diff / math.sqrt(n)
+
+
+def seeds_needed(sd_diff: float, effect: float, k: int, alpha: float, power: float) -> int | None:
+    """Fewest seeds at which `effect` is detectable among k candidates (df = (k − 1)(n − 1)); None past MAX_SEEDS."""
+    if effect <= 0:
+        return None
+    lo, hi = 2, MAX_SEEDS
+    if detectable(sd_diff, hi, (k - 1) * (hi - 1), alpha, power) > effect:
+        return None
+    while lo < hi:  # detectable() falls with n: bisect
+        mid = (lo + hi) // 2
+        if detectable(sd_diff, mid, (k - 1) * (mid - 1), alpha, power) <= effect:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def spearman(paper: list[float], measured: list[float]) -> tuple[float | None, float | None]:
+    """Spearman rho of the measured against the paper's order, with an exact permutation p-value (≤ 8 items)."""
+    x, y = np.asarray(paper, dtype=float), np.asarray(measured, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None, None
+    if len(x) == 2:  # ±1 by construction: no test
+        return float(np.sign((x[1] - x[0]) * (y[1] - y[0]))), None
+    rx = st.rankdata(x)
+
+    def rho(v, axis=-1):
+        return st.pearsonr(np.broadcast_to(rx, v.shape), st.rankdata(v, axis=axis), axis=axis).statistic
+
+    res = st.permutation_test((y,), rho, permutation_type="pairings", vectorized=True, n_resamples=9999)
+    return float(res.statistic), float(res.pvalue)
