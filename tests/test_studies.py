@@ -34,14 +34,14 @@ def test_vit_stems_quick_measures_optimizability(tmp_path):
     args = ["run", str(SPACES / "vit_stems.yaml"), "--profile", "quick", "--quiet"]
     assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
     trials = store.load_study(tmp_path / "s", "vit_stems-quick").get_trials()
-    assert len(trials) == 4 * 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)
+    assert len(trials) == 4 * 2 + 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)  # + the 2 baselines
     sampled = [t for t in trials if "train.lr" in t.params]
     assert {t.user_attrs["optim"]["optimizer"] for t in sampled} == {"adamw", "sgd"}
     for t in sampled:
         low, high = (1.25e-4, 4.0e-3) if t.user_attrs["optim"]["optimizer"] == "adamw" else (6.25e-3, 0.2)
         assert low <= t.params["train.lr"] <= high and t.user_attrs["optim"]["lr"] == t.params["train.lr"]
     lengths = [t.user_attrs for t in trials if "length.eval_acc" in t.user_attrs]
-    assert len(lengths) == 2 and all(len(a["length.eval_acc"]) == 2 for a in lengths)
+    assert len(lengths) == 2 + 2 and all(len(a["length.eval_acc"]) == 2 for a in lengths)  # baselines run it too
     folder = tmp_path / "r" / "vit_stems-quick"
     assert (folder / "edf.png").exists() and (folder / "length.png").exists()
     report = (folder / "report.md").read_text()
