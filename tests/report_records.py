@@ -11,6 +11,13 @@ DEPTHS = {"V1": [1, 1, 9, 1], "V2": [1, 4, 6, 1]}
 # Per candidate: means that agree with papers.md §3 (fractions, losses in nats); `seeded` gives each candidate
 # three seeds with a small, irregular spread (about 0.15 points), so the pooled noise is never exactly zero.
 MEANS = {
+    "generalization.matched_acc": {
+        "C-C-C-C": 0.861,
+        "C-C-C-T": 0.860,
+        "C-C-T-T": 0.851,
+        "C-T-T-T": 0.820,
+        "ViT_REL": 0.707,
+    },
     "generalization.gap": {"C-C-C-C": 0.051, "C-C-C-T": 0.052, "C-C-T-T": 0.061, "C-T-T-T": 0.092, "ViT_REL": 0.205},
     "generalization.eval_acc": {
         "C-C-C-C": 0.851,
@@ -21,6 +28,7 @@ MEANS = {
     },
     "capacity.train_loss": {"C-C-T-T": 0.101, "C-T-T-T": 0.102, "ViT_REL": 0.305, "C-C-C-T": 0.505, "C-C-C-C": 0.705},
     "capacity.eval_acc": {"C-C-T-T": 0.901, "C-T-T-T": 0.900, "ViT_REL": 0.871, "C-C-C-T": 0.851, "C-C-C-C": 0.831},
+    "transfer.gain": {"C-C-T-T": 0.031, "C-T-T-T": 0.011},
     "transfer.finetune_acc": {"C-C-T-T": 0.921, "C-T-T-T": 0.901},
 }
 SEEDS = (0, 1, 2)

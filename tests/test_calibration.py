@@ -40,7 +40,9 @@ def test_the_rule_can_fail_calibration():
 
 def test_simulated_orders_follow_the_claims():
     levels = K.levels()
-    assert levels["generalization.gap"] == {"C-C-C-C": 0, "C-C-C-T": 0, "C-C-T-T": 0, "C-T-T-T": 1, "ViT_REL": 2}
+    gen = {"C-C-C-C": 0, "C-C-C-T": 0, "C-C-T-T": 0, "C-T-T-T": 1, "ViT_REL": 2}
+    assert levels["generalization.matched_acc"] == gen
+    assert levels["transfer.gain"] == {"C-C-T-T": 0, "C-T-T-T": 1}
     assert levels["accuracy.eval_acc"] == {"C-C-T-T": 0, "V2": 0, "V1": 1, "C-C-T-T-norel": 1}
 
 

@@ -60,7 +60,7 @@ def test_ranking_orders_best_first_with_paired_symbols():
     assert gap["text"].startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
     loss = V.ranking(rows, "capacity.train_loss", V.noises(rows)["capacity.train_loss"])
     assert loss["order"][0]["candidate"] == "C-C-T-T" and loss["order"][-1]["candidate"] == "C-C-C-C"
-    unmeasured = ("accuracy.eval_acc", "robustness.corrupt_acc", "generalization.matched_acc", "transfer.gain")
+    unmeasured = ("accuracy.eval_acc", "robustness.corrupt_acc")
     assert [r["key"] for r in V.rankings(rows)] == [k for k in V.RANKED if k not in unmeasured]
 
 
@@ -72,7 +72,7 @@ def test_paper_like_study_supports_every_claim():
     claims = _claims({**AGREE, **SPLITS})
     assert {k: c["verdict"] for k, c in claims.items()} == dict.fromkeys("abcd", "supported")
     a = claims["a"]["evidence"][0]
-    assert a["key"] == "generalization.gap" and a["rho"] > 0.9 and a["rho_p"] < 0.05
+    assert a["key"] == "generalization.matched_acc" and a["rho"] > 0.9 and a["rho_p"] < 0.05
     assert [p["key"] for p in a["pairs"]] == [False, False, True, True]  # ≈, ≥ are not key relations
     assert [p["status"] for p in a["pairs"]] == ["equivalent", "non-inferior", "holds", "holds"]
     assert all(p["p_holm"] < 0.05 and p["ci"][0] > 0 for p in a["pairs"][2:])
@@ -102,13 +102,14 @@ def test_one_seed_is_never_firm():
 
 
 def test_second_measure_contradicting_the_first_makes_it_inconclusive():
-    values = {**AGREE, "generalization.eval_acc": reverse(AGREE)["generalization.eval_acc"]}
-    a = _claims(values)["a"]
-    assert a["verdict"] == "inconclusive" and "gen. eval acc says not supported" in a["why"]
+    values = {**AGREE, "transfer.finetune_acc": reverse(AGREE)["transfer.finetune_acc"]}
+    c = _claims(values)["c"]
+    assert c["evidence"][0]["key"] == "transfer.gain"  # the gain decides; the fine-tune accuracy must not contradict
+    assert c["verdict"] == "inconclusive" and "finetune acc (B) says not supported" in c["why"]
 
 
 def test_claim_needs_two_models_and_a_key_relation():
-    only = seeded({"generalization.gap": {"C-C-C-C": 0.05, "C-C-C-T": 0.06}})
+    only = seeded({"generalization.matched_acc": {"C-C-C-C": 0.86, "C-C-C-T": 0.85}})
     rows = [r for r in _rows(only) if r["candidate"] in ("C-C-C-C", "C-C-C-T")]
     a = V.chain_claim(V.C.CHAIN_CLAIMS[0], rows)
     assert a["verdict"] == "inconclusive" and "no strict relation" in a["why"]
@@ -132,6 +133,7 @@ def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
     cttt = next(r for r in rows if r["candidate"] == "C-T-T-T")
     assert cttt["guards"]["generalization"] == {"runs": 3, "failed": 1, "not_converged": 0, "unchecked": 0}
     assert cttt["metrics"]["generalization.gap"].n == 2 and set(cttt["by_seed"]["generalization.gap"]) == {1, 2}
+    assert set(cttt["by_seed"]["generalization.matched_acc"]) == {1, 2}  # claim (a)'s measure: left out too
     assert cttt["metrics"]["capacity.eval_acc"].n == 3  # another run of the trial: kept
 
     def all_at_chance(r):
@@ -158,7 +160,7 @@ def test_below_the_linear_baseline_is_out_of_regime():
     accs = {**AGREE["generalization.eval_acc"], "baseline-linear": [0.75, 0.75, 0.75]}
     a = V.all_claims(_rows({**AGREE, "generalization.eval_acc": accs}), [], [])[0]
     assert a["verdict"] == "inconclusive" and "ViT_REL: below the linear baseline (75.0% gen. eval acc)" in a["why"]
-    assert a["evidence"][0]["key"] == "generalization.gap"  # the floor is on the same run's accuracy
+    assert a["evidence"][0]["key"] == "generalization.matched_acc"  # the floor is on the same run's accuracy
 
 
 def test_v_table_against_table7():
