@@ -131,36 +131,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _study_commands(sub: argparse._SubParsersAction) -> None:
-    """The commands that read an existing study: report, status, export, dashboard."""
-    report = sub.add_parser("report", help="write reports/<study>/report.md and figures from the storage")
-    report.add_argument("study")
-    report.add_argument("--studies-dir", type=Path, default=STUDIES)
+    """The commands that read an existing study: report, status, export, repair, dashboard."""
+    report = _study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
-    report.set_defaults(func=_report)
-
-    status = sub.add_parser("status", help="trial counts by state, planned total and time left (no dashboard)")
-    status.add_argument("study")
-    status.add_argument("--studies-dir", type=Path, default=STUDIES)
-    status.set_defaults(func=_status)
-
-    export = sub.add_parser("export", help="write the study's results table (one row per trial)")
-    export.add_argument("study")
+    _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
+    export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
-    export.add_argument("--studies-dir", type=Path, default=STUDIES)
-    export.set_defaults(func=_export)
-
-    repair = sub.add_parser("repair", help="keep a damaged journal's complete records, move the damaged tail aside")
-    repair.add_argument("study")
-    repair.add_argument("--studies-dir", type=Path, default=STUDIES)
-    repair.set_defaults(func=_repair)
-
-    dash = sub.add_parser("dashboard", help="serve optuna-dashboard on a study's storage")
-    dash.add_argument("study")
-    dash.add_argument("--studies-dir", type=Path, default=STUDIES)
+    help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
+    _study_parser(sub, "repair", help_repair, _repair)
+    dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
     dash.add_argument("--host", default="127.0.0.1")
     dash.add_argument("--port", type=_bounded(1, 65535), default=8080)
-    dash.set_defaults(func=_dashboard)
+
+
+def _study_parser(sub: argparse._SubParsersAction, name: str, help_text: str, func) -> argparse.ArgumentParser:
+    """A subcommand that takes a STUDY name and --studies-dir, running `func`."""
+    cmd = sub.add_parser(name, help=help_text)
+    cmd.add_argument("study")
+    cmd.add_argument("--studies-dir", type=Path, default=STUDIES)
+    cmd.set_defaults(func=func)
+    return cmd
 
 
 def _show(args: argparse.Namespace) -> int:
