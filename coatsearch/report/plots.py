@@ -148,15 +148,8 @@ def length(rows: list[dict], path: Path) -> str | None:
     """Eval accuracy vs schedule length per candidate (training-length stability)."""
     if not rows:
         return None
-    fig = Figure(figsize=(6, 4.5), layout="constrained")
-    ax = fig.subplots()
-    for i, r in enumerate(rows):
-        ys = [a.mean for a in r["eval_acc"]]
-        err = [a.sd or 0 for a in r["eval_acc"]]
-        ax.errorbar(r["epochs"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
-    ax.set(xlabel="schedule length (epochs)", ylabel="eval accuracy (%)", title="Training-length stability")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig, ax = _accuracy_lines(rows, "epochs", "eval_acc")
+    ax.set(xlabel="schedule length (epochs)", title="Training-length stability")
     return _save(fig, path)
 
 
@@ -164,18 +157,24 @@ def robustness(rows: list[dict], path: Path) -> str | None:
     """Eval accuracy vs corruption severity per candidate (mean over corruptions; severity 0 is clean)."""
     if not rows:
         return None
+    fig, ax = _accuracy_lines(rows, "severity", "acc")
+    kinds = ", ".join(rows[0]["corruptions"])
+    ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", title="Robustness to corruptions")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _save(fig, path)
+
+
+def _accuracy_lines(rows: list[dict], x: str, y: str) -> tuple[Figure, Any]:
+    """One eval-accuracy line (mean ± sd per point) per candidate row, over the row's `x` values."""
     fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
     for i, r in enumerate(rows):
-        ys, err = [a.mean for a in r["acc"]], [a.sd or 0 for a in r["acc"]]
-        ax.errorbar(r["severity"], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
-    kinds = ", ".join(rows[0]["corruptions"])
-    ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", ylabel="eval accuracy (%)")
-    ax.set(title="Robustness to corruptions")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ys, err = [a.mean for a in r[y]], [a.sd or 0 for a in r[y]]
+        ax.errorbar(r[x], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
+    ax.set(ylabel="eval accuracy (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return fig, ax
 
 
 @dataclass(frozen=True)
