@@ -97,3 +97,16 @@ def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
     path = write_report("rob", tmp_path / "studies", tmp_path / "reports")
     assert (path.parent / "robustness.png").read_bytes().startswith(PNG)
     assert "robustness.png" in path.read_text() and "corrupted acc (mean)" in path.read_text()
+
+
+def test_size_note_states_the_params_spread_of_budget_matched_candidates():
+    from coatsearch.report import info
+    from coatsearch.report.markdown import size_note
+
+    rows = info.candidate_rows(SPACE, layout_records())
+    params = {r["candidate"]: r["metrics"]["params"].mean for r in rows}
+    small, big = min(params, key=params.get), max(params, key=params.get)
+    note = size_note(rows)
+    assert f"span {params[small]:.3f}M ({small}) to {params[big]:.3f}M ({big})" in note
+    assert f"{params[big] / params[small]:.1f}x" in note and "budget errors +1.0% to +1.0%" in note
+    assert size_note(rows[:1]) == ""  # one candidate: nothing to compare

@@ -136,7 +136,25 @@ def candidates(s: dict) -> str:
     note = "Scores are mean ± sd over the runs of each candidate (n runs; '(n=1)' = a single run, no spread)."
     if s["search_dims"]:
         note += " Runs include sampled hyperparameters (" + ", ".join(s["search_dims"]) + ")."
-    return "\n\n".join(["## Candidates", note + baselines_note(rows), table(head, body), guards(rows)])
+    parts = ["## Candidates", note + baselines_note(rows), table(head, body), size_note(rows), guards(rows)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def size_note(rows: list[dict]) -> str:
+    """How far apart the budget-matched candidates are in MACs and in params (the budget matches MACs only)."""
+    sized = [r for r in rows if r["candidate"] not in BASELINES and "budget_error" in r["metrics"]]
+    if len(sized) < 2:
+        return ""
+    err = [r["metrics"]["budget_error"].mean for r in sized]
+    small = min(sized, key=lambda r: r["metrics"]["params"].mean)
+    big = max(sized, key=lambda r: r["metrics"]["params"].mean)
+    lo, hi = small["metrics"]["params"].mean, big["metrics"]["params"].mean
+    return (
+        f"Size: MACs are matched (budget errors {min(err):+.1f}% to {max(err):+.1f}%); params are not: the "
+        f"budget-matched candidates span {lo:.3f}M ({small['candidate']}) to {hi:.3f}M ({big['candidate']}), "
+        f"{hi / lo:.1f}x. CoAtNet compares layouts at similar params and FLOPs; here they are equal in MACs only, "
+        "so a result reflects the layout and its parameter count together."
+    )
 
 
 BASELINE_TEXT = {
