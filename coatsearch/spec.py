@@ -277,6 +277,7 @@ class SubsetSpec:
     loss_levels: Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
     target_acc: Annotated[Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
     lr_factor: Annotated[Real, Field(gt=0, le=RATIO_MAX)] = 0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
+    batch_size: Annotated[int, Field(gt=0, le=BATCH_MAX)] | None = None  # this run's batch; None = train.batch_size
 
 
 @spec

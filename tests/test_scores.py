@@ -144,6 +144,20 @@ def test_transfer_records_the_fine_tune_the_baselines_and_the_gain():
     assert capped["transfer.pretrain_stopped"] == "cap" and capped["transfer.pretrain_steps"] == 3
 
 
+def test_a_subset_batch_size_sets_the_runs_batch_and_its_default_budget():
+    from coatsearch.scores import training as T
+    from coatsearch.scores.transfer import TransferSpec
+
+    fin = S.SubsetSpec(per_class=10, classes=(2, 3), epochs=2, batch_size=4)
+    assert T.for_subset(OPTIM, fin).batch_size == 4 and T.for_subset(OPTIM, S.SubsetSpec()) is OPTIM
+    pre = S.SubsetSpec(per_class=10, epochs=1, classes=(0, 1))
+    spec = TransferSpec(pre, dataclasses.replace(fin, max_steps=10))
+    out = measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(transfer=spec), seed=0), torch.device("cpu"))
+    assert out["transfer.finetune_steps"] == 10 and out["curves.transfer"]["step"][-1] == 10  # 20 images, batch 4
+    gen = measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(generalization=fin), seed=0), torch.device("cpu"))
+    assert gen["generalization.steps"] == 10  # 2 epochs of 20 images at batch 4 (not one step per epoch)
+
+
 def test_fine_tuning_defaults_to_at_least_300_steps():
     from coatsearch.scores import transfer
 

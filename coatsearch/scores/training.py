@@ -48,6 +48,11 @@ def budget(subset: S.SubsetSpec, n_train: int, batch_size: int) -> int:
     return subset.max_steps or subset.epochs * steps_per_epoch(n_train, batch_size)
 
 
+def for_subset(optim: S.OptimSpec, subset: S.SubsetSpec) -> S.OptimSpec:
+    """The optimizer settings of a run on `subset`: its own `batch_size` when it gives one."""
+    return dataclasses.replace(optim, batch_size=subset.batch_size) if subset.batch_size else optim
+
+
 def train(
     ctx: Context, phase: str, net, train_set, held, optim, subset: S.SubsetSpec, augment: bool, **stop
 ) -> History:
@@ -56,6 +61,7 @@ def train(
     `stop` may hold `stop_at_acc` (and overrides of `max_steps`, `stop_at_loss`); the subset's own
     `stop_at_loss` applies otherwise.
     """
+    optim = for_subset(optim, subset)
     report = ctx.report
     hook = (lambda epoch, stats: report(phase, epoch, stats.eval_acc)) if report else None
     opts = {"max_steps": budget(subset, len(train_set), optim.batch_size), "stop_at_loss": subset.stop_at_loss}
@@ -83,6 +89,7 @@ def single(
     A budget below `min_epochs` epochs of the subset is a UserError.
     """
     train_set, held = splits(ctx, subset)
+    optim = for_subset(optim, subset)
     per_epoch = steps_per_epoch(len(train_set), optim.batch_size)
     check_steps(f"{name}: max_steps", budget(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
     net = model(ctx, len(train_set.classes), no_drop=not augment)

@@ -39,7 +39,7 @@ def run(ctx, spec: TransferSpec) -> dict:
     source = T.model(ctx, len(train_a.classes), no_drop=False)
     hist_a = T.train(ctx, "pretrain", source, train_a, held_a, optim, pre, augment=True, stop_at_acc=pre.target_acc)
     train_b, held_b = T.splits(ctx, fin)
-    steps = fin.max_steps or max(MIN_FINETUNE_STEPS, T.budget(fin, len(train_b), optim.batch_size))
+    steps = fin.max_steps or max(MIN_FINETUNE_STEPS, T.budget(fin, len(train_b), T.for_subset(optim, fin).batch_size))
     fin = dataclasses.replace(fin, max_steps=steps)
     tuned = T.model(ctx, len(train_b.classes), no_drop=False)
     copy_body(source, tuned)
