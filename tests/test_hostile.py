@@ -365,8 +365,23 @@ def test_a_file_where_the_data_root_is_expected(tmp_path):
             D.load(DataSpec(dataset, str(tmp_path / "f")), 8, 1)
 
 
+def _workers_in(folder: Path) -> list[int]:
+    """Live spawned worker processes whose working directory is `folder` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            here = os.readlink(entry / "cwd")
+        except (OSError, ValueError):
+            continue
+        if b"spawn_main" in cmd and here == str(folder):
+            found.append(int(entry.name))
+    return found
+
+
 @pytest.mark.slow
-def test_ctrl_c_with_several_workers_is_one_line(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-m", "coatsearch.cli", "run", str(TINY), "--workers", "2", "--quiet", "--no-report"],
         cwd=tmp_path,
@@ -378,10 +393,12 @@ def test_ctrl_c_with_several_workers_is_one_line(tmp_path):
     deadline = time.monotonic() + 120
     while not (tmp_path / "studies" / "tiny" / "claim.lock").exists() and time.monotonic() < deadline:
         time.sleep(0.5)  # wait for a worker to claim (a wait for a condition, not a timing)
-    proc.send_signal(signal.SIGINT)
+    assert _workers_in(tmp_path), "the run's workers should be alive before the signal"
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.count("\n") == 1 and "interrupted" in err, err
+    assert _workers_in(tmp_path) == []  # the parent terminated and joined its workers
 
 
 # ------------------------------------------------------------------------------ 4. the data must match the space

@@ -70,11 +70,13 @@ def _spawn(args: tuple, workers: int, threads: int) -> None:
 
     The workers start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only,
     which then terminates them (SIGTERM, which a worker turns into a quiet exit); a trial they leave RUNNING
-    is freed by the next run, as after kill -9.
+    is freed by the next run, as after kill -9. A SIGTERM to the parent (`kill PID`, a batch system) is
+    taken as a Ctrl-C, so no worker outlives the parent and writes to a study nobody is running.
     """
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker_entry, args=(args, threads)) for _ in range(workers)]
     main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+    term = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
         for p in procs:
@@ -91,6 +93,8 @@ def _spawn(args: tuple, workers: int, threads: int) -> None:
                 p.terminate()
         for p in procs:
             p.join()
+        if main:
+            signal.signal(signal.SIGTERM, term)
 
 
 def _worker_entry(args: tuple, threads: int) -> None:
