@@ -84,6 +84,13 @@ def test_the_probe_measures_every_thread_count_dividing_the_cores():
     assert set(rates) == {1, 2} and all(r > 0 for r in rates.values())
 
 
+def test_the_probe_keeps_each_thread_counts_best_round(monkeypatch):
+    clock = iter([0.0, 10.0, 10.0, 11.0, 11.0, 12.0, 12.0, 14.0])  # round 1: 1 thread hit by a 10-s burst of load
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: next(clock))
+    rates = speed.probe_rates(2, steps=1, batch=8, rounds=2)
+    assert rates == {1: 8.0, 2: 8.0}  # 8 images in 1 s, each count's best round (not 0.8 for the burst)
+
+
 def test_each_candidate_is_matched_once_per_study(tmp_path, monkeypatch):
     space = load_space(TINY)
     study = store.create_study(space, tmp_path, "s")
