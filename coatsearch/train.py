@@ -82,9 +82,13 @@ class History:
     The last epoch is partial when a `max_steps` budget or an early stop ends the run inside it.
 
     `final_train_loss` is that clean pass (plain cross-entropy, no augmentation, no mixup, no label
-    smoothing, BatchNorm in eval mode, on up to CLEAN_TRAIN_MAX training images): the "final train loss"
-    of CoAtNet's generalization comparison, comparable with the eval loss. The running means of the last
-    epoch stay in `train_loss[-1]`.
+    smoothing, BatchNorm in eval mode): the "final train loss" of CoAtNet's generalization comparison,
+    comparable with the eval loss. It is the curve's last point (the fixed probe of up to PROBE_MAX
+    training images, measured after the last step), or a pass over up to CLEAN_TRAIN_MAX training images
+    when the run has no curve. The running means of the last epoch stay in `train_loss[-1]`.
+
+    An epoch's eval loss and accuracy are measured when `on_epoch` listens (a pruner) and after the last
+    epoch; otherwise they are None (the curve holds the measurements).
     """
 
     train_loss: tuple[float, ...]
@@ -393,13 +397,17 @@ def fit(
     if 0 in points:
         meter(0)
     rows = _epochs(run, meter, points, progress, on_epoch)
+    taken = meter.points[-1].step if meter.reached else run.total
     clean = (None, None)
     if measure_train:
-        keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
-        pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch)
+        last = meter.points[-1] if meter.points else None
+        if last is not None and last.step == taken:  # the probe was measured after the last step
+            pair = (last.train_loss, last.train_acc)
+        else:
+            keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
+            pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch)
         clean = _finite_pair(pair, len(rows) - 1, "clean train pass")
     cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
-    taken = meter.points[-1].step if meter.reached else run.total
     stopped = ("target" if meter.reached else "cap") if stop.active else None
     curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
     return History(*cols, clean[0], clean[1], taken, run.run_model is not run.model, curve, stopped, run.steps)
@@ -414,7 +422,8 @@ def _epochs(run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_
             bar.set_description(f"epoch {e + 1}/{epochs}")
             n = min(run.steps, run.total - e * run.steps)
             loss, acc, secs, done = run.epoch(e, n, bar, points, meter)
-            ev = meter.eval_at(e * run.steps + done)
+            listened = on_epoch is not None or e == epochs - 1 or meter.reached
+            ev = meter.eval_at(e * run.steps + done) if listened else (None, None)
             if ev[0] is not None:
                 _finite_pair(ev, e, "eval")
             stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs)

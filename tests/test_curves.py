@@ -53,6 +53,20 @@ def test_points_are_clean_and_do_not_change_the_run(small):
                                                      "probe"}  # fmt: skip
 
 
+def test_epoch_evals_only_when_heard_and_the_clean_loss_is_the_last_probe_point(small):
+    tr, ev = small
+    h = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
+    assert h.eval_acc[:2] == (None, None) and h.eval_acc[-1] == h.curve.eval_acc[-1]  # no pruner: the curve only
+    assert (h.clean_train_loss, h.clean_train_acc) == (h.curve.train_loss[-1], h.curve.train_acc[-1])
+    heard: list = []
+    pruned = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64,
+                       on_epoch=lambda e, s: heard.append(s.eval_acc))  # fmt: skip
+    assert None not in pruned.eval_acc and heard == list(pruned.eval_acc) and pruned.curve == h.curve
+    net = tiny_net()
+    plain = train.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)  # no curve: a pass over all 200
+    assert (plain.clean_train_loss, plain.clean_train_acc) == train.evaluate(net, tr, CPU, 2 * OPT.batch_size)
+
+
 def test_max_steps_budget_ends_inside_an_epoch(small):
     tr, ev = small
     h = train.fit(tiny_net(), tr, None, OPT, 99, seed=0, device=CPU, max_steps=6, measure_train=False)
