@@ -243,7 +243,7 @@ class OptimSpec:
     lr: Annotated[Real, Field(gt=0)] = 1e-3  # peak learning rate
     weight_decay: Annotated[Real, Field(ge=0)] = 0.05  # not applied to norms and biases
     batch_size: Annotated[int, Field(gt=0, le=BATCH_MAX)] = 128
-    warmup_epochs: Annotated[Real, Field(ge=0, le=EPOCHS_MAX)] = 1.0  # linear warmup, then half-period cosine to zero
+    warmup_epochs: Annotated[Real, Field(ge=0, le=EPOCHS_MAX)] = 1.0  # linear warmup (<= 20% of a run), then cosine
     label_smoothing: Annotated[Real, Field(ge=0, lt=1)] = 0.0
     grad_clip: Annotated[Real, Field(ge=0)] = 0.0  # max global grad norm; 0 = off
     mixup: Annotated[Real, Field(ge=0)] = 0.0  # mixup alpha; 0 = off

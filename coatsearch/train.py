@@ -28,6 +28,7 @@ from coatsearch.errors import UserError
 from coatsearch.spec import OptimSpec
 from coatsearch.speed import AutoCompile, configure_dynamo
 
+WARMUP_MAX = 0.2  # warmup never takes more than this share of a run's steps (a one-epoch run still decays)
 CLEAN_TRAIN_MAX = 10_000  # the final clean pass over the training set uses at most this many images
 CHECK_EVERY_CUDA = 32  # steps between non-finite-loss checks on CUDA (every step on CPU, where it is free)
 SHIFT_FRACTION = 8  # random shifts move images by up to size // SHIFT_FRACTION pixels
@@ -226,7 +227,7 @@ class _Run:
         self.batch = min(optim.batch_size, len(train))
         self.steps = steps_per_epoch(len(train), optim.batch_size)
         self.total = total
-        self.warmup = min(self.total, round(optim.warmup_epochs * self.steps))
+        self.warmup = min(round(WARMUP_MAX * self.total), round(optim.warmup_epochs * self.steps))
         self.opt = make_optimizer(model, optim)
         self.shuffle = torch.Generator().manual_seed(seed)
         self.aug_gen = torch.Generator(device=device).manual_seed(seed + 1)

@@ -101,6 +101,13 @@ def test_param_groups_exempt_norms_biases_and_no_weight_decay():
         train.make_optimizer(tiny_net(), OptimSpec("lamb"))
 
 
+def test_warmup_takes_at_most_a_fifth_of_a_run(pools):
+    tr, _ = pools  # 2000 images: 31 steps per epoch at batch 64
+    one_epoch = train._Run(tiny_net(), tr, OptimSpec(batch_size=64, warmup_epochs=1), 31, 0, CPU, False)
+    long = train._Run(tiny_net(), tr, OptimSpec(batch_size=64, warmup_epochs=1), 310, 0, CPU, False)
+    assert (one_epoch.warmup, long.warmup) == (6, 31)  # round(0.2 x 31); one epoch of a ten-epoch run
+
+
 def test_schedule_warmup_then_cosine():
     lrs = [train.lr_at(s, 100, 10, 1.0) for s in range(100)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0) and lrs[10] == pytest.approx(1.0)
