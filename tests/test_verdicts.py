@@ -163,6 +163,15 @@ def test_below_the_linear_baseline_is_out_of_regime():
     assert a["evidence"][0]["key"] == "generalization.matched_acc"  # the floor is on the same run's accuracy
 
 
+def test_transfer_where_pretraining_helped_no_key_candidate_is_out_of_regime():
+    assert _claims(AGREE)["c"]["verdict"] == "supported"  # gains +3.1 and +1.1 points: in regime
+    lost = seeded({"transfer.gain": {"C-C-T-T": -0.05, "C-T-T-T": -0.09}})
+    c = _claims({**AGREE, **lost})["c"]
+    assert c["verdict"] == "inconclusive" and "pretraining helped no key candidate" in c["why"]
+    one = seeded({"transfer.gain": {"C-C-T-T": 0.02, "C-T-T-T": -0.09}})  # one gains: a real comparison
+    assert "pretraining helped" not in _claims({**AGREE, **one})["c"]["why"]
+
+
 def test_v_table_against_table7():
     table = V.v_table(_rows({**AGREE, **SPLITS}))
     assert [v["variant"] for v in table] == ["V0", "V1", "V2"]

@@ -12,6 +12,7 @@ from coatsearch.report.info import GROUP_ACC, METRICS, Metric, group_of
 from coatsearch.scores import ranked
 
 RANKED = ranked()  # the ranked metrics, from the score registry
+GAIN = "transfer.gain"  # fine-tune − from-scratch accuracy: transfer is out of regime when no key candidate gains
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
 METHOD = (
@@ -170,6 +171,12 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
         if floor is not None and acc in row["metrics"] and row["metrics"][acc].mean < floor:
             out.append(f"{name}: below the linear baseline ({floor:.1f}% {METRICS[acc].label})")
+    gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == "transfer" else []
+    if gains and max(gains) <= 0:
+        out.append(
+            f"pretraining helped no key candidate (mean {METRICS[GAIN].label} {max(gains):+.1f} points at best: "
+            "fine-tuning never beat training from scratch)"
+        )
     return out
 
 
