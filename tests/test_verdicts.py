@@ -216,3 +216,14 @@ def test_conv_stem_claim():
     same = _stem(vit_records(p_sgd_drop=0.005, c_sgd_drop=0.005, p_spread=0.01))
     assert same["verdict"] == "inconclusive" and {p["status"] for p in same["parts"]} == {"unresolved"}
     assert _stem(layout_records()) is None
+
+
+def test_conv_stem_claim_is_out_of_regime_when_a_model_never_beats_the_linear_baseline():
+    def linear(acc: float) -> dict:
+        metrics = with_derived({"accuracy.eval_acc": acc})
+        return record(99, "baseline-linear", 0, metrics, label="linear baseline", optimizer="adamw", lr=1e-3)
+
+    assert _stem([*vit_records(), linear(0.80)])["verdict"] == "supported"  # both best runs are at 85%
+    low = _stem([*vit_records(), linear(0.86)])
+    assert low["verdict"] == "inconclusive" and low["why"].startswith("out of regime — ViT_P: best run 85.0%")
+    assert "ViT_C: best run 85.0% is not above the linear baseline's best 86.0%" in low["why"]

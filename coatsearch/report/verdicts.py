@@ -33,13 +33,14 @@ VERDICT_RULE = (
     "with the reason; a run with fewer than 2 paired seeds is never tested, so n = 1 is never firm. "
     "**inconclusive — out of regime**: a key candidate failed to train (every run within "
     f"{C.CHANCE_POINTS:g} points of chance), is below the linear baseline, or still rises (> {C.PLATEAU_POINTS:g} "
-    "point over the last third of its curve) where the claim needs convergence. "
+    "point over the last third of its curve) where the claim needs convergence; for transfer, also when "
+    "pretraining helped no key candidate (mean fine-tune − scratch gain ≤ 0). "
     "'≈' relations get an equivalence statement (90% interval within ± the margin, i.e. two one-sided tests at "
     "α), '≥' a non-inferiority statement; Spearman rho with its exact permutation p-value is description only. "
     "The first measure decides; a second measure with the opposite firm verdict makes the claim inconclusive. "
     f"Claim (f) holds when ViT_P's optimizer gap exceeds ViT_C's by ≥ {C.GAP_MARGIN} point (best runs: no test) "
     f"and ViT_C's EDF share within {C.EDF_K:g} points is larger (Fisher's exact test, Holm); either reversed → "
-    "not supported."
+    "not supported; out of regime when the best run of ViT_P or ViT_C does not beat the linear baseline's."
 )
 
 
@@ -326,9 +327,23 @@ def stem_claim(gaps: list[dict], edf_rows: list[dict]) -> dict | None:
     held, bad = (sum(p["status"] == s for p in parts) for s in ("holds", "reversed"))
     verdict = "not supported" if bad else "supported" if held == len(parts) else "inconclusive"
     why = f"{bad} of {len(parts)} part(s) reversed" if bad else f"{held} of {len(parts)} part(s) hold"
+    low = below_linear(gaps)
+    if low:
+        verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
     claim = C.STEM_CLAIM
     head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
     return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [], "parts": parts}
+
+
+def below_linear(gaps: list[dict]) -> list[str]:
+    """ViT_P / ViT_C whose best run (either optimizer) does not beat the linear baseline's best run."""
+    best = {g["model_label"]: max(r["acc"] for r in (g["adamw"], g["sgd"]) if r) for g in gaps}
+    floor = next((max(r["acc"] for r in (g["adamw"], g["sgd"]) if r) for g in gaps
+                  if g["adamw"] and g["adamw"]["candidate"] == C.BASELINES[0]), None)  # fmt: skip
+    if floor is None:
+        return []
+    return [f"{lab}: best run {best[lab]:.1f}% is not above the linear baseline's best {floor:.1f}%"
+            for lab in ("ViT_P", "ViT_C") if lab in best and best[lab] <= floor]  # fmt: skip
 
 
 def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None:
