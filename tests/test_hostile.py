@@ -395,7 +395,6 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
         time.sleep(0.5)  # wait for a worker to claim (a wait for a condition, not a timing)
     while not _workers_in(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)  # the parent creates the study (and claim.lock) before it spawns the workers
-    assert _workers_in(tmp_path), "the run's workers should be alive before the signal"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
