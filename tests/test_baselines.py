@@ -20,18 +20,11 @@ from coatsearch.report.markdown import candidates as candidates_md
 from coatsearch.space import load_space
 from coatsearch.spec import BASELINES, InputSpec, baseline_model
 from tests.report_records import AGREE, SPACE, layout_records
-
-TINY = Path(__file__).resolve().parent / "spaces" / "tiny.yaml"
+from tests.tiny import TINY, tiny_variant
 
 
 def _variant(tmp_path: Path, *edits: tuple[str, str]) -> Path:
-    text = TINY.read_text().replace("baselines: false", "baselines: true")
-    for old, new in edits:
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "tiny_baselines.yaml"
-    path.write_text(text)
-    return path
+    return tiny_variant(tmp_path, ("baselines: false", "baselines: true"), *edits, name="tiny_baselines.yaml")
 
 
 @pytest.mark.parametrize("name", list(BASELINES))

@@ -22,9 +22,9 @@ from coatsearch.scores.transfer import TransferSpec
 from coatsearch.space import load_space
 from coatsearch.spec import DataSpec, OptimSpec, SubsetSpec
 from coatsearch.train import NonFinite, NonFiniteLoss, check_finite, fit
+from tests.tiny import TINY, tiny_text
 
 HERE = Path(__file__).parent
-TINY = HERE / "spaces" / "tiny.yaml"
 
 
 def _listing(root: Path) -> list[str]:
@@ -162,9 +162,7 @@ def test_flag_bounds(tmp_path, capsys, flags, expected):
 
 
 def _edit(old: str, new: str) -> str:
-    text = TINY.read_text()
-    assert old in text, old
-    return text.replace(old, new)
+    return tiny_text((old, new))
 
 
 BOUNDS = [  # (edit of tiny.yaml, what the one line must say)

@@ -14,9 +14,7 @@ from coatsearch.backends import optuna_backend
 from coatsearch.backends import ray_backend as engine
 from coatsearch.errors import UserError
 from coatsearch.space import load_space
-
-HERE = Path(__file__).parent
-TINY = HERE / "spaces" / "tiny.yaml"
+from tests.tiny import TINY, tiny_variant
 
 
 def run(space_path: Path, studies: Path, **kw):
@@ -25,16 +23,6 @@ def run(space_path: Path, studies: Path, **kw):
 
 def trials(studies: Path) -> list:
     return store.load_study(studies, "s").get_trials()
-
-
-def variant(tmp_path: Path, *edits: tuple[str, str]) -> Path:
-    text = TINY.read_text()
-    for old, new in edits:
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "space.yaml"
-    path.write_text(text)
-    return path
 
 
 @pytest.fixture
@@ -88,7 +76,7 @@ def test_same_records_as_optuna_two_trials_at_once_and_resume(tmp_path, one_thre
 
 
 def test_a_failing_trial_is_recorded_not_retried_and_scores_reach_the_study(tmp_path):
-    space = variant(
+    space = tiny_variant(
         tmp_path,
         ("- {name: C-C, layout: C-C}", "- {name: C-C, layout: C-C, train: {lr: 1.0e+12}}"),
         ("study: {seeds: [0]", "study: {seeds: [0], pruner: hyperband"),
@@ -123,5 +111,5 @@ def test_outcomes_of_ray_trials_as_the_study_records_them(tmp_path):
 
 def test_asha_only_when_the_space_prunes(tmp_path):
     assert engine.scheduler(load_space(TINY)) is None
-    asha = engine.scheduler(load_space(variant(tmp_path, ("seeds: [0],", "seeds: [0], pruner: median,"))))
+    asha = engine.scheduler(load_space(tiny_variant(tmp_path, ("seeds: [0],", "seeds: [0], pruner: median,"))))
     assert isinstance(asha, engine.ASHAScheduler) and asha._max_t == 2

@@ -96,8 +96,9 @@ LOSS_MARGIN = 0.05  # equivalence margin for losses (nats)
 CHANCE_POINTS = 2.0  # a run ending within this many points of chance accuracy "failed to train"
 PLATEAU_POINTS = 1.0  # a run whose eval accuracy rises more than this over the last third of its curve: not converged
 BASELINES = tuple(_BASELINE_ARCHS)  # regime baselines, the linear one first: its accuracy is the regime's floor
-EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the model's best run
-# (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times smaller)
+EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the best run of the same
+# model and optimizer (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times
+# smaller)
 GAP_MARGIN = 1.0  # optimizer gaps (one best run per optimizer, no test) must differ by this many points to count
 
 # Table 7: blocks per stage [S0..S4] and ImageNet-1K top-1 of the three C-C-T-T depth splits.

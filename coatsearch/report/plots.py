@@ -125,7 +125,7 @@ def acc_vs_macs(rows: list[dict], acc_key: str | None, acc_label: str, path: Pat
 
 
 def edf(rows: list[dict], k: float, path: Path) -> str | None:
-    """EDF of Δerror from each model's best run, one curve per candidate, one panel per optimizer."""
+    """EDF of Δerror from the best run of the same model and optimizer, one panel per optimizer."""
     if not rows:
         return None
     opts = sorted({r["optimizer"] for r in rows})
@@ -137,7 +137,8 @@ def edf(rows: list[dict], k: float, path: Path) -> str | None:
             xs, ys = [0.0, *r["delta"]], [0.0, *r["fraction"]]
             ax.step(xs, ys, where="post", color=f"C{i % 10}", label=f"{r['label']} (n={r['n']})")
         ax.axvline(k, color="grey", ls=":", lw=1, label=f"{k:g} points")
-        ax.set(xlabel="Δ top-1 error from the model's best run (points)", ylabel="cumulative fraction of runs")
+        ax.set(xlabel="Δ top-1 error from the best run, same model and optimizer (points)")
+        ax.set(ylabel="cumulative fraction of runs")
         ax.set(title=f"Hyperparameter EDF ({opt})", ylim=(0, 1.02))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
