@@ -270,7 +270,7 @@ def status_text(st: Status) -> str:
     if st.mean_wall_s is None:
         lines.append("ETA: unknown (no completed trial yet)")
     elif st.eta_s is None:
-        lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the space file is gone)")
+        lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the study's space cannot be read)")
     else:
         workers = max(1, st.running)
         lines.append(

@@ -106,6 +106,11 @@ def test_status_counts_states_and_estimates_the_time_left(tmp_path):
     assert st.mean_wall_s == pytest.approx(10.5) and st.eta_s == pytest.approx(3 * 10.5)
     gone = make_study(tmp_path, "gone", SPACE, recs[:1])  # spaces/fab.yaml does not exist: plan unknown
     assert gone and coatsearch.status("gone", tmp_path).planned is None
+    # the space text recorded with the study plans it, wherever the file went (or a relative path points)
+    text = space_file.read_text().replace("seeds: [0, 1, 2]", "seeds: [0, 1]")
+    kept = {**SPACE, "source": "moved/tiny3.yaml", "profile": "default", "space_yaml": text}
+    make_study(tmp_path, "kept", kept, recs[:1])
+    assert coatsearch.status("kept", tmp_path).planned == 4
 
 
 def _readme_python() -> str:

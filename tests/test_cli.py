@@ -85,7 +85,7 @@ def test_status_and_export(tmp_path, capsys):
     assert main(["status", "fab", "--studies-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "study fab: 15 completed, 1 failed, 0 pruned, 0 running, 0 waiting of ? planned (1 interrupted" in out
-    assert "mean trial 17 s; ETA unknown (the space file is gone)" in out
+    assert "mean trial 17 s; ETA unknown (the study's space cannot be read)" in out
     dest = tmp_path / "fab.csv"
     assert main(["export", "fab", "--format", "csv", "--out", str(dest), "--studies-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(dest)
