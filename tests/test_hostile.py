@@ -22,7 +22,7 @@ from coatsearch.scores.transfer import TransferSpec
 from coatsearch.space import load_space
 from coatsearch.spec import DataSpec, OptimSpec, SubsetSpec
 from coatsearch.train import NonFinite, NonFiniteLoss, check_finite, fit
-from tests.tiny import TINY, tiny_text
+from tests.tiny import TINY, tiny_text, tiny_variant
 
 HERE = Path(__file__).parent
 
@@ -380,8 +380,11 @@ def _workers_in(folder: Path) -> list[int]:
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tmp_path, sig):
+    # 100 planned trials: the run cannot end on its own between the workers' start and the signal
+    seeds = ", ".join(str(i) for i in range(50))
+    space = tiny_variant(tmp_path, ("study: {seeds: [0],", f"study: {{seeds: [{seeds}],"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coatsearch.cli", "run", str(TINY), "--workers", "2", "--quiet", "--no-report"],
+        [sys.executable, "-m", "coatsearch.cli", "run", str(space), "--workers", "2", "--quiet", "--no-report"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
