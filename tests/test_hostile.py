@@ -390,6 +390,8 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+        # as from a terminal: a background shell (nohup, `&`) hands children SIGINT ignored, and Python keeps that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not (tmp_path / "studies" / "tiny" / "claim.lock").exists() and time.monotonic() < deadline:
