@@ -347,21 +347,16 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
     The space text recorded with the study comes first (it is what ran, and it does not depend on the working
     directory); studies without it fall back to the space file at its recorded path.
     """
-    import tempfile
-
     from coatsearch.dashboard import space_record
     from coatsearch.plan import plan
     from coatsearch.space import load_space as _load
 
     record = space_record(user_attrs)
-    profile = record.get("profile") or "default"
     text, source = record.get("space_yaml"), record.get("source")
+    if not isinstance(source, str):
+        return None
+    text = text if isinstance(text, str) and text else None  # "" when the file could not be read at the start
     try:
-        if isinstance(text, str) and text:
-            with tempfile.TemporaryDirectory() as tmp:
-                copy = Path(tmp) / Path(str(source or "space.yaml")).name
-                copy.write_text(text, encoding="utf-8")
-                return len(plan(_load(copy, profile)))
-        return len(plan(_load(source, profile))) if isinstance(source, str) else None
-    except (OSError, UserError):
+        return len(plan(_load(source, record.get("profile") or "default", text)))
+    except UserError:
         return None

@@ -34,10 +34,13 @@ class SpaceError(UserError):
     """A space file is invalid: one message with file, line, field path, found and allowed."""
 
 
-def load_document(path: str | Path, profile: str = "default") -> D.SpaceDoc:
-    """Read a space file, apply `profile`, validate it; raise SpaceError on any problem."""
+def load_document(path: str | Path, profile: str = "default", text: str | None = None) -> D.SpaceDoc:
+    """Read a space file, apply `profile`, validate it; raise SpaceError on any problem.
+
+    `text`, when given, is the file's content (e.g. the copy recorded with a study): `path` then only names it.
+    """
     path = Path(path)
-    text = read_space_text(path)
+    text = read_space_text(path) if text is None else text
     root = _compose(path, text)
     data = _construct(path, text)
     if not isinstance(data, dict):

@@ -87,9 +87,9 @@ class Space:
         raise KeyError(f"no candidate '{name}'; candidates: {', '.join(c.name for c in self.candidates)}")
 
 
-def load_space(path: str | Path, profile: str = "default") -> Space:
-    """Read, validate and expand a space file (raises dsl.SpaceError on bad input)."""
-    return build_space(load_document(path, profile), str(path), profile)
+def load_space(path: str | Path, profile: str = "default", text: str | None = None) -> Space:
+    """Read, validate and expand a space file, or its given `text` (raises dsl.SpaceError on bad input)."""
+    return build_space(load_document(path, profile, text), str(path), profile)
 
 
 def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:

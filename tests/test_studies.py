@@ -21,9 +21,8 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     for t in trials:
         a = t.user_attrs
         assert a["generalization.images"] == 500 and a["capacity.images"] == 2000 and a["capacity.steps"] == 20
-        assert (
-            a["generalization.eval_images"] == 300 and a["curves.generalization"]["step"][-1] == 24
-        )  # 8 epochs of 3 steps
+        assert a["generalization.eval_images"] == 300
+        assert a["curves.generalization"]["step"][-1] == 24  # 8 epochs of 3 steps
         assert 0.0 < a["generalization.eval_acc"] <= 1.0 and "transfer.finetune_acc" not in a  # quick: no transfer
         assert abs(a["budget_error"]) <= 0.05
     assert len({t.user_attrs["capacity.eval_fingerprint"] for t in trials}) == 1

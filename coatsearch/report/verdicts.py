@@ -338,8 +338,8 @@ def stem_claim(gaps: list[dict], edf_rows: list[dict]) -> dict | None:
 def below_linear(gaps: list[dict]) -> list[str]:
     """ViT_P / ViT_C whose best run (either optimizer) does not beat the linear baseline's best run."""
     best = {g["model_label"]: max(r["acc"] for r in (g["adamw"], g["sgd"]) if r) for g in gaps}
-    floor = next((max(r["acc"] for r in (g["adamw"], g["sgd"]) if r) for g in gaps
-                  if g["adamw"] and g["adamw"]["candidate"] == C.BASELINES[0]), None)  # fmt: skip
+    linear = (g["model_label"] for g in gaps if g["adamw"] and g["adamw"]["candidate"] == C.BASELINES[0])
+    floor = best.get(next(linear, None))
     if floor is None:
         return []
     return [f"{lab}: best run {best[lab]:.1f}% is not above the linear baseline's best {floor:.1f}%"
