@@ -8,13 +8,13 @@ import sys
 from dataclasses import is_dataclass
 from pathlib import Path
 
-from coatsearch.report import calibration, info, optim, paper, plots
+from coatsearch.report import calibration, info, judging, optim, paper, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
-from coatsearch.report.claims import ALPHA, EDF_K
+from coatsearch.report.claims import ALPHA, EDF_K, VERDICT_ALPHA
 
 __all__ = ["render", "summarize", "write_report"]
 
@@ -23,18 +23,13 @@ SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
 
 def summarize(study: str, space: dict, records: list[dict]) -> dict:
     """Every table the report shows, computed from the space record and trial records alone."""
-    gen = paper.matched(space, records)
-    records = paper.with_matched(records, gen["matched"], gen["level"])
-    rows = info.candidate_rows(space, records)
-    acc = optim.primary_acc(space, records)
-    dims = optim.search_dims(records)
-    runs = M.runs_frame(records, acc) if acc else None
-    edf_rows = M.edf(runs) if acc and dims else []
-    gaps = optim.optimizer_gap(records, acc) if acc else []
+    j = judging.judge_records(space, records)
+    gen, records, rows, acc, dims, runs = (j[k] for k in ("gen", "records", "rows", "acc", "dims", "runs"))
+    edf_rows, noise = j["edf"], j["noise"]
+    gaps = j["stems"]["gaps"] if j["stems"] else []
     vit = optim.has_vit(records)
-    noise = V.noises(rows)
     cap = paper.capacity(records)
-    claims, untested = paper.untestable(space, paper.claim_notes(V.all_claims(rows, gaps, edf_rows, noise), cap))
+    claims, untested = paper.claim_notes(j["claims"], cap), j["untested"]
     return {
         "study": study,
         "space": {k: space.get(k) for k in SPACE_KEYS},
@@ -47,7 +42,7 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "v_table": V.v_table(rows),
         "claims": claims,
         "untested": untested,
-        "matched": {k: gen[k] for k in ("level", "levels", "table", "never")},
+        "matched": {k: gen[k] for k in ("level", "levels", "table", "never", "key", "out_of_regime")},
         "capacity": cap,
         "transfer": paper.transfer(rows, records),
         "pairing": paper.pairing(records),
@@ -67,7 +62,8 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
             "verdict": V.VERDICT_RULE,
             "method": V.METHOD,
             "alpha": ALPHA,
-            "calibration": calibration.calibrate() if rows else None,
+            "verdict_alpha": VERDICT_ALPHA,
+            "calibration": calibration.figures() if rows else None,
         },
         **plots.tables(space, records),  # the figure registry's own tables (e.g. robustness)
     }

@@ -1,92 +1,287 @@
-"""Calibration of the verdict rule: simulated studies judged by the report's own code (info rows → verdicts).
+"""Calibration of the verdict rule through the whole pipeline: simulated studies as trial records, judged per claim.
 
-A simulated study has every model of claims (a)–(e) on each claim's deciding measure, n seeds each. A run's value
-is `order effect + seed effect + noise`: the seed effect (sd SEED_SD σ) is shared by every candidate of a seed,
-as the same data subset and eval set are; σ is the sd of one run's noise (a paired difference has sd σ√2).
-Every candidate runs every score. Null studies have no order effect; paper-order studies move the models
-`effect` σ apart at every key relation (> or ≫) of each claim and leave ≈ / ≥ neighbours equal.
+A simulated study mirrors the shipped ones: the five layouts, V1/V2 and a no-rel-pos twin run generalization
+(a step curve of train loss against eval accuracy, read at claim (a)'s matched level) and capacity; only
+C-C-T-T and C-T-T-T run transfer (so claim (c) has the 2 residual df it has in reality); the linear baseline
+runs beside them; ViT_P / ViT_C × AdamW / SGD run a fixed recipe per seed plus random lr/wd samples (claim f).
+A run's value is `order effect + seed effect + noise`, with a shared seed effect (SEED_SD σ) and a noise sd
+that differs per candidate (NOISE_SPREAD). Stress that real studies have: a run that fails at chance
+(P_FAIL), a missing optional candidate (P_MISSING), a key candidate of (a) that never fits (P_UNFIT).
+Null studies have no order effect; paper-order studies move the models `effect` σ apart at every key relation
+and leave ≈ / ≥ neighbours within half a margin. They are judged by report.judging.judge_records, the
+report's own path. The committed table (calibration.json) is keyed by RULE_VERSION; tests regenerate it.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from scipy import stats as st
 
 from coatsearch.report import claims as C
-from coatsearch.report import info
+from coatsearch.report import judging
 from coatsearch.report import verdicts as V
+from coatsearch.report.info import METRICS
+from coatsearch.report.paper import NOT_TESTED
 
+RULE_VERSION = "2026-12-01.issue20"  # bump when the verdict rule changes; the table below must be regenerated
+TABLE = Path(__file__).with_name("calibration.json")
 SEED_SD = 2.0  # sd of the shared seed effect, in σ: pairing removes it
-BASE = 80.0  # level of every measure (far from chance and from 0)
+NOISE_SPREAD = (0.7, 1.4)  # each candidate's noise sd, uniform in this range (× σ)
+P_FAIL, P_MISSING, P_UNFIT = 0.02, 0.1, 0.05
+SIGMA = {"%": 1.0, "points": 1.0, "nats": 0.02}  # one run's noise sd σ per unit (accuracy points, nats)
+BASE = {"%": 80.0, "points": 3.0, "nats": 0.3}
 FIRM = ("supported", "not supported")
+LAYOUTS = ("C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL")
+OPTIONAL = ("V1", "V2", f"C-C-T-T-{C.NOREL_TAG}", "ViT_REL")
+SCORES = {  # the measures each simulated candidate runs
+    **{n: ("generalization.eval_acc", "capacity.train_loss", "capacity.eval_acc") for n in LAYOUTS},
+    **{n: ("generalization.eval_acc", "capacity.train_loss", "capacity.eval_acc") for n in OPTIONAL[:3]},
+    C.BASELINES[0]: ("generalization.eval_acc", "capacity.eval_acc"),
+}
+TRANSFER = ("C-C-T-T", "C-T-T-T")
+SPACE = {"input": [32, 1, 10], "study": {"objective": "accuracy.eval_acc"}, "candidates": []}
+SAMPLES = 1  # random lr/wd samples per (model, optimizer) and seed, as spaces/vit_stems.yaml
+EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
+STEM_EFFECT = 10.0  # σ: ViT_P's extra SGD loss in claim (f)'s power studies (a 4-cell contrast: sd 2σ per seed)
+CLAIMS = "abcdef"
 
 
-def levels() -> dict[str, dict[str, int]]:
-    """Per deciding measure: each simulated candidate's place in its claim's order, in key-relation steps."""
-    out: dict[str, dict[str, int]] = {}
+def places() -> dict[str, dict[str, float]]:
+    """Per measure: each candidate's place in its claim's order, in key-relation steps (≈ / ≥ share a step)."""
+    out: dict[str, dict[str, float]] = {}
     for claim in C.CHAIN_CLAIMS:
         names, syms = V.parse_chain(claim.chain)
-        step, mine = 0, {names[0]: 0}
+        step, mine = 0, {(C.V0_STANDIN if names[0] == "V0" else names[0]): 0}
         for name, sym in zip(names[1:], syms, strict=True):
             step += sym in (">", "≫")
-            mine[name] = step
-        mine = {(C.V0_STANDIN if n == "V0" else n): lv for n, lv in mine.items()}
-        out.setdefault(claim.measures[0], {}).update(mine)
-    acc = out.setdefault(C.REL_CLAIM.measures[0], {})
-    on = C.V0_STANDIN
-    acc[f"{on}-{C.NOREL_TAG}"] = acc.setdefault(on, 0) + 1
+            mine[C.V0_STANDIN if name == "V0" else name] = step
+        for key in claim.measures:
+            if key != "accuracy.eval_acc":  # claims (d), (e) have no recipe score here: generalization decides
+                out.setdefault(key, {}).update({n: v for n, v in mine.items() if n not in out.get(key, {})})
+    out["generalization.eval_acc"][f"C-C-T-T-{C.NOREL_TAG}"] = out["generalization.eval_acc"]["C-C-T-T"] + 1
     return out
 
 
-def study(rng: np.random.Generator, effect: float, n_seeds: int) -> list[dict]:
-    """One simulated study's candidate rows (display units, σ = 1)."""
-    recs, idents = [], {}
-    places_by_key = levels()
-    names = list(dict.fromkeys(n for places in places_by_key.values() for n in places))
-    for key, places in places_by_key.items():  # every candidate runs every score, as in a real study
-        sign = 1.0 if info.METRICS[key].better == "higher" else -1.0
-        seed_effect = rng.normal(0.0, SEED_SD, n_seeds)
-        for name in names:
-            place = places.get(name, 0)
-            values = BASE - sign * effect * place + seed_effect + rng.normal(0.0, 1.0, n_seeds)
-            recs += [(name, s, 0, key, float(v), "", False, None) for s, v in enumerate(values)]
-            idents[name] = {"candidate": name, "model_label": name, "layout": name, "stages": "", "depths": [],
-                            "optimizers": [], "n": n_seeds}  # fmt: skip
-    cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
-    return info.rows_from_frame(pd.DataFrame(recs, columns=cols), idents)
+def _value(rng, key: str, place: float, effect: float, seed_eff: float, sd: float, jitter: float) -> float:
+    """One run's value of a measure in display units (better direction down the order)."""
+    unit = METRICS[key].unit
+    sign = 1.0 if METRICS[key].better == "higher" else -1.0
+    s = SIGMA[unit]
+    return BASE[unit] - sign * s * (effect * place + jitter) + s * (seed_eff + sd * rng.normal())
 
 
-def simulate(effect: float, replicates: int, n_seeds: int = 3, seed: int = 0) -> dict:
-    """Verdict counts per claim over simulated studies with key relations `effect` σ apart (0 = null)."""
-    rng = np.random.default_rng(seed)
+def _curve(matched: float, fits: bool) -> dict:
+    """A generalization curve whose eval accuracy is linear in log loss and reads `matched` (%) at FIT_LOSS."""
+    end = 0.03 if fits else 0.3
+    loss = [2.3 * (end / 2.3) ** min(t / 8, 1.0) for t in range(12)]
+    acc = [(matched - 5.0 * math.log(x / C.FIT_LOSS)) / 100 for x in loss]
+    return {"step": list(range(12)), "train_loss": loss, "train_acc": [0.9] * 12, "eval_loss": [1.0] * 12,
+            "eval_acc": acc}  # fmt: skip
+
+
+def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimizer="adamw", params=None) -> dict:
+    params = {"candidate": cand, "seed": seed, **(params or {})}
+    attrs = {"candidate": cand, "model_label": label, "layout": label, "seed": seed,
+             "optim": {"optimizer": optimizer, "lr": attrs.pop("lr", 1e-3), "weight_decay": 0.05}, **attrs}  # fmt: skip
+    return {"number": number, "state": "COMPLETE", "value": 0.5, "params": params, "attrs": attrs,
+            "start": None, "complete": None}  # fmt: skip
+
+
+def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: bool = True, edit=None,
+          stem_effect: float | None = None) -> list[dict]:  # fmt: skip
+    """One simulated study's trial records (σ per unit in SIGMA); `edit(key, name) -> extra places` for paths."""
+    where, recs = places(), []
+    names = [*LAYOUTS, *OPTIONAL[:3], C.BASELINES[0]]
+    gone = {str(rng.choice(OPTIONAL))} if stress and rng.random() < P_MISSING else set()
+    unfit = {str(rng.choice(LAYOUTS))} if stress and rng.random() < P_UNFIT else set()
+    sd = {n: rng.uniform(*NOISE_SPREAD) for n in names}
+    jit = {(k, n): rng.uniform(-0.25, 0.25) * (C.LOSS_MARGIN / SIGMA["nats"] if METRICS[k].unit == "nats" else 1.0)
+           for k in where for n in names} if effect else {}  # fmt: skip
+    keys = [*where, "accuracy.eval_acc"]
+    seed_eff = {(k, s): rng.normal(0.0, SEED_SD) for k in keys for s in range(n_seeds)}
+    for s in range(n_seeds):
+        for n in (x for x in names if x not in gone):
+            attrs = {}
+            for key in (*SCORES[n], "generalization.matched_acc", *(("transfer.gain", "transfer.finetune_acc")
+                                                                    if n in TRANSFER else ())):  # fmt: skip
+                if key == "generalization.matched_acc" and n not in (*LAYOUTS, *OPTIONAL[:3]):
+                    continue
+                place = where.get(key, {}).get(n, 0) + (edit(key, n) if edit else 0.0)
+                lin = -15.0 if n == C.BASELINES[0] else 0.0
+                v = _value(rng, key, place, effect, seed_eff[(key, s)], sd[n], jit.get((key, n), 0.0)) + lin
+                attrs[key] = v / METRICS[key].scale
+            matched = 100 * attrs.pop("generalization.matched_acc", attrs["generalization.eval_acc"])
+            attrs["curves.generalization"] = _curve(matched, n not in unfit and n != C.BASELINES[0])
+            if stress and rng.random() < P_FAIL:
+                attrs["generalization.eval_acc"] = 0.105  # failed to train: left out, counted in the guards
+            recs.append(_record(len(recs), n, s, attrs, "C-C-T-T" if n in OPTIONAL[:3] else n))
+    return recs + stem_runs(rng, effect if stem_effect is None else stem_effect, n_seeds, len(recs))
+
+
+def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int) -> list[dict]:
+    """Claim (f): a fixed recipe per (model, optimizer) and seed, plus SAMPLES random lr/wd runs each."""
+    recs, cell_sd = [], {c: rng.uniform(*NOISE_SPREAD) for c in ("ViT_P", "ViT_C")}
+    for s in range(n_seeds):
+        seed_eff = rng.normal(0.0, SEED_SD)
+        for label in ("ViT_P", "ViT_C"):
+            for opt in ("adamw", "sgd"):
+                drop = effect if (label, opt) == ("ViT_P", "sgd") else 0.0
+                for k in range(1 + SAMPLES):
+                    lr = 1e-3 if k == 0 else float(rng.uniform(1e-4, 4e-3))  # sample 0: the fixed recipe
+                    acc = 80.0 - drop + seed_eff + cell_sd[label] * rng.normal() - (3 * rng.random() if k else 0)
+                    attrs = {"accuracy.eval_acc": acc / 100, "lr": lr}
+                    params = {"train.lr": lr} if k else {}
+                    recs.append(_record(start + len(recs), f"{label}-{opt}", s, attrs, label, opt, params))
+        lin = {"accuracy.eval_acc": (65.0 + seed_eff + rng.normal()) / 100}
+        recs.append(_record(start + len(recs), C.BASELINES[0], s, lin, "linear baseline"))
+    return recs
+
+
+def _set(records: list[dict], cand: str, fn) -> list[dict]:
+    """Records with fn(attrs) applied to every run of `cand` (copies; '*' for every candidate)."""
+    out = []
+    for r in records:
+        attrs = dict(r["attrs"])
+        if cand in ("*", attrs["candidate"]):
+            fn(attrs)
+        out.append({**r, "attrs": attrs})
+    return out
+
+
+def _shift_curve(attrs: dict, points: float) -> None:
+    c = attrs["curves.generalization"]
+    attrs["curves.generalization"] = {**c, "eval_acc": [a + points / 100 for a in c["eval_acc"]]}
+
+
+def _rising(attrs: dict) -> None:
+    c = attrs["curves.generalization"]
+    attrs["curves.generalization"] = {**c, "eval_acc": [a + 0.01 * t for t, a in enumerate(c["eval_acc"])]}
+
+
+def _unfit(attrs: dict) -> None:
+    attrs["curves.generalization"] = {**attrs["curves.generalization"], "train_loss": _curve(0.0, False)["train_loss"]}
+
+
+def _reverse_capacity(attrs: dict) -> None:
+    place = places()["capacity.eval_acc"].get(attrs["candidate"], 0)
+    if "capacity.eval_acc" in attrs:
+        attrs["capacity.eval_acc"] += 2 * EFFECT * SIGMA["%"] * place / 100
+
+
+# Refutation paths: name → (candidate, edit of its runs, claim, verdict, words of the reason), applied to a
+# paper-order study (EFFECT σ, no random stress). Each must fire through judge_records.
+PATHS = {
+    "≈ violated": ("C-C-C-C", lambda a: _shift_curve(a, -2 * EFFECT), "a", "not supported", "'≈' relation violated"),
+    "≥ violated": ("C-C-T-T", lambda a: a.update({k: a[k] - 0.12 for k in ("generalization.eval_acc",
+                                                                            "capacity.eval_acc")}),
+                   "d", "not supported", "'≥' relation violated"),
+    "key reversed": ("C-T-T-T", lambda a: a.update({"transfer.gain": a["transfer.gain"] + 0.12,
+                                                    "transfer.finetune_acc": a["transfer.finetune_acc"] + 0.12}),
+                     "c", "not supported", "key relation significantly reversed"),
+    "second-measure clash": ("*", _reverse_capacity, "b", "inconclusive", "cap. eval acc says not supported"),
+    "guard: failed to train": ("C-T-T-T", lambda a: a.update({"generalization.eval_acc": 0.105}), "a",
+                               "inconclusive", "C-T-T-T: every run failed to train"),
+    "guard: never fits": ("C-T-T-T", _unfit, "a", "inconclusive", "C-T-T-T never fit below"),
+    "guard: below the linear baseline": (C.BASELINES[0], lambda a: a.update(
+        {k: 0.99 for k in ("generalization.eval_acc", "accuracy.eval_acc") if k in a}), "d", "inconclusive",
+        "below the linear baseline on gen. eval acc"),
+    "guard: not converged": ("V1", _rising, "d", "inconclusive", "V1: 3 of 3 run(s) not converged"),
+    "guard: pretraining helped none": ("*", lambda a: a.update({"transfer.gain": -0.05}) if "transfer.gain" in a
+                                       else None, "c", "inconclusive", "pretraining helped no key candidate"),
+    "guard (f): below the linear baseline": (C.BASELINES[0], lambda a: a.update(
+        {"accuracy.eval_acc": 0.99} if "accuracy.eval_acc" in a else {}), "f", "inconclusive",
+        "is not above the linear baseline's best"),
+}  # fmt: skip
+
+
+def paths(seed: int = 0) -> dict[str, dict]:
+    """Each refutation path's claim verdict and reason on an edited paper-order study."""
+    base = study(np.random.default_rng([seed, 2]), EFFECT, stress=False, stem_effect=STEM_EFFECT)
+    out = {}
+    for name, (cand, fn, cid, _, _) in PATHS.items():
+        claims = judging.judge_records(SPACE, _set(base, cand, fn), describe=False)["claims"]
+        c = next(c for c in claims if c["id"] == cid)
+        out[name] = {"claim": cid, "verdict": c["verdict"], "why": c["why"]}
+    return out
+
+
+def verdicts(records: list[dict]) -> dict[str, str]:
+    """Claim id → verdict, judged by the report's own path (report.judging)."""
+    return {c["id"]: c["verdict"] for c in judging.judge_records(SPACE, records, describe=False)["claims"]}
+
+
+def replicate(case: str, i: int, seed: int = 0) -> dict[str, str]:
+    """Verdicts of replicate i of a case ('null' or 'power'), from its own seed: any one can be rerun alone."""
+    rng = np.random.default_rng([seed, 0 if case == "null" else 1, i])
+    effect, stem_effect = (0.0, 0.0) if case == "null" else (EFFECT, STEM_EFFECT)
+    return verdicts(study(rng, effect, stem_effect=stem_effect))
+
+
+def simulate(case: str, replicates: int, seed: int = 0) -> dict:
+    """Verdicts per replicate (one letter per claim a-f: s / n / i / t = not tested / - absent) and counts."""
+    rows = [replicate(case, i, seed) for i in range(replicates)]
+    code = {"supported": "s", "not supported": "n", "inconclusive": "i", NOT_TESTED: "t"}
     counts: dict[str, dict[str, int]] = {}
-    for _ in range(replicates):
-        for claim in V.all_claims(study(rng, effect, n_seeds), [], [], describe=False):
-            per = counts.setdefault(claim["id"], dict.fromkeys(("supported", "not supported", "inconclusive"), 0))
-            per[claim["verdict"]] += 1
-    total = sum(sum(c.values()) for c in counts.values())
-    return {
-        "effect_sigma": effect,
-        "replicates": replicates,
-        "n_seeds": n_seeds,
-        "per_claim": counts,
-        "firm_rate": sum(c[v] for c in counts.values() for v in FIRM) / total,
-        "supported_rate": sum(c["supported"] for c in counts.values()) / total,
-    }
+    for row in rows:
+        for cid, verdict in row.items():
+            per = counts.setdefault(cid, {})
+            per[verdict] = per.get(verdict, 0) + 1
+    codes = ["".join(code[row[c]] if c in row else "-" for c in CLAIMS) for row in rows]
+    return {"replicates": replicates, "per_claim": dict(sorted(counts.items())), "codes": codes}
 
 
-@lru_cache(maxsize=4)
-def calibrate(replicates: int = 200, n_seeds: int = 3, effect: float = 3.0, seed: int = 0) -> dict:
-    """The rule's measured false-verdict rate (null studies) and power (paper order at `effect` σ), once a process."""
-    null, alt = simulate(0.0, replicates, n_seeds, seed), simulate(effect, replicates, n_seeds, seed + 1)
-    return {
-        "replicates": replicates,
-        "n_seeds": n_seeds,
-        "effect_sigma": effect,
-        "false_verdict_rate": null["firm_rate"],
-        "power": alt["supported_rate"],
-        "null": null,
-        "alternative": alt,
-    }
+def upper(k: int, n: int, conf: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound of a rate k / n."""
+    return 1.0 if k >= n else float(st.beta.ppf(conf, k + 1, n - k))
+
+
+def rates(null: dict, alt: dict) -> dict[str, dict]:
+    """Per claim: firm rate on null studies with its 95% upper bound, and the supported rate at the effect."""
+    out = {}
+    for cid, per in null["per_claim"].items():
+        n, firm = sum(per.values()), sum(per.get(v, 0) for v in FIRM)
+        a = alt["per_claim"].get(cid, {})
+        m = sum(a.values())
+        out[cid] = {"null_firm": firm / n, "null_firm_upper95": upper(firm, n), "null_n": n,
+                    "power": a.get("supported", 0) / m if m else None, "power_n": m,
+                    "alt_not_supported": a.get("not supported", 0)}  # fmt: skip
+    return out
+
+
+@lru_cache(maxsize=2)
+def calibrate(replicates: int = 1000, power_replicates: int = 200, seed: int = 0) -> dict:
+    """The rule's per-claim false-verdict rates (null studies) and power (paper order at EFFECT / STEM_EFFECT σ)."""
+    null, alt = simulate("null", replicates, seed), simulate("power", power_replicates, seed)
+    return {"rule_version": RULE_VERSION, "replicates": replicates, "power_replicates": power_replicates,
+            "n_seeds": 3, "effect_sigma": EFFECT, "stem_effect_sigma": STEM_EFFECT, "seed": seed,
+            "per_claim": rates(null, alt), "null": null, "alternative": alt}  # fmt: skip
+
+
+def table() -> dict | None:
+    """The committed calibration of this rule version (calibration.json), or None when it is stale or missing."""
+    try:
+        data = json.loads(TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if data.get("rule_version") == RULE_VERSION else None
+
+
+def figures() -> dict | None:
+    """The committed table's per-claim figures and settings, without the per-replicate verdicts (for reports)."""
+    data = table()
+    return None if data is None else {k: v for k, v in data.items() if k not in ("null", "alternative")}
+
+
+def write_table() -> Path:
+    """Regenerate calibration.json for RULE_VERSION (python -m coatsearch.report.calibration)."""
+    TABLE.write_text(json.dumps(calibrate(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return TABLE
+
+
+if __name__ == "__main__":
+    print(write_table())

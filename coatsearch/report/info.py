@@ -11,8 +11,8 @@ import math
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
-from scipy import stats as st
 
 from coatsearch import scores
 from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
@@ -118,8 +118,8 @@ def converged(curve: dict | None) -> bool | None:
         return None
     xs = list((curve or {}).get("step") or range(len(ys)))[: len(ys)]
     m = max(2, math.ceil(len(ys) / 3))
-    fit = st.linregress(xs[-m:], ys[-m:])
-    return bool(fit.slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
+    slope = np.polyfit(np.asarray(xs[-m:], dtype=float), np.asarray(ys[-m:], dtype=float), 1)[0]  # least squares
+    return bool(slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
 
 
 def frame(space: dict, records: list[dict]) -> pd.DataFrame:

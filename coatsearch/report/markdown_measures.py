@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coatsearch.report.claims import FIT_LOSS
 from coatsearch.report.info import METRICS
 from coatsearch.report.markdown import _f, fmt_stat, table
 
@@ -9,8 +10,10 @@ MATCHED = (
     "CoAtNet §2.2: *if two models have the same training loss, the one with higher evaluation accuracy "
     "generalizes better*. Each run's eval accuracy is read off its step-level curve (clean train loss on a fixed "
     "probe of the training subset against accuracy on the fixed eval set) where its train loss first reaches a "
-    "ladder level, interpolated in log loss. Candidates are compared at the lowest level every run of every "
-    "compared candidate reached; a run that never reaches a level is censored there (shown, never credited)."
+    "ladder level, interpolated in log loss. The common level is the lowest ladder level at or below "
+    f"{FIT_LOSS:g} nats (where train accuracy exceeds eval accuracy) that every run of every key candidate of "
+    "claim (a) reached; other candidates are read there too. A run that never reaches a level is censored there "
+    "(shown, never credited); a key candidate that never fits that low puts claim (a) out of regime."
 )
 
 
@@ -30,7 +33,8 @@ def matched(s: dict) -> str:
     if not g.get("table") and not g.get("never"):
         return ""
     level, rows = g["level"], _rows(s)
-    at = "no common level: " + ("no candidate reached the ladder" if not g["table"] else "runs stop too early")
+    at = "no common level: " + ("no candidate reached the ladder" if not g["table"] else
+                                f"a key candidate's runs stop above {FIT_LOSS:g} nats")  # fmt: skip
     head = ["candidate", "params (M)", "MACs (M)", "runs", "eval acc at the common level (%)", "censored there",
             "lowest level all runs reached", "lowest level any run reached"]  # fmt: skip
     body = []
@@ -44,6 +48,10 @@ def matched(s: dict) -> str:
     out = ["## Generalization at matched training loss", "", MATCHED, "",
            f"Ladder (nats): {ladder}. Common level: " + (f"**{level:.3g} nats**." if level is not None else at + "."),
            "", table(head, body)]  # fmt: skip
+    if g.get("key"):
+        out += ["", f"Key candidates of claim (a): {', '.join(g['key'])}."]
+    if g.get("out_of_regime"):
+        out += ["", "Out of regime for claim (a): " + "; ".join(g["out_of_regime"]) + "."]
     if g["never"]:
         out += ["", f"Never reached the highest level ({g['levels'][0]:.3g} nats), so left out of the common "
                 f"level: {', '.join(g['never'])}."]  # fmt: skip

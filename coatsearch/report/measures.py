@@ -74,8 +74,9 @@ def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) ->
     rows = []
     runs = curves.sort_values(["run", "step"]).groupby(["run", "candidate", "seed"], sort=False, dropna=False)
     for (run, cand, seed), c in runs:
+        xs = [c[k].to_numpy(float) for k in ("step", "train_loss", "eval_acc")]
         for level in levels:
-            hit = crossing(c["step"], c["train_loss"], c["eval_acc"], level)
+            hit = crossing(*xs, level)
             step, acc = hit if hit else (math.nan, math.nan)
             rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": step,
                          "eval_acc": acc, "censored": hit is None})  # fmt: skip
@@ -99,8 +100,7 @@ def common_level(matched: pd.DataFrame, candidates: Iterable[str] | None = None)
 def lowest_reached(matched: pd.DataFrame, every_run: bool = True) -> pd.Series:
     """Per candidate, the lowest level all its runs reached (any of its runs: every_run=False); NaN for none."""
     names = list(dict.fromkeys(matched["candidate"]))
-    how = (lambda c: not c.any()) if every_run else (lambda c: not c.all())
-    ok = matched.groupby(["candidate", "level"])["censored"].apply(how)
+    ok = ~matched.groupby(["candidate", "level"])["censored"].agg("any" if every_run else "all").astype(bool)
     return ok[ok].reset_index().groupby("candidate")["level"].min().reindex(names)
 
 

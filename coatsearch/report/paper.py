@@ -25,35 +25,80 @@ def levels_of(space: dict) -> tuple[float, ...]:
     return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
 
 
-def matched(space: dict, records: list[dict]) -> dict:
-    """Generalization at matched training loss: the ladder readings, the common level and the per-candidate table.
+def key_candidates(curves: pd.DataFrame, records: list[dict]) -> list[str]:
+    """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
+    names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
+    have = list(dict.fromkeys(curves["candidate"]))
+    labels = {candidate_of(r): r["attrs"].get("model_label") for r in complete(records)}
+    out = [c for c in have if c in names]
+    for n in names:
+        same = [c for c in have if labels.get(c) == n and c not in out]
+        out += same if n not in out and len(same) == 1 else []
+    return out
 
-    Candidates none of whose runs reach even the highest level are left out of the common level (listed in
-    `never`), so one that never fits does not stop the others from being compared.
+
+def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> list[str]:
+    """Why claim (a) is out of regime: key candidates with a run that never fits to `fit` nats."""
+    lowest = M.lowest_reached(at[at["candidate"].isin(key)])
+    out = []
+    for c in key:
+        low = lowest.get(c)
+        if pd.isna(low) or low > fit * (1 + 1e-9):
+            where = "never reached the ladder" if pd.isna(low) else f"never fit below {low:.3g} nats"
+            out.append(f"{c} {where} (every run must reach {fit:g} nats, where train accuracy exceeds eval)")
+    return out
+
+
+def matched(space: dict, records: list[dict]) -> dict:
+    """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
+
+    The common level is the lowest ladder level at or below FIT_LOSS that every run of every key candidate of
+    claim (a) reached (any candidate that reached the ladder, when the study has no key candidate). A key
+    candidate with a run that never fits that low is named in `out_of_regime`, never silently dropped.
     """
     curves = M.curve_frame(records, "generalization")
     if curves.empty:
-        return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": []}
+        return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": [], "key": [],
+                "out_of_regime": []}  # fmt: skip
     ladder = levels_of(space)
     at = M.at_levels(curves, ladder)
     lowest = M.lowest_reached(at)
-    names = [c for c in lowest.index if not pd.isna(lowest[c])]
-    level, table = M.matched_table(at, names)
-    never = [c for c in lowest.index if c not in names]
+    reached = [c for c in lowest.index if not pd.isna(lowest[c])]
+    key = key_candidates(curves, records)
+    unfit = _unfit(at, key, C.FIT_LOSS)
+    fits = [c for c in key or reached if c in reached and not any(u.startswith(f"{c} ") for u in unfit)]
+    low = at[at["level"] <= C.FIT_LOSS * (1 + 1e-9)]
+    level = M.common_level(low, fits) if fits else None
+    table = _table(at, level, lowest)
     censored = at[at["level"] == level].groupby("candidate")["censored"].sum() if level is not None else None
     rows = []
     for r in table.to_dict("records"):
         r["censored_runs"] = int(censored.get(r["candidate"], 0)) if censored is not None else None
         rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
-    return {"curves": curves, "matched": at, "level": level, "table": rows, "never": never, "levels": list(ladder)}
+    never = [c for c in lowest.index if c not in reached]
+    return {"curves": curves, "matched": at, "level": level, "table": [r for r in rows if r["candidate"] in reached],
+            "never": never, "levels": list(ladder), "key": key, "out_of_regime": unfit}  # fmt: skip
+
+
+def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataFrame:
+    """Per candidate: eval acc mean/sd (%) at `level` over the runs that reached it, runs, how low runs got."""
+    here = at[at["level"] == level] if level is not None else at.iloc[:0]
+    grouped = here.groupby("candidate")["eval_acc"]
+    table = pd.DataFrame({"eval_acc": grouped.mean().mul(100), "sd": grouped.std().mul(100),
+                          "runs": at.groupby("candidate")["run"].nunique(), "lowest_level": lowest,
+                          "lowest_any": M.lowest_reached(at, every_run=False)}).reindex(lowest.index)  # fmt: skip
+    return table.rename_axis("candidate").reset_index()
 
 
 def with_matched(records: list[dict], at: pd.DataFrame | None, level: float | None) -> list[dict]:
     """Records with `generalization.matched_acc` (eval acc at the common level) added to the runs that have it."""
-    if at is None or level is None:
-        return records
+    if at is None:
+        return records  # no step curves (older records): nothing to read
+    stale = [{**r, "attrs": {k: v for k, v in r["attrs"].items() if k != MATCHED_KEY}} for r in records]
+    if level is None:
+        return stale  # the report sets the reading from the curves: a recorded one is never trusted
     acc = at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
-    return [{**r, "attrs": {**r["attrs"], MATCHED_KEY: acc[r["number"]]}} if r["number"] in acc else r for r in records]
+    return [{**r, "attrs": {**r["attrs"], MATCHED_KEY: acc[r["number"]]}} if r["number"] in acc else r for r in stale]
 
 
 def capacity(records: list[dict]) -> dict | None:

@@ -8,7 +8,9 @@ from scipy import stats as st
 
 from coatsearch.report import claims as C
 from coatsearch.report import stats as S
-from coatsearch.report.info import GROUP_ACC, METRICS, Metric, group_of
+from coatsearch.report.info import METRICS, Metric, group_of
+from coatsearch.report.paper import MATCHED_KEY, NOT_TESTED
+from coatsearch.report.stem import STEM_RULE, stem_claim
 from coatsearch.scores import ranked
 
 RANKED = ranked()  # the ranked metrics, from the score registry
@@ -19,7 +21,8 @@ METHOD = (
     f"Differences are paired by seed (only seeds both candidates have count) and taken in the better direction. "
     f"The noise of each measure is pooled over every candidate from the residuals of value ~ candidate + seed, so "
     f"a difference of n paired seeds has se = sd_diff/√n with the residual degrees of freedom (Student t, "
-    f"scipy.stats). Family-wise α = {C.ALPHA} per claim, Holm step-down across the claim's key relations."
+    f"scipy.stats). Family-wise α = {C.VERDICT_ALPHA} per claim (intervals at {100 * (1 - C.ALPHA):g}%), Holm "
+    "step-down across the claim's relations."
 )
 RELATION_RULE = (
     "Neighbours are compared by their mean paired difference with a 95% Student-t interval (description only, "
@@ -28,19 +31,25 @@ RELATION_RULE = (
 )
 VERDICT_RULE = (
     "A claim's strict relations (> or ≫ in the paper's order, between neighbouring measured models) are its key "
-    f"relations. **supported**: every key relation holds in the paper's direction at Holm-adjusted p < {C.ALPHA}. "
-    "**not supported**: at least one key relation is significantly reversed. **inconclusive**: anything else, "
-    "with the reason; a run with fewer than 2 paired seeds is never tested, so n = 1 is never firm. "
-    "**inconclusive — out of regime**: a key candidate failed to train (every run within "
-    f"{C.CHANCE_POINTS:g} points of chance), is below the linear baseline, or still rises (> {C.PLATEAU_POINTS:g} "
-    "point over the last third of its curve) where the claim needs convergence; for transfer, also when "
-    "pretraining helped no key candidate (mean fine-tune − scratch gain ≤ 0). "
-    "'≈' relations get an equivalence statement (90% interval within ± the margin, i.e. two one-sided tests at "
-    "α), '≥' a non-inferiority statement; Spearman rho with its exact permutation p-value is description only. "
+    "relations; its '≈' and '≥' relations are tested for violation beyond the margin (one-sided t: '≥' violated "
+    "when a − b is significantly below −margin, '≈' when |a − b| is significantly above the margin, both "
+    "directions Bonferroni-split). Key and violation tests form one Holm family per claim and measure, so the "
+    f"family-wise error stays ≤ α = {C.VERDICT_ALPHA}. **supported**: every key relation holds in the paper's "
+    f"direction at Holm-adjusted p < {C.VERDICT_ALPHA} and no '≈'/'≥' relation is violated. **not supported**: a "
+    "key relation is significantly reversed or a '≈'/'≥' relation is significantly violated (the report names it). "
+    "**inconclusive**: anything else, with the reason; a run with fewer than 2 paired seeds is never tested, so "
+    "n = 1 is never firm. **inconclusive — out of regime**: a key candidate failed to train (every run within "
+    f"{C.CHANCE_POINTS:g} points of chance); on a final-accuracy measure (%, not the matched-loss reading), a key "
+    "candidate below the linear baseline on that same measure; a key candidate that still rises (> "
+    f"{C.PLATEAU_POINTS:g} point over the last third of its curve) where the claim needs convergence; for "
+    "transfer, pretraining that helped no key candidate (mean fine-tune − scratch gain ≤ 0); for claim (a), a "
+    f"key candidate with a run that never fits to {C.FIT_LOSS:g} nats (the matched level is chosen over claim "
+    f"(a)'s key candidates only, at or below {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy). "
+    "A claim some of whose models the study has is never dropped: with fewer than two of them measured it is "
+    "'not tested at this scale', with the reason. "
+    "Spearman rho with its exact permutation p-value is description only. "
     "The first measure decides; a second measure with the opposite firm verdict makes the claim inconclusive. "
-    f"Claim (f) holds when ViT_P's optimizer gap exceeds ViT_C's by ≥ {C.GAP_MARGIN} point (best runs: no test) "
-    f"and ViT_C's EDF share within {C.EDF_K:g} points is larger (Fisher's exact test, Holm); either reversed → "
-    "not supported; out of regime when the best run of ViT_P or ViT_C does not beat the linear baseline's."
+    f"Claim (f) (report.stem): {STEM_RULE}"
 )
 
 
@@ -127,17 +136,30 @@ def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise,
             **res}  # fmt: skip
 
 
+def violation_p(p: dict) -> float | None:
+    """One-sided p that a '≥' relation is violated (a − b < −margin) or a '≈' one (|a − b| > margin, ×2)."""
+    if p["se"] is None:
+        return None
+    low = float(st.t.cdf((p["d"] + p["margin"]) / p["se"], p["df"]))
+    if p["paper"] == "≥":
+        return low
+    high = float(st.t.sf((p["d"] - p["margin"]) / p["se"], p["df"]))
+    return min(1.0, 2 * min(low, high))
+
+
 def judge(pairs: list[dict]) -> None:
-    """Holm across the key relations → holds / reversed / unresolved; ≈ and ≥ get equivalence statements."""
-    key = [p for p in pairs if p["key"]]
-    for p, q in zip(key, S.holm([p["p"] for p in key]), strict=True):
-        p["p_holm"] = q
-        p["status"] = "unresolved" if q is None or q >= C.ALPHA else "holds" if p["d"] > 0 else "reversed"
-    for p in pairs:
+    """One Holm family: key relations (two-sided) and ≈ / ≥ violations (one-sided) → each pair's status."""
+    tests = [p["p"] if p["key"] else violation_p(p) for p in pairs]
+    for p, t, q in zip(pairs, tests, S.holm(tests), strict=True):
+        p["p_test"], p["p_holm"] = t, q
+        firm = q is not None and q < C.VERDICT_ALPHA
         if p["key"]:
+            p["status"] = "holds" if firm and p["d"] > 0 else "reversed" if firm else "unresolved"
             continue
-        p["p_holm"], lo_hi, m = None, p["ci_equiv"], p["margin"]
-        if p["paper"] == "≈":
+        lo_hi, m = p["ci_equiv"], p["margin"]
+        if firm:
+            p["status"] = "violated"
+        elif p["paper"] == "≈":
             p["status"] = "equivalent" if lo_hi and -m < lo_hi[0] and lo_hi[1] < m else "not resolved"
         else:
             p["status"] = "non-inferior" if lo_hi and lo_hi[0] > -m else "not resolved"
@@ -149,7 +171,7 @@ def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) ->
     n = min((p["n"] for p in key_pairs), default=0)
     if noise is None or n < 2:
         return None
-    alpha = C.ALPHA / len(key_pairs)  # Holm's first step: the strictest level a key relation is tested at
+    alpha = C.VERDICT_ALPHA / len(pairs)  # Holm's first step: the strictest level a relation of the family is tested at
     mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, C.POWER)
     effect = claim.paper_effect if METRICS[key].unit in ("%", "points") else None
     need = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect else None
@@ -158,20 +180,26 @@ def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) ->
             "resolvable": None if effect is None else mdd <= effect}  # fmt: skip
 
 
+def floor_of(key: str, rows: list[dict]) -> float | None:
+    """The linear baseline's mean on a final-accuracy measure (%; not the matched-loss reading), else None."""
+    if METRICS[key].unit != "%" or key == MATCHED_KEY:
+        return None
+    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and key in r["metrics"]), None)
+    return base["metrics"][key].mean if base is not None else None
+
+
 def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict]) -> list[str]:
-    """Why the claim is out of regime on a measure: key candidates at chance, below the baseline, not converged."""
+    """Why the claim is out of regime on a measure: key candidates at chance, below the floor, not converged."""
     group, out = group_of(key), []
-    acc = GROUP_ACC.get(group, key)  # the floor is on the accuracy of the same training run
-    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and acc in r["metrics"]), None)
-    floor = base["metrics"][acc].mean if base is not None and METRICS[acc].unit == "%" else None
+    floor = floor_of(key, rows)
     for name, row in named:
         g = row["guards"].get(group) or {}
         if g.get("runs") and g.get("failed") == g.get("runs"):
             out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
         if claim.needs_convergence and g.get("not_converged"):
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
-        if floor is not None and acc in row["metrics"] and row["metrics"][acc].mean < floor:
-            out.append(f"{name}: below the linear baseline ({floor:.1f}% {METRICS[acc].label})")
+        if floor is not None and key in row["metrics"] and row["metrics"][key].mean < floor:
+            out.append(f"{name}: below the linear baseline on {METRICS[key].label} ({floor:.1f}%)")
     gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == "transfer" else []
     if gains and max(gains) <= 0:
         out.append(
@@ -183,18 +211,21 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
 
 def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tuple[str, str]:
     key = [p for p in pairs if p["key"]]
-    if not key:
-        return "inconclusive", "no strict relation of the paper's order is measurable with these candidates"
+    rev = [f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed"]
+    bad = [f"key relation significantly reversed: {', '.join(rev)}"] if rev else []
+    bad += [f"'{p['paper']}' relation violated beyond its margin: {p['a']} {p['paper']} {p['b']} "
+            f"({p['d']:+.2f}, margin {p['margin']:g})" for p in pairs if p["status"] == "violated"]  # fmt: skip
     if out_of_regime:
         return "inconclusive", "out of regime — " + "; ".join(out_of_regime)
-    bad = [f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed"]
-    held = sum(p["status"] == "holds" for p in key)
     if bad:
-        verdict, why = "not supported", f"key relation significantly reversed: {', '.join(bad)}"
-    elif held == len(key):
-        verdict, why = "supported", f"all {held} key relation(s) hold at Holm-adjusted p < {C.ALPHA}"
+        return "not supported", "; ".join(bad)
+    if not key:
+        return "inconclusive", "no strict relation of the paper's order is measurable with these candidates"
+    held, a = sum(p["status"] == "holds" for p in key), C.VERDICT_ALPHA
+    if held == len(key):
+        verdict, why = "supported", f"all {held} key relation(s) hold at Holm-adjusted p < {a}"
     else:
-        verdict, why = "inconclusive", f"{held} of {len(key)} key relation(s) hold at Holm-adjusted p < {C.ALPHA}"
+        verdict, why = "inconclusive", f"{held} of {len(key)} key relation(s) hold at Holm-adjusted p < {a}"
         if min(p["n"] for p in key) < 2:
             why += "; fewer than 2 paired seeds: no test"
     if pw and pw["resolvable"] is False:
@@ -205,12 +236,13 @@ def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tu
     return verdict, why
 
 
-def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise, rho) -> dict:
+def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise, rho,
+             extra: tuple[str, ...] = ()) -> dict:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict."""
     metric = METRICS[key]
     judge(pairs)
     pw = power(claim, key, pairs, noise) if rho is not None else None
-    reasons = regime(claim, named, key, rows)
+    reasons = [*extra, *regime(claim, named, key, rows)]
     verdict, why = _verdict(pairs, pw, reasons)
     guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
     members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
@@ -222,7 +254,8 @@ def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: lis
             "why": why}  # fmt: skip
 
 
-def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise, describe=True) -> dict | None:
+def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise, describe=True,
+                   extra: tuple[str, ...] = ()) -> dict | None:  # fmt: skip
     """Measured vs paper order on one measure, between neighbouring measured models of the chain.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
@@ -241,7 +274,11 @@ def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], n
     sign = _sign(METRICS[key])
     paper, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
     rho = S.spearman(paper, measured) if describe else None
-    return evidence(claim, key, pairs, [(n, resolved[n]) for n in names if n in resolved], rows, noise, rho)
+    return evidence(claim, key, pairs, [(n, resolved[n]) for n in names if n in resolved], rows, noise, rho, extra)
+
+
+def _head(claim: C.Claim) -> dict:
+    return {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
 
 
 def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None:
@@ -254,12 +291,23 @@ def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None
     if clash:
         verdict = "inconclusive"
         why = f"{found[0]['label']} says {found[0]['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
-    head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
-    return {**head, "verdict": verdict, "why": why, "evidence": found, "notes": notes}
+    return {**_head(claim), "verdict": verdict, "why": why, "evidence": found, "notes": notes}
 
 
-def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe=True) -> dict | None:
-    """Verdict on an ordering claim, or None when fewer than two of its models were measured."""
+def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> dict:
+    """A claim some of whose models the study has but cannot judge: out of regime, or not tested, with why."""
+    if extra:
+        verdict, why = "inconclusive", "out of regime — " + "; ".join(extra)
+    else:
+        have = ", ".join(resolved) or "none"
+        labels = ", ".join(METRICS[k].label for k in claim.measures)
+        verdict, why = NOT_TESTED, f"fewer than two of its models measured on {labels} (measured models: {have})"
+    return {**_head(claim), "verdict": verdict, "why": why, "evidence": [], "notes": notes}
+
+
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe=True,
+                extra: tuple[str, ...] = ()) -> dict | None:  # fmt: skip
+    """Verdict on an ordering claim (extra: out-of-regime reasons found upstream), None without any of its models."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     resolved, notes = {}, []
     for n in parse_chain(claim.chain)[0]:
@@ -267,8 +315,10 @@ def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = No
         if row is not None:
             resolved[n] = row
             notes += [note] if note else []
-    found = [e for k in claim.measures if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe))]
-    return _combine(claim, found, notes)
+    if not resolved:
+        return None
+    found = [e for k in claim.measures if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra))]
+    return _combine(claim, found, notes) or unjudged(claim, resolved, extra, notes)
 
 
 def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
@@ -301,56 +351,6 @@ def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe=True)
     return _combine(claim, found, [])
 
 
-def stem_claim(gaps: list[dict], edf_rows: list[dict]) -> dict | None:
-    """Verdict on claim (f) from the optimizer-gap table and the EDF (ViT_P vs ViT_C), or None without both."""
-    parts = []
-    gap = {g["model_label"]: g["gap"] for g in gaps if g["gap"] is not None}
-    if "ViT_P" in gap and "ViT_C" in gap:
-        d = gap["ViT_P"] - gap["ViT_C"]
-        status = "holds" if d >= C.GAP_MARGIN else "reversed" if d <= -C.GAP_MARGIN else "unresolved"
-        parts.append({"what": "optimizer gap ViT_P − ViT_C (points)", "d": d, "needed": f"± {C.GAP_MARGIN:g}",
-                      "p": None, "status": status})  # fmt: skip
-    edf_parts = []
-    for opt in sorted({e["optimizer"] for e in edf_rows}):
-        share = {lab: _share(edf_rows, lab, opt) for lab in ("ViT_P", "ViT_C")}
-        if all(share.values()):
-            (p_in, p_n), (c_in, c_n) = share["ViT_P"], share["ViT_C"]
-            p = st.fisher_exact([[c_in, c_n - c_in], [p_in, p_n - p_in]]).pvalue
-            what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
-            edf_parts.append({"what": what, "d": c_in / c_n - p_in / p_n, "needed": "Holm p < α", "p": float(p)})
-    for part, q in zip(edf_parts, S.holm([p["p"] for p in edf_parts]), strict=True):
-        part["status"] = "unresolved" if q >= C.ALPHA else "holds" if part["d"] > 0 else "reversed"
-        part["p"] = q
-    parts += edf_parts
-    if not parts:
-        return None
-    held, bad = (sum(p["status"] == s for p in parts) for s in ("holds", "reversed"))
-    verdict = "not supported" if bad else "supported" if held == len(parts) else "inconclusive"
-    why = f"{bad} of {len(parts)} part(s) reversed" if bad else f"{held} of {len(parts)} part(s) hold"
-    low = below_linear(gaps)
-    if low:
-        verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
-    claim = C.STEM_CLAIM
-    head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
-    return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [], "parts": parts}
-
-
-def below_linear(gaps: list[dict]) -> list[str]:
-    """ViT_P / ViT_C whose best run (either optimizer) does not beat the linear baseline's best run."""
-    best = {g["model_label"]: max(r["acc"] for r in (g["adamw"], g["sgd"]) if r) for g in gaps}
-    linear = (g["model_label"] for g in gaps if g["adamw"] and g["adamw"]["candidate"] == C.BASELINES[0])
-    floor = best.get(next(linear, None))
-    if floor is None:
-        return []
-    return [f"{lab}: best run {best[lab]:.1f}% is not above the linear baseline's best {floor:.1f}%"
-            for lab in ("ViT_P", "ViT_C") if lab in best and best[lab] <= floor]  # fmt: skip
-
-
-def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None:
-    deltas = [d for e in edf_rows if (e["model_label"], e["optimizer"]) == (label, opt) for d in e["delta"]]
-    return (sum(d <= C.EDF_K for d in deltas), len(deltas)) if deltas else None
-
-
 V_ACCS = ("generalization.eval_acc", "capacity.eval_acc", "accuracy.eval_acc")
 
 
@@ -379,9 +379,13 @@ def v_table(rows: list[dict]) -> list[dict]:
     return out
 
 
-def all_claims(rows: list[dict], gaps: list[dict], edf_rows: list[dict], noise_by_key=None, describe=True) -> list:
-    """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f)."""
+def all_claims(rows: list[dict], stem: dict | None, noise_by_key=None, describe=True, regime_a=()) -> list:
+    """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
+
+    stem: claim (f)'s tables (report.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
+    matched-loss reading (report.paper.matched).
+    """
     nz = noises(rows) if noise_by_key is None else noise_by_key
-    found = [chain_claim(c, rows, nz, describe) for c in C.CHAIN_CLAIMS]
-    found += [rel_claim(rows, nz, describe), stem_claim(gaps, edf_rows)]
+    found = [chain_claim(c, rows, nz, describe, tuple(regime_a) if c.id == "a" else ()) for c in C.CHAIN_CLAIMS]
+    found += [rel_claim(rows, nz, describe), stem_claim(stem)]
     return [v for v in found if v is not None]

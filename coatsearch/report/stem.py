@@ -1,0 +1,146 @@
+"""Claim (f), ViT_C paper: the optimizer-gap contrast paired by seed at fixed recipes, and the EDF shares.
+
+The gap part needs, per (model, optimizer), one fixed (lr, wd) recipe run on several seeds: a per-seed contrast
+(ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD) cancels the seed, and a fixed recipe keeps the
+hyperparameter draw out of it. The random lr/wd samples feed the EDF part only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as st
+
+from coatsearch.report import claims as C
+from coatsearch.report import measures as M
+from coatsearch.report import optim
+from coatsearch.report import stats as S
+
+CELLS = (("ViT_P", "adamw"), ("ViT_P", "sgd"), ("ViT_C", "adamw"), ("ViT_C", "sgd"))
+STEM_RULE = (
+    "the optimizer-gap part is the per-seed contrast (ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD), each "
+    "cell at the (lr, wd) recipe of that model and optimizer run on the most seeds (≥ 2), with a Student-t "
+    "interval (n − 1 df); the EDF parts compare ViT_C's and ViT_P's share of runs within "
+    f"{C.EDF_K:g} points of their best (Fisher's exact test); the tested parts form one Holm family at α = "
+    f"{C.VERDICT_ALPHA}. Supported: the gap part and every tested EDF part hold; not supported: a part is "
+    "significantly reversed; an EDF part whose most extreme table cannot reach its Holm level is left out of "
+    "the verdict and states the runs per curve it would need (power "
+    f"{100 * C.POWER:.0f}% at the paper's shares {C.EDF_SHARES[0]:.0%} vs {C.EDF_SHARES[1]:.0%}, normal "
+    "approximation); out of regime when the best run of ViT_P or ViT_C does not beat the linear baseline's."
+)
+
+
+def stem_tables(records: list[dict], acc: str) -> dict:
+    """Claim (f)'s inputs: best-run gaps (description), fixed-recipe cells per seed, the EDF of sampled runs."""
+    runs = M.runs_frame(records, acc).to_dict("records")
+    sampled = [r for r in records if any(k.startswith(optim.SEARCH_PREFIXES) for k in r["params"])]
+    edf_rows = M.edf(M.runs_frame(sampled, acc)) if sampled else []
+    return {"gaps": optim.optimizer_gap(records, acc), "cells": recipe_cells(runs), "edf": edf_rows}
+
+
+def recipe_cells(runs: list[dict]) -> dict[str, dict]:
+    """Per 'model/optimizer' cell: the (lr, wd) recipe run on the most seeds and its accuracy (%) per seed."""
+    out = {}
+    for label, opt in CELLS:
+        by_recipe: dict[tuple, dict] = {}
+        for r in runs:
+            if (r["model_label"], r["optimizer"]) == (label, opt) and r["seed"] is not None:
+                recipe = tuple(float(f"{v:.6g}") if v is not None else None for v in (r["lr"], r["weight_decay"]))
+                by_recipe.setdefault(recipe, {}).setdefault(r["seed"], []).append(r["acc"])
+        if by_recipe:
+            recipe, seeds = max(by_recipe.items(), key=lambda kv: len(kv[1]))
+            out[f"{label}/{opt}"] = {"lr": recipe[0], "wd": recipe[1],
+                                     "by_seed": {s: float(np.mean(v)) for s, v in seeds.items()}}  # fmt: skip
+    return out
+
+
+def gap_contrast(cells: dict[str, dict]) -> dict:
+    """The per-seed gap contrast over the seeds all four cells share: mean, sd, t interval, two-sided p."""
+    what = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD), fixed recipes, paired by seed (points)"
+    part = {"what": what, "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α"}
+    if len(cells) < len(CELLS):
+        return {**part, "status": "not tested", "reason": "no runs for " + ", ".join(
+            f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells)}  # fmt: skip
+    by = [cells[f"{a}/{b}"]["by_seed"] for a, b in CELLS]
+    seeds = sorted(set.intersection(*(set(b) for b in by)), key=str)
+    d = np.array([(by[0][s] - by[1][s]) - (by[2][s] - by[3][s]) for s in seeds])
+    part.update(n=len(d), d=float(d.mean()) if len(d) else None)
+    if len(d) < 2 or float(d.std(ddof=1)) == 0.0:
+        reason = (
+            f"{len(d)} seed(s) with one fixed recipe in every cell (needs ≥ 2 with spread; sampled lr/wd "
+            "confound seed and recipe, so the best-run gap above is description only)"
+        )
+        return {**part, "status": "not tested", "reason": reason}
+    se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
+    half = float(st.t.ppf(1 - C.ALPHA / 2, df)) * se
+    p = float(2 * st.t.sf(abs(part["d"]) / se, df))
+    return {**part, "ci": (part["d"] - half, part["d"] + half), "p": p, "status": "tested", "reason": ""}
+
+
+def runs_needed(parts: int) -> int:
+    """Runs per EDF curve at which Fisher-like power reaches POWER at the paper's shares (two-proportion z)."""
+    p1, p2 = C.EDF_SHARES
+    za, zb = st.norm.ppf(1 - C.VERDICT_ALPHA / parts / 2), st.norm.ppf(C.POWER)
+    bar = (p1 + p2) / 2
+    n = (za * math.sqrt(2 * bar * (1 - bar)) + zb * math.sqrt(p1 * (1 - p1) + p2 * (1 - p2))) ** 2 / (p1 - p2) ** 2
+    return math.ceil(n)
+
+
+def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
+    """Per optimizer: ViT_C − ViT_P share within EDF_K of the best, with Fisher's p or why it cannot resolve."""
+    out = []
+    for opt in sorted({e["optimizer"] for e in edf_rows}):
+        share = {lab: _share(edf_rows, lab, opt) for lab in ("ViT_P", "ViT_C")}
+        if not all(share.values()):
+            continue
+        (p_in, p_n), (c_in, c_n) = share["ViT_P"], share["ViT_C"]
+        what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
+        part = {"what": what, "d": c_in / c_n - p_in / p_n, "n": min(p_n, c_n), "ci": None, "needed": "Holm p < α"}
+        best_p = st.fisher_exact([[c_n, 0], [0, p_n]]).pvalue  # the most extreme table these counts allow
+        if best_p >= C.VERDICT_ALPHA / family:
+            reason = f"cannot be resolved with {min(p_n, c_n)} runs per curve; needs about {runs_needed(family)}"
+            out.append({**part, "p": None, "status": "not tested", "reason": reason})
+        else:
+            p = float(st.fisher_exact([[c_in, c_n - c_in], [p_in, p_n - p_in]]).pvalue)
+            out.append({**part, "p": p, "status": "tested", "reason": ""})
+    return out
+
+
+def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None:
+    deltas = [d for e in edf_rows if (e["model_label"], e["optimizer"]) == (label, opt) for d in e["delta"]]
+    return (sum(d <= C.EDF_K for d in deltas), len(deltas)) if deltas else None
+
+
+def stem_claim(tables: dict | None) -> dict | None:
+    """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs."""
+    if not tables or not {g["model_label"] for g in tables["gaps"]} & {"ViT_P", "ViT_C"}:
+        return None
+    n_opt = len({e["optimizer"] for e in tables["edf"]})
+    parts = [gap_contrast(tables["cells"]), *edf_parts(tables["edf"], 1 + n_opt)]
+    tested = [p for p in parts if p["status"] == "tested"]
+    for part, q in zip(tested, S.holm([p["p"] for p in tested]), strict=True):
+        firm = q is not None and q < C.VERDICT_ALPHA
+        part["p"], part["status"] = q, "holds" if firm and part["d"] > 0 else "reversed" if firm else "unresolved"
+    decisive = [parts[0], *tested[1:]] if tested and tested[0] is parts[0] else [parts[0], *tested]
+    held, bad = (sum(p["status"] == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
+    verdict = "not supported" if bad else "supported" if held == len(decisive) else "inconclusive"  # can't resolve
+    why = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
+    why += "".join(f"; {p['what'].split(',')[0]}: {p['reason']}" for p in parts if p.get("reason"))
+    low = below_linear(tables["gaps"])
+    if low:
+        verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
+    claim = C.STEM_CLAIM
+    head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
+    return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [], "parts": parts}
+
+
+def below_linear(gaps: list[dict]) -> list[str]:
+    """ViT_P / ViT_C whose best run (either optimizer) does not beat the linear baseline's best run."""
+    best = {g["model_label"]: max(r["acc"] for r in (g["adamw"], g["sgd"]) if r) for g in gaps}
+    linear = (g["model_label"] for g in gaps if g["adamw"] and g["adamw"]["candidate"] == C.BASELINES[0])
+    floor = best.get(next(linear, None))
+    if floor is None:
+        return []
+    return [f"{lab}: best run {best[lab]:.1f}% is not above the linear baseline's best {floor:.1f}%"
+            for lab in ("ViT_P", "ViT_C") if lab in best and best[lab] <= floor]  # fmt: skip

@@ -1,0 +1,153 @@
+"""Issue 20's defects on fabricated studies, judged from the records up (report.judging), and claim (f)."""
+
+from __future__ import annotations
+
+import pytest
+from scipy import stats as st
+
+from coatsearch.report import judging, stem
+from coatsearch.report import verdicts as V
+from tests.report_records import AGREE, SPACE, layout_records, record, seeded, vit_records, with_derived
+
+SPLITS = {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}
+
+
+def stepped(values: dict, edit=None) -> list[dict]:
+    """layout_records with step-level generalization curves (the report reads claim (a) off them), edited."""
+    recs = layout_records(values)
+    for r in recs:
+        if r["state"] == "COMPLETE" and "curves.generalization" in r["attrs"]:
+            r["attrs"]["curves.generalization"]["step"] = list(range(6))
+            if edit:
+                edit(r)
+    return recs
+
+
+def _judge(values: dict, edit=None) -> dict[str, dict]:
+    return {c["id"]: c for c in judging.judge_records(SPACE, stepped(values, edit))["claims"]}
+
+
+def _gen(**accs: float) -> dict:
+    """AGREE with these generalization eval accuracies (the curves read them at the matched level too)."""
+    base = {**{n: v[1] for n, v in AGREE["generalization.eval_acc"].items()}, **accs}
+    rest = {k: v for k, v in AGREE.items() if k != "generalization.matched_acc"}  # the report reads it off curves
+    return {**rest, **seeded({"generalization.eval_acc": base})}
+
+
+def test_violation_p_is_one_sided_beyond_the_margin():
+    p = {"d": -3.0, "se": 1.0, "df": 8, "margin": 1.0, "paper": "≥"}
+    assert V.violation_p(p) == pytest.approx(st.t.cdf(-2.0, 8))
+    assert V.violation_p({**p, "paper": "≈"}) == pytest.approx(2 * st.t.cdf(-2.0, 8))
+    assert V.violation_p({**p, "d": 3.0, "paper": "≈"}) == pytest.approx(2 * st.t.sf(2.0, 8))
+    assert V.violation_p({**p, "d": 3.0}) > 0.99  # '≥' is only violated downwards
+    assert V.violation_p({**p, "se": None}) is None
+
+
+def test_v0_far_below_v2_refutes_claim_d():
+    """b1c4749's rule: 'supported' (V2 > V1 holds; the ≥ relation was never tested)."""
+    d = _judge(_gen(**{**SPLITS, "C-C-T-T": 0.78}))["d"]
+    assert d["verdict"] == "not supported"
+    assert "'≥' relation violated beyond its margin: V0 ≥ V2 (-5.93, margin 1)" in d["why"]  # 78.0 vs 83.9 ± jitter
+    v0v2, v2v1 = d["evidence"][0]["pairs"]
+    assert v0v2["status"] == "violated" and v0v2["p_holm"] < 0.04 and v2v1["status"] == "holds"
+
+
+def test_c_c_c_t_far_above_c_c_c_c_refutes_claim_a():
+    """b1c4749's rule: 'supported' (the ≈ relation only got an equivalence statement)."""
+    claims = _judge(_gen(**{"C-C-C-C": 0.80, "C-C-C-T": 0.86}))
+    a = claims["a"]
+    assert a["evidence"][0]["key"] == "generalization.matched_acc"
+    assert a["verdict"] == "not supported" and "C-C-C-C ≈ C-C-C-T (-6.02, margin 1)" in a["why"]
+    assert [p["status"] for p in a["evidence"][0]["pairs"]] == ["violated", "non-inferior", "holds", "holds"]
+    assert _judge(_gen())["a"]["verdict"] == "supported"  # the same study with C-C-C-C ≈ C-C-C-T: supported
+
+
+def _loss(candidate: str, losses: list[float]):
+    def edit(r):
+        if r["attrs"]["candidate"] == candidate or candidate == "*":
+            r["attrs"]["curves.generalization"]["train_loss"] = losses
+
+    return edit
+
+
+def test_censored_key_candidate_puts_claim_a_out_of_regime():
+    """b1c4749's rule read every candidate at 0.316 nats (C-T-T-T's lowest) and judged (a) there."""
+    j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", [2.0, 1.0, 0.6, 0.4, 0.3, 0.3])))
+    a = next(c for c in j["claims"] if c["id"] == "a")
+    assert a["verdict"] == "inconclusive"
+    assert a["why"].startswith("out of regime — C-T-T-T never fit below 0.316 nats (every run must reach 0.1 nats")
+    assert j["gen"]["level"] == pytest.approx(0.1) and j["gen"]["key"][:2] == ["ViT_REL", "C-C-C-C"]
+    assert not any(u.startswith("C-C-C-C") for u in j["gen"]["out_of_regime"])
+
+
+def test_claim_a_never_vanishes_when_every_candidate_is_censored():
+    """b1c4749's rule dropped (a) from the report: no candidate reached the ladder, so no verdict at all."""
+    a = _judge(_gen(), _loss("*", [2.3, 2.2, 2.1, 2.0, 1.9, 1.8]))["a"]
+    assert a["verdict"] == "inconclusive" and a["evidence"] == []
+    assert a["why"].startswith("out of regime — ViT_REL never reached the ladder")
+
+
+def test_a_claim_with_one_model_measured_is_not_tested_not_dropped():
+    only = seeded({"generalization.eval_acc": {"C-C-C-C": 0.86}})
+    rows = [r for r in judging.judge_records(SPACE, stepped(only))["rows"] if r["candidate"] == "C-C-C-C"]
+    b = V.chain_claim(V.C.CHAIN_CLAIMS[1], rows)
+    assert b["verdict"] == "not tested at this scale" and "measured models: C-C-C-C" in b["why"]
+    assert V.chain_claim(V.C.CHAIN_CLAIMS[3], rows) is None  # none of V0/V1/V2: not this study's claim
+
+
+def fixed_runs(p_sgd_drop: float, c_sgd_drop: float, seeds=(0, 1, 2)) -> list[dict]:
+    """ViT_P / ViT_C × AdamW / SGD at one fixed recipe per cell and seed, plus 3 sampled lr/wd runs per curve."""
+    recs, jitter = [], (0.0, 0.004, -0.003, 0.002)
+    for s in seeds:
+        for i, (label, opt) in enumerate(stem.CELLS):
+            drop = {("ViT_P", "sgd"): p_sgd_drop, ("ViT_C", "sgd"): c_sgd_drop}.get((label, opt), 0.0)
+            acc = 0.85 - drop + 0.01 * s + jitter[(i + s) % 4]
+            metrics = with_derived({"accuracy.eval_acc": acc})
+            lr = 1e-3 if opt == "adamw" else 5e-2
+            recs.append(record(len(recs), f"{label}-{opt}", s, metrics, label=label, optimizer=opt, lr=lr))
+            sampled = with_derived({"accuracy.eval_acc": acc - 0.02 * (1 + s)})
+            recs.append(record(len(recs), f"{label}-{opt}-search", s, sampled, label=label, optimizer=opt,
+                               lr=lr * (2 + s), params={"train.lr": lr * (2 + s)}))  # fmt: skip
+    return recs
+
+
+def _stem(recs: list[dict]) -> dict | None:
+    space = {"study": {"objective": "accuracy.eval_acc"}}
+    return next((c for c in judging.judge_records(space, recs)["claims"] if c["id"] == "f"), None)
+
+
+def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
+    recs = fixed_runs(0.10, 0.005)
+    acc = {(r["attrs"]["model_label"], r["attrs"]["optim"]["optimizer"], r["attrs"]["seed"]): 100 * r["attrs"][
+        "accuracy.eval_acc"] for r in recs if not r["params"].get("train.lr")}  # fmt: skip
+    want = [(acc["ViT_P", "adamw", s] - acc["ViT_P", "sgd", s]) - (acc["ViT_C", "adamw", s] - acc["ViT_C", "sgd", s])
+            for s in (0, 1, 2)]  # fmt: skip
+    good = _stem(recs)
+    gap = good["parts"][0]
+    assert gap["n"] == 3 and gap["d"] == pytest.approx(sum(want) / 3) and gap["status"] == "holds"
+    half = st.t.ppf(0.975, 2) * st.tstd(want) / 3**0.5
+    assert gap["ci"] == pytest.approx((gap["d"] - half, gap["d"] + half)) and gap["ci"][0] > 0
+    assert good["verdict"] == "supported"
+    edf = good["parts"][1:]
+    assert edf and all(p["status"] == "not tested" for p in edf)
+    assert edf[0]["reason"] == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(3)}"
+    assert "needs about" in good["why"]
+    assert _stem(fixed_runs(0.0, 0.10))["verdict"] == "not supported"  # ViT_C loses 10 points with SGD
+    assert _stem(fixed_runs(0.003, 0.005))["verdict"] == "inconclusive"
+
+
+def test_claim_f_without_fixed_recipes_is_not_decided_by_best_runs():
+    f = _stem(vit_records())  # one seed, 8 sampled lr/wd per cell: no fixed recipe on 2 seeds
+    assert f["parts"][0]["status"] == "not tested" and "sampled lr/wd confound seed and recipe" in f["why"]
+    assert f["verdict"] == "inconclusive"
+    assert all(p["status"] == "holds" for p in f["parts"][1:])  # 8 vs 8 runs: Fisher can reach its Holm level
+
+
+def test_claim_f_is_out_of_regime_when_a_model_never_beats_the_linear_baseline():
+    def linear(acc: float, seed: int) -> dict:
+        metrics = with_derived({"accuracy.eval_acc": acc})
+        return record(900 + seed, "baseline-linear", seed, metrics, label="linear baseline", optimizer="adamw")
+
+    assert _stem([*fixed_runs(0.10, 0.005), linear(0.80, 0)])["verdict"] == "supported"
+    low = _stem([*fixed_runs(0.10, 0.005), linear(0.90, 0)])
+    assert low["verdict"] == "inconclusive" and low["why"].startswith("out of regime — ViT_P: best run")
