@@ -38,7 +38,7 @@ def test_layout_study_report(tmp_path):
         assert part in text
     assert re.search(r"\| C-C-T-T +\| C-C-T-T +\| C1x32/1 C3x64/2 T7x128/2 T1x256/1 +\|", text)  # pandas table
     folder = path.parent
-    for name in ("generalization.png", "curves.png", "acc_vs_macs.png"):
+    for name in ("generalization.png", "curves.png", "acc_vs_params.png"):
         assert (folder / name).read_bytes()[:8] == PNG and f"]({name})" in text
     assert not (folder / "edf.png").exists() and not (folder / "length.png").exists()
     summary = json.loads((folder / "summary.json").read_text())
@@ -62,7 +62,7 @@ def test_vit_study_report_has_optimizability(tmp_path):
                  "### Training-length stability", "### Peak performance", "### Hyperparameter samples used",
                  "(f) Conv stem", "Accuracy used: recipe eval acc (`accuracy.eval_acc`)"):  # fmt: skip
         assert part in text
-    for name in ("edf.png", "length.png", "curves.png", "acc_vs_macs.png"):
+    for name in ("edf.png", "length.png", "curves.png", "acc_vs_params.png"):
         assert (path.parent / name).read_bytes()[:8] == PNG
     assert "## Failed and pruned trials" not in text and "Proxy scale" not in text  # no data, no section
 

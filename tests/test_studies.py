@@ -1,5 +1,6 @@
 """The shipped studies on real Fashion-MNIST (Debian's dataset-fashion-mnist): quick profiles end to end."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,13 +30,20 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     report = (tmp_path / "r" / "paper_layouts-quick" / "report.md").read_text()
     assert "## Candidates" in report and "Fashion-MNIST padded to 32x32" in report
     assert "## Generalization at matched training loss" in report and "not tested at this scale" in report
+    claims = {c["id"]: c for c in json.loads((tmp_path / "r" / "paper_layouts-quick" / "summary.json").read_text())[
+        "claims"]}  # fmt: skip
+    assert claims["a"]["verdict"] == "inconclusive"  # one seed: never firm, and never dropped (b1c4749 dropped it)
+    assert "(a) Generalization" in report
 
 
 def test_vit_stems_quick_measures_optimizability(tmp_path):
     args = ["run", str(SPACES / "vit_stems.yaml"), "--profile", "quick", "--quiet"]
     assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
     trials = store.load_study(tmp_path / "s", "vit_stems-quick").get_trials()
-    assert len(trials) == 4 * 2 + 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)  # + the 2 baselines
+    assert len(trials) == 4 * 2 + 4 + 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)  # + fixed, baselines
+    fixed = [t.user_attrs["optim"] for t in trials if t.params["candidate"].endswith("-fixed")]
+    assert sorted((o["optimizer"], o["lr"], o["weight_decay"]) for o in fixed) == [
+        ("adamw", 1e-3, 0.05), ("adamw", 1e-3, 0.05), ("sgd", 0.05, 3e-5), ("sgd", 0.05, 3e-5)]  # fmt: skip
     sampled = [t for t in trials if "train.lr" in t.params]
     assert {t.user_attrs["optim"]["optimizer"] for t in sampled} == {"adamw", "sgd"}
     for t in sampled:

@@ -163,18 +163,37 @@ def claim_notes(claims: list[dict], cap: dict | None) -> list[dict]:
     return [{**c, "notes": [*c.get("notes", []), note]} if c["id"] == "b" else c for c in claims]
 
 
+def _recipe(record: dict) -> str:
+    """A run's optimizer, lr and weight decay, as a curve label's suffix."""
+    o = record["attrs"].get("optim") or {}
+    return (
+        f"{o.get('optimizer', '?')}, lr {o.get('lr', float('nan')):.3g}, wd {o.get('weight_decay', float('nan')):.3g}"
+    )
+
+
 def mean_curves(space: dict, records: list[dict], score: str) -> list[dict]:
-    """Per candidate: mean clean train loss and eval accuracy (%) over its runs at each curve step of `score`."""
+    """Per candidate and recipe (optimizer, lr, wd): mean clean train loss and eval accuracy (%) over its runs.
+
+    Runs of different lr/wd draws are never averaged together: a candidate whose runs differ in recipe gets one
+    curve per recipe, labelled with it.
+    """
     f = M.curve_frame(records, score)
     if f.empty:
         return []
-    g = f.groupby(["candidate", "step"])
+    recipe = {r["number"]: _recipe(r) for r in complete(records)}
+    f = f.assign(recipe=f["run"].map(recipe))
+    g = f.groupby(["candidate", "recipe", "step"])
     mean = pd.DataFrame({"train_loss": g["train_loss"].mean(), "eval_acc": g["eval_acc"].mean() * 100})
-    runs = f.groupby("candidate")["run"].nunique()
-    names = [c for c in dict.fromkeys([*(space.get("candidates") or []), *f["candidate"]]) if c in runs.index]
+    runs = f.groupby(["candidate", "recipe"])["run"].nunique()
+    names = [
+        c for c in dict.fromkeys([*(space.get("candidates") or []), *f["candidate"]]) if c in f["candidate"].values
+    ]
     out = []
     for c in names:
-        m = mean.loc[c]
-        out.append({"candidate": c, "step": m.index.tolist(), "train_loss": m["train_loss"].tolist(),
-                    "eval_acc": m["eval_acc"].tolist(), "runs": int(runs[c])})  # fmt: skip
+        mine = runs.loc[c]
+        for rec, n in mine.items():
+            m = mean.loc[(c, rec)]
+            out.append({"candidate": c, "label": c if len(mine) == 1 else f"{c} ({rec})", "step": m.index.tolist(),
+                        "train_loss": m["train_loss"].tolist(), "eval_acc": m["eval_acc"].tolist(),
+                        "runs": int(n)})  # fmt: skip
     return out

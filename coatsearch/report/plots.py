@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch.report import plots_measures  # noqa: E402
-from coatsearch.report.claims import BASELINES  # noqa: E402
+from coatsearch.report.claims import BASELINES, EDF_RUNS  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 
 SCORE_TITLES = {
@@ -80,10 +80,17 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     axes = fig.subplots(len(scores), 2, squeeze=False)
     for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
         x = "step" if "step" in tables[score][0] else "epoch"  # step curves; per-epoch ones from older studies
+        seen: dict[str, int] = {}
         for c in tables[score]:
-            style = {**_style(names.index(c["candidate"]), c["candidate"]), "ms": 3}
-            ax_loss.plot(c[x], c["train_loss"], label=c["candidate"], **style)
-            ax_acc.plot(c[x], c["eval_acc"], label=c["candidate"], **style)
+            k = seen[c["candidate"]] = seen.get(c["candidate"], -1) + 1  # a candidate's k-th recipe: its own dashes
+            style = {
+                **_style(names.index(c["candidate"]), c["candidate"]),
+                "ms": 3,
+                "ls": ("-", "--", ":", "-.")[k % 4],
+            }
+            label = c.get("label", c["candidate"])  # per recipe where a candidate's runs differ in lr/wd
+            ax_loss.plot(c[x], c["train_loss"], label=label, **style)
+            ax_acc.plot(c[x], c["eval_acc"], label=label, **style)
         title = SCORE_TITLES.get(score, score)
         what = "clean, fixed probe" if x == "step" else "running mean"
         xlabel = "optimizer step" if x == "step" else "epoch"
@@ -98,48 +105,52 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     return _save(fig, path)
 
 
-def acc_vs_macs(rows: list[dict], acc_key: str | None, acc_label: str, path: Path) -> str | None:
-    """Eval accuracy (mean ± sd over runs) against MACs per candidate."""
-    if not any(acc_key and acc_key in r["metrics"] and "macs" in r["metrics"] for r in rows):
+def acc_vs_params(rows: list[dict], acc_key: str | None, acc_label: str, path: Path) -> str | None:
+    """Eval accuracy (mean ± sd over runs) against params per candidate (MACs are matched, so params vary)."""
+    pts = [(i, r) for i, r in enumerate(rows) if acc_key and acc_key in r["metrics"] and "params" in r["metrics"]]
+    if not pts:
         return None
     fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
-    for i, r in enumerate(rows):
-        if acc_key not in r["metrics"] or "macs" not in r["metrics"]:
-            continue
-        x, y = r["metrics"]["macs"], r["metrics"][acc_key]
-        ax.errorbar(
-            x.mean,
-            y.mean,
-            yerr=y.sd or 0,
-            capsize=3,
-            ls="none",
-            ms=7,
-            label=r["candidate"],
-            **_style(i, r["candidate"]),
-        )
-    ax.set(xlabel="MACs per image (millions of multiply-adds)", ylabel=f"{acc_label} (%)", title="Accuracy vs MACs")
+    for i, r in pts:
+        x, y = r["metrics"]["params"], r["metrics"][acc_key]
+        ax.errorbar(x.mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7, label=r["candidate"],
+                    **_style(i, r["candidate"]))  # fmt: skip
+    xs = [r["metrics"]["params"].mean for _, r in pts]
+    if min(xs) > 0 and max(xs) / min(xs) > 3:
+        ax.set_xscale("log")
+    ax.set(xlabel="parameters (millions)", ylabel=f"{acc_label} (%)", title="Accuracy vs parameters (matched MACs)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
 
 def edf(rows: list[dict], k: float, path: Path) -> str | None:
-    """EDF of Δerror from the best run of the same model and optimizer, one panel per optimizer."""
+    """EDF of Δerror from the best run of the same model and optimizer, one panel per optimizer.
+
+    A curve with fewer than EDF_RUNS runs is drawn as its runs (dots, the best one ringed), not as a step EDF.
+    """
     if not rows:
         return None
     opts = sorted({r["optimizer"] for r in rows})
     fig = Figure(figsize=(5.5 * len(opts), 4.5), layout="constrained")
     for ax, opt in zip(fig.subplots(1, len(opts), squeeze=False)[0], opts, strict=True):
-        for i, r in enumerate(rows):
-            if r["optimizer"] != opt:
+        mine = [(i, r) for i, r in enumerate(rows) if r["optimizer"] == opt]
+        for j, (i, r) in enumerate(mine):
+            label = f"{r['label']} (n={r['n']})"
+            if r["n"] >= EDF_RUNS:
+                ax.step([0.0, *r["delta"]], [0.0, *r["fraction"]], where="post", color=f"C{i % 10}", label=label)
                 continue
-            xs, ys = [0.0, *r["delta"]], [0.0, *r["fraction"]]
-            ax.step(xs, ys, where="post", color=f"C{i % 10}", label=f"{r['label']} (n={r['n']})")
+            y = [(j + 1) / (len(mine) + 1)] * r["n"]  # one row of dots per curve
+            ax.plot(r["delta"], y, "o", color=f"C{i % 10}", label=label + ": runs, best ringed")
+            ax.plot([min(r["delta"])], y[:1], "o", ms=12, mfc="none", color=f"C{i % 10}")
         ax.axvline(k, color="grey", ls=":", lw=1, label=f"{k:g} points")
+        few = any(r["n"] < EDF_RUNS for _, r in mine)
         ax.set(xlabel="Δ top-1 error from the best run, same model and optimizer (points)")
-        ax.set(ylabel="cumulative fraction of runs")
+        ax.set(ylabel=f"runs (curves with < {EDF_RUNS} runs)" if few else "cumulative fraction of runs")
         ax.set(title=f"Hyperparameter EDF ({opt})", ylim=(0, 1.02))
+        if few:
+            ax.set_yticks([])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return _save(fig, path)
@@ -203,22 +214,25 @@ FIGURES: dict[str, FigureSpec] = {
             "curves",
             "curves",
             lambda tables, s, path: curves(tables, [r["candidate"] for r in s["candidates"]], path),
-            "Training curves per candidate (mean over runs): clean train loss on the fixed probe and eval accuracy "
+            "Training curves per candidate and recipe (mean over its runs; one curve per lr/wd draw where they "
+            "differ): clean train loss on the fixed probe and eval accuracy "
             "on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
         ),
         FigureSpec(
-            "acc_vs_macs",
+            "acc_vs_params",
             "candidates",
-            lambda rows, s, path: acc_vs_macs(rows, s["primary_acc"], s["primary_label"], path),
-            "Eval accuracy (mean ± sd) against MACs per image.",
+            lambda rows, s, path: acc_vs_params(rows, s["primary_acc"], s["primary_label"], path),
+            "Eval accuracy (mean ± sd) against parameters: the candidates are matched in MACs, so params are what "
+            "varies between them.",
         ),
         FigureSpec(
             "edf",
             "edf",
             lambda rows, s, path: edf(rows, s["edf_k"], path) if s["search_dims"] else None,
             "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
-            "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. The AdamW − SGD offset is "
-            "the optimizer gap, shown separately.",
+            "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. A curve with fewer than "
+            f"{EDF_RUNS} runs is drawn as its runs (dots, the best ringed): too few for an EDF. The AdamW − SGD "
+            "offset is the optimizer gap, shown separately.",
         ),
         FigureSpec(
             "matched_loss",
@@ -226,7 +240,8 @@ FIGURES: dict[str, FigureSpec] = {
             lambda frames, s, path: plots_measures.draw(frames, path),
             "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
             "(CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some runs "
-            "are censored), × the end of a censored run, the dashed line the common level of the comparison.",
+            "are censored), × the end of a censored run, the dashed line claim (a)'s common level (the lowest level "
+            "at or below 0.1 nats every run of its key candidates reached).",
             compute=lambda space, records: plots_measures.frames(space, records),
         ),
         FigureSpec(

@@ -75,7 +75,7 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
         Line2D([], [], color="grey", marker="x", ls="none", label="end of a censored run"),
     ]
     if level is not None:
-        keys.append(Line2D([], [], color="grey", ls="--", label=f"common level {level:.3g} nats"))
+        keys.append(Line2D([], [], color="grey", ls="--", label=f"claim (a) common level {level:.3g} nats"))
     ax.legend(handles=[*ax.get_legend_handles_labels()[0], *keys], fontsize=8)
     return fig
 

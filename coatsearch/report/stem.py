@@ -58,7 +58,7 @@ def recipe_cells(runs: list[dict]) -> dict[str, dict]:
 def gap_contrast(cells: dict[str, dict]) -> dict:
     """The per-seed gap contrast over the seeds all four cells share: mean, sd, t interval, two-sided p."""
     what = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD), fixed recipes, paired by seed (points)"
-    part = {"what": what, "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α"}
+    part = {"what": what, "short": "gap contrast", "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α"}
     if len(cells) < len(CELLS):
         return {**part, "status": "not tested", "reason": "no runs for " + ", ".join(
             f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells)}  # fmt: skip
@@ -96,7 +96,8 @@ def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
             continue
         (p_in, p_n), (c_in, c_n) = share["ViT_P"], share["ViT_C"]
         what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
-        part = {"what": what, "d": c_in / c_n - p_in / p_n, "n": min(p_n, c_n), "ci": None, "needed": "Holm p < α"}
+        part = {"what": what, "short": f"EDF ({opt})", "d": c_in / c_n - p_in / p_n, "n": min(p_n, c_n), "ci": None,
+                "needed": "Holm p < α"}  # fmt: skip
         best_p = st.fisher_exact([[c_n, 0], [0, p_n]]).pvalue  # the most extreme table these counts allow
         if best_p >= C.VERDICT_ALPHA / family:
             reason = f"cannot be resolved with {min(p_n, c_n)} runs per curve; needs about {runs_needed(family)}"
@@ -126,7 +127,7 @@ def stem_claim(tables: dict | None) -> dict | None:
     held, bad = (sum(p["status"] == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
     verdict = "not supported" if bad else "supported" if held == len(decisive) else "inconclusive"  # can't resolve
     why = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
-    why += "".join(f"; {p['what'].split(',')[0]}: {p['reason']}" for p in parts if p.get("reason"))
+    why += "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
     low = below_linear(tables["gaps"])
     if low:
         verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
