@@ -37,15 +37,14 @@ def key_candidates(curves: pd.DataFrame, records: list[dict]) -> list[str]:
     return out
 
 
-def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> list[str]:
-    """Why claim (a) is out of regime: key candidates with a run that never fits to `fit` nats."""
+def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
+    """Key candidates of claim (a) with a run that never fits to `fit` nats, each with how low all its runs got."""
     lowest = M.lowest_reached(at[at["candidate"].isin(key)])
-    out = []
+    out = {}
     for c in key:
         low = lowest.get(c)
         if pd.isna(low) or low > fit * (1 + 1e-9):
-            where = "never reached the ladder" if pd.isna(low) else f"never fit below {low:.3g} nats"
-            out.append(f"{c} {where} (every run must reach {fit:g} nats, where train accuracy exceeds eval)")
+            out[c] = f"{c} " + ("never reached the ladder" if pd.isna(low) else f"never fit below {low:.3g} nats")
     return out
 
 
@@ -66,7 +65,8 @@ def matched(space: dict, records: list[dict]) -> dict:
     reached = [c for c in lowest.index if not pd.isna(lowest[c])]
     key = key_candidates(curves, records)
     unfit = _unfit(at, key, C.FIT_LOSS)
-    fits = [c for c in key or reached if c in reached and not any(u.startswith(f"{c} ") for u in unfit)]
+    fits = [c for c in key or reached if c in reached and c not in unfit]
+    rule = f"every run of a key candidate must reach {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy"
     low = at[at["level"] <= C.FIT_LOSS * (1 + 1e-9)]
     level = M.common_level(low, fits) if fits else None
     table = _table(at, level, lowest)
@@ -77,7 +77,8 @@ def matched(space: dict, records: list[dict]) -> dict:
         rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
     never = [c for c in lowest.index if c not in reached]
     return {"curves": curves, "matched": at, "level": level, "table": [r for r in rows if r["candidate"] in reached],
-            "never": never, "levels": list(ladder), "key": key, "out_of_regime": unfit}  # fmt: skip
+            "never": never, "levels": list(ladder), "key": key,
+            "out_of_regime": [*unfit.values(), rule] if unfit else []}  # fmt: skip
 
 
 def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataFrame:
