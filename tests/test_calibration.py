@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -81,12 +80,6 @@ def test_simulated_orders_follow_the_claims():
                                                    "ViT_REL": 2}  # fmt: skip
     assert where["transfer.gain"] == {"C-C-T-T": 0, "C-T-T-T": 1}
     assert where["generalization.eval_acc"] == {"C-C-T-T": 0, "V2": 0, "V1": 1, "C-C-T-T-norel": 1}
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("COATSEARCH_CALIBRATE"), reason="set COATSEARCH_CALIBRATE=1 (about 6 min)")
-def test_the_whole_table_regenerates(table):
-    assert K.calibrate.__wrapped__() == table  # all 1,200 replicates, 2 shared cores
 
 
 def test_pooled_noise_is_the_two_way_residual():
