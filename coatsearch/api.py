@@ -346,8 +346,10 @@ class Status:
 
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
     """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
+    from coatsearch.trialcheck import ours
+
     st = open_study(study, studies_dir)
-    trials = st.get_trials(deepcopy=False)
+    trials = ours(st.get_trials(deepcopy=False))  # foreign or malformed trials: one note each, not counted
     by = {s: [t for t in trials if t.state.name == s] for s in ("COMPLETE", "FAIL", "PRUNED", "RUNNING", "WAITING")}
     failed = sum(1 for t in by["FAIL"] if "fail_reason" in t.user_attrs)
     walls = [float(t.user_attrs["wall_s"]) for t in by["COMPLETE"] if _finite(t.user_attrs.get("wall_s"))]

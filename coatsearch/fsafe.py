@@ -29,7 +29,7 @@ def check_plain(path: Path) -> Path:
     except FileNotFoundError:
         return Path(path)
     except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise UserError(f"{path}: cannot be used ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
         raise UserError(
             f"{path}: is a symbolic link (to {os.readlink(path)}); coatsearch does not read or write through "

@@ -123,6 +123,8 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     space, records = info.load(study)
     summary = summarize(study_name, space, records)
     folder = report_folder(Path(reports_dir), study_name)
+    for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
+        fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
     figures = plots.render_all(summary, folder)
     path = folder / "report.md"
     fsafe.write(path, render(summary, figures))  # atomic, no link followed (coatsearch.fsafe)
