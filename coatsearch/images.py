@@ -23,7 +23,8 @@ from coatsearch.errors import UserError
 def check_tree(root: Path) -> None:
     """Refuse any folder link or special file under `root` (walked without following links) in one line."""
     for folder, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
+        dirs.sort()  # a deterministic walk: the first offending path is always the same
+        for name in sorted(dirs + files):
             path = Path(folder) / name
             mode = os.lstat(path).st_mode
             if stat.S_ISLNK(mode) and path.is_dir():
@@ -56,8 +57,10 @@ def _pixels(im) -> np.ndarray:
         return np.repeat((a * 255 / 65535).round().astype(np.uint8)[..., None], 3, axis=2)
     if mode == "F":
         a = np.asarray(im, dtype=np.float64)
-        if not np.isfinite(a).all() or a.min() < 0 or a.max() > 1:
-            raise ValueError(f"float image with values {np.nanmin(a):.3g}..{np.nanmax(a):.3g}, expected 0..1")
+        if not np.isfinite(a).all():
+            raise ValueError("float image with non-finite values (NaN or infinity)")
+        if a.min() < 0 or a.max() > 1:
+            raise ValueError(f"float image with values {a.min():.3g}..{a.max():.3g}, expected 0..1")
         return np.repeat((a * 255).round().astype(np.uint8)[..., None], 3, axis=2)
     return np.asarray(im.convert("RGB"))
 
