@@ -295,19 +295,19 @@ def _row(trial: Any) -> dict[str, Any]:
 def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies") -> Path:
     """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path.
 
-    The file is written atomically (`coatsearch.fsafe`); a path inside the studies folder (the study's own
-    journal, its locks) or a link is refused before anything is written.
+    The file is written atomically (`coatsearch.fsafe`); a path inside the study's folder (its journal, its
+    locks) or a link is refused before anything is written.
     """
     from coatsearch import fsafe
-    from coatsearch.paths import check_root
+    from coatsearch.paths import study_folder
 
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
-    studies = check_root(Path(studies_dir), "--studies-dir")
-    if path.expanduser().resolve().is_relative_to(studies):
-        raise UserError(f"--out {path}: is inside the studies folder {studies}; export writes elsewhere")
-    frame = results(study, studies_dir)
+    frame = results(study, studies_dir)  # a missing study stops here
+    folder = study_folder(Path(studies_dir), study)
+    if path.expanduser().resolve().is_relative_to(folder):
+        raise UserError(f"--out {path}: is inside the study's folder {folder}; export writes elsewhere")
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401

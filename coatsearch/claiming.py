@@ -1,6 +1,7 @@
 """Claiming planned trials under the study's claim lock, and the accounting of trials whose worker was killed.
 
-Part of the store (`coatsearch.store` re-exports these; its docstring states the storage invariants).
+Part of the store (`coatsearch.store` re-exports these; its docstring states the storage invariants); it
+reads trials through their attributes and state names, so it imports no optuna itself.
 - A RUNNING trial whose worker process is gone was killed (kill -9, the kernel's OOM killer): it is told
   FAIL without a reason, so the next run trains it again, at most KILL_RETRIES times; the kill after that
   is recorded as FAIL with the reason `worker killed (signal 9; out of memory?)`, which keeps the key taken,
@@ -19,9 +20,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import optuna
-from optuna.trial import TrialState
+from typing import Any
 
 from coatsearch import fsafe
 from coatsearch.trialcheck import problem
@@ -53,7 +52,7 @@ def claim(study, items: dict, run_id: str, limit: int | None, study_folder: Path
         trials = study.get_trials(deepcopy=False)
         if limit is not None and sum(t.user_attrs.get("run_id") == run_id for t in trials) >= limit:
             return None
-        if not any(t.state == TrialState.WAITING for t in trials):
+        if not any(t.state.name == "WAITING" for t in trials):
             taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
             item = next((i for k, i in items.items() if k not in taken), None)
             if item is None:
@@ -66,25 +65,25 @@ def claim(study, items: dict, run_id: str, limit: int | None, study_folder: Path
         return trial, items[trial.user_attrs["key"]]
 
 
-def holds_key(t: optuna.trial.FrozenTrial) -> bool:
+def holds_key(t: Any) -> bool:
     """Whether a trial keeps its key taken: one of ours in any state but a FAIL without a reason."""
     if problem(t):
         return False
-    if t.state == TrialState.FAIL:
+    if t.state.name == "FAIL":
         return "fail_reason" in t.user_attrs
     return True
 
 
-def fail_stale(study: optuna.Study) -> None:
+def fail_stale(study: Any) -> None:
     """Tell FAIL each RUNNING trial whose process is gone, and each foreign or unplanned WAITING trial."""
     host = socket.gethostname()
     trials = study.get_trials(deepcopy=False)
     for t in trials:
         why = problem(t)
-        if t.state == TrialState.WAITING and why:
+        if t.state.name == "WAITING" and why:
             _fail(study, t, f"left out by coatsearch: {why}")
             print(f"coatsearch: note: trial {t.number}: {why}; told FAIL and left out", file=sys.stderr)
-        if t.state != TrialState.RUNNING or why:
+        if t.state.name != "RUNNING" or why:
             continue
         worker = t.user_attrs["worker"]
         if worker["host"] == host and not _alive(worker["pid"]):
@@ -94,24 +93,24 @@ def fail_stale(study: optuna.Study) -> None:
             _fail(study, t, reason)
 
 
-def _killed(t: optuna.trial.FrozenTrial) -> bool:
+def _killed(t: Any) -> bool:
     """A trial freed because its worker died (not interrupted by Ctrl-C, not failed with a reason)."""
     attrs = t.user_attrs
-    return t.state == TrialState.FAIL and "fail_reason" not in attrs and not attrs.get("interrupted")
+    return t.state.name == "FAIL" and "fail_reason" not in attrs and not attrs.get("interrupted")
 
 
-def _fail(study: optuna.Study, t: optuna.trial.FrozenTrial, reason: str | None) -> None:
+def _fail(study: Any, t: Any, reason: str | None) -> None:
     storage = study._storage  # the trial is not this process's: write through the storage
     if reason is not None:
         storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
-    storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+    storage.set_trial_state_values(t._trial_id, type(t.state).FAIL)  # optuna's TrialState, not imported here
 
 
-def mark(study: optuna.Study, pid: int, key: str, value) -> int:
+def mark(study: Any, pid: int, key: str, value) -> int:
     """Set user attribute `key` on every RUNNING trial of worker `pid` on this host; how many there were."""
     host, n = socket.gethostname(), 0
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if not problem(t) and t.user_attrs["worker"] == {"host": host, "pid": pid}:
+    for t in study.get_trials(deepcopy=False):
+        if t.state.name == "RUNNING" and not problem(t) and t.user_attrs["worker"] == {"host": host, "pid": pid}:
             study._storage.set_trial_user_attr(t._trial_id, key, value)
             n += 1
     return n

@@ -20,6 +20,8 @@ from coatsearch.errors import UserError
 
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 _KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: files get the mode open() would give them (mkstemp makes them 0600)
 
 
 def check_plain(path: Path) -> Path:
@@ -65,6 +67,7 @@ def replacing(path: Path) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+        os.fchmod(fd, 0o666 & ~_UMASK)
         os.close(fd)
     except OSError as exc:
         raise UserError(f"{path}: cannot be written ({exc.strerror})") from None

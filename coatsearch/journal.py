@@ -197,8 +197,9 @@ def paused(lock: Any) -> Iterator[None]:
 
 def check(path: Path, lock: Any) -> None:
     """Raise a one-line UserError at the journal's first damaged line, saying how to repair it."""
-    with paused(lock):
-        damage = first_damage(fsafe.read_bytes(path))
+    with paused(lock):  # held for one read only: a writer's wait stays far below STALE_S
+        data = fsafe.read_bytes(path)
+    damage = first_damage(data)
     if damage is not None:
         raise UserError(
             f"{path}:{damage.line}: damaged study journal ({damage.why}); `coatsearch repair {path.parent.name} "

@@ -2,7 +2,7 @@
 
 Optuna's own API (the dashboard, a colleague's script) can write anything into a study. A trial is
 *ours* when its attributes have the types coatsearch writes (ATTRS), it carries the planned key while
-waiting, running or complete, and a COMPLETE trial a run claimed carries the `told` mark `store.tell`
+waiting or running, and a COMPLETE trial a run claimed carries the `told` mark `store.tell`
 writes just before the state (or, in journals older than the mark, the objective every result records).
 Anything else is left out of claims, counts and the report
 with a one-line note naming it (`trial 7: attribute optim is a str, expected a mapping; left out`).
@@ -69,7 +69,7 @@ def problem(trial: Any) -> str:
     if "seed" in params and not _typed(params["seed"], (int,), False):
         return f"param seed is {_kind(params['seed'])}, expected an int"
     state = trial.state.name
-    if state in ("WAITING", "RUNNING", "COMPLETE") and "key" not in attrs:
+    if state in ("WAITING", "RUNNING") and "key" not in attrs:
         return f"a {state} trial without the key coatsearch plans by (added from outside coatsearch)"
     if state == "RUNNING" and "worker" not in attrs:
         return "a RUNNING trial without a worker (started from outside coatsearch)"

@@ -133,10 +133,10 @@ def test_a_linked_claim_lock_is_refused(tmp_path):
 # ------------------------------------------------------------------------------ 2. commands that destroy
 
 
-@pytest.mark.parametrize("out", ["studies/fab/journal.log", "studies/fab/x.csv", "studies/other.csv"])
-def test_export_refuses_paths_inside_the_studies_folder(tmp_path, out):
+@pytest.mark.parametrize("out", ["studies/fab/journal.log", "studies/fab/claim.lock", "studies/fab/sub/x.csv"])
+def test_export_refuses_the_study_folder(tmp_path, out):
     journal = study(tmp_path)
-    refused(tmp_path, ["export", "fab", "--out", out], "is inside the studies folder", outside=journal)
+    refused(tmp_path, ["export", "fab", "--out", out], "is inside the study's folder", outside=journal)
 
 
 def test_export_writes_elsewhere_and_keeps_the_journal(tmp_path):
@@ -291,3 +291,12 @@ def test_text_with_an_undecodable_name_is_written(tmp_path):
     name = os.fsdecode(b"sp\xffce.yaml")  # a non-UTF-8 file name, as Python hands it over
     fsafe.write(tmp_path / "report.md", f"from `{name}`")
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == "from `sp\\udcffce.yaml`"
+
+
+def test_a_report_from_a_space_with_an_undecodable_file_name_is_written(tmp_path):
+    name = os.fsdecode(b"spaces/sp\xffce.yaml")
+    make_study(tmp_path / "studies", "fab", {**SPACE, "source": name}, layout_records())
+    store._OPEN.clear()
+    rc, out, err = cli(tmp_path, ["report", "fab"], seconds=300)
+    assert rc == 0, err
+    assert "from `spaces/sp\\udcffce.yaml`" in (tmp_path / "reports" / "fab" / "report.md").read_text(encoding="utf-8")
