@@ -192,9 +192,9 @@ def _load_imagefolder(name: str, root: str | None, size: int | None) -> tuple[to
         else:
             tr = ImageFolder(str(base))
             train_s, test_s = _split_samples(tr.samples, 0.8)
+            check_split(base, tr.classes, train_s, test_s)  # every class in both parts of the 80/20 split
     except (FileNotFoundError, RuntimeError) as err:  # ImageFolder: no class folders / no images
         raise UserError(f"imagefolder {base}: {err}") from err
-    check_split(base, tr.classes, train_s, test_s)
     out = []
     for samples in (train_s, test_s):
         out += [_decode_images([p for p, _ in samples], size), torch.tensor([t for _, t in samples])]

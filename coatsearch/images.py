@@ -2,7 +2,8 @@
 
 - The tree is walked without following links: a folder link (`a/up -> ..`) would make one class's images
   another's, or loop forever; it is refused in one line, and so is a FIFO, device or socket (it would block).
-- A split that leaves a class without training or evaluation images is refused, naming the class and counts.
+- An 80/20 split that leaves a class without training or evaluation images is refused, naming the class and
+  counts (a train/ + val/ layout may leave classes out of val/, as before).
 - Images decode to 8-bit RGB on their true range: 16-bit images are scaled by 255/65535, float images
   must lie in 0..1 (else refused); a decompression bomb (more pixels than PIL's MAX_IMAGE_PIXELS) is an error.
 """

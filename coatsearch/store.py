@@ -226,6 +226,9 @@ def tell(study: optuna.Study, trial: optuna.Trial, state: str, attrs: dict, valu
         for key, val in {**attrs, "told": state}.items():  # `told`: this result is coatsearch's (trialcheck)
             trial.set_user_attr(key, val)
         study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
+    except OSError as exc:  # a full disk, a file size limit: name the journal, not only the errno
+        journal = getattr(getattr(study._storage, "_backend", None), "_file_path", "the study journal")
+        raise UserError(f"{journal}: cannot be written ({exc.strerror or exc}); the trial runs again") from None
     except optuna.exceptions.UpdateFinishedTrialError:
         print(
             f"coatsearch: note: trial {trial.number} was finished from outside this run while it trained; "
