@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from coatsearch.store import Study
 
 FORMATS = ("csv", "parquet", "json")
+WORKERS_MAX = 64  # workers / --workers: parallel training processes on one machine
+TRIALS_MAX = 100_000  # trials / --trials: trials started by one command
 ENGINES = ("optuna", "ray")
 
 
@@ -167,8 +169,7 @@ def run(
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
-    if (workers != "auto" and not (isinstance(workers, int) and workers >= 1)) or (trials is not None and trials < 1):
-        raise UserError("--workers must be auto or at least 1, and --trials at least 1")
+    _check_counts(workers, trials)
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:
         report_folder(Path(reports_dir), name)
@@ -181,6 +182,18 @@ def run(
     s = _engine(sp, studies, name, backend, procs, {"trials": trials, "device": device, "progress": progress}, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
     return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
+
+
+def _count(value: Any, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
+
+
+def _check_counts(workers: Any, trials: Any) -> None:
+    """The CLI's bounds, for the API too: workers auto or an int 1..WORKERS_MAX, trials None or 1..TRIALS_MAX."""
+    if workers != "auto" and not _count(workers, WORKERS_MAX):
+        raise UserError(f"workers {workers!r} is not allowed; allowed: 'auto' or an integer 1..{WORKERS_MAX}")
+    if trials is not None and not _count(trials, TRIALS_MAX):
+        raise UserError(f"trials {trials!r} is not allowed; allowed: None or an integer 1..{TRIALS_MAX}")
 
 
 def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool) -> tuple[int, int | None]:
@@ -280,23 +293,33 @@ def _row(trial: Any) -> dict[str, Any]:
 
 
 def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies") -> Path:
-    """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path."""
+    """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path.
+
+    The file is written atomically (`coatsearch.fsafe`); a path inside the study's folder (its journal, its
+    locks) or a link is refused before anything is written.
+    """
+    from coatsearch import fsafe
+    from coatsearch.paths import study_folder
+
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
-    frame = results(study, studies_dir)
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
+    frame = results(study, studies_dir)  # a missing study stops here
+    folder = study_folder(Path(studies_dir), study)
+    if path.expanduser().resolve().is_relative_to(folder):
+        raise UserError(f"--out {path}: is inside the study's folder {folder}; export writes elsewhere")
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
             raise UserError("parquet needs pyarrow: pip install 'coatsearch[parquet]'") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        frame.to_csv(path, index=False)
-    elif fmt == "parquet":
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_json(path, orient="records", date_format="iso", indent=1)
+    with fsafe.replacing(path) as tmp:
+        if fmt == "csv":
+            frame.to_csv(tmp, index=False)
+        elif fmt == "parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_json(tmp, orient="records", date_format="iso", indent=1)
     return path
 
 
@@ -323,8 +346,10 @@ class Status:
 
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
     """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
+    from coatsearch.trialcheck import ours
+
     st = open_study(study, studies_dir)
-    trials = st.get_trials(deepcopy=False)
+    trials = ours(st.get_trials(deepcopy=False))  # foreign or malformed trials: one note each, not counted
     by = {s: [t for t in trials if t.state.name == s] for s in ("COMPLETE", "FAIL", "PRUNED", "RUNNING", "WAITING")}
     failed = sum(1 for t in by["FAIL"] if "fail_reason" in t.user_attrs)
     walls = [float(t.user_attrs["wall_s"]) for t in by["COMPLETE"] if _finite(t.user_attrs.get("wall_s"))]

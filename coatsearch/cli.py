@@ -10,13 +10,11 @@ import sys
 from pathlib import Path
 
 from coatsearch import __version__
-from coatsearch.api import ENGINES, FORMATS, Status
+from coatsearch.api import ENGINES, FORMATS, TRIALS_MAX, WORKERS_MAX, Status
 from coatsearch.errors import UserError
 
 STUDIES = Path("studies")
 REPORTS = Path("reports")
-WORKERS_MAX = 64  # --workers: parallel training processes on one machine
-TRIALS_MAX = 100_000  # --trials: trials started by one command
 RAY_FLAGS = ("address", "cpus_per_trial", "gpus_per_trial")  # flags only the Ray backend reads
 
 
@@ -143,6 +141,7 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
     dash.add_argument("--host", default="127.0.0.1")
     dash.add_argument("--port", type=_bounded(1, 65535), default=8080)
+    dash.add_argument("--allow-writes", action="store_true", help="let the dashboard edit the study (warns)")
 
 
 def _study_parser(sub: argparse._SubParsersAction, name: str, help_text: str, func) -> argparse.ArgumentParser:
@@ -311,7 +310,7 @@ def _repair(args: argparse.Namespace) -> int:
 def _dashboard(args: argparse.Namespace) -> int:
     from coatsearch.dashboard import serve
 
-    serve(args.study, args.studies_dir, args.host, args.port)
+    serve(args.study, args.studies_dir, args.host, args.port, args.allow_writes)
     return 0
 
 

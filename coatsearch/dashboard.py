@@ -3,6 +3,8 @@
 The study gets its objective as metric name, its space as readable user attributes and the report as its
 note. The server reads the storage through `ReadableStorage`, a view that shows every user attribute as a
 scalar (nested dicts as dotted keys, lists as text); the journal itself is never rewritten by the view.
+The view is read-only by default: every write (deleting the study, telling a trial, notes, attributes)
+raises `ReadOnly` and the server answers with an error; `--allow-writes` opts in, with a warning.
 """
 
 from __future__ import annotations
@@ -96,11 +98,27 @@ def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(shown).items()}
 
 
-class ReadableStorage(BaseStorage):
-    """A read-through view of a storage whose studies and trials show `readable` user attributes."""
+WRITES = frozenset(
+    {
+        "create_new_study", "delete_study", "set_study_user_attr", "set_study_system_attr", "create_new_trial",
+        "set_trial_param", "set_trial_state_values", "set_trial_intermediate_value", "set_trial_user_attr",
+        "set_trial_system_attr", "set_study_directions",
+    }
+)  # fmt: skip  # BaseStorage's methods that write (test_dashboard checks every other one only reads)
 
-    def __init__(self, inner: BaseStorage) -> None:
-        self._inner = inner
+
+class ReadOnly(PermissionError):
+    """A write through a read-only dashboard view."""
+
+
+class ReadableStorage(BaseStorage):
+    """A read-through view of a storage whose studies and trials show `readable` user attributes.
+
+    Read-only unless `writes`: a write method raises ReadOnly and the storage is not touched.
+    """
+
+    def __init__(self, inner: BaseStorage, writes: bool = False) -> None:
+        self._inner, self._writes = inner, writes
 
     def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
         """The study's user attributes, readable."""
@@ -132,6 +150,8 @@ def _readable_trial(trial: optuna.trial.FrozenTrial) -> optuna.trial.FrozenTrial
 
 def _delegate(name: str) -> Any:
     def method(self: ReadableStorage, *args: Any, **kwargs: Any) -> Any:
+        if name in WRITES and not self._writes:
+            raise ReadOnly(f"the dashboard is read-only ({name} refused); serve it with --allow-writes to edit")
         return getattr(self._inner, name)(*args, **kwargs)
 
     method.__name__ = name
@@ -139,13 +159,13 @@ def _delegate(name: str) -> Any:
     return method
 
 
-for _name in sorted(BaseStorage.__abstractmethods__ - set(vars(ReadableStorage))):
+for _name in sorted((BaseStorage.__abstractmethods__ | WRITES) - set(vars(ReadableStorage))):
     setattr(ReadableStorage, _name, _delegate(_name))
 ReadableStorage.__abstractmethods__ = frozenset()
 
 
-def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Check the study exists, annotate it, print its URL, and serve optuna-dashboard until Ctrl-C."""
+def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080, allow_writes: bool = False) -> None:
+    """Check the study exists, annotate it, print its URL, and serve optuna-dashboard (read-only) until Ctrl-C."""
     from coatsearch import store
 
     try:
@@ -154,19 +174,31 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
     st = store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
     annotate(st)  # journals written before the readable attributes existed get them here
-    if not is_loopback(host):
-        print(
-            f"coatsearch: warning: serving on {host}, not loopback: the dashboard has no authentication, and "
-            "anyone who can reach this port can read the study and write notes to it",
-            file=sys.stderr,
-            flush=True,
-        )
+    _warn(host, allow_writes)
+    storage = ReadableStorage(store.open_storage(store.storage_file(Path(studies_dir), study)), allow_writes)
+    _check_port(host, port)
     print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
+    optuna_dashboard.run_server(storage, host=host, port=port)
+
+
+def _warn(host: str, allow_writes: bool) -> None:
+    """One warning line when the dashboard is reachable from other machines, or can write."""
+    who = "anyone who can reach this port" if not is_loopback(host) else "anyone with access to this machine"
+    if not is_loopback(host) or allow_writes:
+        can = "read the study and edit it (notes, trials, even delete it)" if allow_writes else "read the study"
+        where = f"serving on {host}, not loopback: " if not is_loopback(host) else ""
+        print(f"coatsearch: warning: {where}the dashboard has no authentication: {who} can {can}", file=sys.stderr)
+
+
+def _check_port(host: str, port: int) -> None:
+    """A one-line UserError, before the URL is printed, when `host:port` cannot be served (in use, no such host)."""
+    import socket
+
     try:
-        storage = ReadableStorage(store.open_storage(store.storage_file(Path(studies_dir), study)))
-        optuna_dashboard.run_server(storage, host=host, port=port)
+        with socket.create_server((host, port)):
+            pass
     except OSError as exc:
-        raise UserError(f"cannot serve on {host}:{port}: {exc}") from None
+        raise UserError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def save_note(study, text: str, verdicts: dict) -> None:

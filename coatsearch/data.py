@@ -163,27 +163,22 @@ def _load_torchvision(name: str, root: str | None, size: int | None) -> tuple[to
 
 
 def _decode_images(paths: list[str], size: int) -> torch.Tensor:
-    """Decode image files as RGB, resized to size x size (bilinear, antialiased), into uint8 (N, 3, S, S)."""
-    from PIL import Image
+    """Decode image files as uint8 RGB (N, 3, S, S) on their true range (`coatsearch.images.decode`)."""
+    from coatsearch.images import decode
 
-    out = torch.empty((len(paths), 3, size, size), dtype=torch.uint8)
-    for i, p in enumerate(paths):  # decoding is per file by nature; runs once per process (cached)
-        try:
-            with Image.open(p) as im:
-                im = im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
-                out[i] = torch.from_numpy(np.array(im)).permute(2, 0, 1)
-        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:  # corrupt, truncated, huge
-            raise UserError(f"{p}: cannot decode this image ({type(err).__name__}: {err})") from None
-    return out
+    return decode(paths, size)
 
 
 def _load_imagefolder(name: str, root: str | None, size: int | None) -> tuple[torch.Tensor, ...]:
     """ImageFolder: root/train + root/(val|test) when present, else a stratified 80/20 split (seed 0)."""
     from torchvision.datasets import ImageFolder
 
+    from coatsearch.images import check_split, check_tree
+
     if not root or not Path(root).expanduser().is_dir():
         raise UserError(f"imagefolder: root {root!r} is not a folder (expected root/<class>/<image> files)")
     base = Path(root).expanduser()
+    check_tree(base)  # no folder links (loops, one class's images in another), no FIFOs
     held = next((base / s for s in ("val", "test") if (base / s).is_dir()), None)
     try:
         if (base / "train").is_dir() and held is not None:
@@ -195,7 +190,9 @@ def _load_imagefolder(name: str, root: str | None, size: int | None) -> tuple[to
             train_s = [(p, t) for p, t in tr.samples]
             test_s = [(p, remap[t]) for p, t in te.samples]
         else:
-            train_s, test_s = _split_samples(ImageFolder(str(base)).samples, 0.8)
+            tr = ImageFolder(str(base))
+            train_s, test_s = _split_samples(tr.samples, 0.8)
+            check_split(base, tr.classes, train_s, test_s)  # every class in both parts of the 80/20 split
     except (FileNotFoundError, RuntimeError) as err:  # ImageFolder: no class folders / no images
         raise UserError(f"imagefolder {base}: {err}") from err
     out = []

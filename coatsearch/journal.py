@@ -5,20 +5,33 @@ An Optuna journal file is one JSON object per line, each ending in a newline and
 lost line shifts every later trial: a repair keeps the complete records *before* the first damaged line
 and moves that line and everything after it aside (empty lines carry no record and are simply dropped).
 Files are read and rewritten under the lock Optuna's writers hold (the store hands it in; no optuna import).
+
+`Lock` is that lock (Optuna's symlink protocol: `journal.log.lock -> journal.log`, made with one atomic
+`symlink` and removed after each append), with bounded waits: a lock that points to another file (a
+project moved after `kill -9`) or is not a link is explained in one line; one older than STALE_S is
+left by a killed writer (a writer holds it for one append) and is removed with a one-line note; a wait
+longer than WAIT_S is a one-line error. Optuna's own lock spins forever on a dangling link.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coatsearch import fsafe
 from coatsearch.errors import UserError
+
+STALE_S = 10.0  # a journal lock older than this was left by a killed writer (a writer holds it per append)
+WAIT_S = 60.0  # the longest wait for a journal lock held by a live writer
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,74 @@ def split(data: bytes) -> Split:
     return Split(b"".join(keep), b"", len(keep), 0, blank)
 
 
+class Lock:
+    """Optuna's journal file lock protocol (a symlink beside the journal), with bounded, explained waits."""
+
+    def __init__(self, journal: Path, wait_s: float = WAIT_S, stale_s: float = STALE_S) -> None:
+        self.target, self.path = str(journal), f"{journal}.lock"
+        self.wait_s, self.stale_s = wait_s, stale_s
+
+    def acquire(self) -> bool:
+        """Take the lock; a UserError (one line) when it is foreign or still held after `wait_s` seconds."""
+        deadline, pause = time.monotonic() + self.wait_s, 0.001
+        while True:
+            try:
+                os.symlink(self.target, self.path)
+                return True
+            except FileExistsError:
+                pass
+            age = self._held_for()
+            if age is not None and age > self.stale_s:
+                self._remove(
+                    f"coatsearch: note: removed a journal lock left by a killed writer ({self.path}, {age:.0f} s old)"
+                )
+                continue
+            if time.monotonic() > deadline:
+                raise UserError(
+                    f"{self.path}: the study journal has been locked for over {self.wait_s:.0f} s by "
+                    "another process; if no coatsearch process uses this study, remove this file"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _held_for(self) -> float | None:
+        """Seconds since the existing lock was made (None: it vanished); a UserError when it is not ours."""
+        try:
+            st = os.lstat(self.path)
+            link = os.readlink(self.path) if stat.S_ISLNK(st.st_mode) else None
+        except FileNotFoundError:
+            return None
+        if link is None:
+            raise UserError(
+                f"{self.path}: is not a journal lock (a lock is a link to {self.target}); "
+                "remove it if no coatsearch process uses this study"
+            )
+        if link != self.target:
+            raise UserError(
+                f"{self.path}: a lock left for another file ({link}; the study was moved after a "
+                "killed run?); no writer of this journal holds it: remove this file"
+            )
+        return time.time() - st.st_mtime
+
+    def _remove(self, note: str) -> None:
+        aside = f"{self.path}.{uuid.uuid4().hex}"
+        try:
+            os.rename(self.path, aside)  # atomic: of two processes breaking it, one wins
+        except FileNotFoundError:
+            return
+        os.unlink(aside)
+        print(note, file=sys.stderr, flush=True)
+
+    def release(self) -> None:
+        """Give the lock back (renamed aside, then removed, as Optuna does)."""
+        aside = f"{self.path}.{uuid.uuid4().hex}"
+        try:
+            os.rename(self.path, aside)
+            os.unlink(aside)
+        except FileNotFoundError:
+            raise RuntimeError(f"{self.path}: the journal lock was removed while held") from None
+
+
 @contextmanager
 def paused(lock: Any) -> Iterator[None]:
     """Hold the writers' lock (no writer is mid-line meanwhile); go on unlocked where it cannot be taken."""
@@ -116,8 +197,9 @@ def paused(lock: Any) -> Iterator[None]:
 
 def check(path: Path, lock: Any) -> None:
     """Raise a one-line UserError at the journal's first damaged line, saying how to repair it."""
-    with paused(lock):
-        damage = first_damage(path.read_bytes())
+    with paused(lock):  # held for one read only: a writer's wait stays far below STALE_S
+        data = fsafe.read_bytes(path)
+    damage = first_damage(data)
     if damage is not None:
         raise UserError(
             f"{path}:{damage.line}: damaged study journal ({damage.why}); `coatsearch repair {path.parent.name} "
@@ -140,7 +222,7 @@ class Repaired:
 def repair(path: Path, lock: Any) -> Repaired:
     """Rewrite the journal at `path` with the records `split` keeps; the tail goes to `<name>.damaged-<time>`."""
     with paused(lock):
-        cut = split(path.read_bytes())
+        cut = split(fsafe.read_bytes(path))
         backup = None
         if cut.tail:
             backup = _free(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"))

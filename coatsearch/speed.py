@@ -14,6 +14,7 @@ machine in ~/.cache/coatsearch/workers.json.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import time
@@ -159,19 +160,47 @@ def probe_rates(cores: int, steps: int = 6, batch: int = 64, rounds: int = 3) ->
 
 
 def auto_workers(trials: int, cores: int | None = None, refresh: bool = False) -> Workers:
-    """The processes x threads for a study of `trials` trials: from the cached probe of this machine, else a probe."""
+    """The processes x threads for a study of `trials` trials: from the cached probe of this machine, else a probe.
+
+    A cache entry of the wrong shape (not a mapping of thread counts 1..cores to finite rates > 0) is not
+    trusted: one note line names the file, the machine is probed again and the entry rewritten.
+    """
+    import sys
+
     cores = cores or os.cpu_count() or 1
     path, key = cache_file(), machine_key(cores)
-    try:
-        known = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError):
-        known = {}
-    cached = not refresh and key in known
-    rates = {int(t): float(r) for t, r in known[key].items()} if cached else probe_rates(cores)
+    known, why = _read_cache(path)
+    rates = None if refresh or why else _cached_rates(known.get(key), cores)
+    if why or (key in known and rates is None and not refresh):
+        print(f"coatsearch: note: {path}: {why or f'entry {key!r} is not valid'}; probing again", file=sys.stderr)
+    cached = rates is not None
+    rates = rates if rates is not None else probe_rates(cores)
     if not cached:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({**known, key: rates}, indent=1))
-        except OSError:
-            pass  # an unwritable cache only means probing again next time
+            from coatsearch import fsafe
+
+            fsafe.write(path, json.dumps({**known, key: rates}, indent=1))
+        except Exception:  # noqa: BLE001 - an unwritable cache (or a link there) only means probing again next time
+            pass
     return Workers(*choose(rates, cores, trials), rates, cached)
+
+
+def _read_cache(path: Path) -> tuple[dict, str]:
+    """The cache file's mapping and "" , or {} and why it cannot be used ({} and "" when there is none)."""
+    try:
+        known = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError) as exc:
+        return {}, f"unreadable ({type(exc).__name__})"
+    return (known, "") if isinstance(known, dict) else ({}, f"holds {type(known).__name__}, expected a mapping")
+
+
+def _cached_rates(entry, cores: int) -> dict[int, float] | None:
+    """A cached entry as {threads: rate}, or None when it is missing or of the wrong shape for `cores` cores."""
+    if not isinstance(entry, dict) or not entry:
+        return None
+    try:
+        rates = {int(t): float(r) for t, r in entry.items()}
+    except (TypeError, ValueError):
+        return None
+    ok = all(1 <= t <= cores and cores % t == 0 and math.isfinite(r) and r > 0 for t, r in rates.items())
+    return rates if ok else None

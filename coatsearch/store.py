@@ -18,14 +18,13 @@ Journals written before this module existed (commit 7eb0683) have the same layou
 from __future__ import annotations
 
 import copy
-import fcntl
 import hashlib
 import json
 import os
 import platform
 import socket
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -33,17 +32,19 @@ from typing import Any
 
 import optuna
 from optuna.storages import JournalStorage
-from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from coatsearch import __version__
+from coatsearch import __version__, fsafe
 from coatsearch import journal as J
 from coatsearch import plan as P
+from coatsearch import trialcheck as TC
+from coatsearch.claiming import LOCK, claim, fail_stale, holds_key, locked  # noqa: F401 - the store's API
 from coatsearch.errors import UserError
 from coatsearch.paths import study_folder
 from coatsearch.space import Dim, Space
 
-JOURNAL, LOCK = "journal.log", "claim.lock"
+JOURNAL = "journal.log"
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
@@ -65,18 +66,19 @@ def open_storage(path: Path) -> JournalStorage:
     An existing journal is checked line by line first: a damaged one is a one-line UserError naming the
     file and line, and `coatsearch repair`, never a JSONDecodeError from inside optuna.
     """
-    path = Path(path).resolve()
+    path = Path(path).parent.resolve() / Path(path).name  # the file itself is never a link (fsafe)
+    fsafe.check_plain(path)
     if path not in _OPEN or not path.exists():
         if path.exists():
             check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _OPEN[path] = JournalStorage(JournalFileBackend(str(path)))
+        _OPEN[path] = JournalStorage(JournalFileBackend(str(path), lock_obj=_lock(path)))  # type: ignore[arg-type]
     return _OPEN[path]
 
 
-def _lock(path: Path) -> JournalFileSymlinkLock:
-    """Optuna's own lock on the journal, held by every writer while it appends."""
-    return JournalFileSymlinkLock(str(path))
+def _lock(path: Path) -> J.Lock:
+    """The journal's lock (Optuna's protocol, bounded waits), held by every writer while it appends."""
+    return J.Lock(Path(path))
 
 
 def check_journal(path: Path) -> None:
@@ -90,7 +92,7 @@ def repair(studies_dir: Path, name: str) -> J.Repaired:
     if not path.exists():
         raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path})")
     done = J.repair(path, _lock(path))
-    _OPEN.pop(path.resolve(), None)
+    _OPEN.pop(path.parent.resolve() / path.name, None)
     return done
 
 
@@ -99,7 +101,21 @@ def load_study(studies_dir: Path, name: str) -> optuna.Study:
     path = storage_file(studies_dir, name)
     if not path.exists():
         raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first")
-    return optuna.load_study(study_name=name, storage=open_storage(path))
+    storage = open_storage(path)
+    _study_id(storage, path, name)
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def _study_id(storage: JournalStorage, path: Path, name: str) -> int:
+    """The id of study `name` in the journal; a one-line UserError when the journal does not hold it."""
+    try:
+        return storage.get_study_id_from_name(name)
+    except KeyError:
+        held = ", ".join(s.study_name for s in storage.get_all_studies()) or "no study at all"
+        raise UserError(
+            f"{path}: holds no study '{name}' (it holds {held}; deleted from outside coatsearch?); "
+            "move the file away to start the study afresh"
+        ) from None
 
 
 def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> optuna.Study:
@@ -131,13 +147,14 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
 
 def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
     """Whether study `name` is in the journal at `path`, and its space record (reads only)."""
-    if not path.exists():
+    fsafe.check_plain(path)  # a link or a FIFO is refused before Optuna opens it
+    if not path.exists() or path.stat().st_size == 0:
         return False, None
     storage = open_storage(path)
-    try:
-        return True, storage.get_study_user_attrs(storage.get_study_id_from_name(name)).get("space")
-    except KeyError:
-        return False, None
+    stored = storage.get_study_user_attrs(_study_id(storage, path, name)).get("space")
+    if why := TC.space_problem(stored):
+        raise UserError(f"{path}: {why}; the study's space record was overwritten from outside coatsearch")
+    return True, stored
 
 
 def _sampler(space: Space) -> optuna.samplers.BaseSampler:
@@ -153,65 +170,6 @@ def _pruner(space: Space) -> optuna.pruners.BasePruner:
         "median": optuna.pruners.MedianPruner,
         "hyperband": optuna.pruners.HyperbandPruner,
     }[space.study.pruner]()
-
-
-@contextmanager
-def locked(study_folder: Path) -> Iterator[None]:
-    """The study's claim lock (an exclusive flock on `<study>/claim.lock`)."""
-    path = Path(study_folder) / LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def claim(study, items: dict, run_id: str, limit: int | None, study_folder: Path, backend: str = "optuna"):
-    """Under the claim lock: fail stale trials, then take the next free key as a RUNNING (trial, PlanItem)."""
-    with locked(study_folder):
-        fail_stale(study)
-        trials = study.get_trials(deepcopy=False)
-        if limit is not None and sum(t.user_attrs.get("run_id") == run_id for t in trials) >= limit:
-            return None
-        if not any(t.state == TrialState.WAITING for t in trials):
-            taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
-            item = next((i for k, i in items.items() if k not in taken), None)
-            if item is None:
-                return None
-            study.enqueue_trial({"candidate": item.candidate, "seed": item.seed}, user_attrs={"key": item.key})
-        trial = study.ask()
-        trial.set_user_attr("run_id", run_id)
-        trial.set_user_attr("backend", backend)
-        trial.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
-        return trial, items[trial.user_attrs["key"]]
-
-
-def holds_key(t: optuna.trial.FrozenTrial) -> bool:
-    """Whether a trial keeps its key taken: any state but a FAIL without a reason (an interrupted trial)."""
-    if t.state == TrialState.FAIL:
-        return "fail_reason" in t.user_attrs
-    return True
-
-
-def fail_stale(study: optuna.Study) -> None:
-    """Mark FAIL (with no reason, so the key is free again) each RUNNING trial whose process is gone."""
-    host = socket.gethostname()
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = t.user_attrs.get("worker") or {}
-        if worker.get("host") == host and not _alive(worker.get("pid", -1)):
-            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid > 0
 
 
 def matched(study: optuna.Study, space: Space, study_folder: Path, solved: Mapping | None = None) -> dict:
@@ -259,10 +217,24 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, state: str, attrs: dict, value: float | None) -> None:
-    """Write a finished trial's user attrs, then its state (a name in STATES) and value: every backend's write-back."""
-    for key, val in attrs.items():
-        trial.set_user_attr(key, val)
-    study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
+    """Write a finished trial's user attrs, then its state (a name in STATES) and value: every backend's write-back.
+
+    A trial finished meanwhile from outside the run (the dashboard's tell) is not ours any more: one note
+    line; its outside result is left out by `trialcheck` and its key is trained again.
+    """
+    try:
+        for key, val in {**attrs, "told": state}.items():  # `told`: this result is coatsearch's (trialcheck)
+            trial.set_user_attr(key, val)
+        study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
+    except OSError as exc:  # a full disk, a file size limit: name the journal, not only the errno
+        journal = getattr(getattr(study._storage, "_backend", None), "_file_path", "the study journal")
+        raise UserError(f"{journal}: cannot be written ({exc.strerror or exc}); the trial runs again") from None
+    except optuna.exceptions.UpdateFinishedTrialError:
+        print(
+            f"coatsearch: note: trial {trial.number} was finished from outside this run while it trained; "
+            "its result is not this run's and is left out (the trial runs again)",
+            file=sys.stderr,
+        )
 
 
 def report_epoch(trial: optuna.Trial, epoch: int, value: float) -> bool:
@@ -336,17 +308,21 @@ def _number(v) -> bool:
 
 def records(study: optuna.Study) -> tuple[TrialRecord, ...]:
     """Every trial of the study as a frozen TrialRecord, by number."""
-    return tuple(record(t) for t in study.get_trials(deepcopy=False))
+    return tuple(record(t) for t in TC.ours(study.get_trials(deepcopy=False)))
 
 
 def space_of(study: optuna.Study) -> dict:
-    """The space record stored with the study (a copy; empty when missing)."""
-    return copy.deepcopy(dict(study.user_attrs.get("space") or {}))
+    """The space record stored with the study (a copy; empty, with a note, when missing or not a mapping)."""
+    stored = study.user_attrs.get("space")
+    if why := TC.space_problem(stored):
+        print(f"coatsearch: note: {why}; the space record is left out", file=sys.stderr)
+        return {}
+    return copy.deepcopy(dict(stored or {}))
 
 
 def counts(study: optuna.Study) -> dict[str, int]:
-    """Finished trials by outcome; `failed` counts only failures with a reason (interrupted trials are not)."""
-    trials = study.get_trials(deepcopy=False)
+    """Finished trials of ours by outcome; `failed` counts only failures with a reason (not interrupted ones)."""
+    trials = TC.ours(study.get_trials(deepcopy=False), say=False)
     return {
         "complete": sum(t.state == TrialState.COMPLETE for t in trials),
         "pruned": sum(t.state == TrialState.PRUNED for t in trials),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +55,7 @@ def test_load_space_candidates_build_and_count():
 def test_bad_input_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="unknown backend 'spark'"):
         coatsearch.run(TINY, backend="spark", studies_dir=tmp_path)
-    with pytest.raises(UserError, match="at least 1"):
+    with pytest.raises(UserError, match="allowed: 'auto' or an integer 1..64"):
         coatsearch.run(TINY, workers=0, studies_dir=tmp_path)
     with pytest.raises(UserError, match="no study 'nope'"):
         coatsearch.results("nope", tmp_path)
@@ -98,8 +100,10 @@ def test_status_counts_states_and_estimates_the_time_left(tmp_path):
     recs = [record(0, "C-C", 0, metrics), record(1, "C-T", 0, metrics)]  # wall_s 10 and 11
     recs += [failed(2, "C-C", 1, "out of memory on cpu"), failed(3, "C-T", 1, None)]
     study = make_study(tmp_path, "st", {**SPACE, "source": str(space_file), "profile": "default"}, recs)
-    study.ask()  # one RUNNING
-    study.enqueue_trial({"candidate": "C-C", "seed": 2})  # one WAITING
+    running = study.ask()  # one RUNNING, claimed as coatsearch claims (a key and a live worker)
+    running.set_user_attr("key", "C-T/seed=1/sample=0")
+    running.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
+    study.enqueue_trial({"candidate": "C-C", "seed": 2}, user_attrs={"key": "C-C/seed=2/sample=0"})  # one WAITING
     st = coatsearch.status("st", tmp_path)
     assert (st.planned, st.complete, st.failed, st.interrupted, st.pruned) == (6, 2, 1, 1, 0)
     assert (st.running, st.waiting, st.remaining) == (1, 1, 3)

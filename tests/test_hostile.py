@@ -529,11 +529,11 @@ def test_a_public_dashboard_warns(tmp_path, capsys, monkeypatch):
     create_study(load_space(TINY), tmp_path, "tiny")
     calls = []
     monkeypatch.setattr(optuna_dashboard, "run_server", lambda storage, host, port: calls.append((host, port)))
-    serve("tiny", tmp_path, "127.0.0.1", 8080)
+    serve("tiny", tmp_path, "127.0.0.1", 0)  # port 0: any free one (the port is checked before serving)
     assert "warning" not in capsys.readouterr().err
-    serve("tiny", tmp_path, "0.0.0.0", 8080)
+    serve("tiny", tmp_path, "0.0.0.0", 0)
     assert "no authentication" in capsys.readouterr().err
-    assert calls == [("127.0.0.1", 8080), ("0.0.0.0", 8080)]
+    assert calls == [("127.0.0.1", 0), ("0.0.0.0", 0)]
 
 
 def test_documents_still_load():

@@ -7,7 +7,9 @@ Pruning is Optuna's own pruner, fed the per-epoch objective score.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -18,8 +20,8 @@ from pathlib import Path
 
 import optuna
 
+from coatsearch import claiming, store
 from coatsearch import plan as P
-from coatsearch import store
 from coatsearch.errors import Pruned
 from coatsearch.space import Space
 
@@ -48,7 +50,7 @@ def run(
     if workers <= 1:
         ran = _in_process(args, threads)
     else:
-        _spawn(args, workers, threads or max(1, (os.cpu_count() or 1) // workers))
+        _spawn(args, workers, threads or max(1, (os.cpu_count() or 1) // workers), study)
         ran = store.ran_by(study, run_id)
     return store.summary(space, studies_dir, name, ran, time.perf_counter() - start)
 
@@ -65,28 +67,31 @@ def _in_process(args: tuple, threads: int | None) -> int:
         torch.set_num_threads(before)
 
 
-def _spawn(args: tuple, workers: int, threads: int) -> None:
+def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None:
     """Run `workers` worker processes to the end; Ctrl-C stops them quietly (the parent prints one line).
 
     The workers start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only,
     which then terminates them (SIGTERM, which a worker turns into a quiet exit); a trial they leave RUNNING
     is freed by the next run, as after kill -9. A SIGTERM to the parent (`kill PID`, a batch system) is
     taken as a Ctrl-C, so no worker outlives the parent and writes to a study nobody is running.
+    A worker killed by a signal (the OOM killer's SIGKILL) has the signal recorded on its trial and is
+    replaced, so the study goes on (`claiming` caps the reruns of a trial that keeps killing its worker).
     """
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker_entry, args=(args, threads)) for _ in range(workers)]
     main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
     term = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    procs: list = []
     try:
-        for p in procs:
-            p.start()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
-    try:
-        for p in procs:
-            p.join()
+        _start(ctx, procs, args, threads, workers, main)
+        replaced, limit = 0, (claiming.KILL_RETRIES + 1) * len(P.plan(args[0]))
+        while any(p.exitcode is None for p in procs):
+            mp.connection.wait([p.sentinel for p in procs if p.exitcode is None])
+            for p in [p for p in procs if p.exitcode is not None and p.exitcode < 0]:
+                procs.remove(p)
+                claiming.mark(study, p.pid, "killed_by", f"signal {-p.exitcode}")
+                if replaced < limit:  # every planned trial killed its worker each time: stop
+                    replaced += 1
+                    _start(ctx, procs, args, threads, 1, main)
     finally:  # Ctrl-C or any error in the parent: no worker outlives it
         for p in procs:
             if p.is_alive():
@@ -95,6 +100,18 @@ def _spawn(args: tuple, workers: int, threads: int) -> None:
             p.join()
         if main:
             signal.signal(signal.SIGTERM, term)
+
+
+def _start(ctx, procs: list, args: tuple, threads: int, n: int, main: bool) -> None:
+    """Start `n` more worker processes (SIGINT ignored in them: see `_spawn`)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for _ in range(n):
+            procs.append(ctx.Process(target=_worker_entry, args=(args, threads)))
+            procs[-1].start()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _worker_entry(args: tuple, threads: int) -> None:
@@ -124,7 +141,12 @@ def _worker(space, studies_dir, name, device_name, run_id, limit, progress) -> i
     with progress_bar(store.counts(study)["finished"], len(items), progress) as bar:
         while (taken := store.claim(study, items, run_id, limit, folder)) is not None:
             trial, item = taken
-            _run_trial(space, study, trial, item, device, env, progress, matched)
+            try:
+                _run_trial(space, study, trial, item, device, env, progress, matched)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`claiming`)
+                with contextlib.suppress(Exception):  # already told: nothing to mark
+                    trial.set_user_attr("interrupted", True)
+                raise
             ran += 1
             bar(trial.number)
     return ran

@@ -112,18 +112,19 @@ def jsonable(x):
 
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     """Write reports/<study>/report.md, its PNG figures and summary.json from the storage; returns report.md."""
-    from coatsearch import store
+    from coatsearch import fsafe, store
     from coatsearch.paths import report_folder
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
     summary = summarize(study_name, space, records)
     folder = report_folder(Path(reports_dir), study_name)
+    for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
+        fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
     figures = plots.render_all(summary, folder)
     path = folder / "report.md"
-    path.write_text(render(summary, figures), encoding="utf-8")
-    text = json.dumps(jsonable(summary), indent=1, ensure_ascii=False)
-    (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
+    fsafe.write(path, render(summary, figures))  # atomic, no link followed (coatsearch.fsafe)
+    fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
     save_to_dashboard(study, summary, path)
     return path
 

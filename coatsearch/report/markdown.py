@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from coatsearch.report import escape
 from coatsearch.report.claims import BASELINES, CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.plots import CAPTIONS
@@ -29,8 +30,8 @@ def _num(s: Stat | None, m: Metric, signed: bool = False) -> str:
 
 def table(head: list[str], body: list[list]) -> str:
     """A GitHub Markdown table rendered from a pandas frame (tabulate), cells as given."""
-    cells = [[str(c).replace("|", "\\|") for c in row] for row in body]
-    head = [h.replace("|", "\\|") for h in head]
+    cells = [[escape.cell(c) for c in row] for row in body]  # names and reasons: one line, no pipes
+    head = [escape.cell(h) for h in head]
     return pd.DataFrame(cells, columns=head).to_markdown(index=False, tablefmt="github", disable_numparse=True)
 
 
@@ -45,9 +46,9 @@ def header(s: dict) -> str:
     sp = s["space"]
     out = [f"# coatsearch report: {s['study']}", ""]
     if sp.get("description"):
-        out += [sp["description"].strip(), ""]
+        out += [escape.block(sp["description"].strip()), ""]
     if sp.get("scale"):
-        out += [f"**Proxy scale.** {sp['scale'].strip()}", ""]
+        out += [f"**Proxy scale.** {escape.block(sp['scale'].strip())}", ""]
     if sp.get("space"):
         out += [f"Space `{sp['space']}` (profile `{sp.get('profile')}`), from `{sp.get('source')}`.", ""]
     return "\n".join(out)

@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from coatsearch import fsafe  # noqa: E402
 from coatsearch.report import plots_measures  # noqa: E402
 from coatsearch.report.claims import BASELINES, EDF_RUNS  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
@@ -32,7 +33,8 @@ SCORE_TITLES = {
 
 
 def _save(fig: Figure, path: Path) -> str:
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})
+    with fsafe.replacing(path) as tmp:  # no link followed; a failed write keeps the previous figure
+        fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
     return path.name
 
 

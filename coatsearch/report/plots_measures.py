@@ -13,6 +13,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from coatsearch import fsafe  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 from coatsearch.report.measures import TINY_LOSS  # noqa: E402
 
@@ -36,7 +37,8 @@ def matched_loss(curves: pd.DataFrame, matched: pd.DataFrame, path: Path, level:
     """Write `matched_loss_figure` to `path`; its file name, or None (nothing written) without curves."""
     if curves.empty:
         return None
-    matched_loss_figure(curves, matched, level).savefig(path, dpi=DPI, metadata={"Software": None})
+    with fsafe.replacing(path) as tmp:  # no link followed; a failed write keeps the previous figure
+        matched_loss_figure(curves, matched, level).savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
     return path.name
 
 
