@@ -90,12 +90,15 @@ class ReportPaths:
 def load_space(path: str | Path, profile: str | None = None) -> Space:
     """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
     from coatsearch.candidates import prepare
+    from coatsearch.dsl import where
     from coatsearch.space import load_space as _load
 
     definition = _load(path, profile or "default")
     cands = []
-    for cand in definition.candidates:
+    for i, cand in enumerate(definition.candidates):
         prep = prepare(cand)
+        if prep.params_range is not None:  # a layout that cannot reach the params target at this MACs target
+            raise UserError(f"{where(path, ('candidates', i, 'budget', 'params'))}: {prep.name}: {prep.reason}")
         cands.append(Candidate(prep.name, prep.model.layout, prep.params, prep.macs, prep.model, prep))
     return Space(definition.name, definition.profile, definition.source, tuple(cands), definition)
 

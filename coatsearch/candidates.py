@@ -28,6 +28,9 @@ class Prepared:
     error: float | None  # relative MACs error against the budget; None without a budget
     ok: bool
     reason: str
+    params_error: float | None = None  # relative params error; None without a params target
+    knob: float | None = None  # joint budget: the second knob (growth, or depth factor of a one-stage layout)
+    params_range: tuple[int, int] | None = None  # joint miss: params the layout reaches in the MACs band
 
 
 def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None) -> Prepared:
@@ -48,6 +51,9 @@ def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None)
         res.error,
         res.ok,
         res.reason,
+        res.params_error,
+        res.knob,
+        res.params_range,
     )
 
 
@@ -107,4 +113,12 @@ def row(p: Prepared) -> dict:
         "multiplier": p.multiplier,
         "ok": p.ok,
         "reason": p.reason,
+        **_joint(p),
     }
+
+
+def _joint(p: Prepared) -> dict:
+    """The joint budget's row fields: only when the budget has a params target (MACs-only rows stay as they were)."""
+    if p.budget is None or p.budget.params is None:
+        return {}
+    return {"budget_params": p.budget.params, "params_error": p.params_error, "knob": p.knob}

@@ -59,6 +59,15 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
     return doc
 
 
+def where(path: str | Path, loc: tuple, text: str | None = None) -> str:
+    """'file:line: field 'a.b'' for a candidate's field `loc`, at the line where the value was written."""
+    path = Path(path)
+    text = read_space_text(path) if text is None else text
+    data = _construct(path, text)
+    loc = _origin(data, loc) if isinstance(data, dict) else loc
+    return f"{path}:{_line(_compose(path, text), loc)}: field '{_dotted(loc)}'"
+
+
 def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()

@@ -226,13 +226,20 @@ class ModelSpec:
 
 @spec
 class Budget:
-    """A MACs band and what is scaled to land in it."""
+    """A MACs band (and optionally a params band) and what is scaled to land in it."""
 
     macs: Annotated[
         int, BeforeValidator(parse_count), Field(le=MACS_MAX)
     ]  # target multiply-adds per image ('10.5M' in a file)
-    tolerance: Annotated[Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target
+    tolerance: Annotated[Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target, for both
     scale: Literal["width", "depth", "none"] = "width"  # what is scaled ("none": check only)
+    params: Annotated[int, BeforeValidator(parse_count), Field(le=MACS_MAX)] | None = (
+        None  # target parameter count ('0.5M'); with it, width and a second knob are solved together (match.py)
+    )
+
+    def __post_init__(self) -> None:
+        if self.params is not None and self.scale != "width":
+            raise ValueError(f"a params target is solved with scale: width (width and growth), not {self.scale!r}")
 
 
 @spec

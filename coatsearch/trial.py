@@ -82,6 +82,7 @@ def candidate_attrs(prep) -> dict:
         "macs": prep.macs,
         "budget_macs": prep.budget.macs if prep.budget else None,
         "budget_error": prep.error,
+        **({} if prep.params_error is None else {"budget_params_error": prep.params_error}),
         "multiplier": prep.multiplier,
         "optim": asdict(prep.optim),
     }

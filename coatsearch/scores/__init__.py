@@ -81,6 +81,7 @@ _MODEL = (
     Metric("params", "params", "M", 1e-6, 3, table=False),
     Metric("macs", "MACs", "M", 1e-6, 2, table=False),
     Metric("budget_error", "budget error", "%", 100, 1, table=False),
+    Metric("budget_params_error", "params budget error", "%", 100, 1, table=False),  # joint budgets only
 )
 METRICS: dict[str, Metric] = {
     m.key: m
