@@ -10,7 +10,8 @@ from typing import Any
 from coatsearch import kinds
 from coatsearch import spec as S
 from coatsearch.complexity import count
-from coatsearch.match import MatchResult, match
+from coatsearch.match import MatchResult
+from coatsearch.match_joint import solve
 from coatsearch.space import Baseline, Candidate, Space
 
 
@@ -39,7 +40,7 @@ def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None)
     if budget is None:
         c = count(model)
         return Prepared(cand.name, model, optim, None, c.macs, c.params, 1.0, None, True, "")
-    res: MatchResult = match(model, budget)
+    res: MatchResult = solve(model, budget)
     return Prepared(
         cand.name,
         res.spec,

@@ -40,7 +40,6 @@ params-to-MACs ratio is fixed by its token count (ViT_REL) needs fewer or more t
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -160,18 +159,13 @@ def _bisect(make: Callable[[float], ModelSpec], target: int, lo: float, hi: floa
     return lo, hi
 
 
-@functools.lru_cache(maxsize=1024)
 def match(spec: ModelSpec, budget: Budget) -> MatchResult:
-    """Scale `spec` so its MACs (and params, when the budget has them) land within the band; never raises for one."""
-    if budget.params is not None and budget.macs > 0:
-        from coatsearch.match_joint import match_joint  # it builds on this module's helpers
+    """Scale `spec` (budget.scale) so its MACs land within the budget band; never raises for a MACs budget.
 
-        return match_joint(spec, budget)
-    return _match_macs(spec, budget)
-
-
-def _match_macs(spec: ModelSpec, budget: Budget) -> MatchResult:
-    """Scale `spec` (budget.scale) so its MACs land within the budget band."""
+    A budget with a params target is match_joint.solve's (which builds on this module): ValueError here.
+    """
+    if budget.params is not None:
+        raise ValueError("a budget with params is solved by coatsearch.match_joint.solve, not match")
     mode, target, tol = budget.scale, budget.macs, budget.tolerance
     if target <= 0:
         return MatchResult(spec, 0, 0, 1.0, math.inf, False, f"budget must be positive, got {target} MACs")

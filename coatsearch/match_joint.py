@@ -5,6 +5,7 @@ The maths is in match.py's docstring ("Joint budget"); this module only carries 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -23,6 +24,7 @@ from coatsearch.match import (
     _quantum,
     _round_to,
     _widening,
+    match,
 )
 from coatsearch.spec import Budget, ModelSpec
 
@@ -113,6 +115,17 @@ def _refine(spec: ModelSpec, budget: Budget, k1: float, k2: float, below: bool) 
         else:
             k2 = mid
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def solve(spec: ModelSpec, budget: Budget) -> MatchResult:
+    """Match `spec` to `budget`: MACs alone (match.match), or MACs and params together when it has a params target.
+
+    Cached: loading a space checks the joint budget and then prepares the same candidates again.
+    """
+    if budget.params is None or budget.macs <= 0:
+        return match(spec, replace(budget, params=None))
+    return match_joint(spec, budget)
 
 
 def match_joint(spec: ModelSpec, budget: Budget) -> MatchResult:

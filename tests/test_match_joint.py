@@ -10,7 +10,7 @@ import pytest
 from coatsearch.cli import main
 from coatsearch.complexity import count
 from coatsearch.match import match
-from coatsearch.match_joint import shaped
+from coatsearch.match_joint import shaped, solve
 from coatsearch.spec import Budget, ModelSpec, StageSpec, StemSpec
 from tests.test_match import BLOCK, _check_rounding, proxy
 from tests.tiny import tiny_text
@@ -30,7 +30,7 @@ def test_joint_lands_both_targets(layout, shift):
     macs_only = match(spec, Budget(macs=MACS, tolerance=0.05))
     target = int(macs_only.params * shift)  # a params target the MACs-only width solve misses by > 5%
     assert abs(macs_only.params - target) / target > 0.05
-    r = match(spec, Budget(macs=MACS, tolerance=0.05, params=target))
+    r = solve(spec, Budget(macs=MACS, tolerance=0.05, params=target))
     assert r.ok, r.reason
     assert abs(r.error) <= 0.05 and abs(r.params_error) <= 0.05
     c = count(r.spec)
@@ -48,7 +48,7 @@ def test_one_stage_uses_depth_as_second_knob():
     spec = vit_rel(8)  # 4x4 tokens
     reach = [count(shaped(spec, m, k)) for k in (0.5, 1.0, 2.0) for m in (0.5, 1.0)]
     assert all(c.macs > 0 for c in reach)
-    r = match(spec, Budget(macs=MACS, tolerance=0.05, params=int(MACS / 16)))
+    r = solve(spec, Budget(macs=MACS, tolerance=0.05, params=int(MACS / 16)))
     assert r.ok, r.reason
     assert r.spec.stages[0].depth != 4 or math.isclose(r.knob, 1.0, rel_tol=0.2)
     assert abs(r.error) <= 0.05 and abs(r.params_error) <= 0.05
@@ -57,7 +57,7 @@ def test_one_stage_uses_depth_as_second_knob():
 def test_infeasible_pair_gives_the_reachable_range_and_the_field():
     spec = vit_rel(4)  # 8x8 tokens: params per MAC fixed near 1/64
     target = MACS // 16
-    r = match(spec, Budget(macs=MACS, tolerance=0.05, params=target))
+    r = solve(spec, Budget(macs=MACS, tolerance=0.05, params=target))
     assert not r.ok and r.params_range is not None
     lo, hi = r.params_range
     assert lo <= r.params <= hi < target * 0.95  # the target lies above everything this layout reaches
@@ -68,8 +68,11 @@ def test_infeasible_pair_gives_the_reachable_range_and_the_field():
 
 def test_macs_only_budget_is_unchanged_by_the_joint_fields():
     spec = proxy("C-C-T-T")
-    r = match(spec, Budget(macs=MACS, tolerance=0.05))
+    r = solve(spec, Budget(macs=MACS, tolerance=0.05))
+    assert r == match(spec, Budget(macs=MACS, tolerance=0.05))
     assert r.params_error is None and r.knob is None and r.params_range is None and r.ok
+    with pytest.raises(ValueError, match="match_joint.solve"):
+        match(spec, Budget(macs=MACS, params=100_000))
 
 
 def test_params_target_needs_width_scaling():

@@ -12,6 +12,7 @@ from coatsearch.report import calibration, info, optim, paper, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
+from coatsearch.report import markdown_speed as mds
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
 from coatsearch.report.claims import ALPHA, EDF_K
@@ -85,6 +86,7 @@ def render(summary: dict, figures: dict[str, str]) -> str:
         mdm.matched(summary),
         mdm.capacity(summary),
         mdm.transfer(summary),
+        mds.section(summary),
         mdc.verdicts(summary),
         mdm.untested(summary),
         mdm.edges(summary),
