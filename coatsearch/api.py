@@ -170,6 +170,8 @@ def run(
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
+    if backend != "optuna" and sp.definition.study.objectives:
+        raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
     if (workers != "auto" and not (isinstance(workers, int) and workers >= 1)) or (trials is not None and trials < 1):
         raise UserError("--workers must be auto or at least 1, and --trials at least 1")
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written

@@ -46,8 +46,8 @@ class Plan:
 
     train_batch: int
     infer_batch: int = 128
-    warmup: int = 2
-    repeats: int = 5
+    warmup: int = 1
+    repeats: int = 4
     latency_repeats: int = 20
     threads: int | None = None  # None: the process's current thread count
     compile: bool = False

@@ -8,7 +8,7 @@ import sys
 from dataclasses import is_dataclass
 from pathlib import Path
 
-from coatsearch.report import calibration, info, optim, paper, plots
+from coatsearch.report import calibration, info, optim, paper, pareto, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
@@ -63,6 +63,7 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "length": info.length_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
+        "pareto": pareto.front(space, records),
         "rules": {
             "relation": V.RELATION_RULE,
             "verdict": V.VERDICT_RULE,
@@ -87,6 +88,7 @@ def render(summary: dict, figures: dict[str, str]) -> str:
         mdm.capacity(summary),
         mdm.transfer(summary),
         mds.section(summary),
+        pareto.section(summary),
         mdc.verdicts(summary),
         mdm.untested(summary),
         mdm.edges(summary),

@@ -68,10 +68,10 @@ def setup(s: dict) -> str:
     plan = f"; {study.get('samples')} sample(s) per searched candidate and seed" if study else ""
     out.append(f"- Seeds: {seeds}{plan}")
     if study:
-        out.append(
-            f"- Objective: `{study.get('objective')}` ({study.get('direction')}); sampler {study.get('sampler')}, "
-            f"pruner {study.get('pruner')}"
-        )
+        goal = f"`{study.get('objective')}` ({study.get('direction')})"
+        if study.get("objectives"):  # multi-objective (issue 23)
+            goal = ", ".join(f"`{k}` ({d})" for k, d in zip(study["objectives"], study["directions"], strict=False))
+        out.append(f"- Objective: {goal}; sampler {study.get('sampler')}, pruner {study.get('pruner')}")
     out.append(
         f"- Trials: {c['total']} — {c['complete']} complete, {c['failed']} failed, {c['interrupted']} interrupted, "
         f"{c['pruned']} pruned, {c['running']} running/waiting"

@@ -22,8 +22,8 @@ class SpeedSpec:
 
     infer_batch: Annotated[int, Strict(), Field(gt=0, le=S.BATCH_MAX)] = 128  # the stated inference batch
     train_batch: Annotated[int, Strict(), Field(gt=0, le=S.BATCH_MAX)] | None = None  # None: train.batch_size
-    warmup: Annotated[int, Strict(), Field(ge=1, le=1000)] = 2  # untimed steps before each timing
-    repeats: Annotated[int, Strict(), Field(ge=3, le=1000)] = 5  # timed train and inference steps (median taken)
+    warmup: Annotated[int, Strict(), Field(ge=1, le=1000)] = 1  # untimed steps before each timing
+    repeats: Annotated[int, Strict(), Field(ge=3, le=1000)] = 4  # timed train and inference steps (median taken)
     latency_repeats: Annotated[int, Strict(), Field(ge=4, le=10_000)] = 20  # timed batch-1 forward passes
 
 
