@@ -31,11 +31,13 @@ knob k reshapes the model and m is solved for MACs at each k:
 * one stage (ViT_REL): depth, d becomes max(1, round(k * d)), k from 1/d to K_DEPTH: a deeper, narrower
   attention stage spends more of its MACs on the N^2 * C token-mixing term, which has no parameters.
 
-Params at matched MACs rise with k (growth) or fall with it (depth), up to rounding. k is scanned on K_STEPS
-log-spaced points, then bisected in the interval where params cross the target; the configuration with the
-smallest max(|MACs error|, |params error|) wins. When none of the scanned configurations within the MACs band
-comes within the params band, `params_range` gives the params those configurations reach: a layout whose
-params-to-MACs ratio is fixed by its token count (ViT_REL) needs fewer or more tokens (patch size, strides).
+Params at matched MACs rise with k (growth) or fall with it (depth), up to rounding. The solve starts at k = 1
+(the spec's own shape: width scaling alone) and, if params miss their band, scans K_STEPS log-spaced k values
+from 1 towards the end of K_GROWTH / the depth range on the side that moves params towards the target,
+stopping where they cross it and bisecting k there (K_BISECT steps). Of the configurations in both bands the
+least reshaped (k nearest 1) wins. When none is, `params_range` gives the params that the configurations
+within the MACs band reach (the far end of the other side is counted too): a layout whose params-to-MACs
+ratio is fixed by its token count (ViT_REL) needs fewer or more tokens (patch size, strides).
 """
 
 from __future__ import annotations

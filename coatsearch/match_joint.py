@@ -130,14 +130,7 @@ def solve(spec: ModelSpec, budget: Budget) -> MatchResult:
 
 def match_joint(spec: ModelSpec, budget: Budget) -> MatchResult:
     """Solve width and the second knob so MACs and params both land within budget.tolerance; never raises."""
-    k_lo, k_hi = _k_range(spec)
-    ks = [k_lo * (k_hi / k_lo) ** (i / (K_STEPS - 1)) for i in range(K_STEPS)]
-    scanned = [(k, _at_k(spec, budget, k)) for k in ks]
-    results = [r for _, rs in scanned for r in rs]
-    for (k1, r1), (k2, r2) in zip(scanned, scanned[1:], strict=False):
-        e1, e2 = _nearest(r1).params_error or 0.0, _nearest(r2).params_error or 0.0
-        if (e1 < 0) != (e2 < 0):
-            results += _refine(spec, budget, k1, k2, e1 < 0)
+    results = _scan(spec, budget)
     shape = _widening(spec)
     kept = [r for r in results if _widening(r.spec) >= shape] or results
     met = [r for r in kept if r.ok]
@@ -145,6 +138,27 @@ def match_joint(spec: ModelSpec, budget: Budget) -> MatchResult:
         return min(met, key=lambda r: (abs(math.log(r.knob or 1.0)), max(abs(r.error), abs(r.params_error or 0.0))))
     best = min(kept, key=lambda r: max(abs(r.error), abs(r.params_error or 0.0)))
     return _miss(spec, budget, best, kept)
+
+
+def _scan(spec: ModelSpec, budget: Budget) -> list[MatchResult]:
+    """Configurations from k = 1 outwards, on the side where params move towards the target, until they cross it
+    (then bisected there); with no crossing, the far end of the other side too, for the reachable range."""
+    k_lo, k_hi = _k_range(spec)
+    results = _at_k(spec, budget, 1.0)
+    prev_k, prev_e = 1.0, _nearest(results).params_error or 0.0
+    if any(r.ok for r in results):
+        return results
+    up = (prev_e < 0) == (knob_name(spec) == "growth")  # growth raises params at equal MACs, depth lowers them
+    end = k_hi if up else k_lo
+    for i in range(1, K_STEPS):
+        k = end ** (i / (K_STEPS - 1))
+        got = _at_k(spec, budget, k)
+        results += got
+        e = _nearest(got).params_error or 0.0
+        if (e < 0) != (prev_e < 0) or any(r.ok for r in got):
+            return results + _refine(spec, budget, prev_k, k, prev_e < 0)
+        prev_k, prev_e = k, e
+    return results + _at_k(spec, budget, k_lo if up else k_hi)
 
 
 def _miss(spec: ModelSpec, budget: Budget, best: MatchResult, kept: list[MatchResult]) -> MatchResult:
