@@ -73,3 +73,10 @@ def test_unmatched_candidates_get_no_spread():
 def test_figure_is_drawn(tmp_path):
     assert plots_speed.draw(SP.table(SPACE, _records()), tmp_path / "acc_vs_speed.png") == "acc_vs_speed.png"
     assert (tmp_path / "acc_vs_speed.png").stat().st_size > 1000
+
+
+def test_regime_baselines_stay_off_the_front():
+    truth = {**TRUTH, "baseline-linear": (0.95, 5000.0, 90000.0)}  # would dominate every layout
+    space = {**SPACE, "candidates": [*SPACE["candidates"], "baseline-linear"]}
+    rows = {r["candidate"]: r for r in SP.table(space, _records(truth))["rows"]}
+    assert "pareto" not in rows["baseline-linear"] and rows["A"]["pareto"] and rows["C"]["pareto"]

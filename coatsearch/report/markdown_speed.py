@@ -44,7 +44,7 @@ def _where(rows: list[dict]) -> str:
         f"{', '.join(pick['threads'])} thread(s): training images/s at batch {', '.join(pick['train_batch'])}, "
         f"inference images/s at batch {', '.join(infer)}, batch-1 latency median (IQR); warm-up steps untimed, "
         f"then timed repeats, median step time; mean ± sd over runs{cost}. Pareto: not beaten in both accuracy "
-        "and inference throughput by another candidate."
+        "and inference throughput by another candidate (regime baselines are not ranked)."
     )
 
 

@@ -248,7 +248,8 @@ FIGURES: dict[str, FigureSpec] = {
             "speed",
             lambda table, s, path: plots_speed.draw(table, path),
             "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
-            "inference, right: training), the Pareto front dashed and circled: MACs-matched is not speed-matched.",
+            "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "
+            "MACs-matched is not speed-matched.",
             compute=speed.table,
         ),
     )

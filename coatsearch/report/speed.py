@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from coatsearch.report.claims import BASELINES
 from coatsearch.report.info import METRICS, candidate_of, complete, order
 from coatsearch.report.optim import primary_acc
 
@@ -58,7 +59,7 @@ def table(space: dict, records: list[dict]) -> dict | None:
         return None
     acc = primary_acc(space, records)
     rows = [_row(name, runs[name], acc) for name in order(space, records) if name in runs]
-    front = [r for r in rows if r["acc"] is not None]
+    front = [r for r in rows if r["acc"] is not None and r["candidate"] not in BASELINES]  # layouts only
     on = pareto([(r["acc"][0], r["speed.infer_ips"][0]) for r in front], (True, True))
     for r, flag in zip(front, on, strict=True):
         r["pareto"] = flag
