@@ -92,12 +92,15 @@ class ReportPaths:
 def load_space(path: str | Path, profile: str | None = None) -> Space:
     """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
     from coatsearch.candidates import prepare
+    from coatsearch.dsl import where
     from coatsearch.space import load_space as _load
 
     definition = _load(path, profile or "default")
     cands = []
-    for cand in definition.candidates:
+    for i, cand in enumerate(definition.candidates):
         prep = prepare(cand)
+        if prep.params_range is not None:  # a layout that cannot reach the params target at this MACs target
+            raise UserError(f"{where(path, ('candidates', i, 'budget', 'params'))}: {prep.name}: {prep.reason}")
         cands.append(Candidate(prep.name, prep.model.layout, prep.params, prep.macs, prep.model, prep))
     return Space(definition.name, definition.profile, definition.source, tuple(cands), definition)
 
@@ -169,6 +172,8 @@ def run(
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
+    if backend != "optuna" and sp.definition.study.objectives:
+        raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
     _check_counts(workers, trials)
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:

@@ -10,7 +10,8 @@ from typing import Any
 from coatsearch import kinds
 from coatsearch import spec as S
 from coatsearch.complexity import count
-from coatsearch.match import MatchResult, match
+from coatsearch.match import MatchResult
+from coatsearch.match_joint import solve
 from coatsearch.space import Baseline, Candidate, Space
 
 
@@ -28,6 +29,9 @@ class Prepared:
     error: float | None  # relative MACs error against the budget; None without a budget
     ok: bool
     reason: str
+    params_error: float | None = None  # relative params error; None without a params target
+    knob: float | None = None  # joint budget: the second knob (growth, or depth factor of a one-stage layout)
+    params_range: tuple[int, int] | None = None  # joint miss: params the layout reaches in the MACs band
 
 
 def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None) -> Prepared:
@@ -36,7 +40,7 @@ def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None)
     if budget is None:
         c = count(model)
         return Prepared(cand.name, model, optim, None, c.macs, c.params, 1.0, None, True, "")
-    res: MatchResult = match(model, budget)
+    res: MatchResult = solve(model, budget)
     return Prepared(
         cand.name,
         res.spec,
@@ -48,6 +52,9 @@ def prepare(cand: Candidate | Baseline, params: Mapping[str, Any] | None = None)
         res.error,
         res.ok,
         res.reason,
+        res.params_error,
+        res.knob,
+        res.params_range,
     )
 
 
@@ -107,4 +114,12 @@ def row(p: Prepared) -> dict:
         "multiplier": p.multiplier,
         "ok": p.ok,
         "reason": p.reason,
+        **_joint(p),
     }
+
+
+def _joint(p: Prepared) -> dict:
+    """The joint budget's row fields: only when the budget has a params target (MACs-only rows stay as they were)."""
+    if p.budget is None or p.budget.params is None:
+        return {}
+    return {"budget_params": p.budget.params, "params_error": p.params_error, "knob": p.knob}

@@ -171,17 +171,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _table(rows: list[dict]) -> str:
-    head = [
-        "name",
-        "layout",
-        "stem",
-        "stages (type depth x width / stride)",
-        "T tokens",
-        "params",
-        "MACs",
-        "err",
-        "mult",
-    ]
+    head = ["name", "layout", "stem", "stages (type depth x width / stride)", "T tokens", "params", "MACs"]
+    head += ["MACs err", "params err", "mult", "growth/depth"]
     body = [
         [
             r["name"],
@@ -189,19 +180,28 @@ def _table(rows: list[dict]) -> str:
             r["stem"],
             r["stages"],
             ",".join(r["tokens"]) or "-",
-            f"{r['params'] / 1e6:.2f}M",
+            f"{r['params'] / 1e6:.3f}M",
             f"{r['macs'] / 1e6:.2f}M",
-            "-" if r["error"] is None else f"{r['error']:+.1%}",
-            f"{r['multiplier']:.3f}" + ("" if r["ok"] else "  NOT MATCHED: " + r["reason"]),
+            _pct(r["error"]),
+            _pct(r.get("params_error")),
+            f"{r['multiplier']:.3f}",
+            ("-" if r.get("knob") is None else f"{r['knob']:.3f}")
+            + ("" if r["ok"] else "  NOT MATCHED: " + r["reason"]),
         ]
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() for line in [head, *body]]
-    budget = next((r["budget_macs"] for r in rows if r["budget_macs"]), None)
+    budget = next((r for r in rows if r["budget_macs"]), None)
     if budget:
-        lines.append(f"budget: {budget / 1e6:.2f}M MACs (multiply-adds per image)")
+        params = f", {budget['budget_params'] / 1e6:.3f}M params" if budget.get("budget_params") else ""
+        lines.append(f"budget: {budget['budget_macs'] / 1e6:.2f}M MACs (multiply-adds per image){params}")
     return "\n".join(lines)
+
+
+def _pct(error: float | None) -> str:
+    """A relative error as '+1.2%', '-' when there is none (no budget, or no params target)."""
+    return "-" if error is None else f"{error:+.1%}"
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -79,10 +79,11 @@ def annotate(study: optuna.Study) -> None:
     """Give a study its metric name and readable space attributes; writes only what is missing or changed."""
     attrs = study.user_attrs
     name = objective(attrs)
-    if name and study.metric_names != [name]:
+    names = list((space_record(attrs).get("study") or {}).get("objectives") or ([name] if name else []))
+    if names and study.metric_names != names:  # a multi-objective study: one name per value (its Pareto front)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names([name])
+            study.set_metric_names(names)
     for key, value in space_attrs(space_record(attrs)).items():
         if attrs.get(key) != value:
             study.set_user_attr(key, value)

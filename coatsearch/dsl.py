@@ -59,11 +59,22 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
     return doc
 
 
+def where(path: str | Path, loc: tuple, text: str | None = None) -> str:
+    """'file:line: field 'a.b'' for a candidate's field `loc`, at the line where the value was written."""
+    path = Path(path)
+    text = read_space_text(path) if text is None else text
+    data = _construct(path, text)
+    loc = _origin(data, loc) if isinstance(data, dict) else loc
+    return f"{path}:{_line(_compose(path, text), loc)}: field '{_dotted(loc)}'"
+
+
 def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()
     choices: dict[str, tuple] = {}
-    if doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
+    if doc.study.pruner != "none" and doc.study.objectives:
+        yield ("study", "pruner"), "Optuna does not prune multi-objective studies (study.objectives): use pruner: none"
+    elif doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
         yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
     yield from _objective_problem(doc)
     for i, cand in enumerate(doc.candidates):
@@ -101,8 +112,14 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
 def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """The study objective must be a metric some candidate's enabled scores record (the others fall back)."""
     measured = [m.key for c in doc.candidates for score, _ in scores.enabled(c.scores) for m in score.metrics]
-    if doc.study.objective not in measured:
-        listed = ", ".join(dict.fromkeys(measured)) or "nothing (no score is enabled)"
+    listed = ", ".join(dict.fromkeys(measured)) or "nothing (no score is enabled)"
+    if doc.study.objectives:  # multi-objective: every candidate must measure every objective (no fallback)
+        for i, key in enumerate(doc.study.objectives):
+            for cand in doc.candidates:
+                if key not in [m.key for score, _ in scores.enabled(cand.scores) for m in score.metrics]:
+                    yield ("study", "objectives", i), f"candidate '{cand.name}' does not measure '{key}'; {listed}"
+                    return
+    elif doc.study.objective not in measured:
         yield ("study", "objective"), f"no enabled score measures '{doc.study.objective}'; measured: {listed}"
 
 

@@ -20,12 +20,30 @@ narrower than the hi one), then swaps (one place a quantum wider and another a q
 lo configuration), never making a stage narrower than the one before it; proportional scaling is kept
 whenever it can meet the band. If the band
 lies below f(m_min) or above f(m_max), or no configuration meets it, the result has ok=False and says why.
+
+Joint budget (`budget.params` set). Width alone moves MACs and params together; what separates them is where
+the width sits: a low-resolution stage costs few MACs per parameter, a high-resolution one many. So a second
+knob k reshapes the model and m is solved for MACs at each k:
+
+* multi-stage: growth, stage i's width becomes q * round(m * k^i * w_i / q) (k > 1 puts width in the late,
+  low-resolution stages: more params at the same MACs); k spans K_GROWTH, kept only while stage widths do
+  not shrink from one stage to the next when the spec's widths do not;
+* one stage (ViT_REL): depth, d becomes max(1, round(k * d)), k from 1/d to K_DEPTH: a deeper, narrower
+  attention stage spends more of its MACs on the N^2 * C token-mixing term, which has no parameters.
+
+Params at matched MACs rise with k (growth) or fall with it (depth), up to rounding. The solve starts at k = 1
+(the spec's own shape: width scaling alone) and, if params miss their band, scans K_STEPS log-spaced k values
+from 1 towards the end of K_GROWTH / the depth range on the side that moves params towards the target,
+stopping where they cross it and bisecting k there (K_BISECT steps). Of the configurations in both bands the
+least reshaped (k nearest 1) wins. When none is, `params_range` gives the params that the configurations
+within the MACs band reach (the far end of the other side is counted too): a layout whose params-to-MACs
+ratio is fixed by its token count (ViT_REL) needs fewer or more tokens (patch size, strides).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from coatsearch import kinds
@@ -35,6 +53,10 @@ from coatsearch.spec import Budget, ModelSpec
 
 M_RANGE = {"width": (0.05, 16.0), "depth": (0.01, 16.0)}  # multiplier search interval per mode
 REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + REL_STEP
+K_GROWTH = (0.5, 2.0)  # joint budget, multi-stage: per-stage width growth factor k
+K_DEPTH = 4.0  # joint budget, one stage: depth factor k up to this (from 1 / depth)
+K_STEPS = 9  # log-spaced k values scanned before bisecting k
+K_BISECT = 5  # bisection steps on k between the two scanned values where params cross the target
 
 
 @dataclass(frozen=True)
@@ -48,6 +70,9 @@ class MatchResult:
     error: float
     ok: bool
     reason: str  # "" when ok
+    params_error: float | None = None  # (params - budget.params) / budget.params; None without a params target
+    knob: float | None = None  # joint budget: the second knob k (growth, or depth factor for one stage)
+    params_range: tuple[int, int] | None = None  # joint miss: params reached within the MACs band (lo, hi)
 
 
 def _round_to(x: float, q: int) -> int:
@@ -125,11 +150,11 @@ def _widening(spec: ModelSpec) -> bool:
     return all(a <= b for a, b in zip(widths, widths[1:], strict=False))
 
 
-def _bisect(spec: ModelSpec, mode: str, target: int, lo: float, hi: float) -> tuple[float, float]:
+def _bisect(make: Callable[[float], ModelSpec], target: int, lo: float, hi: float) -> tuple[float, float]:
     """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + REL_STEP."""
     while hi / lo > 1 + REL_STEP:
         mid = math.sqrt(lo * hi)
-        if count(scale(spec, mid, mode)).macs <= target:
+        if count(make(mid)).macs <= target:
             lo = mid
         else:
             hi = mid
@@ -137,7 +162,12 @@ def _bisect(spec: ModelSpec, mode: str, target: int, lo: float, hi: float) -> tu
 
 
 def match(spec: ModelSpec, budget: Budget) -> MatchResult:
-    """Scale `spec` (budget.scale) so its MACs land within the budget band; never raises for a budget."""
+    """Scale `spec` (budget.scale) so its MACs land within the budget band; never raises for a MACs budget.
+
+    A budget with a params target is match_joint.solve's (which builds on this module): ValueError here.
+    """
+    if budget.params is not None:
+        raise ValueError("a budget with params is solved by coatsearch.match_joint.solve, not match")
     mode, target, tol = budget.scale, budget.macs, budget.tolerance
     if target <= 0:
         return MatchResult(spec, 0, 0, 1.0, math.inf, False, f"budget must be positive, got {target} MACs")
@@ -157,7 +187,7 @@ def match(spec: ModelSpec, budget: Budget) -> MatchResult:
         return _result(smallest, lo, budget)
     if f_hi <= target:
         return _result(largest, hi, budget)
-    lo, hi = _bisect(spec, mode, target, lo, hi)
+    lo, hi = _bisect(lambda m: scale(spec, m, mode), target, lo, hi)
     below, above = _result(scale(spec, lo, mode), lo, budget), _result(scale(spec, hi, mode), hi, budget)
     best = min(below, above, key=lambda r: abs(r.error))
     if best.ok:

@@ -226,13 +226,20 @@ class ModelSpec:
 
 @spec
 class Budget:
-    """A MACs band and what is scaled to land in it."""
+    """A MACs band (and optionally a params band) and what is scaled to land in it."""
 
     macs: Annotated[
         int, BeforeValidator(parse_count), Field(le=MACS_MAX)
     ]  # target multiply-adds per image ('10.5M' in a file)
-    tolerance: Annotated[Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target
+    tolerance: Annotated[Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target, for both
     scale: Literal["width", "depth", "none"] = "width"  # what is scaled ("none": check only)
+    params: Annotated[int, BeforeValidator(parse_count), Field(le=MACS_MAX)] | None = (
+        None  # target parameter count ('0.5M'); with it, width and a second knob are solved together (match.py)
+    )
+
+    def __post_init__(self) -> None:
+        if self.params is not None and self.scale != "width":
+            raise ValueError(f"a params target is solved with scale: width (width and growth), not {self.scale!r}")
 
 
 @spec
@@ -295,6 +302,22 @@ class StudySpec:
     objective: str = "generalization.eval_acc"  # score recorded as the trial value
     direction: Literal["maximize", "minimize"] = "maximize"
     baselines: Annotated[bool, Strict()] = True  # also train BASELINES per seed, on the same subsets (never matched)
+    objectives: Annotated[tuple[str, ...], Field(max_length=8)] = ()  # >= 2 keys: a multi-objective study
+    directions: tuple[Literal["maximize", "minimize"], ...] = ()  # one per objective
+
+    def __post_init__(self) -> None:
+        if self.objectives and (len(self.objectives) < 2 or len(self.directions) != len(self.objectives)):
+            raise ValueError(
+                "'objectives' lists two or more metric keys and 'directions' one direction (maximize or minimize) "
+                f"per objective; found {len(self.objectives)} objective(s), {len(self.directions)} direction(s)"
+            )
+        if self.directions and not self.objectives:
+            raise ValueError("'directions' goes with 'objectives' (a single objective uses 'direction')")
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The metric keys the trial values are: `objectives`, else the one `objective`."""
+        return self.objectives or (self.objective,)
 
 
 BASELINES = {"baseline-linear": "linear", "baseline-cnn": "cnn"}  # regime baselines: candidate name -> arch

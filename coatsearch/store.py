@@ -135,7 +135,7 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
         study = optuna.create_study(
             study_name=name,
             storage=open_storage(path),
-            direction=space.study.direction,
+            **_directions(space),
             sampler=sampler,
             pruner=pruner,
             load_if_exists=True,  # another process may create it meanwhile
@@ -143,6 +143,13 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     if stored is None or changed:
         study.set_user_attr("space", {**P.space_record(space), "form": P.space_form(space)})
     return study
+
+
+def _directions(space: Space) -> dict:
+    """optuna.create_study's direction argument: `directions` for a multi-objective study (study.objectives)."""
+    if space.study.objectives:
+        return {"directions": list(space.study.directions)}
+    return {"direction": space.study.direction}
 
 
 def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
@@ -216,7 +223,7 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
     return trial.suggest_float(d.path, d.low, d.high, log=d.log)
 
 
-def tell(study: optuna.Study, trial: optuna.Trial, state: str, attrs: dict, value: float | None) -> None:
+def tell(study: optuna.Study, trial: optuna.Trial, state: str, attrs: dict, value: float | list[float] | None) -> None:
     """Write a finished trial's user attrs, then its state (a name in STATES) and value: every backend's write-back.
 
     A trial finished meanwhile from outside the run (the dashboard's tell) is not ours any more: one note

@@ -28,7 +28,7 @@ def run_item(
     progress: bool = False,
     report: Report | None = None,
     matched: Mapping[str, Prepared] | None = None,
-) -> tuple[float, dict]:
+) -> tuple[float | list[float], dict]:
     """Train and score one planned trial; return (objective value, attributes). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
@@ -60,6 +60,12 @@ def run_item(
         "wall_s": round(time.perf_counter() - start, 3),
         "device": str(device),
     }
+    if space.study.objectives:  # multi-objective: one value per objective, no fallback
+        missing = [k for k in space.study.objectives if not isinstance(metrics.get(k), int | float)]
+        if missing:
+            raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(metrics)})")
+        values = [float(metrics[k]) for k in space.study.objectives]
+        return values, {**attrs, "objective": space.study.objectives[0], "objectives": list(space.study.objectives)}
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
@@ -82,6 +88,7 @@ def candidate_attrs(prep) -> dict:
         "macs": prep.macs,
         "budget_macs": prep.budget.macs if prep.budget else None,
         "budget_error": prep.error,
+        **({} if prep.params_error is None else {"budget_params_error": prep.params_error}),
         "multiplier": prep.multiplier,
         "optim": asdict(prep.optim),
     }
@@ -98,7 +105,7 @@ def model_label(model) -> str:
 
 def attempt(
     space, item, params, device, env, progress=False, report=None, matched=None
-) -> tuple[str, dict, float | None]:
+) -> tuple[str, dict, float | list[float] | None]:
     """Run one planned trial: (state name, user attrs, value); a failure or pruning is an outcome, not an exception."""
     try:
         value, attrs = run_item(space, item, params, device, progress=progress, report=report, matched=matched)

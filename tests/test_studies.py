@@ -25,7 +25,8 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
         assert a["generalization.eval_images"] == 300
         assert a["curves.generalization"]["step"][-1] == 24  # 8 epochs of 3 steps
         assert 0.0 < a["generalization.eval_acc"] <= 1.0 and "transfer.finetune_acc" not in a  # quick: no transfer
-        assert abs(a["budget_error"]) <= 0.05
+        assert abs(a["budget_error"]) <= 0.05 and abs(a["budget_params_error"]) <= 0.05  # the joint budget
+        assert a["speed.train_ips"] > 0 and a["speed.infer_ips"] > 0 and a["speed.train_batch"] == 128
     assert len({t.user_attrs["capacity.eval_fingerprint"] for t in trials}) == 1
     report = (tmp_path / "r" / "paper_layouts-quick" / "report.md").read_text()
     assert "## Candidates" in report and "Fashion-MNIST padded to 32x32" in report
@@ -34,6 +35,8 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
         "claims"]}  # fmt: skip
     assert claims["a"]["verdict"] == "inconclusive"  # one seed: never firm, and never dropped (b1c4749 dropped it)
     assert "(a) Generalization" in report
+    assert "## Measured speed" in report and (tmp_path / "r" / "paper_layouts-quick" / "acc_vs_speed.png").exists()
+    assert "MACs and params are both matched" in report
 
 
 def test_vit_stems_quick_measures_optimizability(tmp_path):

@@ -8,10 +8,11 @@ import sys
 from dataclasses import is_dataclass
 from pathlib import Path
 
-from coatsearch.report import calibration, info, judging, optim, paper, plots
+from coatsearch.report import calibration, info, judging, optim, paper, pareto, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
+from coatsearch.report import markdown_speed as mds
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
 from coatsearch.report.claims import ALPHA, EDF_K, VERDICT_ALPHA
@@ -57,6 +58,7 @@ def summarize(study: str, space: dict, records: list[dict]) -> dict:
         "length": info.length_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
+        "pareto": pareto.front(space, records),
         "rules": {
             "relation": V.RELATION_RULE,
             "verdict": V.VERDICT_RULE,
@@ -81,6 +83,8 @@ def render(summary: dict, figures: dict[str, str]) -> str:
         mdm.matched(summary),
         mdm.capacity(summary),
         mdm.transfer(summary),
+        mds.section(summary),
+        pareto.section(summary),
         mdc.verdicts(summary),
         mdm.untested(summary),
         mdm.edges(summary),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from coatsearch.report import escape
+from coatsearch.report.budget import joint_size_note
 from coatsearch.report.claims import BASELINES, CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.plots import CAPTIONS
@@ -68,10 +69,10 @@ def setup(s: dict) -> str:
     plan = f"; {study.get('samples')} sample(s) per searched candidate and seed" if study else ""
     out.append(f"- Seeds: {seeds}{plan}")
     if study:
-        out.append(
-            f"- Objective: `{study.get('objective')}` ({study.get('direction')}); sampler {study.get('sampler')}, "
-            f"pruner {study.get('pruner')}"
-        )
+        goal = f"`{study.get('objective')}` ({study.get('direction')})"
+        if study.get("objectives"):  # multi-objective (issue 23)
+            goal = ", ".join(f"`{k}` ({d})" for k, d in zip(study["objectives"], study["directions"], strict=False))
+        out.append(f"- Objective: {goal}; sampler {study.get('sampler')}, pruner {study.get('pruner')}")
     out.append(
         f"- Trials: {c['total']} — {c['complete']} complete, {c['failed']} failed, {c['interrupted']} interrupted, "
         f"{c['pruned']} pruned, {c['running']} running/waiting"
@@ -142,7 +143,7 @@ def candidates(s: dict) -> str:
 
 
 def size_note(rows: list[dict]) -> str:
-    """How far apart the budget-matched candidates are in MACs and in params (the budget matches MACs only)."""
+    """How far apart the budget-matched candidates are in MACs and in params (a MACs-only or a joint budget)."""
     sized = [r for r in rows if r["candidate"] not in BASELINES and "budget_error" in r["metrics"]]
     if len(sized) < 2:
         return ""
@@ -150,6 +151,8 @@ def size_note(rows: list[dict]) -> str:
     small = min(sized, key=lambda r: r["metrics"]["params"].mean)
     big = max(sized, key=lambda r: r["metrics"]["params"].mean)
     lo, hi = small["metrics"]["params"].mean, big["metrics"]["params"].mean
+    if all("budget_params_error" in r["metrics"] for r in sized):
+        return joint_size_note(sized, err, (small, big))
     return (
         f"Size: MACs are matched (budget errors {min(err):+.1f}% to {max(err):+.1f}%); params are not: the "
         f"budget-matched candidates span {lo:.3f}M ({small['candidate']}) to {hi:.3f}M ({big['candidate']}), "

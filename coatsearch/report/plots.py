@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.report import plots_measures  # noqa: E402
+from coatsearch.report import plots_measures, plots_speed, speed  # noqa: E402
 from coatsearch.report.claims import BASELINES, EDF_RUNS  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 
@@ -259,6 +259,15 @@ FIGURES: dict[str, FigureSpec] = {
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
             compute=info.robustness_rows,
+        ),
+        FigureSpec(
+            "acc_vs_speed",
+            "speed",
+            lambda table, s, path: plots_speed.draw(table, path),
+            "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
+            "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "
+            "MACs-matched is not speed-matched.",
+            compute=speed.table,
         ),
     )
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from coatsearch import spec as S
-from coatsearch.scores import accuracy, capacity, generalization, length, robustness, transfer
+from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
 from coatsearch.scores.base import Context, Metric, Report, Score, TrialInput
 
 __all__ = [
@@ -35,6 +35,7 @@ SCORES: dict[str, Score] = {
         transfer.SCORE,
         length.SCORE,
         robustness.SCORE,
+        speed.SCORE,  # last: it builds a fresh model of its own and times it, after every trained score
     )
 }
 
@@ -81,6 +82,7 @@ _MODEL = (
     Metric("params", "params", "M", 1e-6, 3, table=False),
     Metric("macs", "MACs", "M", 1e-6, 2, table=False),
     Metric("budget_error", "budget error", "%", 100, 1, table=False),
+    Metric("budget_params_error", "params budget error", "%", 100, 1, table=False),  # joint budgets only
 )
 METRICS: dict[str, Metric] = {
     m.key: m

@@ -1,0 +1,44 @@
+"""The accuracy-vs-measured-throughput figure (issue 23): one panel per rate, the Pareto front marked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
+from coatsearch.report.speed import pareto  # noqa: E402
+
+PANELS = (("speed.infer_ips", "inference"), ("speed.train_ips", "training"))
+
+
+def draw(table: dict, path: Path) -> str | None:
+    """Accuracy (mean ± sd) against measured images/s per candidate, the Pareto front as a dashed step line."""
+    rows = [r for r in table["rows"] if "pareto" in r]  # the layouts with an accuracy (regime baselines left out)
+    if not rows:
+        return None
+    fig = Figure(figsize=(11, 4.5), layout="constrained")
+    for ax, (key, what) in zip(fig.subplots(1, 2), PANELS, strict=True):
+        have = [r for r in rows if r[key][0]]
+        for i, r in enumerate(have):
+            (x, xsd), (y, ysd) = r[key], r["acc"]
+            ax.errorbar(x, y, xerr=xsd or 0, yerr=ysd or 0, capsize=3, ls="none", ms=7, label=r["candidate"],
+                        marker=MARKERS[i % len(MARKERS)], color=f"C{i % 10}")  # fmt: skip
+        on = pareto([(r["acc"][0], r[key][0]) for r in have], (True, True))
+        front = sorted((r[key][0], r["acc"][0]) for r, f in zip(have, on, strict=True) if f)
+        if front:
+            xs, ys = zip(*front, strict=True)
+            ax.step(xs, ys, where="post", color="k", ls="--", lw=1, label="Pareto front")
+            ax.scatter(xs, ys, s=160, facecolors="none", edgecolors="k", lw=1)
+        ax.set_xscale("log")
+        batch = "batch " + ", ".join(have[0]["infer_batch" if key == "speed.infer_ips" else "train_batch"])
+        ax.set(xlabel=f"measured {what} throughput (images/s, {batch}, log scale)")
+        ax.set(ylabel=f"{table['acc_label'] or 'accuracy'} (%)", title=f"Accuracy vs {what} speed")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=DPI, metadata={"Software": None})
+    return path.name

@@ -1,0 +1,80 @@
+"""The report's measured speed (issue 23): a per-candidate speed table, its Pareto front and the >1.5x note.
+
+Computed from the trial records alone (the `speed` score's attributes); plots_speed.py draws the figure and
+markdown_speed.py renders the Markdown. MACs are not speed: the note names the budget-matched candidates whose
+measured throughput differs most when the spread passes SPREAD_NOTE.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from coatsearch.report.claims import BASELINES
+from coatsearch.report.info import METRICS, candidate_of, complete, order
+from coatsearch.report.optim import primary_acc
+
+SPREAD_NOTE = 1.5  # fastest / slowest measured throughput among budget-matched candidates that earns a note
+RATES = ("speed.train_ips", "speed.infer_ips", "speed.infer_latency_ms", "speed.infer_latency_iqr_ms")
+
+
+def pareto(points: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[bool]:
+    """Whether each point is on the Pareto front: no other point is at least as good in every objective and better
+    in one (`maximize[j]`: objective j is maximized, else minimized)."""
+    signed = [[v if up else -v for v, up in zip(p, maximize, strict=True)] for p in points]
+
+    def dominated(a: list[float]) -> bool:
+        return any(all(x >= y for x, y in zip(b, a, strict=True)) and b != a for b in signed)
+
+    return [not dominated(a) for a in signed]
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float | None]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def _row(name: str, runs: list[dict], acc: str | None) -> dict:
+    """One candidate's speed row: mean and sd over its runs of each rate, and where and how it was measured."""
+    row: dict = {"candidate": name, "n": len(runs)}
+    for key in (*RATES, "speed.seconds", "macs", "params"):
+        vals = [float(a[key]) for a in runs if isinstance(a.get(key), int | float)]
+        row[key] = _mean_sd(vals) if vals else (None, None)
+    row["acc"] = _mean_sd([100 * a[acc] for a in runs if acc in a]) if acc and any(acc in a for a in runs) else None
+    shares = [a["speed.seconds"] / a["wall_s"] for a in runs if a.get("wall_s")]
+    row["cost_share"] = statistics.fmean(shares) if shares else None
+    row["matched"] = all(a.get("budget_macs") for a in runs)
+    for key in ("host", "device", "threads", "train_batch", "infer_batch", "compiled"):
+        row[key] = sorted({str(a.get(f"speed.{key}")) for a in runs})
+    return row
+
+
+def table(space: dict, records: list[dict]) -> dict | None:
+    """The speed table (one row per candidate with `speed` runs), the Pareto front and the spread note; None if
+    no trial measured speed."""
+    runs: dict[str, list[dict]] = {}
+    for r in complete(records):
+        if isinstance(r["attrs"].get("speed.train_ips"), int | float):
+            runs.setdefault(candidate_of(r), []).append(r["attrs"])
+    if not runs:
+        return None
+    acc = primary_acc(space, records)
+    rows = [_row(name, runs[name], acc) for name in order(space, records) if name in runs]
+    front = [r for r in rows if r["acc"] is not None and r["candidate"] not in BASELINES]  # layouts only
+    on = pareto([(r["acc"][0], r["speed.infer_ips"][0]) for r in front], (True, True))
+    for r, flag in zip(front, on, strict=True):
+        r["pareto"] = flag
+    label = METRICS[acc].label if acc else ""
+    return {"rows": rows, "acc_key": acc, "acc_label": label, "spread": spread(rows)}
+
+
+def spread(rows: list[dict]) -> list[dict]:
+    """Per rate: the fastest and slowest budget-matched candidates and their ratio (when 2 or more have it)."""
+    out = []
+    for key in ("speed.train_ips", "speed.infer_ips"):
+        have = [r for r in rows if r["matched"] and r[key][0]]
+        if len(have) < 2:
+            continue
+        fast, slow = max(have, key=lambda r: r[key][0]), min(have, key=lambda r: r[key][0])
+        ratio = fast[key][0] / slow[key][0]
+        out.append({"key": key, "fast": fast["candidate"], "slow": slow["candidate"], "ratio": ratio})
+    return out

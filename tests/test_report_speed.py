@@ -1,0 +1,82 @@
+"""The report's speed table, Pareto front and >1.5x note (issue 23), from fabricated records (no timing)."""
+
+from __future__ import annotations
+
+from coatsearch.report import markdown_speed as MS
+from coatsearch.report import plots_speed
+from coatsearch.report import speed as SP
+
+SPACE = {"candidates": ["A", "B", "C"], "study": {"objective": "generalization.eval_acc"}}
+# candidate -> (eval acc, train img/s, infer img/s): B is slower and less accurate than A (dominated)
+TRUTH = {"A": (0.85, 300.0, 900.0), "B": (0.80, 250.0, 800.0), "C": (0.90, 100.0, 400.0)}
+
+
+def _records(truth=TRUTH, matched: bool = True) -> list[dict]:
+    out = []
+    for i, (name, (acc, train, infer)) in enumerate(truth.items()):
+        for seed in (0, 1):
+            attrs = {
+                "candidate": name,
+                "generalization.eval_acc": acc + 0.01 * seed,
+                "speed.train_ips": train * (1 + 0.02 * seed),
+                "speed.infer_ips": infer,
+                "speed.infer_latency_ms": 2.0,
+                "speed.infer_latency_iqr_ms": 0.1,
+                "speed.seconds": 3.0,
+                "speed.host": "node-1",
+                "speed.device": "cpu (x86_64)",
+                "speed.threads": 1,
+                "speed.train_batch": 128,
+                "speed.infer_batch": 128,
+                "speed.compiled": False,
+                "wall_s": 100.0,
+                "macs": 10_500_000,
+                "params": 600_000,
+                "budget_macs": 10_500_000 if matched else None,
+            }
+            out.append({"state": "COMPLETE", "number": 2 * i + seed, "params": {"candidate": name}, "attrs": attrs})
+    return out
+
+
+def test_pareto_front():
+    assert SP.pareto([(1, 1), (2, 0), (0.5, 0.5), (1, 1)], (True, True)) == [True, True, False, True]
+    assert SP.pareto([(1, 5), (2, 3)], (True, False)) == [False, True]  # minimize the second: (2, 3) beats (1, 5)
+
+
+def test_speed_table_rows_front_and_note():
+    t = SP.table(SPACE, _records())
+    rows = {r["candidate"]: r for r in t["rows"]}
+    assert list(rows) == ["A", "B", "C"] and t["acc_key"] == "generalization.eval_acc"
+    assert rows["A"]["speed.train_ips"][0] == 303.0  # mean of 300 and 306
+    assert rows["A"]["acc"][0] == 85.5 and rows["A"]["n"] == 2 and rows["A"]["cost_share"] == 0.03
+    assert {n: r["pareto"] for n, r in rows.items()} == {"A": True, "B": False, "C": True}
+    spread = {s["key"]: s for s in t["spread"]}
+    assert spread["speed.train_ips"]["fast"] == "A" and spread["speed.train_ips"]["slow"] == "C"
+    assert spread["speed.train_ips"]["ratio"] == 303.0 / 101.0
+    text = MS.section({"speed": t})
+    assert "## Measured speed" in text and "node-1" in text and "**Note.**" in text and "3.00x" in text
+    assert "3.0% of a trial" in text
+
+
+def test_no_note_within_the_spread_and_none_without_speed():
+    close = {"A": (0.85, 300.0, 900.0), "B": (0.80, 250.0, 800.0)}
+    text = MS.section({"speed": SP.table(SPACE, _records(close))})
+    assert "**Note.**" not in text and "within 1.20x" in text
+    assert SP.table(SPACE, [{**r, "attrs": {"candidate": "A"}} for r in _records()]) is None
+    assert MS.section({"speed": None}) == ""
+
+
+def test_unmatched_candidates_get_no_spread():
+    assert SP.table(SPACE, _records(matched=False))["spread"] == []
+
+
+def test_figure_is_drawn(tmp_path):
+    assert plots_speed.draw(SP.table(SPACE, _records()), tmp_path / "acc_vs_speed.png") == "acc_vs_speed.png"
+    assert (tmp_path / "acc_vs_speed.png").stat().st_size > 1000
+
+
+def test_regime_baselines_stay_off_the_front():
+    truth = {**TRUTH, "baseline-linear": (0.95, 5000.0, 90000.0)}  # would dominate every layout
+    space = {**SPACE, "candidates": [*SPACE["candidates"], "baseline-linear"]}
+    rows = {r["candidate"]: r for r in SP.table(space, _records(truth))["rows"]}
+    assert "pareto" not in rows["baseline-linear"] and rows["A"]["pareto"] and rows["C"]["pareto"]
