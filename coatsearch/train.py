@@ -26,7 +26,7 @@ from coatsearch.curve import Curve, Meter, Point, Stop, autocast, channels_last,
 from coatsearch.data import PROBE_MAX, TensorData
 from coatsearch.errors import UserError
 from coatsearch.spec import OptimSpec
-from coatsearch.speed import AutoCompile, configure_dynamo
+from coatsearch.speed import AutoCompile, compile_model, uncompile
 
 WARMUP_MAX = 0.2  # warmup never takes more than this share of a run's steps (a one-epoch run still decays)
 CLEAN_TRAIN_MAX = 10_000  # the final clean pass over the training set uses at most this many images
@@ -105,6 +105,7 @@ class History:
     curve: Curve = Curve()  # step-level points on the fixed probe and eval set (see coatsearch.curve)
     stopped: str | None = None  # with a stop target: "target" (reached) or "cap" (the step budget ran out)
     steps_per_epoch: int = 0
+    compile_mode: str = "eager"  # how the run ended up running: eager, regional, compiled or reduce-overhead
 
     @property
     def final_train_loss(self) -> float | None:
@@ -219,7 +220,7 @@ def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_siz
 class _Run:
     """The state of one `fit` call: model, optimizer, device data, generators, schedule."""
 
-    def __init__(self, model, train, optim, total, seed, device, augment):
+    def __init__(self, model, train, optim, total, seed, device, augment, runs=1):
         self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
         self.cl = channels_last(device)
         self.model = model.to(device, memory_format=self.cl)
@@ -235,27 +236,15 @@ class _Run:
         self.randaug = augment and optim.randaugment
         self.mixup = optim.mixup if augment else 0.0
         self.hflip = train.hflip
-        self.auto = AutoCompile(model, device, total) if optim.compile == "auto" else None
-        self.run_model, self.compile_pending = self._compile() if optim.compile is True else (model, False)
+        self.auto = AutoCompile(model, device, total, runs) if optim.compile == "auto" else None
+        self.run_model, self.mode, self.compile_pending = model, "eager", optim.compile is True
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
 
     @property
     def eval_model(self) -> nn.Module:
-        """The model to measure with: the compiled one once its first training step compiled, else eager.
-
-        Under `compile: auto` evaluation stays eager: the decision weighed the training steps only.
-        """
-        return self.model if self.compile_pending or self.auto else self.run_model
-
-    def _compile(self) -> tuple[nn.Module, bool]:
-        """torch.compile the model; (eager model, False) with a warning when that fails."""
-        configure_dynamo()
-        try:
-            return torch.compile(self.model, dynamic=False if self.auto else None), True
-        except Exception as err:
-            warnings.warn(f"torch.compile failed, training eagerly: {err}", stacklevel=4)
-            return self.model, False
+        """The model to measure with: the one that trains (compiled once its first compiled step ran)."""
+        return self.model if self.compile_pending else self.run_model
 
     def _loss(self, xb: torch.Tensor, yb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(loss, logits) of one batch with mixup / label smoothing as configured, backward done."""
@@ -272,9 +261,10 @@ class _Run:
         return loss, logits
 
     def _first_compiled(self, xb: torch.Tensor, yb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first step under torch.compile, falling back to eager (with a warning) if compiling fails."""
+        """The first step under torch.compile (speed.compile_model), falling back to eager with a warning."""
         self.compile_pending, started = False, time.perf_counter()
         try:
+            self.run_model, self.mode = compile_model(self.model, self.device)
             out = self._loss(xb, yb)
             if self.auto is not None:
                 self.auto.compiled(time.perf_counter() - started)
@@ -283,7 +273,8 @@ class _Run:
             raise
         except Exception as err:
             warnings.warn(f"torch.compile failed, training eagerly: {type(err).__name__}: {err}", stacklevel=4)
-            self.run_model = self.model
+            uncompile(self.model)
+            self.run_model, self.mode = self.model, "eager"
             self.opt.zero_grad(set_to_none=True)
             return self._loss(xb, yb)
 
@@ -305,7 +296,7 @@ class _Run:
         self.losses[i] = loss.detach()
         self.hits[i] = (logits.detach().argmax(1) == yb).sum()
         if self.auto is not None and self.auto.after_step(started):  # compile: auto decided to compile
-            self.run_model, self.compile_pending = self._compile()
+            self.compile_pending = True
 
     def check(self, epoch: int, lo: int, hi: int) -> None:
         """Raise NonFiniteLoss for the first non-finite loss among steps lo..hi-1 of this epoch."""
@@ -364,6 +355,7 @@ def fit(
     stop_at_loss: float | None = None,
     stop_at_acc: float | None = None,
     on_point: Callable[[int, Point], None] | None = None,
+    runs: int = 1,
 ) -> History:
     """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
 
@@ -379,7 +371,8 @@ def fit(
     (data.probe_index) and on `evaluate`; `on_point(step, point)` sees each one. `max_steps` replaces the
     `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
     or `stop_at_acc` (eval accuracy) the run ends at the first point that reaches a target, else at the
-    budget; `History.stopped` says which.
+    budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
+    (seeds x scores), which `compile: auto` weighs its compile against (speed.AutoCompile).
     """
     if len(train) == 0:
         raise UserError("empty training set")
@@ -390,7 +383,7 @@ def fit(
         raise UserError("stop_at_acc needs evaluation data")
     torch.manual_seed(seed)
     total = max_steps if max_steps is not None else epochs * steps_per_epoch(len(train), optim.batch_size)
-    run = _Run(model, train, optim, total, seed, device, augment)
+    run = _Run(model, train, optim, total, seed, device, augment, runs)
     points = curve_steps(run.total, eval_every)
     if stop.active and not points:
         raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
@@ -411,7 +404,9 @@ def fit(
     cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
     stopped = ("target" if meter.reached else "cap") if stop.active else None
     curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
-    return History(*cols, clean[0], clean[1], taken, run.run_model is not run.model, curve, stopped, run.steps)
+    uncompile(run.model)  # the caller gets its eager model back (a later fit decides again)
+    compiled = run.mode != "eager"
+    return History(*cols, clean[0], clean[1], taken, compiled, curve, stopped, run.steps, run.mode)
 
 
 def _epochs(run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_epoch) -> list[EpochStats]:

@@ -40,7 +40,8 @@ def run_item(
         prep = prep or prepare(cand, params)
         if not prep.ok:
             raise TrialFailed(f"budget not met: {prep.reason}")
-        inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed)
+        runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
+        inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs)
         metrics = measure(inp, device, progress=progress, report=report)
         check_finite(metrics)
     except (TrialFailed, Pruned, UserError):

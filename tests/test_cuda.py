@@ -1,4 +1,4 @@
-"""CUDA: bf16 autocast, channels_last, compile, workers and GPUs per trial, a quick study on both backends.
+"""CUDA: bf16 autocast, channels_last, the captured step (no host sync), workers and GPUs per trial, studies.
 
 Every test is marked `cuda` and skips without a CUDA device: tests/conftest.py excepts exactly these skips
 from CI's "a skip fails the run" rule.
@@ -52,6 +52,31 @@ def test_compile_on_cuda_trains_and_matches_eager_closely(pool):
     comp = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=True), 2, seed=0, device=CUDA)
     assert comp.compiled and not eager.compiled
     assert comp.train_loss[-1] == pytest.approx(eager.train_loss[-1], rel=0.1, abs=0.05)
+
+
+def test_compiled_cuda_step_is_captured_and_never_syncs_the_host(pool, monkeypatch):
+    from torch._dynamo.utils import counters
+
+    real = train._Run.step
+
+    def strict(self, i, idx, global_step):
+        """A step after the compile and the CUDA-graph recording (steps 0-2) raises on any host sync."""
+        torch.cuda.set_sync_debug_mode("error" if global_step >= 3 else "default")
+        try:
+            return real(self, i, idx, global_step)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    monkeypatch.setattr(train._Run, "step", strict)
+    counters.clear()
+    h = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=True), 3, seed=0, device=CUDA)
+    assert h.compile_mode == "reduce-overhead" and h.compiled and counters["inductor"]["cudagraph_skips"] == 0
+    assert math.isfinite(h.final_train_loss) and h.steps == 3 * (len(pool) // 32)
+
+
+def test_evaluation_on_cuda_takes_large_batches():
+    assert curve.eval_batch(CUDA, 128) == curve.EVAL_BATCH_CUDA >= 1024
+    assert curve.eval_batch(torch.device("cpu"), 128) == 256
 
 
 def test_auto_compile_on_cuda_finishes(pool):

@@ -133,3 +133,62 @@ def test_cpu_training_feeds_channels_last_batches(monkeypatch):
     net(x)
     train.fit(net, train.TensorData(x, y, (0, 1, 2, 3), True), None, OptimSpec(batch_size=16), 1, seed=0, device=CPU)
     assert seen == [True, True] and net[0].weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_compile_weighs_every_planned_run_of_the_architecture():
+    # one run: 300 x 0.3 x 0.23 = 21 s saved < 60 s; six runs (the other seeds and scores hit the cache at 9 s
+    # each): 125 s saved > 60 + 5 x 9 = 105 s
+    assert not speed.worth_compiling(300, 0.3, 60.0, 1.3)
+    assert speed.worth_compiling(300, 0.3, 60.0, 1.3, runs=6, cached_s=9.0)
+    assert not speed.worth_compiling(300, 0.3, 60.0, 1.3, runs=6, cached_s=20.0)  # cache hits too dear
+
+
+def test_auto_compile_decides_for_the_studys_runs(monkeypatch):
+    clock = iter(range(0, 10_000, 1))  # every eager step takes one second
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: float(next(clock)))
+    net = nn.Linear(7, 2)
+    decisions = {}
+    for runs in (1, 4):
+        auto = speed.AutoCompile(net, CPU, total=200, runs=runs)
+        decisions[runs] = any(auto.after_step(auto.tick()) for _ in range(speed.PROBE_STEPS + 1))
+    assert decisions == {1: False, 4: True}  # 195 x 0.23 = 45 s < 90 s; 4 x 45 = 180 s > 90 + 3 x 9 s
+
+
+def test_regions_are_the_blocks_of_the_stages():
+    from coatsearch.models import build
+
+    space = load_space(TINY)
+    model = build(candidates.prepare(space.candidate("C-T")).model)
+    blocks = speed.regions(model)
+    assert [type(b).__name__ for b in blocks] == ["MbConvBlock", "TransformerBlock2d"]
+    assert not any(b is model.stem or b in list(model.stem.modules()) for b in blocks)
+    assert speed.regions(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())) == []  # layers, not blocks
+
+
+def test_the_compile_caches_go_to_one_shared_folder(tmp_path, monkeypatch):
+    import os
+
+    import torch._functorch.config
+    import torch._inductor.config
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    monkeypatch.setenv("COATSEARCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # what importing inductor writes back
+    speed.configure_dynamo()
+    assert speed.compile_cache_dir() == tmp_path / "inductor"
+    assert torch._inductor.config.fx_graph_cache and torch._functorch.config.enable_autograd_cache
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "inductor")  # inherited by workers
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))  # a user's own folder wins
+    assert speed.compile_cache_dir() == tmp_path / "mine"
+
+
+def test_the_record_says_which_mode_ran():
+    from coatsearch import train
+    from coatsearch.scores import training
+
+    x, y = torch.randn(64, 1, 8, 8), torch.arange(64) % 4
+    data = train.TensorData(x, y, (0, 1, 2, 3), True)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    h = train.fit(net, data, data, OptimSpec(batch_size=16, compile=False), 1, seed=0, device=CPU)
+    assert h.compile_mode == "eager" and not h.compiled
+    assert training.run_facts("generalization", h, data, data)["generalization.compile"] == "eager"

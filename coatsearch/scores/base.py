@@ -45,6 +45,7 @@ class TrialInput:
     data: S.DataSpec
     scores: Any  # coatsearch.scores.ScoresSpec (derived from the registry, which imports this module)
     seed: int
+    runs: int = 1  # training runs of this architecture the study plans (seeds x scores), for compile: auto
 
 
 @dataclass

@@ -77,6 +77,7 @@ def train(
         progress=ctx.progress,
         on_epoch=hook,
         eval_every=subset.eval_every,
+        runs=ctx.inp.runs,
         **{**opts, **stop},
     )
 
@@ -109,7 +110,7 @@ def single(
 
 
 def run_facts(name: str, hist: History, train_set, held) -> dict:
-    """What a run records besides its scores: data sizes and fingerprints, steps, epochs, time, how it stopped."""
+    """What a run records besides its scores: data sizes and fingerprints, steps, epochs, time, compile mode, stop."""
     out = {
         f"{name}.images": len(train_set),
         f"{name}.eval_images": len(held),
@@ -118,6 +119,7 @@ def run_facts(name: str, hist: History, train_set, held) -> dict:
         f"{name}.steps": hist.steps,
         f"{name}.epochs": round(hist.steps / max(1, hist.steps_per_epoch), 3),
         f"{name}.seconds": sum(hist.seconds),
+        f"{name}.compile": hist.compile_mode,
     }
     if hist.stopped is not None:
         out[f"{name}.stopped"] = hist.stopped

@@ -62,6 +62,7 @@ def run(ctx, spec: TransferSpec) -> dict:
         "transfer.lr_factor": fin.lr_factor,
         "transfer.images": len(train_a) + len(train_b),
         "transfer.seconds": sum(hist_a.seconds) + sum(hist_b.seconds) + sum(hist_s.seconds),
+        "transfer.compile": "/".join(h.compile_mode for h in (hist_a, hist_b, hist_s)),  # pretrain/finetune/scratch
         **{k: v for k, v in T.run_facts("pretrain", hist_a, train_a, held_a).items() if "fingerprint" in k},
         **{k: v for k, v in T.run_facts("finetune", hist_b, train_b, held_b).items() if "fingerprint" in k},
         "curves.pretrain": T.curves(hist_a),
