@@ -1,7 +1,8 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
-The public API (see the README's "Python API"): `load_space`, `build`, `count`, `run`, `results`, `report`,
-`status`, `export`, `repair`. They are imported on first use, so `import coatsearch` loads neither torch nor optuna.
+The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`,
+`report`, `status`, `export`, `repair`. They are imported on first use, so `import coatsearch` loads neither torch
+nor optuna. `plan` is the module coatsearch/plan.py, which calls `coatsearch.api.plan` when called.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "count",
     "export",
     "load_space",
+    "plan",
     "repair",
     "report",
     "results",
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
         count,
         export,
         load_space,
+        plan,
         repair,
         report,
         results,
@@ -51,6 +54,10 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """Load a public API name from coatsearch.api on first access."""
+    if name == "plan":  # the submodule, callable: `from coatsearch import plan as P` keeps working
+        import importlib
+
+        return importlib.import_module("coatsearch.plan")
     if name in __all__:
         from coatsearch import api
 
