@@ -36,6 +36,7 @@ class Plan:
     timings: tuple[TrialTiming, ...]
     trial_s: dict  # candidate -> predicted wall seconds of one trial
     samples: dict  # candidate -> trials per seed (the space's samples for candidates with search dimensions)
+    start_s: float  # a worker's start-up (data loading, kernel creation), measured by the pilot; once per worker
     study_s: float  # predicted wall seconds of the whole study (the schedule over the processes)
     peak_mb: float  # predicted peak memory: processes x the largest per-process pilot peak
     claims: tuple[P.ClaimPlan, ...]
@@ -70,11 +71,12 @@ def make_plan(space, study: str, processes: int, threads: int | None, *, device:
     rows, keys = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
     claims = tuple(P.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
-    fit = R.most_seeds(trial_s, samples, processes, budget_s) if budget_s else None
+    start = max((t.warmup_s for t in timings), default=0.0)
+    fit = R.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
     decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit, rows, keys)) if budget_s else ()
     peak = max((t.peak_mb for t in timings), default=0.0) * max(1, min(processes, len(timings)))
     return Plan(d.name, d.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s, samples,
-                R.makespan(durations, processes), peak, claims, budget_s, fit, decides,
+                start, R.makespan(durations, processes, start), peak, claims, budget_s, fit, decides,
                 time.perf_counter() - began)  # fmt: skip
 
 

@@ -2,24 +2,29 @@
 
 A trial is run through the real score code (`scores.measure`) with a stand-in for `train.fit` that records what
 each training run would do (its planned steps, curve points, batch, compile setting) and returns a one-step fit
-on one batch, so the score goes on. Each distinct shape (model, batch, augmentation) is timed once: a step by a
-short fit of two epochs of STEP_PILOT steps on the run's first images (the first epoch warms caches and
-allocators, the second is timed), a curve point from the eval time per image of POINT_PILOT batches.
-Everything a trial does besides its fits (data loading, the linear probe, robustness evaluation) is measured
-as the rest of its wall time. Pilot trials run in `processes` worker processes of `threads` threads each, at
-the same time, so they contend for the cores as the study's workers will.
+on STAND_IN images, so the score goes on. Each distinct shape (model, batch, augmentation) is timed once: a step by a
+short fit of one-step epochs on the run's first batch (the first warms caches and allocators; the median of
+the next STEP_PILOT is kept, so a burst of load from another process does not decide it), a curve point from
+the median eval time per image of POINT_PILOT passes over one batch.
+Everything a trial does besides its fits (the linear probe, robustness evaluation) is measured as the rest of
+its wall time. Each pilot process first loads the space's data, as each worker does once: that is a worker's
+start-up, paid once per worker, not once per trial. Pilot trials
+run in `processes` worker processes of `threads` threads each, at the same time, so they contend for the
+cores as the study's workers will.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import resource
+import statistics
 import sys
 import time
 from dataclasses import dataclass
 
-STEP_PILOT = 2  # optimizer steps in each of the two epochs of a step-time pilot (the second is timed)
-POINT_PILOT = 2  # eval batches timed (after one warm-up batch) for the cost per image of a curve point
+STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
+STAND_IN = 4  # images of the one-step fit a score gets back in place of its run (BatchNorm needs more than 1)
+POINT_PILOT = 3  # eval passes over one batch timed (after a warm-up pass; their median): a point's cost per image
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class TrialTiming:
     other_s: float  # wall time of the trial outside its fits (data, linear probe, robustness), measured
     peak_mb: float  # peak resident memory of the pilot process after this trial (CPU) or CUDA peak allocated
     pilot_s: float  # wall time the pilot of this trial took
+    warmup_s: float = 0.0  # the first trial of a pilot process: its start-up (loading the data), measured
 
 
 class Recorder:
@@ -70,7 +76,7 @@ class Recorder:
         eager, batch = dataclasses.replace(optim, compile=False), min(optim.batch_size, len(train))
         step_s = self._step_time(model, train, eager, batch, kw.get("augment", True))
         point_s = self._point_time(model, train, evaluate, batch)
-        hist, setup_s = self._stand_in(model, train, evaluate, eager, batch, kw)
+        hist, setup_s = self._stand_in(model, train, evaluate, eager, kw)
         sig, kind = speed.signature(model), self.device.type
         self.fits.append(
             FitTiming(
@@ -83,7 +89,7 @@ class Recorder:
         return hist
 
     def _step_time(self, model, train, optim, batch: int, augment: bool) -> float:
-        """Seconds of one eager step of this shape: two short epochs on the subset's first images, the second timed."""
+        """Seconds of one eager step of this shape: the median of STEP_PILOT steps on the run's first batch."""
         import copy
 
         from coatsearch.speed import signature
@@ -91,18 +97,16 @@ class Recorder:
 
         recipe = dataclasses.replace(optim, lr=0.0, weight_decay=0.0, warmup_epochs=0.0)  # these do not change a step
         key = ("step", signature(model), batch, augment, recipe)
-        if key not in self.cache:
-            part = _head(train, batch * STEP_PILOT)
-            m = len(part) // batch
-            hist = fit(copy.deepcopy(model), part, None, optim, 2, seed=0, device=self.device, augment=augment,
-                       eval_every=0, measure_train=False, max_steps=2 * m)  # fmt: skip
-            self.cache[key] = hist.seconds[-1] / m
+        if key not in self.cache:  # one-step epochs: the first warms up, the median of the rest is a step's time
+            hist = fit(copy.deepcopy(model), _head(train, batch), None, optim, 1 + STEP_PILOT, seed=0,
+                       device=self.device, augment=augment, eval_every=0, measure_train=False)  # fmt: skip
+            self.cache[key] = statistics.median(hist.seconds[1:])
         return self.cache[key]
 
     def _point_time(self, model, train, evaluate, batch: int) -> float:
         """Seconds of one curve point: eval passes over the probe (PROBE_MAX training images) and the eval set.
 
-        Timed as seconds per image on POINT_PILOT batches after a warm-up batch (eval cost is linear in images).
+        Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
         from coatsearch.curve import eval_tensors
         from coatsearch.data import PROBE_MAX
@@ -111,22 +115,22 @@ class Recorder:
         key = ("point", signature(model), batch)
         if key not in self.cache:
             net, size = model.to(self.device), 2 * batch  # the Meter evaluates in batches of twice the training batch
-            n = size * (POINT_PILOT + 1)
-            x, y = train.x[:n].to(self.device), train.y[:n].to(self.device)
-            eval_tensors(net, x[:size], y[:size], size)
-            start = time.perf_counter()
-            eval_tensors(net, x[size:], y[size:], size)
-            self.cache[key] = (time.perf_counter() - start) / max(1, len(y) - size)
+            x, y, times = train.x[:size].to(self.device), train.y[:size].to(self.device), []
+            for _ in range(POINT_PILOT + 1):  # the first pass warms up; the median of the rest is timed
+                start = time.perf_counter()
+                eval_tensors(net, x, y, size)
+                times.append((time.perf_counter() - start) / len(y))
+            self.cache[key] = statistics.median(times[1:])
         held = len(evaluate) if evaluate is not None else 0
         return self.cache[key] * (min(PROBE_MAX, len(train)) + held)
 
-    def _stand_in(self, model, train, evaluate, optim, batch: int, kw) -> tuple:
-        """(History, seconds besides its one step) of a one-step fit on one batch, evaluated on two batches."""
+    def _stand_in(self, model, train, evaluate, optim, kw) -> tuple:
+        """(History, seconds besides its one step) of a one-step fit on STAND_IN images, evaluated on as many."""
         from coatsearch.train import fit
 
-        held = _head(evaluate, 2 * batch) if evaluate is not None else None
+        held = _head(evaluate, STAND_IN) if evaluate is not None else None
         start = time.perf_counter()
-        hist = fit(model, _head(train, batch), held, optim, 1, seed=kw.get("seed", 0), device=self.device,
+        hist = fit(model, _head(train, STAND_IN), held, optim, 1, seed=kw.get("seed", 0), device=self.device,
                    augment=kw.get("augment", True), eval_every=0, max_steps=1)  # fmt: skip
         return hist, max(0.0, time.perf_counter() - start - sum(hist.seconds))
 
@@ -165,13 +169,19 @@ def pilot_many(space, preps: list, seed: int, device: str, threads: int | None) 
     """Pilot each prepared candidate in turn in this process, at `threads` intra-op threads (None: as set)."""
     import torch
 
+    from coatsearch import data as D
     from coatsearch.train import pick_device
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
     try:
         dev = pick_device(device)
-        return [pilot_trial(space, p, seed, dev) for p in preps]
+        start = time.perf_counter()
+        for prep in preps:  # a worker loads each dataset once (data.load caches it per process)
+            D.load(space.data, prep.model.image_size, prep.model.in_chans)
+        out = [pilot_trial(space, p, seed, dev) for p in preps]
+        out[0] = dataclasses.replace(out[0], warmup_s=time.perf_counter() - start - sum(t.pilot_s for t in out))
+        return out
     finally:
         torch.set_num_threads(before)
 

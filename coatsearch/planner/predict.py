@@ -49,9 +49,12 @@ def trial_seconds(trial: TrialTiming) -> float:
     return sum(fit_seconds(f) for f in trial.fits) + trial.other_s
 
 
-def makespan(durations: Sequence[float], processes: int) -> float:
-    """Wall seconds of running `durations` in order, each on the first of `processes` workers to be free."""
-    free = [0.0] * max(1, processes)
+def makespan(durations: Sequence[float], processes: int, start: float = 0.0) -> float:
+    """Wall seconds of running `durations` in order, each on the first of `processes` workers to be free.
+
+    Every worker is busy for `start` seconds (its start-up) before its first trial.
+    """
+    free = [start] * max(1, processes)
     for d in durations:
         heapq.heappush(free, heapq.heappop(free) + d)
     return max(free)
@@ -62,11 +65,11 @@ def study_durations(trials: dict[str, float], samples: dict[str, int], seeds: in
     return [trials[c] for c in trials for _ in range(seeds) for _ in range(samples.get(c, 1))]
 
 
-def most_seeds(trials: dict[str, float], samples: dict[str, int], processes: int, budget_s: float) -> int:
+def most_seeds(trials: dict, samples: dict, processes: int, budget_s: float, start: float = 0.0) -> int:
     """The most seeds (up to MAX_SEEDS) whose study fits in `budget_s` seconds; 0 when not even one does."""
     best = 0
     for n in range(1, MAX_SEEDS + 1):  # the makespan grows with n: stop at the first that does not fit
-        if makespan(study_durations(trials, samples, n), processes) > budget_s:
+        if makespan(study_durations(trials, samples, n), processes, start) > budget_s:
             break
         best = n
     return best

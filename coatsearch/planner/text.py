@@ -27,7 +27,8 @@ def render(plan: Plan) -> str:
     """The whole plan: the ETA line, time and memory per trial and run, each claim's power and regime, the budget."""
     head = (f"plan of {plan.space} (profile {plan.profile}), study {plan.study}: {plan.trials} trials at "
             f"{plan.seeds} seed(s); planned in {plan.planning_s:.0f} s")  # fmt: skip
-    lines = [head, eta_line(plan), "", "trial time per candidate (one seed; runs: steps, predicted seconds):"]
+    lines = [head, eta_line(plan), f"worker start-up (data, kernels): {plan.start_s:.0f} s once per worker", "",
+             "trial time per candidate (one seed; runs: steps, predicted seconds):"]  # fmt: skip
     for t in plan.timings:
         runs = "; ".join(
             f"{f.phase} {'<=' if f.stops_early else ''}{f.steps} steps x {f.batch} "
@@ -83,4 +84,4 @@ def budget_line(plan: Plan) -> str:
 
 def min_study(plan: Plan) -> float:
     """Predicted wall seconds of the study at one seed."""
-    return R.makespan(R.study_durations(plan.trial_s, plan.samples, 1), plan.processes)
+    return R.makespan(R.study_durations(plan.trial_s, plan.samples, 1), plan.processes, plan.start_s)
