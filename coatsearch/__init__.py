@@ -54,10 +54,6 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """Load a public API name from coatsearch.api on first access."""
-    if name == "plan":  # the submodule, callable: `from coatsearch import plan as P` keeps working
-        import importlib
-
-        return importlib.import_module("coatsearch.plan")
     if name in __all__:
         from coatsearch import api
 
@@ -82,6 +78,27 @@ class _Package(types.ModuleType):
     @report.setter
     def report(self, value: Any) -> None:
         pass
+
+    @property
+    def plan(self) -> Any:
+        """The module coatsearch/plan.py, callable as `coatsearch.api.plan` (so `from coatsearch import plan` works)."""
+        import importlib
+
+        return importlib.import_module("coatsearch.plan")
+
+    @plan.setter
+    def plan(self, module: Any) -> None:
+        module.__class__ = _CallableModule  # bound when coatsearch.plan is imported: make it callable
+
+
+class _CallableModule(types.ModuleType):
+    """coatsearch/plan.py's module type: calling it runs the planner, `coatsearch.api.plan`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """`coatsearch.api.plan(*args, **kwargs)`."""
+        from coatsearch.api import plan
+
+        return plan(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _Package

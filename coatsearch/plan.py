@@ -1,14 +1,11 @@
 """The plan of a study (which trials exist) and its study-level record; no torch, cheap to import.
 
-Calling the module, `coatsearch.plan(space, ...)`, is the API's planner (`coatsearch.api.plan`): once this
-module is imported it is the `plan` attribute of the package, so it forwards calls rather than hiding the API.
+The package makes this module callable: `coatsearch.plan(space, ...)` is the API's planner (coatsearch.api.plan).
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import types
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -116,15 +113,3 @@ def check_space(stored: dict, space: Space, name: str, force: bool) -> bool:
         )
     return bool(changes)
 
-
-class _Callable(types.ModuleType):
-    """This module's type: calling it runs `coatsearch.api.plan` (the planner)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """`coatsearch.api.plan(*args, **kwargs)`."""
-        from coatsearch.api import plan as _plan
-
-        return _plan(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _Callable
