@@ -112,4 +112,3 @@ def check_space(stored: dict, space: Space, name: str, force: bool) -> bool:
             "use --study NEW for a new study, or --force-new-space to record this space and keep the old trials"
         )
     return bool(changes)
-
