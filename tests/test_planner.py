@@ -145,6 +145,10 @@ def test_regime_names_steps_needed_against_the_profile():
     (line,) = P.regime("generalization.matched_acc", ["C-T-T-T"], {"C-T-T-T": {"generalization": 30}}, earlier,
                        0.3, True)  # fmt: skip
     assert line.startswith("C-T-T-T is expected to need ~4") and "the profile gives 30 (out of regime)" in line
+    slow = {**curve, "train_loss": [2.3, 2.0, 1.9, 1.8]}  # would need far more than 10x its 40 steps
+    (line,) = P.regime("generalization.matched_acc", ["C-T-T-T"], {"C-T-T-T": {"generalization": 30}},
+                       P.Earlier("report", "x", [], {"generalization": [slow]}), 0.3, True)  # fmt: skip
+    assert "not expected to reach 0.3 nats within 400 steps" in line and "at 1.80 nats" in line
 
 
 def test_plan_json_and_bad_input(tmp_path, capsys):

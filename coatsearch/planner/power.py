@@ -26,6 +26,7 @@ from coatsearch.scores import METRICS
 # paper_layouts and 4.2 points (accuracy.eval_acc) on vit_stems; losses 0.04-0.13 nats.
 PRIOR_SD_DIFF = {"%": 4.0, "points": 4.0, "nats": 0.1}
 REGIME_LOSS = 0.3  # nats: the train-loss level a matched-loss claim's key runs should reach (claim (a))
+EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its length (beyond: not expected)
 
 
 @dataclass(frozen=True)
@@ -154,13 +155,24 @@ def regime(key: str, models: list[str], planned: dict[str, dict[str, int]], earl
         if curve is None:
             out.append(f"{name}: unknown (no earlier {score} curve)")
         elif key == "generalization.matched_acc":
-            need = steps_to(level, curve["step"], curve["train_loss"])
-            what = "never falls" if need is None else f"is expected to need ~{need:,.0f} steps"
-            ok = need is not None and have is not None and need <= have
-            out.append(f"{name} {what} to reach {level:g} nats; the profile gives {have} ({_ok(ok)})")
+            out.append(_reaches(name, curve, level, have))
         elif needs_convergence:
             out.append(f"{name}: " + _converges(curve, have))
     return tuple(out) or ("in regime: the claim has no regime guard on this measure",)
+
+
+def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
+    """Whether a run of `have` steps is expected to reach train loss `level`, from an earlier mean curve."""
+    need = steps_to(level, curve["step"], curve["train_loss"])
+    last = int(max(curve["step"] or [0]))
+    if need is None or need > EXTRAPOLATE_MAX * last:
+        final = curve["train_loss"][-1] if curve["train_loss"] else None
+        at = "" if final is None else f", where it was at {final:.2f} nats"
+        cap = f"{EXTRAPOLATE_MAX * last:,} steps ({EXTRAPOLATE_MAX}x the earlier study's {last}{at})"
+        return f"{name} is not expected to reach {level:g} nats within {cap}; the profile gives {have} (out of regime)"
+    ok = have is not None and need <= have
+    gives = f"the profile gives {have} ({_ok(ok)})"
+    return f"{name} is expected to need ~{need:,.0f} steps to reach {level:g} nats; {gives}"
 
 
 def _converges(curve: dict, have: int | None) -> str:
