@@ -53,7 +53,9 @@ class Plan:
              "fits": [{**asdict(f), "predicted_s": R.fit_seconds(f), "compiles": R.compiles(f)} for f in t.fits]}
             for t in self.timings
         ]  # fmt: skip
-        return json.loads(json.dumps(out, default=str, allow_nan=False, indent=None).replace("Infinity", "null"))
+        from coatsearch.report import jsonable
+
+        return jsonable(out)  # an infinite smallest detectable difference (no power at all) becomes null
 
 
 def make_plan(space, study: str, processes: int, threads: int | None, *, device: str = "auto",
