@@ -125,7 +125,8 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
 def test_the_prior_stands_in_without_an_earlier_study():
     key = "generalization.eval_acc"
     rows = _rows({"C-C-T-T": [0.0], "V2": [0.0], "V1": [0.0]}, key)
-    (d,) = [c for c in P.plan_claims(rows, {r["candidate"]: {key} for r in rows}, {}, 4, None, None) if c.claim == "d"]
+    keys = {r["candidate"]: {key} for r in rows}
+    (d,) = [c for c in P.plan_claims(rows, keys, {}, 4, None, None) if c.claim == "d"]
     assert d.sd_diff == P.PRIOR_SD_DIFF["%"] and "prior" in d.noise_source
     assert d.regime[0].startswith("unknown")
 
@@ -162,3 +163,19 @@ def test_plan_json_and_bad_input(tmp_path, capsys):
     assert plan["trials"] == 2 and plan["processes"] == 1 and plan["budget_s"] == 600
     assert plan["budget_seeds"] >= 1 and plan["study_s"] > 0 and plan["peak_mb"] > 0
     assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()  # planning writes nothing
+
+
+def test_pilot_seeds_run_a_pilot_study_that_gives_the_noise(tmp_path):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # see tiny_run
+    try:
+        made = coatsearch.plan(TINY, workers=1, device="cpu", studies_dir=tmp_path, reports_dir=tmp_path, pilot_seeds=2)
+    finally:
+        torch.set_num_threads(before)
+    assert made.noise == f"pilot {tmp_path / 'tiny-pilot2'}"
+    done = api.results("tiny-pilot2", tmp_path)
+    assert sorted(zip(done["candidate"], done["seed"], done["state"], strict=True)) == [
+        ("C-C", 0, "COMPLETE"), ("C-C", 1, "COMPLETE"), ("C-T", 0, "COMPLETE"), ("C-T", 1, "COMPLETE")]  # fmt: skip
+    assert made.seeds == 1 and made.trials == 2  # the plan is still of the space as written

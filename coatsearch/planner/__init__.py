@@ -40,6 +40,7 @@ class Plan:
     study_s: float  # predicted wall seconds of the whole study (the schedule over the processes)
     peak_mb: float  # predicted peak memory: processes x the largest per-process pilot peak
     claims: tuple[P.ClaimPlan, ...]
+    noise: str  # where the noise came from: "study PATH", "report PATH", "pilot PATH" or "stated prior"
     budget_s: float | None = None
     budget_seeds: int | None = None  # the most seeds that fit in budget_s
     budget_decides: tuple[str, ...] = ()  # claims decidable at budget_seeds
@@ -78,7 +79,8 @@ def make_plan(space, study: str, processes: int, threads: int | None, *, device:
     decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit, rows, keys)) if budget_s else ()
     peak = max((t.peak_mb for t in timings), default=0.0) * max(1, min(processes, len(timings)))
     return Plan(d.name, d.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s, samples,
-                start, R.makespan(durations, processes, start), peak, claims, budget_s, fit, decides,
+                start, R.makespan(durations, processes, start), peak, claims,
+                f"{earlier.source} {earlier.where}" if earlier else "stated prior", budget_s, fit, decides,
                 time.perf_counter() - began)  # fmt: skip
 
 
