@@ -1,7 +1,8 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
-The public API (see the README's "Python API"): `load_space`, `build`, `count`, `run`, `results`, `report`,
-`status`, `export`, `repair`. They are imported on first use, so `import coatsearch` loads neither torch nor optuna.
+The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`,
+`report`, `status`, `export`, `repair`. They are imported on first use, so `import coatsearch` loads neither torch
+nor optuna. `plan` is the module coatsearch/plan.py, which calls `coatsearch.api.plan` when called.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "count",
     "export",
     "load_space",
+    "plan",
     "repair",
     "report",
     "results",
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
         count,
         export,
         load_space,
+        plan,
         repair,
         report,
         results,
@@ -75,6 +78,27 @@ class _Package(types.ModuleType):
     @report.setter
     def report(self, value: Any) -> None:
         pass
+
+    @property
+    def plan(self) -> Any:
+        """The module coatsearch/plan.py, callable as `coatsearch.api.plan` (so `from coatsearch import plan` works)."""
+        import importlib
+
+        return importlib.import_module("coatsearch.plan")
+
+    @plan.setter
+    def plan(self, module: Any) -> None:
+        module.__class__ = _CallableModule  # bound when coatsearch.plan is imported: make it callable
+
+
+class _CallableModule(types.ModuleType):
+    """coatsearch/plan.py's module type: calling it runs the planner, `coatsearch.api.plan`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """`coatsearch.api.plan(*args, **kwargs)`."""
+        from coatsearch.api import plan
+
+        return plan(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _Package

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from coatsearch.candidates import Prepared
     from coatsearch.complexity import Complexity
     from coatsearch.journal import Repaired
+    from coatsearch.planner import Plan
     from coatsearch.spec import ModelSpec
     from coatsearch.store import Study
 
@@ -155,6 +156,7 @@ def run(
     cpus_per_trial: float | None = None,
     gpus_per_trial: float | None = None,
     force_new_space: bool = False,
+    plan_first: bool = False,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -163,6 +165,9 @@ def run(
     `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/.
     A study keeps the space it was created with: a changed space is a UserError (nothing written) unless
     `force_new_space`, which records the new space and keeps the old trials.
+    `plan_first` (optuna backend; `coatsearch run` sets it unless --no-plan): pilot the study first (or reuse
+    the plan stored for the same space and workers), print its ETA line and store it as
+    studies_dir/<study>/plan.json for `status` and the report.
     """
     from coatsearch.datacheck import check_matches
     from coatsearch.paths import report_folder, study_folder
@@ -184,6 +189,8 @@ def run(
     _prepare_study(sp, studies, name, force_new_space)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
     procs = _workers(sp, workers, trials, device, progress) if backend == "optuna" else (1, None)
+    if plan_first and backend == "optuna":
+        _plan_first(sp, studies, name, procs, device)
     s = _engine(sp, studies, name, backend, procs, {"trials": trials, "device": device, "progress": progress}, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
     return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
@@ -201,22 +208,96 @@ def _check_counts(workers: Any, trials: Any) -> None:
         raise UserError(f"trials {trials!r} is not allowed; allowed: None or an integer 1..{TRIALS_MAX}")
 
 
+def plan(
+    space: Space | str | Path,
+    study: str | None = None,
+    workers: int | str = "auto",
+    device: str = "auto",
+    *,
+    profile: str | None = None,
+    studies_dir: str | Path = "studies",
+    reports_dir: str | Path = "reports",
+    budget: float | str | None = None,
+    effect: float | None = None,
+    pilot_seeds: int = 0,
+) -> Plan:
+    """Size a study before it runs: time and memory per trial and in all, power and regime per claim.
+
+    Every distinct trial is piloted for a few steps per training run at the processes x threads `run` would
+    use. Noise comes from an earlier study of the space (studies_dir/<study>, else reports_dir/<study>/
+    summary.json), else from a pilot study of `pilot_seeds` seeds (run first, into <study>-pilotN), else a
+    stated prior. `budget` (seconds, or '30m', '1h30m') finds the most seeds that fit; `effect` (points) the
+    seeds a difference of that size needs.
+    """
+    from coatsearch import planner
+    from coatsearch.planner import power, predict
+
+    sp = space if isinstance(space, Space) else load_space(space, profile)
+    name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
+    budget_s = predict.parse_duration(budget) if isinstance(budget, str) else budget
+    if (budget_s is not None and budget_s <= 0) or (effect is not None and effect <= 0) or pilot_seeds < 0:
+        raise UserError("--budget and --effect must be more than 0, --pilot-seeds at least 0")
+    _check_counts(workers, None)
+    procs = _workers(sp, workers, None, device, False)
+    if pilot_seeds:
+        earlier = power.from_study(studies, _pilot_study(sp, name, pilot_seeds, workers, device, studies), "pilot")
+    else:
+        earlier = power.from_study(studies, name) or power.from_report(reports, name)
+    return planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
+
+
+def _pilot_study(space: Space, name: str, seeds: int, workers: int | str, device: str, studies: Path) -> str:
+    """Run the space's first `seeds` seeds as the study <name>-pilot<seeds> (resumes); its name."""
+    import dataclasses
+
+    d = space.definition
+    chosen = tuple(d.study.seeds[:seeds]) if len(d.study.seeds) >= seeds else tuple(range(seeds))
+    study_spec: Any = d.study
+    small = dataclasses.replace(d, study=dataclasses.replace(study_spec, seeds=chosen))
+    pilot = f"{name}-pilot{seeds}"
+    run(dataclasses.replace(space, definition=small), pilot, "optuna", workers, device, studies_dir=studies,
+        report=False, progress=False)  # fmt: skip
+    return pilot
+
+
 def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool) -> tuple[int, int | None]:
     """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe)."""
     import sys
 
-    from coatsearch import plan, speed
+    from coatsearch import speed
+    from coatsearch.plan import plan as trials_of
     from coatsearch.train import pick_device
 
     if workers != "auto":
         return int(workers), None
     if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
         return 1, None
-    planned = len(plan.plan(space.definition))
+    planned = len(trials_of(space.definition))
     choice = speed.auto_workers(min(planned, trials or planned))
     if say:
         print(choice.text(), file=sys.stderr)
     return choice.processes, choice.threads
+
+
+def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: str) -> None:
+    """Print the study's ETA line from its stored plan when it matches this run, else from a new pilot (stored)."""
+    import sys
+
+    from coatsearch import planner
+    from coatsearch.plan import space_form
+    from coatsearch.planner.text import eta_line
+    from coatsearch.store import folder
+
+    where, form = folder(studies, name), space_form(space.definition)
+    stored = planner.load(where)
+    same = stored is not None and [stored.get(k) for k in ("form", "processes", "threads", "device")] == [
+        form, procs[0], procs[1], device]  # fmt: skip
+    if same and stored is not None:
+        print(f"{stored['eta_line']} (stored plan)", file=sys.stderr)
+        return
+    made = planner.make_plan(space, name, procs[0], procs[1], device=device)
+    planner.save(made, where, {"form": form, "eta_line": eta_line(made)})
+    print(eta_line(made), file=sys.stderr)
 
 
 def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: dict) -> Any:
@@ -342,6 +423,8 @@ class Status:
     waiting: int
     mean_wall_s: float | None  # mean wall time of the completed trials
     eta_s: float | None  # remaining trials × mean wall time, spread over the running workers (at least 1)
+    predicted_s: float | None = None  # the whole study's wall time as its stored plan predicted it (plan.json)
+    plan_eta_s: float | None = None  # the plan's prediction for the remaining trials (their share of predicted_s)
 
     @property
     def remaining(self) -> int | None:
@@ -364,7 +447,20 @@ def status(study: str, studies_dir: str | Path = "studies") -> Status:
     left = None if planned is None else max(0, planned - done)
     eta = None if mean is None or left is None else left * mean / max(1, len(by["RUNNING"]))
     counts = (len(by["COMPLETE"]), failed, len(by["FAIL"]) - failed, len(by["PRUNED"]))
-    return Status(study, planned, *counts, len(by["RUNNING"]), len(by["WAITING"]), mean, eta)
+    predicted, plan_eta = _plan_eta(Path(studies_dir), study, left)
+    return Status(study, planned, *counts, len(by["RUNNING"]), len(by["WAITING"]), mean, eta, predicted, plan_eta)
+
+
+def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | None, float | None]:
+    """(predicted study seconds, predicted seconds left) from the plan `run` stored; Nones without one."""
+    from coatsearch import planner
+    from coatsearch.store import folder
+
+    stored = planner.load(folder(studies_dir, study))
+    if not stored or not stored.get("study_s") or not stored.get("trials"):
+        return None, None
+    share = None if left is None else min(1.0, left / stored["trials"])
+    return float(stored["study_s"]), None if share is None else share * float(stored["study_s"])
 
 
 def _finite(value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Command line: show | run | report | status | export | repair | dashboard; a thin layer over coatsearch.api."""
+"""Command line: show | plan | run | report | status | export | repair | dashboard; a thin layer over coatsearch.api."""
 
 from __future__ import annotations
 
@@ -95,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--candidate", metavar="NAME", help="print this candidate's module tree")
     show.set_defaults(func=_show)
 
+    _plan_command(sub)
+
     run = sub.add_parser("run", help="train and score every candidate of a space (resumes)")
     run.add_argument("space", type=Path)
     run.add_argument("--study", help="study name (default: the space's name, plus -PROFILE unless default)")
@@ -118,6 +120,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument(
+        "--no-plan", action="store_true", help="start without the plan's pilot and ETA line (optuna backend)"
+    )
+    run.add_argument(
         "--force-new-space",
         action="store_true",
         help="the study was run with another version of this space: record this one and keep the old trials",
@@ -126,6 +131,45 @@ def _parser() -> argparse.ArgumentParser:
 
     _study_commands(sub)
     return p
+
+
+def _plan_command(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch plan`: time, memory, power and regime per claim, from a short pilot, before a study runs."""
+    plan = sub.add_parser("plan", help="size a study before it runs: time, memory, power and regime per claim")
+    plan.add_argument("space", type=Path)
+    plan.add_argument("--profile", default="default", help="quick | default | full, as the space defines")
+    plan.add_argument("--study", help="study name (default: as `run` names it); its earlier runs give the noise")
+    plan.add_argument("--budget", help="wall-time budget, e.g. 30m, 1h30m, 90s: the most seeds that fit")
+    plan.add_argument("--workers", type=_workers, default="auto", help=f"1..{WORKERS_MAX} or auto (as `run`)")
+    plan.add_argument("--effect", type=_positive, help="a difference in points: the seeds it needs, per claim")
+    plan.add_argument(
+        "--pilot-seeds", type=_bounded(0, 10), default=0, help="run this many seeds first for the noise (0..10)"
+    )
+    plan.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
+    plan.add_argument("--studies-dir", type=Path, default=STUDIES)
+    plan.add_argument("--reports-dir", type=Path, default=REPORTS)
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(func=_plan)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from coatsearch import api
+    from coatsearch.planner.text import render
+
+    made = api.plan(
+        args.space,
+        args.study,
+        args.workers,
+        args.device,
+        profile=args.profile,
+        studies_dir=args.studies_dir,
+        reports_dir=args.reports_dir,
+        budget=args.budget,
+        effect=args.effect,
+        pilot_seeds=args.pilot_seeds,
+    )
+    print(json.dumps(made.as_dict(), indent=1) if args.json else render(made))
+    return 0
 
 
 def _study_commands(sub: argparse._SubParsersAction) -> None:
@@ -224,6 +268,7 @@ def _run(args: argparse.Namespace) -> int:
         cpus_per_trial=args.cpus_per_trial,
         gpus_per_trial=args.gpus_per_trial,
         force_new_space=args.force_new_space,
+        plan_first=not args.no_plan,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "
@@ -266,8 +311,12 @@ def status_text(st: Status) -> str:
         f"{st.running} running, {st.waiting} waiting of {planned} planned"
         + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
     ]
+    if st.predicted_s is not None:
+        left = "" if st.plan_eta_s is None else f", {_duration(st.plan_eta_s)} of it left"
+        lines.append(f"plan: predicted {_duration(st.predicted_s)} for the whole study{left}")
     if st.mean_wall_s is None:
-        lines.append("ETA: unknown (no completed trial yet)")
+        lines.append("ETA: unknown (no completed trial yet)" if st.plan_eta_s is None else
+                     f"ETA {_duration(st.plan_eta_s)} (from the plan; no completed trial yet)")  # fmt: skip
     elif st.eta_s is None:
         lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the study's space cannot be read)")
     else:

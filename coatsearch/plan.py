@@ -1,4 +1,7 @@
-"""The plan of a study (which trials exist) and its study-level record; no torch, cheap to import."""
+"""The plan of a study (which trials exist) and its study-level record; no torch, cheap to import.
+
+The package makes this module callable: `coatsearch.plan(space, ...)` is the API's planner (coatsearch.api.plan).
+"""
 
 from __future__ import annotations
 

@@ -122,6 +122,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
     summary = summarize(study_name, space, records)
+    summary["plan_check"] = _plan_check(Path(studies_dir), study_name, summary["environment"])
     folder = report_folder(Path(reports_dir), study_name)
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
         fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
@@ -131,6 +132,13 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
     save_to_dashboard(study, summary, path)
     return path
+
+
+def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:
+    """Predicted (the plan `run` stored beside the study) vs measured wall time; None when no plan was stored."""
+    from coatsearch import planner, store
+
+    return planner.check(planner.load(store.folder(studies_dir, name)), environment)
 
 
 def save_to_dashboard(study, summary: dict, path: Path) -> bool:

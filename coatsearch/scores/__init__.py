@@ -106,9 +106,12 @@ def enabled(scores: ScoresSpec) -> list[tuple[Score, object]]:
     return [(s, spec) for s in SCORES.values() if (spec := getattr(scores, s.name)) is not None]
 
 
-def measure(inp: TrialInput, device, progress: bool = False, report: Report | None = None) -> dict:
-    """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts."""
-    ctx = Context(inp, device, progress, report)
+def measure(inp: TrialInput, device, progress: bool = False, report: Report | None = None, fit=None) -> dict:
+    """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
+
+    `fit(phase, ...)` replaces `train.fit` for every training run (the planner's timing pilot); None: train.fit.
+    """
+    ctx = Context(inp, device, progress, report, fit=fit)
     out: dict = {}
     for score, spec in enabled(inp.scores):
         out.update(score.run(ctx, spec))

@@ -57,6 +57,7 @@ class Context:
     progress: bool = False
     report: Report | None = None
     models: dict[str, Any] = field(default_factory=dict)  # score name -> its trained model and eval set
+    fit: Callable[..., Any] | None = None  # (phase, *train.fit's arguments) -> History: the planner's timing pilot
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,125 @@
+"""The planner: what a study will cost and what it can decide, measured before anything is spent.
+
+`make_plan` pilots every distinct trial (planner.pilot), predicts each trial's and the study's wall time and
+peak memory (planner.predict), and states per claim the measure deciding it, its power at the planned seeds
+and whether its key runs reach the claim's regime (planner.power). `coatsearch plan` prints it;
+`coatsearch run` prints its ETA line and stores it beside the study (plan.json), which `status` and the
+report read back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from coatsearch.planner import power as P
+from coatsearch.planner import predict as R
+from coatsearch.planner.pilot import TrialTiming, run_pilots
+
+PLAN_FILE = "plan.json"  # beside the study's journal: the plan `run` made, read by `status` and the report
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A study's plan: workers, predicted wall time and memory per trial and in all, and the claims it can decide."""
+
+    space: str
+    profile: str
+    study: str
+    device: str
+    processes: int
+    threads: int | None
+    seeds: int
+    trials: int
+    timings: tuple[TrialTiming, ...]
+    trial_s: dict  # candidate -> predicted wall seconds of one trial
+    samples: dict  # candidate -> trials per seed (the space's samples for candidates with search dimensions)
+    start_s: float  # a worker's start-up (data loading, kernel creation), measured by the pilot; once per worker
+    study_s: float  # predicted wall seconds of the whole study (the schedule over the processes)
+    peak_mb: float  # predicted peak memory: processes x the largest per-process pilot peak
+    claims: tuple[P.ClaimPlan, ...]
+    noise: str  # where the noise came from: "study PATH", "report PATH", "pilot PATH" or "stated prior"
+    budget_s: float | None = None
+    budget_seeds: int | None = None  # the most seeds that fit in budget_s
+    budget_decides: tuple[str, ...] = ()  # claims decidable at budget_seeds
+    planning_s: float = 0.0  # how long making this plan took
+
+    def as_dict(self) -> dict:
+        """JSON-ready form (what `coatsearch plan --json` prints and plan.json holds)."""
+        out = asdict(self)
+        out["timings"] = [
+            {**asdict(t), "predicted_s": self.trial_s.get(t.candidate),
+             "fits": [{**asdict(f), "predicted_s": R.fit_seconds(f), "compiles": R.compiles(f)} for f in t.fits]}
+            for t in self.timings
+        ]  # fmt: skip
+        from coatsearch.report import jsonable
+
+        return jsonable(out)  # an infinite smallest detectable difference (no power at all) becomes null
+
+
+def make_plan(space, study: str, processes: int, threads: int | None, *, device: str = "auto",
+              earlier: P.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
+              level: float = P.REGIME_LOSS) -> Plan:  # fmt: skip
+    """Pilot `space` (an api.Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
+    began = time.perf_counter()
+    d = space.definition
+    preps = [c.prepared for c in space.candidates if c.prepared.ok]
+    timings = tuple(run_pilots(d, preps, d.study.seeds[0], device, processes, threads))
+    trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
+    samples = {c.name: d.study.samples if c.dims else 1 for c in d.candidates}
+    seeds = len(d.study.seeds)
+    durations = R.study_durations(trial_s, samples, seeds)
+    rows, keys = model_rows(space)
+    planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
+    claims = tuple(P.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
+    start = max((t.warmup_s for t in timings), default=0.0)
+    fit = R.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
+    decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit, rows, keys)) if budget_s else ()
+    peak = max((t.peak_mb for t in timings), default=0.0) * max(1, min(processes, len(timings)))
+    return Plan(d.name, d.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s, samples,
+                start, R.makespan(durations, processes, start), peak, claims,
+                f"{earlier.source} {earlier.where}" if earlier else "stated prior", budget_s, fit, decides,
+                time.perf_counter() - began)  # fmt: skip
+
+
+def model_rows(space) -> tuple[list[dict], dict[str, set[str]]]:
+    """Candidate rows as the verdict rules resolve names (candidate, model label, layout) and what each measures."""
+    from coatsearch.trial import model_label
+
+    rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout} for c in space.candidates]
+    keys = {c.name: P.measured_keys(space.definition.candidate(c.name).scores) for c in space.candidates}
+    return rows, keys
+
+
+def save(plan: Plan, folder: Path, extra: dict | None = None) -> Path:
+    """Write the plan (and `extra` keys) as folder/plan.json, beside the study's journal; returns the path."""
+    path = Path(folder) / PLAN_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**plan.as_dict(), **(extra or {})}, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def load(folder: Path) -> dict | None:
+    """The plan.json a run stored in the study's folder, or None."""
+    try:
+        return json.loads((Path(folder) / PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def check(stored: dict | None, environment: dict) -> dict | None:
+    """Predicted vs measured wall time of a study: the stored plan's prediction against the trials' elapsed time.
+
+    `environment` is the report's (report.info.environment): elapsed_s runs from the first trial's start to the
+    last one's end, and the plan predicts the same span (its pilot, which ran before, is not in either).
+    """
+    if not stored or stored.get("study_s") is None:
+        return None
+    measured, per_trial = environment.get("elapsed_s"), stored.get("trial_s") or {}
+    done = (environment.get("counts") or {}).get("complete")
+    ratio = measured / stored["study_s"] if measured else None
+    return {"predicted_s": stored["study_s"], "measured_s": measured, "measured_over_predicted": ratio,
+            "planned_trials": stored.get("trials"), "complete_trials": done, "processes": stored.get("processes"),
+            "threads": stored.get("threads"), "predicted_trial_s": per_trial}  # fmt: skip

@@ -1,0 +1,201 @@
+"""The timing pilot: every distinct trial of a plan run for a few steps per training run, at its processes x threads.
+
+A trial is run through the real score code (`scores.measure`) with a stand-in for `train.fit` that records what
+each training run would do (its planned steps, curve points, batch, compile setting) and returns a one-step fit
+on STAND_IN images, so the score goes on. Each distinct shape (model, batch, augmentation) is timed once: a step by a
+short fit of one-step epochs on the run's first batch (the first warms caches and allocators; the median of
+the next STEP_PILOT is kept, so a burst of load from another process does not decide it), a curve point from
+the median eval time per image of POINT_PILOT passes over one batch.
+Everything a trial does besides its fits (the linear probe, robustness evaluation) is measured as the rest of
+its wall time. Each pilot process first loads the space's data, as each worker does once: that is a worker's
+start-up, paid once per worker, not once per trial. Pilot trials
+run in `processes` worker processes of `threads` threads each, at the same time, so they contend for the
+cores as the study's workers will.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
+STAND_IN = 4  # images of the one-step fit a score gets back in place of its run (BatchNorm needs more than 1)
+POINT_PILOT = 3  # eval passes over one batch timed (after a warm-up pass; their median): a point's cost per image
+
+
+@dataclass(frozen=True)
+class FitTiming:
+    """One training run of a trial: what it would do (planned) and what its pilot measured (seconds)."""
+
+    phase: str  # the run's name: generalization, capacity, pretrain, transfer, scratch, ...
+    steps: int  # planned optimizer steps (the cap when the run stops at a target)
+    points: int  # planned curve points (each evaluates the probe and the eval set)
+    batch: int
+    images: int  # training images of the run
+    stops_early: bool  # the run ends at a loss or accuracy target: `steps` is an upper bound
+    compile: str  # the run's compile setting: "auto", "True" or "False"
+    step_s: float  # one eager optimizer step, measured
+    point_s: float  # one curve point, measured
+    setup_s: float  # everything else of the fit (moving data, building the optimizer, the last eval), measured
+    compile_s: float  # expected compile cost of this model here (speed.compile_cost)
+    speedup: float  # expected eager / compiled step time (speed.SPEEDUP_PRIOR)
+
+
+@dataclass(frozen=True)
+class TrialTiming:
+    """The pilot of one candidate's trial: its training runs, the rest of its wall time, and peak memory."""
+
+    candidate: str
+    fits: tuple[FitTiming, ...]
+    other_s: float  # wall time of the trial outside its fits (data, linear probe, robustness), measured
+    peak_mb: float  # peak resident memory of the pilot process after this trial (CPU) or CUDA peak allocated
+    pilot_s: float  # wall time the pilot of this trial took
+    warmup_s: float = 0.0  # the first trial of a pilot process: its start-up (loading the data), measured
+
+
+class Recorder:
+    """A stand-in for `train.fit` (called with the phase first): records and times the run, returns a stand-in fit."""
+
+    def __init__(self, device):
+        self.device, self.fits = device, []
+        self.cache: dict[tuple, float] = {}  # (what, shape) -> measured seconds, so each shape is timed once
+        self.spent = 0.0  # wall seconds inside the recorder
+
+    def __call__(self, phase, model, train, evaluate, optim, epochs, **kw):
+        """Record one training run; return the History of a one-step fit on a few of its images."""
+        from coatsearch import speed
+        from coatsearch.curve import curve_steps
+        from coatsearch.train import steps_per_epoch
+
+        begin = time.perf_counter()
+        total = kw.get("max_steps") or epochs * steps_per_epoch(len(train), optim.batch_size)
+        eager, batch = dataclasses.replace(optim, compile=False), min(optim.batch_size, len(train))
+        step_s = self._step_time(model, train, eager, batch, kw.get("augment", True))
+        point_s = self._point_time(model, train, evaluate, batch)
+        hist, setup_s = self._stand_in(model, train, evaluate, eager, kw)
+        sig, kind = speed.signature(model), self.device.type
+        self.fits.append(
+            FitTiming(
+                phase, total, max(1, len(curve_steps(total, kw.get("eval_every")))), batch, len(train),
+                kw.get("stop_at_loss") is not None or kw.get("stop_at_acc") is not None, str(optim.compile),
+                step_s, point_s, setup_s, speed.compile_cost(kind, sig), speed.SPEEDUP_PRIOR.get(kind, 1.3),
+            )
+        )  # fmt: skip
+        self.spent += time.perf_counter() - begin
+        return hist
+
+    def _step_time(self, model, train, optim, batch: int, augment: bool) -> float:
+        """Seconds of one eager step of this shape: the median of STEP_PILOT steps on the run's first batch."""
+        import copy
+
+        from coatsearch.speed import signature
+        from coatsearch.train import fit
+
+        recipe = dataclasses.replace(optim, lr=0.0, weight_decay=0.0, warmup_epochs=0.0)  # these do not change a step
+        key = ("step", signature(model), batch, augment, recipe)
+        if key not in self.cache:  # one-step epochs: the first warms up, the median of the rest is a step's time
+            hist = fit(copy.deepcopy(model), _head(train, batch), None, optim, 1 + STEP_PILOT, seed=0,
+                       device=self.device, augment=augment, eval_every=0, measure_train=False)  # fmt: skip
+            self.cache[key] = statistics.median(hist.seconds[1:])
+        return self.cache[key]
+
+    def _point_time(self, model, train, evaluate, batch: int) -> float:
+        """Seconds of one curve point: eval passes over the probe (PROBE_MAX training images) and the eval set.
+
+        Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
+        """
+        from coatsearch.curve import eval_tensors
+        from coatsearch.data import PROBE_MAX
+        from coatsearch.speed import signature
+
+        key = ("point", signature(model), batch)
+        if key not in self.cache:
+            net, size = model.to(self.device), 2 * batch  # the Meter evaluates in batches of twice the training batch
+            x, y, times = train.x[:size].to(self.device), train.y[:size].to(self.device), []
+            for _ in range(POINT_PILOT + 1):  # the first pass warms up; the median of the rest is timed
+                start = time.perf_counter()
+                eval_tensors(net, x, y, size)
+                times.append((time.perf_counter() - start) / len(y))
+            self.cache[key] = statistics.median(times[1:])
+        held = len(evaluate) if evaluate is not None else 0
+        return self.cache[key] * (min(PROBE_MAX, len(train)) + held)
+
+    def _stand_in(self, model, train, evaluate, optim, kw) -> tuple:
+        """(History, seconds besides its one step) of a one-step fit on STAND_IN images, evaluated on as many."""
+        from coatsearch.train import fit
+
+        held = _head(evaluate, STAND_IN) if evaluate is not None else None
+        start = time.perf_counter()
+        hist = fit(model, _head(train, STAND_IN), held, optim, 1, seed=kw.get("seed", 0), device=self.device,
+                   augment=kw.get("augment", True), eval_every=0, max_steps=1)  # fmt: skip
+        return hist, max(0.0, time.perf_counter() - start - sum(hist.seconds))
+
+
+def _head(data, n: int):
+    """The first `n` images of a TensorData (all of them when it has fewer)."""
+    from coatsearch.data import TensorData
+
+    n = min(n, len(data))
+    return TensorData(data.x[:n], data.y[:n], data.classes, data.hflip)
+
+
+def peak_mb(device) -> float:
+    """Peak memory of this process so far: CUDA peak allocated on a GPU, else peak resident set size (MB)."""
+    if device.type == "cuda":
+        import torch
+
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
+
+
+def pilot_trial(space, prep, seed: int, device) -> TrialTiming:
+    """Run one candidate's trial through the score code with a Recorder in place of `train.fit`."""
+    from coatsearch.scores import TrialInput, measure
+
+    cand = space.candidate(prep.name)
+    rec = Recorder(device)
+    start = time.perf_counter()
+    measure(TrialInput(prep.model, prep.optim, space.data, cand.scores, seed), device, fit=rec)
+    wall = time.perf_counter() - start
+    return TrialTiming(prep.name, tuple(rec.fits), max(0.0, wall - rec.spent), peak_mb(device), wall)
+
+
+def pilot_many(space, preps: list, seed: int, device: str, threads: int | None) -> list[TrialTiming]:
+    """Pilot each prepared candidate in turn in this process, at `threads` intra-op threads (None: as set)."""
+    import torch
+
+    from coatsearch import data as D
+    from coatsearch.train import pick_device
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        dev = pick_device(device)
+        start = time.perf_counter()
+        for prep in preps:  # a worker loads each dataset once (data.load caches it per process)
+            D.load(space.data, prep.model.image_size, prep.model.in_chans)
+        out = [pilot_trial(space, p, seed, dev) for p in preps]
+        out[0] = dataclasses.replace(out[0], warmup_s=time.perf_counter() - start - sum(t.pilot_s for t in out))
+        return out
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_pilots(space, preps: list, seed: int, device: str, processes: int, threads: int | None) -> list[TrialTiming]:
+    """Pilot every candidate: in this process when `processes` is 1, else spread over that many spawned processes."""
+    if processes <= 1 or len(preps) <= 1:
+        return pilot_many(space, preps, seed, device, threads)
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    shares = [preps[i::processes] for i in range(processes)]
+    with ProcessPoolExecutor(len(shares), mp_context=mp.get_context("spawn")) as pool:
+        jobs = [pool.submit(pilot_many, space, share, seed, device, threads) for share in shares if share]
+        done = [t for job in jobs for t in job.result()]
+    order = {p.name: i for i, p in enumerate(preps)}
+    return sorted(done, key=lambda t: order[t.candidate])

@@ -1,0 +1,253 @@
+"""Noise, power and regime per claim before a study runs; the statistics are report.stats' and the rules verdicts'.
+
+Noise per measure comes from the first source that exists: an earlier study of the same space on disk (its
+storage, read by the report's own functions, else its report's summary.json), a pilot study of a few seeds
+(`--pilot-seeds`), or the stated prior PRIOR_SD_DIFF. For each claim the measure that decides it is the first
+of `Claim.measures` that two of its resolved models measure; its key relations are the strict ones (> ≫)
+between neighbouring measured models, tested at Holm's first level α / relations, as the report tests them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy.stats import linregress
+
+from coatsearch.report import claims as C
+from coatsearch.report import stats as S
+from coatsearch.report import verdicts as V
+from coatsearch.scores import METRICS
+
+# sd of a paired difference assumed without any measurement, by display unit. Accuracies: the pooled noise of
+# the shipped reports at b1c4749 ran 1.3 (capacity.eval_acc) to 6.1 points (generalization.matched_acc) on
+# paper_layouts and 4.2 points (accuracy.eval_acc) on vit_stems; losses 0.04-0.13 nats.
+PRIOR_SD_DIFF = {"%": 4.0, "points": 4.0, "nats": 0.1}
+REGIME_LOSS = 0.3  # nats: the train-loss level a matched-loss claim's key runs should reach (claim (a))
+EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its length (beyond: not expected)
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What an earlier study of the space shows: candidate rows (report.info), mean curves per score, where from."""
+
+    source: str  # "study" | "report" | "pilot"
+    where: str
+    rows: list
+    curves: dict  # score -> report.paper.mean_curves rows (candidate, step, train_loss, eval_acc)
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """One claim at the planned seeds: the measure deciding it, its power, and whether its key runs are in regime."""
+
+    claim: str
+    title: str
+    measure: str | None  # metric key; None when the space cannot test the claim
+    models: tuple[str, ...]  # the chain's models this space has
+    relations: int  # key (strict) relations tested
+    seeds: int
+    sd_diff: float | None
+    noise_source: str
+    alpha: float | None
+    mdd: float | None  # smallest detectable paired difference at the planned seeds (display units)
+    paper_effect: float | None
+    seeds_for_paper: int | None
+    effect: float | None  # --effect, in points
+    seeds_for_effect: int | None
+    regime: tuple[str, ...]  # one line per finding: in regime, out of regime, or unknown
+    note: str = ""
+
+
+def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
+    """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
+    from coatsearch import store
+    from coatsearch.report import info, paper
+
+    if not store.storage_file(studies_dir, name).exists():
+        return None
+    space, records = info.load(store.load_study(studies_dir, name))
+    gen = paper.matched(space, records)
+    records = paper.with_matched(records, gen["matched"], gen["level"])
+    rows = info.candidate_rows(space, records)
+    curves = {s: paper.mean_curves(space, records, s) for s in info.CURVE_SCORES}
+    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves) if rows else None
+
+
+def from_report(reports_dir: Path, name: str) -> Earlier | None:
+    """An earlier study's rows and curves from its report's summary.json; None when absent or unreadable."""
+    path = Path(reports_dir) / name / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    rows = summary.get("candidates") or []
+    return Earlier("report", str(path), rows, summary.get("curves") or {}) if rows else None
+
+
+def measured_keys(scores) -> set[str]:
+    """The metric keys a candidate with these scores records (the report adds generalization.matched_acc)."""
+    on = {name for name in vars(scores) if getattr(scores, name) is not None}
+    return {k for k in METRICS if k.split(".", 1)[0] in on}
+
+
+def deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tuple[str | None, list[str], int]:
+    """(measure, models measured on it in chain order, key relations) the report would decide the claim on."""
+    names, syms = V.parse_chain(claim.chain)
+    resolved = {n: r["candidate"] for n in names if (r := V.resolve(n, rows)[0]) is not None}
+    for key in claim.measures:
+        idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in keys[resolved[n]]]
+        if len(idx) >= 2:
+            strict = [max(syms[i:j], key=V._STRENGTH.get) for (i, _), (j, _) in zip(idx, idx[1:], strict=False)]
+            return key, [resolved[n] for _, n in idx], sum(V._STRENGTH[s] >= 2 for s in strict)
+    return None, [resolved[n] for n in names if n in resolved], 0
+
+
+def claim_power(sd: float, n: int, k: int, relations: int, effect: float | None) -> dict:
+    """The report's power numbers (stats.detectable, stats.seeds_needed) at n seeds, k candidates, α / relations."""
+    alpha = C.ALPHA / relations
+    mdd = S.detectable(sd, n, (k - 1) * (n - 1), alpha, C.POWER) if n >= 2 and k >= 2 else math.inf
+    need = S.seeds_needed(sd, effect, k, alpha, C.POWER) if effect and k >= 2 else None
+    return {"alpha": alpha, "mdd": mdd, "seeds": need}
+
+
+def noise_of(key: str, earlier: Earlier | None) -> tuple[float | None, str]:
+    """(sd of a paired difference, where it comes from) for one measure: the earlier study's, else the prior."""
+    if earlier is not None:
+        found = V.noises(earlier.rows).get(key)
+        if found is not None:
+            return found.sd_diff, f"{earlier.source} {earlier.where} (df {found.df})"
+    prior = PRIOR_SD_DIFF.get(METRICS[key].unit)
+    return prior, "stated prior (planner.power.PRIOR_SD_DIFF)" if prior is not None else "none"
+
+
+def steps_to(level: float, steps: list, losses: list) -> float | None:
+    """Steps a curve needs to reach train loss `level`: its first crossing, else a power law fitted to its last half.
+
+    None when the curve does not fall (nothing to extrapolate).
+    """
+    pts = [(float(s), float(v)) for s, v in zip(steps, losses, strict=False) if s and v is not None and v > 0]
+    for (s0, v0), (s1, v1) in zip(pts, pts[1:], strict=False):
+        if v1 <= level < v0:  # log-log interpolation between the two points around the crossing
+            t = math.log(v0 / level) / math.log(v0 / v1)
+            return math.exp(math.log(s0) + t * math.log(s1 / s0))
+    if pts and pts[0][1] <= level:
+        return pts[0][0]
+    tail = pts[len(pts) // 2 :]
+    if len(tail) < 2:
+        return None
+    fit = linregress([math.log(s) for s, _ in tail], [math.log(v) for _, v in tail])
+    return math.exp((math.log(level) - fit.intercept) / fit.slope) if fit.slope < 0 else None
+
+
+def regime(key: str, models: list[str], planned: dict[str, dict[str, int]], earlier: Earlier | None, level: float,
+           needs_convergence: bool) -> tuple[str, ...]:  # fmt: skip
+    """Whether each key model reaches the claim's regime in its planned steps, judged on the earlier study's curves."""
+    score = key.split(".", 1)[0]
+    curves = {c["candidate"]: c for c in (earlier.curves.get(score) or [])} if earlier else {}
+    if not curves:
+        return (f"unknown: no earlier {score} curves of this space (run it once, or plan with --pilot-seeds 2)",)
+    out = []
+    for name in models:
+        curve, have = curves.get(name), planned.get(name, {}).get(score)
+        if curve is None:
+            out.append(f"{name}: unknown (no earlier {score} curve)")
+        elif key == "generalization.matched_acc":
+            out.append(_reaches(name, curve, level, have))
+        elif needs_convergence:
+            out.append(f"{name}: " + _converges(curve, have))
+    return tuple(out) or ("in regime: the claim has no regime guard on this measure",)
+
+
+def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
+    """Whether a run of `have` steps is expected to reach train loss `level`, from an earlier mean curve."""
+    need = steps_to(level, curve["step"], curve["train_loss"])
+    last = int(max(curve["step"] or [0]))
+    if need is None or need > EXTRAPOLATE_MAX * last:
+        final = curve["train_loss"][-1] if curve["train_loss"] else None
+        at = "" if final is None else f", where it was at {final:.2f} nats"
+        cap = f"{EXTRAPOLATE_MAX * last:,} steps ({EXTRAPOLATE_MAX}x the earlier study's {last}{at})"
+        return f"{name} is not expected to reach {level:g} nats within {cap}; the profile gives {have} (out of regime)"
+    ok = have is not None and need <= have
+    gives = f"the profile gives {have} ({_ok(ok)})"
+    return f"{name} is expected to need ~{need:,.0f} steps to reach {level:g} nats; {gives}"
+
+
+def _converges(curve: dict, have: int | None) -> str:
+    """Whether a run of `have` steps is expected to converge, from an earlier mean curve (report.info.converged)."""
+    from coatsearch.report.info import converged
+
+    done = converged({"step": curve["step"], "eval_acc": [a / 100 for a in curve["eval_acc"]]})
+    last = int(curve["step"][-1]) if curve["step"] else 0
+    if done is None:
+        return f"unknown (the earlier curve has too few points); the profile gives {have} steps"
+    if done and (have or 0) >= last:
+        return f"converged by step {last} in the earlier study; the profile gives {have} (in regime)"
+    if not done and (have or 0) <= last:
+        return f"still rising at step {last} in the earlier study; the profile gives {have} (out of regime)"
+    word = "converged" if done else "still rising"
+    return f"{word} at step {last} in the earlier study; the profile gives {have} (unknown)"
+
+
+def _ok(ok: bool) -> str:
+    return "in regime" if ok else "out of regime"
+
+
+def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier: Earlier | None,
+                effect: float | None, level: float = REGIME_LOSS) -> list[ClaimPlan]:  # fmt: skip
+    """Every claim the space's models touch, at `seeds` seeds: its deciding measure, power and regime."""
+    out = [_chain(c, rows, keys, planned, seeds, earlier, effect, level) for c in C.CHAIN_CLAIMS]
+    pairs = V.rel_pairs(rows)
+    if pairs:
+        members = [r["candidate"] for p in pairs for r in p]
+        key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
+        out.append(_claim(C.REL_CLAIM, key, members, len(pairs), rows, keys, planned, seeds, earlier, effect, level))
+    labels = {r["model_label"] for r in rows}
+    if {"ViT_P", "ViT_C"} <= labels:
+        note = (f"the optimizer gap compares one best run per (model, optimizer), with no test (gaps must differ by "
+                f"{C.GAP_MARGIN:g} points): no power to state; the EDF part counts runs")  # fmt: skip
+        out.append(ClaimPlan("f", C.STEM_CLAIM.title, None, ("ViT_P", "ViT_C"), 0, seeds, None, "", None, None,
+                             C.STEM_CLAIM.paper_effect, None, effect, None, (), note))  # fmt: skip
+    return [c for c in out if c is not None]
+
+
+def _chain(claim, rows, keys, planned, seeds, earlier, effect, level) -> ClaimPlan | None:
+    """A chain claim's plan; None when fewer than two of its models are in the space."""
+    key, models, relations = deciding(claim, rows, keys)
+    if len(models) < 2:
+        return None
+    return _claim(claim, key, models, relations, rows, keys, planned, seeds, earlier, effect, level)
+
+
+def _claim(claim, key, models, relations, rows, keys, planned, seeds, earlier, effect, level) -> ClaimPlan:
+    """Power and regime of one claim decided on `key` over `models` with `relations` key relations."""
+    head = (claim.id, claim.title, key, tuple(models), relations, seeds)
+    if key is None:
+        return ClaimPlan(*head, None, "", None, None, claim.paper_effect, None, effect, None, (),
+                         "no measure of the claim is recorded by two of its models")  # fmt: skip
+    sd, source = noise_of(key, earlier)
+    points = METRICS[key].unit in ("%", "points")
+    paper = claim.paper_effect if points else None
+    zone = regime(key, models, planned, earlier, level, claim.needs_convergence)
+    if not relations or sd is None:
+        why = "no strict relation to test (≈ and ≥ only)" if not relations else "no noise estimate"
+        return ClaimPlan(*head, sd, source, None, None, paper, None, effect, None, zone, why)
+    k = sum(1 for r in rows if r["candidate"] not in C.BASELINES and key in keys[r["candidate"]])
+    pw = claim_power(sd, seeds, k, relations, paper)
+    mine = claim_power(sd, seeds, k, relations, effect if points else None)["seeds"] if effect else None
+    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], effect, mine, zone)
+
+
+def decidable(c: ClaimPlan, seeds: int, rows: list[dict], keys: dict) -> bool | None:
+    """Whether the claim's effect (--effect, else the paper's) is detectable at `seeds` with no key run out of regime.
+
+    None when there is no effect to size for or no power to state.
+    """
+    size = c.effect if c.effect is not None else c.paper_effect
+    if c.measure is None or c.sd_diff is None or not c.relations or size is None:
+        return None
+    k = sum(1 for r in rows if r["candidate"] not in C.BASELINES and c.measure in keys[r["candidate"]])
+    mdd = claim_power(c.sd_diff, seeds, k, c.relations, None)["mdd"]
+    return mdd <= size and not any("out of regime" in line for line in c.regime)

@@ -1,0 +1,181 @@
+"""The planner: its prediction against a measured tiny run, its power against report.stats, --budget, the CLI."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import coatsearch
+from coatsearch import api
+from coatsearch.cli import main, status_text
+from coatsearch.planner import power as P
+from coatsearch.planner import predict as R
+from coatsearch.report import claims as C
+from coatsearch.report import stats as S
+from coatsearch.report import verdicts as V
+
+TINY = Path(__file__).parent / "spaces" / "tiny.yaml"
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """`coatsearch run` on the tiny space at one worker: it plans first, stores plan.json, then runs and reports.
+
+    One intra-op thread (the pilot and the run take the thread count as set): on a shared, oversubscribed
+    machine two threads make single steps erratic (0.3-4.5 s for a step that takes 0.06 s on one thread).
+    """
+    import torch
+
+    root = tmp_path_factory.mktemp("plan")
+    studies, reports = root / "studies", root / "reports"
+    argv = ["run", str(TINY), "--workers", "1", "--device", "cpu", "--quiet"]
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        code = main([*argv, "--studies-dir", str(studies), "--reports-dir", str(reports)])
+    finally:
+        torch.set_num_threads(before)
+    assert code == 0
+    return studies, reports
+
+
+def test_prediction_is_within_a_factor_of_two_of_the_measured_run(tiny_run):
+    studies, reports = tiny_run
+    stored = json.loads((studies / "tiny" / "plan.json").read_text())
+    check = json.loads((reports / "tiny" / "summary.json").read_text())["plan_check"]
+    assert check["predicted_s"] == pytest.approx(stored["study_s"])
+    assert check["complete_trials"] == check["planned_trials"] == 2
+    assert 0.5 <= check["measured_s"] / check["predicted_s"] <= 2.0  # ratios of two measured quantities
+    assert check["measured_over_predicted"] == pytest.approx(check["measured_s"] / check["predicted_s"])
+    walls = {r["candidate"]: r["wall_s"] for r in api.results("tiny", studies).to_dict("records")}
+    for name, predicted in stored["trial_s"].items():  # each trial too (its own wall time, start-up excluded)
+        assert 0.5 <= walls[name] / predicted <= 2.0, (name, walls[name], predicted)
+
+
+def test_run_stores_the_plan_and_status_reads_it(tiny_run):
+    studies, _ = tiny_run
+    stored = json.loads((studies / "tiny" / "plan.json").read_text())
+    assert stored["eta_line"].startswith("plan: 2 trials on cpu, 1 process(es)")
+    assert [t["candidate"] for t in stored["timings"]] == ["C-C", "C-T"]
+    phases = [f["phase"] for f in stored["timings"][0]["fits"]]
+    assert phases == ["generalization", "pretrain", "transfer", "scratch"]  # every run of the tiny trial
+    gen = stored["timings"][0]["fits"][0]
+    assert gen["steps"] == 6 and gen["batch"] == 64 and gen["images"] == 200  # 2 epochs of 200 images at 64
+    st = api.status("tiny", studies)
+    assert st.predicted_s == pytest.approx(stored["study_s"]) and st.plan_eta_s == 0
+    assert "plan: predicted" in status_text(st)
+
+
+def test_budget_picks_the_most_seeds_that_fit(tiny_run):
+    studies, _ = tiny_run
+    stored = json.loads((studies / "tiny" / "plan.json").read_text())
+    trials, samples, start = stored["trial_s"], stored["samples"], stored["start_s"]
+    assert R.makespan(R.study_durations(trials, samples, 1), 1, start) == pytest.approx(stored["study_s"])
+    for processes in (1, 2):
+        span = [R.makespan(R.study_durations(trials, samples, n), processes, start) for n in (1, 2, 3, 4)]
+        assert span == sorted(span)
+        budget = (span[2] + span[3]) / 2  # 3 seeds fit, 4 do not
+        assert R.most_seeds(trials, samples, processes, budget, start) == 3
+        assert R.most_seeds(trials, samples, processes, span[0] * 0.99, start) == 0
+
+
+def test_makespan_is_the_schedule_in_plan_order():
+    assert R.makespan([10, 10, 10], 2) == 20  # the third trial waits for a free worker
+    assert R.makespan([30, 10, 10, 10], 2) == 30
+    assert R.makespan([10, 10], 2, start=5) == 15
+    assert R.study_durations({"A": 1.0, "B": 2.0}, {"B": 2}, 2) == [1.0, 1.0, 2.0, 2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("text, seconds", [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("45", 2700), ("2h", 7200)])
+def test_durations(text, seconds):
+    assert R.parse_duration(text) == seconds
+
+
+def _rows(values: dict[str, list[float]], key: str) -> list[dict]:
+    """Candidate rows as the report builds them (by_seed per metric), for the verdict rules and the planner."""
+    return [
+        {"candidate": n, "model_label": n, "layout": "C-C-T-T", "by_seed": {key: dict(enumerate(v))}}
+        for n, v in values.items()
+    ]
+
+
+def test_power_numbers_are_report_stats_for_the_same_noise():
+    rng = np.random.default_rng(0)
+    key = "generalization.eval_acc"
+    seeds = 3
+    values = {n: list(70 + m + rng.normal(0, 2, seeds)) for n, m in (("C-C-T-T", 2), ("V2", 1), ("V1", 0))}
+    rows = _rows(values, key)
+    noise = V.noises(rows)[key]
+    earlier = P.Earlier("report", "test", rows, {})
+    keys = {n: {key} for n in values}
+    (d,) = [c for c in P.plan_claims(rows, keys, {}, seeds, earlier, effect=2.0) if c.claim == "d"]
+    assert d.measure == key and d.models == ("C-C-T-T", "V2", "V1") and d.relations == 1  # V2 > V1 is the key one
+    assert d.sd_diff == noise.sd_diff
+    pairs = [{"key": True, "n": seeds}]  # the report's power of the same claim, key relation and noise
+    report = V.power(C.CHAIN_CLAIMS[3], key, pairs, noise)
+    assert d.alpha == report["alpha"] and d.mdd == report["mdd"] and d.seeds_for_paper == report["seeds_needed"]
+    k = len(values)
+    assert d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), C.ALPHA, C.POWER)
+    assert d.seeds_for_effect == S.seeds_needed(noise.sd_diff, 2.0, k, C.ALPHA, C.POWER)
+    assert P.decidable(d, d.seeds_for_effect, rows, keys) and not P.decidable(d, d.seeds_for_effect - 1, rows, keys)
+
+
+def test_the_prior_stands_in_without_an_earlier_study():
+    key = "generalization.eval_acc"
+    rows = _rows({"C-C-T-T": [0.0], "V2": [0.0], "V1": [0.0]}, key)
+    keys = {r["candidate"]: {key} for r in rows}
+    (d,) = [c for c in P.plan_claims(rows, keys, {}, 4, None, None) if c.claim == "d"]
+    assert d.sd_diff == P.PRIOR_SD_DIFF["%"] and "prior" in d.noise_source
+    assert d.regime[0].startswith("unknown")
+
+
+def test_steps_to_a_loss_level_from_a_curve():
+    steps = [0, 10, 20, 40, 80]
+    losses = [2.3, *(2 / math.sqrt(s) for s in steps[1:])]  # 2 / sqrt(step)
+    assert P.steps_to(0.3, steps, losses) == pytest.approx((2 / 0.3) ** 2, rel=1e-6)  # extrapolated: ~44
+    assert P.steps_to(0.4, steps, losses) == pytest.approx(25, rel=1e-6)  # crossed between 20 and 40
+    assert P.steps_to(0.3, [0, 10, 20], [2.3, 1.0, 1.0]) is None  # flat: never reaches it
+
+
+def test_regime_names_steps_needed_against_the_profile():
+    curve = {"candidate": "C-T-T-T", "step": [0, 10, 20, 40], "train_loss": [2.3, 2 / 10**0.5, 2 / 20**0.5, 0.316],
+             "eval_acc": [10, 50, 60, 65]}  # fmt: skip
+    earlier = P.Earlier("report", "x", [], {"generalization": [curve]})
+    (line,) = P.regime("generalization.matched_acc", ["C-T-T-T"], {"C-T-T-T": {"generalization": 30}}, earlier,
+                       0.3, True)  # fmt: skip
+    assert line.startswith("C-T-T-T is expected to need ~4") and "the profile gives 30 (out of regime)" in line
+    slow = {**curve, "train_loss": [2.3, 2.0, 1.9, 1.8]}  # would need far more than 10x its 40 steps
+    (line,) = P.regime("generalization.matched_acc", ["C-T-T-T"], {"C-T-T-T": {"generalization": 30}},
+                       P.Earlier("report", "x", [], {"generalization": [slow]}), 0.3, True)  # fmt: skip
+    assert "not expected to reach 0.3 nats within 400 steps" in line and "at 1.80 nats" in line
+
+
+def test_plan_json_and_bad_input(tmp_path, capsys):
+    assert callable(coatsearch.plan)
+    args = ["plan", str(TINY), "--workers", "1", "--device", "cpu", "--studies-dir", str(tmp_path / "s")]
+    assert main([*args, "--reports-dir", str(tmp_path / "r"), "--budget", "soon"]) == 2
+    err = capsys.readouterr().err
+    assert "--budget 'soon': not a duration; allowed: e.g. 30m" in err and len(err.strip().splitlines()) == 1
+    assert main([*args, "--reports-dir", str(tmp_path / "r"), "--budget", "10m", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["trials"] == 2 and plan["processes"] == 1 and plan["budget_s"] == 600
+    assert plan["budget_seeds"] >= 1 and plan["study_s"] > 0 and plan["peak_mb"] > 0
+    assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()  # planning writes nothing
+
+
+def test_pilot_seeds_run_a_pilot_study_that_gives_the_noise(tmp_path):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # see tiny_run
+    try:
+        made = coatsearch.plan(TINY, workers=1, device="cpu", studies_dir=tmp_path, reports_dir=tmp_path, pilot_seeds=2)
+    finally:
+        torch.set_num_threads(before)
+    assert made.noise == f"pilot {tmp_path / 'tiny-pilot2'}"
+    done = api.results("tiny-pilot2", tmp_path)
+    assert sorted(zip(done["candidate"], done["seed"], done["state"], strict=True)) == [
+        ("C-C", 0, "COMPLETE"), ("C-C", 1, "COMPLETE"), ("C-T", 0, "COMPLETE"), ("C-T", 1, "COMPLETE")]  # fmt: skip
+    assert made.seeds == 1 and made.trials == 2  # the plan is still of the space as written
