@@ -113,12 +113,13 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
     (d,) = [c for c in P.plan_claims(rows, keys, {}, seeds, earlier, effect=2.0) if c.claim == "d"]
     assert d.measure == key and d.models == ("C-C-T-T", "V2", "V1") and d.relations == 1  # V2 > V1 is the key one
     assert d.sd_diff == noise.sd_diff
-    pairs = [{"key": True, "n": seeds}]  # the report's power of the same claim, key relation and noise
+    pairs = [{"key": False, "n": seeds}, {"key": True, "n": seeds}]  # the report's family: C-C-T-T ≥ V2, V2 > V1
     report = V.power(C.CHAIN_CLAIMS[3], key, pairs, noise)
     assert d.alpha == report["alpha"] and d.mdd == report["mdd"] and d.seeds_for_paper == report["seeds_needed"]
     k = len(values)
-    assert d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), C.ALPHA, C.POWER)
-    assert d.seeds_for_effect == S.seeds_needed(noise.sd_diff, 2.0, k, C.ALPHA, C.POWER)
+    alpha = C.VERDICT_ALPHA / 2  # Holm's first level over the whole family (≥ relations are tested too)
+    assert d.alpha == alpha and d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), alpha, C.POWER)
+    assert d.seeds_for_effect == S.seeds_needed(noise.sd_diff, 2.0, k, alpha, C.POWER)
     assert P.decidable(d, d.seeds_for_effect, rows, keys) and not P.decidable(d, d.seeds_for_effect - 1, rows, keys)
 
 
