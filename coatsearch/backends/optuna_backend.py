@@ -84,8 +84,8 @@ def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None
     try:
         _start(ctx, procs, args, threads, workers, main)
         replaced, limit = 0, (claiming.KILL_RETRIES + 1) * len(P.plan(args[0]))
-        while any(p.exitcode is None for p in procs):
-            mp.connection.wait([p.sentinel for p in procs if p.exitcode is None])
+        while alive := [p for p in procs if p.exitcode is None]:  # one poll: a worker ending now is seen next turn
+            mp.connection.wait([p.sentinel for p in alive], timeout=5.0)
             for p in [p for p in procs if p.exitcode is not None and p.exitcode < 0]:
                 procs.remove(p)
                 claiming.mark(study, p.pid, "killed_by", f"signal {-p.exitcode}")
