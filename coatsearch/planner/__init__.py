@@ -14,11 +14,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from coatsearch import fsafe
+from coatsearch.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from coatsearch.planner.pilot import TrialTiming, run_pilots
-
-PLAN_FILE = "plan.json"  # beside the study's journal: the plan `run` made, read by `status` and the report
 
 
 @dataclass(frozen=True)
@@ -97,29 +97,4 @@ def save(plan: Plan, folder: Path, extra: dict | None = None) -> Path:
     """Write the plan (and `extra` keys) as folder/plan.json, beside the study's journal; returns the path."""
     path = Path(folder) / PLAN_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**plan.as_dict(), **(extra or {})}, indent=1) + "\n", encoding="utf-8")
-    return path
-
-
-def load(folder: Path) -> dict | None:
-    """The plan.json a run stored in the study's folder, or None."""
-    try:
-        return json.loads((Path(folder) / PLAN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def check(stored: dict | None, environment: dict) -> dict | None:
-    """Predicted vs measured wall time of a study: the stored plan's prediction against the trials' elapsed time.
-
-    `environment` is the report's (report.info.environment): elapsed_s runs from the first trial's start to the
-    last one's end, and the plan predicts the same span (its pilot, which ran before, is not in either).
-    """
-    if not stored or stored.get("study_s") is None:
-        return None
-    measured, per_trial = environment.get("elapsed_s"), stored.get("trial_s") or {}
-    done = (environment.get("counts") or {}).get("complete")
-    ratio = measured / stored["study_s"] if measured else None
-    return {"predicted_s": stored["study_s"], "measured_s": measured, "measured_over_predicted": ratio,
-            "planned_trials": stored.get("trials"), "complete_trials": done, "processes": stored.get("processes"),
-            "threads": stored.get("threads"), "predicted_trial_s": per_trial}  # fmt: skip
+    return fsafe.write(path, json.dumps({**plan.as_dict(), **(extra or {})}, indent=1) + "\n")  # atomic, no link

@@ -136,9 +136,9 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
 
 def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:
     """Predicted (the plan `run` stored beside the study) vs measured wall time; None when no plan was stored."""
-    from coatsearch import planner, store
+    from coatsearch import planfile, store
 
-    return planner.check(planner.load(store.folder(studies_dir, name)), environment)
+    return planfile.check(planfile.load(store.folder(studies_dir, name)), environment)
 
 
 def save_to_dashboard(study, summary: dict, path: Path) -> bool:
