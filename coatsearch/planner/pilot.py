@@ -190,12 +190,39 @@ def run_pilots(space, preps: list, seed: int, device: str, processes: int, threa
     """Pilot every candidate: in this process when `processes` is 1, else spread over that many spawned processes."""
     if processes <= 1 or len(preps) <= 1:
         return pilot_many(space, preps, seed, device, threads)
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    shares = [preps[i::processes] for i in range(processes)]
-    with ProcessPoolExecutor(len(shares), mp_context=mp.get_context("spawn")) as pool:
-        jobs = [pool.submit(pilot_many, space, share, seed, device, threads) for share in shares if share]
-        done = [t for job in jobs for t in job.result()]
+    shares = [share for share in (preps[i::processes] for i in range(processes)) if share]
+    done = [t for part in _in_pool(shares, (seed, device, threads), space) for t in part]
     order = {p.name: i for i, p in enumerate(preps)}
     return sorted(done, key=lambda t: order[t.candidate])
+
+
+def _in_pool(shares: list, args: tuple, space) -> list:
+    """pilot_many on each share in its own spawned process; Ctrl-C or SIGTERM stops them all, leaving none behind.
+
+    As the run's workers (backends.optuna_backend): the pool starts with SIGINT ignored, so a Ctrl-C reaches this
+    process only; a SIGTERM is taken as a Ctrl-C; leaving an error or interrupt terminates every pool process.
+    """
+    import multiprocessing as mp
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+    term = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            pool = mp.get_context("spawn").Pool(len(shares))
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+        try:
+            jobs = [pool.apply_async(pilot_many, (space, share, *args)) for share in shares]
+            out = [job.get() for job in jobs]
+            pool.close()  # done: let the processes end on their own
+            pool.join()
+            return out
+        finally:
+            pool.terminate()  # an interrupt or error: no pilot process outlives this one (a no-op after join)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, term)
