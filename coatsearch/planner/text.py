@@ -37,7 +37,11 @@ def render(plan: Plan) -> str:
         )
         lines.append(f"  {t.candidate}: {plan.trial_s[t.candidate]:.0f} s, {t.peak_mb:.0f} MB ({runs}; rest "
                      f"{t.other_s:.0f} s)")  # fmt: skip
-    lines += ["", f"claims (noise from {plan.noise}; power at the verdict α over the claim's Holm family, 80% power; regime of the key models):"]
+    lines += [
+        "",
+        f"claims (noise from {plan.noise}; power at the verdict α over the claim's Holm family, 80% power; "
+        "regime of the key models):",
+    ]
     lines += [line for c in plan.claims for line in claim_lines(c)]
     if plan.budget_s is not None:
         lines += ["", budget_line(plan)]
