@@ -12,7 +12,6 @@ import multiprocessing as mp
 import multiprocessing.connection
 import os
 import signal
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import optuna
 
-from coatsearch import claiming, store
+from coatsearch import claiming, interrupts, store
 from coatsearch import plan as P
 from coatsearch.errors import Pruned
 from coatsearch.space import Space
@@ -78,11 +77,15 @@ def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None
     replaced, so the study goes on (`claiming` caps the reruns of a trial that keeps killing its worker).
     """
     ctx = mp.get_context("spawn")
-    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
-    term = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     procs: list = []
+    with interrupts.sigterm_as_interrupt():
+        _watch(ctx, procs, args, threads, workers, study)
+
+
+def _watch(ctx, procs: list, args: tuple, threads: int, workers: int, study: optuna.Study) -> None:
+    """Start the workers, replace the killed ones, wait for all to end; on any error or interrupt stop them all."""
     try:
-        _start(ctx, procs, args, threads, workers, main)
+        _start(ctx, procs, args, threads, workers)
         replaced, limit = 0, (claiming.KILL_RETRIES + 1) * len(P.plan(args[0]))
         while alive := [p for p in procs if p.exitcode is None]:  # one poll: a worker ending now is seen next turn
             mp.connection.wait([p.sentinel for p in alive], timeout=5.0)
@@ -91,27 +94,21 @@ def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None
                 claiming.mark(study, p.pid, "killed_by", f"signal {-p.exitcode}")
                 if replaced < limit:  # every planned trial killed its worker each time: stop
                     replaced += 1
-                    _start(ctx, procs, args, threads, 1, main)
+                    _start(ctx, procs, args, threads, 1)
     finally:  # Ctrl-C or any error in the parent: no worker outlives it
         for p in procs:
             if p.is_alive():
                 p.terminate()
         for p in procs:
             p.join()
-        if main:
-            signal.signal(signal.SIGTERM, term)
 
 
-def _start(ctx, procs: list, args: tuple, threads: int, n: int, main: bool) -> None:
+def _start(ctx, procs: list, args: tuple, threads: int, n: int) -> None:
     """Start `n` more worker processes (SIGINT ignored in them: see `_spawn`)."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-    try:
+    with interrupts.children_ignore_sigint():
         for _ in range(n):
             procs.append(ctx.Process(target=_worker_entry, args=(args, threads)))
             procs[-1].start()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
 
 
 def _worker_entry(args: tuple, threads: int) -> None:

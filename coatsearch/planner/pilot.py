@@ -203,18 +203,12 @@ def _in_pool(shares: list, args: tuple, space) -> list:
     process only; a SIGTERM is taken as a Ctrl-C; leaving an error or interrupt terminates every pool process.
     """
     import multiprocessing as mp
-    import signal
-    import threading
 
-    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
-    term = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-        try:
+    from coatsearch import interrupts
+
+    with interrupts.sigterm_as_interrupt():
+        with interrupts.children_ignore_sigint():
             pool = mp.get_context("spawn").Pool(len(shares))
-        finally:
-            if main:
-                signal.signal(signal.SIGINT, previous)
         try:
             jobs = [pool.apply_async(pilot_many, (space, share, *args)) for share in shares]
             out = [job.get() for job in jobs]
@@ -223,6 +217,3 @@ def _in_pool(shares: list, args: tuple, space) -> list:
             return out
         finally:
             pool.terminate()  # an interrupt or error: no pilot process outlives this one (a no-op after join)
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, term)
