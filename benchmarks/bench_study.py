@@ -22,8 +22,8 @@ import torch
 
 from coatsearch import candidates, train
 from coatsearch import trial as T
-from coatsearch.plan import PlanItem
 from coatsearch.space import load_space
+from coatsearch.trials_plan import PlanItem
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 TRAIN_LINE = "train: {optimizer: adamw,"

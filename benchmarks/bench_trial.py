@@ -20,8 +20,8 @@ import torch
 
 from coatsearch import curve, store, train
 from coatsearch import trial as T
-from coatsearch.plan import PlanItem
 from coatsearch.space import load_space
+from coatsearch.trials_plan import PlanItem
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 

@@ -1,14 +1,13 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
 The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`,
-`report`, `status`, `export`, `repair`. They are imported on first use, so `import coatsearch` loads neither torch
-nor optuna. `plan` is the module coatsearch/plan.py, which calls `coatsearch.api.plan` when called.
+`write_report`, `status`, `export`, `repair`. They are plain functions of coatsearch.api, imported on first use,
+so `import coatsearch` loads neither torch nor optuna. No function shares its name with a module:
+`coatsearch.report` is the report package (`coatsearch.report.write_report` writes the files).
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -26,10 +25,10 @@ __all__ = [
     "load_space",
     "plan",
     "repair",
-    "report",
     "results",
     "run",
     "status",
+    "write_report",
 ]
 
 if TYPE_CHECKING:
@@ -45,10 +44,10 @@ if TYPE_CHECKING:
         load_space,
         plan,
         repair,
-        report,
         results,
         run,
         status,
+        write_report,
     )
 
 
@@ -59,46 +58,3 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'coatsearch' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """This package's module type: `coatsearch.report` stays the API function once the report subpackage loads.
-
-    Importing `coatsearch.report.*` binds the subpackage as an attribute of `coatsearch`; the setter ignores
-    that binding, so the subpackage is reached by its full name (`from coatsearch.report import write_report`).
-    """
-
-    @property
-    def report(self) -> Any:
-        """`coatsearch.api.report`."""
-        from coatsearch.api import report
-
-        return report
-
-    @report.setter
-    def report(self, value: Any) -> None:
-        pass
-
-    @property
-    def plan(self) -> Any:
-        """The module coatsearch/plan.py, callable as `coatsearch.api.plan` (so `from coatsearch import plan` works)."""
-        import importlib
-
-        return importlib.import_module("coatsearch.plan")
-
-    @plan.setter
-    def plan(self, module: Any) -> None:
-        module.__class__ = _CallableModule  # bound when coatsearch.plan is imported: make it callable
-
-
-class _CallableModule(types.ModuleType):
-    """coatsearch/plan.py's module type: calling it runs the planner, `coatsearch.api.plan`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """`coatsearch.api.plan(*args, **kwargs)`."""
-        from coatsearch.api import plan
-
-        return plan(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _Package

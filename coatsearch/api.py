@@ -83,7 +83,7 @@ class RunResult:
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """The files `report` wrote: the Markdown report, its JSON tables and PNG figures."""
+    """The files `write_report` wrote: the Markdown report, its JSON tables and PNG figures."""
 
     markdown: Path
     summary: Path
@@ -265,8 +265,8 @@ def _workers(space: Space, workers: int | str, trials: int | None, device: str, 
     import sys
 
     from coatsearch import speed
-    from coatsearch.plan import plan as trials_of
     from coatsearch.train import pick_device
+    from coatsearch.trials_plan import plan as trials_of
 
     if workers != "auto":
         return int(workers), None
@@ -284,9 +284,9 @@ def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: st
     import sys
 
     from coatsearch import planner
-    from coatsearch.plan import space_form
     from coatsearch.planner.text import eta_line
     from coatsearch.store import folder
+    from coatsearch.trials_plan import space_form
 
     where, form = folder(studies, name), space_form(space.definition)
     stored = planner.load(where)
@@ -329,15 +329,15 @@ def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
     return _repair(Path(studies_dir), study)
 
 
-def report(study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports") -> ReportPaths:
+def write_report(study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports") -> ReportPaths:
     """Write reports/<study>/report.md, summary.json and PNG figures from the storage; the note on the dashboard."""
     return _report(study, Path(studies_dir), Path(reports_dir))
 
 
 def _report(study: str, studies_dir: Path, reports_dir: Path) -> ReportPaths:
-    from coatsearch.report import write_report
+    from coatsearch import report
 
-    markdown = write_report(study, Path(studies_dir), Path(reports_dir))
+    markdown = report.write_report(study, Path(studies_dir), Path(reports_dir))
     folder = markdown.parent
     return ReportPaths(markdown, folder / "summary.json", tuple(sorted(folder.glob("*.png"))))
 
@@ -474,8 +474,8 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
     directory); studies without it fall back to the space file at its recorded path.
     """
     from coatsearch.dashboard import space_record
-    from coatsearch.plan import plan
     from coatsearch.space import load_space as _load
+    from coatsearch.trials_plan import plan
 
     record = space_record(user_attrs)
     text, source = record.get("space_yaml"), record.get("source")

@@ -292,7 +292,7 @@ def _check_backend_flags(args: argparse.Namespace) -> None:
 def _report(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.report(args.study, args.studies_dir, args.reports_dir).markdown)
+    print(api.write_report(args.study, args.studies_dir, args.reports_dir).markdown)
     return 0
 
 

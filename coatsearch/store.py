@@ -37,8 +37,8 @@ from optuna.trial import TrialState
 
 from coatsearch import __version__, fsafe
 from coatsearch import journal as J
-from coatsearch import plan as P
 from coatsearch import trialcheck as TC
+from coatsearch import trials_plan as P
 from coatsearch.claiming import LOCK, claim, fail_stale, holds_key, locked  # noqa: F401 - the store's API
 from coatsearch.errors import UserError
 from coatsearch.paths import study_folder

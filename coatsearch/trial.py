@@ -14,10 +14,10 @@ import torch
 from coatsearch import scores
 from coatsearch.candidates import Prepared, prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
-from coatsearch.plan import PlanItem
 from coatsearch.scores import Report, TrialInput, measure
 from coatsearch.space import Space
 from coatsearch.train import NonFinite, check_finite
+from coatsearch.trials_plan import PlanItem
 
 
 def run_item(

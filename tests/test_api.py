@@ -28,11 +28,23 @@ def test_import_is_cheap_and_exports_the_api():
     code = "import sys, coatsearch; print(sorted(m for m in ('torch', 'optuna', 'pandas') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-    for name in ("load_space", "build", "count", "run", "results", "report", "status", "export"):
+    for name in ("load_space", "build", "count", "plan", "run", "results", "write_report", "status", "export"):
         assert callable(getattr(coatsearch, name)) and getattr(coatsearch, name) is getattr(api, name)
-    from coatsearch.report import write_report  # the report package is still importable by its full name
 
-    assert callable(write_report) and coatsearch.report is api.report
+
+def test_functions_and_modules_have_different_names():
+    import importlib.util
+    import types
+
+    import coatsearch.report as R  # the report package, imported by its own name
+
+    assert isinstance(R, types.ModuleType) and callable(R.write_report)
+    assert type(coatsearch) is types.ModuleType and coatsearch.report is R  # a plain package, no module-type hack
+    assert isinstance(coatsearch.plan, types.FunctionType) and coatsearch.plan is api.plan
+    assert isinstance(coatsearch.write_report, types.FunctionType)
+    assert importlib.util.find_spec("coatsearch.plan") is None  # the trial grid lives in coatsearch.trials_plan
+    clash = [n for n in coatsearch.__all__ if n != "__version__" and importlib.util.find_spec(f"coatsearch.{n}")]
+    assert clash == []
 
 
 def test_load_space_candidates_build_and_count():

@@ -14,11 +14,11 @@ from coatsearch.candidates import prepare
 from coatsearch.complexity import count
 from coatsearch.dsl import SpaceError
 from coatsearch.models import build
-from coatsearch.plan import plan
 from coatsearch.report import summarize
 from coatsearch.report.markdown import candidates as candidates_md
 from coatsearch.space import load_space
 from coatsearch.spec import BASELINES, InputSpec, baseline_model
+from coatsearch.trials_plan import plan
 from tests.report_records import AGREE, SPACE, layout_records
 from tests.tiny import TINY, tiny_variant
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from coatsearch import claiming, store
-from coatsearch import plan as P
 from coatsearch import trialcheck as TC
+from coatsearch import trials_plan as P
 from coatsearch.errors import UserError
 from coatsearch.report import write_report
 from coatsearch.space import load_space

@@ -35,7 +35,7 @@ def test_multi_objective_study_reports_a_pareto_front(tmp_path):
     done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])
     for t in done:
         assert t.values == [t.user_attrs["generalization.eval_acc"], t.user_attrs["speed.infer_latency_ms"]]
-    text = api.report("m", studies, reports).markdown.read_text()
+    text = api.write_report("m", studies, reports).markdown.read_text()
     assert "## Pareto front" in text and "## Measured speed" in text
     front_line = next(line for line in text.splitlines() if line.startswith("Multi-objective study:"))
     best = {t.user_attrs["candidate"] for t in study.best_trials}  # one trial per candidate: Optuna's own front

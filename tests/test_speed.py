@@ -8,9 +8,9 @@ from torch import nn
 
 from coatsearch import candidates, speed, store
 from coatsearch import trial as T
-from coatsearch.plan import plan
 from coatsearch.space import load_space
 from coatsearch.spec import OptimSpec
+from coatsearch.trials_plan import plan
 from tests.test_optuna_backend import TINY, run, trials, variant
 
 CPU = torch.device("cpu")

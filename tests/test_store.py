@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import plan as P
 from coatsearch import store
+from coatsearch import trials_plan as P
 from coatsearch.report import summarize, write_report
 from coatsearch.space import load_space
 

@@ -97,7 +97,7 @@ def test_the_same_space_reopens_without_writing(tmp_path):
 
 
 def test_space_changes_name_each_difference():
-    from coatsearch.plan import space_changes
+    from coatsearch.trials_plan import space_changes
 
     old = {"candidates": {"A": {"train": {"lr": 1}}, "B": {}}, "study": {"seeds": [0]}}
     new = {"candidates": {"A": {"train": {"lr": 2}}, "C": {}}, "study": {"seeds": [0]}}

@@ -20,7 +20,7 @@ from pathlib import Path
 import optuna
 
 from coatsearch import claiming, interrupts, store
-from coatsearch import plan as P
+from coatsearch import trials_plan as P
 from coatsearch.errors import Pruned
 from coatsearch.space import Space
 

@@ -30,8 +30,8 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search import Searcher
 
-from coatsearch import plan as P
 from coatsearch import store
+from coatsearch import trials_plan as P
 from coatsearch.errors import UserError
 from coatsearch.space import Space
 

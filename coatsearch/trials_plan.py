@@ -1,6 +1,6 @@
-"""The plan of a study (which trials exist) and its study-level record; no torch, cheap to import.
+"""Which trials a study holds (the grid of candidates x seeds x samples) and its study-level record; no torch.
 
-The package makes this module callable: `coatsearch.plan(space, ...)` is the API's planner (coatsearch.api.plan).
+Named apart from the API's planner, `coatsearch.plan(space, ...)` (coatsearch.api.plan), which sizes a study.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def space_changes(old: dict, new: dict) -> list[str]:
     ]
     for name in (n for n in now if n in was):
         out += [f"{k} of candidate {name}: {a} -> {b}" for k, a, b in _diff(was[name], now[name])]
-    rest = ({k: v for k, v in f.items() if k != "candidates"} for f in (old, new))
-    return out + [f"{k}: {a} -> {b}" for k, a, b in _diff(*rest)]
+    was_rest, now_rest = ({k: v for k, v in f.items() if k != "candidates"} for f in (old, new))
+    return out + [f"{k}: {a} -> {b}" for k, a, b in _diff(was_rest, now_rest)]
 
 
 def _diff(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
