@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
+from coatsearch.space import Baseline, Candidate, Space
 
 if TYPE_CHECKING:
     import pandas
     from torch import nn
 
-    from coatsearch import space as _space
-    from coatsearch.candidates import Prepared
     from coatsearch.complexity import Complexity
     from coatsearch.journal import Repaired
     from coatsearch.planner import Plan
@@ -30,40 +29,6 @@ FORMATS = ("csv", "parquet", "json")
 WORKERS_MAX = 64  # workers / --workers: parallel training processes on one machine
 TRIALS_MAX = 100_000  # trials / --trials: trials started by one command
 ENGINES = ("optuna", "ray")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate of a loaded space at its default settings, matched to the budget."""
-
-    name: str
-    layout: str  # stage types, e.g. "C-C-T-T"
-    params: int  # parameter count of the matched model
-    macs: int  # multiply-adds per image of the matched model
-    spec: ModelSpec  # the matched model spec
-    prepared: Prepared = field(repr=False)  # optimizer, budget error and multiplier as `coatsearch show` lists
-
-    def build(self) -> nn.Module:
-        """The untrained model (torch's current default device)."""
-        return build(self.spec)
-
-
-@dataclass(frozen=True)
-class Space:
-    """A validated, expanded space file: its name, profile and matched candidates."""
-
-    name: str
-    profile: str
-    source: str  # the space file it was read from
-    candidates: tuple[Candidate, ...]
-    definition: _space.Space = field(repr=False)  # the full frozen space (data, scores, study settings)
-
-    def candidate(self, name: str) -> Candidate:
-        """The candidate called `name` (KeyError listing the names that exist)."""
-        for cand in self.candidates:
-            if cand.name == name:
-                return cand
-        raise KeyError(f"no candidate '{name}'; candidates: {', '.join(c.name for c in self.candidates)}")
 
 
 @dataclass(frozen=True)
@@ -92,35 +57,32 @@ class ReportPaths:
 
 def load_space(path: str | Path, profile: str | None = None) -> Space:
     """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
-    from coatsearch.candidates import prepare
     from coatsearch.dsl import where
     from coatsearch.space import load_space as _load
 
-    definition = _load(path, profile or "default")
-    cands = []
-    for i, cand in enumerate(definition.candidates):
-        prep = prepare(cand)
+    space = _load(path, profile or "default")
+    for i, cand in enumerate(space.candidates):
+        prep = cand.prepared  # matched now, kept on the candidate: run, plan and show never solve it again
         if prep.params_range is not None:  # a layout that cannot reach the params target at this MACs target
             raise UserError(f"{where(path, ('candidates', i, 'budget', 'params'))}: {prep.name}: {prep.reason}")
-        cands.append(Candidate(prep.name, prep.model.layout, prep.params, prep.macs, prep.model, prep))
-    return Space(definition.name, definition.profile, definition.source, tuple(cands), definition)
+    return space
 
 
-def build(spec: ModelSpec | Candidate) -> nn.Module:
+def build(spec: ModelSpec | Candidate | Baseline) -> nn.Module:
     """The untrained `nn.Module` of a model spec (or of a loaded candidate)."""
     from coatsearch.models import build as _build
 
-    return _build(spec.spec if isinstance(spec, Candidate) else spec)
+    return _build(spec.spec if isinstance(spec, Candidate | Baseline) else spec)
 
 
-def count(model_or_spec: nn.Module | ModelSpec | Candidate, image_size: int | None = None) -> Complexity:
+def count(model_or_spec: nn.Module | ModelSpec | Candidate | Baseline, image_size: int | None = None) -> Complexity:
     """MACs per image (multiply-adds, attention included) and parameters of a spec or a module.
 
     A spec carries its image size; a module needs `image_size` (its input channels are read from it).
     """
     from coatsearch import complexity
 
-    if isinstance(model_or_spec, Candidate):
+    if isinstance(model_or_spec, Candidate | Baseline):
         model_or_spec = model_or_spec.spec
     if not hasattr(model_or_spec, "forward"):
         return complexity.count(model_or_spec)  # type: ignore[arg-type]
@@ -177,21 +139,22 @@ def run(
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
-    if backend != "optuna" and sp.definition.study.objectives:
+    if backend != "optuna" and sp.study.objectives:
         raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
     _check_counts(workers, trials)
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:
         report_folder(Path(reports_dir), name)
     pick_device(device)
-    d = sp.definition  # a missing dataset, or one that does not match the space, stops here
+    d = sp  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
-    _prepare_study(sp, studies, name, force_new_space)
+    prepared = _prepare_study(sp, studies, name, force_new_space)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
     procs = _workers(sp, workers, trials, device, progress) if backend == "optuna" else (1, None)
     if plan_first and backend == "optuna":
         _plan_first(sp, studies, name, procs, device)
-    s = _engine(sp, studies, name, backend, procs, {"trials": trials, "device": device, "progress": progress}, ray)
+    common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
+    s = _engine(sp, studies, name, backend, procs, common, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
     return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
 
@@ -250,12 +213,11 @@ def _pilot_study(space: Space, name: str, seeds: int, workers: int | str, device
     """Run the space's first `seeds` seeds as the study <name>-pilot<seeds> (resumes); its name."""
     import dataclasses
 
-    d = space.definition
-    chosen = tuple(d.study.seeds[:seeds]) if len(d.study.seeds) >= seeds else tuple(range(seeds))
-    study_spec: Any = d.study
-    small = dataclasses.replace(d, study=dataclasses.replace(study_spec, seeds=chosen))
+    chosen = tuple(space.study.seeds[:seeds]) if len(space.study.seeds) >= seeds else tuple(range(seeds))
+    study_spec: Any = space.study
+    small = dataclasses.replace(space, study=dataclasses.replace(study_spec, seeds=chosen))
     pilot = f"{name}-pilot{seeds}"
-    run(dataclasses.replace(space, definition=small), pilot, "optuna", workers, device, studies_dir=studies,
+    run(small, pilot, "optuna", workers, device, studies_dir=studies,
         report=False, progress=False)  # fmt: skip
     return pilot
 
@@ -272,7 +234,7 @@ def _workers(space: Space, workers: int | str, trials: int | None, device: str, 
         return int(workers), None
     if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
         return 1, None
-    planned = len(trials_of(space.definition))
+    planned = len(trials_of(space))
     choice = speed.auto_workers(min(planned, trials or planned))
     if say:
         print(choice.text(), file=sys.stderr)
@@ -288,7 +250,7 @@ def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: st
     from coatsearch.store import folder
     from coatsearch.trials_plan import space_form
 
-    where, form = folder(studies, name), space_form(space.definition)
+    where, form = folder(studies, name), space_form(space)
     stored = planner.load(where)
     same = stored is not None and [stored.get(k) for k in ("form", "processes", "threads", "device")] == [
         form, procs[0], procs[1], device]  # fmt: skip
@@ -305,21 +267,20 @@ def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, 
     if backend == "ray":
         from coatsearch.backends import ray_backend
 
-        return ray_backend.run(space.definition, studies, name, **common, **ray)
+        return ray_backend.run(space, studies, name, **common, **ray)
     from coatsearch.backends import optuna_backend
 
-    return optuna_backend.run(space.definition, studies, name, workers=procs[0], threads=procs[1], **common)
+    return optuna_backend.run(space, studies, name, workers=procs[0], threads=procs[1], **common)
 
 
-def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> None:
-    """Create (or reopen) the study and give it its dashboard metadata before any trial runs."""
+def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool) -> tuple[Any, dict]:
+    """Create (or reopen) the study, match its candidates, give it its dashboard metadata: once per run."""
     from coatsearch import store
     from coatsearch.dashboard import annotate
 
-    study = store.create_study(space.definition, studies_dir, name, force_new_space)
+    study, matched = store.prepare(space, studies_dir, name, force_new_space)
     annotate(study)
-    solved = {c.name: c.prepared for c in space.candidates}  # matched by load_space: stored, never solved again
-    store.matched(study, space.definition, store.folder(studies_dir, name), solved)
+    return study, matched
 
 
 def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:

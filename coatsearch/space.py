@@ -1,16 +1,26 @@
-"""A space file → Space of candidates; a candidate plus sampled params → frozen model, optimizer and budget specs."""
+"""A space file → Space of candidates; a candidate plus sampled params → frozen model, optimizer and budget specs.
+
+`Space` and its candidates are also the public API's (`coatsearch.load_space`): each candidate is matched to the
+budget on first use of `prepared` (or `spec`, `params`, `macs`, `build()`), once, and keeps the result.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coatsearch import document as D
 from coatsearch import spec as S
 from coatsearch.dsl import load_document
 from coatsearch.scores import ScoresSpec
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from coatsearch.candidates import Prepared
 
 
 @dataclass(frozen=True)
@@ -20,28 +30,68 @@ class Dim(S.SearchDim):
     path: str = ""
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A named candidate: its validated spec, the images it takes, and the dimensions searched over it."""
+class _Matched:
+    """What a candidate and a baseline both offer: the model matched at default settings, its size, its module."""
 
     name: str
-    spec: D.CandidateSpec  # the merged candidate (model fields, train, budget, scores, search)
+
+    @cached_property
+    def prepared(self) -> Prepared:
+        """Matched to the budget at its default settings (solved once; `coatsearch show` lists it)."""
+        from coatsearch.candidates import prepare
+
+        assert isinstance(self, Candidate | Baseline)
+        return prepare(self)
+
+    @property
+    def spec(self) -> S.ModelSpec:
+        """The matched model spec, for candidates and baselines alike."""
+        return self.prepared.model
+
+    @property
+    def layout(self) -> str:
+        """Stage types, e.g. "C-C-T-T" ("" for a regime baseline)."""
+        return self.prepared.model.layout
+
+    @property
+    def params(self) -> int:
+        """Parameter count of the matched model."""
+        return self.prepared.params
+
+    @property
+    def macs(self) -> int:
+        """Multiply-adds per image of the matched model."""
+        return self.prepared.macs
+
+    def build(self) -> nn.Module:
+        """The untrained matched model (torch's current default device)."""
+        from coatsearch.models import build
+
+        return build(self.spec)
+
+
+@dataclass(frozen=True)
+class Candidate(_Matched):
+    """A named candidate: its validated definition, the images it takes, and the dimensions searched over it."""
+
+    name: str
+    definition: D.CandidateSpec  # the merged candidate (model fields, train, budget, scores, search), unmatched
     input: S.InputSpec  # image size, channels, classes (from the space's `input`)
     dims: tuple[Dim, ...] = ()
 
     @property
     def scores(self) -> ScoresSpec:
         """What its trials measure (the shared `scores` merged with its own)."""
-        return self.spec.scores
+        return self.definition.scores
 
     def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
         """Apply sampled `params` (dotted path → value) and return (model, optimizer, budget) specs."""
-        cand = D.with_params(self.spec, params or {})
+        cand = D.with_params(self.definition, params or {})
         return cand.model(self.input), cand.train, cand.budget
 
 
 @dataclass(frozen=True)
-class Baseline:
+class Baseline(_Matched):
     """A regime baseline (spec.BASELINES): a fixed model on the same subsets and seeds, never searched or matched."""
 
     name: str
@@ -51,7 +101,7 @@ class Baseline:
     dims: tuple[Dim, ...] = ()
 
     @property
-    def spec(self) -> S.ModelSpec:
+    def definition(self) -> S.ModelSpec:
         """The baseline's fixed model (what a stored space and a stored match are compared by)."""
         return S.baseline_model(self.name, self.input)
 
@@ -114,10 +164,10 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
 
 def _candidate(cand: D.CandidateSpec, inp: S.InputSpec) -> Candidate:
     dims = tuple(Dim(**asdict(d), path=path) for path, d in sorted(cand.search.items()) if d is not None)
-    return Candidate(name=cand.name, spec=cand, input=inp, dims=dims)
+    return Candidate(name=cand.name, definition=cand, input=inp, dims=dims)
 
 
-def _baselines(doc: S.SpaceDoc) -> tuple[Baseline, ...]:
+def _baselines(doc: D.SpaceDoc) -> tuple[Baseline, ...]:
     if not doc.study.baselines:
         return ()
     return tuple(Baseline(name, doc.input, doc.train, doc.scores) for name in S.BASELINES)

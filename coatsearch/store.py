@@ -179,11 +179,17 @@ def _pruner(space: Space) -> optuna.pruners.BasePruner:
     }[space.study.pruner]()
 
 
-def matched(study: optuna.Study, space: Space, study_folder: Path, solved: Mapping | None = None) -> dict:
+def prepare(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> tuple[optuna.Study, dict]:
+    """The study created or reopened (`create_study`) and its candidates matched (`matched`): once per run."""
+    study = create_study(space, studies_dir, name, force_new_space)
+    return study, matched(study, space, folder(studies_dir, name))
+
+
+def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
     """Candidate name -> its matched `Prepared`, for every candidate without search dimensions.
 
     Solved once per study: the first process to ask (under the claim lock) matches what the study does not
-    hold yet (or takes `solved`, already matched by the caller) and stores it; every later trial, worker and
+    hold yet (each candidate's `prepared`, solved at most once per process) and stores it; every later trial, worker and
     backend reads it back. A record is keyed by a hash of its candidate spec, so an edited space re-matches.
     """
     from coatsearch import candidates as C
@@ -192,12 +198,12 @@ def matched(study: optuna.Study, space: Space, study_folder: Path, solved: Mappi
         stored = dict(study.user_attrs.get(MATCHED) or {})
         out, new = {}, {}
         for cand in (c for c in space.candidates if not c.dims):
-            key = hashlib.sha1(repr((cand.spec, cand.input)).encode()).hexdigest()[:16]
+            key = hashlib.sha1(repr((cand.definition, cand.input)).encode()).hexdigest()[:16]
             rec = stored.get(cand.name)
             if rec and rec.get("spec") == key:
                 out[cand.name] = C.from_record(rec["prepared"])
                 continue
-            out[cand.name] = (solved or {}).get(cand.name) or C.prepare(cand)
+            out[cand.name] = cand.prepared
             new[cand.name] = {"spec": key, "prepared": C.to_record(out[cand.name])}
         if new:
             study.set_user_attr(MATCHED, {**stored, **new})

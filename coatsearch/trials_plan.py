@@ -66,7 +66,7 @@ def space_form(space: Space) -> dict:
         "input": [space.image_size, space.channels, space.classes],
         "data": asdict(space.data),
         "study": asdict(space.study),
-        "candidates": {c.name: asdict(c.spec) for c in space.candidates},
+        "candidates": {c.name: asdict(c.definition) for c in space.candidates},
     }
     return json.loads(json.dumps(form, sort_keys=True, default=str))
 

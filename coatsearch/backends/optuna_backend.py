@@ -35,17 +35,18 @@ def run(
     threads: int | None = None,
     device: str = "auto",
     progress: bool = True,
+    prepared: tuple[optuna.Study, dict] | None = None,
 ) -> store.RunSummary:
     """Run every planned trial not yet taken (resuming a previous run), with `workers` processes.
 
     Each worker process runs `threads` intra-op threads (None: the cores shared out evenly between spawned
-    workers; a single in-process worker keeps this process's setting).
+    workers; a single in-process worker keeps this process's setting). `prepared`: the study and its matched
+    candidates when the caller made them (`coatsearch.api.run`), else they are made here.
     """
     start = time.perf_counter()
-    study = store.create_study(space, studies_dir, name)
-    store.matched(study, space, store.folder(studies_dir, name))  # solved once, before any worker starts
+    study, matched = prepared or store.prepare(space, Path(studies_dir), name)  # solved once, before any worker
     run_id = uuid.uuid4().hex[:12]
-    args = (space, Path(studies_dir), name, device, run_id, trials, progress and workers == 1)
+    args = (space, Path(studies_dir), name, device, run_id, trials, progress and workers == 1, matched)
     if workers <= 1:
         ran = _in_process(args, threads)
     else:
@@ -122,7 +123,7 @@ def _worker_entry(args: tuple, threads: int) -> None:
         pass
 
 
-def _worker(space, studies_dir, name, device_name, run_id, limit, progress) -> int:
+def _worker(space, studies_dir, name, device_name, run_id, limit, progress, matched) -> int:
     """Claim and run planned trials until none is left (or `limit` trials of this run started)."""
     from coatsearch.train import pick_device
     from coatsearch.trial import progress_bar
@@ -134,7 +135,6 @@ def _worker(space, studies_dir, name, device_name, run_id, limit, progress) -> i
     env = store.environment(device)
     ran = 0
     folder = store.folder(studies_dir, name)
-    matched = store.matched(study, space, folder)  # read once per worker, never matched per trial
     with progress_bar(store.counts(study)["finished"], len(items), progress) as bar:
         while (taken := store.claim(study, items, run_id, limit, folder)) is not None:
             trial, item = taken

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
+import optuna
 import ray
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler
@@ -50,16 +51,19 @@ def run(
     cpus: float | None = None,
     gpus: float | None = None,
     progress: bool = True,
+    prepared: tuple[optuna.Study, dict] | None = None,
 ) -> store.RunSummary:
-    """Run every planned trial not yet taken on Ray (a local one when no address); a rerun resumes."""
+    """Run every planned trial not yet taken on Ray (a local one when no address); a rerun resumes.
+
+    `prepared`: the study and its matched candidates when the caller made them (`coatsearch.api.run`).
+    """
     start = time.perf_counter()
     cpus, gpus = _resources(device, cpus, gpus)
     _check_address(address)
-    study = store.create_study(space, studies_dir, name)
     folder = store.folder(Path(studies_dir).resolve(), name)
+    study, matched = prepared or store.prepare(space, Path(studies_dir), name)  # shipped to the workers once
     run_id = uuid.uuid4().hex[:12]
     searcher = StudySearcher(space, study, folder, run_id, trials)
-    matched = store.matched(study, space, folder)  # solved once; shipped to the workers once (object store)
     with _connected(address), _bar(study, searcher.items, progress) as bar:
         slots = _slots(cpus, gpus)
         searcher.bar = bar

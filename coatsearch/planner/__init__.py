@@ -62,14 +62,13 @@ class Plan:
 def make_plan(space, study: str, processes: int, threads: int | None, *, device: str = "auto",
               earlier: P.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
               level: float = P.REGIME_LOSS) -> Plan:  # fmt: skip
-    """Pilot `space` (an api.Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
+    """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
     began = time.perf_counter()
-    d = space.definition
     preps = [c.prepared for c in space.candidates if c.prepared.ok]
-    timings = tuple(run_pilots(d, preps, d.study.seeds[0], device, processes, threads))
+    timings = tuple(run_pilots(space, preps, space.study.seeds[0], device, processes, threads))
     trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
-    samples = {c.name: d.study.samples if c.dims else 1 for c in d.candidates}
-    seeds = len(d.study.seeds)
+    samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}
+    seeds = len(space.study.seeds)
     durations = R.study_durations(trial_s, samples, seeds)
     rows, keys = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
@@ -78,8 +77,8 @@ def make_plan(space, study: str, processes: int, threads: int | None, *, device:
     fit = R.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
     decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit, rows, keys)) if budget_s else ()
     peak = max((t.peak_mb for t in timings), default=0.0) * max(1, min(processes, len(timings)))
-    return Plan(d.name, d.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s, samples,
-                start, R.makespan(durations, processes, start), peak, claims,
+    return Plan(space.name, space.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s,
+                samples, start, R.makespan(durations, processes, start), peak, claims,
                 f"{earlier.source} {earlier.where}" if earlier else "stated prior", budget_s, fit, decides,
                 time.perf_counter() - began)  # fmt: skip
 
@@ -89,7 +88,7 @@ def model_rows(space) -> tuple[list[dict], dict[str, set[str]]]:
     from coatsearch.trial import model_label
 
     rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout} for c in space.candidates]
-    keys = {c.name: P.measured_keys(space.definition.candidate(c.name).scores) for c in space.candidates}
+    keys = {c.name: P.measured_keys(c.scores) for c in space.candidates}
     return rows, keys
 
 
