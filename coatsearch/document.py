@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, TypeAdapter
 
 from coatsearch import kinds
+from coatsearch import scores as _scores
+from coatsearch import spec as _spec
 from coatsearch.scores import ScoresSpec
 from coatsearch.spec import (
     DEPTH_MAX,
@@ -52,7 +54,7 @@ class CandidateSpec:
     train: OptimSpec = OptimSpec()
     search: Mapping[str, SearchDim | None] = field(default_factory=dict)  # dotted path -> dimension
     budget: Budget | None = None
-    scores: ScoresSpec = ScoresSpec()
+    scores: ScoresSpec = field(default_factory=lambda: _scores.ScoresSpec())  # the registry's, when made
 
     def __post_init__(self) -> None:
         n = len(self.layout.split("-"))
@@ -92,12 +94,23 @@ class SpaceDoc:
     constraints: ConstraintsSpec = ConstraintsSpec()
     candidates: Annotated[tuple[CandidateSpec, ...], Field(min_length=1)]
     data: DataSpec = DataSpec("synthetic")
-    scores: ScoresSpec = ScoresSpec()
+    scores: ScoresSpec = field(default_factory=lambda: _scores.ScoresSpec())
     study: StudySpec = StudySpec()
     untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
 
 
-DOCUMENT = TypeAdapter(SpaceDoc)
+_DOCUMENT: dict[type, TypeAdapter] = {}  # the score registry's current ScoresSpec -> the validator built for it
+
+
+def document() -> TypeAdapter:
+    """The validator of a whole space file, for the score registry as it is now (`scores.register_score`)."""
+    current = _scores.ScoresSpec
+    if current not in _DOCUMENT:  # first use, or the registry changed: the `scores:` fields resolve to `current`
+        globals()["ScoresSpec"] = current
+        _spec.clear_adapters()
+        _DOCUMENT.clear()
+        _DOCUMENT[current] = TypeAdapter(SpaceDoc)
+    return _DOCUMENT[current]
 
 
 def with_params(cand: CandidateSpec, params: Mapping[str, Any]) -> CandidateSpec:

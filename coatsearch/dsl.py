@@ -50,7 +50,7 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
     data.setdefault("name", path.stem)
     _check_shared_model(path, root, data.get("model"))
     try:
-        doc = D.DOCUMENT.validate_python(_merge_candidates(data))
+        doc = D.document().validate_python(_merge_candidates(data))
     except ValidationError as exc:
         raise SpaceError(_describe(path, root, data, exc)) from None
     for loc, message in check_document(doc):

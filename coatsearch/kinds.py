@@ -1,14 +1,14 @@
 """Registries of stage kinds (C, T, M) and stem kinds: plain dicts that specs, matching, counting and models read.
 
 No torch here: a builder is named as "module:function" and imported on first use, so spec code stays light.
-A new stage type is one entry in STAGE_KINDS plus the module that builds its block.
+A new stage type is one `register_stage_kind` call (or entry in STAGE_KINDS) plus the module that builds its
+block; the layout pattern, its error message, the size guard and matching read the registry when they run.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,9 +23,11 @@ class StageKind:
     text: str  # what a block is, for docs and errors
     builder: str  # "module:function": make(dim, dim_out, stride, side, block, dpr) -> (B, dim_out, side, side)
     attends: bool  # attention: width in whole heads, tokens listed, after every conv stage under the constraint
+    # (dim_out, side, block) -> a lower bound (> 0) on one block's MACs: the size guard refuses a model whose
+    # floor exceeds spec.MACS_MAX before it is counted; required, so no kind turns the guard off
+    macs_floor: Callable[[int, int, Any], int]
     tokens: Callable[[int, Any], str] = lambda side, block: f"{side}x{side}"  # attended token grid, as `show` lists it
     check: Callable[[int, Any], str] = lambda side, block: ""  # why a side x side map cannot be built ("" = fine)
-    macs_floor: Callable[[int, int, Any], int] = lambda dim_out, side, block: 0  # a lower bound on a block's MACs
 
     def quantum(self, block: Any) -> int:
         """Width step: the head size for attention stages (whole heads), CONV_QUANTUM otherwise."""
@@ -89,7 +91,22 @@ STAGE_KINDS: dict[str, StageKind] = {
     ),
 }
 
-LAYOUT_RE = re.compile(rf"^[{''.join(STAGE_KINDS)}](-[{''.join(STAGE_KINDS)}])*$")
+
+def register_stage_kind(letter: str, kind: StageKind) -> None:
+    """Add stage kind `letter` (one upper-case letter not yet registered); layouts may use it from now on."""
+    if not (len(letter) == 1 and letter.isascii() and letter.isupper()):
+        raise ValueError(f"a stage kind is one upper-case letter A-Z, not {letter!r}")
+    if letter in STAGE_KINDS:
+        raise ValueError(f"stage kind {letter!r} is already registered; known: {', '.join(STAGE_KINDS)}")
+    if not callable(kind.macs_floor):
+        raise ValueError(f"stage kind {letter!r}: macs_floor must be a function (dim_out, side, block) -> MACs")
+    STAGE_KINDS[letter] = kind
+
+
+def unregister_stage_kind(letter: str) -> StageKind:
+    """Remove stage kind `letter` (the undo of `register_stage_kind`); returns it."""
+    stage_kind(letter)  # an unknown letter: the one-line error naming the known ones
+    return STAGE_KINDS.pop(letter)
 
 
 def stage_kind(letter: str) -> StageKind:
@@ -100,8 +117,8 @@ def stage_kind(letter: str) -> StageKind:
 
 
 def check_layout(layout: str) -> str:
-    """A layout string as written in a space file, or a ValueError saying what a layout is."""
-    if not LAYOUT_RE.match(layout):
+    """A layout string as written in a space file, or a ValueError saying what a layout is (registered kinds)."""
+    if not all(k in STAGE_KINDS for k in layout.split("-")):
         known = ", ".join(STAGE_KINDS)
         raise ValueError(f"a layout is stage types {known} joined by '-', e.g. 'C-C-T-T'")
     return layout

@@ -97,7 +97,7 @@ class Baseline(_Matched):
     name: str
     input: S.InputSpec
     train: S.OptimSpec  # the space's shared training settings
-    scores: S.ScoresSpec  # the space's shared scores
+    scores: ScoresSpec  # the space's shared scores
     dims: tuple[Dim, ...] = ()
 
     @property

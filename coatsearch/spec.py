@@ -377,6 +377,11 @@ class ConstraintsSpec:
     conv_before_attention: Annotated[bool, Strict()] = False  # no conv stage after an attention stage
 
 
+def clear_adapters() -> None:
+    """Forget the field validators made so far (a registry changed what a field's type resolves to)."""
+    _adapter.cache_clear()
+
+
 @functools.lru_cache(maxsize=256)
 def _adapter(cls: type, name: str) -> TypeAdapter:
     """Validator of one field of a spec class, as a space file would be checked."""

@@ -29,24 +29,36 @@ def proxy(layout: str, strides=(1, 2, 2, 1), block: BlockSpec = BLOCK) -> ModelS
 
 
 def test_unknown_kinds_name_the_known_ones():
-    with pytest.raises(ValueError, match=r"^unknown stage kind 'X'; known: C, T, M$"):
+    with pytest.raises(ValueError, match=rf"^unknown stage kind 'X'; known: {', '.join(kinds.STAGE_KINDS)}$"):
         kinds.stage_kind("X")
-    with pytest.raises(ValueError, match=r"^unknown stem kind 'hex'; known: conv, patch, vitc$"):
+    with pytest.raises(ValueError, match=rf"^unknown stem kind 'hex'; known: {', '.join(kinds.STEM_KINDS)}$"):
         kinds.stem_kind("hex")
     with pytest.raises(ValueError, match="unknown stage kind 'X'"):
         ModelSpec("x", "coatnet", 32, 1, 10, StemSpec(), (StageSpec("X", 1, 16),))
 
 
 def test_layout_pattern_and_constraint_read_the_registry(tmp_path):
+    known = ", ".join(kinds.STAGE_KINDS)
+    assert {"C", "T", "M"} <= set(kinds.STAGE_KINDS) and "X" not in kinds.STAGE_KINDS
     assert kinds.check_layout("C-C-T-M") == "C-C-T-M"
-    with pytest.raises(ValueError, match="stage types C, T, M joined by '-'"):
-        kinds.check_layout("C-X")
+    assert kinds.check_layout("-".join(kinds.STAGE_KINDS)) == "-".join(kinds.STAGE_KINDS)
+    for bad in ("C-X", "C--T", "C-T-", "", "CT", "c-t"):
+        with pytest.raises(ValueError, match=f"stage types {known} joined by '-'"):
+            kinds.check_layout(bad)
     assert kinds.conv_after_attention("C-M-C") == "'C-M-C' puts a C stage after a M stage"
     assert kinds.conv_after_attention("C-T-M") == ""
     path = tmp_path / "space.yaml"
     path.write_text(TINY.replace("- {name: C-T}", "- {name: C-X, layout: C-X}"))
-    with pytest.raises(SpaceError, match=r"space.yaml:16: field 'candidates\[1\].layout'.*C, T, M"):
+    with pytest.raises(SpaceError, match=rf"space.yaml:16: field 'candidates\[1\].layout'.*{known}"):
         load_space(path)
+
+
+@pytest.mark.parametrize("letter", list(kinds.STAGE_KINDS))
+def test_every_stage_kind_has_a_positive_macs_floor_below_its_count(letter):
+    spec = proxy(f"C-C-{letter}-{letter}")
+    floors = [kinds.stage_kind(p.kind).macs_floor(p.dim_out, p.out_side, spec.block) for p in spec.blocks()]
+    assert all(f > 0 for f in floors)
+    assert 0 < spec.macs_floor() <= count(spec).macs
 
 
 @pytest.mark.parametrize("layout", ["C-C-M-M", "C-C-T-M", "C-M-M-M"])

@@ -8,11 +8,9 @@ from coatsearch.report import escape
 from coatsearch.report.budget import joint_size_note
 from coatsearch.report.claims import BASELINES, CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
-from coatsearch.report.plots import CAPTIONS
+from coatsearch.report.plots import FIGURES
 from coatsearch.report.verdicts import V_ACCS
 from coatsearch.scores import table_keys
-
-TABLE_KEYS = table_keys()  # the candidate table's score columns, from the score registry
 
 
 def fmt_stat(s: Stat | None, m: Metric) -> str:
@@ -123,7 +121,7 @@ def candidates(s: dict) -> str:
     rows = s["candidates"]
     if not rows:
         return "## Candidates\n\nNo trial completed, so there is nothing to tabulate yet."
-    keys = [k for k in TABLE_KEYS if any(k in r["metrics"] for r in rows)]
+    keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
     head = ["candidate", "layout", "stages", "params", "MACs", "budget err", "n"]
     head += [f"{METRICS[k].label} ({METRICS[k].unit})" for k in keys]
     body = []
@@ -197,7 +195,7 @@ def figures(figs: dict[str, str]) -> str:
         return ""
     out = ["## Figures", ""]
     for name, file in figs.items():
-        out += [f"![{name}]({file})", "", f"*{file}*: {CAPTIONS[name]}", ""]
+        out += [f"![{name}]({file})", "", f"*{file}*: {FIGURES[name].caption}", ""]
     return "\n".join(out)
 
 

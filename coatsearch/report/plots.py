@@ -271,7 +271,6 @@ FIGURES: dict[str, FigureSpec] = {
         ),
     )
 }
-CAPTIONS = {name: f.caption for name, f in FIGURES.items()}
 
 
 def tables(space: dict, records: list[dict]) -> dict[str, Any]:

@@ -1,13 +1,16 @@
 """The score registry: one module per score; the trial runner, pruning, objective fallback and report derive from it.
 
 Scores run in registry order, so a score that reuses another's trained model (robustness) comes after it.
-A new score is one new module here (its spec, run function and metrics) plus its line in `SCORES`: the DSL's
-`scores:` section (`ScoresSpec`) is derived from the registry, one optional field per score.
+A new score is one new module (its spec, run function and metrics) plus its line in `SCORES`, or a
+`register_score` call at run time: the DSL's `scores:` section (`ScoresSpec`), `METRICS` and `FALLBACK` are
+derived from the registry, and rederived when it changes (`unregister_score` undoes a registration).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from coatsearch import spec as S
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
@@ -21,9 +24,12 @@ __all__ = [
     "Metric",
     "Report",
     "Score",
+    "ScoresSection",
     "ScoresSpec",
     "TrialInput",
     "measure",
+    "register_score",
+    "unregister_score",
 ]
 
 SCORES: dict[str, Score] = {
@@ -40,7 +46,15 @@ SCORES: dict[str, Score] = {
 }
 
 
-def _check_sections(self) -> None:
+class ScoresSection:
+    """The base of every `ScoresSpec`: the `scores:` section, one optional field per registered score."""
+
+    def __getattr__(self, name: str) -> Any:
+        """A score's section (typed per score at run time; None when the score is off)."""
+        raise AttributeError(name)
+
+
+def _check_sections(self: ScoresSection) -> None:
     """Each enabled score's own check (`Score.check`), given the enabled scores before it that keep a model.
 
     The message starts with the section's and the field's names ('robustness: source: ...'), which the DSL's
@@ -57,26 +71,32 @@ def _check_sections(self) -> None:
             models.append(score.name)
 
 
-def _scores_spec() -> type:
+def _scores_spec() -> type[ScoresSection]:
     """The `scores:` section's spec: one optional field per registered score, typed by its section spec."""
     cls = dataclasses.make_dataclass(
         "ScoresSpec",
         [(s.name, s.section | None, dataclasses.field(default=None)) for s in SCORES.values()],
+        bases=(ScoresSection,),
         namespace={"__post_init__": _check_sections, "__module__": __name__},
         frozen=True,
     )
     cls.__doc__ = "Which paper measurements a trial makes: one section per registered score (None = skipped)."
-    cls.__pydantic_config__ = S.FORBID  # unknown keys (and unknown scores) in a space file are errors
+    cls.__pydantic_config__ = S.FORBID  # type: ignore[attr-defined]  # unknown keys (and scores): errors
     return cls
 
 
-ScoresSpec = _scores_spec()
+def _fallback() -> tuple[str, ...]:
+    """A candidate whose scores leave out the study's objective reports the first of these it measured as its
+    trial value (the attribute `objective` names which); the report judges a study by the same list."""
+    ordered = sorted(SCORES.values(), key=lambda s: s.fallback or 1 << 30)
+    return tuple(s.headline for s in ordered if s.fallback is not None and s.headline is not None)
 
-# A candidate whose scores leave out the study's objective reports the first of these it measured as its
-# trial value (the attribute `objective` names which); the report judges a study by the same list.
-FALLBACK: tuple[str, ...] = tuple(
-    s.headline for s in sorted(SCORES.values(), key=lambda s: s.fallback or 1 << 30) if s.fallback is not None
-)
+
+if TYPE_CHECKING:
+    ScoresSpec = ScoresSection  # for the type checker: the class is made from the registry at run time
+else:
+    ScoresSpec = _scores_spec()
+FALLBACK: tuple[str, ...] = _fallback()
 
 _MODEL = (
     Metric("params", "params", "M", 1e-6, 3, table=False),
@@ -84,14 +104,46 @@ _MODEL = (
     Metric("budget_error", "budget error", "%", 100, 1, table=False),
     Metric("budget_params_error", "params budget error", "%", 100, 1, table=False),  # joint budgets only
 )
-METRICS: dict[str, Metric] = {
-    m.key: m
-    for m in (
-        *_MODEL,
-        *(m for s in SCORES.values() for m in s.metrics),
-        Metric("wall_s", "wall time", "s", 1, 0, table=False),
-    )
-}
+
+
+def _metrics() -> dict[str, Metric]:
+    """Every recorded metric key: the model's size, each score's metrics in registry order, the wall time."""
+    wall = Metric("wall_s", "wall time", "s", 1, 0, table=False)
+    return {m.key: m for m in (*_MODEL, *(m for s in SCORES.values() for m in s.metrics), wall)}
+
+
+METRICS: dict[str, Metric] = _metrics()  # updated in place when the registry changes: importers see the change
+
+
+def register_score(score: Score, *, before: str | None = None) -> None:
+    """Add `score` at run time (before the score `before`, else last) and rederive the `scores:` section."""
+    if not score.name.isidentifier() or score.name in SCORES:
+        known = ", ".join(SCORES)
+        raise ValueError(f"a new score needs a new identifier as its name, not {score.name!r} (known: {known})")
+    clash = [m.key for m in score.metrics if m.key in METRICS or not m.key.startswith(f"{score.name}.")]
+    if clash:
+        raise ValueError(f"score {score.name!r}: metric keys must be new and start with '{score.name}.': {clash}")
+    items = list(SCORES.items())
+    at = [n for n, _ in items].index(get(before).name) if before is not None else len(items)
+    SCORES.clear()
+    SCORES.update([*items[:at], (score.name, score), *items[at:]])
+    _rederive()
+
+
+def unregister_score(name: str) -> Score:
+    """Remove the score `name` (the undo of `register_score`) and rederive; returns it."""
+    score = SCORES.pop(get(name).name)
+    _rederive()
+    return score
+
+
+def _rederive() -> None:
+    """What derives from SCORES, made again: the `scores:` section's spec, the fallback list, the metric table."""
+    global FALLBACK
+    globals()["ScoresSpec"] = _scores_spec()  # a new class: document.document() rebuilds its validator for it
+    FALLBACK = _fallback()
+    METRICS.clear()
+    METRICS.update(_metrics())
 
 
 def get(name: str) -> Score:
@@ -106,7 +158,9 @@ def enabled(scores: ScoresSpec) -> list[tuple[Score, object]]:
     return [(s, spec) for s in SCORES.values() if (spec := getattr(scores, s.name)) is not None]
 
 
-def measure(inp: TrialInput, device, progress: bool = False, report: Report | None = None, fit=None) -> dict:
+def measure(
+    inp: TrialInput, device: Any, progress: bool = False, report: Report | None = None, fit: Callable | None = None
+) -> dict:
     """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
 
     `fit(phase, ...)` replaces `train.fit` for every training run (the planner's timing pilot); None: train.fit.
@@ -122,7 +176,7 @@ def signal(objective: str, scores: ScoresSpec) -> str | None:
     """The run phase whose per-epoch eval accuracy a pruner sees for `objective` (None: nothing to prune on)."""
     score = SCORES.get(objective.split(".", 1)[0])
     spec = getattr(scores, score.name) if score else None
-    return score.signal(spec) if spec is not None else None
+    return score.signal(spec) if score is not None and spec is not None else None
 
 
 def max_epochs(scores: ScoresSpec) -> int:
