@@ -7,7 +7,9 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from coatsearch import __version__
 from coatsearch.api import ENGINES, FORMATS, TRIALS_MAX, WORKERS_MAX, Status
@@ -47,12 +49,12 @@ def _fail(message: str, code: int) -> int:
 class _Parser(argparse.ArgumentParser):
     """argparse, but an error is one line (no usage block) and exit status 2."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         """Print `prog: error: message` on one line and exit 2."""
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
-def _bounded(low: int, high: int):
+def _bounded(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer in [low, high]; the error states the range."""
 
     def parse(text: str) -> int:
@@ -188,7 +190,9 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     dash.add_argument("--allow-writes", action="store_true", help="let the dashboard edit the study (warns)")
 
 
-def _study_parser(sub: argparse._SubParsersAction, name: str, help_text: str, func) -> argparse.ArgumentParser:
+def _study_parser(
+    sub: argparse._SubParsersAction, name: str, help_text: str, func: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
     """A subcommand that takes a STUDY name and --studies-dir, running `func`."""
     cmd = sub.add_parser(name, help=help_text)
     cmd.add_argument("study")

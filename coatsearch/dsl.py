@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # no stubs installed here (types-PyYAML)
 from pydantic import ValidationError
 
 from coatsearch import document as D
@@ -307,7 +307,7 @@ def _check_duplicates(path: Path, root: yaml.Node | None) -> None:
             continue
         seen_nodes.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            keys: set[str] = set()
+            keys: set[str | int] = set()  # scalar keys, and the ids of complex ones
             for key, _ in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.value in keys:
                     raise SpaceError(f"{path}:{key.start_mark.line + 1}: duplicate key '{key.value}'")

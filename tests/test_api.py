@@ -24,7 +24,7 @@ TINY = HERE / "spaces" / "tiny.yaml"
 README = HERE.parent / "README.md"
 
 
-def test_import_is_cheap_and_exports_the_api():
+def test_import_is_cheap_and_exports_the_api() -> None:
     code = "import sys, coatsearch; print(sorted(m for m in ('torch', 'optuna', 'pandas') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -32,7 +32,7 @@ def test_import_is_cheap_and_exports_the_api():
         assert callable(getattr(coatsearch, name)) and getattr(coatsearch, name) is getattr(api, name)
 
 
-def test_functions_and_modules_have_different_names():
+def test_functions_and_modules_have_different_names() -> None:
     import importlib.util
     import types
 
@@ -47,7 +47,7 @@ def test_functions_and_modules_have_different_names():
     assert clash == []
 
 
-def test_load_space_candidates_build_and_count():
+def test_load_space_candidates_build_and_count() -> None:
     space = coatsearch.load_space(TINY)
     assert (space.name, space.profile) == ("tiny", "default")
     assert [(c.name, c.layout) for c in space.candidates] == [("C-C", "C-C"), ("C-T", "C-T")]
@@ -64,7 +64,7 @@ def test_load_space_candidates_build_and_count():
     assert coatsearch.load_space(TINY, profile="quick").profile == "quick"
 
 
-def test_bad_input_is_a_user_error(tmp_path):
+def test_bad_input_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="unknown backend 'spark'"):
         coatsearch.run(TINY, backend="spark", studies_dir=tmp_path)
     with pytest.raises(UserError, match="allowed: 'auto' or an integer 1..64"):
@@ -74,7 +74,7 @@ def test_bad_input_is_a_user_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_results_one_row_per_trial_with_every_scalar_score(tmp_path):
+def test_results_one_row_per_trial_with_every_scalar_score(tmp_path: Path) -> None:
     records = layout_records()
     make_study(tmp_path, "fab", SPACE, records)
     table = coatsearch.results("fab", tmp_path)
@@ -93,7 +93,7 @@ def test_results_one_row_per_trial_with_every_scalar_score(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
-def test_export_writes_the_results_table(tmp_path, fmt):
+def test_export_writes_the_results_table(tmp_path: Path, fmt: str) -> None:
     make_study(tmp_path, "fab", SPACE, layout_records())
     path = coatsearch.export("fab", fmt, tmp_path / "out" / f"fab.{fmt}", studies_dir=tmp_path)
     read = {"csv": pd.read_csv, "parquet": pd.read_parquet, "json": pd.read_json}[fmt]
@@ -105,7 +105,7 @@ def test_export_writes_the_results_table(tmp_path, fmt):
         coatsearch.export("fab", "xls", studies_dir=tmp_path)
 
 
-def test_status_counts_states_and_estimates_the_time_left(tmp_path):
+def test_status_counts_states_and_estimates_the_time_left(tmp_path: Path) -> None:
     space_file = tmp_path / "tiny3.yaml"
     space_file.write_text(TINY.read_text().replace("study: {seeds: [0]", "study: {seeds: [0, 1, 2]"))
     metrics = with_derived({"generalization.eval_acc": 0.5})
@@ -137,7 +137,9 @@ def _readme_python() -> str:
 
 
 @pytest.mark.slow
-def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
+def test_readme_python_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "tests" / "spaces").mkdir(parents=True)
     shutil.copy(TINY, tmp_path / "tests" / "spaces" / "tiny.yaml")
     monkeypatch.chdir(tmp_path)

@@ -46,6 +46,7 @@ SCORES: dict[str, Score] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
 class ScoresSection:
     """The base of every `ScoresSpec`: the `scores:` section, one optional field per registered score."""
 
@@ -92,10 +93,14 @@ def _fallback() -> tuple[str, ...]:
     return tuple(s.headline for s in ordered if s.fallback is not None and s.headline is not None)
 
 
+_MADE: dict[tuple, type[ScoresSection]] = {}  # (name, section) per score -> its ScoresSpec: an undo restores it
+
+
 if TYPE_CHECKING:
     ScoresSpec = ScoresSection  # for the type checker: the class is made from the registry at run time
 else:
     ScoresSpec = _scores_spec()
+    _MADE[tuple((s.name, s.section) for s in SCORES.values())] = ScoresSpec
 FALLBACK: tuple[str, ...] = _fallback()
 
 _MODEL = (
@@ -138,10 +143,14 @@ def unregister_score(name: str) -> Score:
 
 
 def _rederive() -> None:
-    """What derives from SCORES, made again: the `scores:` section's spec, the fallback list, the metric table."""
+    """What derives from SCORES, made again: the `scores:` section's spec, the fallback list, the metric table.
+
+    A registry back in an earlier state gets the objects it had (the same ScoresSpec class, the same FALLBACK
+    tuple), so an undone registration leaves nothing changed for code that imported them."""
     global FALLBACK
-    globals()["ScoresSpec"] = _scores_spec()  # a new class: document.document() rebuilds its validator for it
-    FALLBACK = _fallback()
+    key = tuple((s.name, s.section) for s in SCORES.values())
+    globals()["ScoresSpec"] = _MADE.setdefault(key, _scores_spec())  # document.document() revalidates with it
+    FALLBACK = FALLBACK if _fallback() == FALLBACK else _fallback()
     METRICS.clear()
     METRICS.update(_metrics())
 
