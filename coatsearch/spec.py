@@ -17,9 +17,10 @@ import re
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, TypeAdapter
+from typing_extensions import dataclass_transform
 
 from coatsearch import kinds
 
@@ -56,9 +57,13 @@ Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$")]
 _SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
 
 
-def spec(cls: type) -> type:
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True)
+def spec(cls: type[_T]) -> type[_T]:
     """A frozen, keyword-or-positional spec dataclass whose space-file form forbids unknown keys."""
-    cls.__pydantic_config__ = FORBID
+    cls.__pydantic_config__ = FORBID  # type: ignore[attr-defined]  # pydantic reads this class attribute
     return dataclass(frozen=True)(cls)
 
 
@@ -389,7 +394,8 @@ def with_value(obj: Any, keys: list[str], value: Any) -> Any:
     if keys[0] not in names:
         raise ValueError(f"unknown field '{keys[0]}'")
     if len(keys) == 1:
-        return replace(obj, **{keys[0]: _adapter(type(obj), keys[0]).validate_python(value)})
+        cls: type = type(obj)
+        return replace(obj, **{keys[0]: _adapter(cls, keys[0]).validate_python(value)})
     child = getattr(obj, keys[0])
     if not is_dataclass(child):
         raise ValueError(f"'{keys[0]}' is not a section")
