@@ -154,6 +154,7 @@ def test_regime_names_steps_needed_against_the_profile():
     assert "not expected to reach 0.3 nats within 400 steps" in line and "at 1.80 nats" in line
 
 
+@pytest.mark.slow  # the CLI's plan end to end: its timing pilot trains every candidate
 def test_plan_json_and_bad_input(tmp_path, capsys):
     assert callable(coatsearch.plan)
     args = ["plan", str(TINY), "--workers", "1", "--device", "cpu", "--studies-dir", str(tmp_path / "s")]
