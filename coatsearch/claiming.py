@@ -17,16 +17,33 @@ import fcntl
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from coatsearch import fsafe
 from coatsearch.trialcheck import problem
 
+if TYPE_CHECKING:  # types only: this module imports no optuna at run time
+    import optuna
+
 LOCK = "claim.lock"
 KILL_RETRIES = 2  # reruns of a trial whose worker was killed, before it is recorded as failed
+
+
+class Item(Protocol):
+    """What a claim needs of a planned trial: its candidate, seed and unique key."""
+
+    @property
+    def candidate(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+
+
+ItemT = TypeVar("ItemT", bound=Item)
 
 
 @contextmanager
@@ -45,7 +62,14 @@ def locked(study_folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the flock
 
 
-def claim(study, items: dict, run_id: str, limit: int | None, study_folder: Path, backend: str = "optuna"):
+def claim(
+    study: optuna.Study,
+    items: Mapping[str, ItemT],
+    run_id: str,
+    limit: int | None,
+    study_folder: Path,
+    backend: str = "optuna",
+) -> tuple[optuna.Trial, ItemT] | None:
     """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING."""
     with locked(study_folder):
         fail_stale(study)
@@ -65,7 +89,7 @@ def claim(study, items: dict, run_id: str, limit: int | None, study_folder: Path
         return trial, items[trial.user_attrs["key"]]
 
 
-def holds_key(t: Any) -> bool:
+def holds_key(t: optuna.trial.FrozenTrial) -> bool:
     """Whether a trial keeps its key taken: one of ours in any state but a FAIL without a reason."""
     if problem(t):
         return False
@@ -74,7 +98,7 @@ def holds_key(t: Any) -> bool:
     return True
 
 
-def fail_stale(study: Any) -> None:
+def fail_stale(study: optuna.Study) -> None:
     """Tell FAIL each RUNNING trial whose process is gone, and each foreign or unplanned WAITING trial."""
     host = socket.gethostname()
     trials = study.get_trials(deepcopy=False)
@@ -93,20 +117,20 @@ def fail_stale(study: Any) -> None:
             _fail(study, t, reason)
 
 
-def _killed(t: Any) -> bool:
+def _killed(t: optuna.trial.FrozenTrial) -> bool:
     """A trial freed because its worker died (not interrupted by Ctrl-C, not failed with a reason)."""
     attrs = t.user_attrs
     return t.state.name == "FAIL" and "fail_reason" not in attrs and not attrs.get("interrupted")
 
 
-def _fail(study: Any, t: Any, reason: str | None) -> None:
+def _fail(study: optuna.Study, t: optuna.trial.FrozenTrial, reason: str | None) -> None:
     storage = study._storage  # the trial is not this process's: write through the storage
     if reason is not None:
         storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
     storage.set_trial_state_values(t._trial_id, type(t.state).FAIL)  # optuna's TrialState, not imported here
 
 
-def mark(study: Any, pid: int, key: str, value) -> int:
+def mark(study: optuna.Study, pid: int, key: str, value: object) -> int:
     """Set user attribute `key` on every RUNNING trial of worker `pid` on this host; how many there were."""
     host, n = socket.gethostname(), 0
     for t in study.get_trials(deepcopy=False):

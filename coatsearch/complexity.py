@@ -9,7 +9,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from coatsearch.spec import ModelSpec
+from coatsearch.spec import BlockSpec, ModelSpec, StemSpec
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _sum_parts(spec: ModelSpec) -> Complexity:
 
 
 @functools.lru_cache(maxsize=16384)
-def _block(kind: str, dim: int, dim_out: int, stride: int, side: int, out_side: int, block) -> Complexity:
+def _block(kind: str, dim: int, dim_out: int, stride: int, side: int, out_side: int, block: BlockSpec) -> Complexity:
     from coatsearch.models.coatnet import make_block
 
     with torch.device("meta"):
@@ -78,7 +78,7 @@ def _block(kind: str, dim: int, dim_out: int, stride: int, side: int, out_side: 
 
 
 @functools.lru_cache(maxsize=1024)
-def _stem(stem, in_chans: int, first_width: int, block, image_size: int) -> Complexity:
+def _stem(stem: StemSpec, in_chans: int, first_width: int, block: BlockSpec, image_size: int) -> Complexity:
     from coatsearch.models.stems import build_stem
 
     with torch.device("meta"):

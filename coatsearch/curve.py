@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -48,8 +51,14 @@ class Curve:
     @classmethod
     def of(cls, points: list[Point], probe: int) -> Curve:
         """The curve through `points`."""
-        cols = [tuple(getattr(p, f) for p in points) for f in Point.__dataclass_fields__]
-        return cls(*cols, probe=probe)
+        return cls(
+            step=tuple(p.step for p in points),
+            train_loss=tuple(p.train_loss for p in points),
+            train_acc=tuple(p.train_acc for p in points),
+            eval_loss=tuple(p.eval_loss for p in points),
+            eval_acc=tuple(p.eval_acc for p in points),
+            probe=probe,
+        )
 
     def as_dict(self) -> dict:
         """JSON form: one list per field (what a trial stores under `curves.<score>`)."""
@@ -84,7 +93,7 @@ class Stop:
     loss: float | None = None  # nats
     acc: float | None = None  # fraction
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.loss is not None and not self.loss > 0:
             raise UserError(f"stop_at_loss must be > 0 nats, got {self.loss}")
         if self.acc is not None and not 0 < self.acc <= 1:
@@ -102,7 +111,7 @@ class Stop:
         return self.acc is not None and p.eval_acc is not None and p.eval_acc >= self.acc
 
 
-def autocast(device: torch.device):
+def autocast(device: torch.device) -> AbstractContextManager[object]:
     """bf16 autocast on CUDA; nothing elsewhere."""
     if device.type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
@@ -143,15 +152,35 @@ def eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size:
     return loss.item() / n, hits.item() / n
 
 
+class Measured(Protocol):
+    """What a Meter reads of a training run: the model to evaluate, its device tensors, batch and device."""
+
+    @property
+    def eval_model(self) -> nn.Module: ...
+
+    x: torch.Tensor
+    y: torch.Tensor
+    batch: int
+    device: torch.device
+
+
 class Meter:
     """Measures the curve points of a training run (anything with eval_model, x, y, batch, device)."""
 
-    def __init__(self, run, evaluate: TensorData | None, probe: int, stop: Stop, on_point):
+    def __init__(
+        self,
+        run: Measured,
+        evaluate: TensorData | None,
+        probe: int,
+        stop: Stop,
+        on_point: Callable[[int, Point], None] | None,
+    ):
         self.run, self.stop, self.on_point = run, stop, on_point
         self.batch = eval_batch(run.device, run.batch)
         keep = probe_index(run.y.cpu(), probe).to(run.device)
         self.px, self.py = run.x[keep], run.y[keep]
-        self.ex, self.ey = None, None
+        self.ex: torch.Tensor | None = None
+        self.ey: torch.Tensor | None = None
         if evaluate is not None:
             self.ex, self.ey = evaluate.x.to(run.device), evaluate.y.to(run.device)
         self.points: list[Point] = []
@@ -159,7 +188,7 @@ class Meter:
 
     def evaluate(self) -> tuple[float | None, float | None]:
         """(eval loss, eval accuracy) now: None without an eval set."""
-        if self.ex is None:
+        if self.ex is None or self.ey is None:
             return None, None
         return eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
@@ -33,7 +34,14 @@ FASHION_FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
-IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+IDX_DTYPES: dict[int, npt.DTypeLike] = {
+    0x08: np.uint8,
+    0x09: np.int8,
+    0x0B: ">i2",
+    0x0C: ">i4",
+    0x0D: ">f4",
+    0x0E: ">f8",
+}  # IDX type byte -> numpy dtype
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,7 +112,7 @@ def _read_fashion(folder: Path) -> tuple[torch.Tensor, ...] | None:
     files = [_find_idx(folder, stem) for split in ("train", "test") for stem in FASHION_FILES[split]]
     if any(f is None for f in files):
         return None
-    arrays = [read_idx(f) for f in files]
+    arrays = [read_idx(f) for f in files if f is not None]
     return tuple(torch.from_numpy(a.astype(np.int64) if a.ndim == 1 else a[:, None]) for a in arrays)
 
 
@@ -175,6 +183,8 @@ def _load_imagefolder(name: str, root: str | None, size: int | None) -> tuple[to
 
     from coatsearch.images import check_split, check_tree
 
+    if size is None:  # load() always passes the space's image size for imagefolder
+        raise ValueError("imagefolder decodes at an image size; none was given")
     if not root or not Path(root).expanduser().is_dir():
         raise UserError(f"imagefolder: root {root!r} is not a folder (expected root/<class>/<image> files)")
     base = Path(root).expanduser()
@@ -372,7 +382,9 @@ def _select(data: TensorData, counts: dict[int, int], seed: int, what: str) -> T
     return _take(data, idx[order], y=y[order], classes=tuple(counts))
 
 
-def _take(data: TensorData, idx: torch.Tensor, y: torch.Tensor | None = None, classes=None) -> TensorData:
+def _take(
+    data: TensorData, idx: torch.Tensor, y: torch.Tensor | None = None, classes: tuple[int, ...] | None = None
+) -> TensorData:
     """The images `idx` of `data` with their pool ids; labels and classes as given, else `data`'s."""
     ids = idx if data.ids is None else data.ids[idx]
     y = data.y[idx] if y is None else y

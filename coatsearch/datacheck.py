@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import fields, is_dataclass
-from typing import Any
 
 from coatsearch.data import TensorData, load
 from coatsearch.errors import UserError
-from coatsearch.scores import ScoresSpec
 from coatsearch.spec import DataSpec
 
+Subset = tuple[str, DataSpec | None, tuple[int, ...] | None]  # (field path, its own dataset, its class ids)
 
-def score_classes(scores: ScoresSpec) -> list[tuple[str, DataSpec | None, tuple[int, ...] | None]]:
-    """(field path, its own dataset or None, its class ids or None) for every subset a ScoresSpec trains on.
+
+def score_classes(scores: object) -> list[Subset]:
+    """(field path, its own dataset or None, its class ids or None) for every subset a `ScoresSpec` trains on.
 
     A subset is any section spec with a `classes` field (and maybe a `dataset`), found at any depth.
     """
     return list(_subsets(scores, ""))
 
 
-def _subsets(node: Any, path: str):
+def _subsets(node: object, path: str) -> Iterator[Subset]:
     if not is_dataclass(node):
         return
-    if any(f.name == "classes" for f in fields(node)):
-        yield path, getattr(node, "dataset", None), node.classes
-    for f in fields(node):
-        yield from _subsets(getattr(node, f.name), f"{path}.{f.name}" if path else f.name)
+    values = {f.name: getattr(node, f.name) for f in fields(node)}
+    if "classes" in values:
+        yield path, values.get("dataset"), values["classes"]
+    for name, value in values.items():
+        yield from _subsets(value, f"{path}.{name}" if path else name)
 
 
 def check_matches(
@@ -34,7 +35,7 @@ def check_matches(
     spec: DataSpec,
     image_size: int,
     channels: int,
-    scores: Iterable[ScoresSpec] = (),
+    scores: Iterable[object] = (),  # ScoresSpec instances (coatsearch.scores)
     source: str = "space",
 ) -> None:
     """Load the space's datasets and check them against it: >= 2 classes, `classes` of them, score ids inside.

@@ -14,9 +14,13 @@ import os
 import stat
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:  # PIL is imported where images are opened
+    from PIL import Image
 
 from coatsearch.errors import UserError
 
@@ -48,7 +52,7 @@ def check_split(root: Path, classes: list[str], train: list, test: list) -> None
             )
 
 
-def _pixels(im) -> np.ndarray:
+def _pixels(im: Image.Image) -> np.ndarray:
     """An opened PIL image as uint8 RGB (H, W, 3) on its true range; a ValueError for unsupported ranges."""
     mode = im.mode
     if mode.startswith("I;16") or mode == "I":

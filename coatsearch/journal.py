@@ -75,7 +75,7 @@ def _shown(raw: bytes) -> str:
     return repr(text + ("..." if len(raw) > 40 else ""))
 
 
-def _lines(data: bytes):
+def _lines(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
     """(number, offset, line, complete) for every line; a last line without a newline is not complete."""
     offset = 0
     parts = data.split(b"\n")

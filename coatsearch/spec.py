@@ -63,7 +63,7 @@ _Spec = TypeVar("_Spec")
 @dataclass_transform(frozen_default=True)
 def spec(cls: type[_Spec]) -> type[_Spec]:
     """A frozen, keyword-or-positional spec dataclass whose space-file form forbids unknown keys."""
-    cls.__pydantic_config__ = FORBID  # type: ignore[attr-defined]
+    cls.__pydantic_config__ = FORBID  # type: ignore[attr-defined]  # pydantic reads this class attribute
     return dataclass(frozen=True)(cls)
 
 

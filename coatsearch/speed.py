@@ -29,6 +29,11 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch is imported where a model is timed or compiled
+    import torch
+    from torch import nn
 
 COMPILE_PRIOR_S = {"cpu": 90.0, "cuda": 45.0}  # first compile of an architecture (train graph), before measured
 CACHED_PRIOR_S = {"cpu": 9.0, "cuda": 5.0}  # a compile served by the persistent caches (3-9 s measured on CPU)
@@ -38,7 +43,7 @@ RECOMPILE_LIMIT = 64  # dynamo graphs kept per code object (timm blocks are shar
 _COMPILED: dict[tuple, float] = {}  # (device type, model signature) -> measured compile seconds, this process
 
 
-def signature(model) -> tuple:
+def signature(model: nn.Module) -> tuple:
     """What makes two models share compiled graphs: their class and every parameter's name and shape."""
     return (type(model).__qualname__, tuple((n, tuple(p.shape)) for n, p in model.named_parameters()))
 
@@ -60,9 +65,10 @@ class AutoCompile:
     """`compile: auto` for one run of `runs` the study plans for its architecture: time PROBE_STEPS eager
     steps after a warm-up, then decide once."""
 
-    def __init__(self, model, device, total: int, runs: int = 1):
+    def __init__(self, model: nn.Module, device: torch.device, total: int, runs: int = 1):
         self.device, self.total, self.sig, self.runs = device, total, signature(model), runs
-        self.seen, self.spent, self.eager_s, self.decided = 0, 0.0, None, False
+        self.eager_s: float | None = None
+        self.seen, self.spent, self.decided = 0, 0.0, False
 
     def tick(self) -> float:
         """A timestamp for the step about to run (syncs CUDA only while probing)."""
@@ -120,7 +126,7 @@ def configure_dynamo() -> None:
     torch._functorch.config.enable_autograd_cache = True
 
 
-def regions(model) -> list:
+def regions(model: nn.Module) -> list[nn.Module]:
     """The blocks to compile one by one: the children of every Sequential / ModuleList whose children are all
     blocks (modules with submodules, not lists themselves), e.g. a stage's blocks; never nested."""
     from torch import nn
@@ -133,23 +139,24 @@ def regions(model) -> list:
     return [block for m in kids for block in regions(m)]
 
 
-def compile_model(model, device) -> tuple:
+def compile_model(model: nn.Module, device: torch.device) -> tuple[nn.Module, str]:
     """(the module to train, mode): CUDA: the whole model, "reduce-overhead"; else its `regions` compiled in
     place, "regional" (the whole model, "compiled", when it has no regions)."""
     import torch
 
     configure_dynamo()
     if device.type == "cuda":
-        return torch.compile(model, mode="reduce-overhead", dynamic=False), "reduce-overhead"
+        # torch.compile of a Module returns an OptimizedModule (a Module); its stub says Callable
+        return torch.compile(model, mode="reduce-overhead", dynamic=False), "reduce-overhead"  # type: ignore[return-value]
     blocks = regions(model)
     if not blocks:
-        return torch.compile(model, dynamic=False), "compiled"
+        return torch.compile(model, dynamic=False), "compiled"  # type: ignore[return-value]  # as above
     for block in blocks:
         block.compile(dynamic=False)
     return model, "regional"
 
 
-def uncompile(model) -> None:
+def uncompile(model: nn.Module) -> None:
     """Undo `compile_model`'s in-place regional compile (the blocks run eagerly again)."""
     for block in regions(model):
         block._compiled_call_impl = None
@@ -264,7 +271,7 @@ def _read_cache(path: Path) -> tuple[dict, str]:
     return (known, "") if isinstance(known, dict) else ({}, f"holds {type(known).__name__}, expected a mapping")
 
 
-def _cached_rates(entry, cores: int) -> dict[int, float] | None:
+def _cached_rates(entry: object, cores: int) -> dict[int, float] | None:
     """A cached entry as {threads: rate}, or None when it is missing or of the wrong shape for `cores` cores."""
     if not isinstance(entry, dict) or not entry:
         return None

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from coatsearch.curve import autocast, channels_last
+from coatsearch.spec import OptimSpec
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,9 @@ def device_name(device: torch.device) -> str:
     return f"{device.type} ({platform.machine() or 'unknown'})"
 
 
-def measure(model: nn.Module, shape: tuple[int, int, int], classes: int, optim, device, plan: Plan) -> Speed:
+def measure(
+    model: nn.Module, shape: tuple[int, int, int], classes: int, optim: OptimSpec, device: torch.device, plan: Plan
+) -> Speed:
     """Train and inference images/s and batch-1 latency of `model` (its weights are trained a few steps: pass a
     fresh one). `shape` is (channels, side, side); `optim` an OptimSpec (the run's optimizer)."""
     from coatsearch.train import make_optimizer
@@ -94,7 +97,7 @@ def measure(model: nn.Module, shape: tuple[int, int, int], classes: int, optim, 
     begin, cl = time.perf_counter(), channels_last(device)
     gen = torch.Generator().manual_seed(0)
     with _threads(plan.threads) as threads:
-        model = model.to(device, memory_format=cl)
+        model = model.to(device, memory_format=cl)  # type: ignore[call-overload]  # accepted; not in torch's overloads
         run = torch.compile(model) if plan.compile else model
         opt = make_optimizer(model, optim)
         x = torch.randn(plan.train_batch, *shape, generator=gen).to(device).contiguous(memory_format=cl)

@@ -157,8 +157,9 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
     Frozen parameters (requires_grad False) are left out; empty groups are dropped.
     """
-    skip = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()
-    decay, no_decay = [], []
+    skip = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()  # type: ignore[operator]  # timm's method
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -220,10 +221,20 @@ def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_siz
 class _Run:
     """The state of one `fit` call: model, optimizer, device data, generators, schedule."""
 
-    def __init__(self, model, train, optim, total, seed, device, augment, runs=1):
+    def __init__(
+        self,
+        model: nn.Module,
+        train: TensorData,
+        optim: OptimSpec,
+        total: int,
+        seed: int,
+        device: torch.device,
+        augment: bool,
+        runs: int = 1,
+    ):
         self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
         self.cl = channels_last(device)
-        self.model = model.to(device, memory_format=self.cl)
+        self.model = model.to(device, memory_format=self.cl)  # type: ignore[call-overload]  # not in torch's overloads
         self.x, self.y = train.x.to(device).contiguous(memory_format=self.cl), train.y.to(device)
         self.batch = min(optim.batch_size, len(train))
         self.steps = steps_per_epoch(len(train), optim.batch_size)
@@ -304,7 +315,9 @@ class _Run:
         if bad.any():
             raise NonFiniteLoss(epoch, lo + int(bad.nonzero()[0, 0]))
 
-    def epoch(self, e: int, n: int, bar: tqdm, points: frozenset[int], at_point) -> tuple[float, float, float, int]:
+    def epoch(
+        self, e: int, n: int, bar: tqdm, points: frozenset[int], at_point: Callable[[int], bool]
+    ) -> tuple[float, float, float, int]:
         """Train up to n steps of epoch e; `at_point(step)` after each curve step may stop it.
 
         Returns (running loss, running accuracy, training seconds, steps done); curve points are not timed.
@@ -392,7 +405,7 @@ def fit(
         meter(0)
     rows = _epochs(run, meter, points, progress, on_epoch)
     taken = meter.points[-1].step if meter.reached else run.total
-    clean = (None, None)
+    clean: tuple[float | None, float | None] = (None, None)
     if measure_train:
         last = meter.points[-1] if meter.points else None
         if last is not None and last.step == taken:  # the probe was measured after the last step
@@ -406,10 +419,13 @@ def fit(
     curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
     uncompile(run.model)  # the caller gets its eager model back (a later fit decides again)
     compiled = run.mode != "eager"
-    return History(*cols, clean[0], clean[1], taken, compiled, curve, stopped, run.steps, run.mode)
+    # cols: the EpochStats columns, in History's field order (mypy cannot follow a starred list)
+    return History(*cols, clean[0], clean[1], taken, compiled, curve, stopped, run.steps, run.mode)  # type: ignore[arg-type, call-arg]
 
 
-def _epochs(run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_epoch) -> list[EpochStats]:
+def _epochs(
+    run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_epoch: Callable[[int, EpochStats], None] | None
+) -> list[EpochStats]:
     """The training loop over epochs until the step budget or a stop target; one EpochStats per epoch."""
     rows: list[EpochStats] = []
     epochs = math.ceil(run.total / run.steps)
@@ -421,7 +437,7 @@ def _epochs(run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_
             listened = on_epoch is not None or e == epochs - 1 or meter.reached
             ev = meter.eval_at(e * run.steps + done) if listened else (None, None)
             if ev[0] is not None:
-                _finite_pair(ev, e, "eval")
+                _finite_pair(ev, e, "eval")  # type: ignore[arg-type]  # measured together: both are set
             stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs)
             rows.append(stats)
             bar.set_postfix(

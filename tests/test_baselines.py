@@ -72,6 +72,7 @@ def test_the_report_marks_the_baselines():
     assert "**baseline-linear** is a linear classifier on the pixels" in text
 
 
+@pytest.mark.slow
 def test_a_tiny_study_records_and_reports_the_baselines(tmp_path):
     space = _variant(tmp_path, ("- {name: C-C, layout: C-C}\n", ""))  # one layout and the two baselines
     folders = {"studies_dir": tmp_path / "studies", "reports_dir": tmp_path / "reports"}

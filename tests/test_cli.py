@@ -3,14 +3,11 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from coatsearch.cli import main
-
-HERE = Path(__file__).parent
-TINY = HERE / "spaces" / "tiny.yaml"
+from tests.tiny import TINY
 
 
 def test_show_json_lists_every_candidate_matched(capsys):

@@ -15,7 +15,7 @@ from coatsearch.data import load, subset
 from coatsearch.models import build
 from coatsearch.space import load_space
 from coatsearch.spec import DataSpec, OptimSpec
-from tests.test_optuna_backend import TINY
+from tests.tiny import TINY
 
 CUDA = torch.device("cuda")
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -84,6 +84,7 @@ def test_auto_compile_on_cuda_finishes(pool):
     assert math.isfinite(h.final_eval_loss) and h.steps == 2 * (len(pool) // 32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["optuna", "ray"])
 def test_quick_study_on_cuda_through_both_backends(tmp_path, backend):
     flags = ["--workers", "1"] if backend == "optuna" else ["--gpus-per-trial", "0.5", "--cpus-per-trial", "1"]

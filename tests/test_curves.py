@@ -10,7 +10,7 @@ import torch
 from coatsearch import curve, data, train
 from coatsearch.errors import UserError
 from coatsearch.spec import DataSpec, OptimSpec
-from tests.test_train import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
+from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
 OPT = OptimSpec(lr=3e-3, batch_size=50)
 

@@ -69,6 +69,7 @@ def test_defaults_to_localhost():
     assert url("127.0.0.1", 8080) == "http://127.0.0.1:8080/dashboard/"
 
 
+@pytest.mark.slow
 def test_dashboard_serves_the_study_trials(tmp_path):
     records = layout_records()
     make_study(tmp_path, "fab", SPACE, records)
@@ -164,6 +165,7 @@ def _dom_text(dom: str) -> str:
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", dom)))
 
 
+@pytest.mark.slow
 def test_study_page_in_chromium_shows_study_metric_and_candidate(tmp_path):
     chromium = shutil.which("chromium")
     if chromium is None:

@@ -6,25 +6,22 @@ unchanged by hash, no hang (a deadline), and no trial lost (counts before and af
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
-import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from coatsearch import fsafe, store
 from coatsearch import journal as J
-from coatsearch.cli import main
 from coatsearch.dashboard import ReadableStorage, ReadOnly
 from coatsearch.errors import UserError
 from coatsearch.report import plots
 from tests.report_records import SPACE, layout_records, make_study
+from tests.support.hostile import cli, deadline, digest, refused, study
 
 N = len(layout_records())
 
@@ -34,61 +31,6 @@ def _fresh_storages():
     store._OPEN.clear()
     yield
     store._OPEN.clear()
-
-
-@contextmanager
-def deadline(seconds: float):
-    """Fail the test (instead of hanging) when the block takes longer than `seconds`."""
-
-    def stop(*_):
-        raise TimeoutError(f"still running after {seconds} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def listing(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-
-
-def cli(tmp_path: Path, argv: list[str], seconds: float = 60) -> tuple[int, str, str]:
-    """Run the CLI in `tmp_path` under a deadline; (exit status, stdout, stderr)."""
-    out, err, cwd = io.StringIO(), io.StringIO(), os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        with deadline(seconds), redirect_stdout(out), redirect_stderr(err):
-            rc = main(argv)
-    finally:
-        os.chdir(cwd)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def refused(tmp_path: Path, argv: list[str], expected: str, outside: Path | None = None) -> str:
-    """Exit 2, one line naming `expected`, nothing written under tmp_path, `outside` unchanged."""
-    before, was = listing(tmp_path), digest(outside) if outside else None
-    rc, _, err = cli(tmp_path, argv)
-    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert expected in err, err
-    assert listing(tmp_path) == before
-    if outside is not None:
-        assert digest(outside) == was
-    return err
-
-
-def study(tmp_path: Path) -> Path:
-    """A finished study `fab` under tmp_path/studies (no training); its journal."""
-    make_study(tmp_path / "studies", "fab", SPACE, layout_records())
-    store._OPEN.clear()
-    return tmp_path / "studies" / "fab" / "journal.log"
 
 
 def outside_file(tmp_path: Path) -> Path:

@@ -19,7 +19,7 @@ from coatsearch.report import escape
 from coatsearch.report.markdown import header, table
 from coatsearch.report.markdown_claims import failures
 from tests.report_records import SPACE, layout_records, make_study
-from tests.test_hostile_files import deadline, listing
+from tests.support.hostile import deadline, listing
 from tests.tiny import TINY
 
 # ------------------------------------------------------------------------------------ 6. caches, environment

@@ -21,7 +21,7 @@ from coatsearch.errors import UserError
 from coatsearch.report import write_report
 from coatsearch.space import load_space
 from tests.report_records import SPACE, layout_records, make_study
-from tests.test_hostile_files import cli, deadline, digest, refused, study
+from tests.support.hostile import cli, deadline, digest, refused, study
 from tests.tiny import TINY
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,23 +8,8 @@ import pytest
 
 from coatsearch.complexity import count
 from coatsearch.match import match, scale
-from coatsearch.spec import BlockSpec, Budget, ModelSpec, StageSpec, StemSpec
-
-BLOCK = BlockSpec(head_size=16)
-
-
-def proxy(layout: str, depths=(1, 2, 2, 1)) -> ModelSpec:
-    """A small 32x32 CoAtNet-style spec (strides 1,2,2,1 so T stages see 16x16 / 8x8)."""
-    kinds, widths, strides = layout.split("-"), (32, 64, 128, 256), (1, 2, 2, 1)
-    stages = tuple(StageSpec(*a) for a in zip(kinds, depths, widths, strides, strict=True))
-    return ModelSpec(layout, "coatnet", 32, 1, 10, StemSpec("conv", width=16, stride=2), stages, BLOCK)
-
-
-def _check_rounding(spec: ModelSpec) -> None:
-    for s in spec.stages:
-        q = spec.block.head_size if s.kind == "T" else 8
-        assert s.width % q == 0 and s.width >= q
-    assert spec.stem.width % 8 == 0
+from coatsearch.spec import Budget, ModelSpec, StageSpec, StemSpec
+from tests.support.matching import BLOCK, check_rounding, proxy
 
 
 @pytest.mark.parametrize("layout", ["C-C-C-C", "C-C-T-T", "C-T-T-T"])
@@ -36,7 +21,7 @@ def test_width_match_lands_in_band(layout):
     assert abs(r.error) <= 0.05
     assert r.macs == count(r.spec).macs
     assert r.error == pytest.approx((r.macs - budget.macs) / budget.macs)
-    _check_rounding(r.spec)
+    check_rounding(r.spec)
 
 
 @pytest.mark.parametrize("layout", ["C-C-C-T", "C-C-T-T"])

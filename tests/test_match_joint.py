@@ -12,7 +12,7 @@ from coatsearch.complexity import count
 from coatsearch.match import match
 from coatsearch.match_joint import shaped, solve
 from coatsearch.spec import Budget, ModelSpec, StageSpec, StemSpec
-from tests.test_match import BLOCK, _check_rounding, proxy
+from tests.support.matching import BLOCK, check_rounding, proxy
 from tests.tiny import tiny_text
 
 MACS = 30_000_000
@@ -41,7 +41,7 @@ def test_joint_lands_both_targets(layout, shift):
     widths = [s.width for s in r.spec.stages]
     assert widths == sorted(widths)  # stages never get narrower, like the spec
     assert (r.knob > 1) == (shift > 1)  # more params at equal MACs: width moves to the late, low-resolution stages
-    _check_rounding(r.spec)
+    check_rounding(r.spec)
 
 
 def test_one_stage_uses_depth_as_second_knob():

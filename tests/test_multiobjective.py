@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import optuna
+import pytest
 
 from coatsearch import api, store
 from coatsearch.backends import optuna_backend as engine
@@ -25,6 +26,7 @@ def _space(tmp_path, study: str = MULTI, *edits) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_multi_objective_study_reports_a_pareto_front(tmp_path):
     space = load_space(_space(tmp_path))
     studies, reports = tmp_path / "studies", tmp_path / "reports"

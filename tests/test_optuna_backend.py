@@ -7,30 +7,20 @@ import sys
 import time
 from pathlib import Path
 
-import optuna
 import pytest
 from optuna.trial import TrialState
 
 from coatsearch import store
-from coatsearch.backends import optuna_backend as engine
 from coatsearch.space import load_space
+from tests.support.engine import run, trials
+from tests.tiny import TINY, tiny_variant
 
-HERE = Path(__file__).parent
-TINY = HERE / "spaces" / "tiny.yaml"
-
-
-def run(space_path: Path, studies: Path, name: str = "s", **kw):
-    return engine.run(load_space(space_path), studies, name, progress=False, **kw)
-
-
-def trials(studies: Path, name: str = "s") -> list[optuna.trial.FrozenTrial]:
-    return store.load_study(studies, name).get_trials()
+pytestmark = pytest.mark.slow  # every test runs the engine end to end (workers, kill -9, resumes)
 
 
 def variant(tmp_path: Path, old: str, new: str) -> Path:
-    path = tmp_path / "space.yaml"
-    path.write_text(TINY.read_text().replace(old, new))
-    return path
+    """tiny.yaml with `old` (which must occur) replaced by `new`, as tmp_path/space.yaml."""
+    return tiny_variant(tmp_path, (old, new))
 
 
 def test_end_to_end_records_every_score_and_resumes(tmp_path):

@@ -2,7 +2,6 @@
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,7 @@ from coatsearch.planner import predict as R
 from coatsearch.report import claims as C
 from coatsearch.report import stats as S
 from coatsearch.report import verdicts as V
-
-TINY = Path(__file__).parent / "spaces" / "tiny.yaml"
+from tests.tiny import TINY
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +39,7 @@ def tiny_run(tmp_path_factory):
     return studies, reports
 
 
+@pytest.mark.slow
 def test_prediction_is_within_a_factor_of_two_of_the_measured_run(tiny_run):
     studies, reports = tiny_run
     stored = json.loads((studies / "tiny" / "plan.json").read_text())
@@ -54,6 +53,7 @@ def test_prediction_is_within_a_factor_of_two_of_the_measured_run(tiny_run):
         assert 0.5 <= walls[name] / predicted <= 2.0, (name, walls[name], predicted)
 
 
+@pytest.mark.slow
 def test_run_stores_the_plan_and_status_reads_it(tiny_run):
     studies, _ = tiny_run
     stored = json.loads((studies / "tiny" / "plan.json").read_text())
@@ -68,6 +68,7 @@ def test_run_stores_the_plan_and_status_reads_it(tiny_run):
     assert "plan: predicted" in status_text(st)
 
 
+@pytest.mark.slow
 def test_budget_picks_the_most_seeds_that_fit(tiny_run):
     studies, _ = tiny_run
     stored = json.loads((studies / "tiny" / "plan.json").read_text())
@@ -153,6 +154,7 @@ def test_regime_names_steps_needed_against_the_profile():
     assert "not expected to reach 0.3 nats within 400 steps" in line and "at 1.80 nats" in line
 
 
+@pytest.mark.slow  # the CLI's plan end to end: its timing pilot trains every candidate
 def test_plan_json_and_bad_input(tmp_path, capsys):
     assert callable(coatsearch.plan)
     args = ["plan", str(TINY), "--workers", "1", "--device", "cpu", "--studies-dir", str(tmp_path / "s")]
@@ -166,6 +168,7 @@ def test_plan_json_and_bad_input(tmp_path, capsys):
     assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()  # planning writes nothing
 
 
+@pytest.mark.slow
 def test_pilot_seeds_run_a_pilot_study_that_gives_the_noise(tmp_path):
     import torch
 

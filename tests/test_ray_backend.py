@@ -51,6 +51,7 @@ def test_an_unreachable_address_is_a_user_error(tmp_path):
         run(TINY, tmp_path, address="nowhere")
 
 
+@pytest.mark.slow
 def test_same_records_as_optuna_two_trials_at_once_and_resume(tmp_path, one_thread):
     optuna_backend.run(load_space(TINY), tmp_path / "optuna", "s", progress=False)
     summary = run(TINY, tmp_path / "ray")
@@ -75,6 +76,7 @@ def test_same_records_as_optuna_two_trials_at_once_and_resume(tmp_path, one_thre
     assert again.ran_now == 0 and len(trials(tmp_path / "ray")) == 2
 
 
+@pytest.mark.slow
 def test_a_failing_trial_is_recorded_not_retried_and_scores_reach_the_study(tmp_path):
     space = tiny_variant(
         tmp_path,

@@ -14,8 +14,9 @@ from coatsearch.scores import SCORES, ScoresSpec
 from coatsearch.scores.robustness import CORRUPTIONS, RobustnessSpec
 from coatsearch.space import load_space
 from coatsearch.spec import SubsetSpec
+from tests.tiny import tiny_text
 
-TINY = (Path(__file__).parent / "spaces" / "tiny.yaml").read_text()
+TINY = tiny_text()
 TRANSFER = """  transfer:
     pretrain: {per_class: 10, epochs: 1, classes: [0, 1, 2, 3, 4]}
     finetune: {per_class: 10, epochs: 1, classes: [5, 6, 7, 8, 9]}
@@ -81,6 +82,7 @@ def test_the_rule_holds_for_specs_built_in_python():
     assert ScoresSpec(accuracy=SubsetSpec(5, 1), robustness=RobustnessSpec("accuracy")).robustness.source == "accuracy"
 
 
+@pytest.mark.slow
 def test_a_tiny_study_records_robustness_and_reports_it(tmp_path):
     """A quick paper_layouts-like study on synthetic data: the metrics are stored, ranked, tabled and drawn."""
     path = space_file(tmp_path, "  robustness: {source: generalization, severities: 2}")

@@ -10,13 +10,7 @@ from coatsearch.models import build
 from coatsearch.scores import ScoresSpec, TrialInput, measure
 from coatsearch.scores.length import LengthSpec
 from coatsearch.scores.transfer import copy_body
-
-STEM = S.StemSpec("conv", width=8, layers=1, stride=2)
-MODEL = S.ModelSpec(
-    "m", "coatnet", 16, 1, 5, STEM, (S.StageSpec("C", 1, 16, 1), S.StageSpec("T", 1, 16, 2)), S.BlockSpec(head_size=8)
-)
-DATA = S.DataSpec("synthetic", eval_size=100)
-OPTIM = S.OptimSpec(lr=3e-3, batch_size=32, warmup_epochs=0)
+from tests.tiny import DATA, MODEL, OPTIM, STEM
 
 
 def test_transfer_copies_every_weight_but_the_head():

@@ -11,7 +11,8 @@ from coatsearch import trial as T
 from coatsearch.space import load_space
 from coatsearch.spec import OptimSpec
 from coatsearch.trials_plan import plan
-from tests.test_optuna_backend import TINY, run, trials, variant
+from tests.support.engine import run, trials
+from tests.tiny import TINY, tiny_variant
 
 CPU = torch.device("cpu")
 
@@ -91,6 +92,7 @@ def test_the_probe_keeps_each_thread_counts_best_round(monkeypatch):
     assert rates == {1: 8.0, 2: 8.0}  # 8 images in 1 s, each count's best round (not 0.8 for the burst)
 
 
+@pytest.mark.slow
 def test_each_candidate_is_matched_once_per_study(tmp_path, monkeypatch):
     space = load_space(TINY)
     study = store.create_study(space, tmp_path, "s")
@@ -112,7 +114,7 @@ def test_an_edited_candidate_is_matched_again(tmp_path):
     study = store.create_study(space, tmp_path, "s")
     folder = store.folder(tmp_path, "s")
     old = store.matched(study, space, folder)
-    edited = load_space(variant(tmp_path, "depths: [1, 1]", "depths: [1, 2]"))
+    edited = load_space(tiny_variant(tmp_path, ("depths: [1, 1]", "depths: [1, 2]")))
     new = store.matched(study, edited, folder)
     assert all(new[n].model.stages[1].depth == 2 != old[n].model.stages[1].depth for n in old)
     assert store.matched(store.load_study(tmp_path, "s"), edited, folder) == new  # stored: read back

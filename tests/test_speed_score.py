@@ -9,7 +9,7 @@ from coatsearch import throughput
 from coatsearch.models import build
 from coatsearch.scores import METRICS, SCORES, ScoresSpec, TrialInput, measure
 from coatsearch.scores.speed import SpeedSpec
-from tests.test_scores import DATA, MODEL, OPTIM
+from tests.tiny import DATA, MODEL, OPTIM
 
 SMALL = SpeedSpec(infer_batch=16, warmup=1, repeats=3, latency_repeats=4)
 RATES = ("speed.train_ips", "speed.infer_ips", "speed.infer_latency_ms", "speed.seconds")

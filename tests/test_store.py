@@ -15,9 +15,9 @@ from coatsearch import store
 from coatsearch import trials_plan as P
 from coatsearch.report import summarize, write_report
 from coatsearch.space import load_space
+from tests.tiny import TINY
 
 HERE = Path(__file__).parent
-TINY = HERE / "spaces" / "tiny.yaml"
 OLD = HERE / "data" / "journal_7eb0683"  # `coatsearch run tests/spaces/tiny.yaml --profile quick` at 7eb0683
 
 

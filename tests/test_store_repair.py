@@ -11,8 +11,7 @@ from coatsearch import store
 from coatsearch.cli import main
 from coatsearch.errors import UserError
 from coatsearch.space import load_space
-
-TINY = Path(__file__).parent / "spaces" / "tiny.yaml"
+from tests.tiny import TINY
 
 
 @pytest.fixture(autouse=True)

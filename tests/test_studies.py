@@ -9,9 +9,12 @@ from coatsearch import store
 from coatsearch.cli import main
 
 SPACES = Path(__file__).resolve().parent.parent / "spaces"
-pytestmark = pytest.mark.skipif(
-    not Path("/usr/share/datasets/fashion-mnist").exists(), reason="needs apt-get install dataset-fashion-mnist"
-)
+pytestmark = [
+    pytest.mark.slow,  # trains on real data
+    pytest.mark.skipif(
+        not Path("/usr/share/datasets/fashion-mnist").exists(), reason="needs apt-get install dataset-fashion-mnist"
+    ),
+]
 
 
 def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):

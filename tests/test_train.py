@@ -12,35 +12,9 @@ from torch import nn
 from coatsearch import data, train
 from coatsearch.errors import UserError
 from coatsearch.spec import DataSpec, OptimSpec
+from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
-CPU = torch.device("cpu")
 TIMING = {"seconds", "images_per_s"}
-
-
-def tiny_net(seed: int = 0) -> nn.Module:
-    """A 2-layer convnet for 1x32x32 inputs, 10 classes."""
-    torch.manual_seed(seed)
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1),
-        nn.BatchNorm2d(16),
-        nn.ReLU(),
-        nn.Conv2d(16, 32, 3, stride=2, padding=1),
-        nn.BatchNorm2d(32),
-        nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(32, 10),
-    )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread: tiny nets gain nothing from more, and on a busy shared CPU two spin-waiting
-    OpenMP threads can run these tests ten times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,10 @@
-"""The tiny test space and edited copies of it, shared by the test modules."""
+"""The tiny test space (tests/spaces/tiny.yaml) and edited copies of it, and the tiny spec trio: one source."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from coatsearch import spec as S
 
 TINY = Path(__file__).resolve().parent / "spaces" / "tiny.yaml"
 
@@ -21,3 +23,12 @@ def tiny_variant(tmp_path: Path, *edits: tuple[str, str], name: str = "space.yam
     path = tmp_path / name
     path.write_text(tiny_text(*edits))
     return path
+
+
+# The tiny model, data and recipe of the score tests that run a trial without a space file.
+STEM = S.StemSpec("conv", width=8, layers=1, stride=2)
+MODEL = S.ModelSpec(
+    "m", "coatnet", 16, 1, 5, STEM, (S.StageSpec("C", 1, 16, 1), S.StageSpec("T", 1, 16, 2)), S.BlockSpec(head_size=8)
+)
+DATA = S.DataSpec("synthetic", eval_size=100)
+OPTIM = S.OptimSpec(lr=3e-3, batch_size=32, warmup_epochs=0)

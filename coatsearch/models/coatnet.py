@@ -64,7 +64,7 @@ def mbconv_block(dim: int, dim_out: int, stride: int, side: int, block: BlockSpe
     cfg = conv_cfg(block)
     blk = MbConvBlock(dim, dim_out, stride=stride, cfg=cfg, drop_path=dpr)
     if stride == 1 and dim != dim_out:
-        blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.output_bias)
+        blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.output_bias)  # type: ignore[assignment]  # timm types it Downsample2d
     return blk
 
 
@@ -75,12 +75,12 @@ def transformer_block(dim: int, dim_out: int, stride: int, side: int, block: Blo
     widen = stride == 1 and dim != dim_out
     blk = TransformerBlock2d(dim, dim_out, stride=2 if widen else stride, rel_pos_cls=rel, cfg=cfg, drop_path=dpr)
     if widen:  # timm asserts dim == dim_out at stride 1: build strided, then drop the pooling
-        blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.shortcut_bias)
-        blk.norm1 = blk.norm1.norm
+        blk.shortcut = nn.Conv2d(dim, dim_out, 1, bias=cfg.shortcut_bias)  # type: ignore[assignment]  # as above
+        blk.norm1 = blk.norm1.norm  # type: ignore[assignment]  # timm types norm1 as its Sequential wrapper
     return blk
 
 
-def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float):
+def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float) -> nn.Module:
     """One block of stage kind `kind` (kinds.STAGE_KINDS) mapping (B, dim, H, W) -> (B, dim_out, side, side)."""
     blk = kinds.load(kinds.stage_kind(kind).builder)(dim, dim_out, stride, side, block, dpr)
     _ceil_pools(blk)
@@ -99,12 +99,11 @@ class CoAtNet(nn.Module):
         super().__init__()
         b = spec.block
         self.stem = build_stem(spec.stem, spec.in_chans, spec.stages[0].width, b.conv_norm, b.act)
-        stages: list[list[nn.Module]] = [[] for _ in spec.stages]
+        blocks: list[list[nn.Module]] = [[] for _ in spec.stages]
         for p in spec.blocks():
-            stages[p.stage].append(make_block(p.kind, p.dim, p.dim_out, p.stride, p.out_side, b, p.dpr))
-        stages = [nn.Sequential(*blocks) for blocks in stages]
+            blocks[p.stage].append(make_block(p.kind, p.dim, p.dim_out, p.stride, p.out_side, b, p.dpr))
         dim = spec.stages[-1].width
-        self.stages = nn.Sequential(*stages)
+        self.stages = nn.Sequential(*(nn.Sequential(*stage) for stage in blocks))
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, spec.num_classes)
         self.num_features = dim

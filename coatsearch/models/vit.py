@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
-from timm.layers import HybridEmbed, get_act_layer
+from timm.layers import HybridEmbed, PatchEmbed, get_act_layer
 from timm.models.vision_transformer import VisionTransformer
+from torch import nn
 
 from coatsearch.models.stems import build_stem
 from coatsearch.spec import ModelSpec
@@ -18,11 +20,11 @@ def build_vit(spec: ModelSpec) -> VisionTransformer:
     patch_size=1 and proj=False so its output map is the tokens (ViT_C).
     """
     stage, b = spec.stages[0], spec.block
-    kwargs = {}
+    embed_layer: Callable[..., nn.Module] = PatchEmbed  # timm's default: the ViT_P patchify stem
     patch_size = spec.stem.patch_size if spec.stem.kind == "patch" else 1
     if patch_size == 1:
         backbone = build_stem(spec.stem, spec.in_chans, stage.width, b.conv_norm, b.act)
-        kwargs["embed_layer"] = partial(HybridEmbed, backbone=backbone, proj=False)
+        embed_layer = partial(HybridEmbed, backbone=backbone, proj=False)
     return VisionTransformer(
         img_size=spec.image_size,
         patch_size=patch_size,
@@ -36,5 +38,5 @@ def build_vit(spec: ModelSpec) -> VisionTransformer:
         mlp_ratio=b.mlp_ratio,
         drop_path_rate=b.drop_path,
         act_layer=get_act_layer(b.act),
-        **kwargs,
+        embed_layer=embed_layer,
     )

@@ -13,12 +13,16 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coatsearch import fsafe
 from coatsearch.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from coatsearch.planner.pilot import TrialTiming, run_pilots
+
+if TYPE_CHECKING:  # types only: the API imports the planner
+    from coatsearch import api
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class Plan:
         return jsonable(out)  # an infinite smallest detectable difference (no power at all) becomes null
 
 
-def make_plan(space, study: str, processes: int, threads: int | None, *, device: str = "auto",
+def make_plan(space: api.Space, study: str, processes: int, threads: int | None, *, device: str = "auto",
               earlier: P.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
               level: float = P.REGIME_LOSS) -> Plan:  # fmt: skip
     """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
@@ -83,7 +87,7 @@ def make_plan(space, study: str, processes: int, threads: int | None, *, device:
                 time.perf_counter() - began)  # fmt: skip
 
 
-def model_rows(space) -> tuple[list[dict], dict[str, set[str]]]:
+def model_rows(space: api.Space) -> tuple[list[dict], dict[str, set[str]]]:
     """Candidate rows as the verdict rules resolve names (candidate, model label, layout) and what each measures."""
     from coatsearch.trial import model_label
 

@@ -21,6 +21,17 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: torch and the score code are imported where a pilot runs
+    import torch
+    from torch import nn
+
+    from coatsearch.candidates import Prepared
+    from coatsearch.data import TensorData
+    from coatsearch.space import Space
+    from coatsearch.spec import OptimSpec
+    from coatsearch.train import History
 
 STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
 STAND_IN = 4  # images of the one-step fit a score gets back in place of its run (BatchNorm needs more than 1)
@@ -60,12 +71,22 @@ class TrialTiming:
 class Recorder:
     """A stand-in for `train.fit` (called with the phase first): records and times the run, returns a stand-in fit."""
 
-    def __init__(self, device):
-        self.device, self.fits = device, []
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.fits: list[FitTiming] = []
         self.cache: dict[tuple, float] = {}  # (what, shape) -> measured seconds, so each shape is timed once
         self.spent = 0.0  # wall seconds inside the recorder
 
-    def __call__(self, phase, model, train, evaluate, optim, epochs, **kw):
+    def __call__(
+        self,
+        phase: str,
+        model: nn.Module,
+        train: TensorData,
+        evaluate: TensorData | None,
+        optim: OptimSpec,
+        epochs: int,
+        **kw: Any,
+    ) -> History:
         """Record one training run; return the History of a one-step fit on a few of its images."""
         from coatsearch import speed
         from coatsearch.curve import curve_steps
@@ -88,7 +109,7 @@ class Recorder:
         self.spent += time.perf_counter() - begin
         return hist
 
-    def _step_time(self, model, train, optim, batch: int, augment: bool) -> float:
+    def _step_time(self, model: nn.Module, train: TensorData, optim: OptimSpec, batch: int, augment: bool) -> float:
         """Seconds of one eager step of this shape: the median of STEP_PILOT steps on the run's first batch."""
         import copy
 
@@ -103,7 +124,7 @@ class Recorder:
             self.cache[key] = statistics.median(hist.seconds[1:])
         return self.cache[key]
 
-    def _point_time(self, model, train, evaluate, batch: int) -> float:
+    def _point_time(self, model: nn.Module, train: TensorData, evaluate: TensorData | None, batch: int) -> float:
         """Seconds of one curve point: eval passes over the probe (PROBE_MAX training images) and the eval set.
 
         Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
@@ -124,7 +145,9 @@ class Recorder:
         held = len(evaluate) if evaluate is not None else 0
         return self.cache[key] * (min(PROBE_MAX, len(train)) + held)
 
-    def _stand_in(self, model, train, evaluate, optim, kw) -> tuple:
+    def _stand_in(
+        self, model: nn.Module, train: TensorData, evaluate: TensorData | None, optim: OptimSpec, kw: dict[str, Any]
+    ) -> tuple[History, float]:
         """(History, seconds besides its one step) of a one-step fit on STAND_IN images, evaluated on as many."""
         from coatsearch.train import fit
 
@@ -135,7 +158,7 @@ class Recorder:
         return hist, max(0.0, time.perf_counter() - start - sum(hist.seconds))
 
 
-def _head(data, n: int):
+def _head(data: TensorData, n: int) -> TensorData:
     """The first `n` images of a TensorData (all of them when it has fewer)."""
     from coatsearch.data import TensorData
 
@@ -143,7 +166,7 @@ def _head(data, n: int):
     return TensorData(data.x[:n], data.y[:n], data.classes, data.hflip)
 
 
-def peak_mb(device) -> float:
+def peak_mb(device: torch.device) -> float:
     """Peak memory of this process so far: CUDA peak allocated on a GPU, else peak resident set size (MB)."""
     if device.type == "cuda":
         import torch
@@ -153,7 +176,7 @@ def peak_mb(device) -> float:
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
 
 
-def pilot_trial(space, prep, seed: int, device) -> TrialTiming:
+def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -> TrialTiming:
     """Run one candidate's trial through the score code with a Recorder in place of `train.fit`."""
     from coatsearch.scores import TrialInput, measure
 
@@ -165,7 +188,7 @@ def pilot_trial(space, prep, seed: int, device) -> TrialTiming:
     return TrialTiming(prep.name, tuple(rec.fits), max(0.0, wall - rec.spent), peak_mb(device), wall)
 
 
-def pilot_many(space, preps: list, seed: int, device: str, threads: int | None) -> list[TrialTiming]:
+def pilot_many(space: Space, preps: list[Prepared], seed: int, device: str, threads: int | None) -> list[TrialTiming]:
     """Pilot each prepared candidate in turn in this process, at `threads` intra-op threads (None: as set)."""
     import torch
 
@@ -186,7 +209,9 @@ def pilot_many(space, preps: list, seed: int, device: str, threads: int | None) 
         torch.set_num_threads(before)
 
 
-def run_pilots(space, preps: list, seed: int, device: str, processes: int, threads: int | None) -> list[TrialTiming]:
+def run_pilots(
+    space: Space, preps: list[Prepared], seed: int, device: str, processes: int, threads: int | None
+) -> list[TrialTiming]:
     """Pilot every candidate: in this process when `processes` is 1, else spread over that many spawned processes."""
     if processes <= 1 or len(preps) <= 1:
         return pilot_many(space, preps, seed, device, threads)
@@ -196,7 +221,7 @@ def run_pilots(space, preps: list, seed: int, device: str, processes: int, threa
     return sorted(done, key=lambda t: order[t.candidate])
 
 
-def _in_pool(shares: list, args: tuple, space) -> list:
+def _in_pool(shares: list[list[Prepared]], args: tuple[int, str, int | None], space: Space) -> list[list[TrialTiming]]:
     """pilot_many on each share in its own spawned process; Ctrl-C or SIGTERM stops them all, leaving none behind.
 
     As the run's workers (backends.optuna_backend): the pool starts with SIGINT ignored, so a Ctrl-C reaches this

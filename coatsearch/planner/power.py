@@ -87,7 +87,7 @@ def from_report(reports_dir: Path, name: str) -> Earlier | None:
     return Earlier("report", str(path), rows, summary.get("curves") or {}) if rows else None
 
 
-def measured_keys(scores) -> set[str]:
+def measured_keys(scores: object) -> set[str]:
     """The metric keys a candidate with these scores records (the report adds generalization.matched_acc)."""
     on = {name for name in vars(scores) if getattr(scores, name) is not None}
     return {k for k in METRICS if k.split(".", 1)[0] in on}
@@ -100,7 +100,7 @@ def deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tup
     for key in claim.measures:
         idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in keys[resolved[n]]]
         if len(idx) >= 2:
-            strict = [max(syms[i:j], key=V._STRENGTH.get) for (i, _), (j, _) in zip(idx, idx[1:], strict=False)]
+            strict = [max(syms[i:j], key=V._STRENGTH.get) for (i, _), (j, _) in zip(idx, idx[1:], strict=False)]  # type: ignore[arg-type]  # every symbol is in _STRENGTH
             return key, [resolved[n] for _, n in idx], sum(V._STRENGTH[s] >= 2 for s in strict)
     return None, [resolved[n] for n in names if n in resolved], 0
 
@@ -217,7 +217,16 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
     return [c for c in out if c is not None]
 
 
-def _chain(claim, rows, keys, planned, seeds, earlier, effect, level) -> ClaimPlan | None:
+def _chain(
+    claim: C.Claim,
+    rows: list[dict],
+    keys: dict[str, set[str]],
+    planned: dict[str, dict[str, int]],
+    seeds: int,
+    earlier: Earlier | None,
+    effect: float | None,
+    level: float,
+) -> ClaimPlan | None:
     """A chain claim's plan; None when fewer than two of its models are in the space."""
     key, models, relations = deciding(claim, rows, keys)
     if len(models) < 2:
@@ -225,7 +234,19 @@ def _chain(claim, rows, keys, planned, seeds, earlier, effect, level) -> ClaimPl
     return _claim(claim, key, models, relations, rows, keys, planned, seeds, earlier, effect, level)
 
 
-def _claim(claim, key, models, relations, rows, keys, planned, seeds, earlier, effect, level) -> ClaimPlan:
+def _claim(
+    claim: C.Claim,
+    key: str | None,
+    models: list[str],
+    relations: int,
+    rows: list[dict],
+    keys: dict[str, set[str]],
+    planned: dict[str, dict[str, int]],
+    seeds: int,
+    earlier: Earlier | None,
+    effect: float | None,
+    level: float,
+) -> ClaimPlan:
     """Power and regime of one claim decided on `key` over `models` with `relations` key relations."""
     head = (claim.id, claim.title, key, tuple(models), relations, seeds)
     if key is None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Score, acc, loss
+from coatsearch.scores.base import Context, Score, acc, loss
 
 
-def run(ctx, spec) -> dict:
+def run(ctx: Context, spec: S.SubsetSpec) -> dict:
     """Train with the full recipe on the subset; train loss/acc, eval loss/acc, gap and the per-epoch curve."""
     from coatsearch.scores import training as T
 

@@ -7,10 +7,10 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 from __future__ import annotations
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Score, acc, loss
+from coatsearch.scores.base import Context, Score, acc, loss
 
 
-def run(ctx, spec) -> dict:
+def run(ctx: Context, spec: S.SubsetSpec) -> dict:
     """Train unregularized on the subset for the step budget (>= 1 epoch); train loss/acc, eval loss/acc, curve."""
     from coatsearch.scores import training as T
 

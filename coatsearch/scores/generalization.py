@@ -7,10 +7,10 @@ The report reads eval accuracy at matched training loss from the curve (report.m
 from __future__ import annotations
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Metric, Score, acc, loss
+from coatsearch.scores.base import Context, Metric, Score, acc, loss
 
 
-def run(ctx, spec) -> dict:
+def run(ctx: Context, spec: S.SubsetSpec) -> dict:
     """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve."""
     from coatsearch.scores import training as T
 

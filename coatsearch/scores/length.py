@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Score, acc
+from coatsearch.scores.base import Context, Score, acc
 
 
 @S.spec
@@ -23,7 +23,7 @@ class LengthSpec:
     classes: tuple[Annotated[int, Strict(), Field(ge=0, lt=S.CLASSES_MAX)], ...] | None = None
 
 
-def run(ctx, spec: LengthSpec) -> dict:
+def run(ctx: Context, spec: LengthSpec) -> dict:
     """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
     from coatsearch.scores import training as T
 

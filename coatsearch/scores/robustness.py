@@ -8,12 +8,15 @@ Gaussian noise is drawn from a generator seeded by the trial's seed, so a trial 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, Strict
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Score, acc
+from coatsearch.scores.base import Context, Score, acc
+
+if TYPE_CHECKING:  # torch is imported when a run starts
+    import torch
 
 # corruption -> magnitude at severities 1..5
 SEVERITIES = {
@@ -42,7 +45,7 @@ def check(spec: RobustnessSpec, models: tuple[str, ...]) -> str | None:
     return f"source: '{spec.source}' is not an enabled score that keeps its trained model (enabled that do: {have})"
 
 
-def corrupt(x, name: str, severity: int, seed: int):
+def corrupt(x: torch.Tensor, name: str, severity: int, seed: int) -> torch.Tensor:
     """A corrupted copy of the images `x` (N, C, H, W): corruption `name` at `severity` (1-based)."""
     import torch
     from torchvision.transforms.v2 import functional as F
@@ -63,7 +66,7 @@ def corrupt(x, name: str, severity: int, seed: int):
     return F.rotate(x, float(m), fill=0.0)
 
 
-def run(ctx, spec: RobustnessSpec) -> dict:
+def run(ctx: Context, spec: RobustnessSpec) -> dict:
     """Clean and corrupted eval accuracy of the source score's model; one mean per corruption, per severity."""
     import dataclasses
 

@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Metric, Score
+from coatsearch.scores.base import Context, Metric, Score
 
 
 @S.spec
@@ -27,7 +27,7 @@ class SpeedSpec:
     latency_repeats: Annotated[int, Strict(), Field(ge=4, le=10_000)] = 20  # timed batch-1 forward passes
 
 
-def run(ctx, spec: SpeedSpec) -> dict:
+def run(ctx: Context, spec: SpeedSpec) -> dict:
     """Time a fresh model of the trial's spec: train img/s, inference img/s, batch-1 latency median and IQR."""
     from coatsearch import throughput
     from coatsearch.scores import training as T

@@ -25,7 +25,7 @@ def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
     return dataclasses.replace(optim, label_smoothing=0.0, mixup=0.0, randaugment=False)
 
 
-def splits(ctx: Context, subset: S.SubsetSpec):
+def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorData]:
     """(train subset, eval set) for one score: the subset seeded by the trial's seed, the eval set fixed per study."""
     inp = ctx.inp
     spec = subset.dataset or inp.data
@@ -55,17 +55,23 @@ def for_subset(optim: S.OptimSpec, subset: S.SubsetSpec) -> S.OptimSpec:
 
 
 def train(
-    ctx: Context, phase: str, net, train_set, held, optim, subset: S.SubsetSpec, augment: bool, **stop
+    ctx: Context,
+    phase: str,
+    net: torch.nn.Module,
+    train_set: D.TensorData,
+    held: D.TensorData,
+    optim: S.OptimSpec,
+    subset: S.SubsetSpec,
+    augment: bool,
+    stop_at_acc: float | None = None,
 ) -> History:
     """Fit one model for the subset's step budget and curve options; each epoch's eval accuracy goes to the pruner.
 
-    `stop` may hold `stop_at_acc` (and overrides of `max_steps`, `stop_at_loss`); the subset's own
-    `stop_at_loss` applies otherwise.
+    The run stops at the subset's `stop_at_loss` or at `stop_at_acc` (eval accuracy), whichever comes first.
     """
     optim = for_subset(optim, subset)
     report = ctx.report
     hook = (lambda epoch, stats: report(phase, epoch, stats.eval_acc)) if report else None
-    opts = {"max_steps": budget(subset, len(train_set), optim.batch_size), "stop_at_loss": subset.stop_at_loss}
     run = functools.partial(ctx.fit, phase) if ctx.fit is not None else fit  # the planner's pilot takes the phase
     return run(
         net,
@@ -80,7 +86,9 @@ def train(
         on_epoch=hook,
         eval_every=subset.eval_every,
         runs=ctx.inp.runs,
-        **{**opts, **stop},
+        max_steps=budget(subset, len(train_set), optim.batch_size),
+        stop_at_loss=subset.stop_at_loss,
+        stop_at_acc=stop_at_acc,
     )
 
 
@@ -98,8 +106,8 @@ def single(
     net = model(ctx, len(train_set.classes), no_drop=not augment)
     hist = train(ctx, name, net, train_set, held, optim, subset, augment)
     ctx.models[name] = (net, held)
-    train_loss, train_acc = hist.clean_train_loss, hist.clean_train_acc  # eval-mode pass over the train set
-    eval_loss, eval_acc = hist.eval_loss[-1], hist.eval_acc[-1]
+    train_loss, train_acc = hist.clean_train_loss, measured(hist.clean_train_acc, "clean train acc")
+    eval_loss, eval_acc = hist.eval_loss[-1], final_eval_acc(hist)  # clean: an eval-mode pass over the train set
     return {
         f"{name}.train_loss": train_loss,
         f"{name}.train_acc": train_acc,
@@ -111,7 +119,7 @@ def single(
     }
 
 
-def run_facts(name: str, hist: History, train_set, held) -> dict:
+def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorData) -> dict:
     """What a run records besides its scores: data sizes and fingerprints, steps, epochs, time, compile mode, stop."""
     out = {
         f"{name}.images": len(train_set),
@@ -136,6 +144,18 @@ def curves(hist: History) -> dict:
         "epoch_eval_acc": list(hist.eval_acc),
         "seconds": list(hist.seconds),
     }
+
+
+def measured(value: float | None, what: str) -> float:
+    """`value`, which a score's run always measures (it has an eval set and a clean train pass)."""
+    if value is None:
+        raise RuntimeError(f"{what} was not measured")
+    return value
+
+
+def final_eval_acc(hist: History) -> float:
+    """The eval accuracy after the run's last epoch."""
+    return measured(hist.eval_acc[-1], "final eval acc")
 
 
 def check_steps(what: str, steps: int, least: int) -> None:

@@ -12,9 +12,15 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Metric, Score, acc
+from coatsearch.scores.base import Context, Metric, Score, acc
+
+if TYPE_CHECKING:  # torch is imported when a run starts
+    import torch
+
+    from coatsearch.data import TensorData
 
 MIN_FINETUNE_STEPS = 300  # the least fine-tune (and scratch) budget when `finetune.max_steps` is not given
 PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
@@ -29,7 +35,7 @@ class TransferSpec:
     finetune: S.SubsetSpec
 
 
-def run(ctx, spec: TransferSpec) -> dict:
+def run(ctx: Context, spec: TransferSpec) -> dict:
     """Pretrain, fine-tune, train the two baselines; accuracies, the gain, how pretraining stopped, and curves."""
     from coatsearch.scores import training as T
 
@@ -49,7 +55,7 @@ def run(ctx, spec: TransferSpec) -> dict:
     scratch = T.model(ctx, len(train_b.classes), no_drop=False)
     hist_s = T.train(ctx, "scratch", scratch, train_b, held_b, optim, fin, augment=True)
     probe = linear_probe(source, train_b, held_b, ctx.device, optim.batch_size)
-    tuned_acc, scratch_acc = hist_b.eval_acc[-1], hist_s.eval_acc[-1]
+    tuned_acc, scratch_acc = T.final_eval_acc(hist_b), T.final_eval_acc(hist_s)
     return {
         "transfer.pretrain_acc": hist_a.eval_acc[-1],
         "transfer.pretrain_stopped": hist_a.stopped or "cap",
@@ -71,16 +77,16 @@ def run(ctx, spec: TransferSpec) -> dict:
     }
 
 
-def copy_body(source, target) -> None:
+def copy_body(source: torch.nn.Module, target: torch.nn.Module) -> None:
     """Copy every weight but the classifier (found as the parameters a class count changes)."""
-    classifier = target.get_classifier()
+    classifier = target.get_classifier()  # type: ignore[operator]  # CoAtNet and timm's ViT both define it
     names = {id(p): n for n, p in target.named_parameters()}
     head = {names[id(p)] for p in classifier.parameters()}
     body = {k: v for k, v in source.state_dict().items() if k not in head}
     target.load_state_dict(body, strict=False)
 
 
-def features(model, data, device, batch_size: int):
+def features(model: torch.nn.Module, data: TensorData, device: torch.device, batch_size: int) -> torch.Tensor:
     """Frozen pre-classifier features of `data` (eval mode, no gradients): the model with its head removed."""
     import copy
 
@@ -92,7 +98,9 @@ def features(model, data, device, batch_size: int):
         return torch.cat([body(data.x[i : i + batch_size].to(device)).float() for i in range(0, len(data), batch_size)])
 
 
-def linear_probe(model, train, held, device, batch_size: int) -> float:
+def linear_probe(
+    model: torch.nn.Module, train: TensorData, held: TensorData, device: torch.device, batch_size: int
+) -> float:
     """Eval accuracy of a logistic regression (L-BFGS, L2) on the frozen, standardized features of `model`."""
     import torch
     import torch.nn.functional as F
@@ -105,7 +113,7 @@ def linear_probe(model, train, held, device, batch_size: int) -> float:
     b = torch.zeros(train.num_classes, device=device, requires_grad=True)
     opt = torch.optim.LBFGS([w, b], max_iter=PROBE_ITERS, line_search_fn="strong_wolfe")
 
-    def closure():
+    def closure() -> torch.Tensor:
         opt.zero_grad()
         loss = F.cross_entropy(ftr @ w + b, ytr) + PROBE_L2 * w.square().sum()
         loss.backward()
