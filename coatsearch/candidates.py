@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coatsearch import kinds
 from coatsearch import spec as S
 from coatsearch.complexity import count
 from coatsearch.match import MatchResult
 from coatsearch.match_joint import solve
-from coatsearch.space import Baseline, Candidate, Space
+
+if TYPE_CHECKING:  # type names only: space imports this module lazily to match a candidate
+    from coatsearch.space import Baseline, Candidate, Space
 
 
 @dataclass(frozen=True)
