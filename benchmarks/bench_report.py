@@ -15,23 +15,23 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState, create_trial
 
-from coatsearch import store
+from coatsearch import record, store
 from coatsearch.report import calibration, info, jsonable, plots, render, summarize
 
 
 def make(folder: Path) -> None:
     """The 27-trial study under folder/bench/journal.log."""
-    recs = [r for r in calibration.study(np.random.default_rng(0), 6.0, stress=False) if "train.lr" not in r["params"]]
-    recs = [r for r in recs if not r["attrs"]["candidate"].startswith("ViT_")]
+    recs = [r for r in calibration.study(np.random.default_rng(0), 6.0, stress=False) if "train.lr" not in r.params]
+    recs = [r for r in recs if not r.candidate.startswith("ViT_")]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = store.open_storage(store.storage_file(folder, "bench"))
     study = optuna.create_study(study_name="bench", storage=storage, direction="maximize")
-    names = sorted({r["params"]["candidate"] for r in recs})
+    names = sorted({r.candidate for r in recs})
     study.set_user_attr("space", {**calibration.SPACE, "candidates": names, "study": {"seeds": [0, 1, 2]}})
     dists = {"candidate": CategoricalDistribution(names), "seed": CategoricalDistribution([0, 1, 2])}
     for r in recs:
-        study.add_trial(create_trial(state=TrialState.COMPLETE, value=0.5, params=r["params"], distributions=dists,
-                                     user_attrs=r["attrs"]))  # fmt: skip
+        study.add_trial(create_trial(state=TrialState.COMPLETE, value=0.5, params=dict(r.params), distributions=dists,
+                                     user_attrs={record.ATTR: record.to_json(r.run)}))  # fmt: skip
     assert len(study.trials) == 27, len(study.trials)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from coatsearch import curve, store, train
+from coatsearch import record as R
 from coatsearch import trial as T
 from coatsearch.space import load_space
 from coatsearch.trials_plan import PlanItem
@@ -73,10 +74,10 @@ def main() -> None:
         matched = store.matched(study, space, store.folder(Path(tmp), "bench"))
         item = PlanItem(args.candidate, space.study.seeds[0])
         start = time.perf_counter()
-        state, attrs, _ = T.attempt(space, item, {}, device, {}, matched=matched)
+        state, run, _ = T.attempt(space, item, {}, device, R.Environment(), matched=matched)
         wall = time.perf_counter() - start
     if state != "COMPLETE":
-        raise SystemExit(f"trial {state}: {attrs.get('fail_reason')}")
+        raise SystemExit(f"trial {state}: {run.fail_reason if run else None}")
     useful = timer.spent["train"] + timer.spent["eval"]
     print(f"candidate {args.candidate}, profile {args.profile}, device {device}, threads {torch.get_num_threads()}")
     tr, ev = timer.spent["train"], timer.spent["eval"]

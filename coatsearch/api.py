@@ -6,7 +6,6 @@ Heavy libraries (torch, optuna, pandas) are imported inside the functions, so `i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,13 +273,10 @@ def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, 
 
 
 def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool) -> tuple[Any, dict]:
-    """Create (or reopen) the study, match its candidates, give it its dashboard metadata: once per run."""
+    """Create (or reopen) the study and store its matched candidates before any trial runs: once per run."""
     from coatsearch import store
-    from coatsearch.dashboard import annotate
 
-    study, matched = store.prepare(space, studies_dir, name, force_new_space)
-    annotate(study)
-    return study, matched
+    return store.prepare(space, studies_dir, name, force_new_space)
 
 
 def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
@@ -290,15 +286,21 @@ def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
     return _repair(Path(studies_dir), study)
 
 
-def write_report(study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports") -> ReportPaths:
-    """Write reports/<study>/report.md, summary.json and PNG figures from the storage; the note on the dashboard."""
-    return _report(study, Path(studies_dir), Path(reports_dir))
+def write_report(
+    study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports", note: bool = False
+) -> ReportPaths:
+    """Write reports/<study>/report.md, summary.json and PNG figures from the storage (which it only reads).
+
+    `note`: also save the report as the study's optuna-dashboard note (the one write reporting makes)."""
+    return _report(study, Path(studies_dir), Path(reports_dir), note)
 
 
-def _report(study: str, studies_dir: Path, reports_dir: Path) -> ReportPaths:
+def _report(study: str, studies_dir: Path, reports_dir: Path, note: bool = False) -> ReportPaths:
     from coatsearch import report
 
     markdown = report.write_report(study, Path(studies_dir), Path(reports_dir))
+    if note:
+        report.save_note(study, Path(studies_dir), markdown)
     folder = markdown.parent
     return ReportPaths(markdown, folder / "summary.json", tuple(sorted(folder.glob("*.png"))))
 
@@ -311,32 +313,26 @@ def open_study(study: str, studies_dir: str | Path = "studies") -> Study:
 
 
 def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
-    """One row per trial: number, state, value, candidate, seed, sample, every scalar score and attribute.
+    """One row per trial (record.row of its run record): number, state, value, candidate, seed, sample, model,
+    every scalar metric, optimizer and environment.
 
-    Metric columns keep their recorded keys (`generalization.eval_acc`); nested attributes are flattened
-    (`optim.lr`, `env.versions.torch`); per-epoch curves are left out (the report plots them).
+    Metric columns keep their registry keys (`generalization.eval_acc`); nested fields are dotted (`optim.lr`,
+    `env.versions.torch`); per-step curves are left out (the report plots them). Journals of any version read
+    the same (record.read).
     """
     import pandas as pd
 
-    rows = [_row(t) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]
+    from coatsearch import record, store
+
+    rows = [record.row(store.record(t)) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]
     head = ["number", "state", "value", "candidate", "seed", "sample", "start", "complete", "fail_reason"]
     frame = pd.DataFrame(rows)
     for col in head:
         if col not in frame:
             frame[col] = None
+    for col in ("start", "complete"):
+        frame[col] = pd.to_datetime(frame[col])
     return frame[head + [c for c in frame.columns if c not in head]]
-
-
-def _row(trial: Any) -> dict[str, Any]:
-    """One trial as a flat row (params first, so failed trials still name their candidate and seed)."""
-    from coatsearch.store import flatten
-
-    attrs = {k: v for k, v in trial.user_attrs.items() if not k.startswith("curves.")}
-    row: dict[str, Any] = {**flatten(attrs), **trial.params}
-    value = trial.values[0] if trial.values and trial.state.name == "COMPLETE" else None
-    row.update(number=trial.number, state=trial.state.name, value=value)
-    row.update(start=trial.datetime_start, complete=trial.datetime_complete)
-    return row
 
 
 def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies") -> Path:
@@ -395,21 +391,19 @@ class Status:
 
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
     """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
-    from coatsearch.trialcheck import ours
+    from coatsearch import record, store
 
     st = open_study(study, studies_dir)
-    trials = ours(st.get_trials(deepcopy=False))  # foreign or malformed trials: one note each, not counted
-    by = {s: [t for t in trials if t.state.name == s] for s in ("COMPLETE", "FAIL", "PRUNED", "RUNNING", "WAITING")}
-    failed = sum(1 for t in by["FAIL"] if "fail_reason" in t.user_attrs)
-    walls = [float(t.user_attrs["wall_s"]) for t in by["COMPLETE"] if _finite(t.user_attrs.get("wall_s"))]
+    trials = store.records(st)  # foreign or malformed trials: one note each, not counted
+    n = record.count(trials)
+    walls = [w for t in trials if t.state == "COMPLETE" and (w := t.run.number("wall_s")) is not None]
     mean = sum(walls) / len(walls) if walls else None
     planned = _planned(st.user_attrs)
-    done = len(by["COMPLETE"]) + failed + len(by["PRUNED"])
-    left = None if planned is None else max(0, planned - done)
-    eta = None if mean is None or left is None else left * mean / max(1, len(by["RUNNING"]))
-    counts = (len(by["COMPLETE"]), failed, len(by["FAIL"]) - failed, len(by["PRUNED"]))
+    left = None if planned is None else max(0, planned - n["complete"] - n["failed"] - n["pruned"])
+    eta = None if mean is None or left is None else left * mean / max(1, n["running"])
+    counts = (n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"], n["waiting"])
     predicted, plan_eta = _plan_eta(Path(studies_dir), study, left)
-    return Status(study, planned, *counts, len(by["RUNNING"]), len(by["WAITING"]), mean, eta, predicted, plan_eta)
+    return Status(study, planned, *counts, mean, eta, predicted, plan_eta)
 
 
 def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | None, float | None]:
@@ -422,10 +416,6 @@ def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | 
         return None, None
     share = None if left is None else min(1.0, left / stored["trials"])
     return float(stored["study_s"]), None if share is None else share * float(stored["study_s"])
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def _planned(user_attrs: Mapping[str, Any]) -> int | None:

@@ -178,6 +178,8 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     """The commands that read an existing study: report, status, export, repair, dashboard."""
     report = _study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
+    help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
+    report.add_argument("--note", action="store_true", help=help_note)
     _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
     export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
@@ -296,7 +298,7 @@ def _check_backend_flags(args: argparse.Namespace) -> None:
 def _report(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.write_report(args.study, args.studies_dir, args.reports_dir).markdown)
+    print(api.write_report(args.study, args.studies_dir, args.reports_dir, note=args.note).markdown)
     return 0
 
 

@@ -1,8 +1,9 @@
 """optuna-dashboard on a study's JournalStorage: the same store of record the report reads, made readable.
 
-The study gets its objective as metric name, its space as readable user attributes and the report as its
-note. The server reads the storage through `ReadableStorage`, a view that shows every user attribute as a
-scalar (nested dicts as dotted keys, lists as text); the journal itself is never rewritten by the view.
+The server reads the storage through `ReadableStorage`, a view that computes what it shows on read: a
+trial's run record as readable scalar attributes (`generalization.eval_acc`, `optim.lr`, the same row
+`api.results()` gives), the study's space as readable attributes and its objective as metric name. Nothing
+is written for the view; the report becomes the study's note only on request (`coatsearch report --note`).
 The view is read-only by default: every write (deleting the study, telling a trial, notes, attributes)
 raises `ReadOnly` and the server answers with an error; `--allow-writes` opts in, with a warning.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import copy
 import ipaddress
 import sys
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -75,28 +75,40 @@ def objective(user_attrs: Mapping[str, Any]) -> str | None:
     return (space_record(user_attrs).get("study") or {}).get("objective")
 
 
-def annotate(study: optuna.Study) -> None:
-    """Give a study its metric name and readable space attributes; writes only what is missing or changed."""
-    attrs = study.user_attrs
-    name = objective(attrs)
-    names = list((space_record(attrs).get("study") or {}).get("objectives") or ([name] if name else []))
-    if names and study.metric_names != names:  # a multi-objective study: one name per value (its Pareto front)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(names)
-    for key, value in space_attrs(space_record(attrs)).items():
-        if attrs.get(key) != value:
-            study.set_user_attr(key, value)
+def metric_names(user_attrs: Mapping[str, Any]) -> list[str]:
+    """The study's value names: its objectives (a multi-objective study), else its one objective (or none)."""
+    name = objective(user_attrs)
+    return list((space_record(user_attrs).get("study") or {}).get("objectives") or ([name] if name else []))
+
+
+def study_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A study's user attributes as the dashboard shows them: the space record as its readable keys, scalars."""
+    shown = {k: v for k, v in attrs.items() if k != SPACE_ATTR}
+    if isinstance(attrs.get(SPACE_ATTR), Mapping):
+        shown = {**space_attrs(attrs[SPACE_ATTR]), **shown}
+    return readable(shown)
 
 
 def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """User attributes as the dashboard shows them: scalars, dotted keys; the space dict left to its readable keys."""
+    """Attributes as the dashboard shows them: scalars, dotted keys, floats to 6 significant digits."""
     from coatsearch.store import flatten
 
-    shown = dict(attrs)
-    if "space.name" in shown and isinstance(shown.get(SPACE_ATTR), Mapping):
-        del shown[SPACE_ATTR]
-    return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(shown).items()}
+    return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(attrs).items()}
+
+
+def trial_attrs(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    """A trial's user attributes as shown: its run record as one readable row (record.row), its curves as text
+    (`curves.<name>.<series>`), and the claim attributes."""
+    from coatsearch import record, store
+
+    rec = store.record(trial)
+    row = record.row(rec)
+    shown = {k: v for k, v in row.items() if k not in _SHOWN_BY_OPTUNA and v is not None}
+    claim = {k: v for k, v in trial.user_attrs.items() if k in record.CLAIM_ATTRS}
+    return readable({**claim, **shown, "curves": dict(rec.run.curves)})
+
+
+_SHOWN_BY_OPTUNA = ("number", "state", "value", "start", "complete", "candidate", "seed")  # params and columns
 
 
 WRITES = frozenset(
@@ -123,14 +135,20 @@ class ReadableStorage(BaseStorage):
 
     def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
         """The study's user attributes, readable."""
-        return readable(self._inner.get_study_user_attrs(study_id))
+        return study_attrs(self._inner.get_study_user_attrs(study_id))
+
+    def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
+        """The study's system attributes, with its metric names from the space record (when it has none)."""
+        user = self._inner.get_study_user_attrs(study_id)
+        return _with_names(self._inner.get_study_system_attrs(study_id), user)
 
     def get_all_studies(self) -> list[Any]:
-        """Every study, with readable user attributes."""
+        """Every study, with readable user attributes and its metric names."""
         out = []
         for s in self._inner.get_all_studies():
             s = copy.copy(s)
-            s.user_attrs = readable(s.user_attrs)
+            s.system_attrs = _with_names(s.system_attrs, s.user_attrs)
+            s.user_attrs = study_attrs(s.user_attrs)
             out.append(s)
         return out
 
@@ -145,8 +163,20 @@ class ReadableStorage(BaseStorage):
 
 def _readable_trial(trial: optuna.trial.FrozenTrial) -> optuna.trial.FrozenTrial:
     out = copy.copy(trial)
-    out.user_attrs = readable(trial.user_attrs)
+    out.user_attrs = trial_attrs(trial)
     return out
+
+
+def _with_names(system: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
+    """System attributes plus optuna's metric-names entry from the space record, when the study set none."""
+    names = metric_names(user)
+    out = dict(system)
+    if names and _METRIC_NAMES not in out:
+        out[_METRIC_NAMES] = names
+    return out
+
+
+_METRIC_NAMES = optuna.study.study._SYSTEM_ATTR_METRIC_NAMES  # what optuna.Study.set_metric_names writes
 
 
 def _delegate(name: str) -> Any:
@@ -166,15 +196,14 @@ ReadableStorage.__abstractmethods__ = frozenset()
 
 
 def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080, allow_writes: bool = False) -> None:
-    """Check the study exists, annotate it, print its URL, and serve optuna-dashboard (read-only) until Ctrl-C."""
+    """Check the study exists, print its URL, and serve optuna-dashboard (read-only) until Ctrl-C."""
     from coatsearch import store
 
     try:
         import optuna_dashboard
     except ImportError:
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
-    st = store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
-    annotate(st)  # journals written before the readable attributes existed get them here
+    store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
     _warn(host, allow_writes)
     storage = ReadableStorage(store.open_storage(store.storage_file(Path(studies_dir), study)), allow_writes)
     _check_port(host, port)
@@ -202,7 +231,7 @@ def _check_port(host: str, port: int) -> None:
         raise UserError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def save_note(study, text: str, verdicts: dict) -> None:
+def save_note(study: optuna.Study, text: str, verdicts: dict) -> None:
     """The study's optuna-dashboard note and user attr 'report_verdicts'; unchanged ones are not written again."""
     from optuna_dashboard import get_note
     from optuna_dashboard import save_note as save

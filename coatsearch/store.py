@@ -9,10 +9,10 @@ Storage invariants (every backend goes through this module, so they hold for all
 - A RUNNING trial whose worker process is gone (kill -9) is told FAIL without a reason, which frees its key,
   so the next run trains it again.
 - Claiming happens under the claim lock, so K workers never run one key twice.
-- A trial's user attributes are written once, just before its state (`tell`); records, once told, are never
-  rewritten.
+- A trial's result is ONE user attribute, its `record` (coatsearch.record, JSON), written just before its
+  state (`tell`); records, once told, are never rewritten. Claiming adds `key`, `run_id`, `backend`, `worker`.
 - A `TrialRecord` read from the storage is frozen and a copy: later writes to the storage never change it.
-Journals written before this module existed (commit 7eb0683) have the same layout and attributes and open as-is.
+Journals written before the record (7eb0683, b1c4749: one flat attribute per metric) open through `record.read`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import platform
 import socket
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -37,6 +37,7 @@ from optuna.trial import TrialState
 
 from coatsearch import __version__, fsafe
 from coatsearch import journal as J
+from coatsearch import record as R
 from coatsearch import trialcheck as TC
 from coatsearch import trials_plan as P
 from coatsearch.claiming import LOCK, claim, fail_stale, holds_key, locked  # noqa: F401 - the store's API
@@ -229,15 +230,21 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
     return trial.suggest_float(d.path, d.low, d.high, log=d.log)
 
 
-def tell(study: optuna.Study, trial: optuna.Trial, state: str, attrs: dict, value: float | list[float] | None) -> None:
-    """Write a finished trial's user attrs, then its state (a name in STATES) and value: every backend's write-back.
+def tell(
+    study: optuna.Study, trial: optuna.Trial, state: str, run: R.RunRecord | None, value: float | list[float] | None
+) -> None:
+    """Write a finished trial's record as ONE user attribute, then its state (in STATES) and value.
 
-    A trial finished meanwhile from outside the run (the dashboard's tell) is not ours any more: one note
-    line; its outside result is left out by `trialcheck` and its key is trained again.
+    Every backend writes back here. A failure's reason is also its own attribute `fail_reason` (the claim
+    protocol reads it: a FAIL with a reason keeps its key). A trial finished meanwhile from outside the
+    run (the dashboard's tell) is not ours any more: one note line; `trialcheck` leaves its outside result
+    out and its key is trained again.
     """
     try:
-        for key, val in {**attrs, "told": state}.items():  # `told`: this result is coatsearch's (trialcheck)
-            trial.set_user_attr(key, val)
+        if run is not None:
+            trial.set_user_attr(R.ATTR, R.to_json(replace(run, state=state)))
+            if run.fail_reason is not None:
+                trial.set_user_attr("fail_reason", run.fail_reason)
         study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
     except OSError as exc:  # a full disk, a file size limit: name the journal, not only the errno
         journal = getattr(getattr(study._storage, "_backend", None), "_file_path", "the study journal")
@@ -256,72 +263,26 @@ def report_epoch(trial: optuna.Trial, epoch: int, value: float) -> bool:
     return trial.should_prune()
 
 
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial as read from the storage: frozen, a copy (attrs and params are read-only mappings)."""
-
-    number: int
-    state: str  # COMPLETE | PRUNED | FAIL | RUNNING | WAITING
-    value: float | None
-    params: Mapping[str, Any]
-    attrs: Mapping[str, Any]  # every user attribute, as stored
-    start: str | None  # ISO datetimes
-    complete: str | None
-    candidate: str = "?"
-    seed: int | None = None
-    sample: int | None = None
-    key: str | None = None
-    objective: str | None = None  # the metric the value is (the study objective or its fallback)
-    metrics: Mapping[str, float] = field(default_factory=dict)  # scalar `<score>.<name>` values
-    curves: Mapping[str, Mapping] = field(default_factory=dict)  # `curves.<name>` -> per-epoch lists
-    fail_reason: str | None = None
-    wall_s: float | None = None
-
-    def as_dict(self) -> dict:
-        """The plain record the report's pure tables take: number, state, value, params, attrs, start, complete."""
-        return {
-            "number": self.number,
-            "state": self.state,
-            "value": self.value,
-            "params": copy.deepcopy(dict(self.params)),
-            "attrs": copy.deepcopy(dict(self.attrs)),
-            "start": self.start,
-            "complete": self.complete,
-        }
+TrialRecord = R.TrialRecord  # one stored trial, as everything downstream reads it (coatsearch.record)
 
 
-def record(trial: optuna.trial.FrozenTrial) -> TrialRecord:
-    """A frozen TrialRecord from one Optuna trial (deep-copied, so later writes never change it)."""
-    attrs, params = copy.deepcopy(dict(trial.user_attrs)), copy.deepcopy(dict(trial.params))
-    scalar = {k: v for k, v in attrs.items() if "." in k and not k.startswith("curves.") and _number(v)}
+def record(trial: optuna.trial.FrozenTrial) -> R.TrialRecord:
+    """A frozen TrialRecord from one Optuna trial, through the record's migration-on-read (a copy)."""
+    params = copy.deepcopy(dict(trial.params))
     done = trial.state == TrialState.COMPLETE
-    return TrialRecord(
+    return R.TrialRecord(
         number=trial.number,
-        state=trial.state.name,
         value=trial.values[0] if done and trial.values else None,
         params=MappingProxyType(params),
-        attrs=MappingProxyType(attrs),
         start=trial.datetime_start.isoformat() if trial.datetime_start else None,
         complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
-        candidate=str(params.get("candidate") or attrs.get("candidate") or "?"),
-        seed=params.get("seed", attrs.get("seed")),
-        sample=attrs.get("sample"),
-        key=attrs.get("key"),
-        objective=attrs.get("objective"),
-        metrics=MappingProxyType(scalar),
-        curves=MappingProxyType({k[7:]: v for k, v in attrs.items() if k.startswith("curves.")}),
-        fail_reason=attrs.get("fail_reason"),
-        wall_s=attrs.get("wall_s"),
+        run=R.read(copy.deepcopy(dict(trial.user_attrs)), trial.state.name, params),
     )
 
 
-def _number(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def records(study: optuna.Study) -> tuple[TrialRecord, ...]:
-    """Every trial of the study as a frozen TrialRecord, by number."""
-    return tuple(record(t) for t in TC.ours(study.get_trials(deepcopy=False)))
+def records(study: optuna.Study, say: bool = True) -> tuple[R.TrialRecord, ...]:
+    """Every trial of ours as a frozen TrialRecord, by number (foreign ones: a note each, when `say`)."""
+    return tuple(record(t) for t in TC.ours(study.get_trials(deepcopy=False), say=say))
 
 
 def space_of(study: optuna.Study) -> dict:
@@ -334,14 +295,9 @@ def space_of(study: optuna.Study) -> dict:
 
 
 def counts(study: optuna.Study) -> dict[str, int]:
-    """Finished trials of ours by outcome; `failed` counts only failures with a reason (not interrupted ones)."""
-    trials = TC.ours(study.get_trials(deepcopy=False), say=False)
-    return {
-        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
-        "pruned": sum(t.state == TrialState.PRUNED for t in trials),
-        "failed": sum(t.state == TrialState.FAIL and "fail_reason" in t.user_attrs for t in trials),
-        "finished": sum(t.state.is_finished() and holds_key(t) for t in trials),
-    }
+    """Finished trials of ours by outcome (record.count); `finished` counts those that keep their key."""
+    n = R.count(records(study, say=False))
+    return {**n, "finished": n["complete"] + n["pruned"] + n["failed"]}
 
 
 def ran_by(study: optuna.Study, run_id: str) -> int:
@@ -349,27 +305,30 @@ def ran_by(study: optuna.Study, run_id: str) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id)
 
 
-def environment(device) -> dict:
+def environment(device) -> R.Environment:
     """Hardware and library versions, stored with every trial."""
     import timm
     import torch
 
-    return {
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": _cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "versions": {
-            "coatsearch": __version__,
-            "torch": torch.__version__,
-            "timm": timm.__version__,
-            "optuna": optuna.__version__,
-        },
-    }
+    return R.Environment(
+        device=str(device),
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        python=platform.python_version(),
+        platform=platform.platform(),
+        cpu=_cpu_name(),
+        cpu_count=os.cpu_count(),
+        torch_threads=torch.get_num_threads(),
+        gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        versions=MappingProxyType(
+            {
+                "coatsearch": __version__,
+                "torch": torch.__version__,
+                "timm": timm.__version__,
+                "optuna": optuna.__version__,
+            }
+        ),
+    )
 
 
 def _cpu_name() -> str:

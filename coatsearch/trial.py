@@ -1,4 +1,4 @@
-"""Running one planned trial (train, score, describe) for any engine; outcomes as plain (state, attrs, value)."""
+"""Running one planned trial (train, score, describe) for any engine; outcomes as (state, RunRecord, value)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import torch
 
+from coatsearch import record as R
 from coatsearch import scores
 from coatsearch.candidates import Prepared, prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
@@ -28,8 +29,8 @@ def run_item(
     progress: bool = False,
     report: Report | None = None,
     matched: Mapping[str, Prepared] | None = None,
-) -> tuple[float | list[float], dict]:
-    """Train and score one planned trial; return (objective value, attributes). Raises TrialFailed.
+) -> tuple[float | list[float], R.RunRecord]:
+    """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
     """
@@ -52,47 +53,43 @@ def run_item(
         raise TrialFailed(f"out of memory on {device}") from exc
     except Exception as exc:  # noqa: BLE001 - any other crash is the trial's failure, not the study's
         raise TrialFailed(f"{type(exc).__name__}: {exc}") from exc
-    attrs = {
-        **candidate_attrs(prep),
-        **metrics,
-        "seed": item.seed,
-        "sample": item.sample,
-        "key": item.key,
-        "wall_s": round(time.perf_counter() - start, 3),
-        "device": str(device),
-    }
+    ident = R.Identity(prep.name, item.seed, item.sample, item.key)
+    wall_s = round(time.perf_counter() - start, 3)
+    common = {"wall_s": wall_s, "environment": R.Environment(device=str(device))}
     if space.study.objectives:  # multi-objective: one value per objective, no fallback
         missing = [k for k in space.study.objectives if not isinstance(metrics.get(k), int | float)]
         if missing:
             raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(metrics)})")
         values = [float(metrics[k]) for k in space.study.objectives]
-        return values, {**attrs, "objective": space.study.objectives[0], "objectives": list(space.study.objectives)}
+        objs = tuple(space.study.objectives)
+        run = R.completed(ident, model_of(prep), metrics, R.optimizer(asdict(prep.optim)), **common,
+                          objective=objs[0], objectives=objs)  # fmt: skip
+        return values, run
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
-    return float(metrics[key]), {**attrs, "objective": key}
+    return float(metrics[key]), R.completed(ident, model_of(prep), metrics, R.optimizer(asdict(prep.optim)),
+                                            **common, objective=key)  # fmt: skip
 
 
-def candidate_attrs(prep) -> dict:
+def model_of(prep: Prepared) -> R.Model:
     """What a trial records about its model: layout, stages, tokens, params, MACs and budget error."""
-    return {
-        "candidate": prep.name,
-        "model_label": model_label(prep.model),
-        "arch": prep.model.arch,
-        "layout": prep.model.layout,
-        "stem": prep.model.stem.kind if prep.model.stages else "",
-        "stages": stages_text(prep.model),
-        "depths": [s.depth for s in prep.model.stages],
-        "widths": [s.width for s in prep.model.stages],
-        "tokens": tokens(prep.model),
-        "params": prep.params,
-        "macs": prep.macs,
-        "budget_macs": prep.budget.macs if prep.budget else None,
-        "budget_error": prep.error,
-        **({} if prep.params_error is None else {"budget_params_error": prep.params_error}),
-        "multiplier": prep.multiplier,
-        "optim": asdict(prep.optim),
-    }
+    return R.Model(
+        label=model_label(prep.model),
+        arch=prep.model.arch,
+        layout=prep.model.layout,
+        stem=prep.model.stem.kind if prep.model.stages else "",
+        stages=stages_text(prep.model),
+        depths=tuple(s.depth for s in prep.model.stages),
+        widths=tuple(s.width for s in prep.model.stages),
+        tokens=tuple(tokens(prep.model)),
+        params=prep.params,
+        macs=prep.macs,
+        budget_macs=prep.budget.macs if prep.budget else None,
+        budget_error=prep.error,
+        budget_params_error=prep.params_error,
+        multiplier=prep.multiplier,
+    )
 
 
 def model_label(model) -> str:
@@ -105,16 +102,27 @@ def model_label(model) -> str:
 
 
 def attempt(
-    space, item, params, device, env, progress=False, report=None, matched=None
-) -> tuple[str, dict, float | list[float] | None]:
-    """Run one planned trial: (state name, user attrs, value); a failure or pruning is an outcome, not an exception."""
+    space: Space,
+    item: PlanItem,
+    params: Mapping[str, Any],
+    device: torch.device,
+    env: R.Environment,
+    progress: bool = False,
+    report: Report | None = None,
+    matched: Mapping[str, Prepared] | None = None,
+) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
+    """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
+
+    `env` is the worker's environment (store.environment); the record takes it with the trial's device."""
     try:
-        value, attrs = run_item(space, item, params, device, progress=progress, report=report, matched=matched)
+        value, run = run_item(space, item, params, device, progress=progress, report=report, matched=matched)
     except Pruned:
-        return "PRUNED", {}, None
+        return "PRUNED", None, None
     except (TrialFailed, UserError) as exc:
-        return "FAIL", {"fail_reason": str(exc), "env": env}, None
-    return "COMPLETE", {**attrs, "env": env}, value
+        ident = R.Identity(item.candidate, item.seed, item.sample, item.key)
+        return "FAIL", R.failed(ident, str(exc), env), None
+    env = replace(env, device=run.environment.device if run.environment else None)
+    return "COMPLETE", replace(run, environment=env), value
 
 
 def epoch_reporter(space: Space, sink: Callable[[int, float], None]) -> Report | None:

@@ -2,8 +2,8 @@
 
 Optuna's own API (the dashboard, a colleague's script) can write anything into a study. A trial is
 *ours* when its attributes have the types coatsearch writes (ATTRS), it carries the planned key while
-waiting or running, and a COMPLETE trial a run claimed carries the `told` mark `store.tell`
-writes just before the state (or, in journals older than the mark, the objective every result records).
+waiting or running, and a COMPLETE trial a run claimed carries the record `store.tell` writes just before
+the state, told COMPLETE (in older journals: the `told` mark, or before it the objective every result records).
 Anything else is left out of claims, counts and the report
 with a one-line note naming it (`trial 7: attribute optim is a str, expected a mapping; left out`).
 No optuna import: trials are read through their attributes only.
@@ -15,6 +15,9 @@ import math
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from coatsearch.record import ATTR
+from coatsearch.record import problem as record_problem
 
 _NUM = (int, float)
 _STR = (str,)
@@ -49,6 +52,8 @@ def attr_problem(key: str, value: Any) -> str:
     """Why one user attribute is not of the type coatsearch writes ("" when it is, or is not one of ours)."""
     if key.startswith("curves."):
         return "" if isinstance(value, Mapping) else f"attribute {key} is {_kind(value)}, expected a mapping"
+    if key == ATTR:
+        return record_problem(value)
     if key in ATTRS:
         types, optional = ATTRS[key]
         if not _typed(value, types, optional):
@@ -73,7 +78,8 @@ def problem(trial: Any) -> str:
         return f"a {state} trial without the key coatsearch plans by (added from outside coatsearch)"
     if state == "RUNNING" and "worker" not in attrs:
         return "a RUNNING trial without a worker (started from outside coatsearch)"
-    claimed, told = "run_id" in attrs, attrs.get("told") == "COMPLETE" or "objective" in attrs
+    told = attrs.get("told") == "COMPLETE" or "objective" in attrs or attrs.get(ATTR, {}).get("state") == "COMPLETE"
+    claimed = "run_id" in attrs
     if state == "COMPLETE" and claimed and not told:
         return "claimed by a coatsearch run but told COMPLETE from outside it (e.g. the dashboard)"
     return ""

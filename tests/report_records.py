@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+from coatsearch import record as R
+from coatsearch.record import TrialRecord
 
 LAYOUTS = ("ViT_REL", "C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T")
 STAGES = {"C-C-C-C": "C1x32/1 C3x64/2 C7x128/2 C1x256/1", "C-C-T-T": "C1x32/1 C3x64/2 T7x128/2 T1x256/1"}
@@ -60,45 +64,51 @@ def noisy(values: dict, spread: float = 0.15) -> dict:
             for k, per in values.items()}  # fmt: skip
 
 
-def record(number: int, candidate: str, seed: int, metrics: dict, **kw) -> dict:
-    """One COMPLETE record with the attributes `run_item` writes (env, optim, sizes) and the given metrics."""
+def record(number: int, candidate: str, seed: int, metrics: dict, **kw) -> TrialRecord:
+    """One COMPLETE record as `run_item` builds it (record.completed: env, optim, sizes) with the given metrics."""
     label = kw.get("label", candidate if candidate in LAYOUTS else "C-C-T-T")
     layout = kw.get("layout", "T" if label.startswith("ViT") else label)
     optim = {"optimizer": kw.get("optimizer", "adamw"), "lr": kw.get("lr", 2e-3), "weight_decay": kw.get("wd", 0.05)}
-    attrs = {
-        "key": f"{candidate}/seed={seed}/sample={kw.get('sample', 0)}",
-        "candidate": candidate,
-        "model_label": label,
-        "arch": "vit" if label in ("ViT_P", "ViT_C") else "coatnet",
-        "layout": layout,
-        "stem": "conv",
-        "stages": STAGES.get(layout, "T8x128/1"),
-        "depths": DEPTHS.get(candidate, [1, 3, 7, 1]),
-        "widths": [32, 64, 128, 256],
-        "params": 1_500_000 + 1000 * number,
-        "macs": 12_000_000,
-        "budget_macs": 12_000_000,
-        "budget_error": 0.01,
-        "optim": {**optim, "batch_size": 128, "warmup_epochs": 1},
-        "seed": seed,
-        "sample": kw.get("sample", 0),
-        "wall_s": 10.0 + number,
-        "device": "cpu",
-        "env": {
-            "host": "h",
-            "cpu": "Test CPU",
-            "cpu_count": 2,
-            "torch_threads": 2,
-            "gpu": None,
-            "versions": {"coatsearch": "0.1.0", "torch": "2", "timm": "1", "optuna": "5"},
-        },  # fmt: skip
-        **metrics,
-    }
+    sample = kw.get("sample", 0)
+    model = R.Model(
+        label=label,
+        arch="vit" if label in ("ViT_P", "ViT_C") else "coatnet",
+        layout=layout,
+        stem="conv",
+        stages=STAGES.get(layout, "T8x128/1"),
+        depths=tuple(DEPTHS.get(candidate, [1, 3, 7, 1])),
+        widths=(32, 64, 128, 256),
+        params=1_500_000 + 1000 * number,
+        macs=12_000_000,
+        budget_macs=12_000_000,
+        budget_error=0.01,
+    )
+    env = R.Environment("cpu", "h", cpu="Test CPU", cpu_count=2, torch_threads=2,
+                        versions={"coatsearch": "0.1.0", "torch": "2", "timm": "1", "optuna": "5"})  # fmt: skip
+    ident = R.Identity(candidate, seed, sample, f"{candidate}/seed={seed}/sample={sample}")
+    optimizer = R.optimizer({**optim, "batch_size": 128, "warmup_epochs": 1})
+    run = R.completed(ident, model, metrics, optimizer, wall_s=10.0 + number, environment=env)
     params = {"candidate": candidate, "seed": seed, **kw.get("params", {})}
     value = metrics.get("generalization.eval_acc", metrics.get("accuracy.eval_acc", 0.5))
     start = f"2025-01-01T00:{number // 60:02d}:{number % 60:02d}"
-    return {"number": number, "state": "COMPLETE", "value": value, "params": params, "attrs": attrs,
-            "start": start, "complete": start}  # fmt: skip
+    return TrialRecord(number, value, params, start, start, run)
+
+
+def edit_runs(records: list[TrialRecord], fn) -> list[TrialRecord]:
+    """Copies of the records where `fn(record, measured)` edited each COMPLETE run's flat metrics and curves."""
+    out = []
+    for r in records:
+        if r.state == "COMPLETE":
+            flat = R.measured(r.run)
+            fn(r, flat)
+            r = dataclasses.replace(r, run=R.with_measured(r.run, flat))
+        out.append(r)
+    return out
+
+
+def with_state(r: TrialRecord, state: str) -> TrialRecord:
+    """The record told another state."""
+    return dataclasses.replace(r, run=dataclasses.replace(r.run, state=state))
 
 
 def with_derived(metrics: dict) -> dict:
@@ -132,13 +142,10 @@ def layout_records(values: dict = AGREE, extra: tuple[str, ...] = ()) -> list[di
     return recs
 
 
-def failed(number: int, candidate: str, seed: int, reason: str | None) -> dict:
+def failed(number: int, candidate: str, seed: int, reason: str | None) -> TrialRecord:
     """A FAIL record: with a reason, or none (the worker died)."""
-    attrs = {"key": f"{candidate}/seed={seed}/sample=0", "run_id": "r"}
-    if reason is not None:
-        attrs["fail_reason"] = reason
-    return {"number": number, "state": "FAIL", "value": None, "params": {"candidate": candidate, "seed": seed},
-            "attrs": attrs, "start": None, "complete": None}  # fmt: skip
+    ident = R.Identity(candidate, seed, 0, f"{candidate}/seed={seed}/sample=0")
+    return TrialRecord(number, None, {"candidate": candidate, "seed": seed}, None, None, R.failed(ident, reason))
 
 
 SPACE = {
@@ -179,8 +186,10 @@ def vit_records(p_sgd_drop=0.10, c_sgd_drop=0.005, n=8, p_spread=0.08, c_spread=
     return recs
 
 
-def make_study(folder: Path, name: str, space: dict, records: list[dict]):
-    """A real JournalStorage study under folder/<name>/journal.log holding the records as Optuna trials."""
+def make_study(folder: Path, name: str, space: dict, records: list[TrialRecord], extra: dict | None = None):
+    """A real JournalStorage study under folder/<name>/journal.log holding the records as Optuna trials.
+
+    `extra`: trial number -> user attributes written beside its record (as a foreign script could)."""
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution
     from optuna.trial import TrialState
@@ -190,17 +199,21 @@ def make_study(folder: Path, name: str, space: dict, records: list[dict]):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=name, storage=open_storage(storage_file(folder, name)), direction="maximize")
     study.set_user_attr("space", space)
-    names = sorted({r["params"]["candidate"] for r in records})
+    names = sorted({r.candidate for r in records})
     for r in records:
         dists = {"candidate": CategoricalDistribution(names), "seed": CategoricalDistribution([0, 1, 2, 3])}
-        dists.update({k: FloatDistribution(1e-5, 1.0, log=True) for k in r["params"] if k.startswith("train.")})
-        state = TrialState[r["state"]]
+        dists.update({k: FloatDistribution(1e-5, 1.0, log=True) for k in r.params if k.startswith("train.")})
+        state = TrialState[r.state]
+        attrs = {"key": r.run.identity.key, **({"run_id": "r"} if state == TrialState.FAIL else {})}
+        if not r.interrupted:
+            attrs[R.ATTR] = R.to_json(r.run)
+            attrs.update({} if r.run.fail_reason is None else {"fail_reason": r.run.fail_reason})
         trial = optuna.trial.create_trial(
             state=state,
-            value=r["value"] if state == TrialState.COMPLETE else None,
-            params=r["params"],
+            value=r.value if state == TrialState.COMPLETE else None,
+            params=dict(r.params),
             distributions=dists,
-            user_attrs=r["attrs"],
+            user_attrs={**attrs, **(extra or {}).get(r.number, {})},
         )
         study.add_trial(trial)
     return study

@@ -7,20 +7,21 @@ from scipy import stats as st
 
 from coatsearch.report import judging, stem
 from coatsearch.report import verdicts as V
-from tests.report_records import AGREE, SPACE, layout_records, record, seeded, vit_records, with_derived
+from tests.report_records import AGREE, SPACE, edit_runs, layout_records, record, seeded, vit_records, with_derived
 
 SPLITS = {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}
 
 
-def stepped(values: dict, edit=None) -> list[dict]:
+def stepped(values: dict, edit=None) -> list:
     """layout_records with step-level generalization curves (the report reads claim (a) off them), edited."""
-    recs = layout_records(values)
-    for r in recs:
-        if r["state"] == "COMPLETE" and "curves.generalization" in r["attrs"]:
-            r["attrs"]["curves.generalization"]["step"] = list(range(6))
+
+    def step(r, m):
+        if "curves.generalization" in m:
+            m["curves.generalization"]["step"] = list(range(6))
             if edit:
-                edit(r)
-    return recs
+                edit(r, m)
+
+    return edit_runs(layout_records(values), step)
 
 
 def _judge(values: dict, edit=None) -> dict[str, dict]:
@@ -63,9 +64,9 @@ def test_c_c_c_t_far_above_c_c_c_c_refutes_claim_a():
 
 
 def _loss(candidate: str, losses: list[float]):
-    def edit(r):
-        if r["attrs"]["candidate"] == candidate or candidate == "*":
-            r["attrs"]["curves.generalization"]["train_loss"] = losses
+    def edit(r, m):
+        if r.candidate == candidate or candidate == "*":
+            m["curves.generalization"]["train_loss"] = losses
 
     return edit
 
@@ -121,8 +122,8 @@ def _stem(recs: list[dict]) -> dict | None:
 
 def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     recs = fixed_runs(0.10, 0.005)
-    acc = {(r["attrs"]["model_label"], r["attrs"]["optim"]["optimizer"], r["attrs"]["seed"]): 100 * r["attrs"][
-        "accuracy.eval_acc"] for r in recs if not r["params"].get("train.lr")}  # fmt: skip
+    acc = {(r.run.label, r.run.optimizer_name, r.seed): 100 * r.run.value("accuracy.eval_acc")
+           for r in recs if not r.params.get("train.lr")}  # fmt: skip
     want = [(acc["ViT_P", "adamw", s] - acc["ViT_P", "sgd", s]) - (acc["ViT_C", "adamw", s] - acc["ViT_C", "sgd", s])
             for s in (0, 1, 2)]  # fmt: skip
     good = _stem(recs)

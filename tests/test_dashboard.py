@@ -18,10 +18,10 @@ import urllib.request
 
 import pytest
 
-from coatsearch.dashboard import ReadableStorage, annotate, readable, save_note, serve, space_attrs, url
+from coatsearch.dashboard import ReadableStorage, readable, save_note, serve, space_attrs, url
 from coatsearch.errors import UserError
 from coatsearch.store import open_storage, storage_file
-from tests.report_records import SPACE, layout_records, make_study
+from tests.report_records import AGREE, SPACE, layout_records, make_study
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -121,29 +121,32 @@ def test_space_as_readable_attributes_and_metric_name(tmp_path):
     assert attrs["space.input"] == "32x32 px, 1 channel(s), 10 classes"
     assert attrs["study.objective"] == "generalization.eval_acc" and attrs["study.seeds"] == "0, 1, 2"
     assert all(isinstance(v, str | int | float | bool) for v in attrs.values())
-    study = make_study(tmp_path, "fab", SPACE, layout_records())  # an old journal: only the `space` dict
-    annotate(study)
-    assert study.metric_names == ["generalization.eval_acc"]
-    assert {k: study.user_attrs[k] for k in attrs} == attrs
+    make_study(tmp_path, "fab", SPACE, layout_records())  # the study holds only the `space` dict
     journal = storage_file(tmp_path, "fab")
-    size = journal.stat().st_size
-    annotate(study)  # nothing changed: nothing written
-    assert journal.stat().st_size == size
+    written = journal.read_bytes()
+    view = ReadableStorage(open_storage(journal))
+    [summary] = view.get_all_studies()
+    assert {k: summary.user_attrs[k] for k in attrs} == attrs and "space" not in summary.user_attrs
+    assert view.get_study_user_attrs(summary._study_id) == summary.user_attrs
+    names = view.get_study_system_attrs(summary._study_id)["study:metric_names"]
+    assert names == summary.system_attrs["study:metric_names"] == ["generalization.eval_acc"]
+    assert journal.read_bytes() == written  # the view computes all of it on read: nothing is written
 
 
 def test_readable_storage_shows_scalar_attributes(tmp_path):
-    annotate(make_study(tmp_path, "fab", SPACE, layout_records()))
+    make_study(tmp_path, "fab", SPACE, layout_records())
     view = ReadableStorage(open_storage(storage_file(tmp_path, "fab")))
     [summary] = view.get_all_studies()
     assert "space" not in summary.user_attrs and summary.user_attrs["space.name"] == "fab"
     trials = view.get_all_trials(summary._study_id)
     attrs = trials[0].user_attrs
     assert attrs["optim.lr"] == 2e-3 and attrs["env.versions.torch"] == "2" and attrs["depths"] == "1, 3, 7, 1"
+    assert attrs["generalization.eval_acc"] == AGREE["generalization.eval_acc"]["ViT_REL"][0]  # the record, readable
     assert re.fullmatch(r"0\.\d+(, 0\.\d+){5}", attrs["curves.generalization.eval_acc"])  # 6 points, 3 digits
     assert all(not isinstance(v, dict | list) for t in trials for v in t.user_attrs.values())
     assert view.get_trial(trials[0]._trial_id).user_attrs == attrs
     raw = open_storage(storage_file(tmp_path, "fab")).get_all_trials(summary._study_id)
-    assert isinstance(raw[0].user_attrs["optim"], dict)  # the store of record is untouched
+    assert set(raw[0].user_attrs) == {"key", "record"}  # the store of record is untouched: one record attribute
     assert readable({"a": {"b": 0.123456789}}) == {"a.b": 0.123457}
 
 
@@ -172,7 +175,7 @@ def test_study_page_in_chromium_shows_study_metric_and_candidate(tmp_path):
         pytest.fail("chromium is not installed (apt-get install -y chromium; .ci/run does)")
     records = layout_records()
     make_study(tmp_path, "fab", SPACE, records)
-    best = max((r for r in records if r["state"] == "COMPLETE"), key=lambda r: r["value"])
+    best = max((r for r in records if r.state == "COMPLETE"), key=lambda r: r.value)
     port = _free_port()
     proc = _start(tmp_path, "fab", port)
     try:
@@ -188,5 +191,5 @@ def test_study_page_in_chromium_shows_study_metric_and_candidate(tmp_path):
     assert "fab (id=" in text  # the study's name in the page header
     assert "generalization.eval_acc" in text  # the metric name on the history plot, not "Objective 0"
     assert "Objective 0" not in text
-    assert f"candidate: {best['params']['candidate']}" in text  # the best trial's params
+    assert f"candidate: {best.candidate}" in text  # the best trial's params
     assert "space.scale" in text and SPACE["scale"] in text  # the readable study attributes

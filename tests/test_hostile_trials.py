@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch import claiming, store
+from coatsearch import record as R
 from coatsearch import trialcheck as TC
 from coatsearch import trials_plan as P
 from coatsearch.errors import UserError
@@ -63,9 +64,9 @@ def test_a_trial_that_kills_its_worker_is_retried_then_failed_and_the_study_goes
         _killed(st, trial)
     trial, item = store.claim(st, items, "r", None, folder)
     assert item.key != first_key  # the study goes on with the other trial
-    failed = [r for r in store.records(st) if r.key == first_key and r.fail_reason]
-    assert [r.fail_reason for r in failed] == [f"worker killed (process gone; out of memory?) on {3} attempts"]
-    assert sum(r.key == first_key for r in store.records(st)) == claiming.KILL_RETRIES + 1  # no trial lost
+    failed = [r for r in store.records(st) if r.run.identity.key == first_key and r.run.fail_reason]
+    assert [r.run.fail_reason for r in failed] == [f"worker killed (process gone; out of memory?) on {3} attempts"]
+    assert sum(r.run.identity.key == first_key for r in store.records(st)) == claiming.KILL_RETRIES + 1  # no trial lost
     assert store.counts(st)["failed"] == 1
 
 
@@ -76,7 +77,7 @@ def test_the_signal_recorded_by_the_parent_is_the_reason(tmp_path):
         assert claiming.mark(st, os.getpid(), "killed_by", "signal 9") == 1
         _killed(st, trial)
     store.claim(st, items, "r", None, folder)
-    assert any(r.fail_reason == "worker killed (signal 9; out of memory?) on 3 attempts" for r in store.records(st))
+    assert any(r.run.fail_reason == "worker killed (signal 9; out of memory?) on 3 attempts" for r in store.records(st))
 
 
 def test_interrupted_trials_are_not_counted_as_kills(tmp_path):
@@ -130,8 +131,10 @@ def test_a_worker_sigkilled_always_is_failed_in_the_same_run(tmp_path):
     assert done.returncode == 0 and done.stdout.split() == ["1", "1"], done
     store._OPEN.clear()
     st = store.load_study(tmp_path / "studies", "tiny-quick")
-    [failed] = [r for r in store.records(st) if r.fail_reason]
-    assert failed.candidate == "C-C" and failed.fail_reason.startswith("worker killed (signal 9; out of memory?)")
+    [failed] = [r for r in store.records(st) if r.run.fail_reason]
+    assert failed.candidate == "C-C" and (failed.run.fail_reason or "").startswith(
+        "worker killed (signal 9; out of memory?)"
+    )
 
 
 @pytest.mark.slow
@@ -173,8 +176,7 @@ BAD = {k: ("x" if types[0] is not str else 7) for k, (types, _) in TC.ATTRS.item
 @pytest.mark.parametrize("attr", sorted(BAD))
 def test_a_mistyped_attribute_leaves_that_trial_out_with_one_note(tmp_path, capsys, attr):
     records = layout_records()
-    records[3]["attrs"][attr] = BAD[attr]
-    st = make_study(tmp_path, "fab", SPACE, records)
+    st = make_study(tmp_path, "fab", SPACE, records, extra={3: {attr: BAD[attr]}})  # as a foreign script could
     kept = store.records(st)
     assert len(kept) == len(records) - 1 and 3 not in {r.number for r in kept}
     err = capsys.readouterr().err
@@ -183,9 +185,9 @@ def test_a_mistyped_attribute_leaves_that_trial_out_with_one_note(tmp_path, caps
 
 def test_the_report_survives_mistyped_attributes_and_a_foreign_space(tmp_path, capsys):
     records = layout_records()
-    for i, attr in enumerate(("optim", "depths", "wall_s", "curves.generalization", "seed", "env")):
-        records[i]["attrs"][attr] = "x"
-    st = make_study(tmp_path / "studies", "fab", SPACE, records)
+    bad = ("optim", "depths", "wall_s", "curves.generalization", "seed", "record")
+    extra = {i: {attr: "x" if attr != "record" else {"model": 3}} for i, attr in enumerate(bad)}
+    st = make_study(tmp_path / "studies", "fab", SPACE, records, extra=extra)
     st.set_user_attr("space", "not a mapping")
     with deadline(300):
         path = write_report("fab", tmp_path / "studies", tmp_path / "reports")
@@ -198,7 +200,8 @@ def test_a_told_from_outside_running_trial_is_noticed_and_run_again(tmp_path, ca
     space, st, items, folder = _tiny(tmp_path)
     trial, item = store.claim(st, items, "r", None, folder)
     st.tell(trial.number, 0.99)  # the dashboard's "Complete" with a fake value, while it trains
-    store.tell(st, trial, "COMPLETE", {"objective": "x", "generalization.eval_acc": 0.5}, 0.5)
+    run = R.completed(R.Identity(item.candidate), R.Model(), {"generalization.eval_acc": 0.5}, R.Optimizer())
+    store.tell(st, trial, "COMPLETE", run, 0.5)
     err = capsys.readouterr().err
     assert f"trial {trial.number} was finished from outside this run" in err and err.count("\n") == 1
     assert store.records(st) == () and store.counts(st)["complete"] == 0  # the fake result is not kept

@@ -10,10 +10,10 @@ import pytest
 
 from coatsearch.report import measures as M
 from coatsearch.report import plots_measures as PM
-from tests.report_records import record
+from tests.report_records import record, with_state
 
 
-def run_record(number: int, candidate: str, seed: int, losses, accs, score="generalization", **kw) -> dict:
+def run_record(number: int, candidate: str, seed: int, losses, accs, score="generalization", **kw):
     """A complete record whose `curves.<score>` has the given train losses and eval accuracies, 10 steps apart."""
     steps = [10 * i for i in range(len(losses))]
     c = {"step": steps, "train_loss": list(losses), "train_acc": [1 - v / 3 for v in losses],
@@ -30,7 +30,7 @@ RECORDS = [
     run_record(3, "C-T-T-T", 1, [2.3, 1.0, 0.2, 0.05], [0.1, 0.5, 0.72, 0.76]),
     run_record(4, "ViT_REL", 0, [2.3, 1.2, 0.6, 0.3], [0.1, 0.4, 0.50, 0.52]),
     run_record(5, "ViT_REL", 1, [2.3, 1.1, 0.5, 0.45], [0.1, 0.4, 0.51, 0.53]),
-    {**run_record(6, "ViT_REL", 2, FIT, [0.9] * 4), "state": "FAIL"},  # not complete: ignored
+    with_state(run_record(6, "ViT_REL", 2, FIT, [0.9] * 4), "FAIL"),  # not complete: ignored
 ]
 
 

@@ -36,11 +36,12 @@ def test_multi_objective_study_reports_a_pareto_front(tmp_path):
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE, optuna.study.StudyDirection.MINIMIZE]
     done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])
     for t in done:
-        assert t.values == [t.user_attrs["generalization.eval_acc"], t.user_attrs["speed.infer_latency_ms"]]
+        run = store.record(t).run
+        assert t.values == [run.value("generalization.eval_acc"), run.value("speed.infer_latency_ms")]
     text = api.write_report("m", studies, reports).markdown.read_text()
     assert "## Pareto front" in text and "## Measured speed" in text
     front_line = next(line for line in text.splitlines() if line.startswith("Multi-objective study:"))
-    best = {t.user_attrs["candidate"] for t in study.best_trials}  # one trial per candidate: Optuna's own front
+    best = {t.params["candidate"] for t in study.best_trials}  # one trial per candidate: Optuna's own front
     assert best and all(name in front_line.split("on the front:")[1] for name in best)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch.space import load_space
 from tests.support.engine import run, trials
@@ -29,7 +30,8 @@ def test_end_to_end_records_every_score_and_resumes(tmp_path):
     done = trials(tmp_path)
     assert {t.params["candidate"] for t in done} == {"C-C", "C-T"}
     for t in done:
-        a = t.user_attrs
+        a = R.flat(store.record(t).run)
+        assert set(t.user_attrs) == {"key", "run_id", "backend", "worker", "record"}  # the result: one attribute
         assert t.value == a["generalization.eval_acc"] and 0.0 <= t.value <= 1.0
         assert a["generalization.gap"] == pytest.approx(a["generalization.train_acc"] - a["generalization.eval_acc"])
         assert len(a["curves.generalization"]["epoch_eval_acc"]) == 2 and a["curves.generalization"]["step"][0] == 0
@@ -49,7 +51,7 @@ def test_same_seed_gives_the_same_metrics(tmp_path):
 
     def losses(folder):
         return sorted(
-            (t.params["candidate"], t.user_attrs["curves.generalization"]["train_loss"]) for t in trials(folder)
+            (t.params["candidate"], store.record(t).run.curves["generalization"]["train_loss"]) for t in trials(folder)
         )
 
     assert losses(tmp_path / "a") == losses(tmp_path / "b")
@@ -150,8 +152,9 @@ def test_tiny_study_end_to_end_reports_the_paper_measures(tmp_path):
     space.write_text(space.read_text() + "untestable: {d: 'no depth splits here'}\n")
     run(space, tmp_path)
     done = trials(tmp_path)
-    assert len({t.user_attrs["generalization.eval_fingerprint"] for t in done}) == 1  # one eval set per study
-    assert len({t.user_attrs["generalization.train_fingerprint"] for t in done}) == 1  # same subset for a seed
+    runs = [store.record(t).run for t in done]
+    assert len({r.value("generalization.eval_fingerprint") for r in runs}) == 1  # one eval set per study
+    assert len({r.value("generalization.train_fingerprint") for r in runs}) == 1  # same subset for a seed
     text = write_report("s", tmp_path, tmp_path / "reports").read_text()
     for part in ("## Generalization at matched training loss", "Ladder (nats): 5, 2", "## Capacity on abundant data",
                  "## Transfer from equal footing", "## Paired data", "not tested at this scale",

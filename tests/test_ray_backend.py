@@ -9,6 +9,7 @@ import ray
 import torch
 from optuna.trial import TrialState
 
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch.backends import optuna_backend
 from coatsearch.backends import ray_backend as engine
@@ -62,14 +63,17 @@ def test_same_records_as_optuna_two_trials_at_once_and_resume(tmp_path, one_thre
     for cand, t in by_ray.items():
         o = by_optuna[cand]
         assert t.params == o.params and t.distributions == o.distributions
-        assert set(t.user_attrs) == set(o.user_attrs) | {"ray"}
+        assert set(t.user_attrs) == set(o.user_attrs)
         assert (t.user_attrs["backend"], o.user_attrs["backend"]) == ("ray", "optuna")
+        rt, ro = R.flat(store.record(t).run), R.flat(store.record(o).run)
+        assert set(rt) == set(ro) | {"ray"}
         for key in ("macs", "params", "key", "seed", "generalization.train_loss", "transfer.finetune_acc"):
-            assert t.user_attrs[key] == o.user_attrs[key], key  # same candidate, seed and metrics, exactly
-        curves = t.user_attrs["curves.generalization"], o.user_attrs["curves.generalization"]
+            assert rt[key] == ro[key], key  # same candidate, seed and metrics, exactly
+        curves = rt["curves.generalization"], ro["curves.generalization"]
         assert curves[0]["train_loss"] == curves[1]["train_loss"] and curves[0]["eval_acc"] == curves[1]["eval_acc"]
-        assert t.value == o.value and t.user_attrs["env"]["torch_threads"] == 1
-    spans = [(t.user_attrs["ray"]["start"], t.user_attrs["ray"]["end"]) for t in by_ray.values()]
+        assert t.value == o.value and rt["env"]["torch_threads"] == 1
+    spans = [(R.flat(store.record(t).run)["ray"]["start"], R.flat(store.record(t).run)["ray"]["end"])
+             for t in by_ray.values()]  # fmt: skip
     assert max(s for s, _ in spans) < min(e for _, e in spans)  # both trials ran at the same time
     assert list((tmp_path / "ray" / "s" / "ray").glob("run-*/trial-*"))  # Ray's results beside the study
     again = run(TINY, tmp_path / "ray")
@@ -88,7 +92,8 @@ def test_a_failing_trial_is_recorded_not_retried_and_scores_reach_the_study(tmp_
     done = {t.params["candidate"]: t for t in trials(tmp_path)}
     assert "non-finite loss" in done["C-C"].user_attrs["fail_reason"] and done["C-C"].state == TrialState.FAIL
     ok = done["C-T"]  # alone on ASHA's rungs, so never stopped; its per-epoch scores are in the study
-    assert ok.intermediate_values == dict(enumerate(ok.user_attrs["curves.generalization"]["epoch_eval_acc"]))
+    epochs = store.record(ok).run.curves["generalization"]["epoch_eval_acc"]
+    assert ok.intermediate_values == dict(enumerate(epochs))
     assert run(space, tmp_path).ran_now == 0  # a real failure is kept, not retried
 
 
@@ -107,8 +112,8 @@ def test_outcomes_of_ray_trials_as_the_study_records_them(tmp_path):
     assert pruned.state == TrialState.PRUNED and pruned.intermediate_values == {0: 0.25, 1: 0.5}
     assert left.state == TrialState.FAIL and "fail_reason" not in left.user_attrs  # its key is free again
     assert pruned.user_attrs["backend"] == "ray"
-    state, attrs, _ = engine.outcome(None, True, tmp_path)
-    assert state == "FAIL" and "failed 3 times" in attrs["fail_reason"]
+    state, run, _ = engine.outcome(None, True, tmp_path)
+    assert state == "FAIL" and run is not None and "failed 3 times" in (run.fail_reason or "")
 
 
 def test_asha_only_when_the_space_prunes(tmp_path):

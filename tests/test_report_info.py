@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from coatsearch import record as R
+from coatsearch.record import TrialRecord
 from coatsearch.report import info, optim
 from tests.report_records import AGREE, SPACE, failed, layout_records, record, vit_records, with_derived
 
@@ -50,7 +52,11 @@ def test_counts_and_failure_reasons():
 
 def test_interrupted_then_rerun_names_the_completed_trial():
     recs = [failed(0, "C-T-T-T", 0, None), record(1, "C-T-T-T", 0, with_derived({"generalization.eval_acc": 0.8}))]
-    recs.append({**recs[0], "number": 2, "state": "PRUNED", "attrs": {"key": "x"}})
+    recs.append(
+        TrialRecord(
+            2, None, recs[0].params, None, None, R.failed(R.Identity("C-T-T-T", 0, 0, "x"), None, state="PRUNED")
+        )
+    )
     reasons = [f["reason"] for f in info.failures(recs)]
     assert reasons[0] == "interrupted (worker died); rerun completed as trial 1"
     assert reasons[1].startswith("pruned")

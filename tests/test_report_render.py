@@ -8,7 +8,7 @@ import re
 import pytest
 
 from coatsearch.errors import UserError
-from coatsearch.report import render, summarize, write_report
+from coatsearch.report import render, save_note, summarize, write_report
 from coatsearch.store import load_study
 from tests.report_records import AGREE, SPACE, layout_records, make_study, seeded, vit_records
 
@@ -23,6 +23,7 @@ def test_layout_study_report(tmp_path):
     values = {**AGREE, "generalization.eval_acc": accs}
     space = {**SPACE, "candidates": [*SPACE["candidates"], "V1", "V2"]}
     make_study(tmp_path / "studies", "fab", space, layout_records(values))
+    written = (tmp_path / "studies" / "fab" / "journal.log").read_bytes()
     path = write_report("fab", tmp_path / "studies", tmp_path / "reports")
     assert path == tmp_path / "reports" / "fab" / "report.md"
     text = path.read_text()
@@ -46,11 +47,15 @@ def test_layout_study_report(tmp_path):
     assert all(v["null_firm"] <= 0.05 for v in summary["rules"]["calibration"]["per_claim"].values())
     assert {c["id"]: c["verdict"] for c in summary["claims"]} == dict.fromkeys("abcd", "supported")
     assert summary["candidates"][3]["metrics"]["generalization.eval_acc"]["n"] == 3
+    journal = tmp_path / "studies" / "fab" / "journal.log"
+    assert journal.read_bytes() == written  # reporting never writes to the journal
+    assert get_note(load_study(tmp_path / "studies", "fab")) == ""
+    assert save_note("fab", tmp_path / "studies", path)  # the explicit step (`coatsearch report --note`)
     study = load_study(tmp_path / "studies", "fab")  # a fresh handle reads the note back from the journal
-    assert "(a) Generalization" in get_note(study) and study.user_attrs["report_verdicts"]["d"] == "supported"
-    size = (tmp_path / "studies" / "fab" / "journal.log").stat().st_size
-    write_report("fab", tmp_path / "studies", tmp_path / "reports")  # same verdicts: nothing new stored
-    assert (tmp_path / "studies" / "fab" / "journal.log").stat().st_size == size
+    assert get_note(study) == text and study.user_attrs["report_verdicts"]["d"] == "supported"
+    size = journal.stat().st_size
+    save_note("fab", tmp_path / "studies", path)  # the same note and verdicts: nothing new stored
+    assert journal.stat().st_size == size
 
 
 def test_vit_study_report_has_optimizability(tmp_path):
@@ -111,3 +116,18 @@ def test_size_note_states_the_params_spread_of_budget_matched_candidates():
     assert f"span {params[small]:.3f}M ({small}) to {params[big]:.3f}M ({big})" in note
     assert f"{params[big] / params[small]:.1f}x" in note and "budget errors +1.0% to +1.0%" in note
     assert size_note(rows[:1]) == ""  # one candidate: nothing to compare
+
+
+def test_report_writes_the_note_only_with_note(tmp_path, capsys):
+    from optuna_dashboard import get_note
+
+    from coatsearch.cli import main
+
+    make_study(tmp_path / "studies", "fab", SPACE, layout_records())
+    journal = tmp_path / "studies" / "fab" / "journal.log"
+    before = journal.read_bytes()
+    args = ["report", "fab", "--studies-dir", str(tmp_path / "studies"), "--reports-dir", str(tmp_path / "r")]
+    assert main(args) == 0 and journal.read_bytes() == before  # a plain report leaves the journal as it was
+    assert main([*args, "--note"]) == 0
+    text = (tmp_path / "r" / "fab" / "report.md").read_text()
+    assert get_note(load_study(tmp_path / "studies", "fab")) == text and journal.read_bytes() != before

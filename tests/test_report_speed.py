@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coatsearch import record as R
 from coatsearch.report import markdown_speed as MS
 from coatsearch.report import plots_speed
 from coatsearch.report import speed as SP
@@ -11,12 +12,11 @@ SPACE = {"candidates": ["A", "B", "C"], "study": {"objective": "generalization.e
 TRUTH = {"A": (0.85, 300.0, 900.0), "B": (0.80, 250.0, 800.0), "C": (0.90, 100.0, 400.0)}
 
 
-def _records(truth=TRUTH, matched: bool = True) -> list[dict]:
+def _records(truth=TRUTH, matched: bool = True, speed: bool = True) -> list[R.TrialRecord]:
     out = []
     for i, (name, (acc, train, infer)) in enumerate(truth.items()):
         for seed in (0, 1):
-            attrs = {
-                "candidate": name,
+            measured = {
                 "generalization.eval_acc": acc + 0.01 * seed,
                 "speed.train_ips": train * (1 + 0.02 * seed),
                 "speed.infer_ips": infer,
@@ -29,12 +29,11 @@ def _records(truth=TRUTH, matched: bool = True) -> list[dict]:
                 "speed.train_batch": 128,
                 "speed.infer_batch": 128,
                 "speed.compiled": False,
-                "wall_s": 100.0,
-                "macs": 10_500_000,
-                "params": 600_000,
-                "budget_macs": 10_500_000 if matched else None,
             }
-            out.append({"state": "COMPLETE", "number": 2 * i + seed, "params": {"candidate": name}, "attrs": attrs})
+            measured = measured if speed else {}
+            model = R.Model(macs=10_500_000, params=600_000, budget_macs=10_500_000 if matched else None)
+            run = R.completed(R.Identity(name, seed), model, measured, R.Optimizer(), wall_s=100.0)
+            out.append(R.TrialRecord(2 * i + seed, 0.5, {"candidate": name}, None, None, run))
     return out
 
 
@@ -62,7 +61,7 @@ def test_no_note_within_the_spread_and_none_without_speed():
     close = {"A": (0.85, 300.0, 900.0), "B": (0.80, 250.0, 800.0)}
     text = MS.section({"speed": SP.table(SPACE, _records(close))})
     assert "**Note.**" not in text and "within 1.20x" in text
-    assert SP.table(SPACE, [{**r, "attrs": {"candidate": "A"}} for r in _records()]) is None
+    assert SP.table(SPACE, _records(speed=False)) is None
     assert MS.section({"speed": None}) == ""
 
 

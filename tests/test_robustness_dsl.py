@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch.cli import main
 from coatsearch.dsl import SpaceError
@@ -92,7 +93,7 @@ def test_a_tiny_study_records_robustness_and_reports_it(tmp_path):
     trials = store.load_study(tmp_path / "s", "tiny-quick").get_trials()
     assert len(trials) == 2 and all(t.state.name == "COMPLETE" for t in trials)
     for t in trials:
-        a = t.user_attrs
+        a = R.flat(store.record(t).run)
         assert a["robustness.clean_acc"] == a["generalization.eval_acc"] and a["robustness.source"] == "generalization"
         assert {f"robustness.{n}_acc" for n in CORRUPTIONS} <= set(a) and 0.0 <= a["robustness.corrupt_acc"] <= 1.0
         assert a["curves.robustness"]["severity"] == [0, 1, 2]

@@ -106,7 +106,7 @@ def test_each_candidate_is_matched_once_per_study(tmp_path, monkeypatch):
     run(TINY, tmp_path, "s", workers=1)  # every trial reuses the stored specs: no match at all
     done = trials(tmp_path)
     assert len(done) == len(plan(space)) and all(t.state.name == "COMPLETE" for t in done)
-    assert {t.user_attrs["macs"] for t in done} == {p.macs for p in first.values()}
+    assert {store.record(t).run.model.macs for t in done} == {p.macs for p in first.values()}
 
 
 def test_an_edited_candidate_is_matched_again(tmp_path):

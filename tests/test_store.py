@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch import trials_plan as P
 from coatsearch.report import summarize, write_report
@@ -45,11 +46,11 @@ def test_claim_takes_each_key_once_and_a_dead_worker_frees_its_key(tmp_path):
     second, item_b = store.claim(study, items, "r", None, folder)
     assert {item_a.key, item_b.key} == set(items)
     assert store.claim(study, items, "r", None, folder) is None  # both keys are taken by live RUNNING trials
-    store.tell(study, second, "FAIL", {"fail_reason": "boom"}, None)  # a real failure keeps its key
+    store.tell(study, second, "FAIL", R.failed(R.Identity(), "boom"), None)  # a real failure keeps its key
     first.set_user_attr("worker", {"host": socket.gethostname(), "pid": _dead_pid()})  # as after kill -9
     again, item = store.claim(study, items, "r", None, folder)
     assert item == item_a and again.number != first.number
-    states = {r.number: (r.state, r.fail_reason) for r in store.records(study)}
+    states = {r.number: (r.state, r.run.fail_reason) for r in store.records(study)}
     assert states[first.number] == ("FAIL", None) and states[second.number] == ("FAIL", "boom")
     assert store.claim(study, items, "r", 3, folder) is None  # this run's limit reached
 
@@ -59,18 +60,24 @@ def test_records_are_frozen_copies(tmp_path):
     study = store.create_study(space, tmp_path, "s")
     trial, item = store.claim(study, {i.key: i for i in P.plan(space)}, "r", None, store.folder(tmp_path, "s"))
     assert store.suggest(trial, space, item) == {}  # the tiny space searches nothing
-    attrs = {"generalization.eval_acc": 0.5, "curves.generalization": {"eval_acc": [0.5]}, "objective": "x"}
-    store.tell(study, trial, "COMPLETE", attrs, 0.5)
+    measured = {"generalization.eval_acc": 0.5, "curves.generalization": {"eval_acc": [0.5]}}
+    run = R.completed(R.Identity("C-C", 0, 0, item.key), R.Model(), measured, R.Optimizer(), objective="x")
+    journal = store.storage_file(tmp_path, "s")
+    lines = len(journal.read_text().splitlines())
+    store.tell(study, trial, "COMPLETE", run, 0.5)
+    assert len(journal.read_text().splitlines()) == lines + 2  # the record (one attribute), then the state
     (rec,) = store.records(study)
     assert rec.state == "COMPLETE" and rec.value == 0.5 and rec.candidate == "C-C" and rec.seed == 0
-    assert rec.metrics == {"generalization.eval_acc": 0.5} and rec.curves["generalization"]["eval_acc"] == [0.5]
+    assert rec.run.keys() == ("generalization.eval_acc",) and rec.run.value("generalization.eval_acc") == 0.5
+    assert rec.run.curves["generalization"]["eval_acc"] == (0.5,) and rec.run.version == R.VERSION
     with pytest.raises(dataclasses.FrozenInstanceError):
         rec.value = 1.0
     with pytest.raises(TypeError):
-        rec.attrs["objective"] = "y"
+        rec.run.metrics["generalization"]["eval_acc"] = 0.9  # type: ignore[index]
     study.set_user_attr("space", {"space": "changed"})
-    rec.as_dict()["attrs"]["objective"] = "y"  # a copy: neither the record nor the storage change
-    assert rec.attrs["objective"] == "x" and store.records(study)[0].attrs["objective"] == "x"
+    R.measured(rec.run)["curves.generalization"]["eval_acc"].append(1.0)  # a copy: nothing changes
+    assert rec.run.curves["generalization"]["eval_acc"] == (0.5,)
+    assert store.records(study)[0].run == rec.run and rec.run.objective == "x"
 
 
 def test_a_journal_written_before_the_store_opens_and_reports(tmp_path):
@@ -78,9 +85,9 @@ def test_a_journal_written_before_the_store_opens_and_reports(tmp_path):
     study = store.load_study(tmp_path / "studies", "tiny-quick")
     recs = store.records(study)
     assert [r.state for r in recs] == ["COMPLETE", "COMPLETE"]
-    assert {r.candidate for r in recs} == {"C-C", "C-T"} and all(r.key and r.wall_s for r in recs)
-    assert all(r.objective == "generalization.eval_acc" and r.value == r.metrics[r.objective] for r in recs)
-    summary = summarize("tiny-quick", store.space_of(study), [r.as_dict() for r in recs])
+    assert {r.candidate for r in recs} == {"C-C", "C-T"} and all(r.run.identity.key and r.run.wall_s for r in recs)
+    assert all(r.run.objective == "generalization.eval_acc" and r.value == r.run.value(r.run.objective) for r in recs)
+    summary = summarize("tiny-quick", store.space_of(study), list(recs))
     assert [r["candidate"] for r in summary["candidates"]] == ["C-C", "C-T"]
     path = write_report("tiny-quick", tmp_path / "studies", tmp_path / "reports")
     assert "C-C" in path.read_text(encoding="utf-8")

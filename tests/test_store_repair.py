@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch import journal as J
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch.cli import main
 from coatsearch.errors import UserError
@@ -27,7 +28,8 @@ def _study(tmp_path: Path, text: str | None = None) -> Path:
     space = load_space(_space_file(tmp_path, text or TINY.read_text()))
     study = store.create_study(space, tmp_path / "studies", "tiny")
     trial = study.ask()
-    store.tell(study, trial, "COMPLETE", {"generalization.eval_acc": 0.5}, 0.5)
+    run = R.completed(R.Identity("C-C", 0), R.Model(), {"generalization.eval_acc": 0.5}, R.Optimizer())
+    store.tell(study, trial, "COMPLETE", run, 0.5)
     store._OPEN.clear()
     return store.storage_file(tmp_path / "studies", "tiny")
 

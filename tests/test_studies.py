@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch.cli import main
 
@@ -23,14 +24,14 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     trials = store.load_study(tmp_path / "s", "paper_layouts-quick").get_trials()
     assert [t.params["candidate"] for t in trials] == ["ViT_REL", "C-C-C-C"]
     for t in trials:
-        a = t.user_attrs
+        a = R.flat(store.record(t).run)
         assert a["generalization.images"] == 500 and a["capacity.images"] == 2000 and a["capacity.steps"] == 20
         assert a["generalization.eval_images"] == 300
         assert a["curves.generalization"]["step"][-1] == 24  # 8 epochs of 3 steps
         assert 0.0 < a["generalization.eval_acc"] <= 1.0 and "transfer.finetune_acc" not in a  # quick: no transfer
         assert abs(a["budget_error"]) <= 0.05 and abs(a["budget_params_error"]) <= 0.05  # the joint budget
         assert a["speed.train_ips"] > 0 and a["speed.infer_ips"] > 0 and a["speed.train_batch"] == 128
-    assert len({t.user_attrs["capacity.eval_fingerprint"] for t in trials}) == 1
+    assert len({store.record(t).run.value("capacity.eval_fingerprint") for t in trials}) == 1
     report = (tmp_path / "r" / "paper_layouts-quick" / "report.md").read_text()
     assert "## Candidates" in report and "Fashion-MNIST padded to 32x32" in report
     assert "## Generalization at matched training loss" in report and "not tested at this scale" in report
@@ -47,15 +48,17 @@ def test_vit_stems_quick_measures_optimizability(tmp_path):
     assert main([*args, "--studies-dir", str(tmp_path / "s"), "--reports-dir", str(tmp_path / "r")]) == 0
     trials = store.load_study(tmp_path / "s", "vit_stems-quick").get_trials()
     assert len(trials) == 4 * 2 + 4 + 2 + 2 and all(t.state.name == "COMPLETE" for t in trials)  # + fixed, baselines
-    fixed = [t.user_attrs["optim"] for t in trials if t.params["candidate"].endswith("-fixed")]
+    optim = {t.number: R.flat(store.record(t).run)["optim"] for t in trials}
+    fixed = [optim[t.number] for t in trials if t.params["candidate"].endswith("-fixed")]
     assert sorted((o["optimizer"], o["lr"], o["weight_decay"]) for o in fixed) == [
         ("adamw", 1e-3, 0.05), ("adamw", 1e-3, 0.05), ("sgd", 0.05, 3e-5), ("sgd", 0.05, 3e-5)]  # fmt: skip
     sampled = [t for t in trials if "train.lr" in t.params]
-    assert {t.user_attrs["optim"]["optimizer"] for t in sampled} == {"adamw", "sgd"}
+    assert {optim[t.number]["optimizer"] for t in sampled} == {"adamw", "sgd"}
     for t in sampled:
-        low, high = (1.25e-4, 4.0e-3) if t.user_attrs["optim"]["optimizer"] == "adamw" else (6.25e-3, 0.2)
-        assert low <= t.params["train.lr"] <= high and t.user_attrs["optim"]["lr"] == t.params["train.lr"]
-    lengths = [t.user_attrs for t in trials if "length.eval_acc" in t.user_attrs]
+        low, high = (1.25e-4, 4.0e-3) if optim[t.number]["optimizer"] == "adamw" else (6.25e-3, 0.2)
+        assert low <= t.params["train.lr"] <= high and optim[t.number]["lr"] == t.params["train.lr"]
+    flats = [R.flat(store.record(t).run) for t in trials]
+    lengths = [a for a in flats if "length.eval_acc" in a]
     assert len(lengths) == 2 + 2 and all(len(a["length.eval_acc"]) == 2 for a in lengths)  # baselines run it too
     folder = tmp_path / "r" / "vit_stems-quick"
     assert (folder / "edf.png").exists() and (folder / "length.png").exists()

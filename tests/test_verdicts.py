@@ -12,6 +12,7 @@ from tests.report_records import (
     AGREE,
     SEEDS,
     SPACE,
+    edit_runs,
     layout_records,
     noisy,
     record,
@@ -117,18 +118,14 @@ def test_claim_needs_two_models_and_a_key_relation():
     assert V.chain_claim(V.C.CHAIN_CLAIMS[2], rows) is None  # no transfer scores, no C-T-T-T: not covered
 
 
-def _records_with(edit) -> list[dict]:
-    recs = layout_records(AGREE)
-    for r in recs:
-        if r["state"] == "COMPLETE":
-            edit(r)
-    return recs
+def _records_with(edit) -> list:
+    return edit_runs(layout_records(AGREE), edit)
 
 
 def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
-    def one_at_chance(r):  # C-T-T-T seed 0 ends at 11% on 10 classes (chance 10%)
-        if r["attrs"]["candidate"] == "C-T-T-T" and r["attrs"]["seed"] == 0:
-            r["attrs"]["generalization.eval_acc"] = 0.11
+    def one_at_chance(r, m):  # C-T-T-T seed 0 ends at 11% on 10 classes (chance 10%)
+        if r.candidate == "C-T-T-T" and r.seed == 0:
+            m["generalization.eval_acc"] = 0.11
 
     rows = info.candidate_rows(SPACE, _records_with(one_at_chance))
     cttt = next(r for r in rows if r["candidate"] == "C-T-T-T")
@@ -137,19 +134,19 @@ def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
     assert set(cttt["by_seed"]["generalization.matched_acc"]) == {1, 2}  # claim (a)'s measure: left out too
     assert cttt["metrics"]["capacity.eval_acc"].n == 3  # another run of the trial: kept
 
-    def all_at_chance(r):
-        if r["attrs"]["candidate"] == "C-T-T-T":
-            r["attrs"]["generalization.eval_acc"] = 0.105
+    def all_at_chance(r, m):
+        if r.candidate == "C-T-T-T":
+            m["generalization.eval_acc"] = 0.105
 
     a = V.all_claims(info.candidate_rows(SPACE, _records_with(all_at_chance)), None)[0]
     assert a["verdict"] == "inconclusive" and a["why"].startswith("out of regime — C-T-T-T: every run failed")
 
 
 def test_still_rising_run_is_not_converged_and_out_of_regime_where_needed():
-    def rising(r):
-        if r["attrs"]["candidate"] == "C-C-T-T":
+    def rising(r, m):
+        if r.candidate == "C-C-T-T":
             for score in ("generalization", "capacity"):
-                r["attrs"][f"curves.{score}"]["eval_acc"] = [0.3, 0.4, 0.5, 0.55, 0.62, 0.7]
+                m[f"curves.{score}"]["eval_acc"] = [0.3, 0.4, 0.5, 0.55, 0.62, 0.7]
 
     rows = info.candidate_rows(SPACE, _records_with(rising))
     claims = {c["id"]: c for c in V.all_claims(rows, None)}

@@ -22,8 +22,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from types import MappingProxyType
 
 import optuna
 import ray
@@ -31,6 +32,7 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search import Searcher
 
+from coatsearch import record as R
 from coatsearch import store
 from coatsearch import trials_plan as P
 from coatsearch.errors import UserError
@@ -250,7 +252,7 @@ class StudySearcher(Searcher):
     def close(self) -> int:
         """Free the keys of trials Ray never finished (an interrupted run); how many there were."""
         for trial in self.open.values():
-            store.tell(self.study, trial, "FAIL", {}, None)
+            store.tell(self.study, trial, "FAIL", None, None)
         left, self.open = len(self.open), {}
         return left
 
@@ -265,17 +267,20 @@ class StudySearcher(Searcher):
         return {k: v for k, v in self.__dict__.items() if k not in ("study", "bar", "open")}
 
 
-def outcome(result: dict | None, error: bool, logs: Path) -> tuple[str, dict, float | None]:
-    """(state, user attrs, value) of a finished Ray trial, from its last result."""
+def outcome(result: dict | None, error: bool, logs: Path) -> tuple[str, R.RunRecord | None, float | None]:
+    """(state, run record, value) of a finished Ray trial, from its last result."""
     if error:
         reason = f"Ray trial failed {MAX_FAILURES + 1} times (worker crash or lost node); its error.txt is under {logs}"
-        return "FAIL", {"fail_reason": reason}, None
+        return "FAIL", R.failed(R.Identity(), reason), None
     if result and "record" in result:
-        record = json.loads(result["record"])
-        return record["state"], {**record["attrs"], "ray": record["ray"]}, record["value"]
+        sent = json.loads(result["record"])
+        run = sent["run"] and R.from_json(sent["run"])
+        if run is not None:
+            run = replace(run, extra=MappingProxyType({**run.extra, "ray": sent["ray"]}))
+        return sent["state"], run, sent["value"]
     if result and STEP in result:
-        return "PRUNED", {}, None  # stopped by the scheduler after an epoch
-    return "FAIL", {}, None  # never ran (the run stopped first): no reason, so the key is free
+        return "PRUNED", None, None  # stopped by the scheduler after an epoch
+    return "FAIL", None, None  # never ran (the run stopped first): no reason, so the key is free
 
 
 def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, matched: dict) -> None:
@@ -292,7 +297,8 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, 
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    state, attrs, value = attempt(space, item, params, dev, store.environment(dev), report=report, matched=matched)
+    state, run, value = attempt(space, item, params, dev, store.environment(dev), report=report, matched=matched)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
-    record = {"state": state, "attrs": attrs, "value": value, "ray": {**where, "start": began, "end": time.time()}}
+    sent = None if run is None else R.to_json(run)
+    record = {"state": state, "run": sent, "value": value, "ray": {**where, "start": began, "end": time.time()}}
     tune.report({SCORE: value, "record": json.dumps(record)})

@@ -1,4 +1,7 @@
-"""The study report: storage → tables (pure) → figures + Markdown + summary.json, and the verdicts as a study note."""
+"""The study report: storage → tables (pure) → figures + Markdown + summary.json; reporting never writes the journal.
+
+The report as the study's optuna-dashboard note is an explicit step (`save_note`, `coatsearch report --note`).
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,12 @@ from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
 from coatsearch.report.claims import ALPHA, EDF_K, VERDICT_ALPHA
 
-__all__ = ["render", "summarize", "write_report"]
+__all__ = ["render", "save_note", "summarize", "write_report"]
 
 SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
 
 
-def summarize(study: str, space: dict, records: list[dict]) -> dict:
+def summarize(study: str, space: dict, records: info.Records) -> dict:
     """Every table the report shows, computed from the space record and trial records alone."""
     j = judging.judge_records(space, records)
     gen, records, rows, acc, dims, runs = (j[k] for k in ("gen", "records", "rows", "acc", "dims", "runs"))
@@ -94,7 +97,7 @@ def render(summary: dict, figures: dict[str, str]) -> str:
     return "\n\n".join(p.strip() for p in parts if p and p.strip()) + "\n"
 
 
-def _curves(space: dict, records: list[dict], score: str) -> list[dict]:
+def _curves(space: dict, records: info.Records, score: str) -> list[dict]:
     """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
     return paper.mean_curves(space, records, score) or info.curves(space, records, score)
 
@@ -115,7 +118,7 @@ def jsonable(x):
 
 
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
-    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage; returns report.md."""
+    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only); report.md."""
     from coatsearch import fsafe, store
     from coatsearch.paths import report_folder
 
@@ -130,7 +133,6 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     path = folder / "report.md"
     fsafe.write(path, render(summary, figures))  # atomic, no link followed (coatsearch.fsafe)
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
-    save_to_dashboard(study, summary, path)
     return path
 
 
@@ -141,13 +143,20 @@ def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:
     return planfile.check(planfile.load(store.folder(studies_dir, name)), environment)
 
 
-def save_to_dashboard(study, summary: dict, path: Path) -> bool:
-    """Best effort: the whole report Markdown as the study's optuna-dashboard note; verdicts as 'report_verdicts'."""
-    try:
-        from coatsearch.dashboard import save_note
+def save_note(study_name: str, studies_dir: Path, report: Path) -> bool:
+    """Write a written report (report.md, and the verdicts of its summary.json) as the study's dashboard note.
 
-        save_note(study, path.read_text(encoding="utf-8"), {v["id"]: v["verdict"] for v in summary["claims"]})
-        return True
-    except Exception as exc:  # noqa: BLE001 - the report is written; the dashboard note is optional
-        print(f"coatsearch: note: verdicts not saved to the dashboard ({type(exc).__name__}: {exc})", file=sys.stderr)
+    The one place reporting writes to the journal, and only when asked (`coatsearch report --note`); an
+    unchanged note is not written again. False, with a note line, when optuna-dashboard is missing.
+    """
+    from coatsearch import dashboard, store
+
+    summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
+    verdicts = {v["id"]: v["verdict"] for v in summary["claims"]}
+    study = store.load_study(Path(studies_dir), study_name)
+    try:
+        dashboard.save_note(study, report.read_text(encoding="utf-8"), verdicts)
+    except ImportError:
+        print("coatsearch: note: optuna-dashboard is not installed; the note was not saved", file=sys.stderr)
         return False
+    return True

@@ -14,14 +14,18 @@ report's own path. The committed table (calibration.json) is keyed by RULE_VERSI
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 from scipy import stats as st
 
+from coatsearch import record as R
+from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
 from coatsearch.report import judging
 from coatsearch.report import verdicts as V
@@ -84,16 +88,16 @@ def _curve(matched: float, fits: bool) -> dict:
             "eval_acc": acc}  # fmt: skip
 
 
-def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimizer="adamw", params=None) -> dict:
+def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimizer="adamw", params=None) -> TrialRecord:
+    """A simulated COMPLETE trial, built by the constructor the trial uses (record.completed)."""
     params = {"candidate": cand, "seed": seed, **(params or {})}
-    attrs = {"candidate": cand, "model_label": label, "layout": label, "seed": seed,
-             "optim": {"optimizer": optimizer, "lr": attrs.pop("lr", 1e-3), "weight_decay": 0.05}, **attrs}  # fmt: skip
-    return {"number": number, "state": "COMPLETE", "value": 0.5, "params": params, "attrs": attrs,
-            "start": None, "complete": None}  # fmt: skip
+    optim = R.optimizer({"optimizer": optimizer, "lr": attrs.pop("lr", 1e-3), "weight_decay": 0.05})
+    run = R.completed(R.Identity(cand, seed), R.Model(label=label, layout=label), attrs, optim)
+    return TrialRecord(number, 0.5, MappingProxyType(params), None, None, run)
 
 
 def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: bool = True, edit=None,
-          stem_effect: float | None = None) -> list[dict]:  # fmt: skip
+          stem_effect: float | None = None) -> list[TrialRecord]:  # fmt: skip
     """One simulated study's trial records (σ per unit in SIGMA); `edit(key, name) -> extra places` for paths."""
     where, recs = places(), []
     names = [*LAYOUTS, *OPTIONAL[:3], C.BASELINES[0]]
@@ -123,7 +127,7 @@ def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: boo
     return recs + stem_runs(rng, effect if stem_effect is None else stem_effect, n_seeds, len(recs))
 
 
-def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int) -> list[dict]:
+def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int) -> list[TrialRecord]:
     """Claim (f): a fixed recipe per (model, optimizer) and seed, plus SAMPLES random lr/wd runs each."""
     recs, cell_sd = [], {c: rng.uniform(*NOISE_SPREAD) for c in ("ViT_P", "ViT_C")}
     for s in range(n_seeds):
@@ -142,14 +146,17 @@ def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int)
     return recs
 
 
-def _set(records: list[dict], cand: str, fn) -> list[dict]:
-    """Records with fn(attrs) applied to every run of `cand` (copies; '*' for every candidate)."""
+def _set(records: list[TrialRecord], cand: str, fn) -> list[TrialRecord]:
+    """Records with fn(measured) applied to every run of `cand` ('*' for every candidate); `measured` is the run's
+    flat metrics and curves (record.measured) plus its `candidate`."""
     out = []
     for r in records:
-        attrs = dict(r["attrs"])
-        if cand in ("*", attrs["candidate"]):
-            fn(attrs)
-        out.append({**r, "attrs": attrs})
+        if cand in ("*", r.candidate):
+            flat = {**R.measured(r.run), "candidate": r.candidate}
+            fn(flat)
+            flat.pop("candidate")
+            r = dataclasses.replace(r, run=R.with_measured(r.run, flat))
+        out.append(r)
     return out
 
 
@@ -210,7 +217,7 @@ def paths(seed: int = 0) -> dict[str, dict]:
     return out
 
 
-def verdicts(records: list[dict]) -> dict[str, str]:
+def verdicts(records: list[TrialRecord]) -> dict[str, str]:
     """Claim id → verdict, judged by the report's own path (report.judging)."""
     return {c["id"]: c["verdict"] for c in judging.judge_records(SPACE, records, describe=False)["claims"]}
 

@@ -1,13 +1,12 @@
-"""Study storage → plain tables: pure functions over trial records (dicts), so tests need no Optuna.
+"""Study storage → plain tables: pure functions over trial records (`coatsearch.record.TrialRecord`), no Optuna.
 
-A record is `{"number", "state", "value", "params", "attrs", "start", "complete"}`: one Optuna trial with
-its user attributes under "attrs" and ISO datetimes (or None). Values in tables are in display units
-(accuracies in %, MACs and params in millions), as the metric table says.
+Values in tables are in display units (accuracies in %, MACs and params in millions), as the metric table says.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from coatsearch import scores
+from coatsearch.record import TrialRecord, count
 from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.scores import Metric
 
@@ -51,36 +51,34 @@ def stat(values) -> Stat | None:
     return Stat(float(vals.mean()), float(vals.std()) if len(vals) >= 2 else None, len(vals))
 
 
-def load(study) -> tuple[dict, list[dict]]:
-    """A study's space record and its trial records (the store's frozen records, as plain dicts)."""
+Records = Sequence[TrialRecord]
+
+
+def load(study) -> tuple[dict, list[TrialRecord]]:
+    """A study's space record and its trial records (the store's frozen records)."""
     from coatsearch import store
 
-    return store.space_of(study), [r.as_dict() for r in store.records(study)]
+    return store.space_of(study), list(store.records(study))
 
 
-def complete(records: list[dict]) -> list[dict]:
+def complete(records: Records) -> list[TrialRecord]:
     """The COMPLETE trial records."""
-    return [r for r in records if r["state"] == "COMPLETE"]
+    return [r for r in records if r.state == "COMPLETE"]
 
 
-def candidate_of(record: dict) -> str:
-    """The candidate a record belongs to (params first: failed trials have no candidate attribute)."""
-    return str(record["params"].get("candidate") or record["attrs"].get("candidate") or "?")
-
-
-def order(space: dict, records: list[dict]) -> list[str]:
+def order(space: dict, records: Records) -> list[str]:
     """Candidate names: the space's order, then any others found in the records."""
     names = list(space.get("candidates") or [])
     for r in records:
-        if (c := candidate_of(r)) not in names and c != "?":
+        if (c := r.candidate) not in names and c != "?":
             names.append(c)
     return names
 
 
-def groups(space: dict, records: list[dict]) -> dict[str, list[dict]]:
+def groups(space: dict, records: Records) -> dict[str, list[TrialRecord]]:
     """Complete records per candidate, in candidate order (candidates without a complete run left out)."""
     done = complete(records)
-    out = {c: [r for r in done if candidate_of(r) == c] for c in order(space, records)}
+    out = {c: [r for r in done if r.candidate == c] for c in order(space, records)}
     return {c: rs for c, rs in out.items() if rs}
 
 
@@ -111,7 +109,7 @@ def chance(space: dict, group: str) -> float | None:
     return 100.0 / classes if classes else None
 
 
-def converged(curve: dict | None) -> bool | None:
+def converged(curve: Mapping | None) -> bool | None:
     """False when eval accuracy still rises > PLATEAU_POINTS over the last third of the curve (linear fit)."""
     ys = [100 * y for y in (curve or {}).get("eval_acc") or [] if y is not None]
     if len(ys) < 3:
@@ -122,23 +120,22 @@ def converged(curve: dict | None) -> bool | None:
     return bool(slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
 
 
-def frame(space: dict, records: list[dict]) -> pd.DataFrame:
+def frame(space: dict, records: Records) -> pd.DataFrame:
     """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged."""
     out = []
     for r in complete(records):
-        a, cand = r["attrs"], candidate_of(r)
-        seed = a.get("seed", r["params"].get("seed"))
+        run = r.run
         flags = {}
         for group, acc in GROUP_ACC.items():
             low = chance(space, group)
-            value = a.get(acc)
-            failed = isinstance(value, int | float) and low is not None and 100 * value - low <= CHANCE_POINTS
-            flags[group] = (failed, converged(a.get(f"curves.{group}")))
+            value = run.number(acc)
+            failed = value is not None and low is not None and 100 * value - low <= CHANCE_POINTS
+            flags[group] = (failed, converged(run.curves.get(group)))
         for key, m in METRICS.items():
-            if isinstance(a.get(key), int | float) and math.isfinite(a[key]):
+            if (v := run.number(key)) is not None:
                 group = group_of(key) if group_of(key) in GROUP_ACC else ""
                 failed, conv = flags.get(group, (False, None))
-                out.append((cand, seed, r["number"], key, a[key] * m.scale, group, failed, conv))
+                out.append((r.candidate, r.seed, r.number, key, v * m.scale, group, failed, conv))
     cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
     return pd.DataFrame(out, columns=cols)
 
@@ -170,18 +167,18 @@ def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
     return list(rows.values())
 
 
-def candidate_rows(space: dict, records: list[dict]) -> list[dict]:
+def candidate_rows(space: dict, records: Records) -> list[dict]:
     """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
     idents = {}
     for name, runs in groups(space, records).items():
-        first = runs[0]["attrs"]
+        model = runs[0].run.model
         idents[name] = {
             "candidate": name,
-            "model_label": first.get("model_label", name),
-            "layout": first.get("layout", ""),
-            "stages": first.get("stages", ""),
-            "depths": first.get("depths", []),
-            "optimizers": sorted({str((r["attrs"].get("optim") or {}).get("optimizer", "?")) for r in runs}),
+            "model_label": runs[0].run.label,
+            "layout": model.layout if model else "",
+            "stages": model.stages if model else "",
+            "depths": list(model.depths) if model else [],
+            "optimizers": sorted({r.run.optimizer_name for r in runs}),
             "n": len(runs),
         }
     return rows_from_frame(frame(space, records), idents)
@@ -192,56 +189,50 @@ def measured(rows: list[dict], key: str) -> bool:
     return any(key in r["metrics"] for r in rows)
 
 
-def counts(records: list[dict]) -> dict:
-    """Trials by outcome; a FAIL without a reason is a trial whose worker died (interrupted)."""
-    fail = [r for r in records if r["state"] == "FAIL"]
-    return {
-        "total": len(records),
-        "complete": sum(r["state"] == "COMPLETE" for r in records),
-        "failed": sum("fail_reason" in r["attrs"] for r in fail),
-        "interrupted": sum("fail_reason" not in r["attrs"] for r in fail),
-        "pruned": sum(r["state"] == "PRUNED" for r in records),
-        "running": sum(r["state"] in ("RUNNING", "WAITING") for r in records),
-    }
+def counts(records: Records) -> dict:
+    """Trials by outcome (record.count); a FAIL without a reason is a trial whose worker died (interrupted)."""
+    n = count(records)
+    keys = ("total", "complete", "failed", "interrupted", "pruned")
+    return {**{k: n[k] for k in keys}, "running": n["running"] + n["waiting"]}
 
 
-def failures(records: list[dict]) -> list[dict]:
+def failures(records: Records) -> list[dict]:
     """Failed, interrupted, pruned and unfinished trials, each with its reason."""
-    done = {r["attrs"].get("key"): r["number"] for r in complete(records)}
+    done = {r.run.identity.key: r.number for r in complete(records)}
     rows = []
     for r in records:
-        if r["state"] == "COMPLETE":
+        if r.state == "COMPLETE":
             continue
-        reason = _reason(r, done.get(r["attrs"].get("key")))
+        reason = _reason(r, done.get(r.run.identity.key))
         rows.append(
             {
-                "number": r["number"],
-                "candidate": candidate_of(r),
-                "seed": r["params"].get("seed", r["attrs"].get("seed")),
-                "key": r["attrs"].get("key"),
-                "state": r["state"],
+                "number": r.number,
+                "candidate": r.candidate,
+                "seed": r.seed,
+                "key": r.run.identity.key,
+                "state": r.state,
                 "reason": reason,
             }
         )
     return rows
 
 
-def _reason(r: dict, rerun: int | None) -> str:
-    if r["state"] == "PRUNED":
+def _reason(r: TrialRecord, rerun: int | None) -> str:
+    if r.state == "PRUNED":
         return "pruned by the pruner (stopped early, not a failure)"
-    if r["state"] in ("RUNNING", "WAITING"):
-        return f"{r['state'].lower()} when the report was written"
-    if "fail_reason" in r["attrs"]:
-        return str(r["attrs"]["fail_reason"])
+    if r.state in ("RUNNING", "WAITING"):
+        return f"{r.state.lower()} when the report was written"
+    if r.run.fail_reason is not None:
+        return str(r.run.fail_reason)
     later = f"; rerun completed as trial {rerun}" if rerun is not None else "; rerun resumes it"
     return "interrupted (worker died)" + later
 
 
-def environment(space: dict, records: list[dict]) -> dict:
+def environment(space: dict, records: Records) -> dict:
     """Data set, subsets per score, image size, seeds, hardware, versions and wall time of the study."""
     done = complete(records)
     size, chans, classes = (list(space.get("input") or []) + [None] * 3)[:3]
-    walls = [r["attrs"]["wall_s"] for r in done if isinstance(r["attrs"].get("wall_s"), int | float)]
+    walls = [w for r in done if (w := r.run.number("wall_s")) is not None]
     return {
         "study": space.get("study") or {},
         "data": space.get("data") or {},
@@ -249,9 +240,9 @@ def environment(space: dict, records: list[dict]) -> dict:
         "channels": chans,
         "classes": classes,
         "subsets": subsets(space, done),
-        "seeds": sorted({r["attrs"]["seed"] for r in done if "seed" in r["attrs"]}),
+        "seeds": sorted({r.seed for r in done if r.seed is not None}),
         "hardware": _distinct(done, _hardware),
-        "versions": _distinct(done, lambda r: (r["attrs"].get("env") or {}).get("versions") or {}),
+        "versions": _distinct(done, lambda r: dict(r.run.environment.versions) if r.run.environment else {}),
         "wall_total_s": sum(walls),
         "wall_per_trial": stat(walls),
         "elapsed_s": _elapsed(records),
@@ -259,13 +250,15 @@ def environment(space: dict, records: list[dict]) -> dict:
     }
 
 
-def _hardware(r: dict) -> dict:
-    env = r["attrs"].get("env") or {}
-    keys = ("host", "cpu", "cpu_count", "torch_threads", "gpu")
-    return {**{k: env.get(k) for k in keys}, "device": r["attrs"].get("device")}
+def _hardware(r: TrialRecord) -> dict:
+    env = r.run.environment
+    if env is None:
+        return {"host": None, "cpu": None, "cpu_count": None, "torch_threads": None, "gpu": None, "device": None}
+    return {"host": env.host, "cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
+            "gpu": env.gpu, "device": env.device}  # fmt: skip
 
 
-def _distinct(records: list[dict], get) -> list[dict]:
+def _distinct(records: Records, get) -> list[dict]:
     out: list[dict] = []
     for r in records:
         if (item := get(r)) and item not in out:
@@ -273,19 +266,19 @@ def _distinct(records: list[dict], get) -> list[dict]:
     return out
 
 
-def _elapsed(records: list[dict]) -> float | None:
-    starts = [datetime.fromisoformat(r["start"]) for r in records if r.get("start")]
-    ends = [datetime.fromisoformat(r["complete"]) for r in records if r.get("complete")]
+def _elapsed(records: Records) -> float | None:
+    starts = [datetime.fromisoformat(r.start) for r in records if r.start]
+    ends = [datetime.fromisoformat(r.complete) for r in records if r.complete]
     return (max(ends) - min(starts)).total_seconds() if starts and ends else None
 
 
-def subsets(space: dict, done: list[dict]) -> list[dict]:
+def subsets(space: dict, done: Records) -> list[dict]:
     """Per score: images per class, classes, epochs, data set, and the images a run actually used."""
     images = {s: f"{s}.images" for s in CURVE_SCORES}
     rows = []
     for score, sub in _subset_records(space.get("scores") or {}):
         key = images.get(score)
-        used = sorted({r["attrs"][key] for r in done if key and key in r["attrs"]})
+        used = sorted({v for r in done if key and (v := r.run.value(key)) is not None})
         data = sub.get("dataset") or {}
         rows.append(
             {
@@ -310,11 +303,11 @@ def _subset_records(node: dict):
             yield from _subset_records(sub)
 
 
-def curves(space: dict, records: list[dict], score: str) -> list[dict]:
+def curves(space: dict, records: Records, score: str) -> list[dict]:
     """Per candidate: mean per-epoch train loss and eval accuracy (%) over its runs of one score."""
     out = []
     for name, runs in groups(space, records).items():
-        cs = [r["attrs"][f"curves.{score}"] for r in runs if isinstance(r["attrs"].get(f"curves.{score}"), dict)]
+        cs = [c for r in runs if isinstance(c := r.run.curves.get(score), Mapping)]
         cs = [c for c in cs if c.get("train_loss") and c.get("eval_acc")]
         if not cs:
             continue
@@ -331,27 +324,27 @@ def curves(space: dict, records: list[dict], score: str) -> list[dict]:
     return out
 
 
-def _mean_at(cs: list[dict], key: str, i: int) -> float:
+def _mean_at(cs: list[Mapping], key: str, i: int) -> float:
     """Mean of one epoch's value over runs; NaN when no run has it (e.g. a run without evaluation)."""
     vals = pd.Series([c[key][i] for c in cs if c[key][i] is not None], dtype=float)
     return float(vals.mean()) if len(vals) else math.nan
 
 
-def length_rows(space: dict, records: list[dict]) -> list[dict]:
+def length_rows(space: dict, records: Records) -> list[dict]:
     """Training-length stability per candidate: mean eval acc (%) per schedule length, Δerror vs the longest."""
     rows = []
     for name, runs in groups(space, records).items():
-        runs = [r for r in runs if r["attrs"].get("length.epochs") and r["attrs"].get("length.eval_acc")]
+        runs = [r for r in runs if r.run.value("length.epochs") and r.run.value("length.eval_acc")]
         if not runs:
             continue
-        epochs = list(runs[0]["attrs"]["length.epochs"])
-        runs = [r for r in runs if list(r["attrs"]["length.epochs"]) == epochs]
-        accs = [stat(100 * r["attrs"]["length.eval_acc"][i] for r in runs) for i in range(len(epochs))]
+        epochs = list(runs[0].run.value("length.epochs"))
+        runs = [r for r in runs if list(r.run.value("length.epochs")) == epochs]
+        accs = [stat(100 * r.run.value("length.eval_acc")[i] for r in runs) for i in range(len(epochs))]
         longest = accs[epochs.index(max(epochs))].mean
         rows.append(
             {
                 "candidate": name,
-                "model_label": runs[0]["attrs"].get("model_label", name),
+                "model_label": runs[0].run.label,
                 "epochs": epochs,
                 "eval_acc": accs,
                 "delta_error": [longest - a.mean for a in accs],
@@ -361,11 +354,11 @@ def length_rows(space: dict, records: list[dict]) -> list[dict]:
     return rows
 
 
-def robustness_rows(space: dict, records: list[dict]) -> list[dict]:
+def robustness_rows(space: dict, records: Records) -> list[dict]:
     """Per candidate: eval accuracy (%) against corruption severity (0 = clean), mean over corruptions and runs."""
     rows = []
     for name, runs in groups(space, records).items():
-        cs = [r["attrs"]["curves.robustness"] for r in runs if isinstance(r["attrs"].get("curves.robustness"), dict)]
+        cs = [c for r in runs if isinstance(c := r.run.curves.get("robustness"), Mapping)]
         if not cs:
             continue
         severity = list(cs[0]["severity"])

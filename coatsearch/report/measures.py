@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from coatsearch.report.claims import EDF_K
-from coatsearch.report.info import candidate_of, complete
+from coatsearch.report.info import Records, complete
 
 DEFAULT_LEVELS = tuple(float(v) for v in np.geomspace(1.0, 0.01, 9))  # nats: 1, 0.56, 0.32, ..., 0.01
 CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", "eval_loss", "eval_acc")
@@ -33,18 +33,18 @@ TINY_LOSS = 1e-12  # losses are floored here before taking logs
 # ---------------------------------------------------------------------------------------------- curves
 
 
-def curve_frame(records: list[dict], score: str) -> pd.DataFrame:
+def curve_frame(records: Records, score: str) -> pd.DataFrame:
     """Step-level curve points of `score` from complete trial records, one row per point (CURVE_COLUMNS).
 
-    Reads `attrs["curves.<score>"]` with a `step` list (coatsearch.curve.Curve.as_dict); older per-epoch
+    Reads the run's curve of `score` with a `step` list (coatsearch.curve.Curve.as_dict); older per-epoch
     curves without steps are skipped. Accuracies stay fractions, losses nats.
     """
     rows = []
     for r in complete(records):
-        c = r["attrs"].get(f"curves.{score}")
-        if not isinstance(c, dict) or not c.get("step"):
+        c = r.run.curves.get(score)
+        if c is None or not c.get("step"):
             continue
-        meta = {"run": r["number"], "candidate": candidate_of(r), "seed": r["attrs"].get("seed")}
+        meta = {"run": r.number, "candidate": r.candidate, "seed": r.seed}
         for i, step in enumerate(c["step"]):
             rows.append({**meta, "step": step, **{k: c[k][i] for k in CURVE_COLUMNS[4:]}})
     out = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
@@ -185,24 +185,24 @@ def ranking_stability(
 # ---------------------------------------------------------------------------------------------- optimizability
 
 
-def runs_frame(records: list[dict], acc_key: str) -> pd.DataFrame:
+def runs_frame(records: Records, acc_key: str) -> pd.DataFrame:
     """Complete runs with `acc_key` measured: candidate, model label, optimizer, seed, acc (%), lr, wd, number."""
     rows = []
     for r in complete(records):
-        acc = r["attrs"].get(acc_key)
-        if not isinstance(acc, int | float) or not math.isfinite(acc):
+        acc = r.run.number(acc_key)
+        if acc is None:
             continue
-        optim = r["attrs"].get("optim") or {}
+        optim = r.run.optimizer
         rows.append(
             {
-                "candidate": candidate_of(r),
-                "model_label": r["attrs"].get("model_label", candidate_of(r)),
-                "optimizer": str(optim.get("optimizer", "?")),
-                "seed": r["attrs"].get("seed"),
+                "candidate": r.candidate,
+                "model_label": r.run.label,
+                "optimizer": r.run.optimizer_name,
+                "seed": r.seed,
                 "acc": 100 * acc,
-                "lr": optim.get("lr"),
-                "weight_decay": optim.get("weight_decay"),
-                "number": r["number"],
+                "lr": optim.lr if optim else None,
+                "weight_decay": optim.weight_decay if optim else None,
+                "number": r.number,
             }
         )
     cols = ["candidate", "model_label", "optimizer", "seed", "acc", "lr", "weight_decay", "number"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.report.info import METRICS, candidate_of, complete
+from coatsearch.report.info import METRICS, Records, complete
 from coatsearch.report.measures import runs_frame
 from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
 
@@ -10,29 +10,25 @@ SEARCH_PREFIXES = ("train.", "model.")
 VIT_LABELS = ("ViT_P", "ViT_C")
 
 
-def primary_acc(space: dict, records: list[dict]) -> str | None:
+def primary_acc(space: dict, records: Records) -> str | None:
     """The accuracy a study is judged by: its objective when that is a measured accuracy, else the first measured."""
     done = complete(records)
     objective = (space.get("study") or {}).get("objective")
     keys = ([objective] if objective in METRICS and METRICS[objective].unit == "%" else []) + list(FALLBACK_ACC)
-    return next((k for k in keys if any(k in r["attrs"] for r in done)), None)
+    return next((k for k in keys if any(r.run.value(k) is not None for r in done)), None)
 
 
-def search_dims(records: list[dict]) -> list[str]:
+def search_dims(records: Records) -> list[str]:
     """Sampled hyperparameters (params with a train./model. path) found in the records."""
-    return sorted({k for r in records for k in r["params"] if k.startswith(SEARCH_PREFIXES)})
+    return sorted({k for r in records for k in r.params if k.startswith(SEARCH_PREFIXES)})
 
 
-def has_vit(records: list[dict]) -> bool:
+def has_vit(records: Records) -> bool:
     """Whether the study ran ViT_P or ViT_C models."""
-    return any(r["attrs"].get("model_label") in VIT_LABELS for r in complete(records))
+    return any(r.run.model is not None and r.run.model.label in VIT_LABELS for r in complete(records))
 
 
-def _optimizer(r: dict) -> str:
-    return str((r["attrs"].get("optim") or {}).get("optimizer", "?"))
-
-
-def _runs(records: list[dict], acc_key: str) -> list[dict]:
+def _runs(records: Records, acc_key: str) -> list[dict]:
     """Complete runs with the accuracy measured (report.measures.runs_frame), as dicts."""
     return runs_frame(records, acc_key).to_dict("records")
 
@@ -41,7 +37,7 @@ def _best(group: list[dict]) -> dict | None:
     return max(group, key=lambda r: r["acc"]) if group else None
 
 
-def optimizer_gap(records: list[dict], acc_key: str) -> list[dict]:
+def optimizer_gap(records: Records, acc_key: str) -> list[dict]:
     """Per model label: best AdamW and best SGD accuracy (%), their lr/wd, and the gap AdamW − SGD (points)."""
     runs = _runs(records, acc_key)
     rows = []
@@ -64,29 +60,29 @@ def optimizer_gap(records: list[dict], acc_key: str) -> list[dict]:
     return rows
 
 
-def peak(records: list[dict], acc_key: str) -> list[dict]:
+def peak(records: Records, acc_key: str) -> list[dict]:
     """Best run per model label: accuracy (%), candidate, optimizer, lr, wd and trial number."""
     runs = _runs(records, acc_key)
     labels = dict.fromkeys(r["model_label"] for r in runs)
     return [_best([r for r in runs if r["model_label"] == label]) for label in labels]
 
 
-def samples(records: list[dict]) -> list[dict]:
+def samples(records: Records) -> list[dict]:
     """Hyperparameter samples per candidate and optimizer: runs complete, and trials that did not complete."""
     out = []
     done = complete(records)
-    for cand in dict.fromkeys(candidate_of(r) for r in records):
-        mine = [r for r in done if candidate_of(r) == cand]
-        failed = sum(candidate_of(r) == cand and r["state"] != "COMPLETE" for r in records)
-        for i, opt in enumerate(sorted({_optimizer(r) for r in mine}) or ["?"]):
+    for cand in dict.fromkeys(r.candidate for r in records):
+        mine = [r for r in done if r.candidate == cand]
+        failed = sum(r.candidate == cand and r.state != "COMPLETE" for r in records)
+        for i, opt in enumerate(sorted({r.run.optimizer_name for r in mine}) or ["?"]):
             out.append(
                 {
                     "candidate": cand,
-                    "model_label": mine[0]["attrs"].get("model_label", cand) if mine else cand,
+                    "model_label": mine[0].run.label if mine else cand,
                     "optimizer": opt,
-                    "complete": sum(_optimizer(r) == opt for r in mine),
+                    "complete": sum(r.run.optimizer_name == opt for r in mine),
                     "not_complete": failed if i == 0 else 0,  # per candidate: on its first row
-                    "dims": sorted({k for r in mine for k in r["params"] if k.startswith(SEARCH_PREFIXES)}),
+                    "dims": sorted({k for r in mine for k in r.params if k.startswith(SEARCH_PREFIXES)}),
                 }
             )
     return out

@@ -8,12 +8,14 @@ paired data, edge warnings and the claims a space marks as untestable at its sca
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
+from coatsearch.record import TrialRecord, measured, with_measured
 from coatsearch.report import claims as C
 from coatsearch.report import measures as M
-from coatsearch.report.info import candidate_of, complete
+from coatsearch.report.info import Records, complete
 
 MATCHED_KEY = "generalization.matched_acc"
 NOT_TESTED = "not tested at this scale"
@@ -25,11 +27,11 @@ def levels_of(space: dict) -> tuple[float, ...]:
     return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
 
 
-def key_candidates(curves: pd.DataFrame, records: list[dict]) -> list[str]:
+def key_candidates(curves: pd.DataFrame, records: Records) -> list[str]:
     """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
     names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
     have = list(dict.fromkeys(curves["candidate"]))
-    labels = {candidate_of(r): r["attrs"].get("model_label") for r in complete(records)}
+    labels = {r.candidate: r.run.model.label if r.run.model else None for r in complete(records)}
     out = [c for c in have if c in names]
     for n in names:
         same = [c for c in have if labels.get(c) == n and c not in out]
@@ -48,7 +50,7 @@ def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
     return out
 
 
-def matched(space: dict, records: list[dict]) -> dict:
+def matched(space: dict, records: Records) -> dict:
     """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
 
     The common level is the lowest ladder level at or below FIT_LOSS that every run of every key candidate of
@@ -91,18 +93,24 @@ def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataF
     return table.rename_axis("candidate").reset_index()
 
 
-def with_matched(records: list[dict], at: pd.DataFrame | None, level: float | None) -> list[dict]:
+def with_matched(records: Records, at: pd.DataFrame | None, level: float | None) -> list[TrialRecord]:
     """Records with `generalization.matched_acc` (eval acc at the common level) added to the runs that have it."""
     if at is None:
-        return records  # no step curves (older records): nothing to read
-    stale = [{**r, "attrs": {k: v for k, v in r["attrs"].items() if k != MATCHED_KEY}} for r in records]
-    if level is None:
-        return stale  # the report sets the reading from the curves: a recorded one is never trusted
-    acc = at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
-    return [{**r, "attrs": {**r["attrs"], MATCHED_KEY: acc[r["number"]]}} if r["number"] in acc else r for r in stale]
+        return list(records)  # no step curves (older records): nothing to read
+    acc = {} if level is None else at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
+    return [_matched_acc(r, acc.get(r.number)) for r in records]  # a recorded reading is never trusted
 
 
-def capacity(records: list[dict]) -> dict | None:
+def _matched_acc(r: TrialRecord, acc: float | None) -> TrialRecord:
+    """The record with its matched-loss reading set to `acc` (None: removed)."""
+    flat = {k: v for k, v in measured(r.run).items() if k != MATCHED_KEY}
+    if acc is None and len(flat) == len(measured(r.run)):
+        return r
+    flat.update({} if acc is None else {MATCHED_KEY: acc})
+    return replace(r, run=with_measured(r.run, flat))
+
+
+def capacity(records: Records) -> dict | None:
     """Capacity ranking by final eval accuracy and whether it held over the last third of the steps."""
     curves = M.curve_frame(records, "capacity")
     if curves.empty:
@@ -110,38 +118,38 @@ def capacity(records: list[dict]) -> dict | None:
     r = M.ranking_stability(curves)
     word = "ranking held over the last third of the steps" if r.stable else "provisional"
     done = complete(records)
-    facts = {c: {k: sorted({r["attrs"].get(f"capacity.{k}") for r in done if candidate_of(r) == c} - {None})
+    facts = {c: {k: sorted({r.run.value(f"capacity.{k}") for r in done if r.candidate == c} - {None})
                  for k in ("images", "steps")} for c in r.order}  # fmt: skip
     return {"order": list(r.order), "stable": r.stable, "crossings": [list(c) for c in r.crossings],
             "note": r.note, "verdict": word, "facts": facts}  # fmt: skip
 
 
-def transfer(rows: list[dict], records: list[dict]) -> list[dict]:
+def transfer(rows: list[dict], records: Records) -> list[dict]:
     """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
     out = []
     for row in rows:
-        runs = [r for r in complete(records) if candidate_of(r) == row["candidate"] and "transfer.gain" in r["attrs"]]
+        runs = [r for r in complete(records) if r.candidate == row["candidate"] and "transfer.gain" in r.run.keys()]
         if not runs:
             continue
-        stops = [r["attrs"].get("transfer.pretrain_stopped") for r in runs]
+        stops = [r.run.value("transfer.pretrain_stopped") for r in runs]
         out.append({"candidate": row["candidate"], "target": stops.count("target"), "cap": stops.count("cap"),
-                    "finetune_steps": sorted({r["attrs"].get("transfer.finetune_steps") for r in runs})})  # fmt: skip
+                    "finetune_steps": sorted({r.run.value("transfer.finetune_steps") for r in runs})})  # fmt: skip
     return out
 
 
-def pairing(records: list[dict]) -> list[dict]:
+def pairing(records: Records) -> list[dict]:
     """Per score: how many distinct eval sets the runs saw (1 = one per study) and whether, for every seed, all
     candidates trained on the same subset (from the recorded fingerprints)."""
     done = complete(records)
-    scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r["attrs"] if k.endswith(".eval_fingerprint")})
+    scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r.run.keys() if k.endswith(".eval_fingerprint")})
     out = []
     for score in scores:
         ev, tr = f"{score}.eval_fingerprint", f"{score}.train_fingerprint"
-        evals = {r["attrs"][ev] for r in done if ev in r["attrs"]}
+        evals = {v for r in done if (v := r.run.value(ev)) is not None}
         by_seed: dict = {}
         for r in done:
-            if tr in r["attrs"]:
-                by_seed.setdefault(r["attrs"].get("seed"), set()).add(r["attrs"][tr])
+            if (v := r.run.value(tr)) is not None:
+                by_seed.setdefault(r.seed, set()).add(v)
         out.append({"score": score, "eval_sets": len(evals), "seeds": len(by_seed),
                     "paired": all(len(v) == 1 for v in by_seed.values())})  # fmt: skip
     return out
@@ -164,15 +172,15 @@ def claim_notes(claims: list[dict], cap: dict | None) -> list[dict]:
     return [{**c, "notes": [*c.get("notes", []), note]} if c["id"] == "b" else c for c in claims]
 
 
-def _recipe(record: dict) -> str:
+def _recipe(record: TrialRecord) -> str:
     """A run's optimizer, lr and weight decay, as a curve label's suffix."""
-    o = record["attrs"].get("optim") or {}
-    return (
-        f"{o.get('optimizer', '?')}, lr {o.get('lr', float('nan')):.3g}, wd {o.get('weight_decay', float('nan')):.3g}"
-    )
+    o = record.run.optimizer
+    lr, wd = (o.lr, o.weight_decay) if o else (None, None)
+    nan = float("nan")
+    return f"{record.run.optimizer_name}, lr {nan if lr is None else lr:.3g}, wd {nan if wd is None else wd:.3g}"
 
 
-def mean_curves(space: dict, records: list[dict], score: str) -> list[dict]:
+def mean_curves(space: dict, records: Records, score: str) -> list[dict]:
     """Per candidate and recipe (optimizer, lr, wd): mean clean train loss and eval accuracy (%) over its runs.
 
     Runs of different lr/wd draws are never averaged together: a candidate whose runs differ in recipe gets one
@@ -181,7 +189,7 @@ def mean_curves(space: dict, records: list[dict], score: str) -> list[dict]:
     f = M.curve_frame(records, score)
     if f.empty:
         return []
-    recipe = {r["number"]: _recipe(r) for r in complete(records)}
+    recipe = {r.number: _recipe(r) for r in complete(records)}
     f = f.assign(recipe=f["run"].map(recipe))
     g = f.groupby(["candidate", "recipe", "step"])
     mean = pd.DataFrame({"train_loss": g["train_loss"].mean(), "eval_acc": g["eval_acc"].mean() * 100})

@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import statistics
 
-from coatsearch.report.info import METRICS, candidate_of, complete, order
+from coatsearch.report.info import METRICS, Records, complete, order
 from coatsearch.report.speed import pareto
 
 
-def front(space: dict, records: list[dict]) -> dict | None:
+def front(space: dict, records: Records) -> dict | None:
     """{'objectives', 'directions', 'rows': [{candidate, means, n, pareto}]}; None for a single-objective study."""
     study = space.get("study") or {}
     keys, dirs = list(study.get("objectives") or []), list(study.get("directions") or [])
     if len(keys) < 2:
         return None
-    runs: dict[str, list[dict]] = {}
+    runs: dict[str, list[list[float]]] = {}
     for r in complete(records):
-        if all(isinstance(r["attrs"].get(k), int | float) for k in keys):
-            runs.setdefault(candidate_of(r), []).append(r["attrs"])
+        values = [r.run.number(k) for k in keys]
+        if all(v is not None for v in values):
+            runs.setdefault(r.candidate, []).append([float(v or 0.0) for v in values])
     rows = [
-        {"candidate": n, "n": len(runs[n]), "means": [statistics.fmean(a[k] for a in runs[n]) for k in keys]}
+        {
+            "candidate": n,
+            "n": len(runs[n]),
+            "means": [statistics.fmean(a[i] for a in runs[n]) for i in range(len(keys))],
+        }
         for n in order(space, records)
         if n in runs
     ]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from coatsearch.record import RunRecord
 from coatsearch.report.claims import BASELINES
-from coatsearch.report.info import METRICS, candidate_of, complete, order
+from coatsearch.report.info import METRICS, Records, complete, order
 from coatsearch.report.optim import primary_acc
 
 SPREAD_NOTE = 1.5  # fastest / slowest measured throughput among budget-matched candidates that earns a note
@@ -33,28 +34,29 @@ def _mean_sd(values: list[float]) -> tuple[float, float | None]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def _row(name: str, runs: list[dict], acc: str | None) -> dict:
+def _row(name: str, runs: list[RunRecord], acc: str | None) -> dict:
     """One candidate's speed row: mean and sd over its runs of each rate, and where and how it was measured."""
     row: dict = {"candidate": name, "n": len(runs)}
     for key in (*RATES, "speed.seconds", "macs", "params"):
-        vals = [float(a[key]) for a in runs if isinstance(a.get(key), int | float)]
+        vals = [v for a in runs if (v := a.number(key)) is not None]
         row[key] = _mean_sd(vals) if vals else (None, None)
-    row["acc"] = _mean_sd([100 * a[acc] for a in runs if acc in a]) if acc and any(acc in a for a in runs) else None
-    shares = [a["speed.seconds"] / a["wall_s"] for a in runs if a.get("wall_s")]
+    accs = [100 * a.value(acc) for a in runs if a.value(acc) is not None] if acc else []
+    row["acc"] = _mean_sd(accs) if accs else None
+    shares = [a.value("speed.seconds") / a.wall_s for a in runs if a.wall_s]
     row["cost_share"] = statistics.fmean(shares) if shares else None
-    row["matched"] = all(a.get("budget_macs") for a in runs)
+    row["matched"] = all(a.model is not None and a.model.budget_macs for a in runs)
     for key in ("host", "device", "threads", "train_batch", "infer_batch", "compiled"):
-        row[key] = sorted({str(a.get(f"speed.{key}")) for a in runs})
+        row[key] = sorted({str(a.value(f"speed.{key}")) for a in runs})
     return row
 
 
-def table(space: dict, records: list[dict]) -> dict | None:
+def table(space: dict, records: Records) -> dict | None:
     """The speed table (one row per candidate with `speed` runs), the Pareto front and the spread note; None if
     no trial measured speed."""
-    runs: dict[str, list[dict]] = {}
+    runs: dict[str, list[RunRecord]] = {}
     for r in complete(records):
-        if isinstance(r["attrs"].get("speed.train_ips"), int | float):
-            runs.setdefault(candidate_of(r), []).append(r["attrs"])
+        if r.run.number("speed.train_ips") is not None:
+            runs.setdefault(r.candidate, []).append(r.run)
     if not runs:
         return None
     acc = primary_acc(space, records)

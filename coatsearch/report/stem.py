@@ -16,6 +16,7 @@ from coatsearch.report import claims as C
 from coatsearch.report import measures as M
 from coatsearch.report import optim
 from coatsearch.report import stats as S
+from coatsearch.report.info import Records
 
 CELLS = (("ViT_P", "adamw"), ("ViT_P", "sgd"), ("ViT_C", "adamw"), ("ViT_C", "sgd"))
 STEM_RULE = (
@@ -31,10 +32,10 @@ STEM_RULE = (
 )
 
 
-def stem_tables(records: list[dict], acc: str) -> dict:
+def stem_tables(records: Records, acc: str) -> dict:
     """Claim (f)'s inputs: best-run gaps (description), fixed-recipe cells per seed, the EDF of sampled runs."""
     runs = M.runs_frame(records, acc).to_dict("records")
-    sampled = [r for r in records if any(k.startswith(optim.SEARCH_PREFIXES) for k in r["params"])]
+    sampled = [r for r in records if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)]
     edf_rows = M.edf(M.runs_frame(sampled, acc)) if sampled else []
     return {"gaps": optim.optimizer_gap(records, acc), "cells": recipe_cells(runs), "edf": edf_rows}
 
