@@ -219,15 +219,17 @@ def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, An
 
 
 def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
-    if d.kind == "choice" and len(d.choices) == 1:
-        return d.choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
     if d.kind == "choice":
-        labels = [c if isinstance(c, str | int | float | bool) else json.dumps(c) for c in d.choices]
+        choices = tuple(d.choices or ())  # a choice dimension always has choices (the spec checks it)
+        if len(choices) == 1:
+            return choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
+        labels: list[Any] = [c if isinstance(c, str | int | float | bool) else json.dumps(c) for c in choices]
         picked = trial.suggest_categorical(d.path, labels)
-        return d.choices[labels.index(picked)]
+        return choices[labels.index(picked)]
+    assert d.low is not None and d.high is not None  # a numeric dimension always has bounds (the spec checks it)
     if d.kind == "int":
-        return trial.suggest_int(d.path, int(d.low), int(d.high), step=d.step or 1, log=d.log)
-    return trial.suggest_float(d.path, d.low, d.high, log=d.log)
+        return trial.suggest_int(d.path, int(d.low), int(d.high), step=int(d.step or 1), log=d.log)
+    return trial.suggest_float(d.path, float(d.low), float(d.high), log=d.log)
 
 
 def tell(
@@ -305,7 +307,7 @@ def ran_by(study: optuna.Study, run_id: str) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id)
 
 
-def environment(device) -> R.Environment:
+def environment(device: Any) -> R.Environment:
     """Hardware and library versions, stored with every trial."""
     import timm
     import torch

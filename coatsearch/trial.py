@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from typing import Any
@@ -92,7 +92,7 @@ def model_of(prep: Prepared) -> R.Model:
     )
 
 
-def model_label(model) -> str:
+def model_label(model: Any) -> str:
     """What the papers call the model: ViT_P, ViT_C, ViT_REL, or the stage layout."""
     if not model.stages:
         return f"{model.arch} baseline"
@@ -143,7 +143,7 @@ def epoch_reporter(space: Space, sink: Callable[[int, float], None]) -> Report |
 
 
 @contextmanager
-def progress_bar(done: int, total: int, enabled: bool):
+def progress_bar(done: int, total: int, enabled: bool) -> Iterator[Callable[[int], None]]:
     """A study-level progress bar (trials done of planned, ETA); yields a callback taking a trial number."""
     from tqdm.auto import tqdm
 

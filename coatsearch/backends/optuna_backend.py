@@ -15,7 +15,9 @@ import signal
 import time
 import uuid
 from collections.abc import Callable
+from multiprocessing.context import SpawnContext
 from pathlib import Path
+from typing import Any
 
 import optuna
 
@@ -83,7 +85,7 @@ def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None
         _watch(ctx, procs, args, threads, workers, study)
 
 
-def _watch(ctx, procs: list, args: tuple, threads: int, workers: int, study: optuna.Study) -> None:
+def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: int, study: optuna.Study) -> None:
     """Start the workers, replace the killed ones, wait for all to end; on any error or interrupt stop them all."""
     try:
         _start(ctx, procs, args, threads, workers)
@@ -104,7 +106,7 @@ def _watch(ctx, procs: list, args: tuple, threads: int, workers: int, study: opt
             p.join()
 
 
-def _start(ctx, procs: list, args: tuple, threads: int, n: int) -> None:
+def _start(ctx: SpawnContext, procs: list, args: tuple, threads: int, n: int) -> None:
     """Start `n` more worker processes (SIGINT ignored in them: see `_spawn`)."""
     with interrupts.children_ignore_sigint():
         for _ in range(n):
@@ -123,7 +125,16 @@ def _worker_entry(args: tuple, threads: int) -> None:
         pass
 
 
-def _worker(space, studies_dir, name, device_name, run_id, limit, progress, matched) -> int:
+def _worker(
+    space: Space,
+    studies_dir: Path,
+    name: str,
+    device_name: str,
+    run_id: str,
+    limit: int | None,
+    progress: bool,
+    matched: dict | None,
+) -> int:
     """Claim and run planned trials until none is left (or `limit` trials of this run started)."""
     from coatsearch.train import pick_device
     from coatsearch.trial import progress_bar
@@ -149,7 +160,16 @@ def _worker(space, studies_dir, name, device_name, run_id, limit, progress, matc
     return ran
 
 
-def _run_trial(space, study, trial, item, device, env, progress, matched=None) -> None:
+def _run_trial(
+    space: Space,
+    study: optuna.Study,
+    trial: optuna.Trial,
+    item: P.PlanItem,
+    device: Any,
+    env: Any,
+    progress: bool,
+    matched: dict | None = None,
+) -> None:
     """Suggest, train, score and tell one trial; any failure is recorded with its reason."""
     from coatsearch.trial import attempt, epoch_reporter
 

@@ -20,8 +20,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -79,7 +79,7 @@ def run(
     return store.summary(space, studies_dir, name, store.ran_by(study, run_id), time.perf_counter() - start)
 
 
-def _bar(study, items: dict, progress: bool):
+def _bar(study: optuna.Study, items: dict, progress: bool) -> AbstractContextManager[Callable[[int], None]]:
     """The study-level progress bar of the driver."""
     from coatsearch.trial import progress_bar
 
@@ -157,7 +157,15 @@ def _legacy_output() -> Iterator[None]:
             os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
 
 
-def _tuner(space, searcher, storage: Path, run_id: str, device: str, resources: tuple, matched=None) -> tune.Tuner:
+def _tuner(
+    space: Space,
+    searcher: StudySearcher,
+    storage: Path,
+    run_id: str,
+    device: str,
+    resources: tuple,
+    matched: dict | None = None,
+) -> tune.Tuner:
     """A Tuner over the searcher's claims, `slots` at a time, results under `storage`/run-<id>.
 
     The space and the matched specs go into Ray's object store once (`with_parameters`), and trial actors
@@ -214,7 +222,7 @@ def _max_epochs(space: Space) -> int:
 class StudySearcher(Searcher):
     """Ray's source of trials: claims planned keys from the study as Ray asks, tells each outcome back."""
 
-    def __init__(self, space: Space, study, folder: Path, run_id: str, limit: int | None):
+    def __init__(self, space: Space, study: optuna.Study, folder: Path, run_id: str, limit: int | None) -> None:
         super().__init__()
         self.space, self.study, self.folder, self.run_id, self.limit = space, study, folder, run_id, limit
         self.items = {i.key: i for i in P.plan(space)}
@@ -222,7 +230,7 @@ class StudySearcher(Searcher):
         self.open: dict = {}  # Ray trial id -> claimed, not yet told
         self.steps: dict[str, int] = {}  # Ray trial id -> last epoch reported to the study
 
-    def suggest(self, trial_id: str) -> dict | str:
+    def suggest(self, trial_id: str) -> dict | str:  # type: ignore[override]  # Ray documents FINISHED (a str) as a return
         """Claim the next free key (or FINISHED); Ray's trial config names it."""
         taken = store.claim(self.study, self.items, self.run_id, self.limit, self.folder, backend="ray")
         if taken is None:
