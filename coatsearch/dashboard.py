@@ -205,7 +205,8 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
     store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
     _warn(host, allow_writes)
-    storage = ReadableStorage(store.open_storage(store.storage_file(Path(studies_dir), study)), allow_writes)
+    inner = store.open_storage(store.storage_file(Path(studies_dir), study))
+    storage = ReadableStorage(inner, allow_writes)  # type: ignore[abstract]  # every abstract method delegated
     _check_port(host, port)
     print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
     optuna_dashboard.run_server(storage, host=host, port=port)

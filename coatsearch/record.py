@@ -322,9 +322,9 @@ def flat(run: RunRecord) -> dict[str, Any]:
     return out
 
 
-def optimizer(settings: Mapping[str, Any]) -> Optimizer:
-    """The Optimizer of a spec's settings (`dataclasses.asdict(OptimSpec)`)."""
-    return _optimizer(settings)
+def optimizer(settings: Any) -> Optimizer:
+    """The Optimizer of an optimizer spec (`spec.OptimSpec`) or of its settings as a mapping."""
+    return _optimizer(settings if isinstance(settings, Mapping) else dataclasses.asdict(settings))
 
 
 def _optimizer(settings: Mapping[str, Any]) -> Optimizer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats as st
 
 from coatsearch.report import claims as C
@@ -32,12 +33,12 @@ STEM_RULE = (
 )
 
 
-def stem_tables(records: Records, acc: str) -> dict:
-    """Claim (f)'s inputs: best-run gaps (description), fixed-recipe cells per seed, the EDF of sampled runs."""
-    runs = M.runs_frame(records, acc).to_dict("records")
-    sampled = [r for r in records if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)]
-    edf_rows = M.edf(M.runs_frame(sampled, acc)) if sampled else []
-    return {"gaps": optim.optimizer_gap(records, acc), "cells": recipe_cells(runs), "edf": edf_rows}
+def stem_tables(done: Records, table: pd.DataFrame) -> dict:
+    """Claim (f)'s inputs from the runs table: best-run gaps (description), fixed-recipe cells per seed, the EDF of
+    sampled runs."""
+    sampled = {r.number for r in done if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)}
+    edf_rows = M.edf(table[table["number"].isin(sampled)].reset_index(drop=True)) if sampled else []
+    return {"gaps": optim.optimizer_gap(table), "cells": recipe_cells(table.to_dict("records")), "edf": edf_rows}
 
 
 def recipe_cells(runs: list[dict]) -> dict[str, dict]:

@@ -11,7 +11,7 @@ from coatsearch.report import stats as S
 from coatsearch.report.info import METRICS, Metric, group_of
 from coatsearch.report.paper import MATCHED_KEY, NOT_TESTED
 from coatsearch.report.stem import STEM_RULE, stem_claim
-from coatsearch.scores import ranked
+from coatsearch.scores import ranked, v_accs
 
 RANKED = ranked()  # the ranked metrics, from the score registry
 GAIN = "transfer.gain"  # fine-tune − from-scratch accuracy: transfer is out of regime when no key candidate gains
@@ -351,9 +351,6 @@ def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe=True)
     return _combine(claim, found, [])
 
 
-V_ACCS = ("generalization.eval_acc", "capacity.eval_acc", "accuracy.eval_acc")
-
-
 def v_table(rows: list[dict]) -> list[dict]:
     """V0/V1/V2 (Table 7) rows: depths, params, MACs, eval accuracies and the paper's top-1; [] without V1/V2."""
     names = {r["candidate"] for r in rows}
@@ -371,7 +368,7 @@ def v_table(rows: list[dict]) -> list[dict]:
                 "candidate": row["candidate"],
                 "note": note,
                 "depths": row["depths"],
-                **{k: m.get(k) for k in ("params", "macs", *V_ACCS)},
+                **{k: m.get(k) for k in ("params", "macs", *v_accs())},  # single-run scores' headlines
                 "paper_blocks": paper["blocks"],
                 "paper_top1": paper["top1"],
             }

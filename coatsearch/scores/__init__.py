@@ -11,13 +11,14 @@ import dataclasses
 
 from coatsearch import spec as S
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
-from coatsearch.scores.base import Context, Metric, Report, Score, TrialInput
+from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
 
 __all__ = [
     "FALLBACK",
     "METRICS",
     "SCORES",
     "Context",
+    "Guard",
     "Metric",
     "Report",
     "Score",
@@ -88,7 +89,7 @@ METRICS: dict[str, Metric] = {
     m.key: m
     for m in (
         *_MODEL,
-        *(m for s in SCORES.values() for m in s.metrics),
+        *(m for s in SCORES.values() for m in (*s.derived, *s.metrics)),
         Metric("wall_s", "wall time", "s", 1, 0, table=False),
     )
 }
@@ -133,6 +134,26 @@ def max_epochs(scores: ScoresSpec) -> int:
 def curve_scores() -> tuple[str, ...]:
     """Single-run scores, whose per-epoch curve `curves.<name>` the report draws."""
     return tuple(s.name for s in SCORES.values() if s.single_run)
+
+
+def derived() -> tuple[str, ...]:
+    """Metric keys the report derives from the records (a score's `derived`): never read from a trial's record."""
+    return tuple(m.key for s in SCORES.values() for m in s.derived)
+
+
+def guards() -> tuple[Guard, ...]:
+    """Every score's training runs as the regime guards read them, in registry order."""
+    return tuple(g for s in SCORES.values() for g in s.guards)
+
+
+def titles() -> dict[str, str]:
+    """Score name -> its title in the report's figures (its name when it declares none)."""
+    return {s.name: s.title or s.name for s in SCORES.values()}
+
+
+def v_accs() -> tuple[str, ...]:
+    """The headline accuracies of single-run scores (the depth-split table's columns), in registry order."""
+    return tuple(s.headline for s in SCORES.values() if s.single_run and s.headline)
 
 
 def ranked() -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Score, acc
+from coatsearch.scores.base import Guard, Score, acc
 
 # corruption -> magnitude at severities 1..5
 SEVERITIES = {
@@ -105,4 +105,5 @@ SCORE = Score(
     headline="robustness.corrupt_acc",
     fallback=6,
     check=check,
+    guards=(Guard("robustness", "robustness.clean_acc", ("robustness",)),),
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Metric, Score, acc
+from coatsearch.scores.base import Guard, Metric, Score, acc
 
 MIN_FINETUNE_STEPS = 300  # the least fine-tune (and scratch) budget when `finetune.max_steps` is not given
 PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
@@ -133,4 +133,8 @@ SCORE = Score(
     headline="transfer.finetune_acc",
     fallback=4,
     keeps_model=True,
+    guards=(
+        Guard("pretrain", "transfer.pretrain_acc", ("transfer", "pretrain")),
+        Guard("transfer", "transfer.finetune_acc", ("transfer", "finetune")),
+    ),
 )
