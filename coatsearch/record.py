@@ -290,7 +290,7 @@ def _from_flat(attrs: Mapping[str, Any]) -> RunRecord:
         model = _build(Model, fields)
     flat = {k: v for k, v in a.items() if "." in k}
     metrics, curves = split(flat)
-    optim = _optimizer(a["optim"]) if isinstance(a.get("optim"), Mapping) else None
+    optim = optimizer(a["optim"]) if isinstance(a.get("optim"), Mapping) else None
     env = a.get("env")
     environment = None
     if isinstance(env, Mapping) or "device" in a:
@@ -322,13 +322,9 @@ def flat(run: RunRecord) -> dict[str, Any]:
     return out
 
 
-def optimizer(settings: Mapping[str, Any]) -> Optimizer:
-    """The Optimizer of a spec's settings (`dataclasses.asdict(OptimSpec)`)."""
-    return _optimizer(settings)
-
-
-def _optimizer(settings: Mapping[str, Any]) -> Optimizer:
-    s = dict(settings)
+def optimizer(settings: Any) -> Optimizer:
+    """The Optimizer of an optimizer spec (`spec.OptimSpec`) or of its settings as a mapping."""
+    s = dict(settings) if isinstance(settings, Mapping) else dataclasses.asdict(settings)
     return Optimizer(str(s.get("optimizer", "?")), s.get("lr"), s.get("weight_decay"), _frozen(s))
 
 

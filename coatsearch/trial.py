@@ -6,7 +6,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -62,13 +62,13 @@ def run_item(
             raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(metrics)})")
         values = [float(metrics[k]) for k in space.study.objectives]
         objs = tuple(space.study.objectives)
-        run = R.completed(ident, model_of(prep), metrics, R.optimizer(asdict(prep.optim)), **common,
+        run = R.completed(ident, model_of(prep), metrics, R.optimizer(prep.optim), **common,
                           objective=objs[0], objectives=objs)  # fmt: skip
         return values, run
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
-    return float(metrics[key]), R.completed(ident, model_of(prep), metrics, R.optimizer(asdict(prep.optim)),
+    return float(metrics[key]), R.completed(ident, model_of(prep), metrics, R.optimizer(prep.optim),
                                             **common, objective=key)  # fmt: skip
 
 
@@ -145,7 +145,7 @@ def epoch_reporter(space: Space, sink: Callable[[int, float], None]) -> Report |
 @contextmanager
 def progress_bar(done: int, total: int, enabled: bool) -> Iterator[Callable[[int], None]]:
     """A study-level progress bar (trials done of planned, ETA); yields a callback taking a trial number."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(total=total, initial=min(done, total), desc="study", unit="trial", disable=not enabled)
     try:

@@ -105,17 +105,15 @@ def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
     assert "robustness.png" in path.read_text() and "corrupted acc (mean)" in path.read_text()
 
 
-def test_size_note_states_the_params_spread_of_budget_matched_candidates():
-    from coatsearch.report import info
-    from coatsearch.report.markdown import size_note
+def test_sizes_give_the_params_spread_of_budget_matched_candidates():
+    from coatsearch.report import budget, info
 
     rows = info.candidate_rows(SPACE, layout_records())
-    params = {r["candidate"]: r["metrics"]["params"].mean for r in rows}
-    small, big = min(params, key=params.get), max(params, key=params.get)
-    note = size_note(rows)
-    assert f"span {params[small]:.3f}M ({small}) to {params[big]:.3f}M ({big})" in note
-    assert f"{params[big] / params[small]:.1f}x" in note and "budget errors +1.0% to +1.0%" in note
-    assert size_note(rows[:1]) == ""  # one candidate: nothing to compare
+    params = {r["candidate"]: r["metrics"]["params"].mean for r in rows}  # 1.5M + 1000 × trial number, in M
+    z = budget.sizes(rows)
+    assert z is not None and z.small == ("ViT_REL", params["ViT_REL"]) and z.big == ("C-T-T-T", params["C-T-T-T"])
+    assert z.macs_err == (1.0, 1.0) and z.params_err is None  # every record: +1% MACs error, a MACs-only budget
+    assert budget.sizes(rows[:1]) is None  # one candidate: nothing to compare
 
 
 def test_report_writes_the_note_only_with_note(tmp_path, capsys):

@@ -64,15 +64,14 @@ class ClaimPlan:
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
     from coatsearch import store
-    from coatsearch.report import info, paper
+    from coatsearch.report import frames, info, paper
 
     if not store.storage_file(studies_dir, name).exists():
         return None
     space, records = info.load(store.load_study(studies_dir, name))
-    gen = paper.matched(space, records)
-    records = paper.with_matched(records, gen["matched"], gen["level"])
-    rows = info.candidate_rows(space, records)
-    curves = {s: paper.mean_curves(space, records, s) for s in info.CURVE_SCORES}
+    fr = frames.build(space, records)
+    rows = info.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
+    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in info.CURVE_SCORES}
     return Earlier(source, str(store.folder(studies_dir, name)), rows, curves) if rows else None
 
 

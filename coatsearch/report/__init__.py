@@ -10,15 +10,16 @@ import math
 import sys
 from dataclasses import is_dataclass
 from pathlib import Path
+from typing import Any
 
-from coatsearch.report import calibration, info, judging, optim, paper, pareto, plots
+from coatsearch.report import budget, calibration, frames, info, judging, optim, paper, pareto, plots
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
 from coatsearch.report import markdown_speed as mds
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
-from coatsearch.report.claims import ALPHA, EDF_K, VERDICT_ALPHA
+from coatsearch.report.claims import ALPHA, CAPACITY_SCORE, EDF_K, VERDICT_ALPHA
 
 __all__ = ["render", "save_note", "summarize", "write_report"]
 
@@ -28,11 +29,11 @@ SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
 def summarize(study: str, space: dict, records: info.Records) -> dict:
     """Every table the report shows, computed from the space record and trial records alone."""
     j = judging.judge_records(space, records)
-    gen, records, rows, acc, dims, runs = (j[k] for k in ("gen", "records", "rows", "acc", "dims", "runs"))
-    edf_rows, noise = j["edf"], j["noise"]
+    fr, gen, rows, acc, dims, runs = (j[k] for k in ("frames", "gen", "rows", "acc", "dims", "runs"))
+    edf_rows, noise, done = j["edf"], j["noise"], fr.complete
     gaps = j["stems"]["gaps"] if j["stems"] else []
-    vit = optim.has_vit(records)
-    cap = paper.capacity(records)
+    vit = optim.has_vit(done)
+    cap = paper.capacity(fr.curves.get(CAPACITY_SCORE), done)
     claims, untested = paper.claim_notes(j["claims"], cap), j["untested"]
     return {
         "study": study,
@@ -40,6 +41,7 @@ def summarize(study: str, space: dict, records: info.Records) -> dict:
         "environment": info.environment(space, records),
         "metrics": {k: vars(m) for k, m in info.METRICS.items()},
         "candidates": rows,
+        "size": budget.sizes(rows),
         "primary_acc": acc,
         "primary_label": info.METRICS[acc].label if acc else "",
         "rankings": V.rankings(rows, noise),
@@ -48,15 +50,15 @@ def summarize(study: str, space: dict, records: info.Records) -> dict:
         "untested": untested,
         "matched": {k: gen[k] for k in ("level", "levels", "table", "never", "key", "out_of_regime")},
         "capacity": cap,
-        "transfer": paper.transfer(rows, records),
-        "pairing": paper.pairing(records),
+        "transfer": paper.transfer(rows, done),
+        "pairing": paper.pairing(done),
         "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
-        "curves": {score: _curves(space, records, score) for score in info.CURVE_SCORES},
+        "curves": {score: _curves(space, fr, score) for score in info.CURVE_SCORES},
         "search_dims": dims,
         "edf": edf_rows,
         "edf_k": EDF_K,
         "optimizer_gap": gaps,
-        "peak": optim.peak(records, acc) if acc else [],
+        "peak": optim.peak(runs) if runs is not None else [],
         "samples": optim.samples(records) if dims or vit else [],
         "length": info.length_rows(space, records),
         "has_vit": vit,
@@ -70,7 +72,7 @@ def summarize(study: str, space: dict, records: info.Records) -> dict:
             "verdict_alpha": VERDICT_ALPHA,
             "calibration": calibration.figures() if rows else None,
         },
-        **plots.tables(space, records),  # the figure registry's own tables (e.g. robustness)
+        **plots.tables(space, fr),  # the figure registry's own tables (e.g. robustness)
     }
 
 
@@ -97,12 +99,12 @@ def render(summary: dict, figures: dict[str, str]) -> str:
     return "\n\n".join(p.strip() for p in parts if p and p.strip()) + "\n"
 
 
-def _curves(space: dict, records: info.Records, score: str) -> list[dict]:
+def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
     """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
-    return paper.mean_curves(space, records, score) or info.curves(space, records, score)
+    return paper.mean_curves(space, fr.curves[score], fr.complete) or info.curves(space, fr.records, score)
 
 
-def jsonable(x):
+def jsonable(x: Any) -> Any:
     """Tables → JSON-ready values: Stats as dicts, NaN/inf as null, tuples as lists."""
     if isinstance(x, info.Stat):
         return jsonable(x.to_dict())

@@ -1,16 +1,35 @@
-"""The report's size note for a joint budget: MACs and params both matched, so no 'parameter count' caveat."""
+"""How far apart the budget-matched candidates are in MACs and params: computed here, rendered by markdown."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
-def joint_size_note(sized: list[dict], macs_err: list[float], ends: tuple[dict, dict]) -> str:
-    """The size note when every budget-matched candidate was solved to MACs and params together."""
-    p_err = [r["metrics"]["budget_params_error"].mean for r in sized]
-    small, big = ends
-    lo, hi = small["metrics"]["params"].mean, big["metrics"]["params"].mean
-    return (
-        f"Size: MACs and params are both matched (a joint budget): MACs errors {min(macs_err):+.1f}% to "
-        f"{max(macs_err):+.1f}%, params errors {min(p_err):+.1f}% to {max(p_err):+.1f}%; params span {lo:.3f}M "
-        f"({small['candidate']}) to {hi:.3f}M ({big['candidate']}), {hi / lo:.2f}x. As in CoAtNet, layouts are "
-        "compared at similar parameter size and computational cost."
+from coatsearch.report.claims import BASELINES
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The budget-matched candidates' spread: MACs budget errors (%), params errors (%, a joint budget), params."""
+
+    macs_err: tuple[float, float]  # lowest, highest MACs budget error (%)
+    params_err: tuple[float, float] | None  # lowest, highest params budget error (%); None: MACs-only budget
+    small: tuple[str, float]  # (candidate, params in M) of the smallest
+    big: tuple[str, float]  # and of the largest
+
+
+def sizes(rows: list[dict]) -> Sizes | None:
+    """The spread over candidate rows with a budget error (baselines left out); None with fewer than 2."""
+    sized = [r for r in rows if r["candidate"] not in BASELINES and "budget_error" in r["metrics"]]
+    if len(sized) < 2:
+        return None
+    err = [r["metrics"]["budget_error"].mean for r in sized]
+    small = min(sized, key=lambda r: r["metrics"]["params"].mean)
+    big = max(sized, key=lambda r: r["metrics"]["params"].mean)
+    joint = all("budget_params_error" in r["metrics"] for r in sized)
+    p_err = [r["metrics"]["budget_params_error"].mean for r in sized] if joint else []
+    return Sizes(
+        (min(err), max(err)),
+        (min(p_err), max(p_err)) if joint else None,
+        (small["candidate"], small["metrics"]["params"].mean),
+        (big["candidate"], big["metrics"]["params"].mean),
     )

@@ -17,9 +17,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats as st
@@ -71,7 +73,9 @@ def places() -> dict[str, dict[str, float]]:
     return out
 
 
-def _value(rng, key: str, place: float, effect: float, seed_eff: float, sd: float, jitter: float) -> float:
+def _value(
+    rng: np.random.Generator, key: str, place: float, effect: float, seed_eff: float, sd: float, jitter: float
+) -> float:
     """One run's value of a measure in display units (better direction down the order)."""
     unit = METRICS[key].unit
     sign = 1.0 if METRICS[key].better == "higher" else -1.0
@@ -88,7 +92,8 @@ def _curve(matched: float, fits: bool) -> dict:
             "eval_acc": acc}  # fmt: skip
 
 
-def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimizer="adamw", params=None) -> TrialRecord:
+def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimizer: str = "adamw",
+            params: dict | None = None) -> TrialRecord:  # fmt: skip
     """A simulated COMPLETE trial, built by the constructor the trial uses (record.completed)."""
     params = {"candidate": cand, "seed": seed, **(params or {})}
     optim = R.optimizer({"optimizer": optimizer, "lr": attrs.pop("lr", 1e-3), "weight_decay": 0.05})
@@ -96,10 +101,10 @@ def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimize
     return TrialRecord(number, 0.5, MappingProxyType(params), None, None, run)
 
 
-def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: bool = True, edit=None,
+def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: bool = True, edit: Any = None,
           stem_effect: float | None = None) -> list[TrialRecord]:  # fmt: skip
     """One simulated study's trial records (σ per unit in SIGMA); `edit(key, name) -> extra places` for paths."""
-    where, recs = places(), []
+    where, recs = places(), cast(list[TrialRecord], [])
     names = [*LAYOUTS, *OPTIONAL[:3], C.BASELINES[0]]
     gone = {str(rng.choice(OPTIONAL))} if stress and rng.random() < P_MISSING else set()
     unfit = {str(rng.choice(LAYOUTS))} if stress and rng.random() < P_UNFIT else set()
@@ -110,7 +115,7 @@ def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: boo
     seed_eff = {(k, s): rng.normal(0.0, SEED_SD) for k in keys for s in range(n_seeds)}
     for s in range(n_seeds):
         for n in (x for x in names if x not in gone):
-            attrs = {}
+            attrs: dict[str, Any] = {}
             for key in (*SCORES[n], "generalization.matched_acc", *(("transfer.gain", "transfer.finetune_acc")
                                                                     if n in TRANSFER else ())):  # fmt: skip
                 if key == "generalization.matched_acc" and n not in (*LAYOUTS, *OPTIONAL[:3]):
@@ -129,7 +134,8 @@ def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: boo
 
 def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int) -> list[TrialRecord]:
     """Claim (f): a fixed recipe per (model, optimizer) and seed, plus SAMPLES random lr/wd runs each."""
-    recs, cell_sd = [], {c: rng.uniform(*NOISE_SPREAD) for c in ("ViT_P", "ViT_C")}
+    recs: list[TrialRecord] = []
+    cell_sd = {c: rng.uniform(*NOISE_SPREAD) for c in ("ViT_P", "ViT_C")}
     for s in range(n_seeds):
         seed_eff = rng.normal(0.0, SEED_SD)
         for label in ("ViT_P", "ViT_C"):
@@ -146,7 +152,7 @@ def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int)
     return recs
 
 
-def _set(records: list[TrialRecord], cand: str, fn) -> list[TrialRecord]:
+def _set(records: list[TrialRecord], cand: str, fn: Callable[[dict], object]) -> list[TrialRecord]:
     """Records with fn(measured) applied to every run of `cand` ('*' for every candidate); `measured` is the run's
     flat metrics and curves (record.measured) plus its `candidate`."""
     out = []

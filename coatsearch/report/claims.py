@@ -63,6 +63,7 @@ CHAIN_CLAIMS = (
         True,
     ),
 )
+CAPACITY_SCORE = CHAIN_CLAIMS[1].measures[0].split(".")[0]  # claim (b)'s score: its curves say if the ranking held
 
 # Claim (e): relative attention helps (CoAtNet Table 6). A pair is a candidate named with "norel" and the
 # candidate with the same name without it.

@@ -6,9 +6,10 @@ Values in tables are in display units (accuracies in %, MACs and params in milli
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ class Stat:
         return {**asdict(self), "se": self.se}
 
 
-def stat(values) -> Stat | None:
+def stat(values: Iterable[float | None]) -> Stat | None:
     """Mean ± sample standard deviation of the finite values (pandas); None when there are none."""
     vals = pd.Series([v for v in values if v is not None], dtype=float)
     vals = vals[vals.map(math.isfinite)]
@@ -54,7 +55,14 @@ def stat(values) -> Stat | None:
 Records = Sequence[TrialRecord]
 
 
-def load(study) -> tuple[dict, list[TrialRecord]]:
+def _stat(values: Iterable[float]) -> Stat:
+    """`stat` of values known to hold a finite one."""
+    s = stat(values)
+    assert s is not None
+    return s
+
+
+def load(study: Any) -> tuple[dict, list[TrialRecord]]:
     """A study's space record and its trial records (the store's frozen records)."""
     from coatsearch import store
 
@@ -82,30 +90,29 @@ def groups(space: dict, records: Records) -> dict[str, list[TrialRecord]]:
     return {c: rs for c, rs in out.items() if rs}
 
 
-# The accuracy that tells whether a run of a group trained, and the curve its convergence is read from.
-GROUP_ACC = {
-    "generalization": "generalization.eval_acc",
-    "capacity": "capacity.eval_acc",
-    "accuracy": "accuracy.eval_acc",
-    "pretrain": "transfer.pretrain_acc",
-    "transfer": "transfer.finetune_acc",
-    "length": "length.eval_acc_longest",
-    "robustness": "robustness.clean_acc",
-}
+def group_acc() -> dict[str, str]:
+    """Group (one training run of a trial; its curve has the name) -> the accuracy that says whether it trained,
+    from the score registry's guards (read at call time, so a score registered later is guarded too)."""
+    return {g.group: g.acc for g in scores.guards()}
 
 
 def group_of(key: str) -> str:
-    """The group (one training run inside a trial) a metric belongs to: its score, or pretrain/transfer."""
-    return "pretrain" if key == "transfer.pretrain_acc" else key.split(".")[0]
+    """The group (one training run inside a trial) a metric belongs to: its guard's group, else its score."""
+    return {g.acc: g.group for g in scores.guards()}.get(key, key.split(".")[0])
+
+
+def shape(space: dict) -> tuple[int | None, int | None, int | None]:
+    """The space record's input (image size, channels, classes); Nones when it is not recorded."""
+    size, channels, classes = (list(space.get("input") or []) + [None] * 3)[:3]
+    return size, channels, classes
 
 
 def chance(space: dict, group: str) -> float | None:
     """Chance accuracy (%) of a group's classifier: 100 / its classes (the space's, or the subset's own)."""
-    sc = space.get("scores") or {}
-    sub = sc.get(group) or {}
-    if group in ("pretrain", "transfer"):
-        sub = (sc.get("transfer") or {}).get("pretrain" if group == "pretrain" else "finetune") or {}
-    classes = len(sub["classes"]) if sub.get("classes") else (list(space.get("input") or []) + [None] * 3)[2]
+    sub = space.get("scores") or {}
+    for part in {g.group: g.subset for g in scores.guards()}.get(group, (group,)):
+        sub = sub.get(part) or {}
+    classes = len(sub["classes"]) if sub.get("classes") else shape(space)[2]
     return 100.0 / classes if classes else None
 
 
@@ -120,20 +127,24 @@ def converged(curve: Mapping | None) -> bool | None:
     return bool(slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
 
 
-def frame(space: dict, records: Records) -> pd.DataFrame:
-    """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged."""
-    out = []
+def frame(space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None) -> pd.DataFrame:
+    """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged.
+
+    `derived`: trial number -> the report's derived values (scores.derived() keys) of that run; given, a recorded
+    derived value is ignored (None: records the report derived nothing for, e.g. without step curves, keep theirs).
+    """
+    out, guarded, derives = [], group_acc(), scores.derived()
     for r in complete(records):
-        run = r.run
+        run, mine = r.run, (derived or {}).get(r.number, {})
         flags = {}
-        for group, acc in GROUP_ACC.items():
+        for group, acc in guarded.items():
             low = chance(space, group)
             value = run.number(acc)
             failed = value is not None and low is not None and 100 * value - low <= CHANCE_POINTS
             flags[group] = (failed, converged(run.curves.get(group)))
         for key, m in METRICS.items():
-            if (v := run.number(key)) is not None:
-                group = group_of(key) if group_of(key) in GROUP_ACC else ""
+            if (v := mine.get(key) if key in derives and derived is not None else run.number(key)) is not None:
+                group = group_of(key) if group_of(key) in guarded else ""
                 failed, conv = flags.get(group, (False, None))
                 out.append((r.candidate, r.seed, r.number, key, v * m.scale, group, failed, conv))
     cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
@@ -167,7 +178,9 @@ def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
     return list(rows.values())
 
 
-def candidate_rows(space: dict, records: Records) -> list[dict]:
+def candidate_rows(
+    space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None
+) -> list[dict]:
     """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
     idents = {}
     for name, runs in groups(space, records).items():
@@ -181,7 +194,7 @@ def candidate_rows(space: dict, records: Records) -> list[dict]:
             "optimizers": sorted({r.run.optimizer_name for r in runs}),
             "n": len(runs),
         }
-    return rows_from_frame(frame(space, records), idents)
+    return rows_from_frame(frame(space, records, derived), idents)
 
 
 def measured(rows: list[dict], key: str) -> bool:
@@ -231,7 +244,7 @@ def _reason(r: TrialRecord, rerun: int | None) -> str:
 def environment(space: dict, records: Records) -> dict:
     """Data set, subsets per score, image size, seeds, hardware, versions and wall time of the study."""
     done = complete(records)
-    size, chans, classes = (list(space.get("input") or []) + [None] * 3)[:3]
+    size, chans, classes = shape(space)
     walls = [w for r in done if (w := r.run.number("wall_s")) is not None]
     return {
         "study": space.get("study") or {},
@@ -258,7 +271,7 @@ def _hardware(r: TrialRecord) -> dict:
             "gpu": env.gpu, "device": env.device}  # fmt: skip
 
 
-def _distinct(records: Records, get) -> list[dict]:
+def _distinct(records: Records, get: Callable[[TrialRecord], dict]) -> list[dict]:
     out: list[dict] = []
     for r in records:
         if (item := get(r)) and item not in out:
@@ -293,7 +306,7 @@ def subsets(space: dict, done: Records) -> list[dict]:
     return rows
 
 
-def _subset_records(node: dict):
+def _subset_records(node: dict) -> Iterator[tuple[str, dict]]:
     """(name, subset) for each recorded subset (a mapping with `per_class`), at any depth: `transfer.pretrain` is
     named `pretrain` as older records, which stored it flat, named it."""
     for name, sub in node.items():
@@ -339,7 +352,7 @@ def length_rows(space: dict, records: Records) -> list[dict]:
             continue
         epochs = list(runs[0].run.value("length.epochs"))
         runs = [r for r in runs if list(r.run.value("length.epochs")) == epochs]
-        accs = [stat(100 * r.run.value("length.eval_acc")[i] for r in runs) for i in range(len(epochs))]
+        accs = [_stat(100 * r.run.value("length.eval_acc")[i] for r in runs) for i in range(len(epochs))]
         longest = accs[epochs.index(max(epochs))].mean
         rows.append(
             {

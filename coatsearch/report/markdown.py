@@ -5,12 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 from coatsearch.report import escape
-from coatsearch.report.budget import joint_size_note
+from coatsearch.report.budget import Sizes
 from coatsearch.report.claims import BASELINES, CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.plots import FIGURES
-from coatsearch.report.verdicts import V_ACCS
-from coatsearch.scores import table_keys
+from coatsearch.scores import table_keys, v_accs
 
 
 def fmt_stat(s: Stat | None, m: Metric) -> str:
@@ -136,24 +135,25 @@ def candidates(s: dict) -> str:
     note = "Scores are mean ± sd over the runs of each candidate (n runs; '(n=1)' = a single run, no spread)."
     if s["search_dims"]:
         note += " Runs include sampled hyperparameters (" + ", ".join(s["search_dims"]) + ")."
-    parts = ["## Candidates", note + baselines_note(rows), table(head, body), size_note(rows), guards(rows)]
+    parts = ["## Candidates", note + baselines_note(rows), table(head, body), size_note(s.get("size")), guards(rows)]
     return "\n\n".join(p for p in parts if p)
 
 
-def size_note(rows: list[dict]) -> str:
+def size_note(z: Sizes | None) -> str:
     """How far apart the budget-matched candidates are in MACs and in params (a MACs-only or a joint budget)."""
-    sized = [r for r in rows if r["candidate"] not in BASELINES and "budget_error" in r["metrics"]]
-    if len(sized) < 2:
+    if z is None:
         return ""
-    err = [r["metrics"]["budget_error"].mean for r in sized]
-    small = min(sized, key=lambda r: r["metrics"]["params"].mean)
-    big = max(sized, key=lambda r: r["metrics"]["params"].mean)
-    lo, hi = small["metrics"]["params"].mean, big["metrics"]["params"].mean
-    if all("budget_params_error" in r["metrics"] for r in sized):
-        return joint_size_note(sized, err, (small, big))
+    (small, lo), (big, hi) = z.small, z.big
+    if z.params_err is not None:
+        return (
+            f"Size: MACs and params are both matched (a joint budget): MACs errors {z.macs_err[0]:+.1f}% to "
+            f"{z.macs_err[1]:+.1f}%, params errors {z.params_err[0]:+.1f}% to {z.params_err[1]:+.1f}%; params "
+            f"span {lo:.3f}M ({small}) to {hi:.3f}M ({big}), {hi / lo:.2f}x. As in CoAtNet, layouts are "
+            "compared at similar parameter size and computational cost."
+        )
     return (
-        f"Size: MACs are matched (budget errors {min(err):+.1f}% to {max(err):+.1f}%); params are not: the "
-        f"budget-matched candidates span {lo:.3f}M ({small['candidate']}) to {hi:.3f}M ({big['candidate']}), "
+        f"Size: MACs are matched (budget errors {z.macs_err[0]:+.1f}% to {z.macs_err[1]:+.1f}%); params are not: "
+        f"the budget-matched candidates span {lo:.3f}M ({small}) to {hi:.3f}M ({big}), "
         f"{hi / lo:.1f}x. CoAtNet compares layouts at similar params and FLOPs; here they are equal in MACs only, "
         "so a result reflects the layout and its parameter count together."
     )
@@ -176,7 +176,7 @@ def baselines_note(rows: list[dict]) -> str:
 
 def guards(rows: list[dict]) -> str:
     """Every regime guard that fired: runs that failed to train (left out of means) and runs not converged."""
-    fired = {"failed": [], "not_converged": [], "unchecked": []}
+    fired: dict[str, list[str]] = {"failed": [], "not_converged": [], "unchecked": []}
     for r in rows:
         for group, g in r.get("guards", {}).items():
             for field, names in fired.items():
@@ -214,7 +214,7 @@ def v_table(s: dict) -> str:
     """CoAtNet Table 7: the three C-C-T-T depth splits against the paper."""
     if not s["v_table"]:
         return ""
-    accs = [k for k in V_ACCS if any(v[k] is not None for v in s["v_table"])]
+    accs = [k for k in v_accs() if any(v.get(k) is not None for v in s["v_table"])]
     head = ["variant", "candidate", "depths (S1..S4)", "params", "MACs"]
     head += [f"{METRICS[k].label} (%)" for k in accs] + ["paper blocks (S0..S4)", "paper top-1 (%)"]
     body = []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from coatsearch.report import claims as C
 from coatsearch.report.info import METRICS
 from coatsearch.report.markdown import _f, fmt_stat, table
@@ -72,11 +75,11 @@ def _p(p: float | None) -> str:
     return "–" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _ci(ci, digits: int) -> str:
+def _ci(ci: Sequence[float] | None, digits: int) -> str:
     return "–" if ci is None else f"[{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]"
 
 
-def _power(p: dict | None, metric) -> str:
+def _power(p: dict | None, metric: Any) -> str:
     if p is None:
         return "Power: not stated (fewer than 2 paired seeds, or no noise estimate)."
     unit = "points" if metric.unit == "%" else metric.unit

@@ -18,9 +18,9 @@ MATCHED = (
 
 
 def _size(row: dict | None) -> list[str]:
-    """Params (M) and MACs (M) of a candidate row."""
+    """Params (M) and MACs (M) of a candidate row: the means, at the metric's digits."""
     m = (row or {}).get("metrics", {})
-    return [fmt_stat(m.get(k), METRICS[k]).split(" ")[0] if m.get(k) else "–" for k in ("params", "macs")]
+    return [f"{m[k].mean:.{METRICS[k].digits}f}" if m.get(k) else "–" for k in ("params", "macs")]
 
 
 def _rows(s: dict) -> dict[str, dict]:

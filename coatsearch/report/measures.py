@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ def curve_frame(records: Records, score: str) -> pd.DataFrame:
     return out.astype({k: float for k in CURVE_COLUMNS[4:]})
 
 
-def crossing(step, loss, acc, level: float) -> tuple[float, float] | None:
+def crossing(step: Any, loss: Any, acc: Any, level: float) -> tuple[float, float] | None:
     """(step, eval acc) where a run's train loss first reaches `level`; None when it never does (censored).
 
     Between the last point above the level and the first at or below it, step and accuracy are interpolated
@@ -74,9 +75,9 @@ def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) ->
     rows = []
     runs = curves.sort_values(["run", "step"]).groupby(["run", "candidate", "seed"], sort=False, dropna=False)
     for (run, cand, seed), c in runs:
-        xs = [c[k].to_numpy(float) for k in ("step", "train_loss", "eval_acc")]
+        step_, loss_, acc_ = (c[k].to_numpy(float) for k in ("step", "train_loss", "eval_acc"))
         for level in levels:
-            hit = crossing(*xs, level)
+            hit = crossing(step_, loss_, acc_, level)
             step, acc = hit if hit else (math.nan, math.nan)
             rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": step,
                          "eval_acc": acc, "censored": hit is None})  # fmt: skip
@@ -237,23 +238,6 @@ def edf(runs: pd.DataFrame, k: float = EDF_K) -> list[dict]:
             }
         )
     return out
-
-
-def optimizer_gap(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per model label: best AdamW and best SGD accuracy (%), run counts, and gap = AdamW − SGD (points)."""
-    best = runs.pivot_table(index="model_label", columns="optimizer", values="acc", aggfunc="max", sort=False)
-    count = runs.pivot_table(index="model_label", columns="optimizer", values="acc", aggfunc="count", sort=False)
-    best, count = best.reindex(columns=["adamw", "sgd"]), count.reindex(columns=["adamw", "sgd"]).fillna(0)
-    out = pd.DataFrame(
-        {
-            "adamw": best["adamw"],
-            "sgd": best["sgd"],
-            "gap": best["adamw"] - best["sgd"],
-            "n_adamw": count["adamw"].astype(int),
-            "n_sgd": count["sgd"].astype(int),
-        }
-    )
-    return out.rename_axis("model_label").reset_index()
 
 
 def edge_warnings(runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay"), min_samples: int = 3) -> list[dict]:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from coatsearch.report.info import METRICS, Records, complete
-from coatsearch.report.measures import runs_frame
 from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
 
 SEARCH_PREFIXES = ("train.", "model.")
 VIT_LABELS = ("ViT_P", "ViT_C")
 
 
-def primary_acc(space: dict, records: Records) -> str | None:
-    """The accuracy a study is judged by: its objective when that is a measured accuracy, else the first measured."""
-    done = complete(records)
+def primary_acc(space: dict, done: Records) -> str | None:
+    """The accuracy a study is judged by: its objective when that is an accuracy some complete run measured, else
+    the first of the objective fallback measured."""
     objective = (space.get("study") or {}).get("objective")
     keys = ([objective] if objective in METRICS and METRICS[objective].unit == "%" else []) + list(FALLBACK_ACC)
     return next((k for k in keys if any(r.run.value(k) is not None for r in done)), None)
@@ -23,23 +24,23 @@ def search_dims(records: Records) -> list[str]:
     return sorted({k for r in records for k in r.params if k.startswith(SEARCH_PREFIXES)})
 
 
-def has_vit(records: Records) -> bool:
-    """Whether the study ran ViT_P or ViT_C models."""
-    return any(r.run.model is not None and r.run.model.label in VIT_LABELS for r in complete(records))
+def has_vit(done: Records) -> bool:
+    """Whether the study's complete runs include ViT_P or ViT_C models."""
+    return any(r.run.model is not None and r.run.model.label in VIT_LABELS for r in done)
 
 
-def _runs(records: Records, acc_key: str) -> list[dict]:
-    """Complete runs with the accuracy measured (report.measures.runs_frame), as dicts."""
-    return runs_frame(records, acc_key).to_dict("records")
+def _runs(table: pd.DataFrame) -> list[dict]:
+    """The runs table (report.measures.runs_frame) as dicts."""
+    return table.to_dict("records")
 
 
 def _best(group: list[dict]) -> dict | None:
     return max(group, key=lambda r: r["acc"]) if group else None
 
 
-def optimizer_gap(records: Records, acc_key: str) -> list[dict]:
+def optimizer_gap(table: pd.DataFrame) -> list[dict]:
     """Per model label: best AdamW and best SGD accuracy (%), their lr/wd, and the gap AdamW − SGD (points)."""
-    runs = _runs(records, acc_key)
+    runs = _runs(table)
     rows = []
     for label in dict.fromkeys(r["model_label"] for r in runs):
         mine = [r for r in runs if r["model_label"] == label]
@@ -60,9 +61,9 @@ def optimizer_gap(records: Records, acc_key: str) -> list[dict]:
     return rows
 
 
-def peak(records: Records, acc_key: str) -> list[dict]:
+def peak(table: pd.DataFrame) -> list[dict | None]:
     """Best run per model label: accuracy (%), candidate, optimizer, lr, wd and trial number."""
-    runs = _runs(records, acc_key)
+    runs = _runs(table)
     labels = dict.fromkeys(r["model_label"] for r in runs)
     return [_best([r for r in runs if r["model_label"] == label]) for label in labels]
 

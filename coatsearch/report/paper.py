@@ -1,23 +1,26 @@
 """The paper measures of a study, from the records: matched-loss generalization, capacity stability, transfer,
 paired data, edge warnings and the claims a space marks as untestable at its scale (tables only, no text).
 
-`with_matched` writes each run's eval accuracy at the common training-loss level into its record as
-`generalization.matched_acc`, so the candidate table, rankings and verdicts treat it like any measured score.
+`readings` gives each run's eval accuracy at the common training-loss level as a derived report value
+(`generalization.matched_acc`, the generalization score's `derived` metric): the records are never changed, and
+the candidate table, rankings and verdicts treat the value like any measured score.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Mapping
 
 import pandas as pd
 
-from coatsearch.record import TrialRecord, measured, with_measured
+from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
 from coatsearch.report import measures as M
-from coatsearch.report.info import Records, complete
+from coatsearch.report.info import Records
+from coatsearch.scores import derived
 
-MATCHED_KEY = "generalization.matched_acc"
+MATCHED_KEY = next(k for k in derived() if k.endswith(".matched_acc"))  # the generalization score's derived metric
+GEN = MATCHED_KEY.partition(".")[0]  # the score whose step curves claim (a) is read off
 NOT_TESTED = "not tested at this scale"
 
 
@@ -27,11 +30,11 @@ def levels_of(space: dict) -> tuple[float, ...]:
     return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
 
 
-def key_candidates(curves: pd.DataFrame, records: Records) -> list[str]:
+def key_candidates(curves: pd.DataFrame, done: Records) -> list[str]:
     """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
     names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
     have = list(dict.fromkeys(curves["candidate"]))
-    labels = {r.candidate: r.run.model.label if r.run.model else None for r in complete(records)}
+    labels = {r.candidate: r.run.model.label if r.run.model else None for r in done}
     out = [c for c in have if c in names]
     for n in names:
         same = [c for c in have if labels.get(c) == n and c not in out]
@@ -50,14 +53,13 @@ def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
     return out
 
 
-def matched(space: dict, records: Records) -> dict:
+def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
     """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
 
     The common level is the lowest ladder level at or below FIT_LOSS that every run of every key candidate of
     claim (a) reached (any candidate that reached the ladder, when the study has no key candidate). A key
     candidate with a run that never fits that low is named in `out_of_regime`, never silently dropped.
     """
-    curves = M.curve_frame(records, "generalization")
     if curves.empty:
         return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": [], "key": [],
                 "out_of_regime": []}  # fmt: skip
@@ -65,7 +67,7 @@ def matched(space: dict, records: Records) -> dict:
     at = M.at_levels(curves, ladder)
     lowest = M.lowest_reached(at)
     reached = [c for c in lowest.index if not pd.isna(lowest[c])]
-    key = key_candidates(curves, records)
+    key = key_candidates(curves, done)
     unfit = _unfit(at, key, C.FIT_LOSS)
     fits = [c for c in key or reached if c in reached and c not in unfit]
     rule = f"every run of a key candidate must reach {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy"
@@ -93,42 +95,36 @@ def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataF
     return table.rename_axis("candidate").reset_index()
 
 
-def with_matched(records: Records, at: pd.DataFrame | None, level: float | None) -> list[TrialRecord]:
-    """Records with `generalization.matched_acc` (eval acc at the common level) added to the runs that have it."""
+def readings(at: pd.DataFrame | None, level: float | None) -> Mapping[int, Mapping[str, float]] | None:
+    """Trial number -> {MATCHED_KEY: eval acc at the common level} for the runs that reached it uncensored.
+
+    None without step curves (older records: nothing to read); {} without a common level. A derived value, never
+    written into a record; a recorded one is never trusted where curves exist."""
     if at is None:
-        return list(records)  # no step curves (older records): nothing to read
-    acc = {} if level is None else at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
-    return [_matched_acc(r, acc.get(r.number)) for r in records]  # a recorded reading is never trusted
+        return None
+    if level is None:
+        return {}
+    acc = at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
+    return {int(n): {MATCHED_KEY: float(a)} for n, a in acc.items()}
 
 
-def _matched_acc(r: TrialRecord, acc: float | None) -> TrialRecord:
-    """The record with its matched-loss reading set to `acc` (None: removed)."""
-    flat = {k: v for k, v in measured(r.run).items() if k != MATCHED_KEY}
-    if acc is None and len(flat) == len(measured(r.run)):
-        return r
-    flat.update({} if acc is None else {MATCHED_KEY: acc})
-    return replace(r, run=with_measured(r.run, flat))
-
-
-def capacity(records: Records) -> dict | None:
+def capacity(curves: pd.DataFrame | None, done: Records) -> dict | None:
     """Capacity ranking by final eval accuracy and whether it held over the last third of the steps."""
-    curves = M.curve_frame(records, "capacity")
-    if curves.empty:
+    if curves is None or curves.empty:
         return None
     r = M.ranking_stability(curves)
     word = "ranking held over the last third of the steps" if r.stable else "provisional"
-    done = complete(records)
     facts = {c: {k: sorted({r.run.value(f"capacity.{k}") for r in done if r.candidate == c} - {None})
                  for k in ("images", "steps")} for c in r.order}  # fmt: skip
     return {"order": list(r.order), "stable": r.stable, "crossings": [list(c) for c in r.crossings],
             "note": r.note, "verdict": word, "facts": facts}  # fmt: skip
 
 
-def transfer(rows: list[dict], records: Records) -> list[dict]:
+def transfer(rows: list[dict], done: Records) -> list[dict]:
     """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
     out = []
     for row in rows:
-        runs = [r for r in complete(records) if r.candidate == row["candidate"] and "transfer.gain" in r.run.keys()]
+        runs = [r for r in done if r.candidate == row["candidate"] and "transfer.gain" in r.run.keys()]
         if not runs:
             continue
         stops = [r.run.value("transfer.pretrain_stopped") for r in runs]
@@ -137,10 +133,9 @@ def transfer(rows: list[dict], records: Records) -> list[dict]:
     return out
 
 
-def pairing(records: Records) -> list[dict]:
-    """Per score: how many distinct eval sets the runs saw (1 = one per study) and whether, for every seed, all
-    candidates trained on the same subset (from the recorded fingerprints)."""
-    done = complete(records)
+def pairing(done: Records) -> list[dict]:
+    """Per score: how many distinct eval sets the complete runs saw (1 = one per study) and whether, for every seed,
+    all candidates trained on the same subset (from the recorded fingerprints)."""
     scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r.run.keys() if k.endswith(".eval_fingerprint")})
     out = []
     for score in scores:
@@ -180,16 +175,15 @@ def _recipe(record: TrialRecord) -> str:
     return f"{record.run.optimizer_name}, lr {nan if lr is None else lr:.3g}, wd {nan if wd is None else wd:.3g}"
 
 
-def mean_curves(space: dict, records: Records, score: str) -> list[dict]:
+def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
     """Per candidate and recipe (optimizer, lr, wd): mean clean train loss and eval accuracy (%) over its runs.
 
     Runs of different lr/wd draws are never averaged together: a candidate whose runs differ in recipe gets one
     curve per recipe, labelled with it.
     """
-    f = M.curve_frame(records, score)
     if f.empty:
         return []
-    recipe = {r.number: _recipe(r) for r in complete(records)}
+    recipe = {r.number: _recipe(r) for r in done}
     f = f.assign(recipe=f["run"].map(recipe))
     g = f.groupby(["candidate", "recipe", "step"])
     mean = pd.DataFrame({"train_loss": g["train_loss"].mean(), "eval_acc": g["eval_acc"].mean() * 100})

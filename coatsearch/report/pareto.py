@@ -8,6 +8,7 @@ no front (the section is left out).
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from coatsearch.report.info import METRICS, Records, complete, order
 from coatsearch.report.speed import pareto
@@ -24,7 +25,7 @@ def front(space: dict, records: Records) -> dict | None:
         values = [r.run.number(k) for k in keys]
         if all(v is not None for v in values):
             runs.setdefault(r.candidate, []).append([float(v or 0.0) for v in values])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "candidate": n,
             "n": len(runs[n]),

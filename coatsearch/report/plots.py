@@ -24,12 +24,7 @@ from coatsearch import fsafe  # noqa: E402
 from coatsearch.report import plots_measures, plots_speed, speed  # noqa: E402
 from coatsearch.report.claims import BASELINES, EDF_RUNS  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
-
-SCORE_TITLES = {
-    "generalization": "Generalization (small subset)",
-    "capacity": "Capacity (largest subset)",
-    "accuracy": "Full recipe",
-}
+from coatsearch.scores import titles  # noqa: E402
 
 
 def _save(fig: Figure, path: Path) -> str:
@@ -63,7 +58,7 @@ def generalization(rows: list[dict], path: Path) -> str | None:
                         label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
         if losses and min(losses) > 0 and max(losses) / min(losses) > 20:
             ax.set_xscale("log")
-        ax.set(xlabel="final train loss (nats, clean pass)", ylabel="eval accuracy (%)", title=SCORE_TITLES[score])
+        ax.set(xlabel="final train loss (nats, clean pass)", ylabel="eval accuracy (%)", title=titles()[score])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return _save(fig, path)
@@ -93,7 +88,7 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
             label = c.get("label", c["candidate"])  # per recipe where a candidate's runs differ in lr/wd
             ax_loss.plot(c[x], c["train_loss"], label=label, **style)
             ax_acc.plot(c[x], c["eval_acc"], label=label, **style)
-        title = SCORE_TITLES.get(score, score)
+        title = titles().get(score, score)
         what = "clean, fixed probe" if x == "step" else "running mean"
         xlabel = "optimizer step" if x == "step" else "epoch"
         ax_loss.set(xlabel=xlabel, ylabel=f"train loss (nats, {what})", title=f"{title}: train loss")
@@ -199,7 +194,8 @@ class FigureSpec:
     table: str  # key of the summary table it draws
     draw: Callable[[Any, dict, Path], str | None]  # (that table, whole summary, path) -> file name; None: no data
     caption: str  # the text under it in report.md
-    compute: Callable[[dict, list[dict]], Any] | None = None  # (space record, trials) -> its table, if only it uses it
+    compute: Callable[[dict, Any], Any] | None = None  # (space record, report.frames.Frames) -> its table, if only
+    # this figure uses it (the frames hold the records and every table the report builds once)
 
 
 FIGURES: dict[str, FigureSpec] = {
@@ -244,7 +240,7 @@ FIGURES: dict[str, FigureSpec] = {
             "(CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some runs "
             "are censored), × the end of a censored run, the dashed line claim (a)'s common level (the lowest level "
             "at or below 0.1 nats every run of its key candidates reached).",
-            compute=lambda space, records: plots_measures.frames(space, records),
+            compute=lambda space, fr: plots_measures.frames(fr.matched),
         ),
         FigureSpec(
             "length",
@@ -258,7 +254,7 @@ FIGURES: dict[str, FigureSpec] = {
             lambda rows, s, path: robustness(rows, path),
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
-            compute=info.robustness_rows,
+            compute=lambda space, fr: info.robustness_rows(space, fr.records),
         ),
         FigureSpec(
             "acc_vs_speed",
@@ -267,15 +263,15 @@ FIGURES: dict[str, FigureSpec] = {
             "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
             "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "
             "MACs-matched is not speed-matched.",
-            compute=speed.table,
+            compute=lambda space, fr: speed.table(space, fr.records, fr.acc),
         ),
     )
 }
 
 
-def tables(space: dict, records: list[dict]) -> dict[str, Any]:
-    """The summary tables only figures draw, computed by their registry entries."""
-    return {f.table: f.compute(space, records) for f in FIGURES.values() if f.compute is not None}
+def tables(space: dict, fr: Any) -> dict[str, Any]:
+    """The summary tables only figures draw, computed by their registry entries from the report's frames."""
+    return {f.table: f.compute(space, fr) for f in FIGURES.values() if f.compute is not None}
 
 
 def render_all(summary: dict, folder: Path) -> dict[str, str]:

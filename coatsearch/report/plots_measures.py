@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -25,7 +26,7 @@ def _ladder(matched: pd.DataFrame) -> pd.DataFrame:
     return out[out["censored"] < out["runs"]]  # levels no run reached have nothing to show
 
 
-def _plain_ticks(ax, losses: pd.Series) -> None:
+def _plain_ticks(ax: Any, losses: pd.Series) -> None:
     """Log-axis tick labels as plain numbers (0.5, 2); minor ticks labelled too when the range is under 1.5 decades."""
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     ax.xaxis.set_major_formatter(plain)
@@ -82,11 +83,9 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     return fig
 
 
-def frames(space: dict, records: list[dict]) -> dict | None:
-    """The matched-loss figure's table, JSON-ready: curve points, ladder readings and the common level."""
-    from coatsearch.report import paper
-
-    gen = paper.matched(space, records)
+def frames(gen: dict) -> dict | None:
+    """The matched-loss figure's table, JSON-ready, from the report's reading (paper.matched): curve points, ladder
+    readings and the common level."""
     if gen["matched"] is None:
         return None
     return {"curves": gen["curves"].to_dict("records"), "matched": gen["matched"].to_dict("records"),

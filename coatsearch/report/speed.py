@@ -50,7 +50,7 @@ def _row(name: str, runs: list[RunRecord], acc: str | None) -> dict:
     return row
 
 
-def table(space: dict, records: Records) -> dict | None:
+def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
     """The speed table (one row per candidate with `speed` runs), the Pareto front and the spread note; None if
     no trial measured speed."""
     runs: dict[str, list[RunRecord]] = {}
@@ -59,12 +59,12 @@ def table(space: dict, records: Records) -> dict | None:
             runs.setdefault(r.candidate, []).append(r.run)
     if not runs:
         return None
-    acc = primary_acc(space, records)
+    acc = acc or primary_acc(space, complete(records))
     rows = [_row(name, runs[name], acc) for name in order(space, records) if name in runs]
     front = [r for r in rows if r["acc"] is not None and r["candidate"] not in BASELINES]  # layouts only
     on = pareto([(r["acc"][0], r["speed.infer_ips"][0]) for r in front], (True, True))
-    for r, flag in zip(front, on, strict=True):
-        r["pareto"] = flag
+    for row, flag in zip(front, on, strict=True):
+        row["pareto"] = flag
     label = METRICS[acc].label if acc else ""
     return {"rows": rows, "acc_key": acc, "acc_label": label, "spread": spread(rows)}
 

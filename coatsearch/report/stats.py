@@ -53,13 +53,13 @@ def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) ->
     seeds = [s for s in a if s in b]
     d = np.array([sign * (a[s] - b[s]) for s in seeds], dtype=float)
     n = len(d)
-    out = {"n": n, "d": float(d.mean()) if n else math.nan, "sd": float(d.std(ddof=1)) if n > 1 else None}
+    mean = float(d.mean()) if n else math.nan
+    out: dict = {"n": n, "d": mean, "sd": float(d.std(ddof=1)) if n > 1 else None}
     out.update(se=None, df=None, ci=None, ci_equiv=None, p=None)
     if n < 2 or pooled is None:
         return out
     se = pooled.sd_diff / math.sqrt(n)
     q95, q90 = st.t.ppf([1 - alpha / 2, 1 - alpha], pooled.df) * se
-    mean = out["d"]
     out.update(se=se, df=pooled.df, ci=(mean - q95, mean + q95), ci_equiv=(mean - q90, mean + q90))
     out["p"] = float(2 * st.t.sf(abs(mean) / se, pooled.df))
     return out
@@ -67,11 +67,12 @@ def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) ->
 
 def holm(pvalues: list[float | None]) -> list[float | None]:
     """Holm step-down adjusted p-values over the tested (non-None) ones; None stays None."""
-    tested = sorted((i for i, p in enumerate(pvalues) if p is not None), key=lambda i: pvalues[i])
+    given = {i: p for i, p in enumerate(pvalues) if p is not None}
+    tested = sorted(given, key=given.__getitem__)
     out: list[float | None] = [None] * len(pvalues)
     running = 0.0
     for rank, i in enumerate(tested):
-        running = max(running, min(1.0, (len(tested) - rank) * pvalues[i]))
+        running = max(running, min(1.0, (len(tested) - rank) * given[i]))
         out[i] = running
     return out
 
@@ -113,7 +114,7 @@ def spearman(paper: list[float], measured: list[float]) -> tuple[float | None, f
         return float(np.sign((x[1] - x[0]) * (y[1] - y[0]))), None
     rx = st.rankdata(x)
 
-    def rho(v, axis=-1):
+    def rho(v: np.ndarray, axis: int = -1) -> np.ndarray:
         return st.pearsonr(np.broadcast_to(rx, v.shape), st.rankdata(v, axis=axis), axis=axis).statistic
 
     res = st.permutation_test((y,), rho, permutation_type="pairings", vectorized=True, n_resamples=9999)

@@ -8,8 +8,10 @@ hyperparameter draw out of it. The random lr/wd samples feed the EDF part only.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import stats as st
 
 from coatsearch.report import claims as C
@@ -32,12 +34,12 @@ STEM_RULE = (
 )
 
 
-def stem_tables(records: Records, acc: str) -> dict:
-    """Claim (f)'s inputs: best-run gaps (description), fixed-recipe cells per seed, the EDF of sampled runs."""
-    runs = M.runs_frame(records, acc).to_dict("records")
-    sampled = [r for r in records if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)]
-    edf_rows = M.edf(M.runs_frame(sampled, acc)) if sampled else []
-    return {"gaps": optim.optimizer_gap(records, acc), "cells": recipe_cells(runs), "edf": edf_rows}
+def stem_tables(done: Records, table: pd.DataFrame) -> dict:
+    """Claim (f)'s inputs from the runs table: best-run gaps (description), fixed-recipe cells per seed, the EDF of
+    sampled runs."""
+    sampled = {r.number for r in done if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)}
+    edf_rows = M.edf(table[table["number"].isin(sampled)].reset_index(drop=True)) if sampled else []
+    return {"gaps": optim.optimizer_gap(table), "cells": recipe_cells(table.to_dict("records")), "edf": edf_rows}
 
 
 def recipe_cells(runs: list[dict]) -> dict[str, dict]:
@@ -59,7 +61,8 @@ def recipe_cells(runs: list[dict]) -> dict[str, dict]:
 def gap_contrast(cells: dict[str, dict]) -> dict:
     """The per-seed gap contrast over the seeds all four cells share: mean, sd, t interval, two-sided p."""
     what = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD), fixed recipes, paired by seed (points)"
-    part = {"what": what, "short": "gap contrast", "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α"}
+    part: dict[str, Any] = {"what": what, "short": "gap contrast", "d": None, "n": 0, "ci": None, "p": None,
+                            "needed": "Holm p < α"}  # fmt: skip
     if len(cells) < len(CELLS):
         return {**part, "status": "not tested", "reason": "no runs for " + ", ".join(
             f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells)}  # fmt: skip
@@ -92,10 +95,10 @@ def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
     """Per optimizer: ViT_C − ViT_P share within EDF_K of the best, with Fisher's p or why it cannot resolve."""
     out = []
     for opt in sorted({e["optimizer"] for e in edf_rows}):
-        share = {lab: _share(edf_rows, lab, opt) for lab in ("ViT_P", "ViT_C")}
-        if not all(share.values()):
+        vit_p, vit_c = _share(edf_rows, "ViT_P", opt), _share(edf_rows, "ViT_C", opt)
+        if vit_p is None or vit_c is None:
             continue
-        (p_in, p_n), (c_in, c_n) = share["ViT_P"], share["ViT_C"]
+        (p_in, p_n), (c_in, c_n) = vit_p, vit_c
         what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
         part = {"what": what, "short": f"EDF ({opt})", "d": c_in / c_n - p_in / p_n, "n": min(p_n, c_n), "ci": None,
                 "needed": "Holm p < α"}  # fmt: skip

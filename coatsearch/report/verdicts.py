@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from scipy import stats as st
 
@@ -11,7 +13,7 @@ from coatsearch.report import stats as S
 from coatsearch.report.info import METRICS, Metric, group_of
 from coatsearch.report.paper import MATCHED_KEY, NOT_TESTED
 from coatsearch.report.stem import STEM_RULE, stem_claim
-from coatsearch.scores import ranked
+from coatsearch.scores import ranked, v_accs
 
 RANKED = ranked()  # the ranked metrics, from the score registry
 GAIN = "transfer.gain"  # fine-tune − from-scratch accuracy: transfer is out of regime when no key candidate gains
@@ -128,7 +130,7 @@ def resolve(name: str, rows: list[dict]) -> tuple[dict | None, str]:
     return (same[0], "") if len(same) == 1 else (None, "")
 
 
-def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise, claim: C.Claim) -> dict:
+def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise: Any, claim: C.Claim) -> dict:
     """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
     metric = METRICS[key]
     res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, C.ALPHA)
@@ -236,7 +238,7 @@ def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tu
     return verdict, why
 
 
-def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise, rho,
+def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise: Any, rho: Any,
              extra: tuple[str, ...] = ()) -> dict:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict."""
     metric = METRICS[key]
@@ -254,7 +256,7 @@ def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: lis
             "why": why}  # fmt: skip
 
 
-def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise, describe=True,
+def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
                    extra: tuple[str, ...] = ()) -> dict | None:  # fmt: skip
     """Measured vs paper order on one measure, between neighbouring measured models of the chain.
 
@@ -272,8 +274,8 @@ def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], n
     for s in syms:
         level.append(level[-1] + (s != "≈"))
     sign = _sign(METRICS[key])
-    paper, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
-    rho = S.spearman(paper, measured) if describe else None
+    claimed, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
+    rho = S.spearman([float(v) for v in claimed], measured) if describe else None
     return evidence(claim, key, pairs, [(n, resolved[n]) for n in names if n in resolved], rows, noise, rho, extra)
 
 
@@ -305,7 +307,7 @@ def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list
     return {**_head(claim), "verdict": verdict, "why": why, "evidence": [], "notes": notes}
 
 
-def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe=True,
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe: bool = True,
                 extra: tuple[str, ...] = ()) -> dict | None:  # fmt: skip
     """Verdict on an ordering claim (extra: out-of-regime reasons found upstream), None without any of its models."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
@@ -337,7 +339,7 @@ def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
-def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe=True) -> dict | None:
+def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe: bool = True) -> dict | None:
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     claim, found = C.REL_CLAIM, []
@@ -349,9 +351,6 @@ def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe=True)
         named = [(r["candidate"], r) for pair in both for r in pair]
         found.append(evidence(claim, key, pairs, named, rows, nz.get(key), (None, None) if describe else None))
     return _combine(claim, found, [])
-
-
-V_ACCS = ("generalization.eval_acc", "capacity.eval_acc", "accuracy.eval_acc")
 
 
 def v_table(rows: list[dict]) -> list[dict]:
@@ -371,7 +370,7 @@ def v_table(rows: list[dict]) -> list[dict]:
                 "candidate": row["candidate"],
                 "note": note,
                 "depths": row["depths"],
-                **{k: m.get(k) for k in ("params", "macs", *V_ACCS)},
+                **{k: m.get(k) for k in ("params", "macs", *v_accs())},  # single-run scores' headlines
                 "paper_blocks": paper["blocks"],
                 "paper_top1": paper["top1"],
             }
@@ -379,7 +378,10 @@ def v_table(rows: list[dict]) -> list[dict]:
     return out
 
 
-def all_claims(rows: list[dict], stem: dict | None, noise_by_key=None, describe=True, regime_a=()) -> list:
+def all_claims(
+    rows: list[dict], stem: dict | None, noise_by_key: dict | None = None, describe: bool = True,
+    regime_a: Sequence[str] = (),
+) -> list:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
 
     stem: claim (f)'s tables (report.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from coatsearch import spec as S
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
-from coatsearch.scores.base import Context, Metric, Report, Score, TrialInput
+from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
 
 __all__ = [
     "FALLBACK",
     "METRICS",
     "SCORES",
     "Context",
+    "Guard",
     "Metric",
     "Report",
     "Score",
@@ -112,9 +113,9 @@ _MODEL = (
 
 
 def _metrics() -> dict[str, Metric]:
-    """Every recorded metric key: the model's size, each score's metrics in registry order, the wall time."""
+    """Every metric key: the model's size, each score's derived and recorded metrics in registry order, wall time."""
     wall = Metric("wall_s", "wall time", "s", 1, 0, table=False)
-    return {m.key: m for m in (*_MODEL, *(m for s in SCORES.values() for m in s.metrics), wall)}
+    return {m.key: m for m in (*_MODEL, *(m for s in SCORES.values() for m in (*s.derived, *s.metrics)), wall)}
 
 
 METRICS: dict[str, Metric] = _metrics()  # updated in place when the registry changes: importers see the change
@@ -125,7 +126,8 @@ def register_score(score: Score, *, before: str | None = None) -> None:
     if not score.name.isidentifier() or score.name in SCORES:
         known = ", ".join(SCORES)
         raise ValueError(f"a new score needs a new identifier as its name, not {score.name!r} (known: {known})")
-    clash = [m.key for m in score.metrics if m.key in METRICS or not m.key.startswith(f"{score.name}.")]
+    keys = [m.key for m in (*score.derived, *score.metrics)]
+    clash = [k for k in keys if k in METRICS or not k.startswith(f"{score.name}.")]
     if clash:
         raise ValueError(f"score {score.name!r}: metric keys must be new and start with '{score.name}.': {clash}")
     items = list(SCORES.items())
@@ -196,6 +198,26 @@ def max_epochs(scores: ScoresSpec) -> int:
 def curve_scores() -> tuple[str, ...]:
     """Single-run scores, whose per-epoch curve `curves.<name>` the report draws."""
     return tuple(s.name for s in SCORES.values() if s.single_run)
+
+
+def derived() -> tuple[str, ...]:
+    """Metric keys the report derives from the records (a score's `derived`): never read from a trial's record."""
+    return tuple(m.key for s in SCORES.values() for m in s.derived)
+
+
+def guards() -> tuple[Guard, ...]:
+    """Every score's training runs as the regime guards read them, in registry order."""
+    return tuple(g for s in SCORES.values() for g in s.guards)
+
+
+def titles() -> dict[str, str]:
+    """Score name -> its title in the report's figures (its name when it declares none)."""
+    return {s.name: s.title or s.name for s in SCORES.values()}
+
+
+def v_accs() -> tuple[str, ...]:
+    """The headline accuracies of single-run scores (the depth-split table's columns), in registry order."""
+    return tuple(s.headline for s in SCORES.values() if s.single_run and s.headline)
 
 
 def ranked() -> tuple[str, ...]:

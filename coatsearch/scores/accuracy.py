@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Context, Score, acc, loss
+from coatsearch.scores.base import Context, Guard, Score, acc, loss
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:
@@ -28,4 +28,6 @@ SCORE = Score(
     single_run=True,
     keeps_model=True,
     fallback=1,
+    title="Full recipe",
+    guards=(Guard("accuracy", "accuracy.eval_acc", ("accuracy",)),),
 )

@@ -37,6 +37,16 @@ def loss(key: str, label: str, *, ranked: bool = False) -> Metric:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """One training run of a score as the report's regime guards read it: its name (the curve it records), the
+    accuracy that says whether it trained, and the path under `scores:` of the subset whose classes set chance."""
+
+    group: str
+    acc: str
+    subset: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TrialInput:
     """Everything one trial trains with: the matched model, its optimizer, the data and what to score."""
 
@@ -77,3 +87,6 @@ class Score:
     keeps_model: bool = False  # leaves its trained model in `Context.models[name]` for a later score to reuse
     # (spec, models) -> a problem with the section, or None; `models`: enabled scores before it that keep a model
     check: Callable[[Any, tuple[str, ...]], str | None] = lambda spec, models: None
+    title: str = ""  # what the report's figures call it ("" = its name)
+    guards: tuple[Guard, ...] = ()  # its training runs as the regime guards read them (chance, convergence)
+    derived: tuple[Metric, ...] = ()  # metrics the report derives from its records (never recorded by a trial)

@@ -7,7 +7,7 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 from __future__ import annotations
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Context, Score, acc, loss
+from coatsearch.scores.base import Context, Guard, Score, acc, loss
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:
@@ -32,4 +32,6 @@ SCORE = Score(
     single_run=True,
     keeps_model=True,
     fallback=3,
+    title="Capacity (largest subset)",
+    guards=(Guard("capacity", "capacity.eval_acc", ("capacity",)),),
 )

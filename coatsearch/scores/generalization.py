@@ -7,7 +7,7 @@ The report reads eval accuracy at matched training loss from the curve (report.m
 from __future__ import annotations
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Context, Metric, Score, acc, loss
+from coatsearch.scores.base import Context, Guard, Metric, Score, acc, loss
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:
@@ -22,7 +22,6 @@ SCORE = Score(
     section=S.SubsetSpec,
     run=run,
     metrics=(
-        acc("generalization.matched_acc", "gen. eval acc at matched loss", ranked=True),  # set by the report
         loss("generalization.train_loss", "gen. train loss"),
         acc("generalization.eval_acc", "gen. eval acc", ranked=True),
         Metric("generalization.gap", "gen. gap (train − eval acc)", "points", 100, 1, "lower", 0.5, ranked=True),
@@ -34,4 +33,7 @@ SCORE = Score(
     single_run=True,
     keeps_model=True,
     fallback=2,
+    title="Generalization (small subset)",
+    guards=(Guard("generalization", "generalization.eval_acc", ("generalization",)),),
+    derived=(acc("generalization.matched_acc", "gen. eval acc at matched loss", ranked=True),),  # read off curves
 )

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Context, Score, acc
+from coatsearch.scores.base import Context, Guard, Score, acc
 
 
 @S.spec
@@ -51,4 +51,5 @@ SCORE = Score(
     epochs=lambda spec: tuple(spec.epochs),
     headline="length.eval_acc_longest",
     fallback=5,
+    guards=(Guard("length", "length.eval_acc_longest", ("length",)),),
 )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field, Strict
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Context, Score, acc
+from coatsearch.scores.base import Context, Guard, Score, acc
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
@@ -108,4 +108,5 @@ SCORE = Score(
     headline="robustness.corrupt_acc",
     fallback=6,
     check=check,
+    guards=(Guard("robustness", "robustness.clean_acc", ("robustness",)),),
 )

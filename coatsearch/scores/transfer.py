@@ -15,7 +15,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from coatsearch import spec as S
-from coatsearch.scores.base import Context, Metric, Score, acc
+from coatsearch.scores.base import Context, Guard, Metric, Score, acc
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
@@ -141,4 +141,8 @@ SCORE = Score(
     headline="transfer.finetune_acc",
     fallback=4,
     keeps_model=True,
+    guards=(
+        Guard("pretrain", "transfer.pretrain_acc", ("transfer", "pretrain")),
+        Guard("transfer", "transfer.finetune_acc", ("transfer", "finetune")),
+    ),
 )
