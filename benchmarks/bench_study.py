@@ -78,7 +78,7 @@ def run_plan(spaces: dict, names: list[str], device, clock: Clock) -> tuple[dict
     """({half: summed trial wall seconds}, {half: attrs per trial}) of every (candidate, seed), in ABBA turns."""
     first = next(iter(spaces.values()))
     matched = {n: candidates.prepare(first.candidate(n)) for n in names}
-    data.load(first.data, first.input.image_size, first.input.channels)  # decoded once, outside the clock
+    data.load(first.data, first.image_size, first.channels)  # decoded once, outside the clock
     walls, out = dict.fromkeys(spaces, 0.0), {half: [] for half in spaces}
     items = [PlanItem(name, seed) for seed in first.study.seeds for name in names]
     for i, item in enumerate(items):
