@@ -11,7 +11,9 @@ stacked running stats; dropout runs with vmap randomness "different".
 
 Both sides run at the same thread count, take turns (solo, stacked, solo, stacked, ...) for ROUNDS rounds so
 load from other processes hits both, and keep their best round. Per candidate it prints both rates in
-training images/s and their ratio; the last line is `speedup=<mean over candidates of stacked / solo>`.
+training images/s and their ratio, by wall time and by this process's CPU time (steadier on a shared machine:
+at one thread it is the time the step itself ran). The last lines are `cpu_speedup=` and
+`speedup=<mean over candidates of stacked / solo images/s, wall time>`.
 
     python benchmarks/bench_seeds.py [--k 3] [--threads 1] [--profile default] [--candidates C-C-T-T,...]
 """
@@ -79,16 +81,16 @@ class Stacked:
         self.opt.zero_grad(set_to_none=True)
 
 
-def timed(fn, steps: int) -> float:
-    """Seconds per call of fn over `steps` calls."""
-    start = time.perf_counter()
+def timed(fn, steps: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per call of fn over `steps` calls (CPU: this process's, all its threads)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         fn()
-    return (time.perf_counter() - start) / steps
+    return (time.perf_counter() - wall) / steps, (time.process_time() - cpu) / steps
 
 
-def measure(spec, k: int, batch: int, steps: int, rounds: int) -> tuple[float, float]:
-    """(solo, stacked) training images/s of `spec`, best of `rounds` interleaved rounds."""
+def measure(spec, k: int, batch: int, steps: int, rounds: int) -> dict[str, tuple[float, float]]:
+    """{"solo" | "stacked": (wall, CPU-time) training images/s} of `spec`, best of `rounds` interleaved rounds."""
     shape = (k, batch, spec.in_chans, spec.image_size, spec.image_size)
     xs, ys = torch.randn(shape), torch.randint(0, spec.num_classes, (k, batch))
     solos = [m.to(memory_format=torch.channels_last) for m in models_of(spec, k)]
@@ -100,12 +102,15 @@ def measure(spec, k: int, batch: int, steps: int, rounds: int) -> tuple[float, f
         for i in range(k):
             solo_step(solos[i], opts[i], xcl[i], ys[i])
 
-    solo_all(), stacked.step(xs, ys)  # warm-up (allocator, oneDNN primitives)
-    solo, both = 0.0, 0.0
+    sides = {"solo": solo_all, "stacked": lambda: stacked.step(xs, ys)}
+    best = dict.fromkeys(sides, (0.0, 0.0))
+    for fn in sides.values():
+        fn()  # warm-up (allocator, oneDNN primitives)
     for _ in range(rounds):
-        solo = max(solo, k * batch / timed(solo_all, steps))
-        both = max(both, k * batch / timed(lambda: stacked.step(xs, ys), steps))
-    return solo, both
+        for side, fn in sides.items():
+            wall, cpu = timed(fn, steps)
+            best[side] = (max(best[side][0], k * batch / wall), max(best[side][1], k * batch / cpu))
+    return best
 
 
 def main() -> None:
@@ -124,13 +129,17 @@ def main() -> None:
     batch = space.candidate(names[0]).resolve()[1].batch_size
     print(f"threads {torch.get_num_threads()}, profile {args.profile}, batch {batch}, k {args.k}, "
           f"{args.steps} steps x {args.rounds} interleaved rounds")  # fmt: skip
-    ratios = []
+    walls, cpus = [], []
     for name in names:
         spec = prepare(space.candidate(name)).model
-        solo, both = measure(spec, args.k, batch, args.steps, args.rounds)
-        ratios.append(both / solo)
-        print(f"{name:8} solo {solo:7.1f} img/s  stacked {both:7.1f} img/s  {ratios[-1]:.3f}x")
-    print(f"speedup={sum(ratios) / len(ratios):.3f}")
+        r = measure(spec, args.k, batch, args.steps, args.rounds)
+        walls.append(r["stacked"][0] / r["solo"][0])
+        cpus.append(r["stacked"][1] / r["solo"][1])
+        (sw, sc), (tw, tc) = r["solo"], r["stacked"]
+        print(f"{name:8} wall: solo {sw:6.1f} img/s, stacked {tw:6.1f} img/s, {walls[-1]:.3f}x   "
+              f"CPU time: solo {sc:6.1f}, stacked {tc:6.1f} img/s, {cpus[-1]:.3f}x")  # fmt: skip
+    print(f"cpu_speedup={sum(cpus) / len(cpus):.3f}")
+    print(f"speedup={sum(walls) / len(walls):.3f}")
 
 
 if __name__ == "__main__":
