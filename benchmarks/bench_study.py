@@ -77,16 +77,18 @@ def order(halves: list[str], i: int) -> list[str]:
 def run_plan(spaces: dict, names: list[str], device, clock: Clock) -> tuple[dict, dict]:
     """({half: summed trial wall seconds}, {half: attrs per trial}) of every (candidate, seed), in ABBA turns."""
     first = next(iter(spaces.values()))
-    matched = {n: candidates.prepare(first.candidate(n)) for n in names}
+    matched = {half: {n: candidates.prepare(sp.candidate(n)) for n in names} for half, sp in spaces.items()}
     data.load(first.data, first.image_size, first.channels)  # decoded once, outside the clock
     walls, out = dict.fromkeys(spaces, 0.0), {half: [] for half in spaces}
     items = [PlanItem(name, seed) for seed in first.study.seeds for name in names]
     for i, item in enumerate(items):
         for half in order(list(spaces), i):
             clock.half, start = half, time.perf_counter()
-            _, attrs = T.run_item(spaces[half], item, {}, device, matched=matched)
+            _, attrs = T.run_item(spaces[half], item, {}, device, matched=matched[half])
             walls[half] += time.perf_counter() - start
             out[half].append(attrs)
+        print(f"  item {i + 1}/{len(items)} {item.candidate} seed {item.seed}: "
+              + ", ".join(f"{h} {walls[h]:.0f} s" for h in spaces), flush=True)  # fmt: skip
     return walls, out
 
 
