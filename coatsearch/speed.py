@@ -5,7 +5,10 @@ architecture repay the compile: this run's steps left and the same again for eac
 runs the study plans (its other seeds) save runs x steps_left x eager_step x (1 - 1/speedup), against one
 full compile plus a cache hit per later run. The compile time of an architecture is a prior until this
 process has compiled it once; after that torch reuses the compiled graphs for every new model of the same
-shapes (the next score, the next seed), so its measured, much smaller cost is used.
+shapes (the next score, the next seed), so its measured, much smaller cost is used. On CPU the probe steps are
+timed in this process's CPU seconds per thread, not wall seconds: on a shared machine (load average 18 on 2
+cores) wall-timed steps read about 5x slower while the compile prior stays an idle-machine figure, and a
+3-seed quick plan then compiled C-C-C-C for over 25 minutes, for trials of about 5 minutes (bench_study).
 
 How it compiles (`compile_model`): on CPU regionally, each block of the model's stages on its own
 (`nn.Module.compile`), so the identical blocks of a stage share one graph and compile once (PyTorch's
@@ -71,10 +74,14 @@ class AutoCompile:
         self.seen, self.spent, self.decided = 0, 0.0, False
 
     def tick(self) -> float:
-        """A timestamp for the step about to run (syncs CUDA only while probing)."""
-        if not self.decided and self.device.type == "cuda":
-            import torch
+        """A timestamp for the step about to run: on CUDA wall time (synced only while probing); elsewhere this
+        process's CPU time per intra-op thread, so that load from other processes, which slows a compile as much
+        as a step, does not make the steps look slower than the compile prior (see the module docstring)."""
+        import torch
 
+        if self.device.type != "cuda":
+            return time.process_time() / max(1, torch.get_num_threads())
+        if not self.decided:
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
 

@@ -146,3 +146,53 @@ class _Bar:
 
     def update(self, n: int = 1) -> None:
         """Ignore an update."""
+
+
+class Spy(torch.nn.Module):
+    """Wraps a model and records, per forward call, (batch size, channels_last, inference mode, training)."""
+
+    def __init__(self, inner: torch.nn.Module):
+        super().__init__()
+        self.inner, self.calls = inner, []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        fmt = x.is_contiguous(memory_format=torch.channels_last)
+        self.calls.append((len(x), fmt, torch.is_inference_mode_enabled(), self.training))
+        return self.inner(x)
+
+
+def test_eval_passes_run_inference_mode_channels_last_in_eval_batches(small):
+    tr, _ = small
+    spy = Spy(tiny_net()).train()
+    x = tr.x[:130].contiguous()  # 130 images at batch 64: 64, 64, 2
+    loss, acc = curve.eval_tensors(spy, x, tr.y[:130], 64)
+    assert [c[0] for c in spy.calls] == [64, 64, 2]
+    assert all(c[1:] == (True, True, False) for c in spy.calls)  # channels_last, inference_mode, eval mode
+    assert spy.training  # the caller's mode comes back
+    with torch.no_grad():
+        ref = torch.nn.functional.cross_entropy(spy.inner.eval()(x), tr.y[:130]).item()
+    assert loss == pytest.approx(ref, rel=1e-5) and 0 <= acc <= 1
+
+
+def test_eval_batch_is_device_chosen():
+    assert curve.eval_batch(CPU, 128) == 256
+    assert curve.eval_batch(torch.device("cuda"), 128) == curve.EVAL_BATCH_CUDA
+    assert curve.eval_batch(torch.device("cuda"), 4096) == 8192
+
+
+def test_points_after_the_compile_measure_the_compiled_model(small, monkeypatch):
+    tr, ev = small
+    spies = []
+
+    def fake_compile(model, device):  # stands in for torch.compile: a wrapper module, as torch.compile returns
+        spies.append(Spy(model))
+        return spies[-1], "compiled"
+
+    monkeypatch.setattr(train, "compile_model", fake_compile)
+    h = train.fit(tiny_net(), tr, ev, OptimSpec(lr=3e-3, batch_size=50, compile=True), 1, seed=0, device=CPU,
+                  eval_every=2, probe=64)  # fmt: skip
+    (spy,) = spies
+    assert h.compile_mode == "compiled" and h.curve.step == (0, 2, 4)
+    evals = [c for c in spy.calls if c[2]]  # inference-mode calls: the points after step 0 (probe 64 + eval 100)
+    assert [c[0] for c in evals] == [64, 100] * 2
+    assert len(spy.calls) - len(evals) == 4  # and every training step

@@ -24,8 +24,9 @@ def test_compile_pays_only_when_the_steps_left_repay_it():
 
 
 def test_auto_compile_decides_once_after_the_probe_steps(monkeypatch):
-    clock = iter(range(0, 10_000, 1))  # every tick is one second later
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: float(next(clock)))
+    clock = iter(range(0, 10_000, 1))  # every tick is one CPU second later
+    monkeypatch.setattr(speed.time, "process_time", lambda: float(next(clock)))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     net = nn.Linear(3, 2)
     short = speed.AutoCompile(net, CPU, total=10)
     long = speed.AutoCompile(net, CPU, total=10_000)
@@ -33,6 +34,18 @@ def test_auto_compile_decides_once_after_the_probe_steps(monkeypatch):
     said_long = [long.after_step(long.tick()) for _ in range(speed.PROBE_STEPS + 3)]
     assert not any(said_short) and short.eager_s == pytest.approx(1.0)
     assert said_long == [False] * speed.PROBE_STEPS + [True, False, False]  # decided once, after the probe
+
+
+def test_auto_compile_times_cpu_steps_in_cpu_seconds_per_thread_not_wall(monkeypatch):
+    wall, cpu = iter(range(0, 10**6, 50)), iter(range(0, 10**6, 2))  # load: 50 s of wall per 2 s of CPU
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: float(next(wall)))
+    monkeypatch.setattr(speed.time, "process_time", lambda: float(next(cpu)))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    auto = speed.AutoCompile(nn.Linear(3, 2), CPU, total=300)
+    said = [auto.after_step(auto.tick()) for _ in range(speed.PROBE_STEPS + 1)]
+    # 1 s a step: 295 x 1 x 0.23 = 68 s saved < the 90 s prior; wall-timed (50 s a step) it would have compiled
+    assert auto.eager_s == pytest.approx(1.0) and not any(said)
+    assert speed.worth_compiling(295, 50.0, speed.COMPILE_PRIOR_S["cpu"], speed.SPEEDUP_PRIOR["cpu"])
 
 
 def test_a_measured_compile_replaces_the_prior():
@@ -146,8 +159,9 @@ def test_compile_weighs_every_planned_run_of_the_architecture():
 
 
 def test_auto_compile_decides_for_the_studys_runs(monkeypatch):
-    clock = iter(range(0, 10_000, 1))  # every eager step takes one second
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: float(next(clock)))
+    clock = iter(range(0, 10_000, 1))  # every eager step takes one CPU second
+    monkeypatch.setattr(speed.time, "process_time", lambda: float(next(clock)))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     net = nn.Linear(7, 2)
     decisions = {}
     for runs in (1, 4):
