@@ -273,7 +273,7 @@ def test_the_macs_floor_is_a_lower_bound():
         (("study: {seeds: [0]", "study: {seeds: [0], objective: accuracy.eval_acc"), "no enabled score measures"),
         (
             ("study: {seeds: [0]", "study: {seeds: [0], objective: nonsense"),
-            "measured: generalization.matched_acc, generalization.train_loss",
+            "measured: generalization.train_loss, generalization.eval_acc",
         ),
         (("study: {seeds: [0]", "study: {seeds: [0], objective: capacity.train_loss"), "transfer.finetune_acc"),
     ],
