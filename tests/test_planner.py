@@ -183,3 +183,13 @@ def test_pilot_seeds_run_a_pilot_study_that_gives_the_noise(tmp_path):
     assert sorted(zip(done["candidate"], done["seed"], done["state"], strict=True)) == [
         ("C-C", 0, "COMPLETE"), ("C-C", 1, "COMPLETE"), ("C-T", 0, "COMPLETE"), ("C-T", 1, "COMPLETE")]  # fmt: skip
     assert made.seeds == 1 and made.trials == 2  # the plan is still of the space as written
+
+
+def test_two_pilot_processes_take_the_candidates_in_plan_order(tmp_path):
+    made = coatsearch.plan(TINY, workers=2, device="cpu", studies_dir=tmp_path, reports_dir=tmp_path)
+    assert made.processes == 2 and [t.candidate for t in made.timings] == ["C-C", "C-T"]
+    assert made.start_s > 0  # each process's start-up (loading the data) is measured on its first candidate
+    for t in made.timings:
+        assert {f.phase for f in t.fits} == {"generalization", "pretrain", "transfer", "scratch"}
+        assert all(f.step_s > 0 and f.point_s > 0 for f in t.fits) and t.peak_mb > 0
+    assert made.study_s >= max(made.trial_s.values())  # two trials on two processes: at least the longer one

@@ -25,13 +25,14 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     assert [t.params["candidate"] for t in trials] == ["ViT_REL", "C-C-C-C"]
     for t in trials:
         a = R.flat(store.record(t).run)
-        assert a["generalization.images"] == 500 and a["capacity.images"] == 2000 and a["capacity.steps"] == 20
+        assert a["generalization.images"] == 500 and a["generalization.steps"] == 60  # quick: no loss target
         assert a["generalization.eval_images"] == 300
-        assert a["curves.generalization"]["step"][-1] == 24  # 8 epochs of 3 steps
-        assert 0.0 < a["generalization.eval_acc"] <= 1.0 and "transfer.finetune_acc" not in a  # quick: no transfer
+        assert a["curves.generalization"]["step"] == [0, 20, 40, 60]
+        assert 0.0 < a["generalization.eval_acc"] <= 1.0
+        assert not {"transfer.finetune_acc", "capacity.eval_acc", "accuracy.eval_acc"} & set(a)  # (a)'s runs only
         assert abs(a["budget_error"]) <= 0.05 and abs(a["budget_params_error"]) <= 0.05  # the joint budget
-        assert a["speed.train_ips"] > 0 and a["speed.infer_ips"] > 0 and a["speed.train_batch"] == 128
-    assert len({store.record(t).run.value("capacity.eval_fingerprint") for t in trials}) == 1
+        assert a["speed.train_ips"] > 0 and a["speed.infer_ips"] > 0 and a["speed.train_batch"] == 32
+    assert len({store.record(t).run.value("generalization.eval_fingerprint") for t in trials}) == 1
     report = (tmp_path / "r" / "paper_layouts-quick" / "report.md").read_text()
     assert "## Candidates" in report and "Fashion-MNIST padded to 32x32" in report
     assert "## Generalization at matched training loss" in report and "not tested at this scale" in report

@@ -212,17 +212,22 @@ def pilot_many(space: Space, preps: list[Prepared], seed: int, device: str, thre
 def run_pilots(
     space: Space, preps: list[Prepared], seed: int, device: str, processes: int, threads: int | None
 ) -> list[TrialTiming]:
-    """Pilot every candidate: in this process when `processes` is 1, else spread over that many spawned processes."""
+    """Pilot every candidate: in this process when `processes` is 1, else over that many spawned processes.
+
+    One task per candidate, in plan order, each taken by the first process that is free (as the run's workers take
+    trials): a fixed split left one process idle while the other piloted the costly trials (robustness at full size).
+    """
     if processes <= 1 or len(preps) <= 1:
         return pilot_many(space, preps, seed, device, threads)
-    shares = [share for share in (preps[i::processes] for i in range(processes)) if share]
-    done = [t for part in _in_pool(shares, (seed, device, threads), space) for t in part]
+    done = [t for part in _in_pool([[p] for p in preps], (seed, device, threads), space, processes) for t in part]
     order = {p.name: i for i, p in enumerate(preps)}
     return sorted(done, key=lambda t: order[t.candidate])
 
 
-def _in_pool(shares: list[list[Prepared]], args: tuple[int, str, int | None], space: Space) -> list[list[TrialTiming]]:
-    """pilot_many on each share in its own spawned process; Ctrl-C or SIGTERM stops them all, leaving none behind.
+def _in_pool(
+    shares: list[list[Prepared]], args: tuple[int, str, int | None], space: Space, processes: int
+) -> list[list[TrialTiming]]:
+    """pilot_many on each share, in a pool of `processes` spawned processes; Ctrl-C or SIGTERM stops them all.
 
     As the run's workers (backends.optuna_backend): the pool starts with SIGINT ignored, so a Ctrl-C reaches this
     process only; a SIGTERM is taken as a Ctrl-C; leaving an error or interrupt terminates every pool process.
@@ -233,7 +238,7 @@ def _in_pool(shares: list[list[Prepared]], args: tuple[int, str, int | None], sp
 
     with interrupts.sigterm_as_interrupt():
         with interrupts.children_ignore_sigint():
-            pool = mp.get_context("spawn").Pool(len(shares))
+            pool = mp.get_context("spawn").Pool(min(processes, len(shares)))
         try:
             jobs = [pool.apply_async(pilot_many, (space, share, *args)) for share in shares]
             out = [job.get() for job in jobs]
