@@ -70,10 +70,10 @@ def count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
     class Counter(Recorder):
         """The pilot's recorder with its timings skipped: it only records what each run would do."""
 
+        point_images: list[int]  # images each curve point would evaluate, one entry per run (set per instance)
+
         def _step_time(self, *args: Any) -> float:
             return 0.0
-
-        point_images: list[int] = []
 
         def _point_time(self, model: Any, train: Any, evaluate: Any, batch: int) -> float:
             self.point_images.append(min(PROBE_MAX, len(train)) + (len(evaluate) if evaluate is not None else 0))
