@@ -193,3 +193,31 @@ def test_two_pilot_processes_take_the_candidates_in_plan_order(tmp_path):
         assert {f.phase for f in t.fits} == {"generalization", "pretrain", "transfer", "scratch"}
         assert all(f.step_s > 0 and f.point_s > 0 for f in t.fits) and t.peak_mb > 0
     assert made.study_s >= max(made.trial_s.values())  # two trials on two processes: at least the longer one
+
+
+def _fit(phase: str, steps: int, stops_early: bool) -> R.FitTiming:
+    """A piloted run of `steps` steps at 0.1 s a step and 1 s a curve point, never compiled."""
+    return R.FitTiming(phase, steps, 11, 32, 500, stops_early, "False", 0.1, 1.0, 0.0, 60.0, 1.3)
+
+
+def test_an_earlier_study_gives_the_steps_a_run_that_stops_at_a_target_takes():
+    trial = R.TrialTiming("A", (_fit("generalization", 1000, True), _fit("accuracy", 1000, False)), 0.0, 0.0, 0.0)
+    assert R.trial_seconds(trial) == 2 * (100 + 11)  # no earlier study: the cap, an upper bound
+    known = R.with_earlier(trial, {"A": {"generalization": 250.0, "accuracy": 250.0}, "B": {"accuracy": 1.0}})
+    gen, acc = known.fits
+    assert gen.expected_steps == 250 and acc.expected_steps is None  # only a stop-at-target run is shortened
+    assert R.fit_seconds(gen) == 25 + 3 and R.fit_seconds(acc) == 100 + 11  # 250 steps, ceil(11 / 4) points
+    longer = R.with_earlier(trial, {"A": {"generalization": 5000.0}})
+    assert R.fit_seconds(longer.fits[0]) == 100 + 11  # never beyond the cap
+
+
+def test_earlier_steps_are_the_median_steps_of_each_candidates_runs(tiny_run):
+    studies, _ = tiny_run
+    runs = coatsearch.results("tiny", studies_dir=studies)
+    runs = runs[runs["state"] == "COMPLETE"]
+    steps = P.from_study(studies, "tiny").steps
+    cols = [c for c in runs.columns if c.endswith(".steps")]
+    assert cols and set(steps) == set(runs["candidate"])
+    for col in cols:  # e.g. generalization.steps -> phase generalization
+        medians = runs.groupby("candidate")[col].median().dropna()
+        assert len(medians) and {c: steps[c][col.split(".")[0]] for c in medians.index} == medians.to_dict()

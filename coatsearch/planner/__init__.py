@@ -70,6 +70,7 @@ def make_plan(space: api.Space, study: str, processes: int, threads: int | None,
     began = time.perf_counter()
     preps = [c.prepared for c in space.candidates if c.prepared.ok]
     timings = tuple(run_pilots(space, preps, space.study.seeds[0], device, processes, threads))
+    timings = tuple(R.with_earlier(t, earlier.steps) for t in timings) if earlier else timings
     trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
     samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}
     seeds = len(space.study.seeds)

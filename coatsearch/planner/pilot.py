@@ -54,6 +54,7 @@ class FitTiming:
     setup_s: float  # everything else of the fit (moving data, building the optimizer, the last eval), measured
     compile_s: float  # expected compile cost of this model here (speed.compile_cost)
     speedup: float  # expected eager / compiled step time (speed.SPEEDUP_PRIOR)
+    expected_steps: float | None = None  # a run that stops at a target: its median steps in an earlier study
 
 
 @dataclass(frozen=True)

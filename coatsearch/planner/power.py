@@ -9,13 +9,17 @@ between neighbouring measured models, tested at Holm's first level α / relation
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from scipy.stats import linregress
 
+from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
 from coatsearch.report import stats as S
 from coatsearch.report import verdicts as V
@@ -37,6 +41,7 @@ class Earlier:
     where: str
     rows: list
     curves: dict  # score -> report.paper.mean_curves rows (candidate, step, train_loss, eval_acc)
+    steps: dict = dataclasses.field(default_factory=dict)  # candidate -> run phase -> median steps (from storage)
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,21 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     fr = frames.build(space, records)
     rows = info.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
     curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in info.CURVE_SCORES}
-    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves) if rows else None
+    steps = run_steps(fr.complete)
+    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps) if rows else None
+
+
+def run_steps(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
+    """candidate -> run phase -> median optimizer steps its complete runs took: `<score>.steps` is the score's
+    run, `<score>.<phase>_steps` a named run of it (transfer's pretrain and finetune)."""
+    seen: dict[str, dict[str, list[float]]] = {}
+    for r in done:
+        for key in r.run.keys():
+            score, _, name = key.partition(".")
+            phase = score if name == "steps" else name[: -len("_steps")] if name.endswith("_steps") else None
+            if phase and (v := r.run.number(key)) is not None:
+                seen.setdefault(r.candidate, {}).setdefault(phase, []).append(v)
+    return {c: {p: statistics.median(v) for p, v in by.items()} for c, by in seen.items()}
 
 
 def from_report(reports_dir: Path, name: str) -> Earlier | None:

@@ -9,9 +9,11 @@ wall time is the schedule of its trials in plan order, each taken by the first w
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from coatsearch import speed
 from coatsearch.errors import UserError
@@ -21,27 +23,42 @@ MAX_SEEDS = 64  # --budget looks for the most seeds up to this many
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|min|s)")
 
 
+def run_steps(fit: FitTiming) -> float:
+    """Steps a run is expected to take: its earlier median when it stops at a target and one is known, else its cap."""
+    return min(fit.steps, fit.expected_steps) if fit.stops_early and fit.expected_steps else fit.steps
+
+
+def with_earlier(trial: TrialTiming, steps: Mapping[str, Mapping[str, float]]) -> TrialTiming:
+    """The trial with each stop-at-target run's expected steps taken from an earlier study (candidate -> phase)."""
+    known = steps.get(trial.candidate, {})
+    fits = tuple(dataclasses.replace(f, expected_steps=known.get(f.phase)) if f.stops_early else f for f in trial.fits)
+    return dataclasses.replace(trial, fits=fits)
+
+
 def compiles(fit: FitTiming) -> bool:
     """Whether the run would train compiled: always with compile True, by `speed.worth_compiling` under auto."""
     if fit.compile == "True":
         return True
     if fit.compile != "auto":
         return False
-    left = fit.steps - speed.PROBE_STEPS - 1
+    left = run_steps(fit) - speed.PROBE_STEPS - 1
     return left > 0 and speed.worth_compiling(left, fit.step_s, fit.compile_s, fit.speedup)
 
 
 def train_seconds(fit: FitTiming) -> float:
     """Seconds of the run's optimizer steps, compile included when it would compile."""
+    steps = run_steps(fit)
     if not compiles(fit):
-        return fit.steps * fit.step_s
-    eager = 0 if fit.compile == "True" else min(fit.steps, speed.PROBE_STEPS + 1)
-    return eager * fit.step_s + fit.compile_s + (fit.steps - eager) * fit.step_s / fit.speedup
+        return steps * fit.step_s
+    eager = 0 if fit.compile == "True" else min(steps, speed.PROBE_STEPS + 1)
+    return eager * fit.step_s + fit.compile_s + (steps - eager) * fit.step_s / fit.speedup
 
 
 def fit_seconds(fit: FitTiming) -> float:
-    """Predicted wall seconds of one training run (an upper bound when it stops at a target)."""
-    return fit.setup_s + fit.points * fit.point_s + train_seconds(fit)
+    """Predicted wall seconds of one training run (an upper bound when it stops at a target and no earlier study
+    gave its steps): its curve points are those of the steps it is expected to take."""
+    points = math.ceil(fit.points * run_steps(fit) / fit.steps) if fit.steps else fit.points
+    return fit.setup_s + points * fit.point_s + train_seconds(fit)
 
 
 def trial_seconds(trial: TrialTiming) -> float:

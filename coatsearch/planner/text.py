@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from coatsearch.planner import Plan
 from coatsearch.planner import predict as R
+from coatsearch.planner.pilot import FitTiming
 from coatsearch.planner.power import ClaimPlan
 from coatsearch.scores import METRICS
 
@@ -23,6 +24,11 @@ def eta_line(plan: Plan) -> str:
             f"{duration(plan.study_s)} (ETA), peak memory {plan.peak_mb / 1024:.1f} GB")  # fmt: skip
 
 
+def _expected(fit: FitTiming) -> str:
+    """' (~N in the earlier study)' for a stop-at-target run whose steps an earlier study gave, else ''."""
+    return f" (~{R.run_steps(fit):.0f} in the earlier study)" if fit.stops_early and fit.expected_steps else ""
+
+
 def render(plan: Plan) -> str:
     """The whole plan: the ETA line, time and memory per trial and run, each claim's power and regime, the budget."""
     head = (f"plan of {plan.space} (profile {plan.profile}), study {plan.study}: {plan.trials} trials at "
@@ -31,7 +37,7 @@ def render(plan: Plan) -> str:
              "trial time per candidate (one seed; runs: steps, predicted seconds):"]  # fmt: skip
     for t in plan.timings:
         runs = "; ".join(
-            f"{f.phase} {'<=' if f.stops_early else ''}{f.steps} steps x {f.batch} "
+            f"{f.phase} {'<=' if f.stops_early else ''}{f.steps} steps x {f.batch}{_expected(f)} "
             f"{R.fit_seconds(f):.0f} s{' compiled' if R.compiles(f) else ''}"
             for f in t.fits
         )
