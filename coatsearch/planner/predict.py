@@ -41,7 +41,7 @@ def compiles(fit: FitTiming) -> bool:
         return True
     if fit.compile != "auto":
         return False
-    left = run_steps(fit) - speed.PROBE_STEPS - 1
+    left = math.ceil(run_steps(fit)) - speed.PROBE_STEPS - 1
     return left > 0 and speed.worth_compiling(left, fit.step_s, fit.compile_s, fit.speedup)
 
 
