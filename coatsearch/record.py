@@ -2,7 +2,8 @@
 
 A trial builds a `RunRecord` (`completed` / `failed`); the store writes it as ONE user attribute (`ATTR`, JSON)
 and reads it back through `read`, the one migration-on-read function: journals written before the record
-(version 1: one flat attribute per field and metric, as at 7eb0683 and b1c4749) open as the same record.
+(version 1: one flat attribute per field and metric, as at 7eb0683 and b1c4749) open as the same record
+(record_flat.py turns their attributes into the record's JSON data).
 Everything downstream (the report, `api.results()`, the dashboard view) reads `TrialRecord`s only.
 Metric keys (`generalization.eval_acc`) are the score registry's names, not record fields.
 """
@@ -15,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from coatsearch import record_flat as F
 
 VERSION = 2  # 1: flat attributes (before the record); 2: one `record` attribute
 ATTR = "record"  # the user attribute holding the record
@@ -191,22 +194,13 @@ def failed(
 
 def split(measured: Mapping[str, Any]) -> tuple[Mapping[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]]:
     """Flat measured keys (`score.name`, `curves.<name>`) as (metrics per score, curves per name), read-only."""
-    metrics: dict[str, dict[str, Any]] = {}
-    curves: dict[str, Any] = {}
-    for key, value in measured.items():
-        score, _, name = key.partition(".")
-        if score == "curves" and isinstance(value, Mapping):
-            curves[name] = _frozen(value)
-        elif name:
-            metrics.setdefault(score, {})[name] = _frozen(value)
+    metrics, curves = F.split(measured)
     return _frozen(metrics), _frozen(curves)
 
 
 def measured(run: RunRecord) -> dict[str, Any]:
     """The flat measured form of a record's metrics and curves (the inverse of `split`), as plain data."""
-    out: dict[str, Any] = {f"{s}.{n}": _plain(v) for s, per in run.metrics.items() for n, v in per.items()}
-    out.update({f"curves.{name}": _plain(c) for name, c in run.curves.items()})
-    return out
+    return F.join(_plain(run.metrics), _plain(run.curves))
 
 
 def with_measured(run: RunRecord, flat: Mapping[str, Any]) -> RunRecord:
@@ -263,10 +257,8 @@ def read(attrs: Mapping[str, Any], state: str, params: Mapping[str, Any]) -> Run
     Version 2 holds the record under `ATTR`; older journals hold one flat attribute per field and metric.
     The storage's state wins (a trial can be RUNNING or interrupted), and params name a failed trial's candidate.
     """
-    if isinstance(attrs.get(ATTR), Mapping):
-        run = from_json(attrs[ATTR])
-    else:
-        run = _from_flat(attrs)
+    stored = attrs.get(ATTR)
+    run = from_json(stored if isinstance(stored, Mapping) else F.to_data(attrs, _FLAT_MODEL, CLAIM_ATTRS))
     ident = run.identity
     candidate = str(params.get("candidate") or ident.candidate or "?")
     seed = params.get("seed", ident.seed)
@@ -276,56 +268,17 @@ def read(attrs: Mapping[str, Any], state: str, params: Mapping[str, Any]) -> Run
     return dataclasses.replace(run, state=state, identity=ident, fail_reason=reason)
 
 
-_FLAT_MODEL = {f.name for f in dataclasses.fields(Model)} - {"label"} | {"model_label"}
-_FLAT_TOP = {"candidate", "seed", "sample", "wall_s", "device", "env", "optim", "objective", "objectives"}
-
-
-def _from_flat(attrs: Mapping[str, Any]) -> RunRecord:
-    """Version 1: one attribute per field (`candidate`, `macs`, `optim`, `env`, ...) and per metric."""
-    a = dict(attrs)
-    ident = Identity(str(a.get("candidate") or "?"), a.get("seed"), a.get("sample"), a.get("key"))
-    model = None
-    if "layout" in a or "macs" in a:
-        fields = {("label" if k == "model_label" else k): a[k] for k in _FLAT_MODEL if k in a}
-        model = _build(Model, fields)
-    flat = {k: v for k, v in a.items() if "." in k}
-    metrics, curves = split(flat)
-    optim = optimizer(a["optim"]) if isinstance(a.get("optim"), Mapping) else None
-    env = a.get("env")
-    environment = None
-    if isinstance(env, Mapping) or "device" in a:
-        environment = _build(Environment, {**(env or {}), "device": a.get("device")})
-    skip = _FLAT_TOP | _FLAT_MODEL | set(CLAIM_ATTRS) | {"fail_reason"}
-    extra = {k: v for k, v in a.items() if "." not in k and k not in skip}
-    return RunRecord(
-        1, "COMPLETE", ident, model, metrics, curves, optim, a.get("wall_s"), environment,
-        a.get("objective"), tuple(a.get("objectives") or ()), a.get("fail_reason"), _frozen(extra),
-    )  # fmt: skip
+_FLAT_MODEL = {f.name for f in dataclasses.fields(Model)} - {"label"} | {"model_label"}  # version 1's model keys
 
 
 def flat(run: RunRecord) -> dict[str, Any]:
     """The record in version 1's form, one flat key per field and metric (the migration's inverse), plain data."""
-    i = run.identity
-    out: dict[str, Any] = {"candidate": i.candidate, "seed": i.seed, "sample": i.sample, "key": i.key}
-    if run.model is not None:
-        m = _plain(run.model)
-        out.update({"model_label": m.pop("label"), **m})
-    out.update(measured(run))
-    if run.optimizer is not None:
-        out["optim"] = _plain(run.optimizer.settings)
-    if run.environment is not None:
-        env = _plain(run.environment)
-        out.update(device=env.pop("device"), env=env)
-    out.update(wall_s=run.wall_s, objective=run.objective, **_plain(run.extra))
-    out.update({"objectives": list(run.objectives)} if run.objectives else {})
-    out.update({} if run.fail_reason is None else {"fail_reason": run.fail_reason})
-    return out
+    return F.from_data(to_json(run))
 
 
 def optimizer(settings: Any) -> Optimizer:
     """The Optimizer of an optimizer spec (`spec.OptimSpec`) or of its settings as a mapping."""
-    s = dict(settings) if isinstance(settings, Mapping) else dataclasses.asdict(settings)
-    return Optimizer(str(s.get("optimizer", "?")), s.get("lr"), s.get("weight_decay"), _frozen(s))
+    return _build(Optimizer, F.optimizer(settings if isinstance(settings, Mapping) else dataclasses.asdict(settings)))
 
 
 def _build(cls: type, data: Mapping[str, Any]) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -9,6 +10,8 @@ import pytest
 from scipy import stats as st
 
 from coatsearch.report import calibration as K
+from coatsearch.report import claims as C
+from coatsearch.report import paper
 from coatsearch.report import stats as S
 
 
@@ -80,6 +83,42 @@ def test_simulated_orders_follow_the_claims():
                                                    "ViT_REL": 2}  # fmt: skip
     assert where["transfer.gain"] == {"C-C-T-T": 0, "C-T-T-T": 1}
     assert where["generalization.eval_acc"] == {"C-C-T-T": 0, "V2": 0, "V1": 1, "C-C-T-T-norel": 1}
+
+
+def test_the_simulated_measures_are_the_claims_own():
+    ms, by_id = K.measures(), K.claims()
+    assert ms.matched == by_id["a"].measures[0] == paper.MATCHED_KEY and ms.curve == f"curves.{paper.GEN}"
+    assert ms.recipe == K.SPACE["study"]["objective"] == K.OBJECTIVE and ms.recipe not in ms.recorded + ms.only
+    assert set(ms.recorded) == {k for c in by_id.values() for k in c.measures} - {ms.recipe, ms.matched, *ms.only}
+    assert ms.only == by_id[K.ONLY].measures and ms.only_by == ("C-C-T-T", "C-T-T-T")
+    assert ms.runs("C-C-T-T") == (*ms.recorded, ms.matched, *ms.only) and ms.runs(C.BASELINES[0]) == ms.floor
+
+
+def _reclaim(monkeypatch, cid: str, measures: tuple[str, ...]) -> None:
+    claims = tuple(dataclasses.replace(c, measures=measures) if c.id == cid else c for c in C.CHAIN_CLAIMS)
+    monkeypatch.setattr(C, "CHAIN_CLAIMS", claims)
+
+
+def test_a_claim_whose_measure_changes_is_simulated_on_the_new_one(monkeypatch):
+    """Claim (b) read on the generalization run's train loss: the layouts record it, in (b)'s order; not the old."""
+    _reclaim(monkeypatch, "b", ("generalization.train_loss", "capacity.eval_acc"))
+    assert K.places()["generalization.train_loss"] == {"C-C-T-T": 0, "C-T-T-T": 0, "ViT_REL": 1, "C-C-C-T": 2,
+                                                       "C-C-C-C": 3}  # fmt: skip
+    recs = K.study(np.random.default_rng(0), K.EFFECT, stress=False)
+
+    def mean(cand: str, key: str) -> float | None:
+        vals = [r.run.number(key) for r in recs if r.candidate == cand]
+        return None if None in vals else sum(vals) / len(vals)
+
+    assert mean("C-C-C-C", "capacity.train_loss") is None  # no claim reads it any more
+    assert mean("C-C-C-C", "generalization.train_loss") > mean("C-C-T-T", "generalization.train_loss") + 0.2
+    assert mean(C.BASELINES[0], "generalization.train_loss") is None  # the linear baseline records accuracies
+
+
+def test_a_claim_measure_the_simulation_cannot_make_is_an_error(monkeypatch):
+    _reclaim(monkeypatch, "b", ("capacity.flops_per_joule",))
+    with pytest.raises(ValueError, match="capacity.flops_per_joule"):
+        K.measures()
 
 
 def test_pooled_noise_is_the_two_way_residual():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch import record as R
-from coatsearch import store
+from coatsearch import record_flat, store
 from coatsearch.report import info, render, summarize
 
 DATA = Path(__file__).parent / "data"
@@ -110,3 +110,16 @@ def test_the_flat_form_is_the_migrations_inverse(tmp_path, commit):
         want = {k: v for k, v in journal[r.number].items() if k == "key" or k not in R.CLAIM_ATTRS}
         assert {k: back[k] for k in want} == want  # every attribute the old journal wrote, as it wrote it
         assert all(v is None for k, v in back.items() if k not in want)  # and nothing it did not
+
+
+def test_the_flat_form_is_plain_data_split_and_joined():
+    flat = {"capacity.eval_acc": 0.8, "capacity.curve_len": [1, 2], "curves.capacity": {"step": [0]}, "wall": 3.0}
+    metrics, curves = record_flat.split(flat)
+    assert metrics == {"capacity": {"eval_acc": 0.8, "curve_len": [1, 2]}} and curves == {"capacity": {"step": [0]}}
+    assert record_flat.join(metrics, curves) == {k: v for k, v in flat.items() if "." in k}  # a dotless key: no metric
+    assert record_flat.split({"curves.x": 1.0})[0] == {"curves": {"x": 1.0}}  # a curve is a mapping, else a metric
+    data = record_flat.to_data({"candidate": "A", "optim": {"optimizer": "sgd", "lr": 0.1}, "note": "n"}, (), ())
+    assert data["optimizer"] == {"name": "sgd", "lr": 0.1, "weight_decay": None, "settings": {"optimizer": "sgd",
+                                                                                              "lr": 0.1}}  # fmt: skip
+    assert data["model"] is None and data["environment"] is None and data["extra"] == {"note": "n"}
+    assert R.from_json(data).optimizer == R.optimizer({"optimizer": "sgd", "lr": 0.1})

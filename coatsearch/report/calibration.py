@@ -10,6 +10,8 @@ that differs per candidate (NOISE_SPREAD). Stress that real studies have: a run 
 Null studies have no order effect; paper-order studies move the models `effect` σ apart at every key relation
 and leave ≈ / ≥ neighbours within half a margin. They are judged by report.judging.judge_records, the
 report's own path. The committed table (calibration.json) is keyed by RULE_VERSION; tests regenerate it.
+The measures simulated are the claims' own (claims.py), placed in the score registry (`measures`): a claim whose
+measure changes is simulated on the new one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -27,6 +30,7 @@ import numpy as np
 from scipy import stats as st
 
 from coatsearch import record as R
+from coatsearch import scores
 from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
 from coatsearch.report import judging
@@ -44,22 +48,64 @@ BASE = {"%": 80.0, "points": 3.0, "nats": 0.3}
 FIRM = ("supported", "not supported")
 LAYOUTS = ("C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL")
 OPTIONAL = ("V1", "V2", f"C-C-T-T-{C.NOREL_TAG}", "ViT_REL")
-SCORES = {  # the measures each simulated candidate runs
-    **{n: ("generalization.eval_acc", "capacity.train_loss", "capacity.eval_acc") for n in LAYOUTS},
-    **{n: ("generalization.eval_acc", "capacity.train_loss", "capacity.eval_acc") for n in OPTIONAL[:3]},
-    C.BASELINES[0]: ("generalization.eval_acc", "capacity.eval_acc"),
-}
-TRANSFER = ("C-C-T-T", "C-T-T-T")
-SPACE = {"input": [32, 1, 10], "study": {"objective": "accuracy.eval_acc"}, "candidates": []}
+ONLY = "c"  # the claim whose measures only its chain's candidates record (so that it has the df it has in reality)
+OBJECTIVE = scores.FALLBACK[0]  # the study's: the registry's first objective fallback, the recipe accuracy (f) reads
+SPACE = {"input": [32, 1, 10], "study": {"objective": OBJECTIVE}, "candidates": []}
 SAMPLES = 1  # random lr/wd samples per (model, optimizer) and seed, as spaces/vit_stems.yaml
 EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
 STEM_EFFECT = 10.0  # σ: ViT_P's extra SGD loss in claim (f)'s power studies (a 4-cell contrast: sd 2σ per seed)
 CLAIMS = "abcdef"
 
 
+@dataclass(frozen=True)
+class Measures:
+    """What a simulated study records, taken from the claims (claims.py) and the score registry."""
+
+    recipe: str  # the study's OBJECTIVE: claim (f)'s runs record it, the layouts do not
+    matched: str  # claim (a)'s measure: a metric the report derives from the step curve `curve`
+    curve: str  # the curve attribute (`curves.<name>`) of the score that derives `matched`
+    trained: str  # that score's guard accuracy: what a failed run sets, and the curve's level without `matched`
+    recorded: tuple[str, ...]  # every other claim measure, in registry order, but the recipe and claim ONLY's
+    floor: tuple[str, ...]  # the accuracies among `recorded`: what the linear baseline records
+    only: tuple[str, ...]  # claim ONLY's measures, recorded by `only_by` alone
+    only_by: tuple[str, ...]  # claim ONLY's chain
+
+    def first(self, claim: C.Claim) -> str:
+        """The first of a claim's measures that the simulated layouts record: the one that decides it here."""
+        return next(k for k in claim.measures if k != self.recipe)
+
+    def runs(self, name: str) -> tuple[str, ...]:
+        """The measures a simulated candidate records, in the order its values are drawn."""
+        if name == C.BASELINES[0]:
+            return self.floor
+        return (*self.recorded, self.matched, *(self.only if name in self.only_by else ()))
+
+
+def claims() -> dict[str, C.Claim]:
+    """Claims (a)-(e) by id; claim (f) reads the study's objective."""
+    return {c.id: c for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM)}
+
+
+def measures() -> Measures:
+    """The simulated measures, from the claims and the score registry as they are now."""
+    by_id, recipe = claims(), OBJECTIVE
+    matched, only = by_id["a"].measures[0], by_id[ONLY].measures
+    gen = next(s for s in scores.SCORES.values() if matched in {m.key for m in s.derived})
+    wanted = {k for c in by_id.values() for k in c.measures} - {recipe, matched, *only}
+    odd = sorted(k for k in wanted if k not in scores.METRICS or k in scores.derived())
+    if odd:
+        raise ValueError(f"the calibration simulates recorded metrics and claim (a)'s derived one, not: {odd}")
+    recorded = tuple(k for k in scores.METRICS if k in wanted)
+    return Measures(
+        recipe, matched, f"curves.{gen.name}", next(g.acc for g in gen.guards if g.group == gen.name), recorded,
+        tuple(k for k in recorded if METRICS[k].unit == "%"), only, tuple(V.parse_chain(by_id[ONLY].chain)[0]),
+    )  # fmt: skip
+
+
 def places() -> dict[str, dict[str, float]]:
     """Per measure: each candidate's place in its claim's order, in key-relation steps (≈ / ≥ share a step)."""
     out: dict[str, dict[str, float]] = {}
+    ms = measures()
     for claim in C.CHAIN_CLAIMS:
         names, syms = V.parse_chain(claim.chain)
         step, mine = 0, {(C.V0_STANDIN if names[0] == "V0" else names[0]): 0}
@@ -67,9 +113,10 @@ def places() -> dict[str, dict[str, float]]:
             step += sym in (">", "≫")
             mine[C.V0_STANDIN if name == "V0" else name] = step
         for key in claim.measures:
-            if key != "accuracy.eval_acc":  # claims (d), (e) have no recipe score here: generalization decides
+            if key != ms.recipe:  # claims (d), (e): no layout runs the recipe here, their next measure decides
                 out.setdefault(key, {}).update({n: v for n, v in mine.items() if n not in out.get(key, {})})
-    out["generalization.eval_acc"][f"C-C-T-T-{C.NOREL_TAG}"] = out["generalization.eval_acc"]["C-C-T-T"] + 1
+    rel = ms.first(C.REL_CLAIM)  # claim (e): the no-rel-pos twin one step below C-C-T-T on its deciding measure
+    out[rel][f"C-C-T-T-{C.NOREL_TAG}"] = out[rel]["C-C-T-T"] + 1
     return out
 
 
@@ -104,30 +151,27 @@ def _record(number: int, cand: str, seed: int, attrs: dict, label: str, optimize
 def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: bool = True, edit: Any = None,
           stem_effect: float | None = None) -> list[TrialRecord]:  # fmt: skip
     """One simulated study's trial records (σ per unit in SIGMA); `edit(key, name) -> extra places` for paths."""
-    where, recs = places(), cast(list[TrialRecord], [])
+    where, recs, ms = places(), cast(list[TrialRecord], []), measures()
     names = [*LAYOUTS, *OPTIONAL[:3], C.BASELINES[0]]
     gone = {str(rng.choice(OPTIONAL))} if stress and rng.random() < P_MISSING else set()
     unfit = {str(rng.choice(LAYOUTS))} if stress and rng.random() < P_UNFIT else set()
     sd = {n: rng.uniform(*NOISE_SPREAD) for n in names}
     jit = {(k, n): rng.uniform(-0.25, 0.25) * (C.LOSS_MARGIN / SIGMA["nats"] if METRICS[k].unit == "nats" else 1.0)
            for k in where for n in names} if effect else {}  # fmt: skip
-    keys = [*where, "accuracy.eval_acc"]
+    keys = [*where, ms.recipe]
     seed_eff = {(k, s): rng.normal(0.0, SEED_SD) for k in keys for s in range(n_seeds)}
     for s in range(n_seeds):
         for n in (x for x in names if x not in gone):
             attrs: dict[str, Any] = {}
-            for key in (*SCORES[n], "generalization.matched_acc", *(("transfer.gain", "transfer.finetune_acc")
-                                                                    if n in TRANSFER else ())):  # fmt: skip
-                if key == "generalization.matched_acc" and n not in (*LAYOUTS, *OPTIONAL[:3]):
-                    continue
+            for key in ms.runs(n):
                 place = where.get(key, {}).get(n, 0) + (edit(key, n) if edit else 0.0)
                 lin = -15.0 if n == C.BASELINES[0] else 0.0
                 v = _value(rng, key, place, effect, seed_eff[(key, s)], sd[n], jit.get((key, n), 0.0)) + lin
                 attrs[key] = v / METRICS[key].scale
-            matched = 100 * attrs.pop("generalization.matched_acc", attrs["generalization.eval_acc"])
-            attrs["curves.generalization"] = _curve(matched, n not in unfit and n != C.BASELINES[0])
+            matched = 100 * attrs.pop(ms.matched, attrs[ms.trained])
+            attrs[ms.curve] = _curve(matched, n not in unfit and n != C.BASELINES[0])
             if stress and rng.random() < P_FAIL:
-                attrs["generalization.eval_acc"] = 0.105  # failed to train: left out, counted in the guards
+                attrs[ms.trained] = 0.105  # failed to train: left out, counted in the guards
             recs.append(_record(len(recs), n, s, attrs, "C-C-T-T" if n in OPTIONAL[:3] else n))
     return recs + stem_runs(rng, effect if stem_effect is None else stem_effect, n_seeds, len(recs))
 
@@ -144,10 +188,10 @@ def stem_runs(rng: np.random.Generator, effect: float, n_seeds: int, start: int)
                 for k in range(1 + SAMPLES):
                     lr = 1e-3 if k == 0 else float(rng.uniform(1e-4, 4e-3))  # sample 0: the fixed recipe
                     acc = 80.0 - drop + seed_eff + cell_sd[label] * rng.normal() - (3 * rng.random() if k else 0)
-                    attrs = {"accuracy.eval_acc": acc / 100, "lr": lr}
+                    attrs = {OBJECTIVE: acc / 100, "lr": lr}
                     params = {"train.lr": lr} if k else {}
                     recs.append(_record(start + len(recs), f"{label}-{opt}", s, attrs, label, opt, params))
-        lin = {"accuracy.eval_acc": (65.0 + seed_eff + rng.normal()) / 100}
+        lin = {OBJECTIVE: (65.0 + seed_eff + rng.normal()) / 100}
         recs.append(_record(start + len(recs), C.BASELINES[0], s, lin, "linear baseline"))
     return recs
 
@@ -166,50 +210,56 @@ def _set(records: list[TrialRecord], cand: str, fn: Callable[[dict], object]) ->
     return out
 
 
-def _shift_curve(attrs: dict, points: float) -> None:
-    c = attrs["curves.generalization"]
-    attrs["curves.generalization"] = {**c, "eval_acc": [a + points / 100 for a in c["eval_acc"]]}
+def _shift_curve(attrs: dict, curve: str, points: float) -> None:
+    attrs[curve] = {**attrs[curve], "eval_acc": [a + points / 100 for a in attrs[curve]["eval_acc"]]}
 
 
-def _rising(attrs: dict) -> None:
-    c = attrs["curves.generalization"]
-    attrs["curves.generalization"] = {**c, "eval_acc": [a + 0.01 * t for t, a in enumerate(c["eval_acc"])]}
+def _rising(attrs: dict, curve: str) -> None:
+    attrs[curve] = {**attrs[curve], "eval_acc": [a + 0.01 * t for t, a in enumerate(attrs[curve]["eval_acc"])]}
 
 
-def _unfit(attrs: dict) -> None:
-    attrs["curves.generalization"] = {**attrs["curves.generalization"], "train_loss": _curve(0.0, False)["train_loss"]}
+def _unfit(attrs: dict, curve: str) -> None:
+    attrs[curve] = {**attrs[curve], "train_loss": _curve(0.0, False)["train_loss"]}
 
 
-def _reverse_capacity(attrs: dict) -> None:
-    place = places()["capacity.eval_acc"].get(attrs["candidate"], 0)
-    if "capacity.eval_acc" in attrs:
-        attrs["capacity.eval_acc"] += 2 * EFFECT * SIGMA["%"] * place / 100
+def _reverse(attrs: dict, key: str) -> None:
+    place = places()[key].get(attrs["candidate"], 0)
+    if key in attrs:
+        attrs[key] += 2 * EFFECT * SIGMA["%"] * place / 100
 
 
-# Refutation paths: name → (candidate, edit of its runs, claim, verdict, words of the reason), applied to a
-# paper-order study (EFFECT σ, no random stress). Each must fire through judge_records.
-PATHS = {
-    "≈ violated": ("C-C-C-C", lambda a: _shift_curve(a, -2 * EFFECT), "a", "not supported", "'≈' relation violated"),
-    "≥ violated": ("C-C-T-T", lambda a: a.update({k: a[k] - 0.12 for k in ("generalization.eval_acc",
-                                                                            "capacity.eval_acc")}),
-                   "d", "not supported", "'≥' relation violated"),
-    "key reversed": ("C-T-T-T", lambda a: a.update({"transfer.gain": a["transfer.gain"] + 0.12,
-                                                    "transfer.finetune_acc": a["transfer.finetune_acc"] + 0.12}),
-                     "c", "not supported", "key relation significantly reversed"),
-    "second-measure clash": ("*", _reverse_capacity, "b", "inconclusive", "cap. eval acc says not supported"),
-    "guard: failed to train": ("C-T-T-T", lambda a: a.update({"generalization.eval_acc": 0.105}), "a",
-                               "inconclusive", "C-T-T-T: every run failed to train"),
-    "guard: never fits": ("C-T-T-T", _unfit, "a", "inconclusive", "C-T-T-T never fit below"),
-    "guard: below the linear baseline": (C.BASELINES[0], lambda a: a.update(
-        {k: 0.99 for k in ("generalization.eval_acc", "accuracy.eval_acc") if k in a}), "d", "inconclusive",
-        "below the linear baseline on gen. eval acc"),
-    "guard: not converged": ("V1", _rising, "d", "inconclusive", "V1: 3 of 3 run(s) not converged"),
-    "guard: pretraining helped none": ("*", lambda a: a.update({"transfer.gain": -0.05}) if "transfer.gain" in a
-                                       else None, "c", "inconclusive", "pretraining helped no key candidate"),
-    "guard (f): below the linear baseline": (C.BASELINES[0], lambda a: a.update(
-        {"accuracy.eval_acc": 0.99} if "accuracy.eval_acc" in a else {}), "f", "inconclusive",
-        "is not above the linear baseline's best"),
-}  # fmt: skip
+def _paths(ms: Measures, by_id: dict[str, C.Claim]) -> dict[str, tuple]:
+    """Refutation paths: name → (candidate, edit of its runs, claim, verdict, words of the reason), applied to a
+    paper-order study (EFFECT σ, no random stress). Each must fire through judge_records."""
+    d = by_id["d"]
+    clash, gain, floor = by_id["b"].measures[1], ms.only[0], ms.first(d)  # gain: what the transfer guard reads
+    return {
+        "≈ violated": ("C-C-C-C", lambda a: _shift_curve(a, ms.curve, -2 * EFFECT), "a", "not supported",
+                       "'≈' relation violated"),
+        "≥ violated": ("C-C-T-T", lambda a: a.update({k: a[k] - 0.12 for k in d.measures if k in ms.recorded}),
+                       "d", "not supported", "'≥' relation violated"),
+        "key reversed": ("C-T-T-T", lambda a: a.update({k: a[k] + 0.12 for k in ms.only}), "c", "not supported",
+                         "key relation significantly reversed"),
+        "second-measure clash": ("*", lambda a: _reverse(a, clash), "b", "inconclusive",
+                                 f"{METRICS[clash].label} says not supported"),
+        "guard: failed to train": ("C-T-T-T", lambda a: a.update({ms.trained: 0.105}), "a", "inconclusive",
+                                   "C-T-T-T: every run failed to train"),
+        "guard: never fits": ("C-T-T-T", lambda a: _unfit(a, ms.curve), "a", "inconclusive",
+                              "C-T-T-T never fit below"),
+        "guard: below the linear baseline": (C.BASELINES[0], lambda a: a.update(
+            {k: 0.99 for k in (floor, ms.recipe) if k in a}), "d", "inconclusive",
+            f"below the linear baseline on {METRICS[floor].label}"),
+        "guard: not converged": ("V1", lambda a: _rising(a, ms.curve), "d", "inconclusive",
+                                 "V1: 3 of 3 run(s) not converged"),
+        "guard: pretraining helped none": ("*", lambda a: a.update({gain: -0.05}) if gain in a else None, "c",
+                                           "inconclusive", "pretraining helped no key candidate"),
+        "guard (f): below the linear baseline": (C.BASELINES[0], lambda a: a.update(
+            {ms.recipe: 0.99} if ms.recipe in a else {}), "f", "inconclusive",
+            "is not above the linear baseline's best"),
+    }  # fmt: skip
+
+
+PATHS = _paths(measures(), claims())
 
 
 def paths(seed: int = 0) -> dict[str, dict]:

@@ -12,8 +12,10 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 from coatsearch.report.speed import pareto  # noqa: E402
+from coatsearch.scores import role  # noqa: E402
 
-PANELS = (("speed.infer_ips", "inference"), ("speed.train_ips", "training"))
+# One panel per throughput: its role (scores.role), what it times and the row fact that gives its batch.
+PANELS = (("infer_ips", "inference", "infer_batch"), ("train_ips", "training", "train_batch"))
 
 
 def draw(table: dict, path: Path) -> str | None:
@@ -22,7 +24,8 @@ def draw(table: dict, path: Path) -> str | None:
     if not rows:
         return None
     fig = Figure(figsize=(11, 4.5), layout="constrained")
-    for ax, (key, what) in zip(fig.subplots(1, 2), PANELS, strict=True):
+    for ax, (rate, what, batch_of) in zip(fig.subplots(1, 2), PANELS, strict=True):
+        key = role(rate)
         have = [r for r in rows if r[key][0]]
         for i, r in enumerate(have):
             (x, xsd), (y, ysd) = r[key], r["acc"]
@@ -35,9 +38,10 @@ def draw(table: dict, path: Path) -> str | None:
             ax.step(xs, ys, where="post", color="k", ls="--", lw=1, label="Pareto front")
             ax.scatter(xs, ys, s=160, facecolors="none", edgecolors="k", lw=1)
         ax.set_xscale("log")
-        batch = "batch " + ", ".join(have[0]["infer_batch" if key == "speed.infer_ips" else "train_batch"])
+        batch = "batch " + ", ".join(have[0][batch_of])
         ax.set(xlabel=f"measured {what} throughput (images/s, {batch}, log scale)")
-        ax.set(ylabel=f"{table['acc_label'] or 'accuracy'} (%)", title=f"Accuracy vs {what} speed")
+        ylabel = f"{table['acc_label']} (%)" if table["acc_label"] else "accuracy (%)"
+        ax.set(ylabel=ylabel, title=f"Accuracy vs {what} speed")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.savefig(path, dpi=DPI, metadata={"Software": None})

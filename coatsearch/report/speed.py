@@ -1,6 +1,7 @@
 """The report's measured speed (issue 23): a per-candidate speed table, its Pareto front and the >1.5x note.
 
-Computed from the trial records alone (the `speed` score's attributes); plots_speed.py draws the figure and
+Computed from the trial records alone: the keys the speed score declares by role (`Score.roles`, found through
+`scores.role`), never by name. Rows are keyed by those keys; plots_speed.py draws the figure and
 markdown_speed.py renders the Markdown. MACs are not speed: the note names the budget-matched candidates whose
 measured throughput differs most when the spread passes SPREAD_NOTE.
 """
@@ -14,9 +15,12 @@ from coatsearch.record import RunRecord
 from coatsearch.report.claims import BASELINES
 from coatsearch.report.info import METRICS, Records, complete, order
 from coatsearch.report.optim import primary_acc
+from coatsearch.scores import role
 
 SPREAD_NOTE = 1.5  # fastest / slowest measured throughput among budget-matched candidates that earns a note
-RATES = ("speed.train_ips", "speed.infer_ips", "speed.infer_latency_ms", "speed.infer_latency_iqr_ms")
+RATES = ("train_ips", "infer_ips", "latency_ms", "latency_iqr_ms")  # roles of the rates each row gives (mean, sd)
+SPREAD = ("train_ips", "infer_ips")  # roles of the throughputs whose spread earns the note
+FACTS = ("host", "device", "threads", "train_batch", "infer_batch", "compiled")  # roles: where and how, as listed
 
 
 def pareto(points: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[bool]:
@@ -37,16 +41,17 @@ def _mean_sd(values: list[float]) -> tuple[float, float | None]:
 def _row(name: str, runs: list[RunRecord], acc: str | None) -> dict:
     """One candidate's speed row: mean and sd over its runs of each rate, and where and how it was measured."""
     row: dict = {"candidate": name, "n": len(runs)}
-    for key in (*RATES, "speed.seconds", "macs", "params"):
+    seconds = role("seconds")
+    for key in (*map(role, RATES), seconds, "macs", "params"):
         vals = [v for a in runs if (v := a.number(key)) is not None]
         row[key] = _mean_sd(vals) if vals else (None, None)
     accs = [100 * a.value(acc) for a in runs if a.value(acc) is not None] if acc else []
     row["acc"] = _mean_sd(accs) if accs else None
-    shares = [a.value("speed.seconds") / a.wall_s for a in runs if a.wall_s]
+    shares = [a.value(seconds) / a.wall_s for a in runs if a.wall_s]
     row["cost_share"] = statistics.fmean(shares) if shares else None
     row["matched"] = all(a.model is not None and a.model.budget_macs for a in runs)
-    for key in ("host", "device", "threads", "train_batch", "infer_batch", "compiled"):
-        row[key] = sorted({str(a.value(f"speed.{key}")) for a in runs})
+    for fact in FACTS:
+        row[fact] = sorted({str(a.value(role(fact))) for a in runs})
     return row
 
 
@@ -55,14 +60,15 @@ def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
     no trial measured speed."""
     runs: dict[str, list[RunRecord]] = {}
     for r in complete(records):
-        if r.run.number("speed.train_ips") is not None:
+        if r.run.number(role(RATES[0])) is not None:
             runs.setdefault(r.candidate, []).append(r.run)
     if not runs:
         return None
     acc = acc or primary_acc(space, complete(records))
     rows = [_row(name, runs[name], acc) for name in order(space, records) if name in runs]
     front = [r for r in rows if r["acc"] is not None and r["candidate"] not in BASELINES]  # layouts only
-    on = pareto([(r["acc"][0], r["speed.infer_ips"][0]) for r in front], (True, True))
+    infer = role("infer_ips")
+    on = pareto([(r["acc"][0], r[infer][0]) for r in front], (True, True))
     for row, flag in zip(front, on, strict=True):
         row["pareto"] = flag
     label = METRICS[acc].label if acc else ""
@@ -72,7 +78,7 @@ def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
 def spread(rows: list[dict]) -> list[dict]:
     """Per rate: the fastest and slowest budget-matched candidates and their ratio (when 2 or more have it)."""
     out = []
-    for key in ("speed.train_ips", "speed.infer_ips"):
+    for key in map(role, SPREAD):
         have = [r for r in rows if r["matched"] and r[key][0]]
         if len(have) < 2:
             continue

@@ -30,6 +30,7 @@ __all__ = [
     "TrialInput",
     "measure",
     "register_score",
+    "role",
     "unregister_score",
 ]
 
@@ -130,6 +131,10 @@ def register_score(score: Score, *, before: str | None = None) -> None:
     clash = [k for k in keys if k in METRICS or not k.startswith(f"{score.name}.")]
     if clash:
         raise ValueError(f"score {score.name!r}: metric keys must be new and start with '{score.name}.': {clash}")
+    taken = {r for s in SCORES.values() for r in s.roles}
+    bad = [r for r, k in score.roles.items() if r in taken or not k.startswith(f"{score.name}.")]
+    if bad:
+        raise ValueError(f"score {score.name!r}: roles must be new and name keys starting '{score.name}.': {bad}")
     items = list(SCORES.items())
     at = [n for n, _ in items].index(get(before).name) if before is not None else len(items)
     SCORES.clear()
@@ -228,3 +233,13 @@ def ranked() -> tuple[str, ...]:
 def table_keys() -> tuple[str, ...]:
     """Metric keys the report's candidate table shows, in registry order."""
     return tuple(k for k, m in METRICS.items() if m.table)
+
+
+def role(name: str) -> str:
+    """The key that a registered score declares for the role `name` (Score.roles); a one-line error naming those
+    that exist."""
+    for s in SCORES.values():
+        if name in s.roles:
+            return s.roles[name]
+    declared = ", ".join(r for s in SCORES.values() for r in s.roles)
+    raise KeyError(f"no score declares the role '{name}' (declared: {declared})")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from coatsearch import spec as S
@@ -90,3 +91,6 @@ class Score:
     title: str = ""  # what the report's figures call it ("" = its name)
     guards: tuple[Guard, ...] = ()  # its training runs as the regime guards read them (chance, convergence)
     derived: tuple[Metric, ...] = ()  # metrics the report derives from its records (never recorded by a trial)
+    # role -> one of its keys, for report code that needs a key by what it means, not by name (e.g. speed's
+    # "train_ips"): a role is declared by one score at most (scores.role finds it)
+    roles: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
