@@ -1,4 +1,4 @@
-"""The paper-measure sections' Infos: matched loss, capacity, transfer, untested claims, paired data, speed, Pareto."""
+"""The paper-measure sections' Infos: matched loss, capacity, transfer, untested claims, paired data."""
 
 from __future__ import annotations
 
@@ -6,13 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.report.claims import CAPACITY_SCORE
+from coatsearch.report.claims import CAPACITY_SCORE, TRANSFER_SCORE
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.section import Context
 from coatsearch.report.view_study import SIZE_KEYS
 from coatsearch.scores import SCORES
-
-TRANSFER_SCORE = "transfer"  # the score whose metrics the transfer table shows, in registry order
 
 
 @dataclass(frozen=True)

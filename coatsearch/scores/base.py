@@ -90,3 +90,11 @@ class Score:
     title: str = ""  # what the report's figures call it ("" = its name)
     guards: tuple[Guard, ...] = ()  # its training runs as the regime guards read them (chance, convergence)
     derived: tuple[Metric, ...] = ()  # metrics the report derives from its records (never recorded by a trial)
+    roles: tuple[tuple[str, str], ...] = ()  # (role, key) of what the report reads by its role, e.g. ("gain", key)
+
+    def role(self, name: str) -> str:
+        """The key that plays the role `name` for the report (a one-line error naming the roles declared)."""
+        found = dict(self.roles)
+        if name not in found:
+            raise KeyError(f"score {self.name!r} declares no role {name!r} (declared: {', '.join(found) or 'none'})")
+        return found[name]

@@ -52,4 +52,5 @@ SCORE = Score(
     headline="length.eval_acc_longest",
     fallback=5,
     guards=(Guard("length", "length.eval_acc_longest", ("length",)),),
+    roles=(("epochs", "length.epochs"), ("accs", "length.eval_acc")),  # the schedules and the eval acc of each
 )

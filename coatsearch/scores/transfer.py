@@ -145,4 +145,9 @@ SCORE = Score(
         Guard("pretrain", "transfer.pretrain_acc", ("transfer", "pretrain")),
         Guard("transfer", "transfer.finetune_acc", ("transfer", "finetune")),
     ),
+    roles=(
+        ("gain", "transfer.gain"),  # fine-tune − from-scratch accuracy: out of regime when no key candidate gains
+        ("stopped", "transfer.pretrain_stopped"),  # how pretraining stopped: "target" or "cap"
+        ("finetune_steps", "transfer.finetune_steps"),
+    ),
 )
