@@ -35,7 +35,7 @@ FIGURES = "figures"  # the section listing the figures written beside the report
 SECTIONS: tuple[Section, ...] = (  # in report order
     Section("header", vst.header, md.header),
     Section("setup", vst.setup, md.setup),
-    Section("candidates", vst.candidates, md.candidates, ("generalization", "acc_vs_params", "curves")),
+    Section("candidates", vst.candidates, md.candidates, ("generalization", "acc_vs_params", "curves", "robustness")),
     Section(FIGURES, lambda ctx: None, md.figures),
     Section("rankings", vst.rankings, md.rankings),
     Section("v_table", vst.v_table, md.v_table),
@@ -47,7 +47,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section("claims", vc.verdicts, mdc.verdicts),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
-    Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", "length", "robustness")),
+    Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", "length")),
     Section("failures", vc.failures, mdc.failures),
 )
 
