@@ -142,6 +142,13 @@ def test_markdown_only_formats(name):
             assert inspect.isclass(obj) or isinstance(obj, types.GenericAlias) or not callable(obj), (name, item)
     calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert not calls & COMPUTING, f"{name} computes: {sorted(calls & COMPUTING)}"
+    picks = [ast.unparse(c) for c in ast.walk(tree) if isinstance(c, ast.comprehension) and not _drops_empty(c)]
+    assert not picks, f"{name} filters rows (only empty text may be dropped): {picks}"
+
+
+def _drops_empty(c: ast.comprehension) -> bool:
+    """Whether a comprehension filters nothing, or only drops falsy items (`p for p in parts if p`)."""
+    return all(isinstance(f, ast.Name) and isinstance(c.target, ast.Name) and f.id == c.target.id for f in c.ifs)
 
 
 def test_a_score_names_its_roles_or_says_which_it_has():

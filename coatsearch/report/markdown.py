@@ -201,5 +201,5 @@ def v_table(v: Splits) -> str:
         size = [_num(s, m) for s, m in zip(r.size, v.size_metrics, strict=True)]
         scores = [fmt_stat(s, m) for s, m in zip(r.scores, v.columns, strict=True)]
         body.append([r.variant, r.candidate, r.depths, *size, *scores, r.paper_blocks, r.paper_top1])
-    notes = [f"Note: {r.note}." for r in v.rows if r.note]
+    notes = [f"Note: {n}." for n in v.notes]
     return "\n\n".join(["## Depth splits V0/V1/V2 (CoAtNet Table 7)", table(head, body), *notes])

@@ -65,7 +65,7 @@ def _evidence(ev: Evidence) -> list[str]:
     ]  # fmt: skip
     head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
             "Holm p", "relation"]  # fmt: skip
-    out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(e)]
+    out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(ev)]
     return out
 
 
@@ -93,9 +93,11 @@ def _power(p: dict | None, metric: Any) -> str:
     return text + f"Paper's effect: {p['effect']:g} points ({p['effect_note']}): {verdict}."
 
 
-def _regime(e: Mapping[str, Any]) -> str:
+def _regime(ev: Evidence) -> str:
+    e = ev.table
+
     def runs(field: str) -> str:
-        return ", ".join(f"{g['name']} {g[field]}/{g['runs']}" for g in e["guards"] if g[field]) or "none"
+        return ", ".join(ev.fired[field]) or "none"
 
     conv = "needed" if e["needs_convergence"] else "not needed by this claim"
     text = (
@@ -123,7 +125,8 @@ def optimizability(o: Optimizability) -> str:
 def _run(r: Mapping[str, Any] | None) -> str:
     if r is None:
         return "–"
-    hp = ", ".join(f"{k} {r[key]:.3g}" for k, key in (("lr", "lr"), ("wd", "weight_decay")) if r[key] is not None)
+    given = (f"{k} {r[key]:.3g}" if r[key] is not None else "" for k, key in (("lr", "lr"), ("wd", "weight_decay")))
+    hp = ", ".join(h for h in given if h)
     return f"{r['acc']:.1f} ({hp + '; ' if hp else ''}trial {r['number']})"
 
 

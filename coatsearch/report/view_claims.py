@@ -8,6 +8,7 @@ from typing import Any
 
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.section import Context
+from coatsearch.report.view_study import GUARD_FIELDS
 
 Row = Mapping[str, Any]  # one row of a computed table, as the summary holds it
 
@@ -18,6 +19,12 @@ class Evidence:
 
     table: Row
     metric: Metric
+    fired: Mapping[str, tuple[str, ...]]  # guard field -> "model k/runs" where that regime check fired
+
+
+def _evidence(e: Row) -> Evidence:
+    fired = {f: tuple(f"{g['name']} {g[f]}/{g['runs']}" for g in e["guards"] if g[f]) for f in GUARD_FIELDS}
+    return Evidence(e, METRICS[e["key"]], fired)
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ def verdicts(ctx: Context) -> Verdicts | None:
     c = rules.get("calibration")
     cal = tuple(Calibrated(k, v, c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
                 for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
-    claims = tuple(Claim(v, tuple(Evidence(e, METRICS[e["key"]]) for e in v["evidence"])) for v in found)
+    claims = tuple(Claim(v, tuple(_evidence(e) for e in v["evidence"])) for v in found)
     return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims)
 
 

@@ -189,7 +189,6 @@ class Split:
     scores: tuple[Stat | None, ...]
     paper_blocks: str
     paper_top1: Any
-    note: str
 
 
 @dataclass(frozen=True)
@@ -199,6 +198,7 @@ class Splits:
     size_metrics: tuple[Metric, ...]
     columns: tuple[Metric, ...]
     rows: tuple[Split, ...]
+    notes: tuple[str, ...]  # the rows' notes (how V0 was resolved), where given
 
 
 def v_table(ctx: Context) -> Splits | None:
@@ -208,6 +208,7 @@ def v_table(ctx: Context) -> Splits | None:
         return None
     accs = [k for k in v_accs() if any(v.get(k) is not None for v in table)]
     rows = tuple(Split(v["variant"], v["candidate"], v["depths"], tuple(v[k] for k in SIZE_KEYS),
-                       tuple(v[k] for k in accs), v["paper_blocks"], v["paper_top1"], v["note"])
+                       tuple(v[k] for k in accs), v["paper_blocks"], v["paper_top1"])
                  for v in table)  # fmt: skip
-    return Splits(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in accs), rows)
+    notes = tuple(v["note"] for v in table if v["note"])
+    return Splits(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in accs), rows, notes)
