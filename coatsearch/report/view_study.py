@@ -114,18 +114,21 @@ def candidates(ctx: Context) -> Candidates:
     """The candidates table and its notes from the candidate rows."""
     rows = ctx.tables["candidates"]
     keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
-    body = tuple(
-        CandidateRow(r["candidate"], r["layout"] + (f" ({r['model_label']})" if r["model_label"] != r["layout"] else
-                     ""), r["stages"], tuple(r["metrics"].get(k) for k in (*SIZE_KEYS, "budget_error")), r["n"],
-                     tuple(r["metrics"].get(k) for k in keys))
-        for r in rows
-    )  # fmt: skip
     z = ctx.tables.get("size")
     return Candidates(
-        tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys), body,
+        tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys),
+        tuple(_candidate(r, keys) for r in rows),
         tuple(ctx.tables["search_dims"]), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
         z.big[1] / z.small[1] if z else None, _fired(rows),
     )  # fmt: skip
+
+
+def _candidate(r: dict, keys: list[str]) -> CandidateRow:
+    """One candidate row: its layout named with the model's label where that differs, size and scores."""
+    label = r["layout"] + (f" ({r['model_label']})" if r["model_label"] != r["layout"] else "")
+    m = r["metrics"]
+    return CandidateRow(r["candidate"], label, r["stages"], tuple(m.get(k) for k in (*SIZE_KEYS, "budget_error")),
+                        r["n"], tuple(m.get(k) for k in keys))  # fmt: skip
 
 
 def _fired(rows: list[dict]) -> dict[str, tuple[str, ...]]:
