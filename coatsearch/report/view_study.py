@@ -9,6 +9,7 @@ from typing import Any
 from coatsearch.report.budget import Sizes
 from coatsearch.report.claims import BASELINES
 from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.report.plots import FIGURES
 from coatsearch.report.section import Context
 from coatsearch.scores import table_keys, v_accs
 
@@ -149,8 +150,6 @@ class Figures:
 
 def figures(written: Mapping[str, str]) -> Figures | None:
     """The written figures with their registry captions; None when none was written."""
-    from coatsearch.report.plots import FIGURES
-
     return Figures(tuple((n, f, FIGURES[n].caption) for n, f in written.items())) if written else None
 
 
