@@ -67,7 +67,7 @@ def test_the_report_marks_the_baselines():
     s = summarize("fab", {**SPACE, "candidates": [*SPACE["candidates"], *BASELINES]}, records)
     names = [r["candidate"] for r in s["candidates"]]
     assert names[-2:] == ["baseline-linear", "baseline-cnn"]
-    text = candidates_md(s)
+    text = candidates_md(s.infos["candidates"])
     assert "Regime baselines (same subsets and seeds, not budget-matched, never in a claim)" in text
     assert "**baseline-linear** is a linear classifier on the pixels" in text
 

@@ -153,7 +153,7 @@ def test_claim_f_is_out_of_regime_when_a_cells_mean_run_does_not_beat_the_linear
         return record(900 + seed, "baseline-linear", seed, metrics, label="linear baseline", optimizer="adamw")
 
     assert _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s) for s in range(3))])["verdict"] == "supported"
-    # ViT_P SGD runs 0.754, 0.757, 0.772 (mean 76.1%), its best run above 0.77: out of regime on its mean, whatever its best
+    # ViT_P SGD runs 0.754, 0.757, 0.772 (mean 76.1%), best above 0.77: out of regime on its mean, whatever its best
     low = _stem([*fixed_runs(0.10, 0.005), *(linear(0.77, s) for s in range(3))])
     assert low["verdict"] == "inconclusive"
     assert low["why"].startswith("out of regime — ViT_P SGD: mean run 76.1% over 3 seed(s) is not above the linear "

@@ -18,6 +18,8 @@ from coatsearch.errors import UserError
 from coatsearch.report import escape
 from coatsearch.report.markdown import header, table
 from coatsearch.report.markdown_claims import failures
+from coatsearch.report.view_claims import Failures
+from coatsearch.report.view_study import Header
 from tests.report_records import SPACE, layout_records, make_study
 from tests.support.hostile import deadline, listing
 from tests.tiny import TINY
@@ -164,13 +166,13 @@ def test_a_hostile_cell_stays_in_its_row(text):
 
 def test_failure_reasons_and_candidate_names_cannot_split_rows():
     rows = [{"number": 3, "candidate": "C|T\nX", "seed": 0, "state": "FAIL", "reason": "boom\n```\n| x |"}]
-    md = failures({"failures": rows})
+    md = failures(Failures(tuple(rows)))
     body = md.split("\n\n")[1].splitlines()
     assert len(body) == 3 and "C\\|T X" in body[2] and "boom ``` \\| x \\|" in body[2], md
 
 
 def test_an_unclosed_fence_in_the_description_cannot_swallow_the_report():
-    md = header({"study": "s", "space": {"description": "Intro\n```python\nnever closed\n  ~~~", "scale": "x"}})
+    md = header(Header("s", "Intro\n```python\nnever closed\n  ~~~", "x", None, None, None))
     assert not any(line.lstrip().startswith(("```", "~~~")) for line in md.splitlines()), md
     assert "\\```python" in md and "never closed" in md
     assert escape.block("plain *text*") == "plain *text*"  # ordinary Markdown is kept

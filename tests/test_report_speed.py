@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from coatsearch import record as R
+from coatsearch.report import frames, plots_speed
 from coatsearch.report import markdown_speed as MS
-from coatsearch.report import plots_speed
 from coatsearch.report import speed as SP
+from coatsearch.report import view_speed as VS
+from coatsearch.report.section import Context
 
 SPACE = {"candidates": ["A", "B", "C"], "study": {"objective": "generalization.eval_acc"}}
 # candidate -> (eval acc, train img/s, infer img/s): B is slower and less accurate than A (dominated)
@@ -37,6 +39,11 @@ def _records(truth=TRUTH, matched: bool = True, speed: bool = True) -> list[R.Tr
     return out
 
 
+def _speed(table: dict | None) -> VS.Speed | None:
+    """The speed section's Info from a speed table."""
+    return VS.speed(Context("s", SPACE, frames.build(SPACE, []), {}, {"speed": table}))
+
+
 def test_pareto_front():
     assert SP.pareto([(1, 1), (2, 0), (0.5, 0.5), (1, 1)], (True, True)) == [True, True, False, True]
     assert SP.pareto([(1, 5), (2, 3)], (True, False)) == [False, True]  # minimize the second: (2, 3) beats (1, 5)
@@ -52,17 +59,17 @@ def test_speed_table_rows_front_and_note():
     spread = {s["key"]: s for s in t["spread"]}
     assert spread["speed.train_ips"]["fast"] == "A" and spread["speed.train_ips"]["slow"] == "C"
     assert spread["speed.train_ips"]["ratio"] == 303.0 / 101.0
-    text = MS.section({"speed": t})
+    text = MS.section(_speed(t))
     assert "## Measured speed" in text and "node-1" in text and "**Note.**" in text and "3.00x" in text
     assert "3.0% of a trial" in text
 
 
 def test_no_note_within_the_spread_and_none_without_speed():
     close = {"A": (0.85, 300.0, 900.0), "B": (0.80, 250.0, 800.0)}
-    text = MS.section({"speed": SP.table(SPACE, _records(close))})
+    text = MS.section(_speed(SP.table(SPACE, _records(close))))
     assert "**Note.**" not in text and "within 1.20x" in text
     assert SP.table(SPACE, _records(speed=False)) is None
-    assert MS.section({"speed": None}) == ""
+    assert _speed(None) is None  # no speed measured: the section is left out
 
 
 def test_unmatched_candidates_get_no_spread():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
@@ -19,16 +20,48 @@ from coatsearch.report import markdown_measures as mdm
 from coatsearch.report import markdown_speed as mds
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
+from coatsearch.report import view_claims as vc
+from coatsearch.report import view_measures as vm
+from coatsearch.report import view_speed as vs
+from coatsearch.report import view_study as vst
 from coatsearch.report.claims import ALPHA, CAPACITY_SCORE, EDF_K, VERDICT_ALPHA
+from coatsearch.report.section import Context, Report, Section, compute
 
-__all__ = ["render", "save_note", "summarize", "write_report"]
+__all__ = ["SECTIONS", "Report", "render", "save_note", "summarize", "write_report"]
 
 SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
+FIGURES = "figures"  # the section listing the figures written beside the report (known only after drawing)
+
+SECTIONS: tuple[Section, ...] = (  # in report order
+    Section("header", vst.header, md.header),
+    Section("setup", vst.setup, md.setup),
+    Section("candidates", vst.candidates, md.candidates, ("generalization", "acc_vs_params", "curves", "robustness")),
+    Section(FIGURES, lambda ctx: None, md.figures),
+    Section("rankings", vst.rankings, md.rankings),
+    Section("v_table", vst.v_table, md.v_table),
+    Section("matched", vm.matched, mdm.matched, ("matched_loss",)),
+    Section("capacity", vm.capacity, mdm.capacity),
+    Section("transfer", vm.transfer, mdm.transfer),
+    Section("speed", vs.speed, mds.section, ("acc_vs_speed",)),
+    Section("pareto", vs.pareto, mds.pareto),
+    Section("claims", vc.verdicts, mdc.verdicts),
+    Section("untested", vm.untested, mdm.untested),
+    Section("edges", vm.edges, mdm.edges),
+    Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", "length")),
+    Section("failures", vc.failures, mdc.failures),
+)
 
 
-def summarize(study: str, space: dict, records: info.Records) -> dict:
-    """Every table the report shows, computed from the space record and trial records alone."""
+def summarize(study: str, space: dict, records: info.Records) -> Report:
+    """Every table the report shows, computed from the space record and trial records alone, and each section's
+    Info (the summary reads as a mapping of those tables)."""
     j = judging.judge_records(space, records)
+    ctx = Context(study, space, j["frames"], j, tables(study, space, records, j))
+    return Report(ctx.tables, compute(SECTIONS, ctx))
+
+
+def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
+    """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = (j[k] for k in ("frames", "gen", "rows", "acc", "dims", "runs"))
     edf_rows, noise, done = j["edf"], j["noise"], fr.complete
     gaps = j["stems"]["gaps"] if j["stems"] else []
@@ -76,27 +109,11 @@ def summarize(study: str, space: dict, records: info.Records) -> dict:
     }
 
 
-def render(summary: dict, figures: dict[str, str]) -> str:
-    """The report's Markdown: sections with no data are left out."""
-    parts = [
-        md.header(summary),
-        md.setup(summary),
-        md.candidates(summary),
-        md.figures(figures),
-        md.rankings(summary),
-        md.v_table(summary),
-        mdm.matched(summary),
-        mdm.capacity(summary),
-        mdm.transfer(summary),
-        mds.section(summary),
-        pareto.section(summary),
-        mdc.verdicts(summary),
-        mdm.untested(summary),
-        mdm.edges(summary),
-        mdc.optimizability(summary),
-        mdc.failures(summary),
-    ]
-    return "\n\n".join(p.strip() for p in parts if p and p.strip()) + "\n"
+def render(report: Report, figures: dict[str, str]) -> str:
+    """The report's Markdown: each section's Markdown from its Info; sections with no data are left out."""
+    from coatsearch.report import section
+
+    return section.render(SECTIONS, {**report.infos, FIGURES: vst.figures(figures)})
 
 
 def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
@@ -108,10 +125,10 @@ def jsonable(x: Any) -> Any:
     """Tables → JSON-ready values: Stats as dicts, NaN/inf as null, tuples as lists."""
     if isinstance(x, info.Stat):
         return jsonable(x.to_dict())
+    if isinstance(x, Mapping):  # a dict, or a computed Report (its summary tables)
+        return {str(k): jsonable(v) for k, v in x.items()}
     if is_dataclass(x):
         return jsonable(vars(x))
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [jsonable(v) for v in x]
     if isinstance(x, float) and not math.isfinite(x):
@@ -126,14 +143,14 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
-    summary = summarize(study_name, space, records)
-    summary["plan_check"] = _plan_check(Path(studies_dir), study_name, summary["environment"])
+    report = summarize(study_name, space, records)
+    summary = {**report.summary, "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"])}
     folder = report_folder(Path(reports_dir), study_name)
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
         fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
     figures = plots.render_all(summary, folder)
     path = folder / "report.md"
-    fsafe.write(path, render(summary, figures))  # atomic, no link followed (coatsearch.fsafe)
+    fsafe.write(path, render(report, figures))  # atomic, no link followed (coatsearch.fsafe)
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
     return path
 

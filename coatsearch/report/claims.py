@@ -64,6 +64,7 @@ CHAIN_CLAIMS = (
     ),
 )
 CAPACITY_SCORE = CHAIN_CLAIMS[1].measures[0].split(".")[0]  # claim (b)'s score: its curves say if the ranking held
+TRANSFER_SCORE = CHAIN_CLAIMS[2].measures[0].split(".")[0]  # claim (c)'s score: its gain says if pretraining helped
 
 # Claim (e): relative attention helps (CoAtNet Table 6). A pair is a candidate named with "norel" and the
 # candidate with the same name without it.

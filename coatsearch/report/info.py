@@ -345,14 +345,15 @@ def _mean_at(cs: list[Mapping], key: str, i: int) -> float:
 
 def length_rows(space: dict, records: Records) -> list[dict]:
     """Training-length stability per candidate: mean eval acc (%) per schedule length, Δerror vs the longest."""
+    sched, acc = (scores.SCORES["length"].role(k) for k in ("epochs", "accs"))  # the schedules, eval acc of each
     rows = []
     for name, runs in groups(space, records).items():
-        runs = [r for r in runs if r.run.value("length.epochs") and r.run.value("length.eval_acc")]
+        runs = [r for r in runs if r.run.value(sched) and r.run.value(acc)]
         if not runs:
             continue
-        epochs = list(runs[0].run.value("length.epochs"))
-        runs = [r for r in runs if list(r.run.value("length.epochs")) == epochs]
-        accs = [_stat(100 * r.run.value("length.eval_acc")[i] for r in runs) for i in range(len(epochs))]
+        epochs = list(runs[0].run.value(sched))
+        runs = [r for r in runs if list(r.run.value(sched)) == epochs]
+        accs = [_stat(100 * r.run.value(acc)[i] for r in runs) for i in range(len(epochs))]
         longest = accs[epochs.index(max(epochs))].mean
         rows.append(
             {

@@ -2,56 +2,54 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coatsearch.report import claims as C
-from coatsearch.report.info import METRICS
 from coatsearch.report.markdown import _f, fmt_stat, table
+from coatsearch.report.view_claims import Edf, Evidence, Failures, Gap, Length, Optimizability, Verdicts
 
 VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supported", "inconclusive": "❔ inconclusive",
                 "not tested at this scale": "➖ not tested at this scale"}  # fmt: skip
 
 
-def verdicts(s: dict) -> str:
+def verdicts(vs: Verdicts) -> str:
     """Claim verdicts: the method, rule and its calibration, a summary table, then the evidence of each claim."""
-    if not s["claims"]:
-        return ""
     head = ["claim", "paper", "verdict", "why"]
-    body = [[f"({v['id']}) {v['title']}", v["chain"], VERDICT_MARK[v["verdict"]], v["why"]] for v in s["claims"]]
-    rules = s["rules"]
-    out = ["## Claim verdicts", "", f"Method: {rules['method']}", "", f"Rule: {rules['verdict']}", ""]
-    out += [_calibration(rules.get("calibration")), "", table(head, body)]
-    for v in s["claims"]:
+    body = [[f"({v['id']}) {v['title']}", v["chain"], VERDICT_MARK[v["verdict"]], v["why"]]
+            for v in (c.verdict for c in vs.claims)]  # fmt: skip
+    out = ["## Claim verdicts", "", f"Method: {vs.method}", "", f"Rule: {vs.rule}", ""]
+    out += [_calibration(vs), "", table(head, body)]
+    for c in vs.claims:
+        v = c.verdict
         out += ["", f"### ({v['id']}) {v['title']}", "", f"Paper: {v['chain']} — {v['source']}."]
         out += [f"Note: {n}." for n in v["notes"]]
-        for e in v["evidence"]:
+        for e in c.evidence:
             out += ["", *_evidence(e)]
         if v.get("parts"):
             out += ["", _parts(v["parts"])]
     return "\n".join(out)
 
 
-def _calibration(c: dict | None) -> str:
-    if not c:
+def _calibration(vs: Verdicts) -> str:
+    if vs.calibration is None:
         return "Calibration: not measured for this rule version (run `python -m coatsearch.report.calibration`)."
     head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)"]
-    body = [[f"({k})", f"{100 * v['null_firm']:.1f}% of {v['null_n']}", f"{100 * v['null_firm_upper95']:.1f}%",
-             "–" if v["power"] is None else f"{100 * v['power']:.0f}% of {v['power_n']}",
-             f"{c['stem_effect_sigma'] if k == 'f' else c['effect_sigma']:g}"]
-            for k, v in sorted(c["per_claim"].items())]  # fmt: skip
+    body = [[f"({c.claim})", f"{100 * v['null_firm']:.1f}% of {v['null_n']}", f"{100 * v['null_firm_upper95']:.1f}%",
+             "–" if v["power"] is None else f"{100 * v['power']:.0f}% of {v['power_n']}", f"{c.effect_sigma:g}"]
+            for c, v in ((c, c.figures) for c in vs.calibration)]  # fmt: skip
     text = (
-        f"Calibration of this rule (`coatsearch.report.calibration`, rule version {c['rule_version']}): simulated "
+        f"Calibration of this rule (`coatsearch.report.calibration`, rule version {vs.rule_version}): simulated "
         f"studies built as trial records (curves with censoring, baselines, per-candidate noise, failed runs, "
-        f"missing and never-fitting candidates, claim (f)'s fixed-recipe and sampled runs; n = {c['n_seeds']} "
+        f"missing and never-fitting candidates, claim (f)'s fixed-recipe and sampled runs; n = {vs.n_seeds} "
         "seeds) and judged by the report's own path. Targets: ≤ 5% firm verdicts on null studies (no model "
         "better than another), 95% upper bound ≤ 6.5%; ≥ 80% 'supported' with the paper's order at the effect."
     )
     return "\n\n".join([text, table(head, body)])
 
 
-def _evidence(e: dict) -> list[str]:
-    metric = METRICS[e["key"]]
+def _evidence(ev: Evidence) -> list[str]:
+    e, metric = ev.table, ev.metric
     better = "smaller is better" if metric.better == "lower" else "larger is better"
     rho = "n/a (pairs only)" if e["rho"] is None else f"{e['rho']:+.2f}"
     rho += f" (exact permutation p = {e['rho_p']:.3f}, description only)" if e.get("rho_p") is not None else ""
@@ -67,7 +65,7 @@ def _evidence(e: dict) -> list[str]:
     ]  # fmt: skip
     head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
             "Holm p", "relation"]  # fmt: skip
-    out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(e)]
+    out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(ev)]
     return out
 
 
@@ -95,9 +93,11 @@ def _power(p: dict | None, metric: Any) -> str:
     return text + f"Paper's effect: {p['effect']:g} points ({p['effect_note']}): {verdict}."
 
 
-def _regime(e: dict) -> str:
+def _regime(ev: Evidence) -> str:
+    e = ev.table
+
     def runs(field: str) -> str:
-        return ", ".join(f"{g['name']} {g[field]}/{g['runs']}" for g in e["guards"] if g[field]) or "none"
+        return ", ".join(ev.fired[field]) or "none"
 
     conv = "needed" if e["needs_convergence"] else "not needed by this claim"
     text = (
@@ -115,95 +115,74 @@ def _parts(parts: list[dict]) -> str:
     return table(head, body)
 
 
-def optimizability(s: dict) -> str:
+def optimizability(o: Optimizability) -> str:
     """ViT_C paper measures: optimizer gap, EDF, training length, peak performance and samples used."""
-    blocks = [_gap(s), _edf(s), _length(s), _peak(s), _samples(s)]
-    blocks = [b for b in blocks if b]
-    if not blocks or not (s["has_vit"] or s["search_dims"] or s["length"]):
-        return ""
-    acc = f"Accuracy used: {s['primary_label']} (`{s['primary_acc']}`)." if s["primary_acc"] else ""
-    return "\n\n".join(["## Optimizability (ViT_C paper §4)", acc, *blocks])
+    blocks = [_gap(o.gap), _edf(o.edf), _length(o.length), _peak(o.peak), _samples(o.samples)]
+    acc = f"Accuracy used: {o.acc[0]} (`{o.acc[1]}`)." if o.acc else ""
+    return "\n\n".join(["## Optimizability (ViT_C paper §4)", acc, *(b for b in blocks if b)])
 
 
-def _run(r: dict | None) -> str:
+def _run(r: Mapping[str, Any] | None) -> str:
     if r is None:
         return "–"
-    hp = ", ".join(f"{k} {r[key]:.3g}" for k, key in (("lr", "lr"), ("wd", "weight_decay")) if r[key] is not None)
+    given = (f"{k} {r[key]:.3g}" if r[key] is not None else "" for k, key in (("lr", "lr"), ("wd", "weight_decay")))
+    hp = ", ".join(h for h in given if h)
     return f"{r['acc']:.1f} ({hp + '; ' if hp else ''}trial {r['number']})"
 
 
-def _gap(s: dict) -> str:
-    rows = s["optimizer_gap"]
-    if not rows or not any(g["n_sgd"] and g["n_adamw"] for g in rows):
+def _gap(gap: Gap | None) -> str:
+    if gap is None:
         return ""
     body = [
         [g["model_label"], _run(g["adamw"]), _run(g["sgd"]), _f(g["gap"], 1, signed=True), g["n_adamw"], g["n_sgd"]]
-        for g in rows
+        for g in gap.rows
     ]
     ref = "; ".join(f"{k}: {v['adamw_err']} / {v['sgd_err']} error, Δ {v['gap']}" for k, v in C.OPTIMIZER_GAP.items())
     head = ["model", "best AdamW acc (%)", "best SGD acc (%)", "gap AdamW − SGD (points)", "AdamW runs", "SGD runs"]
     return "\n\n".join(["### Optimizer gap", table(head, body), f"Paper (Table 3, 4GF, 50 epochs): {ref}."])
 
 
-def _edf(s: dict) -> str:
-    if not s["edf"] or not s["search_dims"]:
+def _edf(edf: Edf | None) -> str:
+    if edf is None:
         return ""
-    k = s["edf_k"]
-    body = [[e["label"], e["model_label"], e["optimizer"], e["n"], f"{100 * e['within_k']:.0f}%"] for e in s["edf"]]
+    k = edf.k
+    body = [[e["label"], e["model_label"], e["optimizer"], e["n"], f"{100 * e['within_k']:.0f}%"] for e in edf.rows]
     head = ["curve", "model", "optimizer", "runs", f"runs within {k:g} points of the best run"]
     text = (
-        f"Sampled: {', '.join(s['search_dims'])}. Steepness = share of runs within {k:g} points of top-1 error of "
+        f"Sampled: {', '.join(edf.dims)}. Steepness = share of runs within {k:g} points of top-1 error of "
         "the best run of the same model and optimizer (the AdamW − SGD offset is the optimizer gap above); "
         f"the paper uses 4 points at ImageNet scale ({C.EDF_PAPER})."
     )
     return "\n\n".join(["### Hyperparameter stability (EDF)", text, table(head, body), "Figure: `edf.png`."])
 
 
-def _length(s: dict) -> str:
-    if not s["length"]:
+def _length(length: Length | None) -> str:
+    if length is None:
         return ""
-    epochs = sorted({e for r in s["length"] for e in r["epochs"]})
-    head = ["candidate", "runs", *[f"acc @{e} (%)" for e in epochs], *[f"Δerr @{e}" for e in epochs]]
-    body = []
-    for r in s["length"]:
-        acc = {e: a for e, a in zip(r["epochs"], r["eval_acc"], strict=True)}
-        dlt = {e: d for e, d in zip(r["epochs"], r["delta_error"], strict=True)}
-        body.append(
-            [r["candidate"], r["runs"], *[_f(acc[e].mean) if e in acc else "–" for e in epochs]]
-            + [_f(dlt[e], 1, signed=True) if e in dlt else "–" for e in epochs]
-        )
+    head = ["candidate", "runs", *[f"acc @{e} (%)" for e in length.epochs], *[f"Δerr @{e}" for e in length.epochs]]
+    body = [[r.candidate, r.runs, *[_f(a.mean) if a is not None else "–" for a in r.accs],
+             *[_f(d, 1, signed=True) for d in r.deltas]] for r in length.rows]  # fmt: skip
     text = f"Δerr = top-1 error at that length minus at the longest (points). Paper: {C.LENGTH_PAPER}."
     return "\n\n".join(["### Training-length stability", text, table(head, body)])
 
 
-def _peak(s: dict) -> str:
-    if not s["peak"] or not (s["has_vit"] or s["search_dims"]):
+def _peak(peak: tuple[Mapping[str, Any], ...] | None) -> str:
+    if peak is None:
         return ""
-    body = [[p["model_label"], p["candidate"], p["optimizer"], _run(p)] for p in s["peak"]]
+    body = [[p["model_label"], p["candidate"], p["optimizer"], _run(p)] for p in peak]
     return "\n\n".join(["### Peak performance", table(["model", "candidate", "optimizer", "best acc (%)"], body)])
 
 
-def _samples(s: dict) -> str:
-    if not s["samples"]:
+def _samples(samples: tuple[Mapping[str, Any], ...] | None) -> str:
+    if samples is None:
         return ""
-    body = [
-        [
-            r["candidate"],
-            r["model_label"],
-            r["optimizer"],
-            r["complete"],
-            r["not_complete"],
-            ", ".join(r["dims"]) or "–",
-        ]
-        for r in s["samples"]
-    ]
+    body = [[r["candidate"], r["model_label"], r["optimizer"], r["complete"], r["not_complete"],
+             ", ".join(r["dims"]) or "–"] for r in samples]  # fmt: skip
     head = ["candidate", "model", "optimizer", "complete runs", "not complete", "sampled"]
     return "\n\n".join(["### Hyperparameter samples used", table(head, body)])
 
 
-def failures(s: dict) -> str:
+def failures(f: Failures) -> str:
     """Failed, interrupted, pruned and unfinished trials with their reasons."""
-    if not s["failures"]:
-        return ""
-    body = [[f["number"], f["candidate"], f["seed"], f["state"], f["reason"]] for f in s["failures"]]
+    body = [[r["number"], r["candidate"], r["seed"], r["state"], r["reason"]] for r in f.rows]
     return "\n\n".join(["## Failed and pruned trials", table(["trial", "candidate", "seed", "state", "reason"], body)])

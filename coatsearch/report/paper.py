@@ -17,7 +17,7 @@ from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
 from coatsearch.report import measures as M
 from coatsearch.report.info import Records
-from coatsearch.scores import derived
+from coatsearch.scores import SCORES, derived
 
 MATCHED_KEY = next(k for k in derived() if k.endswith(".matched_acc"))  # the generalization score's derived metric
 GEN = MATCHED_KEY.partition(".")[0]  # the score whose step curves claim (a) is read off
@@ -122,14 +122,15 @@ def capacity(curves: pd.DataFrame | None, done: Records) -> dict | None:
 
 def transfer(rows: list[dict], done: Records) -> list[dict]:
     """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
+    gain, stopped, steps = (SCORES[C.TRANSFER_SCORE].role(k) for k in ("gain", "stopped", "finetune_steps"))
     out = []
     for row in rows:
-        runs = [r for r in done if r.candidate == row["candidate"] and "transfer.gain" in r.run.keys()]
+        runs = [r for r in done if r.candidate == row["candidate"] and gain in r.run.keys()]
         if not runs:
             continue
-        stops = [r.run.value("transfer.pretrain_stopped") for r in runs]
+        stops = [r.run.value(stopped) for r in runs]
         out.append({"candidate": row["candidate"], "target": stops.count("target"), "cap": stops.count("cap"),
-                    "finetune_steps": sorted({r.run.value("transfer.finetune_steps") for r in runs})})  # fmt: skip
+                    "finetune_steps": sorted({r.run.value(steps) for r in runs})})  # fmt: skip
     return out
 
 

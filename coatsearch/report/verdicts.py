@@ -13,10 +13,10 @@ from coatsearch.report import stats as S
 from coatsearch.report.info import METRICS, Metric, group_of
 from coatsearch.report.paper import MATCHED_KEY, NOT_TESTED
 from coatsearch.report.stem import STEM_RULE, stem_claim
-from coatsearch.scores import ranked, v_accs
+from coatsearch.scores import SCORES, ranked, v_accs
 
 RANKED = ranked()  # the ranked metrics, from the score registry
-GAIN = "transfer.gain"  # fine-tune − from-scratch accuracy: transfer is out of regime when no key candidate gains
+GAIN = SCORES[C.TRANSFER_SCORE].role("gain")  # fine-tune − scratch: out of regime when no key candidate gains
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
 METHOD = (

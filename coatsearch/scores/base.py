@@ -94,3 +94,10 @@ class Score:
     # role -> one of its keys, for report code that needs a key by what it means, not by name (e.g. speed's
     # "train_ips"): a role is declared by one score at most (scores.role finds it)
     roles: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+    def role(self, name: str) -> str:
+        """The key that plays the role `name` for the report (a one-line error naming the roles declared)."""
+        if name not in self.roles:
+            declared = ", ".join(self.roles) or "none"
+            raise KeyError(f"score {self.name!r} declares no role {name!r} (declared: {declared})")
+        return self.roles[name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 from typing import Annotated
 
 from pydantic import Field, Strict
@@ -52,4 +53,5 @@ SCORE = Score(
     headline="length.eval_acc_longest",
     fallback=5,
     guards=(Guard("length", "length.eval_acc_longest", ("length",)),),
+    roles=MappingProxyType({"epochs": "length.epochs", "accs": "length.eval_acc"}),  # the schedules, each's eval acc
 )

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from coatsearch import spec as S
@@ -144,5 +145,12 @@ SCORE = Score(
     guards=(
         Guard("pretrain", "transfer.pretrain_acc", ("transfer", "pretrain")),
         Guard("transfer", "transfer.finetune_acc", ("transfer", "finetune")),
+    ),
+    roles=MappingProxyType(
+        {
+            "gain": "transfer.gain",  # fine-tune − from-scratch accuracy: out of regime when no key candidate gains
+            "stopped": "transfer.pretrain_stopped",  # how pretraining stopped: "target" or "cap"
+            "finetune_steps": "transfer.finetune_steps",
+        }
     ),
 )

@@ -1,0 +1,63 @@
+"""The report as sections: each computes one frozen Info from the report's context, then formats it as Markdown.
+
+A `Section` is (name, compute, markdown, figures): `compute(ctx)` reads the context built once per report and
+returns its Info, or None when it has no data (the section is left out); `markdown(info)` only formats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch.report.frames import Frames
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every section reads, computed once per report: the space record, the frames, the judged results
+    (judging.judge_records) and the summary tables (the values summary.json holds)."""
+
+    study: str
+    space: Mapping[str, Any]
+    frames: Frames
+    judged: Mapping[str, Any]
+    tables: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One report section: its name, compute (context -> Info, or None: left out), markdown (Info -> text)."""
+
+    name: str
+    compute: Callable[[Context], Any]
+    markdown: Callable[[Any], str]
+    figures: tuple[str, ...] = ()  # the plots.FIGURES drawn from this section's data
+
+
+@dataclass(frozen=True)
+class Report(Mapping[str, Any]):
+    """A computed report: every section's Info in report order, and the summary tables (read as a mapping)."""
+
+    summary: Mapping[str, Any]
+    infos: Mapping[str, Any]  # section name -> its Info, or None when the section has no data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.summary[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.summary)
+
+    def __len__(self) -> int:
+        return len(self.summary)
+
+
+def compute(sections: tuple[Section, ...], ctx: Context) -> dict[str, Any]:
+    """Each section's Info (None where it has no data), in report order."""
+    return {s.name: s.compute(ctx) for s in sections}
+
+
+def render(sections: tuple[Section, ...], infos: Mapping[str, Any]) -> str:
+    """The Markdown of the sections that have an Info, in order, blank-line separated."""
+    parts = [s.markdown(infos[s.name]).strip() for s in sections if infos.get(s.name) is not None]
+    return "\n\n".join(p for p in parts if p) + "\n"

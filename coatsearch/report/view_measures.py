@@ -1,0 +1,162 @@
+"""The paper-measure sections' Infos: matched loss, capacity, transfer, untested claims, paired data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch.report.claims import CAPACITY_SCORE, TRANSFER_SCORE
+from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.report.section import Context
+from coatsearch.report.view_study import SIZE_KEYS
+from coatsearch.scores import SCORES
+
+
+@dataclass(frozen=True)
+class Sized:
+    """A candidate and its size (params, MACs: mean over runs, None when not measured)."""
+
+    candidate: str
+    size: tuple[Stat | None, ...]
+
+
+def _scores(ctx: Context, name: str, keys: tuple[str, ...]) -> tuple[Stat | None, ...]:
+    """A candidate's mean ± sd of each key (None where not measured, or where the candidate has no row)."""
+    m: Mapping[str, Stat] = next((r["metrics"] for r in ctx.tables["candidates"] if r["candidate"] == name), {})
+    return tuple(m.get(k) for k in keys)
+
+
+def _sized(ctx: Context, name: str) -> Sized:
+    return Sized(name, _scores(ctx, name, SIZE_KEYS))
+
+
+@dataclass(frozen=True)
+class MatchedRow:
+    """One candidate read at the common level: runs, eval acc (mean, sd), censored runs, how low its runs got."""
+
+    at: Sized
+    runs: int
+    eval_acc: float | None
+    sd: float | None
+    censored_runs: int | None
+    lowest_level: float | None
+    lowest_any: float | None
+
+
+@dataclass(frozen=True)
+class Matched:
+    """Generalization at matched training loss: the ladder, the common level, the table, key and never-fitting."""
+
+    size_metrics: tuple[Metric, ...]
+    levels: tuple[float, ...]
+    level: float | None
+    reached: bool  # whether any candidate reached the ladder
+    rows: tuple[MatchedRow, ...]
+    never: tuple[Sized, ...]  # censored at every level
+    key: tuple[str, ...]
+    out_of_regime: tuple[str, ...]
+
+
+def matched(ctx: Context) -> Matched | None:
+    """The matched-loss reading; None when no candidate has step curves."""
+    g = ctx.tables["matched"]
+    if not g["table"] and not g["never"]:
+        return None
+    rows = tuple(MatchedRow(_sized(ctx, r["candidate"]), r["runs"], r["eval_acc"], r["sd"], r["censored_runs"],
+                            r["lowest_level"], r["lowest_any"]) for r in g["table"])  # fmt: skip
+    return Matched(tuple(METRICS[k] for k in SIZE_KEYS), tuple(g["levels"]), g["level"], bool(g["table"]), rows,
+                   tuple(_sized(ctx, c) for c in g["never"]), tuple(g["key"]), tuple(g["out_of_regime"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    """One candidate on abundant data: size, images and steps its runs used, final train loss and eval acc."""
+
+    at: Sized
+    images: tuple[int, ...]
+    steps: tuple[int, ...]
+    scores: tuple[Stat | None, ...]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The capacity table in ranking order, whether the ranking held, and where the curves crossed."""
+
+    size_metrics: tuple[Metric, ...]
+    columns: tuple[Metric, ...]
+    rows: tuple[CapacityRow, ...]
+    order: tuple[str, ...]
+    stable: bool
+    note: str
+    crossings: tuple[tuple[str, str, float], ...]
+
+
+def capacity(ctx: Context) -> Capacity | None:
+    """The capacity section; None without capacity curves."""
+    cap = ctx.tables["capacity"]
+    if not cap:
+        return None
+    keys = tuple(m.key for m in SCORES[CAPACITY_SCORE].metrics)  # final train loss, eval acc
+    facts = {n: cap["facts"].get(n, {}) for n in cap["order"]}
+    rows = tuple(CapacityRow(_sized(ctx, n), tuple(facts[n].get("images", [])), tuple(facts[n].get("steps", [])),
+                             _scores(ctx, n, keys)) for n in cap["order"])  # fmt: skip
+    return Capacity(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows, tuple(cap["order"]),
+                    cap["stable"], cap["note"], tuple((a, b, s) for a, b, s in cap["crossings"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TransferRow:
+    """One candidate's transfer: size, the transfer score's metrics, how pretraining stopped, fine-tune steps."""
+
+    at: Sized
+    scores: tuple[Stat | None, ...]
+    target: int
+    cap: int
+    finetune_steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """The transfer table: the transfer score's metrics per candidate."""
+
+    size_metrics: tuple[Metric, ...]
+    columns: tuple[Metric, ...]
+    rows: tuple[TransferRow, ...]
+
+
+def transfer(ctx: Context) -> Transfer | None:
+    """The transfer section; None when no candidate measured transfer."""
+    if not ctx.tables["transfer"]:
+        return None
+    keys = tuple(m.key for m in SCORES[TRANSFER_SCORE].metrics)
+    rows = tuple(TransferRow(_sized(ctx, t["candidate"]), _scores(ctx, t["candidate"], keys), t["target"], t["cap"],
+                             tuple(t["finetune_steps"])) for t in ctx.tables["transfer"])  # fmt: skip
+    return Transfer(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows)
+
+
+@dataclass(frozen=True)
+class Untested:
+    """Claims the space marks untestable at its scale: (claim id, title, verdict, reason) each."""
+
+    rows: tuple[tuple[str, str, str, str], ...]
+
+
+def untested(ctx: Context) -> Untested | None:
+    """The untested claims; None when the space marks none."""
+    found = ctx.tables["untested"]
+    return Untested(tuple((u["id"], u["title"], u["verdict"], u["reason"]) for u in found)) if found else None
+
+
+@dataclass(frozen=True)
+class Edges:
+    """The paired-data check per score and the hyperparameter range warnings."""
+
+    pairing: tuple[Mapping[str, Any], ...]  # score, eval_sets, seeds, paired
+    warnings: tuple[str, ...]
+
+
+def edges(ctx: Context) -> Edges | None:
+    """Paired data and range warnings; None when there is neither."""
+    pairing, warn = ctx.tables.get("pairing") or [], ctx.tables.get("edge_warnings") or []
+    return Edges(tuple(pairing), tuple(w["message"] for w in warn)) if pairing or warn else None

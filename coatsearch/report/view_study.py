@@ -1,0 +1,216 @@
+"""The study sections' Infos, computed from the report context: header, setup, candidates, rankings, depth splits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch.report.budget import Sizes
+from coatsearch.report.claims import BASELINES
+from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.report.plots import FIGURES
+from coatsearch.report.section import Context
+from coatsearch.scores import table_keys, v_accs
+
+SIZE_KEYS = ("params", "macs")  # the model-size metrics every size column shows
+GUARD_FIELDS = ("failed", "not_converged", "unchecked")  # the regime-guard counts a candidate row holds
+
+
+@dataclass(frozen=True)
+class Header:
+    """Title, description, proxy scale and where the space came from."""
+
+    study: str
+    description: str | None
+    scale: str | None
+    space: str | None
+    profile: str | None
+    source: str | None
+
+
+def header(ctx: Context) -> Header:
+    """The header from the space record."""
+    sp = ctx.tables["space"]
+    text = {k: sp[k].strip() if sp.get(k) else None for k in ("description", "scale")}
+    return Header(ctx.study, text["description"], text["scale"], sp.get("space") or None, sp.get("profile"),
+                  sp.get("source"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Subset:
+    """One score's training subset: images per class, classes (None: all), images used, epochs, data set."""
+
+    score: str
+    per_class: Any
+    classes: tuple[int, ...] | None
+    images: tuple[int, ...]
+    epochs: tuple[int, ...]
+    dataset: str | None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Data, input shape, seeds, objectives, trial counts, wall time, hardware, versions, subsets."""
+
+    data: Mapping[str, Any]  # dataset, root, eval_size ({} when the space names none)
+    image_size: int | None
+    channels: int | None
+    classes: int | None
+    seeds: tuple[int, ...]
+    study: Mapping[str, Any]  # the space's study block ({} when none)
+    objectives: tuple[tuple[str, str], ...]  # (objective, direction) pairs
+    counts: Mapping[str, int]
+    wall_total_s: float
+    wall_per_trial: Stat | None
+    elapsed_s: float | None
+    hardware: tuple[Mapping[str, Any], ...]
+    versions: tuple[Mapping[str, Any], ...]
+    subsets: tuple[Subset, ...]
+
+
+def setup(ctx: Context) -> Setup:
+    """The setup from the environment table."""
+    e = ctx.tables["environment"]
+    study = e["study"]
+    goals = tuple(zip(study.get("objectives") or (), study.get("directions") or (), strict=False))
+    goals = goals or ((study.get("objective"), study.get("direction")),)
+    subsets = tuple(
+        Subset(r["score"], r["per_class"], None if r["classes"] is None else tuple(r["classes"]), tuple(r["images"]),
+               tuple(r["epochs"]) if isinstance(r["epochs"], list) else (r["epochs"],), r["dataset"])
+        for r in e["subsets"]
+    )  # fmt: skip
+    return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
+                 e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], tuple(e["hardware"]),
+                 tuple(e["versions"]), subsets)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One candidate: identity, size (params, MACs, budget error) and each table score as mean ± sd over runs."""
+
+    candidate: str
+    layout: str  # its layout, with the model's label where that differs
+    stages: str
+    size: tuple[Stat | None, ...]  # params, MACs, budget error
+    n: int
+    scores: tuple[Stat | None, ...]  # one per column
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The candidates table, the sampled dimensions, regime baselines, the size spread and fired guards."""
+
+    size_metrics: tuple[Metric, ...]  # params, MACs, budget error
+    columns: tuple[Metric, ...]  # the table scores any candidate measured, in registry order
+    rows: tuple[CandidateRow, ...]
+    search_dims: tuple[str, ...]
+    baselines: tuple[str, ...]  # the regime baselines among the rows
+    sizes: Sizes | None
+    params_ratio: float | None  # largest / smallest params of the budget-matched candidates
+    fired: Mapping[str, tuple[str, ...]]  # guard field -> "candidate group k/runs" where it fired
+
+
+def candidates(ctx: Context) -> Candidates:
+    """The candidates table and its notes from the candidate rows."""
+    rows = ctx.tables["candidates"]
+    keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
+    z = ctx.tables.get("size")
+    return Candidates(
+        tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys),
+        tuple(_candidate(r, keys) for r in rows),
+        tuple(ctx.tables["search_dims"]), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
+        z.big[1] / z.small[1] if z else None, _fired(rows),
+    )  # fmt: skip
+
+
+def _candidate(r: dict, keys: list[str]) -> CandidateRow:
+    """One candidate row: its layout named with the model's label where that differs, size and scores."""
+    label = r["layout"] + (f" ({r['model_label']})" if r["model_label"] != r["layout"] else "")
+    m = r["metrics"]
+    return CandidateRow(r["candidate"], label, r["stages"], tuple(m.get(k) for k in (*SIZE_KEYS, "budget_error")),
+                        r["n"], tuple(m.get(k) for k in keys))  # fmt: skip
+
+
+def _fired(rows: list[dict]) -> dict[str, tuple[str, ...]]:
+    """Every regime guard that fired, per guard field: 'candidate group k/runs'."""
+    return {
+        field: tuple(f"{r['candidate']} {group} {g[field]}/{g['runs']}" for r in rows
+                     for group, g in r.get("guards", {}).items() if g[field])
+        for field in GUARD_FIELDS
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The figures written beside the report: (figure name, file, caption) each."""
+
+    links: tuple[tuple[str, str, str], ...]
+
+
+def figures(written: Mapping[str, str]) -> Figures | None:
+    """The written figures with their registry captions; None when none was written."""
+    return Figures(tuple((n, f, FIGURES[n].caption) for n, f in written.items())) if written else None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One ranking line: the measure, its unit, which way is better and the ranked text."""
+
+    label: str
+    unit: str
+    better: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Rankings:
+    """The relation rule and one ranking per ranked measure the study has."""
+
+    rule: str
+    lines: tuple[Ranking, ...]
+
+
+def rankings(ctx: Context) -> Rankings | None:
+    """The rankings; None when the study ranks nothing."""
+    found = ctx.tables["rankings"]
+    if not found:
+        return None
+    lines = tuple(Ranking(r["label"], r["unit"], r["better"], r["text"]) for r in found)
+    return Rankings(ctx.tables["rules"]["relation"], lines)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One CoAtNet Table 7 depth split: variant, candidate, depths, size, accuracies and the paper's row."""
+
+    variant: str
+    candidate: str
+    depths: Any
+    size: tuple[Stat | None, ...]
+    scores: tuple[Stat | None, ...]
+    paper_blocks: str
+    paper_top1: Any
+
+
+@dataclass(frozen=True)
+class Splits:
+    """The depth splits V0/V1/V2 with the accuracies any of them measured."""
+
+    size_metrics: tuple[Metric, ...]
+    columns: tuple[Metric, ...]
+    rows: tuple[Split, ...]
+    notes: tuple[str, ...]  # the rows' notes (how V0 was resolved), where given
+
+
+def v_table(ctx: Context) -> Splits | None:
+    """The depth splits; None without V1/V2."""
+    table = ctx.tables["v_table"]
+    if not table:
+        return None
+    accs = [k for k in v_accs() if any(v.get(k) is not None for v in table)]
+    rows = tuple(Split(v["variant"], v["candidate"], v["depths"], tuple(v[k] for k in SIZE_KEYS),
+                       tuple(v[k] for k in accs), v["paper_blocks"], v["paper_top1"])
+                 for v in table)  # fmt: skip
+    notes = tuple(v["note"] for v in table if v["note"])
+    return Splits(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in accs), rows, notes)
