@@ -125,8 +125,9 @@ def test_t_width_must_be_a_multiple_of_head_size(tmp_path):
     assert "not a multiple of head_size 16" in msg
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (HERE.parent / "spaces").glob("*.yaml")))
-def test_shipped_spaces_load(name):
+@pytest.mark.parametrize("name", sorted(str(p.relative_to(HERE.parent / "spaces")) for p in
+                                        (HERE.parent / "spaces").glob("**/*.yaml")))  # fmt: skip
+def test_shipped_spaces_load(name):  # the pilots under spaces/pilots/ too
     space = load_space(HERE.parent / "spaces" / name)
     assert space.candidates
     for cand in space.candidates:

@@ -38,7 +38,7 @@ from coatsearch.report import verdicts as V
 from coatsearch.report.info import METRICS
 from coatsearch.report.paper import NOT_TESTED
 
-RULE_VERSION = "2026-12-01.issue20"  # bump when the verdict rule changes; the table below must be regenerated
+RULE_VERSION = "2026-12-01.issue21"  # bump when the verdict rule changes; the table below must be regenerated
 TABLE = Path(__file__).with_name("calibration.json")
 SEED_SD = 2.0  # sd of the shared seed effect, in σ: pairing removes it
 NOISE_SPREAD = (0.7, 1.4)  # each candidate's noise sd, uniform in this range (× σ)
