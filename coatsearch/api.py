@@ -151,7 +151,7 @@ def run(
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
     procs = _workers(sp, workers, trials, device, progress) if backend == "optuna" else (1, None)
     if plan_first and backend == "optuna":
-        _plan_first(sp, studies, name, procs, device)
+        _plan_first(sp, studies, name, procs, device, Path(reports_dir))
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
     s = _engine(sp, studies, name, backend, procs, common, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
@@ -240,11 +240,15 @@ def _workers(space: Space, workers: int | str, trials: int | None, device: str, 
     return choice.processes, choice.threads
 
 
-def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: str) -> None:
-    """Print the study's ETA line from its stored plan when it matches this run, else from a new pilot (stored)."""
+def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: str, reports: Path) -> None:
+    """Print the study's ETA line from its stored plan when it matches this run, else from a new pilot (stored).
+
+    A new plan reads the study's own complete trials (a resumed run), else its committed report, as `plan` does.
+    """
     import sys
 
     from coatsearch import planner
+    from coatsearch.planner import power
     from coatsearch.planner.text import eta_line
     from coatsearch.store import folder
     from coatsearch.trials_plan import space_form
@@ -256,7 +260,8 @@ def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: st
     if same and stored is not None:
         print(f"{stored['eta_line']} (stored plan)", file=sys.stderr)
         return
-    made = planner.make_plan(space, name, procs[0], procs[1], device=device)
+    earlier = power.from_study(studies, name) or power.from_report(reports, name)
+    made = planner.make_plan(space, name, procs[0], procs[1], device=device, earlier=earlier)
     planner.save(made, where, {"form": form, "eta_line": eta_line(made)})
     print(eta_line(made), file=sys.stderr)
 

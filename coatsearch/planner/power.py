@@ -95,14 +95,23 @@ def run_steps(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
 
 
 def from_report(reports_dir: Path, name: str) -> Earlier | None:
-    """An earlier study's rows and curves from its report's summary.json; None when absent or unreadable."""
+    """An earlier study's rows, curves and run steps from its report's summary.json; None when absent or unreadable.
+
+    Its steps per candidate and curve score are the last step of the mean curve: the longest of its runs.
+    """
     path = Path(reports_dir) / name / "summary.json"
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    rows = summary.get("candidates") or []
-    return Earlier("report", str(path), rows, summary.get("curves") or {}) if rows else None
+    rows, curves = summary.get("candidates") or [], summary.get("curves") or {}
+    steps: dict[str, dict[str, float]] = {}
+    for score, means in curves.items():  # a mean curve ends at its candidate's longest run: an upper estimate
+        for m in means or []:
+            if m.get("step"):
+                mine = steps.setdefault(m["candidate"], {})
+                mine[score] = max(mine.get(score, 0.0), float(m["step"][-1]))
+    return Earlier("report", str(path), rows, curves, steps) if rows else None
 
 
 def measured_keys(scores: object) -> set[str]:
