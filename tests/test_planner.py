@@ -221,3 +221,16 @@ def test_earlier_steps_are_the_median_steps_of_each_candidates_runs(tiny_run):
     for col in cols:  # e.g. generalization.steps -> phase generalization
         medians = runs.groupby("candidate")[col].median().dropna()
         assert len(medians) and {c: steps[c][col.split(".")[0]] for c in medians.index} == medians.to_dict()
+
+
+def test_a_committed_report_gives_each_candidates_longest_run_steps(tmp_path):
+    curves = {"generalization": [{"candidate": "A", "step": [0, 100, 300], "train_loss": [2, 1, 0.1]},
+                                 {"candidate": "A", "step": [0, 500], "train_loss": [2, 0.1]},  # a second recipe
+                                 {"candidate": "B", "step": [], "train_loss": []}],
+              "accuracy": [{"candidate": "B", "step": [0, 800], "eval_acc": [10, 70]}]}  # fmt: skip
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "summary.json").write_text(json.dumps({"candidates": [{"candidate": "A"}], "curves": curves}))
+    earlier = P.from_report(tmp_path, "s")
+    assert earlier is not None and earlier.steps == {"A": {"generalization": 500.0}, "B": {"accuracy": 800.0}}
+    trial = R.TrialTiming("A", (_fit("generalization", 1000, True),), 0.0, 0.0, 0.0)
+    assert R.fit_seconds(R.with_earlier(trial, earlier.steps).fits[0]) == 50 + 6  # 500 steps, ceil(11 / 2) points
