@@ -24,7 +24,17 @@ from coatsearch.report import view_claims as vc
 from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
-from coatsearch.report.claims import ALPHA, CAPACITY_SCORE, EDF_K, VERDICT_ALPHA
+from coatsearch.report.claims import (
+    ALPHA,
+    CAPACITY_SCORE,
+    EDF_K,
+    GEN_SCORE,
+    LENGTH_SCORE,
+    ROBUSTNESS_SCORE,
+    SPEED_SCORE,
+    TRANSFER_SCORE,
+    VERDICT_ALPHA,
+)
 from coatsearch.report.section import Context, Report, Section, compute
 
 __all__ = ["SECTIONS", "Report", "render", "save_note", "summarize", "write_report"]
@@ -35,19 +45,19 @@ FIGURES = "figures"  # the section listing the figures written beside the report
 SECTIONS: tuple[Section, ...] = (  # in report order
     Section("header", vst.header, md.header),
     Section("setup", vst.setup, md.setup),
-    Section("candidates", vst.candidates, md.candidates, ("generalization", "acc_vs_params", "curves", "robustness")),
+    Section("candidates", vst.candidates, md.candidates, (GEN_SCORE, "acc_vs_params", "curves", ROBUSTNESS_SCORE)),
     Section(FIGURES, lambda ctx: None, md.figures),
     Section("rankings", vst.rankings, md.rankings),
     Section("v_table", vst.v_table, md.v_table),
     Section("matched", vm.matched, mdm.matched, ("matched_loss",)),
-    Section("capacity", vm.capacity, mdm.capacity),
-    Section("transfer", vm.transfer, mdm.transfer),
-    Section("speed", vs.speed, mds.section, ("acc_vs_speed",)),
+    Section(CAPACITY_SCORE, vm.capacity, mdm.capacity),
+    Section(TRANSFER_SCORE, vm.transfer, mdm.transfer),
+    Section(SPEED_SCORE, vs.speed, mds.section, ("acc_vs_speed",)),
     Section("pareto", vs.pareto, mds.pareto),
     Section("claims", vc.verdicts, mdc.verdicts),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
-    Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", "length")),
+    Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", LENGTH_SCORE)),
     Section("failures", vc.failures, mdc.failures),
 )
 
@@ -82,8 +92,8 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
         "claims": claims,
         "untested": untested,
         "matched": {k: gen[k] for k in ("level", "levels", "table", "never", "key", "out_of_regime")},
-        "capacity": cap,
-        "transfer": paper.transfer(rows, done),
+        CAPACITY_SCORE: cap,
+        TRANSFER_SCORE: paper.transfer(rows, done),
         "pairing": paper.pairing(done),
         "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
         "curves": {score: _curves(space, fr, score) for score in info.CURVE_SCORES},
@@ -93,7 +103,7 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
         "optimizer_gap": gaps,
         "peak": optim.peak(runs) if runs is not None else [],
         "samples": optim.samples(records) if dims or vit else [],
-        "length": info.length_rows(space, records),
+        LENGTH_SCORE: info.length_rows(space, records),
         "has_vit": vit,
         "failures": info.failures(records),
         "pareto": pareto.front(space, records),

@@ -65,6 +65,7 @@ CHAIN_CLAIMS = (
 )
 CAPACITY_SCORE = CHAIN_CLAIMS[1].measures[0].split(".")[0]  # claim (b)'s score: its curves say if the ranking held
 TRANSFER_SCORE = CHAIN_CLAIMS[2].measures[0].split(".")[0]  # claim (c)'s score: its gain says if pretraining helped
+GEN_SCORE = CHAIN_CLAIMS[0].measures[0].split(".")[0]  # claim (a)'s score: its space section sets the loss ladder
 
 # Claim (e): relative attention helps (CoAtNet Table 6). A pair is a candidate named with "norel" and the
 # candidate with the same name without it.
@@ -123,3 +124,8 @@ OPTIMIZER_GAP = {
 }
 EDF_PAPER = "SGD: ~60% of ViT_C-18GF runs within 4 points of the best, < 20% of ViT_P-18GF runs"
 LENGTH_PAPER = "peak top-1 error 100/200/400 epochs, 4GF: ViT_P 23.3/20.8/19.6, ViT_C 20.9/19.2/18.6"
+LENGTH_SCORE = "length"  # the score whose schedule lengths are read against LENGTH_PAPER (summary "length" table)
+
+# Scores the report describes but no claim judges: the summary's tables and figures named after them.
+SPEED_SCORE = "speed"  # measured throughput: the Pareto front's other axis (MACs-matched is not speed-matched)
+ROBUSTNESS_SCORE = "robustness"  # eval accuracy against corruption severity (its per-run curve of that name)

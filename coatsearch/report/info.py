@@ -16,7 +16,7 @@ import pandas as pd
 
 from coatsearch import scores
 from coatsearch.record import TrialRecord, count
-from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
+from coatsearch.report.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
 from coatsearch.scores import Metric
 
 __all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "load", "stat"]
@@ -345,7 +345,7 @@ def _mean_at(cs: list[Mapping], key: str, i: int) -> float:
 
 def length_rows(space: dict, records: Records) -> list[dict]:
     """Training-length stability per candidate: mean eval acc (%) per schedule length, Δerror vs the longest."""
-    sched, acc = (scores.SCORES["length"].role(k) for k in ("epochs", "accs"))  # the schedules, eval acc of each
+    sched, acc = (scores.SCORES[LENGTH_SCORE].role(k) for k in ("epochs", "accs"))  # the schedules, eval acc of each
     rows = []
     for name, runs in groups(space, records).items():
         runs = [r for r in runs if r.run.value(sched) and r.run.value(acc)]
@@ -372,7 +372,7 @@ def robustness_rows(space: dict, records: Records) -> list[dict]:
     """Per candidate: eval accuracy (%) against corruption severity (0 = clean), mean over corruptions and runs."""
     rows = []
     for name, runs in groups(space, records).items():
-        cs = [c for r in runs if isinstance(c := r.run.curves.get("robustness"), Mapping)]
+        cs = [c for r in runs if isinstance(c := r.run.curves.get(ROBUSTNESS_SCORE), Mapping)]
         if not cs:
             continue
         severity = list(cs[0]["severity"])

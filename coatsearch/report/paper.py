@@ -20,13 +20,13 @@ from coatsearch.report.info import Records
 from coatsearch.scores import SCORES, derived
 
 MATCHED_KEY = next(k for k in derived() if k.endswith(".matched_acc"))  # the generalization score's derived metric
-GEN = MATCHED_KEY.partition(".")[0]  # the score whose step curves claim (a) is read off
+GEN = C.GEN_SCORE  # the score whose step curves claim (a) is read off
 NOT_TESTED = "not tested at this scale"
 
 
 def levels_of(space: dict) -> tuple[float, ...]:
     """The train-loss ladder of the space (`scores.generalization.loss_levels`), else the default."""
-    gen = (space.get("scores") or {}).get("generalization") or {}
+    gen = (space.get("scores") or {}).get(GEN) or {}
     return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
 
 
@@ -114,7 +114,7 @@ def capacity(curves: pd.DataFrame | None, done: Records) -> dict | None:
         return None
     r = M.ranking_stability(curves)
     word = "ranking held over the last third of the steps" if r.stable else "provisional"
-    facts = {c: {k: sorted({r.run.value(f"capacity.{k}") for r in done if r.candidate == c} - {None})
+    facts = {c: {k: sorted({r.run.value(f"{C.CAPACITY_SCORE}.{k}") for r in done if r.candidate == c} - {None})
                  for k in ("images", "steps")} for c in r.order}  # fmt: skip
     return {"order": list(r.order), "stable": r.stable, "crossings": [list(c) for c in r.crossings],
             "note": r.note, "verdict": word, "facts": facts}  # fmt: skip

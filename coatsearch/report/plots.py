@@ -22,7 +22,15 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
 from coatsearch.report import plots_measures, plots_speed, speed  # noqa: E402
-from coatsearch.report.claims import BASELINES, EDF_RUNS  # noqa: E402
+from coatsearch.report.claims import (  # noqa: E402
+    BASELINES,
+    CAPACITY_SCORE,
+    EDF_RUNS,
+    GEN_SCORE,
+    LENGTH_SCORE,
+    ROBUSTNESS_SCORE,
+    SPEED_SCORE,
+)
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 from coatsearch.scores import titles  # noqa: E402
 
@@ -42,7 +50,7 @@ def _style(i: int, name: str = "") -> dict:
 
 def generalization(rows: list[dict], path: Path) -> str | None:
     """Final train loss (x) vs eval accuracy (y) per candidate, with error bars over runs (CoAtNet Fig. 1)."""
-    scores = [s for s in ("generalization", "capacity") if _has(rows, f"{s}.train_loss", f"{s}.eval_acc")]
+    scores = [s for s in (GEN_SCORE, CAPACITY_SCORE) if _has(rows, f"{s}.train_loss", f"{s}.eval_acc")]
     if not scores:
         return None
     fig = Figure(figsize=(5.5 * len(scores), 4.5), layout="constrained")
@@ -202,7 +210,7 @@ FIGURES: dict[str, FigureSpec] = {
     f.name: f
     for f in (
         FigureSpec(
-            "generalization",
+            GEN_SCORE,
             "candidates",
             lambda rows, s, path: generalization(rows, path),
             "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), mean ± sd over runs "
@@ -243,14 +251,14 @@ FIGURES: dict[str, FigureSpec] = {
             compute=lambda space, fr: plots_measures.frames(fr.matched),
         ),
         FigureSpec(
-            "length",
-            "length",
+            LENGTH_SCORE,
+            LENGTH_SCORE,
             lambda rows, s, path: length(rows, path),
             "Eval accuracy vs schedule length (training-length stability).",
         ),
         FigureSpec(
-            "robustness",
-            "robustness",
+            ROBUSTNESS_SCORE,
+            ROBUSTNESS_SCORE,
             lambda rows, s, path: robustness(rows, path),
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
@@ -258,7 +266,7 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "acc_vs_speed",
-            "speed",
+            SPEED_SCORE,
             lambda table, s, path: plots_speed.draw(table, path),
             "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
             "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "

@@ -202,7 +202,7 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
         if floor is not None and key in row["metrics"] and row["metrics"][key].mean < floor:
             out.append(f"{name}: below the linear baseline on {METRICS[key].label} ({floor:.1f}%)")
-    gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == "transfer" else []
+    gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == group_of(GAIN) else []
     if gains and max(gains) <= 0:
         out.append(
             f"pretraining helped no key candidate (mean {METRICS[GAIN].label} {max(gains):+.1f} points at best: "

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch.report.claims import LENGTH_SCORE
 from coatsearch.report.info import METRICS, Metric, Stat
 from coatsearch.report.section import Context
 from coatsearch.report.view_study import GUARD_FIELDS
@@ -122,9 +123,9 @@ def optimizability(ctx: Context) -> Optimizability | None:
     edf = Edf(dims, t["edf_k"], tuple(t["edf"])) if t["edf"] and dims else None
     peak = tuple(t["peak"]) if t["peak"] and (t["has_vit"] or dims) else None
     info = Optimizability((t["primary_label"], t["primary_acc"]) if t["primary_acc"] else None, gap, edf,
-                          _length(t["length"]), peak, tuple(t["samples"]) or None)  # fmt: skip
+                          _length(t[LENGTH_SCORE]), peak, tuple(t["samples"]) or None)  # fmt: skip
     shown = any(b is not None for b in (gap, edf, info.length, peak, info.samples))
-    return info if shown and (t["has_vit"] or dims or t["length"]) else None
+    return info if shown and (t["has_vit"] or dims or t[LENGTH_SCORE]) else None
 
 
 def _length(rows: list[dict]) -> Length | None:

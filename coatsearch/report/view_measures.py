@@ -94,7 +94,7 @@ class Capacity:
 
 def capacity(ctx: Context) -> Capacity | None:
     """The capacity section; None without capacity curves."""
-    cap = ctx.tables["capacity"]
+    cap = ctx.tables[CAPACITY_SCORE]
     if not cap:
         return None
     keys = tuple(m.key for m in SCORES[CAPACITY_SCORE].metrics)  # final train loss, eval acc
@@ -127,11 +127,11 @@ class Transfer:
 
 def transfer(ctx: Context) -> Transfer | None:
     """The transfer section; None when no candidate measured transfer."""
-    if not ctx.tables["transfer"]:
+    if not ctx.tables[TRANSFER_SCORE]:
         return None
     keys = tuple(m.key for m in SCORES[TRANSFER_SCORE].metrics)
     rows = tuple(TransferRow(_sized(ctx, t["candidate"]), _scores(ctx, t["candidate"], keys), t["target"], t["cap"],
-                             tuple(t["finetune_steps"])) for t in ctx.tables["transfer"])  # fmt: skip
+                             tuple(t["finetune_steps"])) for t in ctx.tables[TRANSFER_SCORE])  # fmt: skip
     return Transfer(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coatsearch.report.claims import SPEED_SCORE
 from coatsearch.report.info import METRICS
 from coatsearch.report.section import Context
 from coatsearch.report.speed import SPREAD_NOTE
@@ -56,10 +57,10 @@ class Speed:
 
 def speed(ctx: Context) -> Speed | None:
     """The measured-speed section; None when no trial measured speed."""
-    sp = ctx.tables.get("speed")
+    sp = ctx.tables.get(SPEED_SCORE)
     if not sp:
         return None
-    train, infer, lat, iqr = (m.key for m in SCORES["speed"].metrics[:4])  # the speed score's rates, in order
+    train, infer, lat, iqr = (m.key for m in SCORES[SPEED_SCORE].metrics[:4])  # the speed score's rates, in order
     rows = tuple(SpeedRow(r["candidate"], r["macs"][0], r["params"][0], r[train], r[infer], r[lat], r[iqr],
                           r["acc"], bool(r.get("pareto")), r["n"]) for r in sp["rows"])  # fmt: skip
 
