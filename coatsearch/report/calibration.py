@@ -255,7 +255,7 @@ def _paths(ms: Measures, by_id: dict[str, C.Claim]) -> dict[str, tuple]:
                                            "inconclusive", "pretraining helped no key candidate"),
         "guard (f): below the linear baseline": (C.BASELINES[0], lambda a: a.update(
             {ms.recipe: 0.99} if ms.recipe in a else {}), "f", "inconclusive",
-            "is not above the linear baseline's best"),
+            "is not above the linear baseline's 99.0% on the same seeds"),
     }  # fmt: skip
 
 
