@@ -77,11 +77,11 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     fr = frames.build(space, records)
     rows = info.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
     curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in info.CURVE_SCORES}
-    steps = run_steps(fr.complete)
+    steps = steps_taken(fr.complete)
     return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps) if rows else None
 
 
-def run_steps(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
+def steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
     """candidate -> run phase -> median optimizer steps its complete runs took: `<score>.steps` is the score's
     run, `<score>.<phase>_steps` a named run of it (transfer's pretrain and finetune)."""
     seen: dict[str, dict[str, list[float]]] = {}
@@ -226,15 +226,29 @@ def _ok(ok: bool) -> str:
     return "in regime" if ok else "out of regime"
 
 
+@dataclass(frozen=True)
+class _Setting:
+    """What every claim's plan reads: the candidate rows, what each measures, planned steps, seeds, the noise."""
+
+    rows: list[dict]
+    keys: dict[str, set[str]]
+    planned: dict[str, dict[str, int]]
+    seeds: int
+    earlier: Earlier | None
+    effect: float | None
+    level: float
+
+
 def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier: Earlier | None,
                 effect: float | None, level: float = REGIME_LOSS) -> list[ClaimPlan]:  # fmt: skip
     """Every claim the space's models touch, at `seeds` seeds: its deciding measure, power and regime."""
-    out = [_chain(c, rows, keys, planned, seeds, earlier, effect, level) for c in C.CHAIN_CLAIMS]
+    at = _Setting(rows, keys, planned, seeds, earlier, effect, level)
+    out = [_chain(c, at) for c in C.CHAIN_CLAIMS]
     pairs = V.rel_pairs(rows)
     if pairs:
         members = [r["candidate"] for p in pairs for r in p]
         key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
-        out.append(_claim(C.REL_CLAIM, key, members, len(pairs), rows, keys, planned, seeds, earlier, effect, level))
+        out.append(_claim(C.REL_CLAIM, key, members, len(pairs), at))
     labels = {r["model_label"] for r in rows}
     if {"ViT_P", "ViT_C"} <= labels:
         note = ("the optimizer gap is a paired-by-seed contrast of the fixed recipes (report/stem.py), whose noise "
@@ -244,53 +258,36 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
     return [c for c in out if c is not None]
 
 
-def _chain(
-    claim: C.Claim,
-    rows: list[dict],
-    keys: dict[str, set[str]],
-    planned: dict[str, dict[str, int]],
-    seeds: int,
-    earlier: Earlier | None,
-    effect: float | None,
-    level: float,
-) -> ClaimPlan | None:
+def _chain(claim: C.Claim, at: _Setting) -> ClaimPlan | None:
     """A chain claim's plan; None when fewer than two of its models are in the space."""
-    key, models, relations = deciding(claim, rows, keys)
+    key, models, relations = deciding(claim, at.rows, at.keys)
     if len(models) < 2:
         return None
-    return _claim(claim, key, models, relations, rows, keys, planned, seeds, earlier, effect, level)
+    return _claim(claim, key, models, relations, at)
 
 
-def _claim(
-    claim: C.Claim,
-    key: str | None,
-    models: list[str],
-    relations: int,
-    rows: list[dict],
-    keys: dict[str, set[str]],
-    planned: dict[str, dict[str, int]],
-    seeds: int,
-    earlier: Earlier | None,
-    effect: float | None,
-    level: float,
-) -> ClaimPlan:
+def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, at: _Setting) -> ClaimPlan:
     """Power and regime of one claim decided on `key` over `models` with `relations` key relations."""
-    head = (claim.id, claim.title, key, tuple(models), relations, seeds)
+    head = (claim.id, claim.title, key, tuple(models), relations, at.seeds)
     if key is None:
-        return ClaimPlan(*head, None, "", None, None, claim.paper_effect, None, effect, None, (),
+        return ClaimPlan(*head, None, "", None, None, claim.paper_effect, None, at.effect, None, (),
                          "no measure of the claim is recorded by two of its models")  # fmt: skip
-    sd, source = noise_of(key, earlier)
+    sd, source = noise_of(key, at.earlier)
     points = METRICS[key].unit in ("%", "points")
     paper = claim.paper_effect if points else None
-    zone = regime(key, models, planned, earlier, level, claim.needs_convergence)
+    zone = regime(key, models, at.planned, at.earlier, at.level, claim.needs_convergence)
     if not relations or sd is None:
         why = "no strict relation to test (≈ and ≥ only)" if not relations else "no noise estimate"
-        return ClaimPlan(*head, sd, source, None, None, paper, None, effect, None, zone, why)
-    k = sum(1 for r in rows if r["candidate"] not in C.BASELINES and key in keys[r["candidate"]])
-    family = _family(claim.id, models, relations)
-    pw = claim_power(sd, seeds, k, family, paper)
-    mine = claim_power(sd, seeds, k, family, effect if points else None)["seeds"] if effect else None
-    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], effect, mine, zone)
+        return ClaimPlan(*head, sd, source, None, None, paper, None, at.effect, None, zone, why)
+    k, family = _measured(at.rows, at.keys, key), _family(claim.id, models, relations)
+    pw = claim_power(sd, at.seeds, k, family, paper)
+    mine = claim_power(sd, at.seeds, k, family, at.effect if points else None)["seeds"] if at.effect else None
+    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], at.effect, mine, zone)
+
+
+def _measured(rows: list[dict], keys: dict, key: str) -> int:
+    """How many candidates (regime baselines left out) measure `key`."""
+    return sum(1 for r in rows if r["candidate"] not in C.BASELINES and key in keys[r["candidate"]])
 
 
 def _family(claim: str, models: tuple | list, relations: int) -> int:
@@ -306,6 +303,6 @@ def decidable(c: ClaimPlan, seeds: int, rows: list[dict], keys: dict) -> bool | 
     size = c.effect if c.effect is not None else c.paper_effect
     if c.measure is None or c.sd_diff is None or not c.relations or size is None:
         return None
-    k = sum(1 for r in rows if r["candidate"] not in C.BASELINES and c.measure in keys[r["candidate"]])
-    mdd = claim_power(c.sd_diff, seeds, k, _family(c.claim, c.models, c.relations), None)["mdd"]
+    family = _family(c.claim, c.models, c.relations)
+    mdd = claim_power(c.sd_diff, seeds, _measured(rows, keys, c.measure), family, None)["mdd"]
     return mdd <= size and not any("out of regime" in line for line in c.regime)
