@@ -134,9 +134,16 @@ def eval_batch(device: torch.device, train_batch: int) -> int:
 
 
 @torch.inference_mode()
-def eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple[float, float]:
+def eval_tensors(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int, pad: bool = False
+) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of `model` on device tensors: eval mode, inference_mode, channels_last
-    batches, one sync at the end."""
+    batches, one sync at the end.
+
+    `pad`: every batch has `batch_size` rows, the last one filled with zero images that are not counted, so a
+    compiled model sees one input shape (each new shape is a recompile of every compiled region; in eval mode
+    rows do not interact, so the counted rows are unchanged).
+    """
     was_training = model.training
     model.eval()
     loss = torch.zeros((), device=x.device)
@@ -144,9 +151,12 @@ def eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size:
     cl = channels_last(x.device)
     with autocast(x.device):
         for i in range(0, len(y), batch_size):
-            logits = model(x[i : i + batch_size].contiguous(memory_format=cl)).float()
-            loss += F.cross_entropy(logits, y[i : i + batch_size], reduction="sum")
-            hits += (logits.argmax(1) == y[i : i + batch_size]).sum()
+            xb, yb = x[i : i + batch_size], y[i : i + batch_size]
+            if pad and len(yb) < batch_size:
+                xb = torch.cat([xb, xb.new_zeros((batch_size - len(yb), *xb.shape[1:]))])
+            logits = model(xb.contiguous(memory_format=cl)).float()[: len(yb)]
+            loss += F.cross_entropy(logits, yb, reduction="sum")
+            hits += (logits.argmax(1) == yb).sum()
     model.train(was_training)
     n = max(1, len(y))
     return loss.item() / n, hits.item() / n
@@ -162,6 +172,7 @@ class Measured(Protocol):
     y: torch.Tensor
     batch: int
     device: torch.device
+    mode: str  # "eager" until the run's model is compiled (speed.compile_model's modes after)
 
 
 class Meter:
@@ -186,11 +197,16 @@ class Meter:
         self.points: list[Point] = []
         self.reached = False
 
+    @property
+    def padded(self) -> bool:
+        """Whether evaluation batches are padded to one shape: once the run's model is compiled."""
+        return self.run.mode != "eager"
+
     def evaluate(self) -> tuple[float | None, float | None]:
         """(eval loss, eval accuracy) now: None without an eval set."""
         if self.ex is None or self.ey is None:
             return None, None
-        return eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch)
+        return eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch, self.padded)
 
     def eval_at(self, step: int) -> tuple[float | None, float | None]:
         """Eval (loss, accuracy) after `step` steps, reusing the curve point measured there if any."""
@@ -199,7 +215,7 @@ class Meter:
 
     def __call__(self, step: int) -> bool:
         """Measure a point after `step` steps; True when a stop target is reached (never at step 0)."""
-        p = Point(step, *eval_tensors(self.run.eval_model, self.px, self.py, self.batch), *self.evaluate())
+        p = Point(step, *eval_tensors(self.run.eval_model, self.px, self.py, self.batch, self.padded), *self.evaluate())
         self.points.append(p)
         if self.on_point is not None:
             self.on_point(step, p)

@@ -412,7 +412,7 @@ def fit(
             pair = (last.train_loss, last.train_acc)
         else:
             keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
-            pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch)
+            pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch, meter.padded)
         clean = _finite_pair(pair, len(rows) - 1, "clean train pass")
     cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
     stopped = ("target" if meter.reached else "cap") if stop.active else None

@@ -174,6 +174,19 @@ def test_eval_passes_run_inference_mode_channels_last_in_eval_batches(small):
     assert loss == pytest.approx(ref, rel=1e-5) and 0 <= acc <= 1
 
 
+def test_padded_eval_passes_have_one_shape_and_count_only_the_real_images(small):
+    tr, _ = small
+    spy = Spy(tiny_net())
+    x, y = tr.x[:130].contiguous(), tr.y[:130]
+    plain = curve.eval_tensors(spy, x, y, 64)
+    spy.calls.clear()
+    padded = curve.eval_tensors(spy, x, y, 64, pad=True)
+    assert [c[0] for c in spy.calls] == [64, 64, 64]  # the last batch of 2 is filled to 64: no new compiled shape
+    assert padded[0] == pytest.approx(plain[0], rel=1e-6) and padded[1] == plain[1]  # the 62 zero images not counted
+    few = curve.eval_tensors(spy, x[:5], y[:5], 64, pad=True)  # fewer images than one batch
+    assert spy.calls[-1][0] == 64 and few[1] in {k / 5 for k in range(6)}
+
+
 def test_eval_batch_is_device_chosen():
     assert curve.eval_batch(CPU, 128) == 256
     assert curve.eval_batch(torch.device("cuda"), 128) == curve.EVAL_BATCH_CUDA
@@ -194,5 +207,5 @@ def test_points_after_the_compile_measure_the_compiled_model(small, monkeypatch)
     (spy,) = spies
     assert h.compile_mode == "compiled" and h.curve.step == (0, 2, 4)
     evals = [c for c in spy.calls if c[2]]  # inference-mode calls: the points after step 0 (probe 64 + eval 100)
-    assert [c[0] for c in evals] == [64, 100] * 2
+    assert [c[0] for c in evals] == [100, 100] * 2  # the probe's 64 padded to the eval batch: one compiled shape
     assert len(spy.calls) - len(evals) == 4  # and every training step

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import t as scipy_t
 
 import coatsearch
 from coatsearch import api
@@ -121,7 +122,7 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
     alpha = C.VERDICT_ALPHA / 2  # Holm's first level over the whole family (≥ relations are tested too)
     assert d.alpha == alpha and d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), alpha, C.POWER)
     assert d.seeds_for_effect == S.seeds_needed(noise.sd_diff, 2.0, k, alpha, C.POWER)
-    assert P.decidable(d, d.seeds_for_effect, rows, keys) and not P.decidable(d, d.seeds_for_effect - 1, rows, keys)
+    assert P.decidable(d, d.seeds_for_effect) and not P.decidable(d, d.seeds_for_effect - 1)
 
 
 def test_the_prior_stands_in_without_an_earlier_study():
@@ -234,3 +235,59 @@ def test_a_committed_report_gives_each_candidates_longest_run_steps(tmp_path):
     assert earlier is not None and earlier.steps == {"A": {"generalization": 500.0}, "B": {"accuracy": 800.0}}
     trial = R.TrialTiming("A", (_fit("generalization", 1000, True),), 0.0, 0.0, 0.0)
     assert R.fit_seconds(R.with_earlier(trial, earlier.steps).fits[0]) == 50 + 6  # 500 steps, ceil(11 / 2) points
+
+
+def _vit_rows(sampled: bool = False) -> tuple[list[dict], dict]:
+    rows = [{"candidate": f"{m}-{o}", "model_label": m, "layout": "T", "optimizer": o, "sampled": sampled}
+            for m in ("ViT_P", "ViT_C") for o in ("adamw", "sgd")]  # fmt: skip
+    return rows, {r["candidate"]: {P.STEM_MEASURE} for r in rows}
+
+
+def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise():
+    from coatsearch.report import stem
+
+    rng = np.random.default_rng(1)
+    n = 5
+    acc = {cell: 70 + rng.normal(0, 1.5, n) for cell in ("ViT_P/adamw", "ViT_P/sgd", "ViT_C/adamw", "ViT_C/sgd")}
+    cells = {c: {"lr": 1e-3, "wd": 0.05, "by_seed": dict(enumerate(map(float, v)))} for c, v in acc.items()}
+    d = (acc["ViT_P/adamw"] - acc["ViT_P/sgd"]) - (acc["ViT_C/adamw"] - acc["ViT_C/sgd"])
+    sd = stem.contrast_sd(stem.gap_contrast(cells))
+    assert sd == pytest.approx(float(np.std(d, ddof=1)), rel=1e-9)  # read back from the report's own interval
+    earlier = P.Earlier("study", "test", [], {}, {}, P.StemNoise(sd, n, ()))
+    for sampled, family in ((False, 1), (True, 3)):  # sampled runs add one EDF part per optimizer to the family
+        rows, keys = _vit_rows(sampled)
+        (f,) = [c for c in P.plan_claims(rows, keys, {}, 4, earlier, effect=3.0) if c.claim == "f"]
+        alpha = C.VERDICT_ALPHA / family
+        assert (f.sd_diff, f.family, f.alpha) == (sd, family, alpha)
+        assert f.mdd == S.detectable(sd, 4, 3, alpha, C.POWER)  # a one-sample t test: n - 1 df
+        assert f.seeds_for_paper == S.seeds_needed(sd, C.STEM_CLAIM.paper_effect, 2, alpha, C.POWER)
+        assert f.seeds_for_effect == S.seeds_needed(sd, 3.0, 2, alpha, C.POWER)
+        assert f.regime[0].startswith("in regime")
+        assert P.decidable(f, f.seeds_for_effect) and not P.decidable(f, f.seeds_for_effect - 1)
+
+
+def test_claim_f_noise_and_regime_from_a_committed_report(tmp_path):
+    part = {"short": "gap contrast", "d": 1.0, "n": 5, "ci": [-0.5, 2.5], "p": 0.1, "status": "unresolved"}
+    why = ("out of regime — ViT_P SGD: mean run 56.9% over 5 seed(s) is not above the linear baseline's 63.2% on the "
+           "same seeds; ViT_C SGD: mean run 60.0% over 5 seed(s) is not above the linear baseline's 63.2% on the "
+           "same seeds (0 of 1 deciding part(s) hold)")  # fmt: skip
+    summary = {"candidates": [{"candidate": "ViT_P-adamw"}], "curves": {},
+               "claims": [{"id": "a", "why": "x"}, {"id": "f", "why": why, "parts": [part]}]}  # fmt: skip
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "summary.json").write_text(json.dumps(summary))
+    earlier = P.from_report(tmp_path, "s")
+    assert earlier is not None and earlier.stem is not None
+    t = float(scipy_t.ppf(1 - C.ALPHA / 2, 4))
+    assert earlier.stem.sd == pytest.approx(1.5 * math.sqrt(5) / t) and earlier.stem.seeds == 5
+    assert [line.split(":")[0] for line in earlier.stem.out_of_regime] == ["ViT_P SGD", "ViT_C SGD"]
+    rows, keys = _vit_rows()
+    (f,) = [c for c in P.plan_claims(rows, keys, {}, 20, earlier, None) if c.claim == "f"]
+    assert all(line.startswith("out of regime") for line in f.regime) and len(f.regime) == 2
+    assert f.mdd is not None and f.mdd < C.STEM_CLAIM.paper_effect  # powered, yet
+    assert not P.decidable(f, 20)  # out of regime: not decidable
+
+
+def test_claim_f_without_an_earlier_study_uses_the_prior():
+    rows, keys = _vit_rows()
+    (f,) = [c for c in P.plan_claims(rows, keys, {}, 4, None, None) if c.claim == "f"]
+    assert f.sd_diff == P.PRIOR_SD_DIFF["points"] and "prior" in f.noise_source and f.regime[0].startswith("unknown")

@@ -80,7 +80,7 @@ def make_plan(space: api.Space, study: str, processes: int, threads: int | None,
     claims = tuple(P.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
     start = max((t.warmup_s for t in timings), default=0.0)
     fit = R.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
-    decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit, rows, keys)) if budget_s else ()
+    decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit)) if budget_s else ()
     peak = max((t.peak_mb for t in timings), default=0.0) * max(1, min(processes, len(timings)))
     return Plan(space.name, space.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s,
                 samples, start, R.makespan(durations, processes, start), peak, claims,
@@ -92,7 +92,8 @@ def model_rows(space: api.Space) -> tuple[list[dict], dict[str, set[str]]]:
     """Candidate rows as the verdict rules resolve names (candidate, model label, layout) and what each measures."""
     from coatsearch.trial import model_label
 
-    rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout} for c in space.candidates]
+    rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout,
+             "optimizer": c.resolve()[1].optimizer, "sampled": bool(c.dims)} for c in space.candidates]  # fmt: skip
     keys = {c.name: P.measured_keys(c.scores) for c in space.candidates}
     return rows, keys
 

@@ -42,6 +42,16 @@ class Earlier:
     rows: list
     curves: dict  # score -> report.paper.mean_curves rows (candidate, step, train_loss, eval_acc)
     steps: dict = dataclasses.field(default_factory=dict)  # candidate -> run phase -> median steps (from storage)
+    stem: StemNoise | None = None  # claim (f)'s gap contrast, when the earlier study tested it
+
+
+@dataclass(frozen=True)
+class StemNoise:
+    """Claim (f)'s optimizer-gap contrast in an earlier study: per-seed sd, seeds, and its regime findings."""
+
+    sd: float  # points
+    seeds: int
+    out_of_regime: tuple[str, ...]  # report.stem.below_linear's lines (empty: every cell above the linear baseline)
 
 
 @dataclass(frozen=True)
@@ -64,12 +74,14 @@ class ClaimPlan:
     seeds_for_effect: int | None
     regime: tuple[str, ...]  # one line per finding: in regime, out of regime, or unknown
     note: str = ""
+    k: int = 2  # candidates measured on `measure` (the t test's df is (k - 1)(n - 1))
+    family: int = 1  # tests in the claim's Holm family
 
 
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
     from coatsearch import store
-    from coatsearch.report import frames, info, paper
+    from coatsearch.report import frames, info, paper, stem
 
     if not store.storage_file(studies_dir, name).exists():
         return None
@@ -78,7 +90,13 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     rows = info.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
     curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in info.CURVE_SCORES}
     steps = steps_taken(fr.complete)
-    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps) if rows else None
+    gap = None
+    if fr.runs is not None:
+        tables = stem.stem_tables(fr.complete, fr.runs)
+        part = stem.gap_contrast(tables["cells"])
+        if (sd := stem.contrast_sd(part)) is not None:
+            gap = StemNoise(sd, part["n"], tuple(stem.below_linear(tables["cells"], tables["linear"])))
+    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if rows else None
 
 
 def steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
@@ -111,7 +129,21 @@ def from_report(reports_dir: Path, name: str) -> Earlier | None:
             if m.get("step"):
                 mine = steps.setdefault(m["candidate"], {})
                 mine[score] = max(mine.get(score, 0.0), float(m["step"][-1]))
-    return Earlier("report", str(path), rows, curves, steps) if rows else None
+    return Earlier("report", str(path), rows, curves, steps, _stem_of(summary)) if rows else None
+
+
+def _stem_of(summary: dict) -> StemNoise | None:
+    """Claim (f)'s gap-contrast noise from a report's summary.json: its first part's t interval."""
+    from coatsearch.report import stem
+
+    found = next((c for c in summary.get("claims") or [] if c.get("id") == C.STEM_CLAIM.id), None)
+    parts = (found or {}).get("parts") or []
+    sd = stem.contrast_sd(parts[0]) if parts else None
+    if found is None or sd is None:
+        return None
+    why = str(found.get("why", ""))
+    low = why.partition("out of regime — ")[2].partition(" (")[0]
+    return StemNoise(sd, int(parts[0]["n"]), tuple(low.split("; ")) if low else ())
 
 
 def measured_keys(scores: object) -> set[str]:
@@ -249,13 +281,36 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
         members = [r["candidate"] for p in pairs for r in p]
         key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
         out.append(_claim(C.REL_CLAIM, key, members, len(pairs), at))
-    labels = {r["model_label"] for r in rows}
-    if {"ViT_P", "ViT_C"} <= labels:
-        note = ("the optimizer gap is a paired-by-seed contrast of the fixed recipes (report/stem.py), whose noise "
-                "the planner does not estimate; the report states the EDF parts' run counts")  # fmt: skip
-        out.append(ClaimPlan("f", C.STEM_CLAIM.title, None, ("ViT_P", "ViT_C"), 0, seeds, None, "", None, None,
-                             C.STEM_CLAIM.paper_effect, None, effect, None, (), note))  # fmt: skip
+    if {"ViT_P", "ViT_C"} <= {r["model_label"] for r in rows}:
+        out.append(_stem(at))
     return [c for c in out if c is not None]
+
+
+STEM_MEASURE = "accuracy.eval_acc"  # the fixed recipes' accuracy (report.optim.primary_acc on a vit_stems study)
+
+
+def _stem(at: _Setting) -> ClaimPlan:
+    """Claim (f)'s optimizer-gap part, as report.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
+    Holm family of the gap and one EDF part per optimizer with sampled ViT runs. Its noise is an earlier study's
+    contrast, else the prior; its regime is that study's cells against the linear baseline."""
+    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in ("ViT_P", "ViT_C")]
+    family = 1 + len({r["optimizer"] for r in vit if r.get("sampled")})
+    head = (claim.id, claim.title, STEM_MEASURE, ("ViT_P", "ViT_C"), 1, at.seeds)
+    earlier = at.earlier
+    if earlier is not None and (gap := earlier.stem) is not None:
+        sd, source = gap.sd, f"{earlier.source} {earlier.where}: gap contrast over {gap.seeds} seeds"
+        zone = tuple(f"out of regime in the earlier study: {line}" for line in gap.out_of_regime) or (
+            "in regime in the earlier study: every (model, optimizer) cell's mean run above the linear baseline's",
+        )
+    else:
+        sd, source = PRIOR_SD_DIFF["points"], "stated prior (planner.power.PRIOR_SD_DIFF)"
+        zone = ("unknown: no earlier study of the fixed recipes (claim (f) needs every cell above the linear "
+                "baseline)",)  # fmt: skip
+    pw = claim_power(sd, at.seeds, 2, family, claim.paper_effect)  # k = 2: df = n - 1, as the contrast's t test
+    mine = claim_power(sd, at.seeds, 2, family, at.effect)["seeds"] if at.effect else None
+    note = "the optimizer-gap part; the report states the EDF parts' run counts (report/stem.py runs_needed)"
+    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], claim.paper_effect, pw["seeds"], at.effect, mine,
+                     zone, note, 2, family)  # fmt: skip
 
 
 def _chain(claim: C.Claim, at: _Setting) -> ClaimPlan | None:
@@ -282,7 +337,8 @@ def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, a
     k, family = _measured(at.rows, at.keys, key), _family(claim.id, models, relations)
     pw = claim_power(sd, at.seeds, k, family, paper)
     mine = claim_power(sd, at.seeds, k, family, at.effect if points else None)["seeds"] if at.effect else None
-    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], at.effect, mine, zone)
+    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], at.effect, mine, zone, "", k,
+                     family)  # fmt: skip
 
 
 def _measured(rows: list[dict], keys: dict, key: str) -> int:
@@ -295,7 +351,7 @@ def _family(claim: str, models: tuple | list, relations: int) -> int:
     return relations if claim == C.REL_CLAIM.id else max(len(models) - 1, 1)
 
 
-def decidable(c: ClaimPlan, seeds: int, rows: list[dict], keys: dict) -> bool | None:
+def decidable(c: ClaimPlan, seeds: int) -> bool | None:
     """Whether the claim's effect (--effect, else the paper's) is detectable at `seeds` with no key run out of regime.
 
     None when there is no effect to size for or no power to state.
@@ -303,6 +359,5 @@ def decidable(c: ClaimPlan, seeds: int, rows: list[dict], keys: dict) -> bool | 
     size = c.effect if c.effect is not None else c.paper_effect
     if c.measure is None or c.sd_diff is None or not c.relations or size is None:
         return None
-    family = _family(c.claim, c.models, c.relations)
-    mdd = claim_power(c.sd_diff, seeds, _measured(rows, keys, c.measure), family, None)["mdd"]
+    mdd = claim_power(c.sd_diff, seeds, c.k, c.family, None)["mdd"]
     return mdd <= size and not any("out of regime" in line for line in c.regime)

@@ -87,6 +87,14 @@ def gap_contrast(cells: dict[str, dict]) -> dict:
     return {**part, "ci": (part["d"] - half, part["d"] + half), "p": p, "status": "tested", "reason": ""}
 
 
+def contrast_sd(part: dict) -> float | None:
+    """The per-seed sd of a tested gap contrast (gap_contrast's part), read back from its t interval; None untested."""
+    ci, n = part.get("ci"), part.get("n") or 0
+    if not ci or n < 2:
+        return None
+    return (ci[1] - ci[0]) / 2 * math.sqrt(n) / float(st.t.ppf(1 - C.ALPHA / 2, n - 1))
+
+
 def runs_needed(parts: int) -> int:
     """Runs per EDF curve at which Fisher-like power reaches POWER at the paper's shares (two-proportion z)."""
     p1, p2 = C.EDF_SHARES
