@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from coatsearch import candidates, data, train
+from coatsearch import record as R
 from coatsearch import trial as T
 from coatsearch.space import load_space
 from coatsearch.trials_plan import PlanItem
@@ -86,7 +87,7 @@ def run_plan(spaces: dict, names: list[str], device, clock: Clock) -> tuple[dict
             clock.half, start = half, time.perf_counter()
             _, attrs = T.run_item(spaces[half], item, {}, device, matched=matched[half])
             walls[half] += time.perf_counter() - start
-            out[half].append(attrs)
+            out[half].append(R.flat(attrs))  # the run record as its flat attributes
         print(f"  item {i + 1}/{len(items)} {item.candidate} seed {item.seed}: "
               + ", ".join(f"{h} {walls[h]:.0f} s" for h in spaces), flush=True)  # fmt: skip
     return walls, out
@@ -105,8 +106,9 @@ def compare(base: str, half: str, records: dict, speedup: float) -> None:
     """Check that the twin trials' records agree in structure; print the largest accuracy gaps and the speed-up."""
     a_recs, b_recs = records[base], records[half]
     assert [sorted(a) for a in a_recs] == [sorted(b) for b in b_recs], f"{base} and {half} records differ in structure"
-    accs = sorted(k for k in a_recs[0] if k.endswith("_acc") and isinstance(a_recs[0][k], float))
-    diffs = {k: max(abs(a[k] - b[k]) for a, b in zip(a_recs, b_recs, strict=True)) for k in accs}
+    accs = sorted({k for a in a_recs for k, v in a.items() if k.endswith("_acc") and isinstance(v, float)})
+    pairs = list(zip(a_recs, b_recs, strict=True))  # each candidate records its own scores' accuracies
+    diffs = {k: max(abs(a[k] - b[k]) for a, b in pairs if isinstance(a.get(k), float)) for k in accs}
     gaps = ", ".join(f"{k} {v:.4f}" for k, v in diffs.items())
     print(f"{half} vs {base}: {speedup:.3f}x; largest |{half} - {base}| per accuracy: {gaps}")
 
