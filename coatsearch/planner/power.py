@@ -22,6 +22,7 @@ from scipy.stats import linregress
 from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
 from coatsearch.report import stats as S
+from coatsearch.report import stem
 from coatsearch.report import verdicts as V
 from coatsearch.scores import METRICS
 
@@ -81,7 +82,7 @@ class ClaimPlan:
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
     from coatsearch import store
-    from coatsearch.report import frames, info, paper, stem
+    from coatsearch.report import frames, info, paper
 
     if not store.storage_file(studies_dir, name).exists():
         return None
@@ -134,8 +135,6 @@ def from_report(reports_dir: Path, name: str) -> Earlier | None:
 
 def _stem_of(summary: dict) -> StemNoise | None:
     """Claim (f)'s gap-contrast noise from a report's summary.json: its first part's t interval."""
-    from coatsearch.report import stem
-
     found = next((c for c in summary.get("claims") or [] if c.get("id") == C.STEM_CLAIM.id), None)
     parts = (found or {}).get("parts") or []
     sd = stem.contrast_sd(parts[0]) if parts else None
@@ -281,21 +280,22 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
         members = [r["candidate"] for p in pairs for r in p]
         key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
         out.append(_claim(C.REL_CLAIM, key, members, len(pairs), at))
-    if {"ViT_P", "ViT_C"} <= {r["model_label"] for r in rows}:
+    if set(STEM_MODELS) <= {r["model_label"] for r in rows}:
         out.append(_stem(at))
     return [c for c in out if c is not None]
 
 
 STEM_MEASURE = "accuracy.eval_acc"  # the fixed recipes' accuracy (report.optim.primary_acc on a vit_stems study)
+STEM_MODELS = tuple(dict.fromkeys(label for label, _ in stem.CELLS))  # ("ViT_P", "ViT_C"): claim (f)'s models
 
 
 def _stem(at: _Setting) -> ClaimPlan:
     """Claim (f)'s optimizer-gap part, as report.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
     Holm family of the gap and one EDF part per optimizer with sampled ViT runs. Its noise is an earlier study's
     contrast, else the prior; its regime is that study's cells against the linear baseline."""
-    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in ("ViT_P", "ViT_C")]
+    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in STEM_MODELS]
     family = 1 + len({r["optimizer"] for r in vit if r.get("sampled")})
-    head = (claim.id, claim.title, STEM_MEASURE, ("ViT_P", "ViT_C"), 1, at.seeds)
+    head = (claim.id, claim.title, STEM_MEASURE, STEM_MODELS, 1, at.seeds)
     earlier = at.earlier
     if earlier is not None and (gap := earlier.stem) is not None:
         sd, source = gap.sd, f"{earlier.source} {earlier.where}: gap contrast over {gap.seeds} seeds"
