@@ -4,13 +4,21 @@ A point is measured in eval mode without augmentation, at step 0 (initialization
 optimizer steps, always including the last: plain cross-entropy and accuracy on a fixed probe of the
 training subset (the "training loss" of CoAtNet's generalization definition) and on the study's fixed eval
 set. Measuring never draws from a random generator, so a run's trajectory is the same with or without it.
+
+Matched-loss runs (a train-loss ladder given) also measure dense points where the ladder is crossed: a point
+whenever the running mean of the last DENSE_WINDOW batch losses (free: the loop has them) has fallen by
+DENSE_RATIO since the previous point, from DENSE_RATIO^2 above the top rung until a point measures below
+DENSE_RATIO under the rung below the lowest.
+Two measured points close in loss then bracket every reading (report.measures.crossing censors the others).
+Each point also records its lr phase: the lr of the step just taken over the peak lr (0 at step 0).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,9 +29,12 @@ from torch import nn
 
 from coatsearch.data import TensorData, probe_index
 from coatsearch.errors import UserError
+from coatsearch.spec import rung_below
 
 DEFAULT_POINTS = 10  # measured points per run (besides step 0) when eval_every is not given
 EVAL_BATCH_CUDA = 2048  # images per evaluation batch on CUDA (the models are small: the largest batch is fastest)
+DENSE_RATIO = 1.3  # a dense point once the running train-loss estimate fell by this factor since the last point
+DENSE_WINDOW = 4  # batch losses in the running estimate (128 images at batch 32; a longer window lags more)
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,7 @@ class Point:
     train_acc: float
     eval_loss: float | None  # on the fixed eval set; None without one
     eval_acc: float | None
+    lr_phase: float = 0.0  # lr of the step just taken / peak lr (0 at step 0)
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,7 @@ class Curve:
     eval_loss: tuple[float | None, ...] = ()
     eval_acc: tuple[float | None, ...] = ()
     probe: int = 0
+    lr_phase: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, points: list[Point], probe: int) -> Curve:
@@ -58,6 +71,7 @@ class Curve:
             eval_loss=tuple(p.eval_loss for p in points),
             eval_acc=tuple(p.eval_acc for p in points),
             probe=probe,
+            lr_phase=tuple(p.lr_phase for p in points),
         )
 
     def as_dict(self) -> dict:
@@ -69,6 +83,7 @@ class Curve:
             "eval_loss": list(self.eval_loss),
             "eval_acc": list(self.eval_acc),
             "probe": self.probe,
+            "lr_phase": list(self.lr_phase),
         }
 
 
@@ -84,6 +99,42 @@ def curve_steps(total: int, eval_every: int | None = None) -> frozenset[int]:
     if eval_every == 0:
         return frozenset()
     return frozenset((*range(0, total + 1, eval_every), total))
+
+
+def dense_budget(levels: Sequence[float]) -> int:
+    """The most dense points a monotone run measures over the ladder `levels` (for the planner's time)."""
+    top, bottom = max(levels) * DENSE_RATIO**2, rung_below(levels) / DENSE_RATIO
+    return math.ceil(math.log(top / bottom) / math.log(DENSE_RATIO)) + 1
+
+
+class Dense:
+    """When a matched-loss run measures a point between the regular ones (see the module docstring).
+
+    The batch-loss estimate (train mode, before each step) sits off the probe's eval-mode loss, so only its
+    ratio to the estimate at the previous point is trusted; whether the run is still above the ladder's
+    bottom is read from the probe loss measured there.
+    """
+
+    def __init__(self, levels: Sequence[float]):
+        self.top, self.bottom = max(levels) * DENSE_RATIO**2, rung_below(levels) / DENSE_RATIO
+        self.window: deque[float] = deque(maxlen=DENSE_WINDOW)
+        self.last = math.inf  # the estimate at the previous point
+        self.probe = math.inf  # the probe loss measured there
+
+    @property
+    def estimate(self) -> float:
+        """Running mean of the last DENSE_WINDOW batch losses; inf until the window is full."""
+        return sum(self.window) / len(self.window) if len(self.window) == DENSE_WINDOW else math.inf
+
+    def due(self, losses: Sequence[float]) -> bool:
+        """Feed the batch losses since the last call; True when a dense point is due now."""
+        self.window.extend(losses)
+        est = self.estimate
+        return est <= self.top and self.probe > self.bottom and est * DENSE_RATIO <= self.last
+
+    def taken(self, probe_loss: float) -> None:
+        """A point (dense or regular) measured `probe_loss`: the next waits for a further DENSE_RATIO fall."""
+        self.last, self.probe = self.estimate, probe_loss
 
 
 @dataclass(frozen=True)
@@ -174,6 +225,8 @@ class Measured(Protocol):
     device: torch.device
     mode: str  # "eager" until the run's model is compiled (speed.compile_model's modes after)
 
+    def lr_phase(self, step: int) -> float: ...
+
 
 class Meter:
     """Measures the curve points of a training run (anything with eval_model, x, y, batch, device)."""
@@ -185,8 +238,10 @@ class Meter:
         probe: int,
         stop: Stop,
         on_point: Callable[[int, Point], None] | None,
+        levels: Sequence[float] | None = None,
     ):
         self.run, self.stop, self.on_point = run, stop, on_point
+        self.dense = Dense(levels) if levels else None
         self.batch = eval_batch(run.device, run.batch)
         keep = probe_index(run.y.cpu(), probe).to(run.device)
         self.px, self.py = run.x[keep], run.y[keep]
@@ -213,10 +268,17 @@ class Meter:
         last = self.points[-1] if self.points else None
         return (last.eval_loss, last.eval_acc) if last and last.step == step else self.evaluate()
 
+    def feed(self, losses: torch.Tensor) -> bool:
+        """Batch losses since the last call (one sync on CUDA); True when a dense point is due."""
+        return self.dense is not None and self.dense.due(losses.tolist())
+
     def __call__(self, step: int) -> bool:
         """Measure a point after `step` steps; True when a stop target is reached (never at step 0)."""
-        p = Point(step, *eval_tensors(self.run.eval_model, self.px, self.py, self.batch, self.padded), *self.evaluate())
+        probe = eval_tensors(self.run.eval_model, self.px, self.py, self.batch, self.padded)
+        p = Point(step, *probe, *self.evaluate(), lr_phase=self.run.lr_phase(step))
         self.points.append(p)
+        if self.dense is not None:
+            self.dense.taken(p.train_loss)
         if self.on_point is not None:
             self.on_point(step, p)
         self.reached = step > 0 and self.stop.reached(p)

@@ -15,7 +15,7 @@ import functools
 import math
 import re
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
@@ -272,6 +272,15 @@ class DataSpec:
     eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0  # eval images, drawn once; 0 = whole test split
 
 
+DEFAULT_LEVELS = tuple(10 ** (-k / 4) for k in range(9))  # the default train-loss ladder, nats: 1, 0.56, ..., 0.01
+
+
+def rung_below(levels: Sequence[float]) -> float:
+    """One rung below a train-loss ladder's lowest level, at the ratio of its two lowest (half for a single level)."""
+    low = sorted(levels)
+    return low[0] * (low[0] / low[1] if len(low) > 1 else 0.5)
+
+
 Levels = Annotated[tuple[Annotated[Real, Field(gt=0)], ...], Field(min_length=1, max_length=LENGTHS_MAX)]
 
 
@@ -290,6 +299,13 @@ class SubsetSpec:
     target_acc: Annotated[Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
     lr_factor: Annotated[Real, Field(gt=0, le=RATIO_MAX)] = 0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
     batch_size: Annotated[int, Field(gt=0, le=BATCH_MAX)] | None = None  # this run's batch; None = train.batch_size
+
+    def __post_init__(self) -> None:
+        if self.loss_levels and self.stop_at_loss is not None and self.stop_at_loss > rung_below(self.loss_levels):
+            raise ValueError(
+                f"stop_at_loss {self.stop_at_loss:g} must be at most one rung below the lowest of loss_levels "
+                f"({rung_below(self.loss_levels):.3g} nats), so that measured points bracket every reading"
+            )
 
 
 @spec

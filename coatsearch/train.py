@@ -252,6 +252,12 @@ class _Run:
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
 
+    def lr_phase(self, step: int) -> float:
+        """The lr of the step that ended after `step` steps over the peak lr (0 at step 0 or with a zero peak)."""
+        if step < 1 or self.optim.lr <= 0:
+            return 0.0
+        return lr_at(step - 1, self.total, self.warmup, self.optim.lr) / self.optim.lr
+
     @property
     def eval_model(self) -> nn.Module:
         """The model to measure with: the one that trains (compiled once its first compiled step ran)."""
@@ -315,10 +321,8 @@ class _Run:
         if bad.any():
             raise NonFiniteLoss(epoch, lo + int(bad.nonzero()[0, 0]))
 
-    def epoch(
-        self, e: int, n: int, bar: tqdm, points: frozenset[int], at_point: Callable[[int], bool]
-    ) -> tuple[float, float, float, int]:
-        """Train up to n steps of epoch e; `at_point(step)` after each curve step may stop it.
+    def epoch(self, e: int, n: int, bar: tqdm, points: frozenset[int], meter: Meter) -> tuple[float, float, float, int]:
+        """Train up to n steps of epoch e; `meter(step)` after each curve step (regular or dense) may stop it.
 
         Returns (running loss, running accuracy, training seconds, steps done); curve points are not timed.
         """
@@ -327,14 +331,18 @@ class _Run:
         perm = torch.randperm(len(self.y), generator=self.shuffle).to(self.device, non_blocking=True)
         for i in range(n):
             self.step(i, perm[i * self.batch : (i + 1) * self.batch], e * self.steps + i)
+            due = False
             if (i + 1) % every == 0:
                 self.check(e, checked, i + 1)
+                due = meter.feed(self.losses[checked : i + 1])
                 checked = i + 1
             bar.update()
-            if e * self.steps + i + 1 in points:
+            if due or e * self.steps + i + 1 in points:
                 self.check(e, checked, i + 1)
+                if checked < i + 1:
+                    meter.feed(self.losses[checked : i + 1])
                 checked, t = i + 1, time.perf_counter()
-                stop = at_point(e * self.steps + i + 1)
+                stop = meter(e * self.steps + i + 1)
                 paused += time.perf_counter() - t
                 if stop:
                     done = i + 1
@@ -369,6 +377,7 @@ def fit(
     stop_at_acc: float | None = None,
     on_point: Callable[[int, Point], None] | None = None,
     runs: int = 1,
+    levels: tuple[float, ...] | None = None,
 ) -> History:
     """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
 
@@ -385,7 +394,8 @@ def fit(
     `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
     or `stop_at_acc` (eval accuracy) the run ends at the first point that reaches a target, else at the
     budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
-    (seeds x scores), which `compile: auto` weighs its compile against (speed.AutoCompile).
+    (seeds x scores), which `compile: auto` weighs its compile against (speed.AutoCompile). `levels`: a
+    train-loss ladder (nats) whose crossings get dense points (curve.Dense); each point records its lr phase.
     """
     if len(train) == 0:
         raise UserError("empty training set")
@@ -400,7 +410,7 @@ def fit(
     points = curve_steps(run.total, eval_every)
     if stop.active and not points:
         raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
-    meter = Meter(run, evaluate, probe, stop, on_point)
+    meter = Meter(run, evaluate, probe, stop, on_point, levels if points else None)
     if 0 in points:
         meter(0)
     rows = _epochs(run, meter, points, progress, on_epoch)

@@ -50,7 +50,7 @@ def test_points_are_clean_and_do_not_change_the_run(small):
     assert plain.curve == curve.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
     again = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
     assert again.curve == c and set(c.as_dict()) == {"step", "train_loss", "train_acc", "eval_loss", "eval_acc",
-                                                     "probe"}  # fmt: skip
+                                                     "probe", "lr_phase"}  # fmt: skip
 
 
 def test_epoch_evals_only_when_heard_and_the_clean_loss_is_the_last_probe_point(small):
@@ -136,7 +136,7 @@ def test_batch_order_depends_on_seed_and_size_only(small):
         order = []
         run = train._Run(net, tr, OPT, 4, 7, CPU, augment=False)
         run.step = lambda i, idx, g, order=order: order.append(idx.tolist())
-        run.epoch(0, 4, _Bar(), frozenset(), lambda s: False)
+        run.epoch(0, 4, _Bar(), frozenset(), _Silent())  # type: ignore[arg-type]
         orders.append(order)
     assert orders[0] == orders[1] and len(orders[0]) == 4
 
@@ -146,6 +146,18 @@ class _Bar:
 
     def update(self, n: int = 1) -> None:
         """Ignore an update."""
+
+
+class _Silent:
+    """A meter that never measures and never stops a run."""
+
+    def feed(self, losses: torch.Tensor) -> bool:
+        """No dense point is ever due."""
+        return False
+
+    def __call__(self, step: int) -> bool:
+        """No stop."""
+        return False
 
 
 class Spy(torch.nn.Module):

@@ -90,10 +90,11 @@ class Recorder:
     ) -> History:
         """Record one training run; return the History of a one-step fit on a few of its images."""
         from coatsearch import speed
-        from coatsearch.curve import curve_steps
+        from coatsearch.curve import curve_steps, dense_budget
         from coatsearch.train import steps_per_epoch
 
         begin = time.perf_counter()
+        dense = dense_budget(kw["levels"]) if kw.get("levels") and kw.get("eval_every") != 0 else 0
         total = kw.get("max_steps") or epochs * steps_per_epoch(len(train), optim.batch_size)
         eager, batch = dataclasses.replace(optim, compile=False), min(optim.batch_size, len(train))
         step_s = self._step_time(model, train, eager, batch, kw.get("augment", True))
@@ -102,7 +103,7 @@ class Recorder:
         sig, kind = speed.signature(model), self.device.type
         self.fits.append(
             FitTiming(
-                phase, total, max(1, len(curve_steps(total, kw.get("eval_every")))), batch, len(train),
+                phase, total, max(1, len(curve_steps(total, kw.get("eval_every")))) + dense, batch, len(train),
                 kw.get("stop_at_loss") is not None or kw.get("stop_at_acc") is not None, str(optim.compile),
                 step_s, point_s, setup_s, speed.compile_cost(kind, sig), speed.SPEEDUP_PRIOR.get(kind, 1.3),
             )

@@ -24,8 +24,8 @@ import pandas as pd
 
 from coatsearch.report.claims import EDF_K
 from coatsearch.report.info import Records, complete
+from coatsearch.spec import DEFAULT_LEVELS
 
-DEFAULT_LEVELS = tuple(float(v) for v in np.geomspace(1.0, 0.01, 9))  # nats: 1, 0.56, 0.32, ..., 0.01
 CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", "eval_loss", "eval_acc")
 LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "censored")
 TINY_LOSS = 1e-12  # losses are floored here before taking logs

@@ -11,10 +11,14 @@ from coatsearch.scores.base import Context, Guard, Metric, Score, acc, loss
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:
-    """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve."""
+    """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve.
+
+    The curve is dense where the report's train-loss ladder (`loss_levels`, else spec.DEFAULT_LEVELS) is crossed.
+    """
     from coatsearch.scores import training as T
 
-    return T.single(ctx, "generalization", spec, T.unregularized(ctx.inp.optim), augment=False)
+    levels = tuple(spec.loss_levels or S.DEFAULT_LEVELS)
+    return T.single(ctx, "generalization", spec, T.unregularized(ctx.inp.optim), augment=False, levels=levels)
 
 
 SCORE = Score(

@@ -64,10 +64,12 @@ def train(
     subset: S.SubsetSpec,
     augment: bool,
     stop_at_acc: float | None = None,
+    levels: tuple[float, ...] | None = None,
 ) -> History:
     """Fit one model for the subset's step budget and curve options; each epoch's eval accuracy goes to the pruner.
 
-    The run stops at the subset's `stop_at_loss` or at `stop_at_acc` (eval accuracy), whichever comes first.
+    The run stops at the subset's `stop_at_loss` or at `stop_at_acc` (eval accuracy), whichever comes first;
+    `levels`: the train-loss ladder whose crossings get dense curve points (matched-loss runs).
     """
     optim = for_subset(optim, subset)
     report = ctx.report
@@ -89,22 +91,29 @@ def train(
         max_steps=budget(subset, len(train_set), optim.batch_size),
         stop_at_loss=subset.stop_at_loss,
         stop_at_acc=stop_at_acc,
+        levels=levels,
     )
 
 
 def single(
-    ctx: Context, name: str, subset: S.SubsetSpec, optim: S.OptimSpec, augment: bool, min_epochs: int = 0
+    ctx: Context,
+    name: str,
+    subset: S.SubsetSpec,
+    optim: S.OptimSpec,
+    augment: bool,
+    min_epochs: int = 0,
+    levels: tuple[float, ...] | None = None,
 ) -> dict:
     """Train on a subset; final clean train loss/acc, eval loss/acc and the gap; keeps the model for reuse.
 
-    A budget below `min_epochs` epochs of the subset is a UserError.
+    A budget below `min_epochs` epochs of the subset is a UserError; `levels` as in `train`.
     """
     train_set, held = splits(ctx, subset)
     optim = for_subset(optim, subset)
     per_epoch = steps_per_epoch(len(train_set), optim.batch_size)
     check_steps(f"{name}: max_steps", budget(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
     net = model(ctx, len(train_set.classes), no_drop=not augment)
-    hist = train(ctx, name, net, train_set, held, optim, subset, augment)
+    hist = train(ctx, name, net, train_set, held, optim, subset, augment, levels=levels)
     ctx.models[name] = (net, held)
     train_loss, train_acc = hist.clean_train_loss, measured(hist.clean_train_acc, "clean train acc")
     eval_loss, eval_acc = hist.eval_loss[-1], final_eval_acc(hist)  # clean: an eval-mode pass over the train set
