@@ -135,9 +135,9 @@ def test_shipped_spaces_load(name):  # the pilots under spaces/pilots/ too
         assert all(n >= 1 for n in model.feature_sizes())
 
 
-def test_readme_example_is_a_valid_space(tmp_path):
-    readme = (HERE.parent / "README.md").read_text()
-    block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_dsl_reference_example_is_a_valid_space(tmp_path):  # the annotated example in docs/dsl.md
+    reference = (HERE.parent / "docs" / "dsl.md").read_text(encoding="utf-8")
+    block = reference.split("```yaml\n", 1)[1].split("```", 1)[0]
     space = load_space(write(tmp_path, block), "quick")
     assert [c.name for c in space.candidates] == ["C-C-C-C", "V1", "ViT_REL", "baseline-linear", "baseline-cnn"]
     assert space.candidate("ViT_REL").scores.transfer is None

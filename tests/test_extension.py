@@ -1,7 +1,7 @@
 """Extending coatsearch from tests/ alone: a score, a stage kind and a figure, registered at run time and undone.
 
-Nothing in coatsearch/ is edited: the registrations below are what the README's "Extending coatsearch" says a
-new score, stage type or figure is, and `show`, a tiny run and the report pick them up from the registries.
+Nothing in coatsearch/ is edited: the registrations below are what docs/extending.md ("Extending coatsearch") says
+a new score, stage type or figure is, and `show`, a tiny run and the report pick them up from the registries.
 """
 
 from __future__ import annotations
