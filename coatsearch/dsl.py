@@ -382,7 +382,7 @@ def _allowed_keys(loc: tuple) -> str:
         hints = typing.get_type_hints(cls, include_extras=True) if dataclasses.is_dataclass(cls) else {}
         cls = _spec_of(hints.get(part))
         if cls is None:
-            return "see the DSL reference in README.md"
+            return "see the DSL reference in docs/dsl.md"
     return ", ".join(f.name for f in dataclasses.fields(cls))
 
 

@@ -31,7 +31,7 @@ LaxPosInt = Annotated[int, Field(gt=0)]
 Real = Annotated[float, Field(allow_inf_nan=False)]  # a finite number: .inf and .nan are errors
 Fraction = Annotated[Real, Field(ge=0.0, le=1.0)]
 
-# Upper bounds on every field that sizes memory or time (README "Limits and errors" lists them).
+# Upper bounds on every field that sizes memory or time (docs/limits.md lists them).
 WIDTH_MAX = 8192  # channels of a stage, a stem or a vitc conv
 DEPTH_MAX = 100  # blocks in one stage
 SIDE_MAX = 1024  # image side; also bounds patch, window, grid and head sizes
