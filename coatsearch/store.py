@@ -35,7 +35,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from coatsearch import __version__, fsafe
+from coatsearch import __version__, fsafe, paths
 from coatsearch import journal as J
 from coatsearch import record as R
 from coatsearch import trialcheck as TC
@@ -45,7 +45,7 @@ from coatsearch.errors import UserError
 from coatsearch.paths import study_folder
 from coatsearch.space import Dim, Space
 
-JOURNAL = "journal.log"
+JOURNAL = paths.JOURNAL
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
