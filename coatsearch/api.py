@@ -146,6 +146,7 @@ def run(
     """
     from coatsearch.datacheck import check_matches
     from coatsearch.paths import report_folder, study_folder
+    from coatsearch.store import counts as store_counts
     from coatsearch.train import pick_device
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
@@ -166,7 +167,8 @@ def run(
     _check_matched(sp)
     prepared = _prepare_study(sp, studies, name, force_new_space)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}  # ray_backend.run's names
-    procs = _workers(sp, workers, trials, device, progress) if backend == "optuna" else (1, None)
+    done = store_counts(prepared[0])["finished"]
+    procs = _workers(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
     if plan_first and backend == "optuna":
         _plan_first(sp, studies, name, procs, device, Path(reports_dir))
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
@@ -277,23 +279,46 @@ def _pilot_study(space: Space, name: str, seeds: int, workers: int | str, device
     return pilot
 
 
-def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool) -> tuple[int, int | None]:
-    """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe)."""
+WORKER_MB = 1024  # memory one training worker process needs at least (torch, data, one model), without a plan
+
+
+def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool,
+             done: int = 0) -> tuple[int, int | None]:  # fmt: skip
+    """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe).
+
+    Never more processes than trials left to run (planned minus the `done` ones, at most `trials`) nor than the
+    available memory holds at WORKER_MB each: a larger `workers` is lowered with a one-line note.
+    """
     import sys
 
     from coatsearch import speed
     from coatsearch.train import pick_device
     from coatsearch.trials_plan import plan as trials_of
 
+    left = max(1, min(len(trials_of(space)) - done, trials or TRIALS_MAX))
     if workers != "auto":
-        return int(workers), None
+        cap = min(left, _memory_workers())
+        if int(workers) > cap:
+            why = f"{left} trial(s) left" if cap == left else f"memory for {cap} ({WORKER_MB} MB each)"
+            print(f"coatsearch: note: --workers {workers} lowered to {cap}: {why}", file=sys.stderr)
+        return min(int(workers), cap), None
     if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
         return 1, None
-    planned = len(trials_of(space))
-    choice = speed.auto_workers(min(planned, trials or planned))
+    choice = speed.auto_workers(left)
     if say:
         print(choice.text(), file=sys.stderr)
     return choice.processes, choice.threads
+
+
+def _memory_workers() -> int:
+    """How many WORKER_MB workers the available memory (Linux MemAvailable) holds; WORKERS_MAX when unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return max(1, int(line.split()[1]) // 1024 // WORKER_MB)
+    except (OSError, ValueError, IndexError):
+        pass
+    return WORKERS_MAX
 
 
 def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: str, reports: Path) -> None:
