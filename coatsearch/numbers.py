@@ -29,12 +29,17 @@ def count(value: Any, low: int, high: int) -> int:
 def real(value: Any, low: float = 0.0, high: float = math.inf, *, above: bool = True) -> float:
     """`value` if it is a finite number (not a bool) > low (>= low unless `above`) and <= high."""
     bound = f"> {low:g}" if above else f">= {low:g}"
-    allowed = f"a finite number {bound}" + ("" if math.isinf(high) else f" and <= {high:g}")
+    allowed = f"a finite number {bound}" + ("" if math.isinf(high) else f" and <= {_plain(high)}")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise _refuse(value, allowed)
     if value < low or (above and value == low) or value > high:
         raise _refuse(value, allowed)
     return float(value)
+
+
+def _plain(x: float) -> str:
+    """A bound as written: 100, 31,622,400, 0.5."""
+    return f"{x:,.0f}" if x == int(x) else f"{x:g}"
 
 
 def parse_int(text: str, low: int, high: int) -> int:
