@@ -158,7 +158,8 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     if exists and not changed:  # reopening appends nothing (optuna.create_study appends a create record every time)
         now = current(open_storage(path), name)
         study = optuna.load_study(study_name=now, storage=open_storage(path), sampler=sampler, pruner=pruner)
-    else:
+        changed = _stale_choices(study, space)  # recorded in place by an older --force-new-space: go on anew
+    if not exists or changed:
         now = _successor(name, current(open_storage(path), name)) if exists else name
         if exists:
             print(f"coatsearch: note: the space changed: study '{name}' goes on as Optuna study '{now}' in "
@@ -175,6 +176,18 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     if stored is None or changed:
         study.set_user_attr("space", {**P.space_record(space), "form": P.space_form(space)})
     return study
+
+
+def _stale_choices(study: optuna.Study, space: Space) -> bool:
+    """Whether the study's trials fixed `candidate` or `seed` choices other than the space's (Optuna would refuse
+    every new trial); a study an older coatsearch recorded a changed space into holds such trials."""
+    want = {"candidate": [c.name for c in space.candidates], "seed": list(space.study.seeds)}
+    for t in study.get_trials(deepcopy=False):
+        for key, choices in want.items():
+            dist = t.distributions.get(key)
+            if dist is not None and list(getattr(dist, "choices", choices)) != choices:
+                return True
+    return False
 
 
 def _directions(space: Space) -> dict:

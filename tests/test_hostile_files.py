@@ -6,7 +6,6 @@ unchanged by hash, no hang (a deadline), and no trial lost (counts before and af
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from coatsearch.dashboard import ReadableStorage, ReadOnly
 from coatsearch.errors import UserError
 from coatsearch.report import plots
 from tests.report_records import SPACE, layout_records, make_study
-from tests.support.hostile import cli, deadline, digest, refused, study
+from tests.support.hostile import cli, deadline, digest, refused, study, wsgi_request
 
 N = len(layout_records())
 
@@ -116,16 +115,6 @@ def test_the_dashboard_view_is_read_only_by_default(tmp_path, name, write):
     assert rc == 0 and f"{N - 2} complete" in out, (out, err)
 
 
-def _request(app, method: str, path: str, body: bytes) -> str:
-    """One WSGI request to the dashboard app; its status line."""
-    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "wsgi.input": io.BytesIO(body),
-               "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json", "SERVER_NAME": "x",
-               "SERVER_PORT": "1", "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO()}  # fmt: skip
-    statuses: list[str] = []
-    b"".join(app(environ, lambda status, headers, *_: statuses.append(status)))
-    return statuses[0]
-
-
 @pytest.mark.parametrize("writes", [False, True])
 def test_the_dashboard_server_refuses_delete_and_tell_unless_allowed(tmp_path, writes):
     import optuna_dashboard
@@ -137,8 +126,8 @@ def test_the_dashboard_server_refuses_delete_and_tell_unless_allowed(tmp_path, w
     served = store.open_storage(journal)  # --allow-writes serves the storage itself, never the view
     app = optuna_dashboard.wsgi(served if writes else ReadableStorage(served))
     was = digest(journal)
-    told = _request(app, "POST", f"/api/trials/{trial_id}/tell", b'{"state": "Complete", "values": [0.99]}')
-    deleted = _request(app, "DELETE", f"/api/studies/{running._study_id}", b"{}")
+    told = wsgi_request(app, "POST", f"/api/trials/{trial_id}/tell", b'{"state": "Complete", "values": [0.99]}')
+    deleted = wsgi_request(app, "DELETE", f"/api/studies/{running._study_id}", b"{}")
     if writes:  # the same requests succeed on the storage itself: the refusal is the view's
         assert told.startswith("2") and deleted.startswith("2"), (told, deleted)
         return

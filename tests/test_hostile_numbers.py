@@ -83,11 +83,9 @@ def test_the_api_plan_checks_numbers_like_the_cli(tmp_path, kwargs, expected):
     assert listing(tmp_path) == []
 
 
-def test_the_cli_plan_says_the_same(tmp_path, capsys):
-    from tests.test_hostile import _refused
-
-    _refused(["plan", str(TINY), "--effect", "500"], tmp_path, capsys, "argument --effect: 500.0 is not allowed")
-    _refused(["plan", str(TINY), "--effect", "nan"], tmp_path, capsys, "allowed: a finite number > 0 and <= 100")
+def test_the_cli_plan_says_the_same(tmp_path):
+    refused(tmp_path, ["plan", str(TINY), "--effect", "500"], "argument --effect: 500.0 is not allowed")
+    refused(tmp_path, ["plan", str(TINY), "--effect", "nan"], "allowed: a finite number > 0 and <= 100")
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from coatsearch.report.info import Stat
 from coatsearch.report.markdown import size_note
 from coatsearch.space import load_space
 from tests.report_records import SPACE, layout_records, make_study
-from tests.support.hostile import cli, digest, refused, study
+from tests.support.hostile import cli, digest, refused, study, wsgi_request
 from tests.tiny import TINY, tiny_variant
 
 N = len(layout_records())
@@ -55,9 +55,7 @@ def test_run_with_reports_dir_studies_is_refused_before_anything_is_written(tmp_
 
 
 def _rename(app, study_id: int) -> str:
-    from tests.test_hostile_files import _request
-
-    return _request(app, "POST", f"/api/studies/{study_id}/rename", b'{"study_name": "renamed"}')
+    return wsgi_request(app, "POST", f"/api/studies/{study_id}/rename", b'{"study_name": "renamed"}')
 
 
 def test_the_view_is_never_the_source_of_a_rename(tmp_path, monkeypatch):
@@ -149,6 +147,19 @@ def test_force_new_space_with_new_choices_goes_on_in_a_successor(tmp_path, edit)
     assert (first.study_name, second.study_name) == ("t", "t~2")
     assert len(optuna.load_study(study_name="t", storage=store.open_storage(store.storage_file(studies, "t"))).trials)
     assert store.load_study(studies, "t").study_name == "t~2"
+
+
+def test_a_space_an_older_run_recorded_in_place_goes_on_in_a_successor(tmp_path):
+    from coatsearch.trials_plan import plan, space_form, space_record
+
+    studies = tmp_path / "studies"
+    old = _one_trial(load_space(TINY), studies, "t")
+    new = load_space(tiny_variant(tmp_path, ("study: {seeds: [0]", "study: {seeds: [0, 1]")))
+    old.set_user_attr("space", {**space_record(new), "form": space_form(new)})  # what --force-new-space did
+    store._OPEN.clear()
+    now = store.create_study(new, studies, "t")  # was: every rerun crashed (dynamic value space)
+    assert now.study_name == "t~2"
+    store.suggest(now.ask(), new, plan(new)[-1])
 
 
 @pytest.mark.parametrize(
