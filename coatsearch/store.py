@@ -181,7 +181,7 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
 def _stale_choices(study: optuna.Study, space: Space) -> bool:
     """Whether the study's trials fixed `candidate` or `seed` choices other than the space's (Optuna would refuse
     every new trial); a study an older coatsearch recorded a changed space into holds such trials."""
-    want = {"candidate": [c.name for c in space.candidates], "seed": list(space.study.seeds)}
+    want: dict[str, list[Any]] = {"candidate": [c.name for c in space.candidates], "seed": list(space.study.seeds)}
     for t in study.get_trials(deepcopy=False):
         for key, choices in want.items():
             dist = t.distributions.get(key)
