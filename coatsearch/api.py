@@ -67,6 +67,20 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
     return space
 
 
+def _check_matched(space: Space) -> None:
+    """A space none of whose candidates meets its budget is one line (before anything is written): no study."""
+    from coatsearch.dsl import where
+
+    named = [c for c in space.candidates if isinstance(c, Candidate)]
+    if not named or any(c.dims or c.prepared.ok for c in named):
+        return
+    misses = "; ".join(f"{c.name}: {c.prepared.reason}" for c in named[:3]) + ("; ..." if len(named) > 3 else "")
+    raise UserError(
+        f"{where(space.source, ('candidates',))}: no candidate meets the budget ({misses}); allowed: a space with "
+        "at least one matched candidate (`coatsearch show` lists them); nothing was planned or written"
+    )
+
+
 def build(spec: ModelSpec | Candidate | Baseline) -> nn.Module:
     """The untrained `nn.Module` of a model spec (or of a loaded candidate)."""
     from coatsearch.models import build as _build
@@ -132,6 +146,7 @@ def run(
     """
     from coatsearch.datacheck import check_matches
     from coatsearch.paths import report_folder, study_folder
+    from coatsearch.store import counts as store_counts
     from coatsearch.train import pick_device
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
@@ -141,15 +156,19 @@ def run(
     if backend != "optuna" and sp.study.objectives:
         raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
     _check_counts(workers, trials)
+    ray = {"address": address, "cpus_per_trial": cpus_per_trial, "gpus_per_trial": gpus_per_trial}
+    check_backend_args(backend, workers, ray)
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:
-        report_folder(Path(reports_dir), name)
+        report_folder(Path(reports_dir), name, studies)
     pick_device(device)
     d = sp  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
+    _check_matched(sp)
     prepared = _prepare_study(sp, studies, name, force_new_space)
-    ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}
-    procs = _workers(sp, workers, trials, device, progress) if backend == "optuna" else (1, None)
+    ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}  # ray_backend.run's names
+    done = store_counts(prepared[0])["finished"]
+    procs = _workers(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
     if plan_first and backend == "optuna":
         _plan_first(sp, studies, name, procs, device, Path(reports_dir))
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
@@ -158,16 +177,51 @@ def run(
     return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
 
 
-def _count(value: Any, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
+BUDGET_MAX_S = 366 * 24 * 3600  # plan(budget=...) / --budget: at most a year of wall time
+EFFECT_MAX = 100.0  # plan(effect=...) / --effect: a difference in accuracy points
+PILOT_SEEDS_MAX = 10  # plan(pilot_seeds=...) / --pilot-seeds
+
+
+def checked(name: str, check: Any, value: Any, *bounds: Any) -> Any:
+    """`check(value, *bounds)` (a `coatsearch.numbers` check) with its ValueError as a one-line UserError naming
+    the argument: the API says what the CLI's argparse says for the same flag."""
+    from coatsearch import numbers  # noqa: F401  (the checks live there)
+
+    try:
+        return check(value, *bounds)
+    except ValueError as exc:
+        raise UserError(f"{name}: {exc}") from None
 
 
 def _check_counts(workers: Any, trials: Any) -> None:
     """The CLI's bounds, for the API too: workers auto or an int 1..WORKERS_MAX, trials None or 1..TRIALS_MAX."""
-    if workers != "auto" and not _count(workers, WORKERS_MAX):
-        raise UserError(f"workers {workers!r} is not allowed; allowed: 'auto' or an integer 1..{WORKERS_MAX}")
-    if trials is not None and not _count(trials, TRIALS_MAX):
-        raise UserError(f"trials {trials!r} is not allowed; allowed: None or an integer 1..{TRIALS_MAX}")
+    from coatsearch import numbers
+
+    if workers != "auto":
+        checked("workers", numbers.count, workers, 1, WORKERS_MAX)
+    if trials is not None:
+        checked("trials", numbers.count, trials, 1, TRIALS_MAX)
+
+
+def check_backend_args(backend: str, workers: Any, ray: Mapping[str, Any], cli: bool = False) -> None:
+    """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (`address`,
+    `cpus_per_trial`, `gpus_per_trial`) on the optuna backend, `workers` on Ray. The one rule for the CLI's
+    flags (`cli`: named as flags) and the API's arguments."""
+    from coatsearch import numbers
+
+    def named(key: str) -> str:
+        return f"--{key.replace('_', '-')}" if cli else key
+
+    engine = (lambda b: f"--backend {b}") if cli else (lambda b: f"backend={b!r}")
+    given = [named(k) for k, v in ray.items() if v is not None]
+    if backend != "ray" and given:
+        raise UserError(f"{', '.join(given)}: only used with {engine('ray')} (this run uses {backend})")
+    for key in ("cpus_per_trial", "gpus_per_trial"):
+        if ray.get(key) is not None:
+            checked(named(key), numbers.real, ray[key])
+    if backend == "ray" and workers not in (None, "auto"):
+        raise UserError(f"{named('workers')}: only used with {engine('optuna')}; Ray sizes trials with "
+                        f"{named('cpus_per_trial')}")  # fmt: skip
 
 
 def plan(
@@ -191,15 +245,19 @@ def plan(
     stated prior. `budget` (seconds, or '30m', '1h30m') finds the most seeds that fit; `effect` (points) the
     seeds a difference of that size needs.
     """
-    from coatsearch import planner
+    from coatsearch import numbers, planner
     from coatsearch.planner import power, predict
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
     name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
     budget_s = predict.parse_duration(budget) if isinstance(budget, str) else budget
-    if (budget_s is not None and budget_s <= 0) or (effect is not None and effect <= 0) or pilot_seeds < 0:
-        raise UserError("--budget and --effect must be more than 0, --pilot-seeds at least 0")
+    if budget_s is not None:
+        checked("budget", numbers.real, budget_s, 0.0, BUDGET_MAX_S)
+    if effect is not None:
+        checked("effect", numbers.real, effect, 0.0, EFFECT_MAX)
+    checked("pilot_seeds", numbers.count, pilot_seeds, 0, PILOT_SEEDS_MAX)
     _check_counts(workers, None)
+    _check_matched(sp)
     procs = _workers(sp, workers, None, device, False)
     if pilot_seeds:
         earlier = power.from_study(studies, _pilot_study(sp, name, pilot_seeds, workers, device, studies), "pilot")
@@ -221,23 +279,46 @@ def _pilot_study(space: Space, name: str, seeds: int, workers: int | str, device
     return pilot
 
 
-def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool) -> tuple[int, int | None]:
-    """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe)."""
+WORKER_MB = 1024  # memory one training worker process needs at least (torch, data, one model), without a plan
+
+
+def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool,
+             done: int = 0) -> tuple[int, int | None]:  # fmt: skip
+    """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe).
+
+    Never more processes than trials left to run (planned minus the `done` ones, at most `trials`) nor than the
+    available memory holds at WORKER_MB each: a larger `workers` is lowered with a one-line note.
+    """
     import sys
 
     from coatsearch import speed
     from coatsearch.train import pick_device
     from coatsearch.trials_plan import plan as trials_of
 
+    left = max(1, min(len(trials_of(space)) - done, trials or TRIALS_MAX))
     if workers != "auto":
-        return int(workers), None
+        cap = min(left, _memory_workers())
+        if int(workers) > cap:
+            why = f"{left} trial(s) left" if cap == left else f"memory for {cap} ({WORKER_MB} MB each)"
+            print(f"coatsearch: note: --workers {workers} lowered to {cap}: {why}", file=sys.stderr)
+        return min(int(workers), cap), None
     if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
         return 1, None
-    planned = len(trials_of(space))
-    choice = speed.auto_workers(min(planned, trials or planned))
+    choice = speed.auto_workers(left)
     if say:
         print(choice.text(), file=sys.stderr)
     return choice.processes, choice.threads
+
+
+def _memory_workers() -> int:
+    """How many WORKER_MB workers the available memory (Linux MemAvailable) holds; WORKERS_MAX when unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return max(1, int(line.split()[1]) // 1024 // WORKER_MB)
+    except (OSError, ValueError, IndexError):
+        pass
+    return WORKERS_MAX
 
 
 def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: str, reports: Path) -> None:
@@ -343,19 +424,17 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
 def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies") -> Path:
     """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path.
 
-    The file is written atomically (`coatsearch.fsafe`); a path inside the study's folder (its journal, its
-    locks) or a link is refused before anything is written.
+    The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
+    this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
     """
     from coatsearch import fsafe
-    from coatsearch.paths import study_folder
+    from coatsearch.paths import writable
 
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir)  # a missing study stops here
-    folder = study_folder(Path(studies_dir), study)
-    if path.expanduser().resolve().is_relative_to(folder):
-        raise UserError(f"--out {path}: is inside the study's folder {folder}; export writes elsewhere")
+    writable(path, Path(studies_dir), "--out", "the export", study)
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401

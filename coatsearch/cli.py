@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from coatsearch import __version__
-from coatsearch.api import ENGINES, FORMATS, TRIALS_MAX, WORKERS_MAX, Status
+from coatsearch import __version__, numbers
+from coatsearch.api import EFFECT_MAX, ENGINES, FORMATS, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX, Status
 from coatsearch.errors import UserError
 
 STUDIES = Path("studies")
@@ -55,18 +54,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _bounded(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: an integer in [low, high]; the error states the range."""
+    """An argparse type: an integer in [low, high] (`numbers.parse_int`); the error states the range."""
+    return _type(lambda text: numbers.parse_int(text, low, high))
 
-    def parse(text: str) -> int:
+
+def _type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`parse` as an argparse type: its ValueError (the `numbers` wording) becomes argparse's one-line error."""
+
+    def run(text: str) -> Any:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is out of range; allowed: {low}..{high}")
-        return value
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-    return parse
+    return run
 
 
 def _workers(text: str) -> int | str:
@@ -74,15 +75,8 @@ def _workers(text: str) -> int | str:
     return "auto" if text == "auto" else _bounded(1, WORKERS_MAX)(text)
 
 
-def _positive(text: str) -> float:
-    """An argparse type: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
-    return value
+_positive = _type(numbers.parse_real)  # an argparse type: a finite number > 0
+_effect = _type(lambda text: numbers.parse_real(text, 0.0, EFFECT_MAX))  # points: > 0 and <= EFFECT_MAX
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,9 +137,12 @@ def _plan_command(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--study", help="study name (default: as `run` names it); its earlier runs give the noise")
     plan.add_argument("--budget", help="wall-time budget, e.g. 30m, 1h30m, 90s: the most seeds that fit")
     plan.add_argument("--workers", type=_workers, default="auto", help=f"1..{WORKERS_MAX} or auto (as `run`)")
-    plan.add_argument("--effect", type=_positive, help="a difference in points: the seeds it needs, per claim")
+    plan.add_argument("--effect", type=_effect, help="a difference in points: the seeds it needs, per claim")
     plan.add_argument(
-        "--pilot-seeds", type=_bounded(0, 10), default=0, help="run this many seeds first for the noise (0..10)"
+        "--pilot-seeds",
+        type=_bounded(0, PILOT_SEEDS_MAX),
+        default=0,
+        help=f"run this many seeds first for the noise (0..{PILOT_SEEDS_MAX})",
     )
     plan.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
     plan.add_argument("--studies-dir", type=Path, default=STUDIES)
@@ -286,13 +283,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check_backend_flags(args: argparse.Namespace) -> None:
-    """A flag the chosen backend would ignore is an error, not a silent no-op."""
-    if args.backend != "ray":
-        given = [f"--{f.replace('_', '-')}" for f in RAY_FLAGS if getattr(args, f) is not None]
-        if given:
-            raise UserError(f"{', '.join(given)}: only used with --backend ray (this run uses {args.backend})")
-    elif args.workers is not None:
-        raise UserError("--workers: only used with --backend optuna; Ray sizes trials with --cpus-per-trial")
+    """A flag the chosen backend would ignore is an error, not a silent no-op (api.check_backend_args)."""
+    from coatsearch import api
+
+    api.check_backend_args(args.backend, args.workers, {f: getattr(args, f) for f in RAY_FLAGS}, cli=True)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -4,8 +4,12 @@ The server reads the storage through `ReadableStorage`, a view that computes wha
 trial's run record as readable scalar attributes (`generalization.eval_acc`, `optim.lr`, the same row
 `api.results()` gives), the study's space as readable attributes and its objective as metric name. Nothing
 is written for the view; the report becomes the study's note only on request (`coatsearch report --note`).
-The view is read-only by default: every write (deleting the study, telling a trial, notes, attributes)
-raises `ReadOnly` and the server answers with an error; `--allow-writes` opts in, with a warning.
+The view is read-only, always: every write (deleting or renaming the study, telling a trial, notes,
+attributes) raises `ReadOnly` and the server answers with an error. What the view shows is computed, not
+stored, so it can never be the source of a write: optuna-dashboard's rename copies what it reads into a
+new study and deletes the original, which through the view would keep only the readable copy and lose every
+run record. `--allow-writes` therefore serves the journal storage itself (raw attributes, no readable view),
+with a warning: every write, a rename's copy included, is of the stored records.
 """
 
 from __future__ import annotations
@@ -125,13 +129,13 @@ class ReadOnly(PermissionError):
 
 
 class ReadableStorage(BaseStorage):
-    """A read-through view of a storage whose studies and trials show `readable` user attributes.
+    """A read-only view of a storage whose studies and trials show `readable` user attributes.
 
-    Read-only unless `writes`: a write method raises ReadOnly and the storage is not touched.
+    Every write method raises ReadOnly and the storage is not touched (there is no writable view).
     """
 
-    def __init__(self, inner: BaseStorage, writes: bool = False) -> None:
-        self._inner, self._writes = inner, writes
+    def __init__(self, inner: BaseStorage) -> None:
+        self._inner = inner
 
     def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
         """The study's user attributes, readable."""
@@ -181,7 +185,7 @@ _METRIC_NAMES = optuna.study.study._SYSTEM_ATTR_METRIC_NAMES  # what optuna.Stud
 
 def _delegate(name: str) -> Any:
     def method(self: ReadableStorage, *args: Any, **kwargs: Any) -> Any:
-        if name in WRITES and not self._writes:
+        if name in WRITES:
             raise ReadOnly(f"the dashboard is read-only ({name} refused); serve it with --allow-writes to edit")
         return getattr(self._inner, name)(*args, **kwargs)
 
@@ -196,7 +200,9 @@ ReadableStorage.__abstractmethods__ = frozenset()
 
 
 def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 8080, allow_writes: bool = False) -> None:
-    """Check the study exists, print its URL, and serve optuna-dashboard (read-only) until Ctrl-C."""
+    """Check the study exists, print its URL, and serve optuna-dashboard until Ctrl-C.
+
+    Read-only through `ReadableStorage`; `allow_writes` serves the journal storage itself (never the view)."""
     from coatsearch import store
 
     try:
@@ -206,7 +212,7 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
     store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
     _warn(host, allow_writes)
     journal = store.open_storage(store.storage_file(Path(studies_dir), study))
-    storage = ReadableStorage(journal, allow_writes)  # type: ignore[abstract]  # its methods are set above (setattr)
+    storage: BaseStorage = journal if allow_writes else ReadableStorage(journal)  # type: ignore[abstract]
     _check_port(host, port)
     print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
     optuna_dashboard.run_server(storage, host=host, port=port)
@@ -216,7 +222,11 @@ def _warn(host: str, allow_writes: bool) -> None:
     """One warning line when the dashboard is reachable from other machines, or can write."""
     who = "anyone who can reach this port" if not is_loopback(host) else "anyone with access to this machine"
     if not is_loopback(host) or allow_writes:
-        can = "read the study and edit it (notes, trials, even delete it)" if allow_writes else "read the study"
+        can = (
+            "read the study and edit it (notes, trials, even delete it; raw attributes, no readable view)"
+            if allow_writes
+            else "read the study"
+        )
         where = f"serving on {host}, not loopback: " if not is_loopback(host) else ""
         print(f"coatsearch: warning: {where}the dashboard has no authentication: {who} can {can}", file=sys.stderr)
 

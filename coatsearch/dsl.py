@@ -114,10 +114,15 @@ def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     measured = [m.key for c in doc.candidates for score, _ in scores.enabled(c.scores) for m in score.metrics]
     listed = ", ".join(dict.fromkeys(measured)) or "nothing (no score is enabled)"
     if doc.study.objectives:  # multi-objective: every candidate must measure every objective (no fallback)
+        trained = [(c.name, c.scores) for c in doc.candidates]  # the regime baselines train the shared scores
+        trained += [(name, doc.scores) for name in S.BASELINES] if doc.study.baselines else []
         for i, key in enumerate(doc.study.objectives):
-            for cand in doc.candidates:
-                if key not in [m.key for score, _ in scores.enabled(cand.scores) for m in score.metrics]:
-                    yield ("study", "objectives", i), f"candidate '{cand.name}' does not measure '{key}'; {listed}"
+            for name, section in trained:
+                if key not in [m.key for score, _ in scores.enabled(section) for m in score.metrics]:
+                    what = "the regime baseline" if name in S.BASELINES and doc.study.baselines else "candidate"
+                    yield ("study", "objectives", i), f"{what} '{name}' does not measure '{key}'; {listed}" + (
+                        " (baselines train the shared scores: enable it there or set study.baselines: false)"
+                        if what != "candidate" else "")  # fmt: skip
                     return
     elif doc.study.objective not in measured:
         yield ("study", "objective"), f"no enabled score measures '{doc.study.objective}'; measured: {listed}"

@@ -90,3 +90,17 @@ def write(path: Path, data: bytes | str) -> Path:
     with replacing(path) as tmp:
         tmp.write_bytes(raw)
     return Path(path)
+
+
+def create(path: Path, data: bytes) -> Path:
+    """Write `data` to a new file `path` (a backup): never through a link, never over an existing file."""
+    check_plain(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:  # a link or a file made meanwhile: O_EXCL never follows or replaces it
+        raise UserError(f"{path}: cannot be created ({exc.strerror}); nothing was changed") from None
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(path)

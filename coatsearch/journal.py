@@ -220,31 +220,28 @@ class Repaired:
 
 
 def repair(path: Path, lock: Any) -> Repaired:
-    """Rewrite the journal at `path` with the records `split` keeps; the tail goes to `<name>.damaged-<time>`."""
+    """Rewrite the journal at `path` with the records `split` keeps; the tail goes to `<name>.damaged-<time>`.
+
+    Both go through `fsafe`: the backup is created new (never through a link, never over a file), the journal
+    is replaced atomically from a temporary file of fsafe's own beside it, so a link planted under a backup
+    or temporary name is never followed, nothing is written outside the study folder, and the journal stays
+    a regular file.
+    """
     with paused(lock):
         cut = split(fsafe.read_bytes(path))
         backup = None
         if cut.tail:
             backup = _free(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"))
-            _write(backup, cut.tail)
+            fsafe.create(backup, cut.tail)
         if cut.tail or cut.blank:
-            fresh = path.with_name(f"{path.name}.repairing")
-            _write(fresh, cut.keep)
-            os.replace(fresh, path)
+            fsafe.write(path, cut.keep)
     return Repaired(path, cut.records, cut.tail_lines, cut.blank, backup)
 
 
 def _free(path: Path) -> Path:
-    """`path`, or `path-2`, `path-3`... the first that does not exist."""
+    """`path`, or `path-2`, `path-3`... the first name that nothing holds (a dangling link holds its name)."""
     n, out = 1, path
-    while out.exists():
+    while os.path.lexists(out):
         n += 1
         out = path.with_name(f"{path.name}-{n}")
     return out
-
-
-def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())

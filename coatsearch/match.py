@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from coatsearch import kinds
 from coatsearch.complexity import count
 from coatsearch.kinds import CONV_QUANTUM
-from coatsearch.spec import Budget, ModelSpec
+from coatsearch.spec import DEPTH_MAX, Budget, ModelSpec
 
 M_RANGE = {"width": (0.05, 16.0), "depth": (0.01, 16.0)}  # multiplier search interval per mode
 REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + REL_STEP
@@ -85,6 +85,11 @@ def _quantum(spec: ModelSpec, kind: str) -> int:
     return kinds.stage_kind(kind).quantum(spec.block)
 
 
+def scaled_depth(depth: int, factor: float) -> int:
+    """A stage's depth times `factor`, rounded, within the documented 1..DEPTH_MAX blocks."""
+    return min(DEPTH_MAX, max(1, round(depth * factor)))
+
+
 def _depth_stages(n: int) -> range:
     """Indices of the stages that depth scaling changes."""
     return range(1, n - 1) if n >= 3 else range(n)
@@ -101,9 +106,7 @@ def scale(spec: ModelSpec, multiplier: float, mode: str) -> ModelSpec:
         return replace(spec, stem=stem, stages=stages)
     if mode == "depth":
         idx = set(_depth_stages(len(spec.stages)))
-        stages = tuple(
-            replace(s, depth=max(1, round(s.depth * m))) if i in idx else s for i, s in enumerate(spec.stages)
-        )
+        stages = tuple(replace(s, depth=scaled_depth(s.depth, m)) if i in idx else s for i, s in enumerate(spec.stages))
         return replace(spec, stages=stages)
     raise ValueError(f"unknown scale mode {mode!r}; known: width, depth, none")
 
@@ -131,7 +134,7 @@ def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
     stages = spec.stages
     if mode == "depth":
         for i in _depth_stages(len(stages)):
-            if stages[i].depth + sign >= 1:
+            if 1 <= stages[i].depth + sign <= DEPTH_MAX:
                 new = replace(stages[i], depth=stages[i].depth + sign)
                 yield replace(spec, stages=stages[:i] + (new,) + stages[i + 1 :])
         return
@@ -176,6 +179,10 @@ def match(spec: ModelSpec, budget: Budget) -> MatchResult:
     if mode not in M_RANGE:
         raise ValueError(f"unknown scale mode {mode!r}; known: width, depth, none")
     lo, hi = M_RANGE[mode]
+    if mode == "depth":  # no deeper than DEPTH_MAX blocks: the largest model is reached, not passed
+        hi = min(
+            hi, max(DEPTH_MAX / s.depth for i, s in enumerate(spec.stages) if i in _depth_stages(len(spec.stages)))
+        )
     smallest, largest = scale(spec, lo, mode), scale(spec, hi, mode)
     f_lo, f_hi = count(smallest).macs, count(largest).macs
     band = f"budget {_fmt(target)} ± {tol:.0%}"

@@ -25,8 +25,9 @@ from coatsearch.match import (
     _round_to,
     _widening,
     match,
+    scaled_depth,
 )
-from coatsearch.spec import Budget, ModelSpec
+from coatsearch.spec import DEPTH_MAX, Budget, ModelSpec
 
 FEWER_TOKENS = {  # the field that changes a layout's token count, by stem kind
     "patch": "stem.patch_size or strides",
@@ -45,7 +46,7 @@ def shaped(spec: ModelSpec, m: float, k: float) -> ModelSpec:
     stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
     if len(spec.stages) == 1:
         s = spec.stages[0]
-        one = replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind)), depth=max(1, round(s.depth * k)))
+        one = replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind)), depth=scaled_depth(s.depth, k))
         return replace(spec, stem=stem, stages=(one,))
     stages = tuple(
         replace(s, width=_round_to(s.width * m * k**i, _quantum(spec, s.kind))) for i, s in enumerate(spec.stages)
@@ -56,7 +57,7 @@ def shaped(spec: ModelSpec, m: float, k: float) -> ModelSpec:
 def _k_range(spec: ModelSpec) -> tuple[float, float]:
     """The interval the second knob is searched over."""
     if len(spec.stages) == 1:
-        return 1.0 / spec.stages[0].depth, K_DEPTH
+        return 1.0 / spec.stages[0].depth, min(K_DEPTH, DEPTH_MAX / spec.stages[0].depth)
     return K_GROWTH
 
 

@@ -8,12 +8,14 @@ followed) and checked to lie inside their roots, so nothing coatsearch writes la
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from coatsearch.errors import UserError
 
 NAME_MAX = 100  # characters in a study name
+JOURNAL = "journal.log"  # the file that makes a folder a study folder (store.JOURNAL)
 NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -58,6 +60,31 @@ def study_folder(studies_dir: Path, name: str) -> Path:
     return inside(studies_dir, name, "--studies-dir")
 
 
-def report_folder(reports_dir: Path, name: str) -> Path:
-    """The report's folder under `--reports-dir`, checked."""
-    return inside(reports_dir, name, "--reports-dir")
+def report_folder(reports_dir: Path, name: str, studies_dir: Path | None = None) -> Path:
+    """The report's folder under `--reports-dir`, checked; never inside a study folder (`writable`)."""
+    folder = inside(reports_dir, name, "--reports-dir")
+    writable(folder, studies_dir, "--reports-dir", "a report", name)
+    return folder
+
+
+STUDY_FILES = (JOURNAL, "claim.lock", "plan.json")  # a folder holding one of these is a study folder
+
+
+def writable(path: Path, studies_dir: Path | None, flag: str, what: str, study: str | None = None) -> Path:
+    """`path` if a command may write it there: the one rule for every file written outside a study's own run.
+
+    Refused in one line when `path` (resolved, its last component not followed) is, or lies inside, a study
+    folder: the folder of `study` under `studies_dir` (which a run creates), or any folder that holds a
+    study's files (`STUDY_FILES`), whichever study it belongs to. So `export A --out studies/B/journal.log`,
+    `--reports-dir studies` and `--reports-dir studies/B` never write beside a study's journal.
+    """
+    path = Path(path).expanduser()
+    try:
+        target = path.parent.resolve() / path.name
+    except (OSError, RuntimeError) as exc:
+        raise UserError(f"{flag} {path}: cannot resolve ({exc})") from None
+    own = inside(studies_dir, study, "--studies-dir") if studies_dir is not None and study else None
+    for folder in (target, *target.parents):
+        if folder == own or any(os.path.lexists(folder / f) for f in STUDY_FILES):
+            raise UserError(f"{flag} {path}: is inside the study folder {folder}; write {what} elsewhere")
+    return path

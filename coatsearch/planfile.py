@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coatsearch import fsafe
 from coatsearch.errors import UserError
@@ -11,13 +15,40 @@ from coatsearch.errors import UserError
 PLAN_FILE = "plan.json"  # beside the study's journal: the plan `run` made, read by `status` and the report
 
 
+class StoredPlan(BaseModel):
+    """The fields of plan.json that `status`, the report and `run` read; every other key is kept as it is."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
+
+    study_s: Annotated[float, Field(gt=0)]  # the whole study's predicted wall seconds
+    trials: Annotated[int, Field(ge=1)]  # planned trials the prediction covers
+    trial_s: dict[str, Annotated[float, Field(ge=0)]] = {}  # candidate -> predicted seconds of one trial
+    processes: Annotated[int, Field(ge=1)]
+    threads: Annotated[int, Field(ge=1)] | None = None
+    device: str = "auto"
+    eta_line: str = ""
+
+
 def load(folder: Path) -> dict | None:
-    """The plan.json a run stored in the study's folder, or None."""
+    """The plan.json a run stored in the study's folder, read through `StoredPlan`; None when there is none.
+
+    A plan that cannot be read (not JSON, a link) is ignored silently, as before; one whose values are damaged
+    (a string, zero, NaN or infinity where a number belongs, a missing key) is named in one note line and ignored
+    by `status`, the report and `run` alike (which then makes a new plan).
+    """
+    path = Path(folder) / PLAN_FILE
     try:
-        stored = json.loads(fsafe.read_bytes(Path(folder) / PLAN_FILE))
+        stored = json.loads(fsafe.read_bytes(path))
     except (OSError, ValueError, UserError):  # none, unreadable, or a link/special file (fsafe): no plan to check
         return None
-    return stored if isinstance(stored, dict) else None
+    try:
+        return StoredPlan.model_validate(stored).model_dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(map(str, first["loc"])) or "(the file)"
+        print(f"coatsearch: note: {path}: field '{field}': {first['msg']} (found {first.get('input')!r:.40}); "
+              "the stored plan is ignored", file=sys.stderr)  # fmt: skip
+        return None
 
 
 def check(stored: dict | None, environment: dict) -> dict | None:

@@ -12,8 +12,6 @@ documents that hold them, a candidate and a whole space file, in document.py.
 from __future__ import annotations
 
 import functools
-import math
-import re
 import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -22,7 +20,7 @@ from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, TypeAdapter
 from typing_extensions import dataclass_transform
 
-from coatsearch import kinds
+from coatsearch import kinds, numbers
 
 FORBID = ConfigDict(extra="forbid")  # unknown keys in a space file are errors
 
@@ -47,14 +45,14 @@ SAMPLES_MAX = 10_000  # sampled configurations per candidate and seed
 LENGTHS_MAX = 20  # schedule lengths of the length score
 RATIO_MAX = 16.0  # MBConv and MLP expansion ratios
 MACS_MAX = 10**12  # multiply-adds per image: a budget, or a model's lower-bound count at load
+NAME_MAX = 64  # characters in a candidate name (it is in every trial key, table and figure label)
 
 Width = Annotated[int, Field(gt=0, le=WIDTH_MAX)]
 Side = Annotated[int, Field(gt=0, le=SIDE_MAX)]
 Epochs = Annotated[int, Field(gt=0, le=EPOCHS_MAX)]
 Ratio = Annotated[Real, Field(gt=0, le=RATIO_MAX)]
 Stride = Literal[1, 2]
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$")]
-_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$", max_length=NAME_MAX)]
 
 
 _Spec = TypeVar("_Spec")
@@ -68,18 +66,8 @@ def spec(cls: type[_Spec]) -> type[_Spec]:
 
 
 def parse_count(value: Any) -> int:
-    """Parse a MACs count: 30000000, 3e7, '30M', '4.2G'."""
-    if isinstance(value, bool):
-        raise ValueError("expected a count like 30000000 or '30M'")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError("must be a finite number > 0")
-        return int(value)
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGBT]?)\s*", str(value), flags=re.IGNORECASE)
-    if not match:
-        raise ValueError("expected a count like 30000000, '30M' or '4.2G'")
-    number, suffix = float(match.group(1)), match.group(2).upper()
-    return int(number * _SUFFIX.get(suffix, 1))
+    """Parse a MACs or params count (30000000, 3e7, '30M', '4.2G'): a whole count 1..MACS_MAX (`numbers`)."""
+    return numbers.parse_count(value, MACS_MAX)
 
 
 def _stem_kind(name: str) -> str:
@@ -334,11 +322,22 @@ class StudySpec:
             )
         if self.directions and not self.objectives:
             raise ValueError("'directions' goes with 'objectives' (a single objective uses 'direction')")
+        if twice := _repeated(self.seeds):
+            raise ValueError(f"seeds: seed {twice[0]} is listed twice; allowed: distinct seeds (each one run once)")
+        if twice := _repeated(self.objectives):
+            raise ValueError(
+                f"objectives: '{twice[0]}' is listed twice; allowed: distinct metric keys, one direction each"
+            )
 
     @property
     def keys(self) -> tuple[str, ...]:
         """The metric keys the trial values are: `objectives`, else the one `objective`."""
         return self.objectives or (self.objective,)
+
+
+def _repeated(values: tuple) -> list:
+    """The values that occur again in `values` (in order), empty when all differ."""
+    return [v for i, v in enumerate(values) if v in values[:i]]
 
 
 BASELINES = {"baseline-linear": "linear", "baseline-cnn": "cnn"}  # regime baselines: candidate name -> arch
@@ -351,6 +350,13 @@ def baseline_model(name: str, inp: InputSpec) -> ModelSpec:
 
 def _freeze(value: Any) -> Any:
     return tuple(_freeze(v) for v in value) if isinstance(value, list | tuple) else value
+
+
+def _plain_choice(value: Any, nested: bool = False) -> bool:
+    """Whether a search choice is a scalar, or (one level deep) a tuple of scalars."""
+    if isinstance(value, tuple) and not nested:
+        return all(_plain_choice(v, True) for v in value)
+    return isinstance(value, str | int | float | bool)
 
 
 @spec
@@ -368,6 +374,11 @@ class SearchDim:
             raise ValueError("a search dimension has either 'choices' or both 'low' and 'high'")
         if self.choices is not None and not self.choices:
             raise ValueError("'choices' must not be empty")
+        if bad := [c for c in self.choices or () if not _plain_choice(c)]:
+            raise ValueError(
+                f"choices: {type(bad[0]).__name__} {bad[0]!r} is not allowed; allowed: numbers, strings, "
+                "booleans, or lists of them (one value per searched field, no mappings)"
+            )
         if self.low is not None and self.high is not None:
             if self.low >= self.high:
                 raise ValueError(f"'low' ({self.low}) must be below 'high' ({self.high})")

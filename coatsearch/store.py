@@ -35,7 +35,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from coatsearch import __version__, fsafe
+from coatsearch import __version__, fsafe, paths
 from coatsearch import journal as J
 from coatsearch import record as R
 from coatsearch import trialcheck as TC
@@ -45,7 +45,7 @@ from coatsearch.errors import UserError
 from coatsearch.paths import study_folder
 from coatsearch.space import Dim, Space
 
-JOURNAL = "journal.log"
+JOURNAL = paths.JOURNAL
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
@@ -98,13 +98,37 @@ def repair(studies_dir: Path, name: str) -> J.Repaired:
 
 
 def load_study(studies_dir: Path, name: str) -> optuna.Study:
-    """Open an existing study by name; a clear error when there is none."""
+    """Open an existing study by name (its newest generation, `current`); a clear error when there is none."""
     path = storage_file(studies_dir, name)
     if not path.exists():
         raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first")
     storage = open_storage(path)
     _study_id(storage, path, name)
-    return optuna.load_study(study_name=name, storage=storage)
+    return optuna.load_study(study_name=current(storage, name), storage=storage)
+
+
+GENERATION = "~"  # `<study>~2`: the successor study --force-new-space starts (not a study-name character)
+
+
+def current(storage: JournalStorage, name: str) -> str:
+    """The Optuna study that holds study `name` now: `name`, or its newest successor `name~K` in the journal.
+
+    `run --force-new-space` with a changed space starts a successor study in the same journal (Optuna fixes
+    a parameter's choices and the study's directions at creation, so a changed candidate list, seed list or
+    objective cannot continue the old one); the earlier studies stay in the journal as they were, readable in
+    the dashboard and through `optuna.load_study(study_name=name)`.
+    """
+    names = {s.study_name for s in storage.get_all_studies()}
+    k = 2
+    while f"{name}{GENERATION}{k}" in names:
+        k += 1
+    return name if k == 2 else f"{name}{GENERATION}{k - 1}"
+
+
+def _successor(name: str, now: str) -> str:
+    """The name of the study after `now` (study `name`'s current one)."""
+    k = int(now.rsplit(GENERATION, 1)[1]) + 1 if now != name else 2
+    return f"{name}{GENERATION}{k}"
 
 
 def _study_id(storage: JournalStorage, path: Path, name: str) -> int:
@@ -123,18 +147,26 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     """Create or reopen the study for `space` (its sampler and pruner), recording the space with it.
 
     Reopening with a space that differs from the recorded one is a UserError saying what changed, raised
-    before anything is written; `force_new_space` records the new space instead and keeps the old trials.
+    before anything is written; `force_new_space` starts a successor study (`current`) in the same journal
+    with the new space, its directions and objectives, and keeps the old study's trials as they were.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     path = storage_file(studies_dir, name)
     exists, stored = _stored_space(path, name)
     changed = P.check_space(stored, space, name, force_new_space) if stored is not None else False
     sampler, pruner = _sampler(space), _pruner(space)
-    if exists:  # reopening appends nothing (optuna.create_study appends a create record every time)
-        study = optuna.load_study(study_name=name, storage=open_storage(path), sampler=sampler, pruner=pruner)
-    else:
+    if exists and not changed:  # reopening appends nothing (optuna.create_study appends a create record every time)
+        now = current(open_storage(path), name)
+        study = optuna.load_study(study_name=now, storage=open_storage(path), sampler=sampler, pruner=pruner)
+        changed = _stale_choices(study, space)  # recorded in place by an older --force-new-space: go on anew
+    if not exists or changed:
+        now = _successor(name, current(open_storage(path), name)) if exists else name
+        if exists:
+            print(f"coatsearch: note: the space changed: study '{name}' goes on as Optuna study '{now}' in "
+                  f"{path} (all its planned trials run there); the earlier trials stay in the journal as they "
+                  "were", file=sys.stderr)  # fmt: skip
         study = optuna.create_study(
-            study_name=name,
+            study_name=now,
             storage=open_storage(path),
             **_directions(space),
             sampler=sampler,
@@ -146,6 +178,18 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     return study
 
 
+def _stale_choices(study: optuna.Study, space: Space) -> bool:
+    """Whether the study's trials fixed `candidate` or `seed` choices other than the space's (Optuna would refuse
+    every new trial); a study an older coatsearch recorded a changed space into holds such trials."""
+    want: dict[str, list[Any]] = {"candidate": [c.name for c in space.candidates], "seed": list(space.study.seeds)}
+    for t in study.get_trials(deepcopy=False):
+        for key, choices in want.items():
+            dist = t.distributions.get(key)
+            if dist is not None and list(getattr(dist, "choices", choices)) != choices:
+                return True
+    return False
+
+
 def _directions(space: Space) -> dict:
     """optuna.create_study's direction argument: `directions` for a multi-objective study (study.objectives)."""
     if space.study.objectives:
@@ -154,12 +198,18 @@ def _directions(space: Space) -> dict:
 
 
 def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
-    """Whether study `name` is in the journal at `path`, and its space record (reads only)."""
+    """Whether study `name` is in the journal at `path`, and its current space record (reads only)."""
     fsafe.check_plain(path)  # a link or a FIFO is refused before Optuna opens it
-    if not path.exists() or path.stat().st_size == 0:
+    if not path.exists():
         return False, None
+    if path.stat().st_size == 0:
+        raise UserError(
+            f"{path}: is empty: it holds no study '{name}' (a journal emptied from outside coatsearch?); "
+            "move the file away to start the study afresh"
+        )
     storage = open_storage(path)
-    stored = storage.get_study_user_attrs(_study_id(storage, path, name)).get("space")
+    _study_id(storage, path, name)
+    stored = storage.get_study_user_attrs(storage.get_study_id_from_name(current(storage, name))).get("space")
     if why := TC.space_problem(stored):
         raise UserError(f"{path}: {why}; the study's space record was overwritten from outside coatsearch")
     return True, stored

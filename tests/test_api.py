@@ -67,7 +67,7 @@ def test_load_space_candidates_build_and_count() -> None:
 def test_bad_input_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="unknown backend 'spark'"):
         coatsearch.run(TINY, backend="spark", studies_dir=tmp_path)
-    with pytest.raises(UserError, match="allowed: 'auto' or an integer 1..64"):
+    with pytest.raises(UserError, match="allowed: an integer 1..64"):
         coatsearch.run(TINY, workers=0, studies_dir=tmp_path)
     with pytest.raises(UserError, match="no study 'nope'"):
         coatsearch.results("nope", tmp_path)

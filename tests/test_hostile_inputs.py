@@ -12,7 +12,7 @@ from PIL import Image
 
 import coatsearch
 from coatsearch import data as D
-from coatsearch import images, speed
+from coatsearch import images, speed, store
 from coatsearch.dashboard import serve
 from coatsearch.errors import UserError
 from coatsearch.report import escape
@@ -86,7 +86,7 @@ def test_allow_writes_warns_in_one_line(tmp_path, capsys, monkeypatch):
     serve("fab", tmp_path, port=0, allow_writes=True)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "can read the study and edit it" in err
-    assert served[0]._writes is True
+    assert served[0] is store.open_storage(store.storage_file(tmp_path, "fab"))  # the storage, not the view
 
 
 # --------------------------------------------------------------------------------------- 7. hostile images
@@ -184,12 +184,12 @@ def test_an_unclosed_fence_in_the_description_cannot_swallow_the_report():
 @pytest.mark.parametrize(
     "kwargs, expected",
     [
-        ({"workers": 5000}, "workers 5000 is not allowed; allowed: 'auto' or an integer 1..64"),
-        ({"workers": True}, "workers True is not allowed"),
-        ({"workers": 0}, "workers 0 is not allowed"),
-        ({"workers": 2.0}, "workers 2.0 is not allowed"),
-        ({"trials": 10**6}, "trials 1000000 is not allowed; allowed: None or an integer 1..100000"),
-        ({"trials": False}, "trials False is not allowed"),
+        ({"workers": 5000}, "workers: 5000 is not allowed; allowed: an integer 1..64"),
+        ({"workers": True}, "workers: True is not allowed"),
+        ({"workers": 0}, "workers: 0 is not allowed"),
+        ({"workers": 2.0}, "workers: 2.0 is not allowed"),
+        ({"trials": 10**6}, "trials: 1000000 is not allowed; allowed: an integer 1..100000"),
+        ({"trials": False}, "trials: False is not allowed"),
     ],
 )
 def test_the_api_has_the_cli_bounds(tmp_path, kwargs, expected):

@@ -11,7 +11,7 @@ import pytest
 from optuna.trial import TrialState
 
 from coatsearch import record as R
-from coatsearch import store
+from coatsearch import store, trials_plan
 from coatsearch.space import load_space
 from tests.support.engine import run, trials
 from tests.tiny import TINY, tiny_variant
@@ -119,7 +119,9 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
     proc.wait()
     killed = [t for t in trials(tmp_path) if t.state == TrialState.RUNNING]
     assert len(killed) == 1
-    store.create_study(load_space(TINY), tmp_path, "s", force_new_space=True)  # the short schedule, on purpose
+    short = load_space(TINY)  # the short schedule, on purpose: recorded in place (the same study resumes)
+    record = {**trials_plan.space_record(short), "form": trials_plan.space_form(short)}
+    store.load_study(tmp_path, "s").set_user_attr("space", record)
     summary = run(TINY, tmp_path)
     states = {t.number: t.state for t in trials(tmp_path)}
     assert states[killed[0].number] == TrialState.FAIL  # marked interrupted, no reason: its key is free

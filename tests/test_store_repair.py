@@ -4,6 +4,7 @@ import json
 import os
 from pathlib import Path
 
+import optuna
 import pytest
 
 from coatsearch import journal as J
@@ -78,16 +79,19 @@ def test_a_changed_space_is_refused_and_nothing_is_written(tmp_path, capsys, edi
     assert not (tmp_path / "reports").exists()
 
 
-def test_force_new_space_records_it_and_keeps_the_old_trials(tmp_path):
+def test_force_new_space_starts_a_successor_and_keeps_the_old_trials(tmp_path):
     journal = _study(tmp_path)
     space = load_space(_space_file(tmp_path, TINY.read_text().replace("lr: 3.0e-3", "lr: 1.0e-2")))
     with pytest.raises(UserError, match="another version of this space"):
         store.create_study(space, journal.parent.parent, "tiny")
     study = store.create_study(space, journal.parent.parent, "tiny", force_new_space=True)
+    assert study.study_name == "tiny~2" and store.records(study) == ()
     assert study.user_attrs["space"]["form"]["candidates"]["C-T"]["train"]["lr"] == 0.01
-    assert [r.state for r in store.records(study)] == ["COMPLETE"]
+    old = optuna.load_study(study_name="tiny", storage=store.open_storage(journal))
+    assert [r.state for r in store.records(old)] == ["COMPLETE"]  # kept, readable as it was
     store._OPEN.clear()
-    store.create_study(space, journal.parent.parent, "tiny")  # the new space is now the study's
+    again = store.create_study(space, journal.parent.parent, "tiny")  # the new space is now the study's
+    assert again.study_name == "tiny~2" and store.load_study(journal.parent.parent, "tiny").study_name == "tiny~2"
 
 
 def test_the_same_space_reopens_without_writing(tmp_path):

@@ -10,6 +10,7 @@ report read back.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -68,7 +69,7 @@ def make_plan(space: api.Space, study: str, processes: int, threads: int | None,
               level: float = P.REGIME_LOSS) -> Plan:  # fmt: skip
     """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
     began = time.perf_counter()
-    preps = [c.prepared for c in space.candidates if c.prepared.ok]
+    preps = matched_preps(space)
     timings = tuple(run_pilots(space, preps, space.study.seeds[0], device, processes, threads))
     timings = tuple(R.with_earlier(t, earlier.steps) for t in timings) if earlier else timings
     trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
@@ -86,6 +87,15 @@ def make_plan(space: api.Space, study: str, processes: int, threads: int | None,
                 samples, start, R.makespan(durations, processes, start), peak, claims,
                 f"{earlier.source} {earlier.where}" if earlier else "stated prior", budget_s, fit, decides,
                 time.perf_counter() - began)  # fmt: skip
+
+
+def matched_preps(space: api.Space) -> list:
+    """The candidates a plan pilots: the matched ones; a note line for each unmatched one it leaves out."""
+    for c in space.candidates:
+        if not c.prepared.ok:
+            print(f"coatsearch: note: plan leaves out candidate {c.name}: not matched ({c.prepared.reason}); "
+                  "`run` records its trials failed ('budget not met')", file=sys.stderr)  # fmt: skip
+    return [c.prepared for c in space.candidates if c.prepared.ok]
 
 
 def model_rows(space: api.Space) -> tuple[list[dict], dict[str, set[str]]]:

@@ -155,7 +155,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     space, records = info.load(study)
     report = summarize(study_name, space, records)
     summary = {**report.summary, "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"])}
-    folder = report_folder(Path(reports_dir), study_name)
+    folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
         fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
     figures = plots.render_all(summary, folder)

@@ -191,6 +191,7 @@ def candidate_rows(
             "layout": model.layout if model else "",
             "stages": model.stages if model else "",
             "depths": list(model.depths) if model else [],
+            "budget_macs": model.budget_macs if model else None,
             "optimizers": sorted({r.run.optimizer_name for r in runs}),
             "n": len(runs),
         }

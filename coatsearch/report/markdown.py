@@ -136,6 +136,14 @@ def size_note(z: Sizes | None, ratio: float | None) -> str:
     if z is None or ratio is None:
         return ""
     (small, lo), (big, hi) = z.small, z.big
+    if z.budgets:  # a candidate overrides the budget: each is matched to its own, so they are not equal in MACs
+        each = ", ".join(f"{n} {m:.2f}M" for n, m in z.budgets)
+        return (
+            f"Size: MACs are NOT matched across candidates: they were matched to different budgets ({each}; "
+            f"errors {z.macs_err[0]:+.1f}% to {z.macs_err[1]:+.1f}% against their own); params span {lo:.3f}M "
+            f"({small}) to {hi:.3f}M ({big}), {ratio:.1f}x. A difference between them reflects their size as "
+            "much as their layout."
+        )
     if z.params_err is not None:
         return (
             f"Size: MACs and params are both matched (a joint budget): MACs errors {z.macs_err[0]:+.1f}% to "

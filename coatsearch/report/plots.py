@@ -228,8 +228,8 @@ FIGURES: dict[str, FigureSpec] = {
             "acc_vs_params",
             "candidates",
             lambda rows, s, path: acc_vs_params(rows, s["primary_acc"], s["primary_label"], path),
-            "Eval accuracy (mean ± sd) against parameters: the candidates are matched in MACs, so params are what "
-            "varies between them.",
+            "Eval accuracy (mean ± sd) against parameters: candidates matched to one MACs budget differ in params "
+            "(the Size note under Candidates says whether the MACs are matched).",
         ),
         FigureSpec(
             "edf",

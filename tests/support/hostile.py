@@ -48,7 +48,10 @@ def cli(tmp_path: Path, argv: list[str], seconds: float = 60) -> tuple[int, str,
     os.chdir(tmp_path)
     try:
         with deadline(seconds), redirect_stdout(out), redirect_stderr(err):
-            rc = main(argv)
+            try:
+                rc = main(argv)
+            except SystemExit as exc:  # argparse's one-line flag error
+                rc = int(exc.code or 0)
     finally:
         os.chdir(cwd)
     return rc, out.getvalue(), err.getvalue()
@@ -71,3 +74,13 @@ def study(tmp_path: Path) -> Path:
     make_study(tmp_path / "studies", "fab", SPACE, layout_records())
     store._OPEN.clear()
     return tmp_path / "studies" / "fab" / "journal.log"
+
+
+def wsgi_request(app: object, method: str, path: str, body: bytes) -> str:
+    """One WSGI request to the dashboard app; its status line."""
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "wsgi.input": io.BytesIO(body),
+               "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json", "SERVER_NAME": "x",
+               "SERVER_PORT": "1", "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO()}  # fmt: skip
+    statuses: list[str] = []
+    b"".join(app(environ, lambda status, headers, *_: statuses.append(status)))  # type: ignore[operator]
+    return statuses[0]
