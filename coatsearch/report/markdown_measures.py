@@ -33,7 +33,7 @@ def _phase(lo_hi: tuple[float | None, float | None]) -> str:
     lo, hi = lo_hi
     if lo is None or hi is None:
         return "–"
-    return f"{100 * lo:.0f}%" if round(100 * lo) == round(100 * hi) else f"{100 * lo:.0f}–{100 * hi:.0f}%"
+    return f"{100 * lo:.0f}%" if f"{100 * lo:.0f}" == f"{100 * hi:.0f}" else f"{100 * lo:.0f}–{100 * hi:.0f}%"
 
 
 def matched(g: Matched) -> str:

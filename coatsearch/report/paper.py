@@ -199,27 +199,32 @@ def _recipe(record: TrialRecord) -> str:
 
 
 def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
-    """Per candidate and recipe (optimizer, lr, wd): mean clean train loss and eval accuracy (%) over its runs.
+    """Per candidate and recipe (optimizer, lr, wd): each run's clean train loss and eval accuracy (%) by step.
 
-    Runs of different lr/wd draws are never averaged together: a candidate whose runs differ in recipe gets one
-    curve per recipe, labelled with it.
+    Runs are kept apart, never averaged: runs that stop at different steps (a loss target) or are measured at
+    different steps (dense points) would make a mean over a shrinking set of runs. A candidate whose runs differ
+    in recipe gets one entry per recipe, labelled with it.
     """
     if f.empty:
         return []
     recipe = {r.number: _recipe(r) for r in done}
-    f = f.assign(recipe=f["run"].map(recipe))
-    g = f.groupby(["candidate", "recipe", "step"])
-    mean = pd.DataFrame({"train_loss": g["train_loss"].mean(), "eval_acc": g["eval_acc"].mean() * 100})
-    runs = f.groupby(["candidate", "recipe"])["run"].nunique()
+    f = f.assign(recipe=f["run"].map(recipe)).sort_values(["run", "step"])
     names = [
         c for c in dict.fromkeys([*(space.get("candidates") or []), *f["candidate"]]) if c in f["candidate"].values
     ]
     out = []
     for c in names:
-        mine = runs.loc[c]
-        for rec, n in mine.items():
-            m = mean.loc[(c, rec)]
-            out.append({"candidate": c, "label": c if len(mine) == 1 else f"{c} ({rec})", "step": m.index.tolist(),
-                        "train_loss": m["train_loss"].tolist(), "eval_acc": m["eval_acc"].tolist(),
-                        "runs": int(n)})  # fmt: skip
+        mine = f[f["candidate"] == c]
+        recipes = list(dict.fromkeys(mine["recipe"]))
+        for rec in recipes:
+            runs = [
+                {
+                    "run": int(n),
+                    "step": g["step"].tolist(),
+                    "train_loss": g["train_loss"].tolist(),
+                    "eval_acc": (g["eval_acc"] * 100).tolist(),
+                }
+                for n, g in mine[mine["recipe"] == rec].groupby("run")
+            ]
+            out.append({"candidate": c, "label": c if len(recipes) == 1 else f"{c} ({rec})", "runs": runs})
     return out
