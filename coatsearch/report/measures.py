@@ -32,6 +32,7 @@ TINY_LOSS = 1e-12  # losses are floored here before taking logs
 MAX_SPAN = 3.0  # a reading is censored when its two measured points differ more than this factor in train loss
 FROM_INIT = "bracket starts at the untrained model (step 0)"
 NOT_REACHED = "never reached"
+WIDE = f"bracket wider than {MAX_SPAN:g}x in train loss"
 
 
 # ---------------------------------------------------------------------------------------------- curves
@@ -92,7 +93,7 @@ def crossing(step: Any, loss: Any, acc: Any, level: float, phase: Any = None) ->
         return Reading(reached=True, why=FROM_INIT)
     span = loss[j - 1] / max(loss[j], TINY_LOSS)
     if span > MAX_SPAN:
-        return Reading(reached=True, why=f"bracket spans {span:.1f}x in train loss (> {MAX_SPAN:g}x)")
+        return Reading(reached=True, why=f"{WIDE} ({span:.2f}x)")
     hi, lo = math.log(loss[j - 1]), math.log(max(loss[j], TINY_LOSS))
     t = (hi - math.log(level)) / (hi - lo)
     s_, a_, p_ = (float(v[j - 1] + t * (v[j] - v[j - 1])) for v in (step, acc, phase))

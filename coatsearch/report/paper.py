@@ -99,7 +99,7 @@ def _censored_notes(at: pd.DataFrame, level: float | None, key: list[str]) -> tu
     for c in key:
         mine = here[here["candidate"] == c]
         if mine["censored"].any() and (~mine["censored"]).sum() < 2:
-            whys = "; ".join(dict.fromkeys(mine.loc[mine["censored"], "why"]))
+            whys = "; ".join(dict.fromkeys(w.split(" (")[0] for w in mine.loc[mine["censored"], "why"]))
             too_few.append(f"{c}: {int(mine['censored'].sum())} of {len(mine)} readings at {level:g} nats censored "
                            f"({whys})")  # fmt: skip
     return notes, too_few
