@@ -33,7 +33,7 @@ def figure(claims: list[dict]) -> Figure | None:
     panels = [(c, rows) for c in claims if c["verdict"] in FIRM and (rows := rows_of(c))]
     if not panels:
         return None
-    fig = Figure(figsize=(7, 1.2 + sum(0.6 * len(r) + 0.9 for _, r in panels)), layout="constrained")
+    fig = Figure(figsize=(8, 1.2 + sum(0.6 * len(r) + 0.9 for _, r in panels)), layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False, height_ratios=[len(r) + 1 for _, r in panels])[:, 0]
     for ax, (claim, rows) in zip(axes, panels, strict=True):
         for y, r in enumerate(rows):
@@ -48,7 +48,7 @@ def figure(claims: list[dict]) -> Figure | None:
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_title(f"({claim['id']}) {claim['verdict']}: per-seed paired differences (points)", fontsize=9)
         ax.grid(alpha=0.3, axis="x")
-    axes[-1].set_xlabel("a − b per seed, better direction (dots); mean and 95% interval (black); margin (red |)")
+    axes[-1].set_xlabel("a − b, better direction: seeds (dots), mean and 95% interval (black), ± margin (red)")
     return fig
 
 
