@@ -22,35 +22,38 @@ def run_record(number: int, candidate: str, seed: int, losses, accs, score="gene
     return record(number, candidate, seed, {f"curves.{score}": c}, **kw)
 
 
-# Fits well, generalizes well / fits well, generalizes worse / never fits below 0.3 nats (a low train-eval gap)
-FIT = [2.3, 1.0, 0.1, 0.01]
+# Fits well, generalizes well / fits well, generalizes worse / never fits below 0.3 nats (a low train-eval gap).
+# Points are close in loss (at most 2.7x apart) after the first one above 1 nat, so readings are bracketed.
+FIT = [2.3, 1.5, 0.9, 0.5, 0.25, 0.1, 0.04, 0.015, 0.008]
 RECORDS = [
-    run_record(0, "C-C-C-C", 0, FIT, [0.1, 0.6, 0.80, 0.85]),
-    run_record(1, "C-C-C-C", 1, FIT, [0.1, 0.6, 0.82, 0.86]),
-    run_record(2, "C-T-T-T", 0, FIT, [0.1, 0.5, 0.70, 0.75]),
-    run_record(3, "C-T-T-T", 1, [2.3, 1.0, 0.2, 0.05], [0.1, 0.5, 0.72, 0.76]),
+    run_record(0, "C-C-C-C", 0, FIT, [0.1, 0.5, 0.6, 0.7, 0.75, 0.8, 0.83, 0.85, 0.86]),
+    run_record(1, "C-C-C-C", 1, FIT, [0.1, 0.5, 0.62, 0.72, 0.77, 0.82, 0.84, 0.86, 0.87]),
+    run_record(2, "C-T-T-T", 0, FIT, [0.1, 0.45, 0.55, 0.62, 0.68, 0.70, 0.72, 0.74, 0.75]),
+    run_record(3, "C-T-T-T", 1, [2.3, 1.5, 0.9, 0.45, 0.2, 0.09, 0.05], [0.1, 0.45, 0.56, 0.63, 0.7, 0.72, 0.76]),
     run_record(4, "ViT_REL", 0, [2.3, 1.2, 0.6, 0.3], [0.1, 0.4, 0.50, 0.52]),
     run_record(5, "ViT_REL", 1, [2.3, 1.1, 0.5, 0.45], [0.1, 0.4, 0.51, 0.53]),
-    with_state(run_record(6, "ViT_REL", 2, FIT, [0.9] * 4), "FAIL"),  # not complete: ignored
+    with_state(run_record(6, "ViT_REL", 2, FIT, [0.9] * 9), "FAIL"),  # not complete: ignored
 ]
 
 
 def test_curve_frame_reads_step_curves_only():
     legacy = record(9, "C-C-C-T", 0, {"curves.generalization": {"train_loss": [1.0], "eval_acc": [0.5]}})
     f = M.curve_frame([*RECORDS, legacy], "generalization")
-    assert list(f.columns) == list(M.CURVE_COLUMNS) and len(f) == 6 * 4
-    assert set(f["candidate"]) == {"C-C-C-C", "C-T-T-T", "ViT_REL"} and f["step"].max() == 30
+    assert list(f.columns) == list(M.CURVE_COLUMNS) and len(f) == 3 * 9 + 7 + 2 * 4
+    assert set(f["candidate"]) == {"C-C-C-C", "C-T-T-T", "ViT_REL"} and f["step"].max() == 80
+    assert f["lr_phase"].isna().all()  # curves recorded before the lr phase was
     assert M.curve_frame(RECORDS, "capacity").empty
 
 
-def test_crossing_interpolates_in_log_loss_and_censors():
-    # halfway between 1.0 and 0.01 in log loss is 0.1: step and accuracy halfway too
-    assert M.crossing([0, 10], [1.0, 0.01], [0.5, 0.7], 0.1) == pytest.approx((5.0, 0.6))
-    assert M.crossing([0, 10, 20], [2.0, 1.0, 0.5], [0.1, 0.5, 0.7], 1.0) == pytest.approx((10.0, 0.5))
-    assert M.crossing([0, 10], [0.5, 0.2], [0.3, 0.4], 1.0) == (0.0, 0.3)  # starts below the level
-    assert M.crossing([0, 10, 20], [2.0, 0.5, 0.05], [0.1, 0.6, 0.8], 0.01) is None  # never reached: censored
+def test_crossing_interpolates_in_log_loss_between_measured_points_and_censors():
+    # halfway between 1.0 and 0.5 in log loss is 0.707: step, accuracy and lr phase halfway too
+    r = M.crossing([0, 10, 20], [2.0, 1.0, 0.5], [0.1, 0.5, 0.7], 0.5**0.5, [0.0, 1.0, 0.8])
+    assert (r.step, r.eval_acc, r.lr_phase) == pytest.approx((15.0, 0.6, 0.9)) and not r.censored
+    assert M.crossing([0, 10, 20], [2.0, 1.0, 0.5], [0.1, 0.5, 0.7], 0.5).eval_acc == pytest.approx(0.7)
+    never = M.crossing([0, 10, 20], [2.0, 0.5, 0.3], [0.1, 0.6, 0.8], 0.01)
+    assert never.censored and not never.reached and math.isnan(never.eval_acc)
     # the first passage counts, even when the loss later bounces back above the level
-    assert M.crossing([0, 10, 20, 30], [2.0, 0.3, 0.9, 0.2], [0.1, 0.7, 0.5, 0.8], 0.5)[0] < 10
+    assert M.crossing([0, 10, 20, 30, 40], [2.0, 0.9, 0.4, 0.9, 0.2], [0.1, 0.5, 0.7, 0.5, 0.8], 0.5).step < 20
 
 
 def test_at_levels_censoring_and_lowest_common_level():
@@ -79,10 +82,10 @@ def test_matched_table_and_pairs():
     assert t.loc["ViT_REL", "lowest_level"] == pytest.approx(level) and t.loc["C-C-C-C", "lowest_level"] == 0.01
     assert t.loc["ViT_REL", "lowest_any"] == pytest.approx(M.DEFAULT_LEVELS[2])  # 0.316: seed 0 reached 0.3
     assert (t["runs"] == 2).all()
-    # at 0.562 nats, C-C-C-C seed 0: log-interpolated between (1.0, 0.6) and (0.1, 0.8), a quarter of the way
-    t_frac = math.log(1.0 / level) / math.log(10)
+    # at 0.562 nats, C-C-C-C seed 0: log-interpolated between its points (0.9, 0.6) and (0.5, 0.7)
+    t_frac = math.log(0.9 / level) / math.log(0.9 / 0.5)
     pairs = M.paired_at(matched, level)
-    assert pairs.loc[0, "C-C-C-C"] == pytest.approx(0.6 + 0.2 * t_frac)
+    assert pairs.loc[0, "C-C-C-C"] == pytest.approx(0.6 + 0.1 * t_frac)
     assert list(pairs.columns) == ["C-C-C-C", "C-T-T-T", "ViT_REL"] and list(pairs.index) == [0, 1]
     none_level, none_table = M.matched_table(matched[matched["level"] < 0.5])
     assert none_level is None and none_table["eval_acc"].isna().all() and len(none_table) == 3

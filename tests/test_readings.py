@@ -9,7 +9,15 @@ import pytest
 
 from coatsearch import curve, data, train
 from coatsearch import spec as S
+from coatsearch.report import claims as C
+from coatsearch.report import info, judging, paper, stem
+from coatsearch.report import markdown_claims as MC
+from coatsearch.report import measures as M
+from coatsearch.report import plots_claims as PC
+from coatsearch.report import speed as SP
+from coatsearch.report import verdicts as V
 from coatsearch.spec import DataSpec, OptimSpec
+from tests.report_records import AGREE, SPACE, edit_runs, layout_records, noisy, record, seeded, with_derived
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
 OPT = OptimSpec(lr=3e-3, batch_size=20, warmup_epochs=1)
@@ -97,3 +105,158 @@ def test_the_planner_counts_dense_points():
         curve.dense_budget((0.5, 0.3, 0.2, 0.15, 0.1))
         == math.ceil(math.log(0.5 * 1.3**2 / (0.1 / 1.5 / 1.3)) / math.log(1.3)) + 1
     )
+
+
+# ---------------------------------------------------------------------------------------------- report side
+
+
+def test_a_reading_bracketed_by_the_untrained_model_is_censored_not_interpolated():
+    """13009d6 read C-C-C-T seed 0 at 0.1 nats between step 0 (2.6 nats, 10%) and step 100 (0.082, 65.6%): 62.3%."""
+    r = M.crossing([0, 100], [2.5966, 0.0815], [0.10, 0.656], 0.1, [0.0, 0.996])
+    assert r.censored and r.reached and r.why == M.FROM_INIT and math.isnan(r.eval_acc)
+    assert M.crossing([0], [0.05], [0.5], 0.1).why == M.FROM_INIT  # the untrained model already at the level
+
+
+def test_a_reading_whose_bracket_spans_more_than_the_stated_ratio_is_censored():
+    """C-C-C-T seed 3 (13009d6): 0.189 nats at step 200, 0.020 at 300 — a 9.6x bracket around 0.1 nats."""
+    r = M.crossing([0, 100, 200, 300], [2.50, 0.164, 0.189, 0.0197], [0.1, 0.616, 0.630, 0.710], 0.1)
+    assert r.censored and r.reached and r.why == f"{M.WIDE} (9.59x)"
+    ok = M.crossing([0, 100, 140, 160], [2.50, 0.40, 0.13, 0.08], [0.1, 0.60, 0.64, 0.66], 0.1, [0, 1.0, 0.9, 0.8])
+    assert not ok.censored and 0.64 < ok.eval_acc < 0.66 and 0.8 < ok.lr_phase < 0.9
+
+
+def _curve_record(number: int, cand: str, seed: int, steps, losses, accs, phase=None):
+    c = {"step": list(steps), "train_loss": list(losses), "train_acc": [0.9] * len(steps),
+         "eval_loss": [1.0] * len(steps), "eval_acc": list(accs), "probe": 500}  # fmt: skip
+    if phase is not None:
+        c["lr_phase"] = list(phase)
+    metrics = {"curves.generalization": c, "generalization.eval_acc": accs[-1], "generalization.train_loss": losses[-1],
+               "generalization.images": 500, "generalization.steps": int(steps[-1])}  # fmt: skip
+    return record(number, cand, seed, metrics)
+
+
+SPARSE = [0.0, 100.0]  # the committed default's points of a fast run: step 0 and step 100 only
+DENSE = [0.0, 60.0, 75.0, 90.0, 100.0]
+
+
+def _study(steps_fast, linear_acc: float = 0.60) -> list:
+    """Claim (a)'s five layouts and the linear baseline, 3 seeds, each fit to 0.08 nats: the fast layouts at
+    `steps_fast`, the others and the baseline densely; accuracies in the paper's order, far above `linear_acc`."""
+    accs = {"C-C-C-C": 0.80, "C-C-C-T": 0.795, "C-C-T-T": 0.79, "C-T-T-T": 0.76, "ViT_REL": 0.70,
+            "baseline-linear": linear_acc}  # fmt: skip
+    recs = []
+    for seed in range(3):
+        for k, (cand, a) in enumerate(accs.items()):
+            a += 0.002 * ((seed * 2 + k * k) % 5)  # an irregular spread: the pooled noise is never zero
+            steps = steps_fast if cand in ("C-C-C-C", "C-C-C-T") else DENSE
+            losses = [2.4, 0.08] if len(steps) == 2 else [2.4, 0.3, 0.15, 0.09, 0.07]
+            acc = [0.1, a] if len(steps) == 2 else [0.1, a - 0.05, a - 0.01, a, a + 0.005]
+            phase = [0.0] + [1.0 - s / 400 for s in steps[1:]]
+            recs.append(_curve_record(len(recs), cand, seed, steps, losses, acc, phase))
+    return recs
+
+
+def _claim_a(recs) -> tuple[dict, dict]:
+    space = {**SPACE, "scores": {"generalization": {"loss_levels": [0.5, 0.3, 0.2, 0.15, 0.1]}}}
+    j = judging.judge_records(space, recs)
+    return next(c for c in j["claims"] if c["id"] == "a"), j["gen"]
+
+
+def test_sparse_curves_leave_claim_a_unread_with_the_reason():
+    a, gen = _claim_a(_study(SPARSE))
+    assert gen["level"] == pytest.approx(0.1)  # every run reached 0.1 nats: the level stands
+    assert any("C-C-C-C: 3 of 3 readings at 0.1 nats censored (bracket starts at the untrained" in r
+               for r in gen["out_of_regime"])  # fmt: skip
+    assert a["verdict"] == "inconclusive" and "censored" in a["why"]
+    dense, gen = _claim_a(_study(DENSE))
+    assert dense["verdict"] == "supported" and gen["censored"] == [] and gen["out_of_regime"] == []
+    table = {r["candidate"]: r for r in gen["table"]}
+    assert 0.7 < table["C-C-C-C"]["lr_phase_min"] <= table["C-C-C-C"]["lr_phase_max"] < 0.85  # read at ~78% of peak
+
+
+def test_matched_readings_below_the_linear_baseline_put_the_claim_out_of_regime():
+    """13009d6 had no floor for the matched-loss reading: 'supported' here, from networks below a linear model."""
+    a, _ = _claim_a(_study(DENSE, linear_acc=0.85))
+    assert a["verdict"] == "inconclusive"
+    assert "every key candidate below the linear baseline on gen. eval acc at matched loss at 0.1 nats (" in a["why"]
+    assert "% vs 85." in a["why"]
+    assert V.floor_of("generalization.matched_acc", judging.judge_records(SPACE, _study(DENSE))["rows"]) is not None
+
+
+def test_convergence_not_checkable_is_out_of_regime_where_the_claim_needs_it():
+    """13009d6 passed it silently: a claim (d) with no curves to check was judged as if converged."""
+    recs = layout_records({**AGREE, **seeded({"accuracy.eval_acc": {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}})})
+
+    def no_curve(r, m):
+        m.pop("curves.accuracy", None)
+
+    d = next(c for c in V.all_claims(info.candidate_rows(SPACE, edit_runs(recs, no_curve)), None) if c["id"] == "d")
+    assert d["verdict"] == "inconclusive" and "convergence not checkable for 3 of 3 run(s)" in d["why"]
+    kept = next(c for c in V.all_claims(info.candidate_rows(SPACE, recs), None) if c["id"] == "d")
+    assert kept["verdict"] == "supported"
+
+
+def test_firm_verdicts_carry_their_scale_and_margins_are_derived():
+    a, _ = _claim_a(_study(DENSE))
+    scaled = judging.with_scale({"data": {"dataset": "fashion_mnist"}, "input": [32, 1, 10]},
+                                _study(DENSE), a, None)  # fmt: skip
+    assert scaled["scale"].startswith("at this proxy scale: fashion_mnist, ") and "32x32x1" in scaled["scale"]
+    assert "500 training images" in scaled["scale"] and "3 seeds, 100 steps a run" in scaled["scale"]
+    assert judging.with_scale({}, [], {"verdict": "inconclusive"}, None) == {"verdict": "inconclusive"}
+    claims = {c.id: c for c in C.CHAIN_CLAIMS}
+    assert claims["d"].margin == pytest.approx(0.3) and "V2 − V1 = 0.6" in claims["d"].margin_note
+    assert claims["a"].margin == 1.0 and "not numbers" in claims["a"].margin_note
+
+
+def test_the_report_says_when_equivalence_cannot_be_confirmed_at_n():
+    a = {c["id"]: c for c in V.all_claims(info.candidate_rows(SPACE, layout_records(noisy(AGREE, 0.02))), None)}["a"]
+    note = a["evidence"][0]["equivalence"]
+    assert note.startswith("'≈'/'≥' cannot be confirmed at this n, only refuted: C-C-C-C ≈ C-C-C-T: 90% half-width")
+    assert "paired seeds would confirm" in note
+    good = {c["id"]: c for c in V.all_claims(info.candidate_rows(SPACE, layout_records(AGREE)), None)}["a"]
+    assert good["evidence"][0]["equivalence"].startswith("'≈'/'≥' relations can be confirmed at this n")
+
+
+def _fixed_only(p_drop: float = 0.10, seeds=(0, 1, 2)) -> list:
+    recs, jitter = [], (0.0, 0.004, -0.003, 0.002)
+    for s in seeds:
+        for i, (label, opt) in enumerate(stem.CELLS):
+            acc = 0.85 - {("ViT_P", "sgd"): p_drop, ("ViT_C", "sgd"): 0.005}.get((label, opt), 0.0)
+            metrics = with_derived({"accuracy.eval_acc": acc + 0.01 * s + jitter[(i + s) % 4]})
+            lr = 1e-3 if opt == "adamw" else 5e-2
+            recs.append(record(len(recs), f"{label}-{opt}", s, metrics, label=label, optimizer=opt, lr=lr))
+    return recs
+
+
+def test_claim_f_names_the_parts_its_verdict_rests_on_and_where_each_lr_came_from():
+    """13009d6 said 'supported, 1 of 1 deciding part(s)' for a claim whose EDF half never ran."""
+    space = {"study": {"objective": "accuracy.eval_acc"}}
+    f = next(c for c in judging.judge_records(space, _fixed_only())["claims"] if c["id"] == "f")
+    assert f["verdict"] == "supported" and f["scope"] == "optimizer-gap part only; EDF parts not run"
+    assert [p["status"] for p in f["parts"]] == ["holds", "not run"]
+    assert MC.mark(f).startswith("✅ supported (optimizer-gap part only; EDF parts not run), at this proxy scale")
+    assert "ViT_P sgd lr 0.05" in f["notes"][0] and "one lr per optimizer (AdamW, SGD) shared by both" in f["notes"][0]
+    assert len(f["parts"][0]["per_seed"]) == 3
+
+
+def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
+    space = {"study": {"objective": "accuracy.eval_acc"}}
+    claims = judging.judge_records(space, _fixed_only())["claims"]
+    dense, _ = _claim_a(_study(DENSE))
+    fig = PC.figure([*claims, dense])
+    assert fig is not None and len(fig.axes) == 2  # (a) and (f): both firm
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["gap contrast"]
+    assert PC.figure([{**dense, "verdict": "inconclusive"}]) is None
+    assert PC.draw(claims, tmp_path / "p.png") == "p.png" and (tmp_path / "p.png").stat().st_size > 5000
+
+
+def test_curves_are_drawn_per_run_and_the_pareto_front_pools_one_network():
+    curves = M.curve_frame(_study(DENSE), "generalization")
+    per_run = paper.mean_curves(SPACE, curves, _study(DENSE))
+    assert {len(c["runs"]) for c in per_run} == {3} and "train_loss" not in per_run[0]  # no mean over runs
+    rows = [
+        {"candidate": "P-adamw", "network": "P", "x": (100.0, None)},
+        {"candidate": "P-sgd", "network": "P", "x": (110.0, None)},
+        {"candidate": "C", "x": (50.0, None)},
+    ]
+    assert SP.by_network(rows, "x") == [105.0, 105.0, 50.0]  # timing noise between runs of one network pooled

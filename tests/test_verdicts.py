@@ -156,14 +156,17 @@ def test_still_rising_run_is_not_converged_and_out_of_regime_where_needed():
     assert info.converged({"eval_acc": [0.5, 0.6]}) is None and info.converged({"eval_acc": [0.1, 0.5, 0.5]})
 
 
-def test_linear_floor_guards_final_accuracy_only():
+def test_linear_floor_guards_every_accuracy_measure_on_its_own_reading():
     accs = {**AGREE["generalization.eval_acc"], **SPLITS["generalization.eval_acc"], "baseline-linear": [0.82] * 3}
     claims = _claims({**AGREE, "generalization.eval_acc": accs})
-    assert claims["a"]["verdict"] == "supported"  # the matched-loss reading is not guarded by a final accuracy
+    a = claims["a"]  # the baseline ran but has no matched-loss reading: the regime cannot be checked there
+    assert a["verdict"] == "inconclusive" and "regime not checkable: no linear-baseline value" in a["why"]
     d = claims["d"]
-    assert d["verdict"] == "inconclusive" and "V1: below the linear baseline on gen. eval acc (82.0%)" in d["why"]
-    assert V.floor_of("generalization.matched_acc", _rows(AGREE)) is None
+    assert d["verdict"] == "inconclusive"
+    assert "V1 below the linear baseline on gen. eval acc (80.1% vs 82.0%)" in d["why"]
     assert V.floor_of("capacity.train_loss", _rows(AGREE)) is None  # a loss: no floor
+    low = {**AGREE["generalization.matched_acc"], "baseline-linear": [0.60] * 3}
+    assert _claims({**AGREE, "generalization.matched_acc": low})["a"]["verdict"] == "supported"
 
 
 def test_transfer_where_pretraining_helped_no_key_candidate_is_out_of_regime():

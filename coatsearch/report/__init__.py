@@ -54,7 +54,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section(TRANSFER_SCORE, vm.transfer, mdm.transfer),
     Section(SPEED_SCORE, vs.speed, mds.section, ("acc_vs_speed",)),
     Section("pareto", vs.pareto, mds.pareto),
-    Section("claims", vc.verdicts, mdc.verdicts),
+    Section("claims", vc.verdicts, mdc.verdicts, ("paired_diffs",)),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
     Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", LENGTH_SCORE)),

@@ -20,6 +20,12 @@ class Claim:
     effect_note: str = ""  # where paper_effect comes from
     needs_convergence: bool = False  # a key candidate whose eval accuracy still rises makes the claim out of regime
     margin: float = 1.0  # equivalence margin for ≈ (and non-inferiority for ≥), in points; losses use LOSS_MARGIN
+    margin_note: str = "the paper gives no numbers: 1 point by convention"  # how the margin was derived
+
+
+def half_effect(effect: float) -> float:
+    """The margin derived from a paper's numbers: half its smallest strict difference (docs/verdicts.md)."""
+    return round(effect / 2, 2)
 
 
 CHAIN_CLAIMS = (
@@ -32,6 +38,8 @@ CHAIN_CLAIMS = (
         None,
         "Fig. 1 gives curves, not numbers (unconfirmed)",
         False,  # a matched-loss reading compares runs at the same fit, converged or not
+        1.0,
+        "Fig. 1 gives curves, not numbers: 1 point by convention",
     ),
     Claim(
         "b",
@@ -51,6 +59,8 @@ CHAIN_CLAIMS = (
         0.61,
         "Table 2: 82.39 − 81.78 points at 224",
         True,
+        half_effect(0.61),
+        "half of Table 2's 0.61 points (no ≈/≥ relation uses it)",
     ),
     Claim(
         "d",
@@ -61,6 +71,8 @@ CHAIN_CLAIMS = (
         0.6,
         "Table 7: V2 − V1 = 84.0 − 83.4 points (V0 − V2 = 0.1 is a ≥ relation)",
         True,
+        half_effect(0.6),
+        "half of Table 7's strict V2 − V1 = 0.6 points (the paper's own V0 − V2 = 0.1 lies within it)",
     ),
 )
 CAPACITY_SCORE = CHAIN_CLAIMS[1].measures[0].split(".")[0]  # claim (b)'s score: its curves say if the ranking held
@@ -78,6 +90,8 @@ REL_CLAIM = Claim(
     0.3,
     "Table 6: 84.1 − 83.8 points at 224",
     True,
+    half_effect(0.3),
+    "half of Table 6's 0.3 points (no ≈/≥ relation uses it)",
 )
 NOREL_TAG = "norel"
 

@@ -16,8 +16,7 @@ VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supporte
 def verdicts(vs: Verdicts) -> str:
     """Claim verdicts: the method, rule and its calibration, a summary table, then the evidence of each claim."""
     head = ["claim", "paper", "verdict", "why"]
-    body = [[f"({v['id']}) {v['title']}", v["chain"], VERDICT_MARK[v["verdict"]], v["why"]]
-            for v in (c.verdict for c in vs.claims)]  # fmt: skip
+    body = [[f"({v['id']}) {v['title']}", v["chain"], mark(v), v["why"]] for v in (c.verdict for c in vs.claims)]
     out = ["## Claim verdicts", "", f"Method: {vs.method}", "", f"Rule: {vs.rule}", ""]
     out += [_calibration(vs), "", table(head, body)]
     for c in vs.claims:
@@ -29,6 +28,12 @@ def verdicts(vs: Verdicts) -> str:
         if v.get("parts"):
             out += ["", _parts(v["parts"])]
     return "\n".join(out)
+
+
+def mark(v: Mapping[str, Any]) -> str:
+    """A verdict with the parts it rests on and, when firm, the proxy scale it was reached at."""
+    text = VERDICT_MARK[v["verdict"]] + (f" ({v['scope']})" if v.get("scope") else "")
+    return text + (f", {v['scale']}" if v.get("scale") else "")
 
 
 def _calibration(vs: Verdicts) -> str:
@@ -66,6 +71,7 @@ def _evidence(ev: Evidence) -> list[str]:
     head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
             "Holm p", "relation"]  # fmt: skip
     out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(ev)]
+    out += ["", "Equivalence: " + e["equivalence"]] if e.get("equivalence") else []
     return out
 
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 from coatsearch.report.claims import FIT_LOSS
 from coatsearch.report.info import Metric
 from coatsearch.report.markdown import _f, fmt_stat, table
+from coatsearch.report.measures import MAX_SPAN
 from coatsearch.report.view_measures import Capacity, Edges, Matched, Sized, Transfer, Untested
 
 MATCHED = (
     "CoAtNet §2.2: *if two models have the same training loss, the one with higher evaluation accuracy "
     "generalizes better*. Each run's eval accuracy is read off its step-level curve (clean train loss on a fixed "
     "probe of the training subset against accuracy on the fixed eval set) where its train loss first reaches a "
-    "ladder level, interpolated in log loss. The common level is the lowest ladder level at or below "
+    "ladder level, interpolated in log loss between the two measured points around it. A reading is censored, "
+    f"never interpolated, when that bracket starts at the untrained model (step 0) or spans more than {MAX_SPAN:g}x "
+    "in train loss. The lr phase (lr / peak lr of the cosine schedule) at each reading is shown: a model read "
+    "at its peak lr and one read late in the decay are not at the same point of training. "
+    "The common level is the lowest ladder level at or below "
     f"{FIT_LOSS:g} nats (where train accuracy exceeds eval accuracy) that every run of every key candidate of "
     "claim (a) reached; other candidates are read there too. A run that never reaches a level is censored there "
     "(shown, never credited); a key candidate that never fits that low puts claim (a) out of regime."
@@ -23,25 +28,37 @@ def _size(at: Sized, metrics: tuple[Metric, ...]) -> list[str]:
     return [f"{s.mean:.{m.digits}f}" if s else "–" for s, m in zip(at.size, metrics, strict=True)]
 
 
+def _phase(lo_hi: tuple[float | None, float | None]) -> str:
+    """The lr phase range at a candidate's readings, in % of the peak lr ('–' without one)."""
+    lo, hi = lo_hi
+    if lo is None or hi is None:
+        return "–"
+    return f"{100 * lo:.0f}%" if f"{100 * lo:.0f}" == f"{100 * hi:.0f}" else f"{100 * lo:.0f}–{100 * hi:.0f}%"
+
+
 def matched(g: Matched) -> str:
     """Generalization at matched training loss: the common level, the table with censoring, the figure."""
     at = "no common level: " + ("no candidate reached the ladder" if not g.reached else
                                 f"a key candidate's runs stop above {FIT_LOSS:g} nats")  # fmt: skip
     head = ["candidate", "params (M)", "MACs (M)", "runs", "eval acc at the common level (%)", "censored there",
-            "lowest level all runs reached", "lowest level any run reached"]  # fmt: skip
+            "lr phase there", "lowest level all runs reached", "lowest level any run reached"]  # fmt: skip
     body = []
     for r in g.rows:
         acc = "–" if r.eval_acc is None else f"{r.eval_acc:.1f}" + (f" ± {r.sd:.1f}" if r.sd else "")
         cens = "–" if r.censored_runs is None else f"{r.censored_runs}/{r.runs}"
-        body.append([r.at.candidate, *_size(r.at, g.size_metrics), r.runs, acc, cens,
+        body.append([r.at.candidate, *_size(r.at, g.size_metrics), r.runs, acc, cens, _phase(r.lr_phase),
                      _f(r.lowest_level, 3), _f(r.lowest_any, 3)])  # fmt: skip
-    body += [[c.candidate, *_size(c, g.size_metrics), "–", "censored at every level", "all", "–", "–"] for c in g.never]
+    body += [[c.candidate, *_size(c, g.size_metrics), "–", "censored at every level", "all", "–", "–", "–"]
+             for c in g.never]  # fmt: skip
     ladder = ", ".join(f"{v:.3g}" for v in g.levels)
     common = f"**{g.level:.3g} nats**." if g.level is not None else at + "."
     out = ["## Generalization at matched training loss", "", MATCHED, "",
            f"Ladder (nats): {ladder}. Common level: " + common, "", table(head, body)]  # fmt: skip
     if g.key:
         out += ["", f"Key candidates of claim (a): {', '.join(g.key)}."]
+    if g.censored:
+        out += ["", "Censored at the common level (reached, but no measured pair brackets the reading): "
+                + "; ".join(g.censored) + "."]  # fmt: skip
     if g.out_of_regime:
         out += ["", "Out of regime for claim (a): " + "; ".join(g.out_of_regime) + "."]
     if g.never:

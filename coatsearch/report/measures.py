@@ -26,9 +26,13 @@ from coatsearch.report.claims import EDF_K
 from coatsearch.report.info import Records, complete
 from coatsearch.spec import DEFAULT_LEVELS
 
-CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", "eval_loss", "eval_acc")
-LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "censored")
+CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", "eval_loss", "eval_acc", "lr_phase")
+LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "lr_phase", "reached", "censored", "why")
 TINY_LOSS = 1e-12  # losses are floored here before taking logs
+MAX_SPAN = 3.0  # a reading is censored when its two measured points differ more than this factor in train loss
+FROM_INIT = "bracket starts at the untrained model (step 0)"
+NOT_REACHED = "never reached"
+WIDE = f"bracket wider than {MAX_SPAN:g}x in train loss"
 
 
 # ---------------------------------------------------------------------------------------------- curves
@@ -38,7 +42,8 @@ def curve_frame(records: Records, score: str) -> pd.DataFrame:
     """Step-level curve points of `score` from complete trial records, one row per point (CURVE_COLUMNS).
 
     Reads the run's curve of `score` with a `step` list (coatsearch.curve.Curve.as_dict); older per-epoch
-    curves without steps are skipped. Accuracies stay fractions, losses nats.
+    curves without steps are skipped, older curves without an lr phase get NaN. Accuracies stay fractions,
+    losses nats.
     """
     rows = []
     for r in complete(records):
@@ -46,41 +51,67 @@ def curve_frame(records: Records, score: str) -> pd.DataFrame:
         if c is None or not c.get("step"):
             continue
         meta = {"run": r.number, "candidate": r.candidate, "seed": r.seed}
+        phase = c.get("lr_phase") or [math.nan] * len(c["step"])
         for i, step in enumerate(c["step"]):
-            rows.append({**meta, "step": step, **{k: c[k][i] for k in CURVE_COLUMNS[4:]}})
+            rows.append({**meta, "step": step, **{k: c[k][i] for k in CURVE_COLUMNS[4:8]}, "lr_phase": phase[i]})
     out = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     return out.astype({k: float for k in CURVE_COLUMNS[4:]})
 
 
-def crossing(step: Any, loss: Any, acc: Any, level: float) -> tuple[float, float] | None:
-    """(step, eval acc) where a run's train loss first reaches `level`; None when it never does (censored).
+@dataclass(frozen=True)
+class Reading:
+    """Where a run's train loss first reaches a level: step, eval acc and lr phase read between two measured
+    points, or `why` not (censored: never reached, bracket from step 0, or a bracket wider than MAX_SPAN)."""
 
-    Between the last point above the level and the first at or below it, step and accuracy are interpolated
-    linearly in log loss (the ladder is geometric). A run that starts at or below the level reads its first point.
+    step: float = math.nan
+    eval_acc: float = math.nan
+    lr_phase: float = math.nan
+    reached: bool = False
+    why: str = NOT_REACHED
+
+    @property
+    def censored(self) -> bool:
+        """No reading: the run never got there, or no two measured points close in loss bracket it."""
+        return bool(self.why)
+
+
+def crossing(step: Any, loss: Any, acc: Any, level: float, phase: Any = None) -> Reading:
+    """A run's reading at `level`: between the last point above it and the first at or below it, step, eval acc
+    and lr phase interpolated linearly in log loss (the ladder is geometric).
+
+    Censored, never interpolated: a level the run never reaches; a bracket that starts at the untrained model
+    (step 0, or a run whose first point is already at or below the level); a bracket whose two points differ
+    more than MAX_SPAN in train loss.
     """
     step, loss, acc = (np.asarray(v, dtype=float) for v in (step, loss, acc))
+    phase = np.full(len(step), math.nan) if phase is None else np.asarray(phase, dtype=float)
     hit = np.flatnonzero(loss <= level)
     if not len(hit):
-        return None
+        return Reading()
     j = int(hit[0])
-    if j == 0:
-        return float(step[0]), float(acc[0])
+    if j == 0 or step[j - 1] <= 0:
+        return Reading(reached=True, why=FROM_INIT)
+    span = loss[j - 1] / max(loss[j], TINY_LOSS)
+    if span > MAX_SPAN:
+        return Reading(reached=True, why=f"{WIDE} ({span:.2f}x)")
     hi, lo = math.log(loss[j - 1]), math.log(max(loss[j], TINY_LOSS))
     t = (hi - math.log(level)) / (hi - lo)
-    return float(step[j - 1] + t * (step[j] - step[j - 1])), float(acc[j - 1] + t * (acc[j] - acc[j - 1]))
+    s_, a_, p_ = (float(v[j - 1] + t * (v[j] - v[j - 1])) for v in (step, acc, phase))
+    return Reading(s_, a_, p_, reached=True, why="")
 
 
 def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) -> pd.DataFrame:
-    """Each run's eval accuracy at each train-loss level (LEVEL_COLUMNS); censored rows have NaN step and acc."""
+    """Each run's reading at each train-loss level (LEVEL_COLUMNS); censored rows have NaN step, acc and phase."""
     rows = []
     runs = curves.sort_values(["run", "step"]).groupby(["run", "candidate", "seed"], sort=False, dropna=False)
     for (run, cand, seed), c in runs:
-        step_, loss_, acc_ = (c[k].to_numpy(float) for k in ("step", "train_loss", "eval_acc"))
+        step, loss, acc = (c[k].to_numpy(float) for k in ("step", "train_loss", "eval_acc"))
+        phase = c["lr_phase"].to_numpy(float) if "lr_phase" in c else None
         for level in levels:
-            hit = crossing(step_, loss_, acc_, level)
-            step, acc = hit if hit else (math.nan, math.nan)
-            rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": step,
-                         "eval_acc": acc, "censored": hit is None})  # fmt: skip
+            r = crossing(step, loss, acc, level, phase)
+            rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": r.step,
+                         "eval_acc": r.eval_acc, "lr_phase": r.lr_phase, "reached": r.reached,
+                         "censored": r.censored, "why": r.why})  # fmt: skip
     return pd.DataFrame(rows, columns=list(LEVEL_COLUMNS))
 
 
@@ -89,19 +120,26 @@ def _among(matched: pd.DataFrame, candidates: Iterable[str] | None) -> pd.DataFr
 
 
 def common_level(matched: pd.DataFrame, candidates: Iterable[str] | None = None) -> float | None:
-    """The lowest level that every run of every compared candidate reached; None when there is none."""
+    """The lowest level that every run of every compared candidate reached; None when there is none.
+
+    A run counts as reaching a level even where its reading there is censored by its bracket (it is then left
+    out of the comparison at that level, and the report counts it as censored there).
+    """
     names = list(dict.fromkeys(matched["candidate"])) if candidates is None else list(candidates)
     m = _among(matched, names)
     if m.empty or set(names) - set(m["candidate"]):
         return None
-    reached = m.groupby("level")["censored"].apply(lambda c: not c.any())
+    missed = ~m["reached"].astype(bool) if "reached" in m else m["censored"].astype(bool)
+    reached = missed.groupby(m["level"]).apply(lambda c: not c.any())
     return float(reached[reached].index.min()) if reached.any() else None
 
 
 def lowest_reached(matched: pd.DataFrame, every_run: bool = True) -> pd.Series:
-    """Per candidate, the lowest level all its runs reached (any of its runs: every_run=False); NaN for none."""
+    """Per candidate, the lowest level all its runs reached (any of its runs: every_run=False), read or censored
+    by its bracket; NaN for none."""
     names = list(dict.fromkeys(matched["candidate"]))
-    ok = ~matched.groupby(["candidate", "level"])["censored"].agg("any" if every_run else "all").astype(bool)
+    missed = ~matched["reached"].astype(bool) if "reached" in matched else matched["censored"].astype(bool)
+    ok = ~missed.groupby([matched["candidate"], matched["level"]]).agg("any" if every_run else "all").astype(bool)
     return ok[ok].reset_index().groupby("candidate")["level"].min().reindex(names)
 
 

@@ -80,18 +80,40 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
         r["censored_runs"] = int(censored.get(r["candidate"], 0)) if censored is not None else None
         rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
     never = [c for c in lowest.index if c not in reached]
+    notes, too_few = _censored_notes(at, level, fits)
+    out = [*unfit.values(), rule] if unfit else too_few
     return {"curves": curves, "matched": at, "level": level, "table": [r for r in rows if r["candidate"] in reached],
-            "never": never, "levels": list(ladder), "key": key,
-            "out_of_regime": [*unfit.values(), rule] if unfit else []}  # fmt: skip
+            "never": never, "levels": list(ladder), "key": key, "out_of_regime": out,
+            "censored": notes}  # fmt: skip
+
+
+def _censored_notes(at: pd.DataFrame, level: float | None, key: list[str]) -> tuple[list[str], list[str]]:
+    """(one line per run whose reading at `level` is censored though it got there, key candidates left with
+    fewer than 2 readings there: claim (a) cannot test them)."""
+    if level is None:
+        return [], []
+    here = at[(at["level"] == level) & at["reached"].astype(bool)]
+    cut = here[here["censored"]]
+    notes = [f"{r.candidate} seed {r.seed}: {r.why}" for r in cut.itertuples()]
+    too_few = []
+    for c in key:
+        mine = here[here["candidate"] == c]
+        if mine["censored"].any() and (~mine["censored"]).sum() < 2:
+            whys = "; ".join(dict.fromkeys(w.split(" (")[0] for w in mine.loc[mine["censored"], "why"]))
+            too_few.append(f"{c}: {int(mine['censored'].sum())} of {len(mine)} readings at {level:g} nats censored "
+                           f"({whys})")  # fmt: skip
+    return notes, too_few
 
 
 def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataFrame:
-    """Per candidate: eval acc mean/sd (%) at `level` over the runs that reached it, runs, how low runs got."""
+    """Per candidate: eval acc mean/sd (%) at `level` over its uncensored readings, runs, how low runs got, and
+    the range of lr phase (lr / peak lr) at those readings."""
     here = at[at["level"] == level] if level is not None else at.iloc[:0]
-    grouped = here.groupby("candidate")["eval_acc"]
+    grouped, phase = here.groupby("candidate")["eval_acc"], here.groupby("candidate")["lr_phase"]
     table = pd.DataFrame({"eval_acc": grouped.mean().mul(100), "sd": grouped.std().mul(100),
                           "runs": at.groupby("candidate")["run"].nunique(), "lowest_level": lowest,
-                          "lowest_any": M.lowest_reached(at, every_run=False)}).reindex(lowest.index)  # fmt: skip
+                          "lowest_any": M.lowest_reached(at, every_run=False), "lr_phase_min": phase.min(),
+                          "lr_phase_max": phase.max()}).reindex(lowest.index)  # fmt: skip
     return table.rename_axis("candidate").reset_index()
 
 
@@ -177,27 +199,32 @@ def _recipe(record: TrialRecord) -> str:
 
 
 def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
-    """Per candidate and recipe (optimizer, lr, wd): mean clean train loss and eval accuracy (%) over its runs.
+    """Per candidate and recipe (optimizer, lr, wd): each run's clean train loss and eval accuracy (%) by step.
 
-    Runs of different lr/wd draws are never averaged together: a candidate whose runs differ in recipe gets one
-    curve per recipe, labelled with it.
+    Runs are kept apart, never averaged: runs that stop at different steps (a loss target) or are measured at
+    different steps (dense points) would make a mean over a shrinking set of runs. A candidate whose runs differ
+    in recipe gets one entry per recipe, labelled with it.
     """
     if f.empty:
         return []
     recipe = {r.number: _recipe(r) for r in done}
-    f = f.assign(recipe=f["run"].map(recipe))
-    g = f.groupby(["candidate", "recipe", "step"])
-    mean = pd.DataFrame({"train_loss": g["train_loss"].mean(), "eval_acc": g["eval_acc"].mean() * 100})
-    runs = f.groupby(["candidate", "recipe"])["run"].nunique()
+    f = f.assign(recipe=f["run"].map(recipe)).sort_values(["run", "step"])
     names = [
         c for c in dict.fromkeys([*(space.get("candidates") or []), *f["candidate"]]) if c in f["candidate"].values
     ]
     out = []
     for c in names:
-        mine = runs.loc[c]
-        for rec, n in mine.items():
-            m = mean.loc[(c, rec)]
-            out.append({"candidate": c, "label": c if len(mine) == 1 else f"{c} ({rec})", "step": m.index.tolist(),
-                        "train_loss": m["train_loss"].tolist(), "eval_acc": m["eval_acc"].tolist(),
-                        "runs": int(n)})  # fmt: skip
+        mine = f[f["candidate"] == c]
+        recipes = list(dict.fromkeys(mine["recipe"]))
+        for rec in recipes:
+            runs = [
+                {
+                    "run": int(n),
+                    "step": g["step"].tolist(),
+                    "train_loss": g["train_loss"].tolist(),
+                    "eval_acc": (g["eval_acc"] * 100).tolist(),
+                }
+                for n, g in mine[mine["recipe"] == rec].groupby("run")
+            ]
+            out.append({"candidate": c, "label": c if len(recipes) == 1 else f"{c} ({rec})", "runs": runs})
     return out

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.report import plots_measures, plots_speed, speed  # noqa: E402
+from coatsearch.report import plots_claims, plots_measures, plots_speed, speed  # noqa: E402
 from coatsearch.report.claims import (  # noqa: E402
     BASELINES,
     CAPACITY_SCORE,
@@ -32,6 +32,7 @@ from coatsearch.report.claims import (  # noqa: E402
     SPEED_SCORE,
 )
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
+from coatsearch.report.info import METRICS  # noqa: E402
 from coatsearch.scores import titles  # noqa: E402
 
 
@@ -66,7 +67,11 @@ def generalization(rows: list[dict], path: Path) -> str | None:
                         label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
         if losses and min(losses) > 0 and max(losses) / min(losses) > 20:
             ax.set_xscale("log")
-        ax.set(xlabel="final train loss (nats, clean pass)", ylabel="eval accuracy (%)", title=titles()[score])
+        ax.set(
+            xlabel="train loss where the run ended (nats; a stop target or the step cap)",
+            ylabel="final eval accuracy (%)",
+            title=titles()[score],
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return _save(fig, path)
@@ -74,6 +79,11 @@ def generalization(rows: list[dict], path: Path) -> str | None:
 
 def _has(rows: list[dict], *keys: str) -> bool:
     return any(all(k in r["metrics"] for k in keys) for r in rows)
+
+
+def _runs(c: dict) -> list[dict]:
+    """A curves entry's per-run curves (report.paper.mean_curves), or the entry itself (older per-epoch means)."""
+    return c["runs"] if isinstance(c.get("runs"), list) else [c]
 
 
 def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str | None:
@@ -84,7 +94,7 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     fig = Figure(figsize=(11, 3.8 * len(scores)), layout="constrained")
     axes = fig.subplots(len(scores), 2, squeeze=False)
     for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
-        x = "step" if "step" in tables[score][0] else "epoch"  # step curves; per-epoch ones from older studies
+        x = "step" if "step" in _runs(tables[score][0])[0] else "epoch"  # per-epoch ones from older studies
         seen: dict[str, int] = {}
         for c in tables[score]:
             k = seen[c["candidate"]] = seen.get(c["candidate"], -1) + 1  # a candidate's k-th recipe: its own dashes
@@ -94,8 +104,10 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
                 "ls": ("-", "--", ":", "-.")[k % 4],
             }
             label = c.get("label", c["candidate"])  # per recipe where a candidate's runs differ in lr/wd
-            ax_loss.plot(c[x], c["train_loss"], label=label, **style)
-            ax_acc.plot(c[x], c["eval_acc"], label=label, **style)
+            for j, run in enumerate(_runs(c)):  # each run its own line: never a mean over a shrinking set
+                one = {**style, "label": label if j == 0 else None, "lw": 0.9, "alpha": 0.8, "ms": 2}
+                ax_loss.plot(run[x], run["train_loss"], **one)
+                ax_acc.plot(run[x], run["eval_acc"], **one)
         title = titles().get(score, score)
         what = "clean, fixed probe" if x == "step" else "running mean"
         xlabel = "optimizer step" if x == "step" else "epoch"
@@ -110,23 +122,43 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     return _save(fig, path)
 
 
-def acc_vs_params(rows: list[dict], acc_key: str | None, acc_label: str, path: Path) -> str | None:
-    """Eval accuracy (mean ± sd over runs) against params per candidate (MACs are matched, so params vary)."""
-    pts = [(i, r) for i, r in enumerate(rows) if acc_key and acc_key in r["metrics"] and "params" in r["metrics"]]
-    if not pts:
+def claim_measures(s: dict) -> list[str]:
+    """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
+    keys = [c["evidence"][0]["key"] for c in s.get("claims") or [] if c.get("evidence")]
+    keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
+    return keys or ([s["primary_acc"]] if s.get("primary_acc") else [])
+
+
+def acc_vs_params(rows: list[dict], keys: list[str], path: Path) -> str | None:
+    """Each claim's measure (mean ± sd over runs) against params, one panel per measure: the matched candidates
+    as points, the regime baselines as horizontal lines (their params are far off the budget)."""
+    keys = [k for k in keys if any(k in r["metrics"] and "params" in r["metrics"] for r in rows)]
+    if not keys:
         return None
-    fig = Figure(figsize=(6, 4.5), layout="constrained")
-    ax = fig.subplots()
-    for i, r in pts:
-        x, y = r["metrics"]["params"], r["metrics"][acc_key]
-        ax.errorbar(x.mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7, label=r["candidate"],
-                    **_style(i, r["candidate"]))  # fmt: skip
-    xs = [r["metrics"]["params"].mean for _, r in pts]
-    if min(xs) > 0 and max(xs) / min(xs) > 3:
-        ax.set_xscale("log")
-    ax.set(xlabel="parameters (millions)", ylabel=f"{acc_label} (%)", title="Accuracy vs parameters (matched MACs)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig = Figure(figsize=(5.5 * len(keys), 4.5), layout="constrained")
+    for ax, key in zip(fig.subplots(1, len(keys), squeeze=False)[0], keys, strict=True):
+        for i, r in enumerate(rows):
+            if key not in r["metrics"] or "params" not in r["metrics"]:
+                continue
+            y = r["metrics"][key]
+            if r["candidate"] in BASELINES:
+                ax.axhline(
+                    y.mean,
+                    label=f"{r['candidate']} ({y.mean:.1f}%)",
+                    lw=1,
+                    ls=":",
+                    color=_style(i, r["candidate"])["color"],
+                )
+                continue
+            ax.errorbar(r["metrics"]["params"].mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7,
+                        label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
+        ax.set(
+            xlabel="parameters (millions)",
+            ylabel=f"{METRICS[key].label} (%)",
+            title=f"{METRICS[key].label} vs parameters",
+        )
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     return _save(fig, path)
 
 
@@ -213,23 +245,27 @@ FIGURES: dict[str, FigureSpec] = {
             GEN_SCORE,
             "candidates",
             lambda rows, s, path: generalization(rows, path),
-            "Final train loss (x, clean pass over the training subset) vs eval accuracy (y), mean ± sd over runs "
-            "per candidate, as CoAtNet Fig. 1.",
+            "End of each run: the clean train loss where it ended (x) vs its final eval accuracy (y), mean ± sd "
+            "over runs per candidate. A run stopped at a loss target ends just below it, so x is mostly the target "
+            "and its spread is noise: this is not CoAtNet Fig. 1 (which compares at matched training loss; see "
+            "matched_loss.png).",
         ),
         FigureSpec(
             "curves",
             "curves",
             lambda tables, s, path: curves(tables, [r["candidate"] for r in s["candidates"]], path),
-            "Training curves per candidate and recipe (mean over its runs; one curve per lr/wd draw where they "
-            "differ): clean train loss on the fixed probe and eval accuracy "
+            "Training curves, one line per run (never a mean over runs that stop or are measured at different "
+            "steps), one style per candidate and recipe: clean train loss on the fixed probe and eval accuracy "
             "on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
         ),
         FigureSpec(
             "acc_vs_params",
             "candidates",
-            lambda rows, s, path: acc_vs_params(rows, s["primary_acc"], s["primary_label"], path),
-            "Eval accuracy (mean ± sd) against parameters: candidates matched to one MACs budget differ in params "
-            "(the Size note under Candidates says whether the MACs are matched).",
+            lambda rows, s, path: acc_vs_params(rows, claim_measures(s), path),
+            "Each judged claim's own measure (mean ± sd over runs; one panel per measure) against parameters: "
+            "candidates matched to one MACs budget differ in params (the Size note under Candidates says whether the "
+            "MACs are matched); the regime baselines are the dotted lines (the floor a claim's key candidates must "
+            "beat).",
         ),
         FigureSpec(
             "edf",
@@ -245,10 +281,20 @@ FIGURES: dict[str, FigureSpec] = {
             "matched_loss",
             lambda frames, s, path: plots_measures.draw(frames, path),
             "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
-            "(CoAtNet Fig. 1): faint lines are runs, markers the mean at each ladder level (hollow where some runs "
-            "are censored), × the end of a censored run, the dashed line claim (a)'s common level (the lowest level "
-            "at or below 0.1 nats every run of its key candidates reached).",
+            "(CoAtNet Fig. 1): faint lines are runs' measured points after step 0, markers the mean of the "
+            "uncensored readings at each ladder level (hollow where some runs are censored: never reached, or no "
+            "two measured points close in loss bracket the level; nothing is interpolated from step 0), × the end "
+            "of a run short of the ladder, the dashed line claim (a)'s common level (the lowest level at or below "
+            "0.1 nats every run of its key candidates reached).",
             compute=lambda space, fr: plots_measures.frames(fr.matched),
+        ),
+        FigureSpec(
+            "paired_diffs",
+            "claims",
+            lambda claims, s, path: plots_claims.draw(claims, path),
+            "The per-seed paired differences behind every firm verdict: for each relation (claim (f): its gap "
+            "contrast) the seeds' differences a − b in the better direction (dots), their mean with the verdict's "
+            "95% interval (black), zero (grey) and, for '≈'/'≥' relations, ± the margin (red).",
         ),
         FigureSpec(
             LENGTH_SCORE,

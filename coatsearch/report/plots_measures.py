@@ -23,6 +23,7 @@ def _ladder(matched: pd.DataFrame) -> pd.DataFrame:
     """Per level of one candidate: mean eval acc (%) of the runs that reached it, and how many did not."""
     g = matched.groupby("level")
     out = pd.DataFrame({"acc": g["eval_acc"].mean() * 100, "censored": g["censored"].sum(), "runs": g.size()})
+    out = out[out["acc"].notna()]  # every reading censored: nothing measured to show
     return out[out["censored"] < out["runs"]]  # levels no run reached have nothing to show
 
 
@@ -46,17 +47,19 @@ def matched_loss(curves: pd.DataFrame, matched: pd.DataFrame, path: Path, level:
 def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: float | None = None) -> Figure:
     """Eval accuracy against clean train loss (log x, loss falling to the right), one trajectory per candidate.
 
-    Faint lines are the runs' raw curves; markers are the candidate's mean at each ladder level, filled where
-    every run reached the level and hollow where some runs are censored (the mean of those that reached it);
-    × marks the last point of a run censored somewhere on the ladder. The dashed line is the common level
-    at which candidates are compared.
+    Faint lines are the runs' measured points after step 0 (the untrained model is never joined to them);
+    markers are the candidate's mean at each ladder level over its uncensored readings, filled where every run
+    has one and hollow where some are censored (never reached, or no measured pair brackets the level: never
+    interpolated from step 0); × marks the last point of a run that never reached some level. The dashed line
+    is the common level at which candidates are compared.
     """
     fig = Figure(figsize=(6.5, 4.8), layout="constrained")
     ax = fig.subplots()
-    censored_runs = set(matched.loc[matched["censored"], "run"])
+    short = ~matched["reached"].astype(bool) if "reached" in matched else matched["censored"].astype(bool)
+    censored_runs = set(matched.loc[short, "run"])
     for i, cand in enumerate(dict.fromkeys(curves["candidate"])):
         color, marker = f"C{i % 10}", MARKERS[i % len(MARKERS)]
-        for run, c in curves[curves["candidate"] == cand].sort_values("step").groupby("run"):
+        for run, c in curves[(curves["candidate"] == cand) & (curves["step"] > 0)].sort_values("step").groupby("run"):
             ax.plot(c["train_loss"].clip(lower=TINY_LOSS), 100 * c["eval_acc"], color=color, alpha=0.25, lw=0.8)
             if run in censored_runs:
                 last = c.iloc[-1]
@@ -75,7 +78,7 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     ax.grid(alpha=0.3)
     keys = [
         Line2D([], [], color="grey", marker="o", mfc="none", ls="none", label="some runs censored"),
-        Line2D([], [], color="grey", marker="x", ls="none", label="end of a censored run"),
+        Line2D([], [], color="grey", marker="x", ls="none", label="end of a run short of the ladder"),
     ]
     if level is not None:
         keys.append(Line2D([], [], color="grey", ls="--", label=f"claim (a) common level {level:.3g} nats"))

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
-from coatsearch.report.speed import pareto  # noqa: E402
+from coatsearch.report.speed import by_network, pareto  # noqa: E402
 from coatsearch.scores import role  # noqa: E402
 
 # One panel per throughput: its role (scores.role), what it times and the row fact that gives its batch.
@@ -27,12 +27,13 @@ def draw(table: dict, path: Path) -> str | None:
     for ax, (rate, what, batch_of) in zip(fig.subplots(1, 2), PANELS, strict=True):
         key = role(rate)
         have = [r for r in rows if r[key][0]]
-        for i, r in enumerate(have):
-            (x, xsd), (y, ysd) = r[key], r["acc"]
+        pooled = by_network(have, key)  # one speed per network: same-network differences are timing noise
+        for i, (r, x) in enumerate(zip(have, pooled, strict=True)):
+            (_, xsd), (y, ysd) = r[key], r["acc"]
             ax.errorbar(x, y, xerr=xsd or 0, yerr=ysd or 0, capsize=3, ls="none", ms=7, label=r["candidate"],
                         marker=MARKERS[i % len(MARKERS)], color=f"C{i % 10}")  # fmt: skip
-        on = pareto([(r["acc"][0], r[key][0]) for r in have], (True, True))
-        front = sorted((r[key][0], r["acc"][0]) for r, f in zip(have, on, strict=True) if f)
+        on = pareto([(r["acc"][0], x) for r, x in zip(have, pooled, strict=True)], (True, True))
+        front = sorted((x, r["acc"][0]) for r, x, f in zip(have, pooled, on, strict=True) if f)
         if front:
             xs, ys = zip(*front, strict=True)
             ax.step(xs, ys, where="post", color="k", ls="--", lw=1, label="Pareto front")

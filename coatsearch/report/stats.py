@@ -54,7 +54,8 @@ def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) ->
     d = np.array([sign * (a[s] - b[s]) for s in seeds], dtype=float)
     n = len(d)
     mean = float(d.mean()) if n else math.nan
-    out: dict = {"n": n, "d": mean, "sd": float(d.std(ddof=1)) if n > 1 else None}
+    out: dict = {"n": n, "d": mean, "sd": float(d.std(ddof=1)) if n > 1 else None,
+                 "per_seed": [[s, float(v)] for s, v in zip(seeds, d, strict=True)]}  # fmt: skip
     out.update(se=None, df=None, ci=None, ci_equiv=None, p=None)
     if n < 2 or pooled is None:
         return out

@@ -74,7 +74,11 @@ def gap_contrast(cells: dict[str, dict]) -> dict:
     by = [cells[f"{a}/{b}"]["by_seed"] for a, b in CELLS]
     seeds = sorted(set.intersection(*(set(b) for b in by)), key=str)
     d = np.array([(by[0][s] - by[1][s]) - (by[2][s] - by[3][s]) for s in seeds])
-    part.update(n=len(d), d=float(d.mean()) if len(d) else None)
+    part.update(
+        n=len(d),
+        d=float(d.mean()) if len(d) else None,
+        per_seed={str(s): float(v) for s, v in zip(seeds, d, strict=True)},
+    )
     if len(d) < 2 or float(d.std(ddof=1)) == 0.0:
         reason = (
             f"{len(d)} seed(s) with one fixed recipe in every cell (needs ≥ 2 with spread; sampled lr/wd "
@@ -131,11 +135,16 @@ def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None
 
 
 def stem_claim(tables: dict | None) -> dict | None:
-    """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs."""
+    """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs.
+
+    The verdict names the parts it rests on (`scope`): a gap-only study is 'optimizer-gap part only; EDF parts
+    not run', never a plain 'supported' of a claim whose EDF half never ran.
+    """
     if not tables or not {g["model_label"] for g in tables["gaps"]} & {"ViT_P", "ViT_C"}:
         return None
     n_opt = len({e["optimizer"] for e in tables["edf"]})
-    parts = [gap_contrast(tables["cells"]), *edf_parts(tables["edf"], 1 + n_opt)]
+    edf = edf_parts(tables["edf"], 1 + n_opt) or [EDF_NOT_RUN]
+    parts = [gap_contrast(tables["cells"]), *edf]
     tested = [p for p in parts if p["status"] == "tested"]
     for part, q in zip(tested, S.holm([p["p"] for p in tested]), strict=True):
         firm = q is not None and q < C.VERDICT_ALPHA
@@ -145,12 +154,44 @@ def stem_claim(tables: dict | None) -> dict | None:
     verdict = "not supported" if bad else "supported" if held == len(decisive) else "inconclusive"  # can't resolve
     why = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
     why += "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
+    scope = _scope(parts, decisive)
     low = below_linear(tables["cells"], tables.get("linear", {}))
     if low:
         verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
     claim = C.STEM_CLAIM
     head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
-    return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [], "parts": parts}
+    return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [lr_source(tables["cells"])],
+            "parts": parts, "scope": scope if verdict != "inconclusive" else ""}  # fmt: skip
+
+
+EDF_NOT_RUN = {"what": f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "short": "EDF",
+               "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α", "status": "not run",
+               "reason": "no sampled lr/wd runs in this study"}  # fmt: skip
+
+
+def _scope(parts: list[dict], decisive: list[dict]) -> str:
+    """Which parts of the claim a firm verdict rests on, when not all of them: '' when every part decided."""
+    edf = parts[1:]
+    if all(p["status"] == "not run" for p in edf):
+        return "optimizer-gap part only; EDF parts not run"
+    left = [p["short"] for p in edf if p not in decisive]
+    return f"without {', '.join(left)} (not resolvable at these runs)" if left else ""
+
+
+def lr_source(cells: dict[str, dict]) -> str:
+    """Where each (model, optimizer) recipe's lr came from, as the report states it."""
+    got = {k: c for k, c in cells.items() if c.get("lr") is not None}
+    if not got:
+        return "lr of each recipe: not recorded"
+    recipes = ", ".join(f"{k.replace('/', ' ')} lr {c['lr']:.3g}" for k, c in got.items())
+    by_opt: dict[str, set] = {}
+    for k, c in got.items():
+        by_opt.setdefault(k.split("/")[1], set()).add(c["lr"])
+    shared = [_OPT.get(o, o) for o, lrs in by_opt.items() if len(lrs) == 1 and sum(k.endswith(o) for k in got) > 1]
+    how = f"one lr per optimizer ({', '.join(shared)}) shared by both models" if shared else "each model's own lr"
+    return (f"lr of each recipe: {recipes}: {how}, fixed in the space file (the most-run recipe of each cell), "
+            "not each model's best lr chosen on images that do not decide the verdict (the study has no such "
+            "validation images)")  # fmt: skip
 
 
 def below_linear(cells: dict[str, dict], linear: dict) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -41,9 +42,11 @@ VERDICT_RULE = (
     "key relation is significantly reversed or a '≈'/'≥' relation is significantly violated (the report names it). "
     "**inconclusive**: anything else, with the reason; a run with fewer than 2 paired seeds is never tested, so "
     "n = 1 is never firm. **inconclusive — out of regime**: a key candidate failed to train (every run within "
-    f"{C.CHANCE_POINTS:g} points of chance); on a final-accuracy measure (%, not the matched-loss reading), a key "
-    "candidate below the linear baseline on that same measure; a key candidate that still rises (> "
-    f"{C.PLATEAU_POINTS:g} point over the last third of its curve) where the claim needs convergence; for "
+    f"{C.CHANCE_POINTS:g} points of chance); on every accuracy measure (%), the matched-loss reading "
+    "included, a key candidate not above the linear baseline on that same measure at the same reading (no "
+    "linear-baseline value there: not checkable, so out of regime); a key candidate that still rises (> "
+    f"{C.PLATEAU_POINTS:g} point over the last third of its curve), or whose convergence cannot be checked (curve "
+    "too short or missing), where the claim needs convergence; for "
     "transfer, pretraining that helped no key candidate (mean fine-tune − scratch gain ≤ 0); for claim (a), a "
     f"key candidate with a run that never fits to {C.FIT_LOSS:g} nats (the matched level is chosen over claim "
     f"(a)'s key candidates only, at or below {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy). "
@@ -183,25 +186,45 @@ def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) ->
 
 
 def floor_of(key: str, rows: list[dict]) -> float | None:
-    """The linear baseline's mean on a final-accuracy measure (%; not the matched-loss reading), else None."""
-    if METRICS[key].unit != "%" or key == MATCHED_KEY:
+    """The linear baseline's mean on an accuracy measure (%), the matched-loss reading included; else None."""
+    if METRICS[key].unit != "%":
         return None
     base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and key in r["metrics"]), None)
     return base["metrics"][key].mean if base is not None else None
 
 
-def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict]) -> list[str]:
-    """Why the claim is out of regime on a measure: key candidates at chance, below the floor, not converged."""
+def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], where: str) -> list[str]:
+    """The regime guard against the linear baseline on the claim's own measure, at the same reading."""
+    metric = METRICS[key]
+    if metric.unit != "%":
+        return []
+    floor, label = floor_of(key, rows), metric.label + (f" {where}" if where else "")
+    have = [(n, row["metrics"][key].mean) for n, row in named if key in row["metrics"]]
+    if floor is None:
+        ran = any(r["candidate"] == C.BASELINES[0] for r in rows)
+        return [f"regime not checkable: no linear-baseline value on {label}"] if ran and have else []
+    low = [(n, v) for n, v in have if v <= floor]
+    if not low:
+        return []
+    span = f"{min(v for _, v in low):.1f}–{max(v for _, v in low):.1f}%" if len(low) > 1 else f"{low[0][1]:.1f}%"
+    who = "every key candidate" if len(low) == len(have) else ", ".join(n for n, _ in low)
+    return [f"{who} below the linear baseline on {label} ({span} vs {floor:.1f}%)"]
+
+
+def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict], where: str = "") -> list[str]:
+    """Why the claim is out of regime on a measure: key candidates at chance, not above the linear baseline on
+    the same measure and reading (`where`, e.g. 'at 0.1 nats'), not converged or not checkably converged."""
     group, out = group_of(key), []
-    floor = floor_of(key, rows)
     for name, row in named:
         g = row["guards"].get(group) or {}
         if g.get("runs") and g.get("failed") == g.get("runs"):
             out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
         if claim.needs_convergence and g.get("not_converged"):
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
-        if floor is not None and key in row["metrics"] and row["metrics"][key].mean < floor:
-            out.append(f"{name}: below the linear baseline on {METRICS[key].label} ({floor:.1f}%)")
+        if claim.needs_convergence and key in row["metrics"] and (g.get("unchecked") or not g):
+            runs = f"{g['unchecked']} of {g['runs']} run(s)" if g else "its runs"
+            out.append(f"{name}: convergence not checkable for {runs} (curve too short or missing)")
+    out += _below_floor(named, key, rows, where)
     gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == group_of(GAIN) else []
     if gains and max(gains) <= 0:
         out.append(
@@ -239,13 +262,14 @@ def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tu
 
 
 def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise: Any, rho: Any,
-             extra: tuple[str, ...] = ()) -> dict:  # fmt: skip
+             extra: tuple[str, ...] = (), where: str = "") -> dict:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict."""
     metric = METRICS[key]
     judge(pairs)
     pw = power(claim, key, pairs, noise) if rho is not None else None
-    reasons = [*extra, *regime(claim, named, key, rows)]
+    reasons = [*extra, *regime(claim, named, key, rows, where if key == MATCHED_KEY else "")]
     verdict, why = _verdict(pairs, pw, reasons)
+    equiv = equivalence_note(pairs, claim)
     guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
     members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
                if key in r["metrics"]]  # fmt: skip
@@ -253,11 +277,33 @@ def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: lis
     return {"key": key, "label": metric.label, "unit": metric.unit, "rho": rho[0], "rho_p": rho[1],
             "members": members, "pairs": pairs, "power": pw, "guards": guards, "out_of_regime": reasons,
             "needs_convergence": claim.needs_convergence, "verdict": verdict,
-            "why": why}  # fmt: skip
+            "why": why, "equivalence": equiv}  # fmt: skip
+
+
+def equivalence_note(pairs: list[dict], claim: C.Claim) -> str:
+    """Whether the study's n can confirm its '≈'/'≥' relations at the claim's margin; '' without any.
+
+    A '≈' is confirmed when the 90% interval lies within ± the margin; when its half-width alone reaches the
+    margin, no outcome can confirm it at this n and the relation can only be refuted (violated).
+    """
+    soft = [p for p in pairs if not p["key"] and p.get("ci_equiv")]
+    if not soft:
+        return ""
+    wide = [(p, (p["ci_equiv"][1] - p["ci_equiv"][0]) / 2) for p in soft]
+    wide = [(p, h) for p, h in wide if h >= p["margin"]]
+    derived = f"margin {soft[0]['margin']:g} ({claim.margin_note})"
+    if not wide:
+        return f"'≈'/'≥' relations can be confirmed at this n: every 90% half-width is below the {derived}."
+    need = max(math.ceil(p["n"] * (h / p["margin"]) ** 2) + 1 for p, h in wide)
+    each = "; ".join(f"{p['a']} {p['paper']} {p['b']}: 90% half-width {h:.2f} at n = {p['n']}" for p, h in wide)
+    return (
+        f"'≈'/'≥' cannot be confirmed at this n, only refuted: {each}, not below the {derived}; about "
+        f"{need} paired seeds would confirm a true difference of 0."
+    )
 
 
 def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
-                   extra: tuple[str, ...] = ()) -> dict | None:  # fmt: skip
+                   extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
     """Measured vs paper order on one measure, between neighbouring measured models of the chain.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
@@ -276,7 +322,8 @@ def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], n
     sign = _sign(METRICS[key])
     claimed, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
     rho = S.spearman([float(v) for v in claimed], measured) if describe else None
-    return evidence(claim, key, pairs, [(n, resolved[n]) for n in names if n in resolved], rows, noise, rho, extra)
+    named = [(n, resolved[n]) for n in names if n in resolved]
+    return evidence(claim, key, pairs, named, rows, noise, rho, extra, where)
 
 
 def _head(claim: C.Claim) -> dict:
@@ -308,8 +355,9 @@ def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list
 
 
 def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe: bool = True,
-                extra: tuple[str, ...] = ()) -> dict | None:  # fmt: skip
-    """Verdict on an ordering claim (extra: out-of-regime reasons found upstream), None without any of its models."""
+                extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
+    """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
+    'at 0.1 nats'), None without any of its models."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     resolved, notes = {}, []
     for n in parse_chain(claim.chain)[0]:
@@ -319,7 +367,8 @@ def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = No
             notes += [note] if note else []
     if not resolved:
         return None
-    found = [e for k in claim.measures if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra))]
+    found = [e for k in claim.measures
+             if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra, where))]  # fmt: skip
     return _combine(claim, found, notes) or unjudged(claim, resolved, extra, notes)
 
 
@@ -380,14 +429,16 @@ def v_table(rows: list[dict]) -> list[dict]:
 
 def all_claims(
     rows: list[dict], stem: dict | None, noise_by_key: dict | None = None, describe: bool = True,
-    regime_a: Sequence[str] = (),
+    regime_a: Sequence[str] = (), level_a: float | None = None,
 ) -> list:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
 
     stem: claim (f)'s tables (report.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
-    matched-loss reading (report.paper.matched).
+    matched-loss reading (report.paper.matched), level_a its common level (nats).
     """
     nz = noises(rows) if noise_by_key is None else noise_by_key
-    found = [chain_claim(c, rows, nz, describe, tuple(regime_a) if c.id == "a" else ()) for c in C.CHAIN_CLAIMS]
+    where = f"at {level_a:g} nats" if level_a is not None else ""
+    found = [chain_claim(c, rows, nz, describe, tuple(regime_a) if c.id == "a" else (), where)
+             for c in C.CHAIN_CLAIMS]  # fmt: skip
     found += [rel_claim(rows, nz, describe), stem_claim(stem)]
     return [v for v in found if v is not None]

@@ -42,6 +42,7 @@ class MatchedRow:
     censored_runs: int | None
     lowest_level: float | None
     lowest_any: float | None
+    lr_phase: tuple[float | None, float | None] = (None, None)  # (min, max) lr / peak lr at the readings
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Matched:
     never: tuple[Sized, ...]  # censored at every level
     key: tuple[str, ...]
     out_of_regime: tuple[str, ...]
+    censored: tuple[str, ...] = ()  # runs that reached the common level but whose reading there is censored
 
 
 def matched(ctx: Context) -> Matched | None:
@@ -64,9 +66,11 @@ def matched(ctx: Context) -> Matched | None:
     if not g["table"] and not g["never"]:
         return None
     rows = tuple(MatchedRow(_sized(ctx, r["candidate"]), r["runs"], r["eval_acc"], r["sd"], r["censored_runs"],
-                            r["lowest_level"], r["lowest_any"]) for r in g["table"])  # fmt: skip
+                            r["lowest_level"], r["lowest_any"], (r.get("lr_phase_min"), r.get("lr_phase_max")))
+                 for r in g["table"])  # fmt: skip
     return Matched(tuple(METRICS[k] for k in SIZE_KEYS), tuple(g["levels"]), g["level"], bool(g["table"]), rows,
-                   tuple(_sized(ctx, c) for c in g["never"]), tuple(g["key"]), tuple(g["out_of_regime"]))  # fmt: skip
+                   tuple(_sized(ctx, c) for c in g["never"]), tuple(g["key"]), tuple(g["out_of_regime"]),
+                   tuple(g.get("censored") or ()))  # fmt: skip
 
 
 @dataclass(frozen=True)
