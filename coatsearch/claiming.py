@@ -74,7 +74,8 @@ def claim(
     with locked(study_folder):
         fail_stale(study)
         trials = study.get_trials(deepcopy=False)
-        if limit is not None and sum(t.user_attrs.get("run_id") == run_id for t in trials) >= limit:
+        mine = [t for t in trials if t.user_attrs.get("run_id") == run_id and not _rejected(t)]
+        if limit is not None and len(mine) >= limit:
             return None
         if not any(t.state.name == "WAITING" for t in trials):
             taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
@@ -91,11 +92,16 @@ def claim(
 
 def holds_key(t: optuna.trial.FrozenTrial) -> bool:
     """Whether a trial keeps its key taken: one of ours in any state but a FAIL without a reason."""
-    if problem(t):
+    if problem(t) or _rejected(t):
         return False
     if t.state.name == "FAIL":
         return "fail_reason" in t.user_attrs
     return True
+
+
+def _rejected(t: optuna.trial.FrozenTrial) -> bool:
+    """A sampled point refused before training (store.reject): it trained nothing and keeps no key."""
+    return t.state.name == "PRUNED" and isinstance(t.user_attrs.get("rejected"), str)
 
 
 def fail_stale(study: optuna.Study) -> None:

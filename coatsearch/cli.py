@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--profile", default="default")
     show.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     show.add_argument("--candidate", metavar="NAME", help="print this candidate's module tree")
+    show.add_argument("--all", action="store_true", help="list every architecture a searched candidate holds")
     show.set_defaults(func=_show)
 
     _plan_command(sub)
@@ -206,6 +207,7 @@ def _study_parser(
 def _show(args: argparse.Namespace) -> int:
     from coatsearch import api
     from coatsearch.candidates import row
+    from coatsearch.cli_search import show_search
 
     space = api.load_space(args.space, args.profile)
     if args.candidate:
@@ -217,6 +219,8 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     rows = [row(c.prepared) for c in space.candidates]
     print(json.dumps(rows, indent=2) if args.json else _table(rows))
+    if not args.json and (found := show_search(space, args.all)):
+        print(f"\n{found}")
     return 0
 
 

@@ -15,7 +15,7 @@ import yaml  # type: ignore[import-untyped]  # no stubs installed here (types-Py
 from pydantic import ValidationError
 
 from coatsearch import document as D
-from coatsearch import kinds, scores
+from coatsearch import scores
 from coatsearch import spec as S
 from coatsearch.errors import UserError
 
@@ -83,9 +83,7 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         seen.add(cand.name)
         if doc.study.baselines and cand.name in S.BASELINES:
             yield ("candidates", i, "name"), f"'{cand.name}' is a regime baseline's name (study.baselines is on)"
-        late = kinds.conv_after_attention(cand.layout) if doc.constraints.conv_before_attention else ""
-        if late:
-            yield ("candidates", i, "layout"), f"{late} (constraints.conv_before_attention is on)"
+        yield from _layout_problems(doc, i, cand)
         problem = model_problem(cand, doc.input)
         if problem:
             yield ("candidates", i), problem
@@ -107,6 +105,27 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                 if problem:
                     yield loc, f"value {value!r} is not valid there: {problem}"
                     break
+
+
+def _layout_problems(doc: D.SpaceDoc, i: int, cand: D.CandidateSpec) -> Iterator[tuple[tuple, str]]:
+    """The constraints on a candidate's layout: its own, or, when it searches the layout, some sampled one."""
+    from coatsearch import search
+
+    dims = sorted((p, d.choices) for p, d in cand.search.items() if d is not None and _is_layout(p))
+    if not dims:
+        if why := search.constraint_problem(doc.constraints.conv_before_attention, cand.layout):
+            yield ("candidates", i, "layout"), why
+        return
+    if any(d is None for _, d in dims):
+        return  # a non-choice layout dimension: the value check names it
+    if not search.satisfiable(doc.constraints.conv_before_attention, cand.layout, [(p, c or ()) for p, c in dims]):
+        path = dims[0][0]
+        loc = ("search", path) if path in doc.search else ("candidates", i, "search", path)
+        yield loc, "no sampled layout satisfies constraints.conv_before_attention: every point would be rejected"
+
+
+def _is_layout(path: str) -> bool:
+    return path == "model.layout" or (path.startswith("model.layout.") and path.rsplit(".", 1)[1].isdigit())
 
 
 def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:

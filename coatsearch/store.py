@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import platform
 import socket
@@ -35,7 +34,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from coatsearch import __version__, fsafe
+from coatsearch import __version__, fsafe, search
 from coatsearch import journal as J
 from coatsearch import record as R
 from coatsearch import trialcheck as TC
@@ -48,6 +47,7 @@ from coatsearch.space import Dim, Space
 JOURNAL = "journal.log"
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
+REJECTED = "rejected"  # user attribute of a sampled point refused before training (search.admit): why
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
 
 
@@ -223,7 +223,7 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
         choices = tuple(d.choices or ())  # a choice dimension always has choices (the spec checks it)
         if len(choices) == 1:
             return choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
-        labels: list[Any] = [c if isinstance(c, str | int | float | bool) else json.dumps(c) for c in choices]
+        labels: list[Any] = [search.label(c) for c in choices]
         picked = trial.suggest_categorical(d.path, labels)
         return choices[labels.index(picked)]
     assert d.low is not None and d.high is not None  # a numeric dimension always has bounds (the spec checks it)
@@ -278,8 +278,41 @@ def record(trial: optuna.trial.FrozenTrial) -> R.TrialRecord:
         params=MappingProxyType(params),
         start=trial.datetime_start.isoformat() if trial.datetime_start else None,
         complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
-        run=R.read(copy.deepcopy(dict(trial.user_attrs)), trial.state.name, params),
+        run=_rejection(R.read(copy.deepcopy(dict(trial.user_attrs)), _state(trial), params), trial),
     )
+
+
+def _rejection(run: R.RunRecord, trial: optuna.trial.FrozenTrial) -> R.RunRecord:
+    """A rejected point's record carries why, as `extra['rejected']` (it trained nothing, so it has no record)."""
+    if run.state != "REJECTED":
+        return run
+    return replace(run, extra=MappingProxyType({**run.extra, REJECTED: trial.user_attrs[REJECTED]}))
+
+
+def _state(trial: optuna.trial.FrozenTrial) -> str:
+    """The trial's state name; a PRUNED trial carrying `rejected` is a point refused at sampling (REJECTED)."""
+    if trial.state == TrialState.PRUNED and isinstance(trial.user_attrs.get(REJECTED), str):
+        return "REJECTED"
+    return trial.state.name
+
+
+def reject(study: optuna.Study, trial: optuna.Trial, key: str, why: str) -> None:
+    """Record a sampled point refused before training: told PRUNED (samplers learn it is bad) with `rejected`;
+    its key stays free, so the planned trial samples again, at most search.REJECT_MAX times in all, after which
+    it is recorded as failed with the last reason (the study goes on with the other trials)."""
+    from coatsearch.search import REJECT_MAX
+
+    trial.set_user_attr(REJECTED, why)
+    before = sum(
+        t.user_attrs.get(REJECTED) is not None and t.user_attrs.get("key") == key
+        for t in study.get_trials(deepcopy=False)
+    )
+    if before >= REJECT_MAX:
+        reason = f"no admissible point in {before} samples (last: {why})"
+        trial.set_user_attr("fail_reason", reason)
+        study.tell(trial, None, state=TrialState.FAIL)
+        return
+    study.tell(trial, None, state=TrialState.PRUNED)
 
 
 def records(study: optuna.Study, say: bool = True) -> tuple[R.TrialRecord, ...]:

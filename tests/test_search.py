@@ -1,0 +1,114 @@
+"""Architecture search end to end on the tiny searched space: architectures are rows, rejected points cost no
+training and are counted, the search section (history, top, importance) is in the report, bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import coatsearch
+from coatsearch import kinds, search, store
+from coatsearch.cli import main
+
+SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The tiny search run once: two named candidates and six sampled points of `searched`, one seed."""
+    root = tmp_path_factory.mktemp("search")
+    space = coatsearch.load_space(SPACE)
+    coatsearch.run(space, study="ts", workers=1, device="cpu", studies_dir=root / "studies",
+                   reports_dir=root / "reports", report=True, progress=False)  # fmt: skip
+    return root
+
+
+def _records(root):
+    return store.records(store.load_study(root / "studies", "ts"))
+
+
+def test_rejected_points_cost_no_training_and_never_break_a_constraint(study):
+    records = _records(study)
+    done = [r for r in records if r.state == "COMPLETE"]
+    rejected = [r for r in records if r.state == "REJECTED"]
+    assert len(done) == 2 + 6 and not [r for r in records if r.state == "FAIL"]
+    assert rejected, "T-C is sampled in 6 TPE draws of 8 points with seed 0: the fixture must exercise a rejection"
+    for r in rejected:
+        assert r.run.model is None and not r.run.metrics and "conv_before_attention" in r.run.extra["rejected"]
+        assert (r.params["model.layout.0"], r.params["model.layout.1"]) == ("T", "C")
+    assert all(not kinds.conv_after_attention(r.run.model.layout) for r in done)
+    n = store.counts(store.load_study(study / "studies", "ts"))
+    assert n["rejected"] == len(rejected) and n["pruned"] == 0 and n["failed"] == 0
+
+
+def test_each_architecture_is_a_report_row(study):
+    summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
+    rows = {r["candidate"]: r for r in summary["candidates"]}
+    searched = [r for r in _records(study) if r.state == "COMPLETE" and r.params.get("candidate") == "searched"]
+    names = {search.architecture(r.run) for r in searched}
+    assert "searched" not in rows and names <= set(rows)
+    for r in searched:  # the row's stage string is the trial's solved model, not the base candidate's
+        assert rows[search.architecture(r.run)]["stages"] == r.run.model.stages
+    table = coatsearch.results("ts", studies_dir=study / "studies")
+    assert set(table.loc[table.state == "COMPLETE", "architecture"]) >= names
+
+
+def test_the_report_has_a_search_section(study):
+    text = (study / "reports" / "ts" / "report.md").read_text()
+    section = text[text.index("## Search") : text.index("## Rankings")]
+    assert "The space holds 8 structural points" in section
+    assert "points rejected before training" in section and "constraint" in section
+    assert "Top architectures found" in section and "best named candidate" in section
+    assert "Importance of each dimension" in section and "`model.layout.0`" in section
+    assert (study / "reports" / "ts" / "search_history.png").stat().st_size > 0
+    assert (study / "reports" / "ts" / "search_slices.png").stat().st_size > 0
+    summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
+    importance = summary["search"]["searched"][0]["importance"]
+    assert {row[0] for row in importance} == {"model.block.downsample", "model.layout.0", "model.layout.1", "train.lr"}
+    assert abs(sum(row[1] for row in importance) - 1.0) < 1e-6  # normalized fANOVA shares
+
+
+def test_show_counts_the_architectures_a_space_holds(capsys):
+    assert main(["show", str(SPACE), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "8 structural points; 6 distinct architectures pass" in out and "2 rejected: constraint" in out
+    assert out.count("block.downsample=") == 6
+
+
+def _fails(tmp_path, text: str, expected: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "coatsearch.cli", "run", str(path), "--studies-dir",
+                           str(tmp_path / "studies")], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "studies").exists()
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        (
+            "model.layout.0: {choices: [C, T]}",
+            "model.layout.0: {choices: [T]}\n      model.layout.5: {choices: [C]}",
+            "stage index '5'",
+        ),
+        ("model.block.downsample: {choices: [eq5, dw]}", "model.block.nope: {choices: [1, 2]}", "unknown field 'nope'"),
+        ("model.block.downsample: {choices: [eq5, dw]}", "model.block.downsample: {choices: []}", "must not be empty"),
+        ("model.layout.1: {choices: [C, T]}", "model.layout.1: {choices: [C, X]}", "stage types"),
+    ],
+)
+def test_bad_search_dimensions_exit_2_with_nothing_written(tmp_path, old, new, expected):
+    text = SPACE.read_text()
+    assert old in text
+    _fails(tmp_path, text.replace(old, new), expected)
+
+
+def test_a_dimension_no_architecture_can_satisfy_exits_2(tmp_path):
+    text = SPACE.read_text().replace("model.layout.0: {choices: [C, T]}", "model.layout.0: {choices: [T]}")
+    text = text.replace("model.layout.1: {choices: [C, T]}", "model.layout.1: {choices: [C]}")
+    _fails(tmp_path, text, "no sampled layout satisfies constraints.conv_before_attention")
