@@ -17,10 +17,10 @@ import fcntl
 import os
 import socket
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from coatsearch import fsafe
 from coatsearch.trialcheck import problem
@@ -69,8 +69,12 @@ def claim(
     limit: int | None,
     study_folder: Path,
     backend: str = "optuna",
+    fixed: Callable[[ItemT, list], Mapping[str, Any] | None] | None = None,
 ) -> tuple[optuna.Trial, ItemT] | None:
-    """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING."""
+    """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING.
+
+    `fixed(item, trials)`: the grid sampler's next point for a planned trial ({"params", "grid"}: its values as
+    Optuna labels and its index), enqueued with it; None when that trial's grid is used up (it is skipped)."""
     with locked(study_folder):
         fail_stale(study)
         trials = study.get_trials(deepcopy=False)
@@ -79,10 +83,13 @@ def claim(
             return None
         if not any(t.state.name == "WAITING" for t in trials):
             taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
-            item = next((i for k, i in items.items() if k not in taken), None)
-            if item is None:
+            free = ((i, fixed(i, trials) if fixed else {}) for k, i in items.items() if k not in taken)
+            item, point = next(((i, p) for i, p in free if p is not None), (None, None))
+            if item is None or point is None:
                 return None
-            study.enqueue_trial({"candidate": item.candidate, "seed": item.seed}, user_attrs={"key": item.key})
+            attrs = {"key": item.key, **({"grid": point["grid"]} if "grid" in point else {})}
+            params = {"candidate": item.candidate, "seed": item.seed, **point.get("params", {})}
+            study.enqueue_trial(params, user_attrs=attrs)
         trial = study.ask()
         trial.set_user_attr("run_id", run_id)
         trial.set_user_attr("backend", backend)

@@ -77,6 +77,8 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     elif doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
         yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
     yield from _objective_problem(doc)
+    if why := sampler_problem(doc):
+        yield ("study", "sampler"), why
     for i, cand in enumerate(doc.candidates):
         if cand.name in seen:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
@@ -105,6 +107,28 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                 if problem:
                     yield loc, f"value {value!r} is not valid there: {problem}"
                     break
+
+
+def sampler_problem(doc: D.SpaceDoc) -> str:
+    """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does)."""
+    from coatsearch import search
+
+    sampler = doc.study.sampler
+    dims = {p: d for c in doc.candidates for p, d in c.search.items() if d is not None}
+    varied = {p: d for p, d in dims.items() if not (d.choices is not None and len(d.choices) == 1)}
+    if sampler == "nsga2" and not doc.study.objectives:
+        return "nsga2 is for multi-objective studies (study.objectives); use tpe, gp or random for one objective"
+    if sampler == "cmaes" and (choice := next((p for p, d in varied.items() if d.choices is not None), None)):
+        return f"cmaes samples int and float ranges only, and '{choice}' is a choice list; use tpe, gp or random"
+    if sampler == "cmaes" and not varied:
+        return "cmaes needs at least one int or float range to sample; this space has none"
+    if sampler == "grid" and (cont := next((p for p, d in dims.items() if search.dim_values(d) is None), None)):
+        return f"grid needs a finite space, and '{cont}' is a continuous range (give it choices or an int step)"
+    if sampler == "grid":
+        sizes = [search.grid_size(c.search) for c in doc.candidates if c.search]
+        if sizes and doc.study.samples > min(sizes):
+            return f"study.samples ({doc.study.samples}) is more than the grid holds ({min(sizes)} points)"
+    return ""
 
 
 def _layout_problems(doc: D.SpaceDoc, i: int, cand: D.CandidateSpec) -> Iterator[tuple[tuple, str]]:

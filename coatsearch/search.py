@@ -87,7 +87,7 @@ def label(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) else json.dumps(value)
 
 
-def value_of(dim: Dim, stored: Any) -> Any:
+def value_of(dim: S.SearchDim, stored: Any) -> Any:
     """The choice a stored Optuna value stands for (the inverse of `label`); numbers as they are."""
     if dim.kind != "choice":
         return stored
@@ -108,7 +108,7 @@ def sampled(cand: Candidate, params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dim_values(dim: Dim) -> list[Any] | None:
+def dim_values(dim: S.SearchDim) -> list[Any] | None:
     """Every value of a finite dimension (choices, or an int range), None for a continuous one."""
     if dim.kind == "choice":
         return list(dim.choices or ())
@@ -200,4 +200,27 @@ def regroup(records: Sequence[Any]) -> list[Any]:
             ident = dataclasses.replace(r.run.identity, candidate=name)
             r = dataclasses.replace(r, run=dataclasses.replace(r.run, identity=ident))
         out.append(r)
+    return out
+
+
+def grid_size(dims: Mapping[str, Any]) -> int:
+    """How many points a finite set of dimensions (path -> SearchDim, None for none) holds."""
+    total = 1
+    for d in dims.values():
+        if d is not None:
+            total *= len(dim_values(d) or ())
+    return total
+
+
+def grid(cand: Candidate | Baseline, seed: int) -> list[dict[str, Any]]:
+    """Every point of a finite candidate over all its dimensions, as Optuna labels, in a seeded shuffled order
+    (the `grid` sampler hands them out in turn, each once per seed)."""
+    import random
+
+    dims = [d for d in cand.dims if not (d.kind == "choice" and len(d.choices or ()) == 1)]
+    out = [
+        {d.path: label(v) for d, v in zip(dims, combo, strict=True)}
+        for combo in itertools.product(*(dim_values(d) or [] for d in dims))
+    ]
+    random.Random(seed).shuffle(out)
     return out

@@ -302,7 +302,7 @@ class StudySpec:
     samples: Annotated[int, Strict(), Field(gt=0, le=SAMPLES_MAX)] = (
         1  # sampled configurations per candidate and seed (when it has search dimensions)
     )
-    sampler: Literal["random", "tpe"] = "random"  # sampler for search dimensions
+    sampler: Literal["random", "tpe", "gp", "cmaes", "nsga2", "grid"] = "random"  # sampler for search dimensions
     pruner: Literal["none", "median", "hyperband"] = "none"  # searches only
     objective: str = "generalization.eval_acc"  # score recorded as the trial value
     direction: Literal["maximize", "minimize"] = "maximize"

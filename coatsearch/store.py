@@ -23,7 +23,7 @@ import os
 import platform
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -166,10 +166,20 @@ def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
 
 
 def _sampler(space: Space) -> optuna.samplers.BaseSampler:
+    """Optuna's sampler for `study.sampler` (dsl.sampler_problem checked that it fits the space). Grid: every
+    point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
+    import warnings
+
     seed = space.study.seeds[0]
-    if space.study.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        make = {
+            "tpe": lambda: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
+            "gp": lambda: optuna.samplers.GPSampler(seed=seed),
+            "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
+            "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
+        }.get(space.study.sampler, lambda: optuna.samplers.RandomSampler(seed=seed))
+        return make()
 
 
 def _pruner(space: Space) -> optuna.pruners.BasePruner:
@@ -287,6 +297,45 @@ def _rejection(run: R.RunRecord, trial: optuna.trial.FrozenTrial) -> R.RunRecord
     if run.state != "REJECTED":
         return run
     return replace(run, extra=MappingProxyType({**run.extra, REJECTED: trial.user_attrs[REJECTED]}))
+
+
+def claim_point(
+    study: optuna.Study, space: Space, items: Mapping[str, P.PlanItem], run_id: str, limit: int | None,
+    study_folder: Path, backend: str = "optuna",
+) -> tuple[optuna.Trial, P.PlanItem, dict[str, Any], Any] | None:  # fmt: skip
+    """Claim the next planned trial and sample its point, rejecting (store.reject) every point the constraints or
+    the budget refuse before it trains: (trial, item, params, the admitted Prepared or None), or None when done."""
+    fixed = grid_points(space)
+    while (taken := claim(study, items, run_id, limit, study_folder, backend, fixed)) is not None:
+        trial, item = taken
+        params = suggest(trial, space, item)
+        cand = space.candidate(item.candidate)
+        if not cand.dims:
+            return trial, item, params, None
+        try:
+            return trial, item, params, search.admit(space, cand, params)
+        except search.Rejected as exc:
+            reject(study, trial, item.key, exc.reason)
+    return None
+
+
+def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
+    """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
+    the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
+    if space.study.sampler != "grid":
+        return None
+    grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
+
+    def next_point(item: P.PlanItem, trials: list) -> dict | None:
+        points = grids.get((item.candidate, item.seed))
+        if points is None:
+            return {}
+        same = f"{item.candidate}/seed={item.seed}/"
+        used = {t.user_attrs.get("grid") for t in trials if str(t.user_attrs.get("key", "")).startswith(same)}
+        index = next((i for i in range(len(points)) if i not in used), None)
+        return None if index is None else {"params": points[index], "grid": index}
+
+    return next_point
 
 
 def _state(trial: optuna.trial.FrozenTrial) -> str:

@@ -112,3 +112,64 @@ def test_a_dimension_no_architecture_can_satisfy_exits_2(tmp_path):
     text = SPACE.read_text().replace("model.layout.0: {choices: [C, T]}", "model.layout.0: {choices: [T]}")
     text = text.replace("model.layout.1: {choices: [C, T]}", "model.layout.1: {choices: [C]}")
     _fails(tmp_path, text, "no sampled layout satisfies constraints.conv_before_attention")
+
+
+def _variant(tmp_path, *edits):
+    text = SPACE.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "space.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "sampler, cls",
+    [("random", "RandomSampler"), ("tpe", "TPESampler"), ("gp", "GPSampler"), ("grid", "RandomSampler")],
+)
+def test_each_sampler_is_optunas(tmp_path, sampler, cls):
+    space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", f"sampler: {sampler}"),
+                                           ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}",
+                                            "train.lr: {choices: [1.0e-3, 3.0e-3]}")))  # fmt: skip
+    assert type(store._sampler(space)).__name__ == cls
+    if sampler == "tpe":
+        assert store._sampler(space)._multivariate and store._sampler(space)._group
+
+
+def test_cmaes_and_nsga2_where_the_space_allows_them(tmp_path):
+    only_lr = ("search:\n      model.layout.0: {choices: [C, T]}\n      model.layout.1: {choices: [C, T]}\n"
+               "      model.block.downsample: {choices: [eq5, dw]}\n", "search:\n")  # fmt: skip
+    space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", "sampler: cmaes"), only_lr))
+    assert type(store._sampler(space)).__name__ == "CmaEsSampler"
+    multi = ("study: {seeds: [0],", "study: {objectives: [generalization.eval_acc, generalization.train_loss], "
+             "directions: [maximize, minimize], seeds: [0],")  # fmt: skip
+    space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", "sampler: nsga2"), multi))
+    assert type(store._sampler(space)).__name__ == "NSGAIISampler"
+
+
+@pytest.mark.parametrize(
+    "sampler, expected",
+    [
+        ("cmaes", "cmaes samples int and float ranges only, and 'model.layout.0' is a choice list"),
+        ("nsga2", "nsga2 is for multi-objective studies"),
+        ("grid", "grid needs a finite space, and 'train.lr' is a continuous range"),
+        ("annealing", "field 'study.sampler'"),
+    ],
+)
+def test_a_sampler_that_does_not_fit_exits_2(tmp_path, sampler, expected):
+    _fails(tmp_path, SPACE.read_text().replace("sampler: tpe", f"sampler: {sampler}"), expected)
+
+
+def test_grid_takes_every_point_once_per_seed(tmp_path):
+    path = _variant(tmp_path, ("sampler: tpe", "sampler: grid"), ("samples: 6", "samples: 8"),
+                    ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
+                    ("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""),
+                    ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}"))  # fmt: skip
+    space = coatsearch.load_space(path)
+    coatsearch.run(space, study="g", workers=1, device="cpu", studies_dir=tmp_path / "studies", report=False,
+                   progress=False)  # fmt: skip
+    records = store.records(store.load_study(tmp_path / "studies", "g"))
+    points = [tuple(sorted(r.searched().items())) for r in records]
+    assert len(points) == len(set(points)) == 8  # each of the 8 points once: 6 trained, 2 rejected (T-C)
+    assert sum(r.state == "COMPLETE" for r in records) == 6 and sum(r.state == "REJECTED" for r in records) == 2

@@ -21,7 +21,7 @@ from typing import Any
 
 import optuna
 
-from coatsearch import claiming, interrupts, search, store
+from coatsearch import claiming, interrupts, store
 from coatsearch import trials_plan as P
 from coatsearch.errors import Pruned
 from coatsearch.space import Space
@@ -147,17 +147,16 @@ def _worker(
     ran = 0
     folder = store.folder(studies_dir, name)
     with progress_bar(store.counts(study)["finished"], len(items), progress) as bar:
-        while (taken := store.claim(study, items, run_id, limit, folder)) is not None:
-            trial, item = taken
+        while (taken := store.claim_point(study, space, items, run_id, limit, folder)) is not None:
+            trial, item, params, admitted = taken
             try:
-                trained = _run_trial(space, study, trial, item, device, env, progress, matched)
+                _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`claiming`)
                 with contextlib.suppress(Exception):  # already told: nothing to mark
                     trial.set_user_attr("interrupted", True)
                 raise
-            if trained:
-                ran += 1
-                bar(trial.number)
+            ran += 1
+            bar(trial.number)
     return ran
 
 
@@ -166,29 +165,19 @@ def _run_trial(
     study: optuna.Study,
     trial: optuna.Trial,
     item: P.PlanItem,
+    params: dict,
+    admitted: Any,
     device: Any,
     env: Any,
     progress: bool,
     matched: dict | None = None,
-) -> bool:
-    """Suggest, admit, train, score and tell one trial; any failure is recorded with its reason.
-
-    A sampled point the constraints or the budget refuse is told rejected before any training (False)."""
+) -> None:
+    """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason."""
     from coatsearch.trial import attempt, epoch_reporter
 
-    params = store.suggest(trial, space, item)
-    cand = space.candidate(item.candidate)
-    admitted = None
-    if cand.dims:
-        try:
-            admitted = search.admit(space, cand, params)
-        except search.Rejected as exc:
-            store.reject(study, trial, item.key, exc.reason)
-            return False
     report = epoch_reporter(space, _pruning_sink(trial))
     outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
     store.tell(study, trial, *outcome)
-    return True
 
 
 def _pruning_sink(trial: optuna.Trial) -> Callable[[int, float], None]:
