@@ -118,7 +118,7 @@ def dim_values(dim: S.SearchDim) -> list[Any] | None:
     return None
 
 
-def model_dims(cand: Candidate) -> tuple[Dim, ...]:
+def model_dims(cand: Candidate | Baseline) -> tuple[Dim, ...]:
     """The structural dimensions (`model.*`): the ones that make architectures (`train.*` ones do not)."""
     return tuple(d for d in cand.dims if d.path.startswith("model."))
 
@@ -224,3 +224,20 @@ def grid(cand: Candidate | Baseline, seed: int) -> list[dict[str, Any]]:
     ]
     random.Random(seed).shuffle(out)
     return out
+
+
+def ranked(trials: Sequence[Any], cand: Candidate | Baseline, direction: str) -> list[dict[str, Any]]:
+    """The architectures of complete Optuna trials, best mean objective first: each one's sampled values as
+    Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation trial enqueues it."""
+    from coatsearch.record import ATTR
+
+    paths = [d.path for d in cand.dims]
+    model = [d.path for d in model_dims(cand)]
+    groups: dict[str, list[Any]] = {}
+    for t in trials:
+        struct = (t.user_attrs.get(ATTR) or {}).get("model", {}).get("structure")
+        groups.setdefault(str(struct or tuple(t.params.get(p) for p in model)), []).append(t)
+    sign = -1.0 if direction == "maximize" else 1.0
+    order = sorted(groups.values(), key=lambda ts: sign * sum(t.values[0] for t in ts) / len(ts))
+    best = [min(ts, key=lambda t: sign * t.values[0]) for ts in order]
+    return [{p: t.params[p] for p in paths if p in t.params} for t in best]

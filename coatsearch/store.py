@@ -224,7 +224,7 @@ def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
 def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
     """Fix the planned candidate and seed, and sample the candidate's search dimensions."""
     trial.suggest_categorical("candidate", [c.name for c in space.candidates])
-    trial.suggest_categorical("seed", list(space.study.seeds))
+    trial.suggest_categorical("seed", [*space.study.seeds, *space.study.fresh_seeds])
     return {d.path: _suggest_dim(trial, d) for d in space.candidate(item.candidate).dims}
 
 
@@ -305,7 +305,7 @@ def claim_point(
 ) -> tuple[optuna.Trial, P.PlanItem, dict[str, Any], Any] | None:  # fmt: skip
     """Claim the next planned trial and sample its point, rejecting (store.reject) every point the constraints or
     the budget refuse before it trains: (trial, item, params, the admitted Prepared or None), or None when done."""
-    fixed = grid_points(space)
+    fixed = fixed_points(space)
     while (taken := claim(study, items, run_id, limit, study_folder, backend, fixed)) is not None:
         trial, item = taken
         params = suggest(trial, space, item)
@@ -317,6 +317,34 @@ def claim_point(
         except search.Rejected as exc:
             reject(study, trial, item.key, exc.reason)
     return None
+
+
+def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
+    """A planned trial's enqueued point: a re-evaluation trial's architecture (reeval_point), the grid sampler's
+    next point (grid_points), else none ({}: Optuna's sampler samples it)."""
+    grid = grid_points(space)
+
+    def point(item: P.PlanItem, trials: list) -> dict | None:
+        if item.sample >= P.REEVAL:
+            return reeval_point(space, item, trials)
+        return grid(item, trials) if grid else {}
+
+    return point
+
+
+def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
+    """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
+    trials of its candidate; None while any of the search's trials is unfinished, or with fewer architectures."""
+    rank, cand = item.sample - P.REEVAL, space.candidate(item.candidate)
+    main = {i.key for i in P.plan(space) if i.candidate == cand.name and i.sample < P.REEVAL}
+    held = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name != "RUNNING"}
+    if not main <= held:
+        return None
+    done = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE" and t.values]
+    ranked = search.ranked(
+        done, cand, space.study.direction if not space.study.objectives else space.study.directions[0]
+    )
+    return {"params": ranked[rank]} if rank < len(ranked) else None
 
 
 def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:

@@ -13,6 +13,7 @@ import pytest
 import coatsearch
 from coatsearch import kinds, search, store
 from coatsearch.cli import main
+from coatsearch.trials_plan import REEVAL
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
 
@@ -35,7 +36,7 @@ def test_rejected_points_cost_no_training_and_never_break_a_constraint(study):
     records = _records(study)
     done = [r for r in records if r.state == "COMPLETE"]
     rejected = [r for r in records if r.state == "REJECTED"]
-    assert len(done) == 2 + 6 and not [r for r in records if r.state == "FAIL"]
+    assert len(done) == 2 + 6 + (2 + 2) * 2 and not [r for r in records if r.state == "FAIL"]
     assert rejected, "T-C is sampled in 6 TPE draws of 8 points with seed 0: the fixture must exercise a rejection"
     for r in rejected:
         assert r.run.model is None and not r.run.metrics and "conv_before_attention" in r.run.extra["rejected"]
@@ -70,6 +71,26 @@ def test_the_report_has_a_search_section(study):
     importance = summary["search"]["searched"][0]["importance"]
     assert {row[0] for row in importance} == {"model.block.downsample", "model.layout.0", "model.layout.1", "train.lr"}
     assert abs(sum(row[1] for row in importance) - 1.0) < 1e-6  # normalized fANOVA shares
+
+
+def test_reevaluation_retrains_the_top_architectures_paired_with_the_named_ones(study):
+    records = [r for r in _records(study) if r.state == "COMPLETE"]
+    search_runs = [r for r in records if r.params["candidate"] == "searched" and r.run.identity.sample < REEVAL]
+    means: dict[str, list[float]] = {}
+    for r in search_runs:
+        means.setdefault(search.architecture(r.run), []).append(r.value)
+    top2 = sorted(means, key=lambda a: -sum(means[a]) / len(means[a]))[:2]
+    again = [r for r in records if r.run.identity.sample >= REEVAL]
+    assert sorted({search.architecture(r.run) for r in again}) == sorted(top2)
+    assert sorted(r.seed for r in again) == [1, 1, 2, 2]  # fresh seeds, never the search's seed 0
+    assert sorted(r.candidate for r in records if r.seed in (1, 2) and r.candidate != "searched") == [
+        "C-C", "C-C", "C-T", "C-T"]  # fmt: skip
+    summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
+    paired = summary["search"]["searched"][0]["reevaluation"]
+    assert {p["found"] for p in paired} == set(top2) and all(p["n"] == 2 for p in paired)
+    assert {p["named"] for p in paired} <= {"C-C", "C-T"} and all(p["verdict"] for p in paired)
+    text = (study / "reports" / "ts" / "report.md").read_text()
+    assert "Re-evaluation (`study.reevaluate`)" in text and "search found `" in text
 
 
 def test_show_counts_the_architectures_a_space_holds(capsys):
@@ -163,6 +184,7 @@ def test_a_sampler_that_does_not_fit_exits_2(tmp_path, sampler, expected):
 
 def test_grid_takes_every_point_once_per_seed(tmp_path):
     path = _variant(tmp_path, ("sampler: tpe", "sampler: grid"), ("samples: 6", "samples: 8"),
+                    (", reevaluate: {top: 2, seeds: 2}", ""),
                     ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
                     ("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""),
                     ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}"))  # fmt: skip

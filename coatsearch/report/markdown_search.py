@@ -37,11 +37,30 @@ def _searched(s: SearchInfo, one: Searched) -> list[str]:
         out.append(_top(s, one.top, "Top architectures found (mean ± sd over their runs):"))
     if s.named and one.top:
         out.append(_versus(s, one.top[0], s.named[0]))
+    if one.reevaluation:
+        out.append(_reevaluated(s, one))
     if one.importance:
         body = [[f"`{p}`", _pm(m, sd, 2)] for p, m, sd in one.importance]
         note = f"Importance of each dimension (fANOVA, `optuna.importance`; ± sd over {SEEDS} forest seeds):"
         out.append(note + "\n\n" + table(["dimension", "importance"], body))
     return out
+
+
+def _reevaluated(s: SearchInfo, one: Searched) -> str:
+    """The re-evaluation: each architecture against the best named candidate, paired by fresh seed."""
+    lines = []
+    for p in one.reevaluation:
+        ci = f" [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}]" if p.ci else ""
+        test = f", p = {p.p:.3g}, Holm {p.p_holm:.3g}" if p.p is not None and p.p_holm is not None else ""
+        lines.append(f"- search found `{p.found}` ({p.stages}), {p.verdict} the best named candidate `{p.named}`: "
+                     f"{p.found_mean:.2f}{s.unit} vs {p.named_mean:.2f}{s.unit}, d = {p.d:+.2f}{ci} points over "
+                     f"{p.n} fresh seeds (paired t test{test})")  # fmt: skip
+    head = (
+        "Re-evaluation (`study.reevaluate`): the top architectures and every named candidate retrained on fresh "
+        "seeds the search never saw, compared paired by seed with the best named candidate on those seeds "
+        "(95% t interval; verdict at Holm-adjusted p < 0.05; the eval images are the study's fixed eval set):"
+    )
+    return head + "\n\n" + "\n".join(lines)
 
 
 def _rejected(one: Searched) -> str:

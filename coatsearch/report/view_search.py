@@ -16,7 +16,10 @@ from typing import Any
 
 from coatsearch import search
 from coatsearch.record import TrialRecord
+from coatsearch.report.claims import ALPHA
 from coatsearch.report.info import METRICS
+from coatsearch.report.stats import holm
+from coatsearch.trials_plan import REEVAL
 
 TOP = 5  # architectures listed per searched candidate
 IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
@@ -52,6 +55,24 @@ class Searched:
     measured: int  # distinct architectures measured
     importance: tuple[tuple[str, float, float | None], ...]  # (path, mean, sd over forest seeds)
     slices: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (path, (value, objective) per trial)
+    reevaluation: tuple[Paired, ...] = ()  # each re-evaluated architecture against the best named candidate
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A re-evaluated architecture against the best named candidate on the same fresh seeds (a paired t test)."""
+
+    found: str
+    stages: str
+    named: str
+    found_mean: float
+    named_mean: float
+    n: int  # seeds both ran
+    d: float  # mean of found - named, in the better direction
+    ci: tuple[float, float] | None
+    p: float | None
+    p_holm: float | None
+    verdict: str  # "better than", "worse than", "no better than"
 
 
 @dataclass(frozen=True)
@@ -79,8 +100,10 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchI
     maximize = ((study.get("directions") or [study.get("direction", "maximize")])[0]) == "maximize"
     scale = metric.scale if metric else 1.0
     cands = _candidates(space)
-    searched = tuple(_searched(n, cands.get(n), records, scale, maximize) for n in names)
-    named = [r for r in records if r.state == "COMPLETE" and r.candidate not in names and not r.searched()]
+    seeds = [int(s) for s in study.get("seeds") or [0]]
+    fresh = set(range(max(seeds) + 1, max(seeds) + 1 + int((study.get("reevaluate") or {}).get("seeds") or 0)))
+    searched = tuple(_searched(n, cands.get(n), records, scale, maximize, fresh) for n in names)
+    named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
     return SearchInfo(
         objective,
         metric.label if metric else objective,
@@ -104,9 +127,14 @@ def _candidates(space: Mapping[str, Any]) -> dict[str, Any]:
     return {c.name: c for c in built.candidates}
 
 
-def _searched(name: str, cand: Any, records: Sequence[TrialRecord], scale: float, maximize: bool) -> Searched:
-    mine = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
+def _searched(
+    name: str, cand: Any, records: Sequence[TrialRecord], scale: float, maximize: bool, fresh: set[int]
+) -> Searched:
+    ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
+    mine = [r for r in ours if (r.run.identity.sample or 0) < REEVAL]  # the search's trials, not re-evaluations
     done = [r for r in mine if r.state == "COMPLETE" and r.value is not None]
+    again = [r for r in ours if (r.run.identity.sample or 0) >= REEVAL and r.state == "COMPLETE"]
+    named = [r for r in records if r.state == "COMPLETE" and r.seed in fresh and not r.searched()]
     dims = tuple((d.path, _values(d)) for d in cand.dims) if cand is not None else ()
     return Searched(
         name,
@@ -119,7 +147,50 @@ def _searched(name: str, cand: Any, records: Sequence[TrialRecord], scale: float
         len({search.architecture(r.run) for r in done}),
         _importance(cand, done, maximize) if cand is not None else (),
         _slices(cand, done, scale) if cand is not None else (),
+        _reevaluation(again, named, scale, maximize),
     )
+
+
+def _by_seed(records: Sequence[TrialRecord], name_of: Any, scale: float) -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {}
+    for r in records:
+        if r.value is not None and r.seed is not None:
+            out.setdefault(name_of(r), {})[r.seed] = float(r.value) * scale
+    return out
+
+
+def _reevaluation(
+    again: Sequence[TrialRecord], named: Sequence[TrialRecord], scale: float, maximize: bool
+) -> tuple[Paired, ...]:
+    """Each re-evaluated architecture against the best named candidate (by mean on the fresh seeds), paired by
+    seed: d, its t interval and p (scipy.stats), Holm-adjusted over the architectures compared."""
+    from scipy import stats as st
+
+    found = _by_seed(again, lambda r: search.architecture(r.run), scale)
+    names = _by_seed(named, lambda r: r.candidate, scale)
+    if not found or not names:
+        return ()
+    sign = 1.0 if maximize else -1.0
+    best = max(names, key=lambda n: sign * statistics.fmean(names[n].values()))
+    stages = {search.architecture(r.run): r.run.model.stages for r in again if r.run.model is not None}
+    rows = []
+    for arch, vals in found.items():
+        seeds = sorted(set(vals) & set(names[best]))
+        d = [sign * (vals[s] - names[best][s]) for s in seeds]
+        ci = p = None
+        if len(d) >= 2 and statistics.stdev(d) > 0:
+            half = float(st.t.ppf(0.975, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
+            ci = (statistics.fmean(d) - half, statistics.fmean(d) + half)
+            p = float(st.ttest_rel([vals[s] for s in seeds], [names[best][s] for s in seeds]).pvalue)
+        rows.append((arch, vals, d, ci, p))
+    adjusted = holm([p for *_, p in rows])
+    out = []
+    for (arch, vals, d, ci, p), q in zip(rows, adjusted, strict=True):
+        mean = statistics.fmean(d) if d else float("nan")
+        verdict = "no better than" if q is None or q >= ALPHA else ("better than" if mean > 0 else "worse than")
+        out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
+                          statistics.fmean(names[best].values()), len(d), mean, ci, p, q, verdict))  # fmt: skip
+    return tuple(sorted(out, key=lambda x: -x.d))
 
 
 def _values(d: Any) -> str:
