@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     show.add_argument("--candidate", metavar="NAME", help="print this candidate's module tree")
     show.add_argument("--all", action="store_true", help="list every architecture a searched candidate holds")
+    show.add_argument("--trial", type=_bounded(0, TRIALS_MAX), help="SPACE is a study: print trial N's model")
+    show.add_argument("--studies-dir", type=Path, default=STUDIES)
     show.set_defaults(func=_show)
 
     _plan_command(sub)
@@ -185,6 +187,7 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
+    export.add_argument("--best", type=_bounded(1, TRIALS_MAX), help="with --format yaml: the K best architectures")
     help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
     _study_parser(sub, "repair", help_repair, _repair)
     dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
@@ -207,8 +210,11 @@ def _study_parser(
 def _show(args: argparse.Namespace) -> int:
     from coatsearch import api
     from coatsearch.candidates import row
-    from coatsearch.cli_search import show_search
+    from coatsearch.cli_search import show_search, show_trial
 
+    if args.trial is not None:
+        print(show_trial(str(args.space), args.trial, args.studies_dir))
+        return 0
     space = api.load_space(args.space, args.profile)
     if args.candidate:
         try:
@@ -349,7 +355,7 @@ def _duration(seconds: float) -> str:
 def _export(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.export(args.study, args.format, args.out, args.studies_dir))
+    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best))
     return 0
 
 

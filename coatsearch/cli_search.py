@@ -90,3 +90,21 @@ def _random_points(cand: Candidate, n: int) -> Iterator[dict]:
                 rng.choice(values) if values is not None else rng.uniform(float(d.low or 0), float(d.high or 0))
             )
         yield point
+
+
+def show_trial(study: str, number: int, studies_dir: Any) -> str:
+    """A trial's model rebuilt from its record: candidate, sampled values, solved stages, size, module tree."""
+    from coatsearch.candidates import stages_text, stem_text
+    from coatsearch.found import trial_model
+    from coatsearch.models import build
+
+    tm = trial_model(study, number, studies_dir)
+    p = tm.prepared
+    values = " ".join(f"{k}={v}" for k, v in tm.params.items()) or "none"
+    return "\n".join([
+        f"trial {number} of study {study}: candidate {tm.candidate}, architecture {tm.architecture}",
+        f"sampled: {values}",
+        f"stem {stem_text(p.model)}; stages {stages_text(p.model)}; {p.params / 1e6:.3f}M params, "
+        f"{p.macs / 1e6:.2f}M MACs",
+        str(build(p.model)),
+    ])  # fmt: skip

@@ -93,6 +93,50 @@ def test_reevaluation_retrains_the_top_architectures_paired_with_the_named_ones(
     assert "Re-evaluation (`study.reevaluate`)" in text and "search found `" in text
 
 
+def test_export_best_loads_back_to_the_same_macs_and_params(study, tmp_path):
+    import yaml
+
+    out = tmp_path / "best.yaml"
+    assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--best", "2", "--format", "yaml",
+                 "--out", str(out)]) == 0  # fmt: skip
+    entries = yaml.safe_load(out.read_text())["candidates"]
+    doc = yaml.safe_load(SPACE.read_text())
+    doc["candidates"] += entries  # pasted into the space they came from
+    back = tmp_path / "back.yaml"
+    back.write_text(yaml.safe_dump(doc))
+    space = coatsearch.load_space(back)
+    recorded = {search.architecture(r.run): r.run.model for r in _records(study) if r.run.model is not None}
+    for e in entries:
+        cand = space.candidate(e["name"])
+        model = recorded[e["name"]]
+        assert (cand.macs, cand.params, cand.spec.layout) == (model.macs, model.params, model.layout)
+        assert coatsearch.count(cand).macs == model.macs
+
+
+def test_a_trial_builds_from_its_record(study, capsys):
+    number = next(r.number for r in _records(study) if r.state == "COMPLETE" and r.params["candidate"] == "searched")
+    model = coatsearch.build(study="ts", trial=number, studies_dir=study / "studies")
+    recorded = next(r.run.model for r in _records(study) if r.number == number)
+    assert sum(p.numel() for p in model.parameters()) == recorded.params
+    assert main(["show", "ts", "--trial", str(number), "--studies-dir", str(study / "studies")]) == 0
+    out = capsys.readouterr().out
+    assert f"trial {number} of study ts: candidate searched" in out and recorded.stages in out
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--best", "99", "--format", "yaml"], "--best 99: study 'ts' holds"),
+        (["--format", "yaml"], "--best K goes with --format yaml"),
+        (["--best", "1"], "--best K goes with --format yaml"),
+    ],
+)
+def test_bad_export_requests_exit_2_with_nothing_written(study, tmp_path, capsys, args, expected):
+    out = tmp_path / "x.yaml"
+    assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--out", str(out), *args]) == 2
+    assert expected in capsys.readouterr().err and not out.exists()
+
+
 def test_show_counts_the_architectures_a_space_holds(capsys):
     assert main(["show", str(SPACE), "--all"]) == 0
     out = capsys.readouterr().out
