@@ -239,3 +239,19 @@ def test_grid_takes_every_point_once_per_seed(tmp_path):
     points = [tuple(sorted(r.searched().items())) for r in records]
     assert len(points) == len(set(points)) == 8  # each of the 8 points once: 6 trained, 2 rejected (T-C)
     assert sum(r.state == "COMPLETE" for r in records) == 6 and sum(r.state == "REJECTED" for r in records) == 2
+
+
+def test_the_shipped_layout_search_space_searches_the_paper_choices():
+    from coatsearch.space import load_space  # validated, not solved (the API's load_space solves every candidate)
+
+    root = Path(__file__).resolve().parent.parent
+    for profile in ("default", "quick", "full"):
+        space = load_space(root / "spaces" / "layout_search.yaml", profile)
+        cand = space.candidate("searched")
+        paths = {d.path for d in cand.dims}
+        assert paths == {"model.layout.1", "model.layout.2", "model.layout.3", "model.depths",
+                         "model.block.head_size", "model.block.downsample", "model.block.rel_pos"}  # fmt: skip
+        assert search.size(cand) == 192 and space.conv_before_attention and space.study.reevaluate is not None
+    paper = load_space(root / "spaces" / "paper_layouts.yaml")
+    budget = paper.candidate("C-C-T-T").definition.budget
+    assert space.candidate("C-C-T-T").definition.budget == budget  # the same joint MACs + params budget
