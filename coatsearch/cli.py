@@ -1,4 +1,4 @@
-"""Command line: show | plan | run | report | status | export | repair | dashboard; a thin layer over coatsearch.api."""
+"""Command line: show | plan | run | report | status | export | replay | repair | dashboard (over coatsearch.api)."""
 
 from __future__ import annotations
 
@@ -181,6 +181,10 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     """The commands that read an existing study: report, status, export, repair, dashboard."""
     report = _study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
+    replay = _study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
+    replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
+    replay.add_argument("--trials", type=_bounded(1, 10_000), default=20)
+    replay.add_argument("--repeats", type=_bounded(2, 1_000), default=10)
     help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
     report.add_argument("--note", action="store_true", help=help_note)
     _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
@@ -356,6 +360,14 @@ def _export(args: argparse.Namespace) -> int:
     from coatsearch import api
 
     print(api.export(args.study, args.format, args.out, args.studies_dir, args.best))
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from coatsearch import replay
+
+    curves = replay.replay(args.study, args.sampler.split(","), args.trials, args.repeats, args.studies_dir)
+    print(replay.text(curves))
     return 0
 
 

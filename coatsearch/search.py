@@ -123,7 +123,7 @@ def model_dims(cand: Candidate | Baseline) -> tuple[Dim, ...]:
     return tuple(d for d in cand.dims if d.path.startswith("model."))
 
 
-def size(cand: Candidate) -> int | None:
+def size(cand: Candidate | Baseline) -> int | None:
     """How many structural points the candidate's `model.*` dimensions hold (None when one is continuous)."""
     total = 1
     for d in model_dims(cand):

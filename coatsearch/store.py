@@ -168,9 +168,13 @@ def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
 def _sampler(space: Space) -> optuna.samplers.BaseSampler:
     """Optuna's sampler for `study.sampler` (dsl.sampler_problem checked that it fits the space). Grid: every
     point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
+    return make_sampler(space.study.sampler, space.study.seeds[0])
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    """Optuna's sampler called `name` (spec.StudySpec.sampler), seeded; grid and unknown names get random."""
     import warnings
 
-    seed = space.study.seeds[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         make = {
@@ -178,7 +182,7 @@ def _sampler(space: Space) -> optuna.samplers.BaseSampler:
             "gp": lambda: optuna.samplers.GPSampler(seed=seed),
             "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
             "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
-        }.get(space.study.sampler, lambda: optuna.samplers.RandomSampler(seed=seed))
+        }.get(name, lambda: optuna.samplers.RandomSampler(seed=seed))
         return make()
 
 

@@ -226,19 +226,13 @@ def test_a_sampler_that_does_not_fit_exits_2(tmp_path, sampler, expected):
     _fails(tmp_path, SPACE.read_text().replace("sampler: tpe", f"sampler: {sampler}"), expected)
 
 
-def test_grid_takes_every_point_once_per_seed(tmp_path):
-    path = _variant(tmp_path, ("sampler: tpe", "sampler: grid"), ("samples: 6", "samples: 8"),
-                    (", reevaluate: {top: 2, seeds: 2}", ""),
-                    ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
-                    ("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""),
-                    ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}"))  # fmt: skip
-    space = coatsearch.load_space(path)
-    coatsearch.run(space, study="g", workers=1, device="cpu", studies_dir=tmp_path / "studies", report=False,
-                   progress=False)  # fmt: skip
-    records = store.records(store.load_study(tmp_path / "studies", "g"))
-    points = [tuple(sorted(r.searched().items())) for r in records]
-    assert len(points) == len(set(points)) == 8  # each of the 8 points once: 6 trained, 2 rejected (T-C)
-    assert sum(r.state == "COMPLETE" for r in records) == 6 and sum(r.state == "REJECTED" for r in records) == 2
+def test_grid_takes_every_point_once_per_seed(measured):
+    records = store.records(store.load_study(measured, "g"))
+    for seed in (0, 1):  # each of the 8 points once per seed: 6 trained, 2 rejected (T-C)
+        mine = [r for r in records if r.seed == seed]
+        points = [tuple(sorted(r.searched().items())) for r in mine]
+        assert len(points) == len(set(points)) == 8
+        assert sum(r.state == "COMPLETE" for r in mine) == 6 and sum(r.state == "REJECTED" for r in mine) == 2
 
 
 def test_the_shipped_layout_search_space_searches_the_paper_choices():
@@ -255,3 +249,37 @@ def test_the_shipped_layout_search_space_searches_the_paper_choices():
     paper = load_space(root / "spaces" / "paper_layouts.yaml")
     budget = paper.candidate("C-C-T-T").definition.budget
     assert space.candidate("C-C-T-T").definition.budget == budget  # the same joint MACs + params budget
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """The tiny space measured in full by the grid sampler: all 8 points on two seeds (6 trained, 2 rejected)."""
+    root = tmp_path_factory.mktemp("grid")
+    path = _variant(root, ("sampler: tpe", "sampler: grid"), ("samples: 6", "samples: 8"),
+                    ("seeds: [0]", "seeds: [0, 1]"), (", reevaluate: {top: 2, seeds: 2}", ""),
+                    ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
+                    ("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""),
+                    ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}"))  # fmt: skip
+    coatsearch.run(coatsearch.load_space(path), study="g", workers=1, device="cpu", studies_dir=root / "studies",
+                   report=False, progress=False)  # fmt: skip
+    return root / "studies"
+
+
+def test_replay_gives_each_sampler_a_regret_curve(measured, capsys):
+    from coatsearch import replay
+
+    curves = replay.replay("g", ["random", "tpe"], 6, 4, measured)
+    for c in curves:
+        means = [m for _, m, _, _ in c.points]
+        assert all(m >= 0 for m in means) and means == sorted(means, reverse=True)  # best so far never worsens
+        assert all(lo <= m <= hi for _, m, lo, hi in c.points)
+    assert main(["replay", "g", "--studies-dir", str(measured), "--trials", "6", "--repeats", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "regret" in out and out.count("\nrandom ") == 1 and out.count("\ntpe ") == 1
+
+
+def test_replay_refuses_an_unmeasured_study_or_sampler(study, measured, capsys):
+    assert main(["replay", "ts", "--studies-dir", str(study / "studies")]) == 2
+    assert "replay needs every point" in capsys.readouterr().err
+    assert main(["replay", "g", "--studies-dir", str(measured), "--sampler", "nsga2"]) == 2
+    assert "replay takes random, tpe, gp" in capsys.readouterr().err
