@@ -283,3 +283,18 @@ def test_replay_refuses_an_unmeasured_study_or_sampler(study, measured, capsys):
     assert "replay needs every point" in capsys.readouterr().err
     assert main(["replay", "g", "--studies-dir", str(measured), "--sampler", "nsga2"]) == 2
     assert "replay takes random, tpe, gp" in capsys.readouterr().err
+
+
+def test_no_sampled_point_escapes_a_constraint_whichever_path_samples_it():
+    from coatsearch.errors import TrialFailed
+    from coatsearch.trial import run_item
+    from coatsearch.trials_plan import PlanItem
+
+    space = coatsearch.load_space(SPACE)
+    cand = space.candidate("searched")
+    for point in ({"model.layout.0": "T", "model.layout.1": "C"}, {"model.layout": "T-C"}):
+        with pytest.raises(search.Rejected, match="conv_before_attention"):
+            search.admit(space, cand, point)
+        with pytest.raises(TrialFailed, match="rejected before training"):  # an engine that did not admit it
+            run_item(space, PlanItem("searched", 0), point, device=None)  # type: ignore[arg-type]
+    assert search.admit(space, cand, {"model.layout.0": "C", "model.layout.1": "T"}).model.layout == "C-T"
