@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from coatsearch.spec import ModelSpec
     from coatsearch.store import Study
 
-FORMATS = ("csv", "parquet", "json")
+FORMATS = ("csv", "parquet", "json", "yaml")  # yaml: the best architectures as candidate entries (--best K)
 WORKERS_MAX = 64  # workers / --workers: parallel training processes on one machine
 TRIALS_MAX = 100_000  # trials / --trials: trials started by one command
 ENGINES = ("optuna", "ray")
@@ -81,10 +81,25 @@ def _check_matched(space: Space) -> None:
     )
 
 
-def build(spec: ModelSpec | Candidate | Baseline) -> nn.Module:
-    """The untrained `nn.Module` of a model spec (or of a loaded candidate)."""
+def build(
+    spec: ModelSpec | Candidate | Baseline | None = None,
+    *,
+    study: str | None = None,
+    trial: int | None = None,
+    studies_dir: str | Path = "studies",
+) -> nn.Module:
+    """The untrained `nn.Module` of a model spec, a loaded candidate, or trial `trial` of `study` (its model
+    rebuilt from the trial's record and the space recorded with the study: coatsearch.found)."""
     from coatsearch.models import build as _build
 
+    if study is not None or trial is not None:
+        if spec is not None or study is None or trial is None:
+            raise UserError("build takes a spec, or study= and trial= together")
+        from coatsearch.found import trial_model
+
+        return _build(trial_model(study, trial, studies_dir).prepared.model)
+    if spec is None:
+        raise UserError("build needs a spec, a candidate, or study= and trial=")
     return _build(spec.spec if isinstance(spec, Candidate | Baseline) else spec)
 
 
@@ -421,8 +436,11 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
     return frame[head + [c for c in frame.columns if c not in head]]
 
 
-def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies") -> Path:
-    """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path.
+def export(
+    study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies", best: int | None = None
+) -> Path:
+    """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path. With
+    `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.found).
 
     The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
     this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
@@ -432,14 +450,20 @@ def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str
 
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+    if (fmt == "yaml") != (best is not None):
+        raise UserError("--best K goes with --format yaml (candidate entries); csv, parquet and json are tables")
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
-    frame = results(study, studies_dir)  # a missing study stops here
+    frame = results(study, studies_dir) if best is None else None  # a missing study stops here
+    text = _best_yaml(study, best, studies_dir) if best is not None else ""
     writable(path, Path(studies_dir), "--out", "the export", study)
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
             raise UserError("parquet needs pyarrow: pip install 'coatsearch[parquet]'") from None
+    if frame is None:
+        fsafe.write(path, text)
+        return path
     with fsafe.replacing(path) as tmp:
         if fmt == "csv":
             frame.to_csv(tmp, index=False)
@@ -448,6 +472,16 @@ def export(study: str, fmt: str, out: str | Path | None = None, studies_dir: str
         else:
             frame.to_json(tmp, orient="records", date_format="iso", indent=1)
     return path
+
+
+def _best_yaml(study: str, best: int, studies_dir: str | Path) -> str:
+    """The `best` architectures' candidate entries (checked before anything is written)."""
+    from coatsearch import found
+
+    if not 1 <= best <= TRIALS_MAX:
+        raise UserError(f"--best {best}: out of range; allowed: 1..{TRIALS_MAX}")
+    models = found.best(study, best, studies_dir)
+    return found.yaml_text(study, models, "objective")
 
 
 @dataclass(frozen=True)

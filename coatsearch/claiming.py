@@ -17,10 +17,10 @@ import fcntl
 import os
 import socket
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from coatsearch import fsafe
 from coatsearch.trialcheck import problem
@@ -69,19 +69,27 @@ def claim(
     limit: int | None,
     study_folder: Path,
     backend: str = "optuna",
+    fixed: Callable[[ItemT, list], Mapping[str, Any] | None] | None = None,
 ) -> tuple[optuna.Trial, ItemT] | None:
-    """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING."""
+    """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING.
+
+    `fixed(item, trials)`: the grid sampler's next point for a planned trial ({"params", "grid"}: its values as
+    Optuna labels and its index), enqueued with it; None when that trial's grid is used up (it is skipped)."""
     with locked(study_folder):
         fail_stale(study)
         trials = study.get_trials(deepcopy=False)
-        if limit is not None and sum(t.user_attrs.get("run_id") == run_id for t in trials) >= limit:
+        mine = [t for t in trials if t.user_attrs.get("run_id") == run_id and not _rejected(t)]
+        if limit is not None and len(mine) >= limit:
             return None
         if not any(t.state.name == "WAITING" for t in trials):
             taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
-            item = next((i for k, i in items.items() if k not in taken), None)
-            if item is None:
+            free = ((i, fixed(i, trials) if fixed else {}) for k, i in items.items() if k not in taken)
+            item, point = next(((i, p) for i, p in free if p is not None), (None, None))
+            if item is None or point is None:
                 return None
-            study.enqueue_trial({"candidate": item.candidate, "seed": item.seed}, user_attrs={"key": item.key})
+            attrs = {"key": item.key, **({"grid": point["grid"]} if "grid" in point else {})}
+            params = {"candidate": item.candidate, "seed": item.seed, **point.get("params", {})}
+            study.enqueue_trial(params, user_attrs=attrs)
         trial = study.ask()
         trial.set_user_attr("run_id", run_id)
         trial.set_user_attr("backend", backend)
@@ -91,11 +99,16 @@ def claim(
 
 def holds_key(t: optuna.trial.FrozenTrial) -> bool:
     """Whether a trial keeps its key taken: one of ours in any state but a FAIL without a reason."""
-    if problem(t):
+    if problem(t) or _rejected(t):
         return False
     if t.state.name == "FAIL":
         return "fail_reason" in t.user_attrs
     return True
+
+
+def _rejected(t: optuna.trial.FrozenTrial) -> bool:
+    """A sampled point refused before training (store.reject): it trained nothing and keeps no key."""
+    return t.state.name == "PRUNED" and isinstance(t.user_attrs.get("rejected"), str)
 
 
 def fail_stale(study: optuna.Study) -> None:

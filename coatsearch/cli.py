@@ -1,4 +1,4 @@
-"""Command line: show | plan | run | report | status | export | repair | dashboard; a thin layer over coatsearch.api."""
+"""Command line: show | plan | run | report | status | export | replay | repair | dashboard (over coatsearch.api)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--profile", default="default")
     show.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     show.add_argument("--candidate", metavar="NAME", help="print this candidate's module tree")
+    show.add_argument("--all", action="store_true", help="list every architecture a searched candidate holds")
+    show.add_argument("--trial", type=_bounded(0, TRIALS_MAX), help="SPACE is a study: print trial N's model")
+    show.add_argument("--studies-dir", type=Path, default=STUDIES)
     show.set_defaults(func=_show)
 
     _plan_command(sub)
@@ -175,12 +178,17 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     """The commands that read an existing study: report, status, export, repair, dashboard."""
     report = _study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
+    replay = _study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
+    replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
+    replay.add_argument("--trials", type=_bounded(1, 10_000), default=20)
+    replay.add_argument("--repeats", type=_bounded(2, 1_000), default=10)
     help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
     report.add_argument("--note", action="store_true", help=help_note)
     _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
     export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
+    export.add_argument("--best", type=_bounded(1, TRIALS_MAX), help="with --format yaml: the K best architectures")
     help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
     _study_parser(sub, "repair", help_repair, _repair)
     dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
@@ -203,7 +211,11 @@ def _study_parser(
 def _show(args: argparse.Namespace) -> int:
     from coatsearch import api
     from coatsearch.candidates import row
+    from coatsearch.cli_search import show_search, show_trial
 
+    if args.trial is not None:
+        print(show_trial(str(args.space), args.trial, args.studies_dir))
+        return 0
     space = api.load_space(args.space, args.profile)
     if args.candidate:
         try:
@@ -214,6 +226,8 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     rows = [row(c.prepared) for c in space.candidates]
     print(json.dumps(rows, indent=2) if args.json else _table(rows))
+    if not args.json and (found := show_search(space, args.all)):
+        print(f"\n{found}")
     return 0
 
 
@@ -339,7 +353,15 @@ def _duration(seconds: float) -> str:
 def _export(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.export(args.study, args.format, args.out, args.studies_dir))
+    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best))
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from coatsearch import replay
+
+    curves = replay.replay(args.study, args.sampler.split(","), args.trials, args.repeats, args.studies_dir)
+    print(replay.text(curves))
     return 0
 
 

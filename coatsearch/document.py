@@ -115,8 +115,22 @@ def document() -> TypeAdapter:
 
 def with_params(cand: CandidateSpec, params: Mapping[str, Any]) -> CandidateSpec:
     """`cand` with sampled `params` applied (dotted paths: `model.` fields sit at the candidate's top level)."""
-    for path, value in params.items():
+    for path, value in sorted(params.items()):  # `model.layout` before its per-stage `model.layout.<i>`
         root, _, rest = path.partition(".")
         keys = rest.split(".") if root == "model" else [root, *rest.split(".")]
+        if root == "model" and len(keys) == 2 and keys[0] == "layout":
+            cand = with_value(cand, ["layout"], _with_stage(cand.layout, keys[1], value))
+            continue
         cand = with_value(cand, keys, value)
     return cand
+
+
+def _with_stage(layout: str, index: str, kind: Any) -> str:
+    """`layout` with stage `index` (0-based, a per-stage search path `model.layout.<i>`) set to `kind`."""
+    letters = layout.split("-")
+    if not index.isdigit() or int(index) >= len(letters):
+        raise ValueError(f"stage index '{index}': layout '{layout}' has stages 0..{len(letters) - 1}")
+    if not isinstance(kind, str):
+        raise ValueError(f"a stage kind is a letter ({', '.join(kinds.STAGE_KINDS)}), found {kind!r}")
+    letters[int(index)] = kind
+    return kinds.check_layout("-".join(letters))

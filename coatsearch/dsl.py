@@ -15,7 +15,7 @@ import yaml  # type: ignore[import-untyped]  # no stubs installed here (types-Py
 from pydantic import ValidationError
 
 from coatsearch import document as D
-from coatsearch import kinds, scores
+from coatsearch import scores
 from coatsearch import spec as S
 from coatsearch.errors import UserError
 
@@ -77,15 +77,15 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     elif doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
         yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
     yield from _objective_problem(doc)
+    if why := sampler_problem(doc):
+        yield ("study", "sampler"), why
     for i, cand in enumerate(doc.candidates):
         if cand.name in seen:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
         seen.add(cand.name)
         if doc.study.baselines and cand.name in S.BASELINES:
             yield ("candidates", i, "name"), f"'{cand.name}' is a regime baseline's name (study.baselines is on)"
-        late = kinds.conv_after_attention(cand.layout) if doc.constraints.conv_before_attention else ""
-        if late:
-            yield ("candidates", i, "layout"), f"{late} (constraints.conv_before_attention is on)"
+        yield from _layout_problems(doc, i, cand)
         problem = model_problem(cand, doc.input)
         if problem:
             yield ("candidates", i), problem
@@ -107,6 +107,49 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                 if problem:
                     yield loc, f"value {value!r} is not valid there: {problem}"
                     break
+
+
+def sampler_problem(doc: D.SpaceDoc) -> str:
+    """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does)."""
+    from coatsearch import search
+
+    sampler = doc.study.sampler
+    dims = {p: d for c in doc.candidates for p, d in c.search.items() if d is not None}
+    varied = {p: d for p, d in dims.items() if not (d.choices is not None and len(d.choices) == 1)}
+    if sampler == "nsga2" and not doc.study.objectives:
+        return "nsga2 is for multi-objective studies (study.objectives); use tpe, gp or random for one objective"
+    if sampler == "cmaes" and (choice := next((p for p, d in varied.items() if d.choices is not None), None)):
+        return f"cmaes samples int and float ranges only, and '{choice}' is a choice list; use tpe, gp or random"
+    if sampler == "cmaes" and not varied:
+        return "cmaes needs at least one int or float range to sample; this space has none"
+    if sampler == "grid" and (cont := next((p for p, d in dims.items() if search.dim_values(d) is None), None)):
+        return f"grid needs a finite space, and '{cont}' is a continuous range (give it choices or an int step)"
+    if sampler == "grid":
+        sizes = [search.grid_size(c.search) for c in doc.candidates if c.search]
+        if sizes and doc.study.samples > min(sizes):
+            return f"study.samples ({doc.study.samples}) is more than the grid holds ({min(sizes)} points)"
+    return ""
+
+
+def _layout_problems(doc: D.SpaceDoc, i: int, cand: D.CandidateSpec) -> Iterator[tuple[tuple, str]]:
+    """The constraints on a candidate's layout: its own, or, when it searches the layout, some sampled one."""
+    from coatsearch import search
+
+    dims = sorted((p, d.choices) for p, d in cand.search.items() if d is not None and _is_layout(p))
+    if not dims:
+        if why := search.constraint_problem(doc.constraints.conv_before_attention, cand.layout):
+            yield ("candidates", i, "layout"), why
+        return
+    if any(d is None for _, d in dims):
+        return  # a non-choice layout dimension: the value check names it
+    if not search.satisfiable(doc.constraints.conv_before_attention, cand.layout, [(p, c or ()) for p, c in dims]):
+        path = dims[0][0]
+        loc = ("search", path) if path in doc.search else ("candidates", i, "search", path)
+        yield loc, "no sampled layout satisfies constraints.conv_before_attention: every point would be rejected"
+
+
+def _is_layout(path: str) -> bool:
+    return path == "model.layout" or (path.startswith("model.layout.") and path.rsplit(".", 1)[1].isdigit())
 
 
 def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:

@@ -58,6 +58,9 @@ class Model:
     budget_error: float | None = None  # relative MACs error against the budget
     budget_params_error: float | None = None  # joint budgets only
     multiplier: float | None = None
+    structure: str | None = (
+        None  # the solved model's identity (search.structure): what makes two trials one architecture
+    )
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class RunRecord:
     """What one trial produced: identity, model, metrics and curves per score, optimizer, timing, environment."""
 
     version: int = VERSION
-    state: str = "COMPLETE"  # COMPLETE | FAIL | PRUNED | RUNNING | WAITING (as told, or as stored)
+    state: str = "COMPLETE"  # COMPLETE | FAIL | PRUNED | REJECTED | RUNNING | WAITING (as told, or as stored)
     identity: Identity = Identity()
     model: Model | None = None  # None: the trial failed before its model was matched
     metrics: Mapping[str, Mapping[str, Any]] = field(
@@ -316,6 +319,7 @@ def count(trials: Iterable[TrialRecord]) -> dict[str, int]:
         "failed": sum(t.state == "FAIL" and not t.interrupted for t in ts),
         "interrupted": sum(t.interrupted for t in ts),
         "pruned": sum(t.state == "PRUNED" for t in ts),
+        "rejected": sum(t.state == "REJECTED" for t in ts),  # sampled points refused before training
         "running": sum(t.state == "RUNNING" for t in ts),
         "waiting": sum(t.state == "WAITING" for t in ts),
     }
@@ -335,6 +339,7 @@ def row(t: TrialRecord) -> dict[str, Any]:
         "complete": t.complete,
         "fail_reason": run.fail_reason,
         "key": run.identity.key,
+        "architecture": _architecture(run),
     }
     if run.model is not None:
         m = _plain(run.model)
@@ -351,6 +356,13 @@ def row(t: TrialRecord) -> dict[str, Any]:
         row.update({f"env.{k}": v for k, v in env.items()})
         row.update({f"env.versions.{k}": v for k, v in versions.items()})
     return row
+
+
+def _architecture(run: RunRecord) -> str:
+    """The trial's architecture row name (search.arch_name), "" without a recorded structure."""
+    from coatsearch.search import architecture
+
+    return architecture(run)
 
 
 def _cell(value: Any) -> Any:

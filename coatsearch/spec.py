@@ -297,6 +297,14 @@ class SubsetSpec:
 
 
 @spec
+class ReevaluateSpec:
+    """Retrain the search's `top` architectures and every named candidate on `seeds` fresh seeds (paired)."""
+
+    top: Annotated[int, Strict(), Field(ge=1, le=20)] = 3
+    seeds: Annotated[int, Strict(), Field(ge=2, le=SEEDS_MAX)] = 3
+
+
+@spec
 class StudySpec:
     """How candidates become trials."""
 
@@ -306,13 +314,14 @@ class StudySpec:
     samples: Annotated[int, Strict(), Field(gt=0, le=SAMPLES_MAX)] = (
         1  # sampled configurations per candidate and seed (when it has search dimensions)
     )
-    sampler: Literal["random", "tpe"] = "random"  # sampler for search dimensions
+    sampler: Literal["random", "tpe", "gp", "cmaes", "nsga2", "grid"] = "random"  # sampler for search dimensions
     pruner: Literal["none", "median", "hyperband"] = "none"  # searches only
     objective: str = "generalization.eval_acc"  # score recorded as the trial value
     direction: Literal["maximize", "minimize"] = "maximize"
     baselines: Annotated[bool, Strict()] = True  # also train BASELINES per seed, on the same subsets (never matched)
     objectives: Annotated[tuple[str, ...], Field(max_length=8)] = ()  # >= 2 keys: a multi-objective study
     directions: tuple[Literal["maximize", "minimize"], ...] = ()  # one per objective
+    reevaluate: ReevaluateSpec | None = None  # after the search: top architectures vs named ones on fresh seeds
 
     def __post_init__(self) -> None:
         if self.objectives and (len(self.objectives) < 2 or len(self.directions) != len(self.objectives)):
@@ -328,6 +337,12 @@ class StudySpec:
             raise ValueError(
                 f"objectives: '{twice[0]}' is listed twice; allowed: distinct metric keys, one direction each"
             )
+
+    @property
+    def fresh_seeds(self) -> tuple[int, ...]:
+        """The re-evaluation's seeds: the next `reevaluate.seeds` after the study's own (none without it)."""
+        n = self.reevaluate.seeds if self.reevaluate else 0
+        return tuple(range(max(self.seeds) + 1, max(self.seeds) + 1 + n))
 
     @property
     def keys(self) -> tuple[str, ...]:

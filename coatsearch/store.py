@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import platform
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -35,7 +34,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from coatsearch import __version__, fsafe, paths
+from coatsearch import __version__, fsafe, paths, search
 from coatsearch import journal as J
 from coatsearch import record as R
 from coatsearch import trialcheck as TC
@@ -48,6 +47,7 @@ from coatsearch.space import Dim, Space
 JOURNAL = paths.JOURNAL
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
+REJECTED = "rejected"  # user attribute of a sampled point refused before training (search.admit): why
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
 
 
@@ -216,10 +216,24 @@ def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
 
 
 def _sampler(space: Space) -> optuna.samplers.BaseSampler:
-    seed = space.study.seeds[0]
-    if space.study.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
+    """Optuna's sampler for `study.sampler` (dsl.sampler_problem checked that it fits the space). Grid: every
+    point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
+    return make_sampler(space.study.sampler, space.study.seeds[0])
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    """Optuna's sampler called `name` (spec.StudySpec.sampler), seeded; grid and unknown names get random."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        make = {
+            "tpe": lambda: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
+            "gp": lambda: optuna.samplers.GPSampler(seed=seed),
+            "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
+            "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
+        }.get(name, lambda: optuna.samplers.RandomSampler(seed=seed))
+        return make()
 
 
 def _pruner(space: Space) -> optuna.pruners.BasePruner:
@@ -264,7 +278,7 @@ def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
 def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
     """Fix the planned candidate and seed, and sample the candidate's search dimensions."""
     trial.suggest_categorical("candidate", [c.name for c in space.candidates])
-    trial.suggest_categorical("seed", list(space.study.seeds))
+    trial.suggest_categorical("seed", [*space.study.seeds, *space.study.fresh_seeds])
     return {d.path: _suggest_dim(trial, d) for d in space.candidate(item.candidate).dims}
 
 
@@ -273,7 +287,7 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
         choices = tuple(d.choices or ())  # a choice dimension always has choices (the spec checks it)
         if len(choices) == 1:
             return choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
-        labels: list[Any] = [c if isinstance(c, str | int | float | bool) else json.dumps(c) for c in choices]
+        labels: list[Any] = [search.label(c) for c in choices]
         picked = trial.suggest_categorical(d.path, labels)
         return choices[labels.index(picked)]
     assert d.low is not None and d.high is not None  # a numeric dimension always has bounds (the spec checks it)
@@ -328,8 +342,108 @@ def record(trial: optuna.trial.FrozenTrial) -> R.TrialRecord:
         params=MappingProxyType(params),
         start=trial.datetime_start.isoformat() if trial.datetime_start else None,
         complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
-        run=R.read(copy.deepcopy(dict(trial.user_attrs)), trial.state.name, params),
+        run=_rejection(R.read(copy.deepcopy(dict(trial.user_attrs)), _state(trial), params), trial),
     )
+
+
+def _rejection(run: R.RunRecord, trial: optuna.trial.FrozenTrial) -> R.RunRecord:
+    """A rejected point's record carries why, as `extra['rejected']` (it trained nothing, so it has no record)."""
+    if run.state != "REJECTED":
+        return run
+    return replace(run, extra=MappingProxyType({**run.extra, REJECTED: trial.user_attrs[REJECTED]}))
+
+
+def claim_point(
+    study: optuna.Study, space: Space, items: Mapping[str, P.PlanItem], run_id: str, limit: int | None,
+    study_folder: Path, backend: str = "optuna",
+) -> tuple[optuna.Trial, P.PlanItem, dict[str, Any], Any] | None:  # fmt: skip
+    """Claim the next planned trial and sample its point, rejecting (store.reject) every point the constraints or
+    the budget refuse before it trains: (trial, item, params, the admitted Prepared or None), or None when done."""
+    fixed = fixed_points(space)
+    while (taken := claim(study, items, run_id, limit, study_folder, backend, fixed)) is not None:
+        trial, item = taken
+        params = suggest(trial, space, item)
+        cand = space.candidate(item.candidate)
+        if not cand.dims:
+            return trial, item, params, None
+        try:
+            return trial, item, params, search.admit(space, cand, params)
+        except search.Rejected as exc:
+            reject(study, trial, item.key, exc.reason)
+    return None
+
+
+def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
+    """A planned trial's enqueued point: a re-evaluation trial's architecture (reeval_point), the grid sampler's
+    next point (grid_points), else none ({}: Optuna's sampler samples it)."""
+    grid = grid_points(space)
+
+    def point(item: P.PlanItem, trials: list) -> dict | None:
+        if item.sample >= P.REEVAL:
+            return reeval_point(space, item, trials)
+        return grid(item, trials) if grid else {}
+
+    return point
+
+
+def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
+    """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
+    trials of its candidate; None while any of the search's trials is unfinished, or with fewer architectures."""
+    rank, cand = item.sample - P.REEVAL, space.candidate(item.candidate)
+    main = {i.key for i in P.plan(space) if i.candidate == cand.name and i.sample < P.REEVAL}
+    held = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name != "RUNNING"}
+    if not main <= held:
+        return None
+    done = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE" and t.values]
+    ranked = search.ranked(
+        done, cand, space.study.direction if not space.study.objectives else space.study.directions[0]
+    )
+    return {"params": ranked[rank]} if rank < len(ranked) else None
+
+
+def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
+    """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
+    the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
+    if space.study.sampler != "grid":
+        return None
+    grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
+
+    def next_point(item: P.PlanItem, trials: list) -> dict | None:
+        points = grids.get((item.candidate, item.seed))
+        if points is None:
+            return {}
+        same = f"{item.candidate}/seed={item.seed}/"
+        used = {t.user_attrs.get("grid") for t in trials if str(t.user_attrs.get("key", "")).startswith(same)}
+        index = next((i for i in range(len(points)) if i not in used), None)
+        return None if index is None else {"params": points[index], "grid": index}
+
+    return next_point
+
+
+def _state(trial: optuna.trial.FrozenTrial) -> str:
+    """The trial's state name; a PRUNED trial carrying `rejected` is a point refused at sampling (REJECTED)."""
+    if trial.state == TrialState.PRUNED and isinstance(trial.user_attrs.get(REJECTED), str):
+        return "REJECTED"
+    return trial.state.name
+
+
+def reject(study: optuna.Study, trial: optuna.Trial, key: str, why: str) -> None:
+    """Record a sampled point refused before training: told PRUNED (samplers learn it is bad) with `rejected`;
+    its key stays free, so the planned trial samples again, at most search.REJECT_MAX times in all, after which
+    it is recorded as failed with the last reason (the study goes on with the other trials)."""
+    from coatsearch.search import REJECT_MAX
+
+    trial.set_user_attr(REJECTED, why)
+    before = sum(
+        t.user_attrs.get(REJECTED) is not None and t.user_attrs.get("key") == key
+        for t in study.get_trials(deepcopy=False)
+    )
+    if before >= REJECT_MAX:
+        reason = f"no admissible point in {before} samples (last: {why})"
+        trial.set_user_attr("fail_reason", reason)
+        study.tell(trial, None, state=TrialState.FAIL)
+        return
+    study.tell(trial, None, state=TrialState.PRUNED)
 
 
 def records(study: optuna.Study, say: bool = True) -> tuple[R.TrialRecord, ...]:

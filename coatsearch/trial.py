@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from coatsearch import record as R
-from coatsearch import scores
+from coatsearch import scores, search
 from coatsearch.candidates import Prepared, prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
 from coatsearch.scores import Report, TrialInput, measure
@@ -29,16 +29,19 @@ def run_item(
     progress: bool = False,
     report: Report | None = None,
     matched: Mapping[str, Prepared] | None = None,
+    admitted: Prepared | None = None,
 ) -> tuple[float | list[float], R.RunRecord]:
     """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
+    `admitted`: the point's model, already admitted at sampling (search.admit); else it is admitted here, so a
+    point no engine checked still never trains against a constraint or a missed budget.
     """
     start = time.perf_counter()
     try:
         cand = space.candidate(item.candidate)
-        prep = (matched or {}).get(cand.name) if not cand.dims else None
-        prep = prep or prepare(cand, params)
+        prep = admitted or ((matched or {}).get(cand.name) if not cand.dims else None)
+        prep = prep or (search.admit(space, cand, params) if cand.dims else prepare(cand, params))
         if not prep.ok:
             raise TrialFailed(f"budget not met: {prep.reason}")
         runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
@@ -47,6 +50,8 @@ def run_item(
         check_finite(metrics)
     except (TrialFailed, Pruned, UserError):
         raise
+    except search.Rejected as exc:
+        raise TrialFailed(f"rejected before training: {exc.reason}") from exc
     except NonFinite as exc:
         raise TrialFailed(str(exc)) from exc
     except torch.OutOfMemoryError as exc:
@@ -89,6 +94,7 @@ def model_of(prep: Prepared) -> R.Model:
         budget_error=prep.error,
         budget_params_error=prep.params_error,
         multiplier=prep.multiplier,
+        structure=search.structure(prep.model) if prep.model.stages else None,
     )
 
 
@@ -110,12 +116,13 @@ def attempt(
     progress: bool = False,
     report: Report | None = None,
     matched: Mapping[str, Prepared] | None = None,
+    admitted: Prepared | None = None,
 ) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
     """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
 
     `env` is the worker's environment (store.environment); the record takes it with the trial's device."""
     try:
-        value, run = run_item(space, item, params, device, progress=progress, report=report, matched=matched)
+        value, run = run_item(space, item, params, device, progress, report, matched, admitted)
     except Pruned:
         return "PRUNED", None, None
     except (TrialFailed, UserError) as exc:

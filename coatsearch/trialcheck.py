@@ -26,7 +26,11 @@ _LIST = (list, tuple)
 # attribute -> the types coatsearch writes (None is allowed where a value can be missing)
 ATTRS: dict[str, tuple[tuple[type, ...], bool]] = {
     **{k: (_STR, False) for k in ("candidate", "model_label", "arch", "layout", "stem", "stages", "key")},
-    **{k: (_STR, False) for k in ("device", "objective", "fail_reason", "run_id", "backend", "killed_by", "told")},
+    **{
+        k: (_STR, False)
+        for k in ("device", "objective", "fail_reason", "run_id", "backend", "killed_by", "told", "rejected")
+    },
+    "grid": ((int,), False),  # the grid sampler's point index (store.grid_points)
     **{k: (_NUM, False) for k in ("params", "macs", "wall_s")},
     **{k: (_NUM, True) for k in ("budget_macs", "budget_error", "multiplier")},
     **{k: ((int,), True) for k in ("seed", "sample")},

@@ -12,6 +12,7 @@ from typing import Any
 
 from coatsearch.errors import UserError
 from coatsearch.space import Space
+from coatsearch.spec import SAMPLES_MAX
 
 
 @dataclass(frozen=True)
@@ -28,14 +29,27 @@ class PlanItem:
         return f"{self.candidate}/seed={self.seed}/sample={self.sample}"
 
 
+REEVAL = SAMPLES_MAX  # a re-evaluation trial's sample index: REEVAL + the rank of the architecture it retrains
+
+
 def plan(space: Space) -> tuple[PlanItem, ...]:
-    """Grid over named candidates × seeds × (samples, for candidates that have search dimensions)."""
-    return tuple(
+    """Grid over named candidates × seeds × (samples, for candidates that have search dimensions); then, with
+    `study.reevaluate`, every named candidate and the top architectures of each searched one on fresh seeds."""
+    main = tuple(
         PlanItem(c.name, seed, k)
         for c in space.candidates
         for seed in space.study.seeds
         for k in range(space.study.samples if c.dims else 1)
     )
+    top = space.study.reevaluate.top if space.study.reevaluate else 0
+    again = tuple(
+        PlanItem(c.name, seed, REEVAL + rank if c.dims else 0)
+        for c in space.candidates
+        if not c.dims or any(d.path.startswith("model.") for d in c.dims)
+        for seed in space.study.fresh_seeds
+        for rank in range(top if c.dims else 1)
+    )
+    return main + again
 
 
 def space_record(space: Space) -> dict:

@@ -147,10 +147,10 @@ def _worker(
     ran = 0
     folder = store.folder(studies_dir, name)
     with progress_bar(store.counts(study)["finished"], len(items), progress) as bar:
-        while (taken := store.claim(study, items, run_id, limit, folder)) is not None:
-            trial, item = taken
+        while (taken := store.claim_point(study, space, items, run_id, limit, folder)) is not None:
+            trial, item, params, admitted = taken
             try:
-                _run_trial(space, study, trial, item, device, env, progress, matched)
+                _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`claiming`)
                 with contextlib.suppress(Exception):  # already told: nothing to mark
                     trial.set_user_attr("interrupted", True)
@@ -165,17 +165,18 @@ def _run_trial(
     study: optuna.Study,
     trial: optuna.Trial,
     item: P.PlanItem,
+    params: dict,
+    admitted: Any,
     device: Any,
     env: Any,
     progress: bool,
     matched: dict | None = None,
 ) -> None:
-    """Suggest, train, score and tell one trial; any failure is recorded with its reason."""
+    """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason."""
     from coatsearch.trial import attempt, epoch_reporter
 
-    params = store.suggest(trial, space, item)
     report = epoch_reporter(space, _pruning_sink(trial))
-    outcome = attempt(space, item, params, device, env, progress=progress, report=report, matched=matched)
+    outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
     store.tell(study, trial, *outcome)
 
 

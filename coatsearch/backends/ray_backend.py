@@ -232,12 +232,11 @@ class StudySearcher(Searcher):
 
     def suggest(self, trial_id: str) -> dict | str:  # type: ignore[override]  # Ray documents FINISHED (a str) as a return
         """Claim the next free key (or FINISHED); Ray's trial config names it."""
-        taken = store.claim(self.study, self.items, self.run_id, self.limit, self.folder, backend="ray")
+        taken = store.claim_point(self.study, self.space, self.items, self.run_id, self.limit, self.folder, "ray")
         if taken is None:
             return Searcher.FINISHED
-        trial, item = taken
+        trial, item, params, _ = taken  # admitted here; the trial admits it again before training (search.admit)
         self.open[trial_id] = trial
-        params = store.suggest(trial, self.space, item)
         return {"number": trial.number, "item": asdict(item), "params": json.dumps(params)}
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:

@@ -13,10 +13,11 @@ from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
-from coatsearch.report import budget, calibration, frames, info, judging, optim, paper, pareto, plots
+from coatsearch.report import budget, calibration, frames, info, judging, optim, paper, pareto, plots, view_search
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
+from coatsearch.report import markdown_search as mdsearch
 from coatsearch.report import markdown_speed as mds
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
@@ -47,6 +48,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section("setup", vst.setup, md.setup),
     Section("candidates", vst.candidates, md.candidates, (GEN_SCORE, "acc_vs_params", "curves", ROBUSTNESS_SCORE)),
     Section(FIGURES, lambda ctx: None, md.figures),
+    Section("search", lambda ctx: ctx.tables.get("search"), mdsearch.section, ("search_history", "search_slices")),
     Section("rankings", vst.rankings, md.rankings),
     Section("v_table", vst.v_table, md.v_table),
     Section("matched", vm.matched, mdm.matched, ("matched_loss",)),
@@ -64,9 +66,14 @@ SECTIONS: tuple[Section, ...] = (  # in report order
 
 def summarize(study: str, space: dict, records: info.Records) -> Report:
     """Every table the report shows, computed from the space record and trial records alone, and each section's
-    Info (the summary reads as a mapping of those tables)."""
+    Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
+    per architecture it trained (search.regroup); the search section reads the records as stored."""
+    from coatsearch import search
+
+    found = view_search.compute(space, records)
+    records = [r for r in search.regroup(records) if r.state != "REJECTED"]  # the search section counts those
     j = judging.judge_records(space, records)
-    ctx = Context(study, space, j["frames"], j, tables(study, space, records, j))
+    ctx = Context(study, space, j["frames"], j, {**tables(study, space, records, j), "search": found})
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 

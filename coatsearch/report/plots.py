@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.report import plots_claims, plots_measures, plots_speed, speed  # noqa: E402
+from coatsearch.report import plots_claims, plots_measures, plots_search, plots_speed, speed  # noqa: E402
 from coatsearch.report.claims import (  # noqa: E402
     BASELINES,
     CAPACITY_SCORE,
@@ -309,6 +309,19 @@ FIGURES: dict[str, FigureSpec] = {
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
             compute=lambda space, fr: info.robustness_rows(space, fr.records),
+        ),
+        FigureSpec(
+            "search_history",
+            "search",
+            lambda found, s, path: plots_search.history(found, path),
+            "Search progress per searched candidate: each trial's objective (dots) and the best so far (steps), "
+            "against the trial number (left) and the wall time since the search's first trial started (right).",
+        ),
+        FigureSpec(
+            "search_slices",
+            "search",
+            lambda found, s, path: plots_search.slices(found, path),
+            "Slice plot: every complete trial's objective against each sampled dimension of the search.",
         ),
         FigureSpec(
             "acc_vs_speed",

@@ -1,0 +1,110 @@
+"""The command line's search views: what a searched candidate's space holds (`show`), a trial's model
+(`show STUDY --trial N`), and the best architectures as candidate entries (`export STUDY --best K`)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from coatsearch import search
+from coatsearch.space import Candidate, Space
+
+SAMPLE = 8  # architectures `show` lists without --all
+RANDOM_POINTS = 50  # points `show` solves for a space with a continuous structural dimension
+
+
+def show_search(space: Space, everything: bool) -> str:
+    """Per searched candidate: its dimensions and sizes, how many architectures survive, and a sample."""
+    parts = []
+    for cand in space.candidates:
+        if isinstance(cand, Candidate) and search.searches_model(cand):
+            parts.append(_one(space, cand, everything))
+    return "\n\n".join(parts)
+
+
+def _one(space: Space, cand: Candidate, everything: bool) -> str:
+    total = search.size(cand)
+    lines = [f"search over candidate '{cand.name}' (sampler {space.study.sampler}, {space.study.samples} samples "
+             f"per seed):"]  # fmt: skip
+    for d in cand.dims:
+        values = search.dim_values(d)
+        shown = ", ".join(map(str, values)) if values is not None else f"{d.low}..{d.high}{' log' if d.log else ''}"
+        lines.append(f"  {d.path}: {shown} ({len(values) if values is not None else 'continuous'})")
+    if total is None:
+        found = _survey_random(space, cand)
+        lines.append(f"  a continuous structural dimension: {found.points} random points solved, "
+                     f"{len(found.architectures)} distinct architectures admitted{_why(found)}")  # fmt: skip
+    else:
+        found = search.survey(space, cand)
+        lines.append(f"  {total} structural points; {len(found.architectures)} distinct architectures pass the "
+                     f"constraints and the budget solve{_why(found)}")  # fmt: skip
+    archs = list(found.architectures.items())
+    shown_archs = archs if everything else archs[:SAMPLE]
+    more = "" if len(shown_archs) == len(archs) else f" (first {len(shown_archs)} of {len(archs)}; --all lists all)"
+    lines.append(f"  architectures{more}:")
+    lines += [f"    {name}  {p.model.layout}  {_stages(p)}  {p.params / 1e6:.3f}M params  {p.macs / 1e6:.2f}M MACs  "
+              f"{_point(point)}" for name, (point, p) in shown_archs]  # fmt: skip
+    return "\n".join(lines)
+
+
+def _stages(prep: Any) -> str:
+    from coatsearch.candidates import stages_text
+
+    return stages_text(prep.model)
+
+
+def _point(point: dict) -> str:
+    return " ".join(f"{k.removeprefix('model.')}={v}" for k, v in point.items())
+
+
+def _why(found: search.Survey) -> str:
+    if not found.rejected:
+        return ""
+    return " (" + ", ".join(f"{n} rejected: {kind}" for kind, n in found.rejected.items()) + ")"
+
+
+def _survey_random(space: Space, cand: Candidate) -> search.Survey:
+    """A survey over random points of a space with a continuous structural dimension (seeded)."""
+    from collections import Counter
+
+    rejected: Counter[str] = Counter()
+    archs: dict = {}
+    for point in _random_points(cand, RANDOM_POINTS):
+        try:
+            prep = search.admit(space, cand, point)
+        except search.Rejected as exc:
+            rejected[exc.reason.split(":", 1)[0]] += 1
+            continue
+        archs.setdefault(search.arch_name(prep.model.layout, search.structure(prep.model)), (point, prep))
+    return search.Survey(RANDOM_POINTS, None, dict(rejected), archs)
+
+
+def _random_points(cand: Candidate, n: int) -> Iterator[dict]:
+    rng = random.Random(0)
+    for _ in range(n):
+        point = {}
+        for d in search.model_dims(cand):
+            values = search.dim_values(d)
+            point[d.path] = (
+                rng.choice(values) if values is not None else rng.uniform(float(d.low or 0), float(d.high or 0))
+            )
+        yield point
+
+
+def show_trial(study: str, number: int, studies_dir: Any) -> str:
+    """A trial's model rebuilt from its record: candidate, sampled values, solved stages, size, module tree."""
+    from coatsearch.candidates import stages_text, stem_text
+    from coatsearch.found import trial_model
+    from coatsearch.models import build
+
+    tm = trial_model(study, number, studies_dir)
+    p = tm.prepared
+    values = " ".join(f"{k}={v}" for k, v in tm.params.items()) or "none"
+    return "\n".join([
+        f"trial {number} of study {study}: candidate {tm.candidate}, architecture {tm.architecture}",
+        f"sampled: {values}",
+        f"stem {stem_text(p.model)}; stages {stages_text(p.model)}; {p.params / 1e6:.3f}M params, "
+        f"{p.macs / 1e6:.2f}M MACs",
+        str(build(p.model)),
+    ])  # fmt: skip

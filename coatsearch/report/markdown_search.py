@@ -1,0 +1,111 @@
+"""Markdown of the search section (view_search.SearchInfo): only formatting, every number comes from the Info."""
+
+from __future__ import annotations
+
+import math
+
+from coatsearch.report import escape
+from coatsearch.report.markdown import table
+from coatsearch.report.view_search import IMPORTANCE_SEEDS, Arch, Searched, SearchInfo
+
+SEEDS = len(IMPORTANCE_SEEDS)
+
+
+def section(s: SearchInfo) -> str:
+    """The '## Search' section: per searched candidate, what the search found."""
+    head = (
+        f"Sampler `{s.sampler}`; objective {s.label} ({'higher' if s.maximize else 'lower'} is better). "
+        "Each architecture is one solved model (layout, per-stage depth × width after the budget solve, stem, "
+        "block options); its runs are its seeds and `train.*` samples."
+    )
+    parts = ["## Search", head]
+    for one in s.searched:
+        parts += _searched(s, one)
+    return "\n\n".join(parts)
+
+
+def _searched(s: SearchInfo, one: Searched) -> list[str]:
+    out = [f"### Search over candidate `{escape.cell(one.candidate)}`"]
+    if one.dims:
+        out.append(table(["dimension", "values"], [[f"`{p}`", v] for p, v in one.dims]))
+    held = f"holds {one.size} structural points; " if one.size is not None else ""
+    out.append(f"The space {held}the search measured {one.measured} distinct architectures in {one.trials} trials.")
+    out.append(_rejected(one))
+    if one.history:
+        out.append(_history(s, one))
+    if one.top:
+        out.append(_top(s, one.top, "Top architectures found (mean ± sd over their runs):"))
+    if s.named and one.top:
+        out.append(_versus(s, one.top[0], s.named[0]))
+    if one.reevaluation:
+        out.append(_reevaluated(s, one))
+    if one.importance:
+        body = [[f"`{p}`", _pm(m, sd, 2)] for p, m, sd in one.importance]
+        note = f"Importance of each dimension (fANOVA, `optuna.importance`; ± sd over {SEEDS} forest seeds):"
+        out.append(note + "\n\n" + table(["dimension", "importance"], body))
+    return out
+
+
+def _reevaluated(s: SearchInfo, one: Searched) -> str:
+    """The re-evaluation: each architecture against the best named candidate, paired by fresh seed."""
+    lines = []
+    for p in one.reevaluation:
+        ci = f" [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}]" if p.ci else ""
+        test = f", p = {p.p:.3g}, Holm {p.p_holm:.3g}" if p.p is not None and p.p_holm is not None else ""
+        lines.append(f"- search found `{p.found}` ({p.stages}), {p.verdict} the best named candidate `{p.named}`: "
+                     f"{p.found_mean:.2f}{s.unit} vs {p.named_mean:.2f}{s.unit}, d = {p.d:+.2f}{ci} points over "
+                     f"{p.n} fresh seeds (paired t test{test})")  # fmt: skip
+    head = (
+        "Re-evaluation (`study.reevaluate`): the top architectures and every named candidate retrained on fresh "
+        "seeds the search never saw, compared paired by seed with the best named candidate on those seeds "
+        "(95% t interval; verdict at Holm-adjusted p < 0.05; the eval images are the study's fixed eval set):"
+    )
+    return head + "\n\n" + "\n".join(lines)
+
+
+def _rejected(one: Searched) -> str:
+    if not one.rejected:
+        return "No sampled point was rejected."
+    total = sum(n for _, n, _ in one.rejected)
+    why = "; ".join(f"{n} {kind} (e.g. {escape.cell(example)})" for kind, n, example in one.rejected)
+    return f"{total} points rejected before training, none trained or counted as a trial: {why}."
+
+
+def _history(s: SearchInfo, one: Searched) -> str:
+    """The trials where the best so far improved: trial number, wall time since the search started, value."""
+    rows, best = [], None
+    for number, elapsed, value, so_far in one.history:
+        if best is None or so_far != best:
+            rows.append([str(number), "–" if math.isnan(elapsed) else f"{elapsed:.0f} s", f"{value:.2f}{s.unit}"])
+            best = so_far
+    text = f"Best so far (the trials that improved it; {len(one.history)} trials in all, figure `search_history`):"
+    return text + "\n\n" + table(["trial", "wall time", f"{s.label}"], rows)
+
+
+def _top(s: SearchInfo, archs: tuple[Arch, ...], text: str) -> str:
+    body = [
+        [a.name, a.layout, a.stages, a.block or "–", _m(a.params), _m(a.macs), _pm(a.mean, a.sd, 2, s.unit),
+         str(a.n), ", ".join(map(str, a.seeds))]
+        for a in archs
+    ]  # fmt: skip
+    head = ["architecture", "layout", "stages", "block", "params", "MACs", s.label, "runs", "seeds"]
+    return text + "\n\n" + table(head, body)
+
+
+def _versus(s: SearchInfo, found: Arch, named: Arch) -> str:
+    d = found.mean - named.mean
+    better = d > 0 if s.maximize else d < 0
+    return (
+        f"Best found `{found.name}` ({found.stages}) {found.mean:.2f}{s.unit} against the best named candidate "
+        f"`{named.name}` {named.mean:.2f}{s.unit}: {d:+.2f} points, {'above' if better else 'not above'} it on the "
+        "images the search selected on (a selection-biased figure; `study.reevaluate` retrains on fresh seeds "
+        "for a paired test)."
+    )
+
+
+def _pm(mean: float, sd: float | None, digits: int, unit: str = "") -> str:
+    return f"{mean:.{digits}f}{unit}" + (f" ± {sd:.{digits}f}" if sd is not None else " (n=1)")
+
+
+def _m(x: int | None) -> str:
+    return "–" if x is None else f"{x / 1e6:.3f}M"

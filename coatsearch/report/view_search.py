@@ -1,0 +1,291 @@
+"""The search section's Info: per searched candidate, its dimensions, rejected points, best-so-far history, top
+architectures (mean ± sd over seeds) and the importance of each dimension (optuna.importance, fANOVA).
+
+Computed from the trial records as stored (a searched candidate's trials, before the report renames them to
+their architectures) and the space record; pure apart from the in-memory Optuna study importance needs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from coatsearch import search
+from coatsearch.record import TrialRecord
+from coatsearch.report.claims import ALPHA
+from coatsearch.report.info import METRICS
+from coatsearch.report.stats import holm
+from coatsearch.trials_plan import REEVAL
+
+TOP = 5  # architectures listed per searched candidate
+IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One measured architecture: its row name, model, and the objective over its runs (display units)."""
+
+    name: str
+    layout: str
+    stages: str
+    block: str
+    params: int | None
+    macs: int | None
+    mean: float
+    sd: float | None
+    n: int
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What the search over one candidate found."""
+
+    candidate: str
+    dims: tuple[tuple[str, str], ...]  # (path, values as text)
+    size: int | None  # structural points the space holds (None: continuous)
+    trials: int  # complete trials
+    rejected: tuple[tuple[str, int, str], ...]  # (kind, count, an example reason)
+    history: tuple[tuple[int, float, float, float], ...]  # (trial number, elapsed s, value, best so far)
+    top: tuple[Arch, ...]
+    measured: int  # distinct architectures measured
+    importance: tuple[tuple[str, float, float | None], ...]  # (path, mean, sd over forest seeds)
+    slices: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (path, (value, objective) per trial)
+    reevaluation: tuple[Paired, ...] = ()  # each re-evaluated architecture against the best named candidate
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A re-evaluated architecture against the best named candidate on the same fresh seeds (a paired t test)."""
+
+    found: str
+    stages: str
+    named: str
+    found_mean: float
+    named_mean: float
+    n: int  # seeds both ran
+    d: float  # mean of found - named, in the better direction
+    ci: tuple[float, float] | None
+    p: float | None
+    p_holm: float | None
+    verdict: str  # "better than", "worse than", "no better than"
+
+
+@dataclass(frozen=True)
+class SearchInfo:
+    """The search section: the objective, each searched candidate, and the named candidates for reference."""
+
+    objective: str
+    label: str
+    unit: str
+    maximize: bool
+    sampler: str
+    searched: tuple[Searched, ...]
+    named: tuple[Arch, ...]  # the candidates without search dimensions, by mean objective
+
+
+def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchInfo | None:
+    """The search section's Info, or None when no candidate samples `model.*` fields."""
+    names = sorted({str(r.params.get("candidate")) for r in records if any(k.startswith("model.") for k in r.params)})
+    names += sorted({str(r.candidate) for r in records if r.state == "REJECTED"} - set(names))
+    if not names:
+        return None
+    study = space.get("study") or {}
+    objective = str((study.get("objectives") or [study.get("objective")])[0])
+    metric = METRICS.get(objective)
+    maximize = ((study.get("directions") or [study.get("direction", "maximize")])[0]) == "maximize"
+    scale = metric.scale if metric else 1.0
+    cands = _candidates(space)
+    seeds = [int(s) for s in study.get("seeds") or [0]]
+    fresh = set(range(max(seeds) + 1, max(seeds) + 1 + int((study.get("reevaluate") or {}).get("seeds") or 0)))
+    searched = tuple(_searched(n, cands.get(n), records, scale, maximize, fresh) for n in names)
+    named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
+    return SearchInfo(
+        objective,
+        metric.label if metric else objective,
+        metric.unit if metric else "",
+        maximize,
+        str(study.get("sampler", "random")),
+        searched,
+        _archs(named, scale, maximize, by_candidate=True),
+    )
+
+
+def _candidates(space: Mapping[str, Any]) -> dict[str, Any]:
+    """The space's candidates rebuilt from the recorded space text (their dimensions); {} when it cannot be."""
+    from coatsearch.space import load_space
+
+    try:
+        built = load_space(str(space.get("source") or "space.yaml"), str(space.get("profile") or "default"),
+                           text=str(space["space_yaml"]))  # fmt: skip
+    except Exception:  # noqa: BLE001 - an old or foreign space record: the section goes on without dimensions
+        return {}
+    return {c.name: c for c in built.candidates}
+
+
+def _searched(
+    name: str, cand: Any, records: Sequence[TrialRecord], scale: float, maximize: bool, fresh: set[int]
+) -> Searched:
+    ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
+    mine = [r for r in ours if (r.run.identity.sample or 0) < REEVAL]  # the search's trials, not re-evaluations
+    done = [r for r in mine if r.state == "COMPLETE" and r.value is not None]
+    again = [r for r in ours if (r.run.identity.sample or 0) >= REEVAL and r.state == "COMPLETE"]
+    named = [r for r in records if r.state == "COMPLETE" and r.seed in fresh and not r.searched()]
+    dims = tuple((d.path, _values(d)) for d in cand.dims) if cand is not None else ()
+    return Searched(
+        name,
+        dims,
+        search.size(cand) if cand is not None else None,
+        len(done),
+        _rejected(mine),
+        _history(done, scale, maximize),
+        _archs(done, scale, maximize)[:TOP],
+        len({search.architecture(r.run) for r in done}),
+        _importance(cand, done, maximize) if cand is not None else (),
+        _slices(cand, done, scale) if cand is not None else (),
+        _reevaluation(again, named, scale, maximize),
+    )
+
+
+def _by_seed(records: Sequence[TrialRecord], name_of: Any, scale: float) -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {}
+    for r in records:
+        if r.value is not None and r.seed is not None:
+            out.setdefault(name_of(r), {})[r.seed] = float(r.value) * scale
+    return out
+
+
+def _reevaluation(
+    again: Sequence[TrialRecord], named: Sequence[TrialRecord], scale: float, maximize: bool
+) -> tuple[Paired, ...]:
+    """Each re-evaluated architecture against the best named candidate (by mean on the fresh seeds), paired by
+    seed: d, its t interval and p (scipy.stats), Holm-adjusted over the architectures compared."""
+    from scipy import stats as st
+
+    found = _by_seed(again, lambda r: search.architecture(r.run), scale)
+    names = _by_seed(named, lambda r: r.candidate, scale)
+    if not found or not names:
+        return ()
+    sign = 1.0 if maximize else -1.0
+    best = max(names, key=lambda n: sign * statistics.fmean(names[n].values()))
+    stages = {search.architecture(r.run): r.run.model.stages for r in again if r.run.model is not None}
+    rows = []
+    for arch, vals in found.items():
+        seeds = sorted(set(vals) & set(names[best]))
+        d = [sign * (vals[s] - names[best][s]) for s in seeds]
+        ci = p = None
+        if len(d) >= 2 and statistics.stdev(d) > 0:
+            half = float(st.t.ppf(0.975, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
+            ci = (statistics.fmean(d) - half, statistics.fmean(d) + half)
+            p = float(st.ttest_rel([vals[s] for s in seeds], [names[best][s] for s in seeds]).pvalue)
+        rows.append((arch, vals, d, ci, p))
+    adjusted = holm([p for *_, p in rows])
+    out = []
+    for (arch, vals, d, ci, p), q in zip(rows, adjusted, strict=True):
+        mean = statistics.fmean(d) if d else float("nan")
+        verdict = "no better than" if q is None or q >= ALPHA else ("better than" if mean > 0 else "worse than")
+        out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
+                          statistics.fmean(names[best].values()), len(d), mean, ci, p, q, verdict))  # fmt: skip
+    return tuple(sorted(out, key=lambda x: -x.d))
+
+
+def _values(d: Any) -> str:
+    values = search.dim_values(d)
+    if values is None:
+        return f"{d.low}..{d.high}{' (log)' if d.log else ''}"
+    return ", ".join(map(str, values)) if len(values) <= 8 else f"{values[0]}..{values[-1]} ({len(values)} values)"
+
+
+def _rejected(mine: Sequence[TrialRecord]) -> tuple[tuple[str, int, str], ...]:
+    reasons = [str(r.run.extra.get("rejected") or r.run.fail_reason or "") for r in mine if r.state == "REJECTED"]
+    kinds = Counter(why.split(":", 1)[0] for why in reasons)
+    return tuple((k, n, next(w for w in reasons if w.startswith(k))) for k, n in kinds.most_common())
+
+
+def _history(done: Sequence[TrialRecord], scale: float, maximize: bool) -> tuple[tuple[int, float, float, float], ...]:
+    """(trial, seconds since the search's first trial started, value, best so far), in trial order."""
+    done = sorted(done, key=lambda r: r.number)
+    starts = [datetime.fromisoformat(r.start) for r in done if r.start]
+    t0 = min(starts) if starts else None
+    out, best = [], None
+    for r in done:
+        v = float(r.value or 0.0) * scale
+        best = v if best is None else (max(best, v) if maximize else min(best, v))
+        end = datetime.fromisoformat(r.complete) if r.complete else None
+        out.append((r.number, (end - t0).total_seconds() if end and t0 else float("nan"), v, best))
+    return tuple(out)
+
+
+def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candidate: bool = False) -> tuple[Arch, ...]:
+    """The measured architectures (or candidates), best mean first."""
+    groups: dict[str, list[TrialRecord]] = {}
+    for r in done:
+        if r.value is None or r.run.model is None:
+            continue
+        groups.setdefault(r.candidate if by_candidate else search.architecture(r.run), []).append(r)
+    out = []
+    for name, rs in groups.items():
+        vals = [float(r.value or 0.0) * scale for r in rs]
+        m = rs[0].run.model
+        assert m is not None
+        block = m.structure.rsplit("|", 1)[-1].strip() if m.structure else ""
+        sd = statistics.stdev(vals) if len(vals) > 1 else None
+        seeds = tuple(sorted({r.seed for r in rs if r.seed is not None}))
+        out.append(
+            Arch(name, m.layout, m.stages, block, m.params, m.macs, statistics.fmean(vals), sd, len(vals), seeds)
+        )
+    return tuple(sorted(out, key=lambda a: -a.mean if maximize else a.mean))
+
+
+def _dims(cand: Any) -> list[Any]:
+    return [d for d in cand.dims if not (d.kind == "choice" and len(d.choices or ()) == 1)]
+
+
+def _slices(
+    cand: Any, done: Sequence[TrialRecord], scale: float
+) -> tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]:
+    return tuple(
+        (d.path, tuple((r.params[d.path], float(r.value or 0.0) * scale) for r in done if d.path in r.params))
+        for d in _dims(cand)
+    )
+
+
+def _importance(cand: Any, done: Sequence[TrialRecord], maximize: bool) -> tuple[tuple[str, float, float | None], ...]:
+    """fANOVA importance of each sampled dimension over the complete trials, mean and sd over forest seeds."""
+    import optuna
+
+    dims = {d.path: _distribution(d) for d in _dims(cand)}
+    trials = [r for r in done if all(p in r.params for p in dims)]
+    if len(dims) < 1 or len(trials) < 3:
+        return ()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize" if maximize else "minimize")
+    for r in trials:
+        params = {p: r.params[p] for p in dims}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=dims, value=float(r.value or 0.0)))
+    runs: dict[str, list[float]] = {p: [] for p in dims}
+    for seed in IMPORTANCE_SEEDS:
+        try:
+            found = optuna.importance.get_param_importances(
+                study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed), normalize=True
+            )
+        except (ValueError, RuntimeError):  # all values equal, or one distinct point: nothing to apportion
+            return ()
+        for p in dims:
+            runs[p].append(float(found.get(p, 0.0)))
+    rows = [(p, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None) for p, v in runs.items()]
+    return tuple(sorted(rows, key=lambda row: -row[1]))
+
+
+def _distribution(d: Any) -> Any:
+    import optuna
+
+    if d.kind == "choice":
+        return optuna.distributions.CategoricalDistribution([search.label(c) for c in d.choices or ()])
+    if d.kind == "int":
+        return optuna.distributions.IntDistribution(int(d.low), int(d.high), log=d.log, step=int(d.step or 1))
+    return optuna.distributions.FloatDistribution(float(d.low), float(d.high), log=d.log)

@@ -1,0 +1,300 @@
+"""Architecture search end to end on the tiny searched space: architectures are rows, rejected points cost no
+training and are counted, the search section (history, top, importance) is in the report, bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import coatsearch
+from coatsearch import kinds, search, store
+from coatsearch.cli import main
+from coatsearch.trials_plan import REEVAL
+
+SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The tiny search run once: two named candidates and six sampled points of `searched`, one seed."""
+    root = tmp_path_factory.mktemp("search")
+    space = coatsearch.load_space(SPACE)
+    coatsearch.run(space, study="ts", workers=1, device="cpu", studies_dir=root / "studies",
+                   reports_dir=root / "reports", report=True, progress=False)  # fmt: skip
+    return root
+
+
+def _records(root):
+    return store.records(store.load_study(root / "studies", "ts"))
+
+
+def test_rejected_points_cost_no_training_and_never_break_a_constraint(study):
+    records = _records(study)
+    done = [r for r in records if r.state == "COMPLETE"]
+    rejected = [r for r in records if r.state == "REJECTED"]
+    assert len(done) == 2 + 6 + (2 + 2) * 2 and not [r for r in records if r.state == "FAIL"]
+    assert rejected, "T-C is sampled in 6 TPE draws of 8 points with seed 0: the fixture must exercise a rejection"
+    for r in rejected:
+        assert r.run.model is None and not r.run.metrics and "conv_before_attention" in r.run.extra["rejected"]
+        assert (r.params["model.layout.0"], r.params["model.layout.1"]) == ("T", "C")
+    assert all(not kinds.conv_after_attention(r.run.model.layout) for r in done)
+    n = store.counts(store.load_study(study / "studies", "ts"))
+    assert n["rejected"] == len(rejected) and n["pruned"] == 0 and n["failed"] == 0
+
+
+def test_each_architecture_is_a_report_row(study):
+    summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
+    rows = {r["candidate"]: r for r in summary["candidates"]}
+    searched = [r for r in _records(study) if r.state == "COMPLETE" and r.params.get("candidate") == "searched"]
+    names = {search.architecture(r.run) for r in searched}
+    assert "searched" not in rows and names <= set(rows)
+    for r in searched:  # the row's stage string is the trial's solved model, not the base candidate's
+        assert rows[search.architecture(r.run)]["stages"] == r.run.model.stages
+    table = coatsearch.results("ts", studies_dir=study / "studies")
+    assert set(table.loc[table.state == "COMPLETE", "architecture"]) >= names
+
+
+def test_the_report_has_a_search_section(study):
+    text = (study / "reports" / "ts" / "report.md").read_text()
+    section = text[text.index("## Search") : text.index("## Rankings")]
+    assert "The space holds 8 structural points" in section
+    assert "points rejected before training" in section and "constraint" in section
+    assert "Top architectures found" in section and "best named candidate" in section
+    assert "Importance of each dimension" in section and "`model.layout.0`" in section
+    assert (study / "reports" / "ts" / "search_history.png").stat().st_size > 0
+    assert (study / "reports" / "ts" / "search_slices.png").stat().st_size > 0
+    summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
+    importance = summary["search"]["searched"][0]["importance"]
+    assert {row[0] for row in importance} == {"model.block.downsample", "model.layout.0", "model.layout.1", "train.lr"}
+    assert abs(sum(row[1] for row in importance) - 1.0) < 1e-6  # normalized fANOVA shares
+
+
+def test_reevaluation_retrains_the_top_architectures_paired_with_the_named_ones(study):
+    records = [r for r in _records(study) if r.state == "COMPLETE"]
+    search_runs = [r for r in records if r.params["candidate"] == "searched" and r.run.identity.sample < REEVAL]
+    means: dict[str, list[float]] = {}
+    for r in search_runs:
+        means.setdefault(search.architecture(r.run), []).append(r.value)
+    top2 = sorted(means, key=lambda a: -sum(means[a]) / len(means[a]))[:2]
+    again = [r for r in records if r.run.identity.sample >= REEVAL]
+    assert sorted({search.architecture(r.run) for r in again}) == sorted(top2)
+    assert sorted(r.seed for r in again) == [1, 1, 2, 2]  # fresh seeds, never the search's seed 0
+    assert sorted(r.candidate for r in records if r.seed in (1, 2) and r.candidate != "searched") == [
+        "C-C", "C-C", "C-T", "C-T"]  # fmt: skip
+    summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
+    paired = summary["search"]["searched"][0]["reevaluation"]
+    assert {p["found"] for p in paired} == set(top2) and all(p["n"] == 2 for p in paired)
+    assert {p["named"] for p in paired} <= {"C-C", "C-T"} and all(p["verdict"] for p in paired)
+    text = (study / "reports" / "ts" / "report.md").read_text()
+    assert "Re-evaluation (`study.reevaluate`)" in text and "search found `" in text
+
+
+def test_export_best_loads_back_to_the_same_macs_and_params(study, tmp_path):
+    import yaml
+
+    out = tmp_path / "best.yaml"
+    assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--best", "2", "--format", "yaml",
+                 "--out", str(out)]) == 0  # fmt: skip
+    entries = yaml.safe_load(out.read_text())["candidates"]
+    doc = yaml.safe_load(SPACE.read_text())
+    doc["candidates"] += entries  # pasted into the space they came from
+    back = tmp_path / "back.yaml"
+    back.write_text(yaml.safe_dump(doc))
+    space = coatsearch.load_space(back)
+    recorded = {search.architecture(r.run): r.run.model for r in _records(study) if r.run.model is not None}
+    for e in entries:
+        cand = space.candidate(e["name"])
+        model = recorded[e["name"]]
+        assert (cand.macs, cand.params, cand.spec.layout) == (model.macs, model.params, model.layout)
+        assert coatsearch.count(cand).macs == model.macs
+
+
+def test_a_trial_builds_from_its_record(study, capsys):
+    number = next(r.number for r in _records(study) if r.state == "COMPLETE" and r.params["candidate"] == "searched")
+    model = coatsearch.build(study="ts", trial=number, studies_dir=study / "studies")
+    recorded = next(r.run.model for r in _records(study) if r.number == number)
+    assert sum(p.numel() for p in model.parameters()) == recorded.params
+    assert main(["show", "ts", "--trial", str(number), "--studies-dir", str(study / "studies")]) == 0
+    out = capsys.readouterr().out
+    assert f"trial {number} of study ts: candidate searched" in out and recorded.stages in out
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--best", "99", "--format", "yaml"], "--best 99: study 'ts' holds"),
+        (["--format", "yaml"], "--best K goes with --format yaml"),
+        (["--best", "1"], "--best K goes with --format yaml"),
+    ],
+)
+def test_bad_export_requests_exit_2_with_nothing_written(study, tmp_path, capsys, args, expected):
+    out = tmp_path / "x.yaml"
+    assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--out", str(out), *args]) == 2
+    assert expected in capsys.readouterr().err and not out.exists()
+
+
+def test_show_counts_the_architectures_a_space_holds(capsys):
+    assert main(["show", str(SPACE), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "8 structural points; 6 distinct architectures pass" in out and "2 rejected: constraint" in out
+    assert out.count("block.downsample=") == 6
+
+
+def _fails(tmp_path, text: str, expected: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "coatsearch.cli", "run", str(path), "--studies-dir",
+                           str(tmp_path / "studies")], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "studies").exists()
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        (
+            "model.layout.0: {choices: [C, T]}",
+            "model.layout.0: {choices: [T]}\n      model.layout.5: {choices: [C]}",
+            "stage index '5'",
+        ),
+        ("model.block.downsample: {choices: [eq5, dw]}", "model.block.nope: {choices: [1, 2]}", "unknown field 'nope'"),
+        ("model.block.downsample: {choices: [eq5, dw]}", "model.block.downsample: {choices: []}", "must not be empty"),
+        ("model.layout.1: {choices: [C, T]}", "model.layout.1: {choices: [C, X]}", "stage types"),
+    ],
+)
+def test_bad_search_dimensions_exit_2_with_nothing_written(tmp_path, old, new, expected):
+    text = SPACE.read_text()
+    assert old in text
+    _fails(tmp_path, text.replace(old, new), expected)
+
+
+def test_a_dimension_no_architecture_can_satisfy_exits_2(tmp_path):
+    text = SPACE.read_text().replace("model.layout.0: {choices: [C, T]}", "model.layout.0: {choices: [T]}")
+    text = text.replace("model.layout.1: {choices: [C, T]}", "model.layout.1: {choices: [C]}")
+    _fails(tmp_path, text, "no sampled layout satisfies constraints.conv_before_attention")
+
+
+def _variant(tmp_path, *edits):
+    text = SPACE.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "space.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "sampler, cls",
+    [("random", "RandomSampler"), ("tpe", "TPESampler"), ("gp", "GPSampler"), ("grid", "RandomSampler")],
+)
+def test_each_sampler_is_optunas(tmp_path, sampler, cls):
+    space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", f"sampler: {sampler}"),
+                                           ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}",
+                                            "train.lr: {choices: [1.0e-3, 3.0e-3]}")))  # fmt: skip
+    assert type(store._sampler(space)).__name__ == cls
+    if sampler == "tpe":
+        assert store._sampler(space)._multivariate and store._sampler(space)._group
+
+
+def test_cmaes_and_nsga2_where_the_space_allows_them(tmp_path):
+    only_lr = ("search:\n      model.layout.0: {choices: [C, T]}\n      model.layout.1: {choices: [C, T]}\n"
+               "      model.block.downsample: {choices: [eq5, dw]}\n", "search:\n")  # fmt: skip
+    space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", "sampler: cmaes"), only_lr))
+    assert type(store._sampler(space)).__name__ == "CmaEsSampler"
+    multi = ("study: {seeds: [0],", "study: {objectives: [generalization.eval_acc, generalization.train_loss], "
+             "directions: [maximize, minimize], seeds: [0],")  # fmt: skip
+    space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", "sampler: nsga2"), multi))
+    assert type(store._sampler(space)).__name__ == "NSGAIISampler"
+
+
+@pytest.mark.parametrize(
+    "sampler, expected",
+    [
+        ("cmaes", "cmaes samples int and float ranges only, and 'model.layout.0' is a choice list"),
+        ("nsga2", "nsga2 is for multi-objective studies"),
+        ("grid", "grid needs a finite space, and 'train.lr' is a continuous range"),
+        ("annealing", "field 'study.sampler'"),
+    ],
+)
+def test_a_sampler_that_does_not_fit_exits_2(tmp_path, sampler, expected):
+    _fails(tmp_path, SPACE.read_text().replace("sampler: tpe", f"sampler: {sampler}"), expected)
+
+
+def test_grid_takes_every_point_once_per_seed(measured):
+    records = store.records(store.load_study(measured, "g"))
+    for seed in (0, 1):  # each of the 8 points once per seed: 6 trained, 2 rejected (T-C)
+        mine = [r for r in records if r.seed == seed]
+        points = [tuple(sorted(r.searched().items())) for r in mine]
+        assert len(points) == len(set(points)) == 8
+        assert sum(r.state == "COMPLETE" for r in mine) == 6 and sum(r.state == "REJECTED" for r in mine) == 2
+
+
+def test_the_shipped_layout_search_space_searches_the_paper_choices():
+    from coatsearch.space import load_space  # validated, not solved (the API's load_space solves every candidate)
+
+    root = Path(__file__).resolve().parent.parent
+    for profile in ("default", "quick", "full"):
+        space = load_space(root / "spaces" / "layout_search.yaml", profile)
+        cand = space.candidate("searched")
+        paths = {d.path for d in cand.dims}
+        assert paths == {"model.layout.1", "model.layout.2", "model.layout.3", "model.depths",
+                         "model.block.head_size", "model.block.downsample", "model.block.rel_pos"}  # fmt: skip
+        assert search.size(cand) == 192 and space.conv_before_attention and space.study.reevaluate is not None
+    paper = load_space(root / "spaces" / "paper_layouts.yaml")
+    budget = paper.candidate("C-C-T-T").definition.budget
+    assert space.candidate("C-C-T-T").definition.budget == budget  # the same joint MACs + params budget
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """The tiny space measured in full by the grid sampler: all 8 points on two seeds (6 trained, 2 rejected)."""
+    root = tmp_path_factory.mktemp("grid")
+    path = _variant(root, ("sampler: tpe", "sampler: grid"), ("samples: 6", "samples: 8"),
+                    ("seeds: [0]", "seeds: [0, 1]"), (", reevaluate: {top: 2, seeds: 2}", ""),
+                    ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
+                    ("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""),
+                    ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}"))  # fmt: skip
+    coatsearch.run(coatsearch.load_space(path), study="g", workers=1, device="cpu", studies_dir=root / "studies",
+                   report=False, progress=False)  # fmt: skip
+    return root / "studies"
+
+
+def test_replay_gives_each_sampler_a_regret_curve(measured, capsys):
+    from coatsearch import replay
+
+    curves = replay.replay("g", ["random", "tpe"], 6, 4, measured)
+    for c in curves:
+        means = [m for _, m, _, _ in c.points]
+        assert all(m >= 0 for m in means) and means == sorted(means, reverse=True)  # best so far never worsens
+        assert all(lo <= m <= hi for _, m, lo, hi in c.points)
+    assert main(["replay", "g", "--studies-dir", str(measured), "--trials", "6", "--repeats", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "regret" in out and out.count("\nrandom ") == 1 and out.count("\ntpe ") == 1
+
+
+def test_replay_refuses_an_unmeasured_study_or_sampler(study, measured, capsys):
+    assert main(["replay", "ts", "--studies-dir", str(study / "studies")]) == 2
+    assert "replay needs every point" in capsys.readouterr().err
+    assert main(["replay", "g", "--studies-dir", str(measured), "--sampler", "nsga2"]) == 2
+    assert "replay takes random, tpe, gp" in capsys.readouterr().err
+
+
+def test_no_sampled_point_escapes_a_constraint_whichever_path_samples_it():
+    from coatsearch.errors import TrialFailed
+    from coatsearch.trial import run_item
+    from coatsearch.trials_plan import PlanItem
+
+    space = coatsearch.load_space(SPACE)
+    cand = space.candidate("searched")
+    for point in ({"model.layout.0": "T", "model.layout.1": "C"}, {"model.layout": "T-C"}):
+        with pytest.raises(search.Rejected, match="conv_before_attention"):
+            search.admit(space, cand, point)
+        with pytest.raises(TrialFailed, match="rejected before training"):  # an engine that did not admit it
+            run_item(space, PlanItem("searched", 0), point, device=None)  # type: ignore[arg-type]
+    assert search.admit(space, cand, {"model.layout.0": "C", "model.layout.1": "T"}).model.layout == "C-T"
