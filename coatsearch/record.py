@@ -20,7 +20,7 @@ from typing import Any
 from coatsearch import record_flat as F
 
 VERSION = 2  # 1: flat attributes (before the record); 2: one `record` attribute
-ATTR = "record"  # the user attribute holding the record
+ATTR = F.ATTR  # the user attribute holding the record
 CLAIM_ATTRS = ("key", "run_id", "backend", "worker", "killed_by", "interrupted", "told")  # the claim protocol's
 _MODEL_METRICS = ("params", "macs", "budget_error", "budget_params_error")  # metric keys that are model fields
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+ATTR = "record"  # the Optuna user attribute holding a trial's run record (record.ATTR)
+
 _TOP = {"candidate", "seed", "sample", "wall_s", "device", "env", "optim", "objective", "objectives"}
 
 

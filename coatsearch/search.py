@@ -229,7 +229,7 @@ def grid(cand: Candidate | Baseline, seed: int) -> list[dict[str, Any]]:
 def ranked(trials: Sequence[Any], cand: Candidate | Baseline, direction: str) -> list[dict[str, Any]]:
     """The architectures of complete Optuna trials, best mean objective first: each one's sampled values as
     Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation trial enqueues it."""
-    from coatsearch.record import ATTR
+    from coatsearch.record_flat import ATTR
 
     paths = [d.path for d in cand.dims]
     model = [d.path for d in model_dims(cand)]

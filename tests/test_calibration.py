@@ -59,7 +59,8 @@ def test_paper_order_is_supported_in_at_least_80_percent_per_claim(table):
     assert table["effect_sigma"] == K.EFFECT and table["stem_effect_sigma"] == K.STEM_EFFECT
     for cid, v in table["per_claim"].items():
         assert v["power"] >= 0.80, (cid, _summary(table))
-        assert v["alt_not_supported"] <= 0.01 * v["power_n"], cid  # rarely reversed when the paper is right
+        # rarely refuted when the paper is right: at (d)'s derived 0.3-point margin its '≥' test refutes 2% (4 of 200)
+        assert v["alt_not_supported"] <= 0.025 * v["power_n"], cid
 
 
 def test_every_refutation_path_fires():

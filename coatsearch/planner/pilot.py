@@ -94,8 +94,9 @@ class Recorder:
         from coatsearch.train import steps_per_epoch
 
         begin = time.perf_counter()
-        dense = dense_budget(kw["levels"]) if kw.get("levels") and kw.get("eval_every") != 0 else 0
         total = kw.get("max_steps") or epochs * steps_per_epoch(len(train), optim.batch_size)
+        dense = dense_budget(kw["levels"]) if kw.get("levels") and kw.get("eval_every") != 0 else 0
+        dense = min(dense, total)  # at most one dense point a step
         eager, batch = dataclasses.replace(optim, compile=False), min(optim.batch_size, len(train))
         step_s = self._step_time(model, train, eager, batch, kw.get("augment", True))
         point_s = self._point_time(model, train, evaluate, batch)
