@@ -5,6 +5,7 @@ Named apart from the API's planner, `coatsearch.plan(space, ...)` (coatsearch.ap
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,9 +42,10 @@ def plan(space: Space) -> tuple[PlanItem, ...]:
 def space_record(space: Space) -> dict:
     """The study-level record of what was run: space file text, profile, scale and settings."""
     try:
-        text = Path(space.source).read_text(encoding="utf-8")
+        raw = Path(space.source).read_bytes()
     except OSError:
-        text = ""
+        raw = b""
+    text = raw.decode("utf-8", errors="replace")
     return {
         "space": space.name,
         "source": space.source,
@@ -57,6 +59,7 @@ def space_record(space: Space) -> dict:
         "candidates": [c.name for c in space.candidates],
         "untestable": dict(space.untestable),
         "space_yaml": text,
+        "space_sha256": hashlib.sha256(raw).hexdigest() if raw else None,  # the file's bytes, as run
     }
 
 

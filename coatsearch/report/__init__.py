@@ -13,7 +13,7 @@ from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
-from coatsearch.report import budget, calibration, frames, info, judging, optim, paper, pareto, plots
+from coatsearch.report import budget, calibration, frames, info, judging, optim, paper, pareto, plots, reproduce
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_measures as mdm
@@ -80,7 +80,7 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
     claims, untested = paper.claim_notes(j["claims"], cap), j["untested"]
     return {
         "study": study,
-        "space": {k: space.get(k) for k in SPACE_KEYS},
+        "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": reproduce.space_hash(space)},
         "environment": info.environment(space, records),
         "metrics": {k: vars(m) for k, m in info.METRICS.items()},
         "candidates": rows,

@@ -56,6 +56,10 @@ def setup(e: Setup) -> str:
     """Data, subsets, seeds, hardware, versions, wall time and trial counts."""
     c, data, study = e.counts, e.data, e.study
     out = ["## Setup", ""]
+    source, profile, sha = e.space_file
+    if source:
+        digest = f"sha256 `{sha}`" if sha else "no hash recorded (a run before space hashes)"
+        out.append(f"- Space file: `{source}`, profile `{profile}`, {digest}")
     if data:
         root = f" (root `{data.get('root')}`)" if data.get("root") else ""
         out.append(f"- Data set: `{data.get('dataset')}`{root}; {data.get('eval_size')} held-out eval images")

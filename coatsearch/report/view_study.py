@@ -67,6 +67,7 @@ class Setup:
     hardware: tuple[Mapping[str, Any], ...]
     versions: tuple[Mapping[str, Any], ...]
     subsets: tuple[Subset, ...]
+    space_file: tuple[str | None, str | None, str | None] = (None, None, None)  # source, profile, sha256 as run
 
 
 def setup(ctx: Context) -> Setup:
@@ -82,7 +83,8 @@ def setup(ctx: Context) -> Setup:
     )  # fmt: skip
     return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
                  e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], tuple(e["hardware"]),
-                 tuple(e["versions"]), subsets)  # fmt: skip
+                 tuple(e["versions"]), subsets, tuple(ctx.tables["space"].get(k) for k in ("source", "profile",
+                 "sha256")))  # fmt: skip
 
 
 @dataclass(frozen=True)
