@@ -126,6 +126,11 @@ def with_derived(metrics: dict) -> dict:
                                       "eval_loss": [1, 0.8, 0.7, 0.65, 0.64, 0.64],
                                       "eval_acc": [acc - 0.2, acc - 0.05, acc - 0.002, acc, acc - 0.001, acc],
                                       "seconds": [1] * 6}  # a plateau over the last third: converged  # fmt: skip
+    if "transfer.finetune_acc" in out:  # the fine-tune run's curve, as transfer records it (converged)
+        acc = out["transfer.finetune_acc"]
+        curve = {"train_loss": [1.0, 0.5, 0.3, 0.2], "train_acc": [0.5, 0.8, 0.9, 0.92],
+                 "eval_loss": [1.0, 0.7, 0.6, 0.6], "eval_acc": [acc - 0.1, acc, acc, acc]}  # fmt: skip
+        out["curves.transfer"] = curve
     return out
 
 

@@ -43,7 +43,8 @@ VERDICT_RULE = (
     "n = 1 is never firm. **inconclusive — out of regime**: a key candidate failed to train (every run within "
     f"{C.CHANCE_POINTS:g} points of chance); on a final-accuracy measure (%, not the matched-loss reading), a key "
     "candidate below the linear baseline on that same measure; a key candidate that still rises (> "
-    f"{C.PLATEAU_POINTS:g} point over the last third of its curve) where the claim needs convergence; for "
+    f"{C.PLATEAU_POINTS:g} point over the last third of its curve), or a run of one whose curve has fewer than 3 "
+    "points (convergence not checkable), where the claim needs convergence; for "
     "transfer, pretraining that helped no key candidate (mean fine-tune − scratch gain ≤ 0); for claim (a), a "
     f"key candidate with a run that never fits to {C.FIT_LOSS:g} nats (the matched level is chosen over claim "
     f"(a)'s key candidates only, at or below {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy). "
@@ -200,6 +201,9 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
             out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
         if claim.needs_convergence and g.get("not_converged"):
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
+        if claim.needs_convergence and g.get("unchecked"):
+            out.append(f"{name}: convergence not checkable in {g['unchecked']} of {g['runs']} run(s) (fewer than 3 "
+                       "curve points)")  # fmt: skip
         if floor is not None and key in row["metrics"] and row["metrics"][key].mean < floor:
             out.append(f"{name}: below the linear baseline on {METRICS[key].label} ({floor:.1f}%)")
     gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == group_of(GAIN) else []
