@@ -38,11 +38,14 @@ class Claim:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """One claim's calibration: null studies' firm share and bound, power, and the effect it was measured at."""
+    """One claim's calibration: null studies' firm share and bound, power, and the effect it was measured at, with
+    the baselines below every model (`figures`) and where the committed reports put them (`real`)."""
 
     claim: str
     figures: Row  # null_firm, null_n, null_firm_upper95, power, power_n
-    effect_sigma: float
+    real: Row | None
+    effect: str  # e.g. "6σ" or "4.6 points"
+    profile: str  # the simulated profile that decides the claim
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,18 @@ class Verdicts:
     method: str
     rule: str
     rule_version: Any
-    n_seeds: Any
     calibration: tuple[Calibrated, ...] | None
     claims: tuple[Claim, ...]
+
+
+def _calibrated(c: Mapping[str, Any]) -> tuple[Calibrated, ...]:
+    """Per claim, its calibration figures in both scenarios and the profile that decides it."""
+    by = {cid: f"{p['space']} {p['profile']}, {len(p['seeds'])} seeds" for p in c["profiles"].values()
+          for cid in p["claims"]}  # fmt: skip
+    real = c["scenarios"].get("real", {})
+    effect = {k: f"{c['stem_effect_points']:g} points" if k == "f" else f"{c['effect_sigma']:g}σ" for k in real}
+    return tuple(Calibrated(k, v, real.get(k), effect.get(k, f"{c['effect_sigma']:g}σ"), by.get(k, ""))
+                 for k, v in sorted(c["per_claim"].items()))  # fmt: skip
 
 
 def verdicts(ctx: Context) -> Verdicts | None:
@@ -63,10 +75,8 @@ def verdicts(ctx: Context) -> Verdicts | None:
     if not found:
         return None
     c = rules.get("calibration")
-    cal = tuple(Calibrated(k, v, c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
-                for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
     claims = tuple(Claim(v, tuple(_evidence(e) for e in v["evidence"])) for v in found)
-    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims)
+    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], _calibrated(c) if c else None, claims)
 
 
 @dataclass(frozen=True)
