@@ -170,10 +170,14 @@ def study(rng: np.random.Generator, effect: float, n_seeds: int = 3, stress: boo
                 attrs[key] = v / METRICS[key].scale
             matched = 100 * attrs.pop(ms.matched, attrs[ms.trained])
             attrs[ms.curve] = _curve(matched, n not in unfit)  # the baseline fits too: read at the same level
-            if "transfer.finetune_acc" in attrs:  # the fine-tune run's curve, converged (claim (c) needs it)
-                acc = attrs["transfer.finetune_acc"]
-                attrs["curves.transfer"] = {"step": list(range(6)), "train_loss": [1.0, 0.5, 0.3, 0.2, 0.2, 0.2],
-                                            "eval_acc": [acc - 0.1, acc - 0.02, acc, acc, acc, acc]}  # fmt: skip
+            fine = next((k for k in attrs if k.endswith(".finetune_acc")), None)
+            if fine is not None:  # the fine-tune run's curve, converged (claim (c) needs it)
+                acc = attrs[fine]
+                attrs[f"curves.{fine.split('.')[0]}"] = {
+                    "step": list(range(6)),
+                    "train_loss": [1.0, 0.5, 0.3, 0.2, 0.2, 0.2],
+                    "eval_acc": [acc - 0.1, acc - 0.02, acc, acc, acc, acc],
+                }
             if stress and rng.random() < P_FAIL:
                 attrs[ms.trained] = 0.105  # failed to train: left out, counted in the guards
             recs.append(_record(len(recs), n, s, attrs, "C-C-T-T" if n in OPTIONAL[:3] else n))
