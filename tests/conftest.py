@@ -54,3 +54,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if _SKIPS:
         names = ", ".join(_SKIPS[:5])
         terminalreporter.write_line(f"FAILED: {len(_SKIPS)} test(s) skipped (a skip is a failure here): {names}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_storages():
+    """Each test opens its journals anew (the store caches one storage per journal per process)."""
+    from coatsearch import store
+
+    store._OPEN.clear()
+    yield
+    store._OPEN.clear()

@@ -25,13 +25,6 @@ from tests.support.hostile import cli, deadline, digest, refused, study, wsgi_re
 N = len(layout_records())
 
 
-@pytest.fixture(autouse=True)
-def _fresh_storages():
-    store._OPEN.clear()
-    yield
-    store._OPEN.clear()
-
-
 def outside_file(tmp_path: Path) -> Path:
     path = tmp_path / "outside" / "precious.txt"
     path.parent.mkdir()

@@ -22,13 +22,6 @@ from tests.tiny import TINY, tiny_variant
 N = len(layout_records())
 
 
-@pytest.fixture(autouse=True)
-def _fresh_storages():
-    store._OPEN.clear()
-    yield
-    store._OPEN.clear()
-
-
 def _two_studies(tmp_path: Path) -> tuple[Path, Path]:
     """Studies `fab` and `other` under tmp_path/studies; their journals."""
     make_study(tmp_path / "studies", "other", SPACE, layout_records())

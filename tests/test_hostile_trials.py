@@ -28,13 +28,6 @@ from tests.tiny import TINY
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_storages():
-    store._OPEN.clear()
-    yield
-    store._OPEN.clear()
-
-
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()

@@ -16,14 +16,6 @@ from coatsearch.space import load_space
 from tests.tiny import TINY
 
 
-@pytest.fixture(autouse=True)
-def _fresh_storages():
-    """Each test opens its journals anew (the store caches one storage per journal per process)."""
-    store._OPEN.clear()
-    yield
-    store._OPEN.clear()
-
-
 def _study(tmp_path: Path, text: str | None = None) -> Path:
     """A tiny study under tmp_path/studies with one finished trial; its journal path."""
     space = load_space(_space_file(tmp_path, text or TINY.read_text()))
