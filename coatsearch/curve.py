@@ -2,8 +2,9 @@
 
 A point is measured in eval mode without augmentation, at step 0 (initialization) and every `eval_every`
 optimizer steps, always including the last: plain cross-entropy and accuracy on a fixed probe of the
-training subset (the "training loss" of CoAtNet's generalization definition) and on the study's fixed eval
-set. Measuring never draws from a random generator, so a run's trajectory is the same with or without it.
+training subset (the "training loss" of CoAtNet's generalization definition), on the study's fixed test images
+and on its validation images (data.split). Measuring never draws from a random generator, so a run's trajectory
+is the same with or without it.
 
 Matched-loss runs (a train-loss ladder given) also measure dense points where the ladder is crossed: a point
 whenever the running mean of the last DENSE_WINDOW batch losses (free: the loop has them) has fallen by
@@ -44,9 +45,11 @@ class Point:
     step: int
     train_loss: float  # clean cross-entropy on the probe of the training subset (nats)
     train_acc: float
-    eval_loss: float | None  # on the fixed eval set; None without one
+    eval_loss: float | None  # on the fixed eval set (the test images); None without one
     eval_acc: float | None
     lr_phase: float = 0.0  # lr of the step just taken / peak lr (0 at step 0)
+    val_loss: float | None = None  # on the validation images (the eval set itself when the run has none apart)
+    val_acc: float | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Curve:
     eval_acc: tuple[float | None, ...] = ()
     probe: int = 0
     lr_phase: tuple[float, ...] = ()
+    val_loss: tuple[float | None, ...] = ()
+    val_acc: tuple[float | None, ...] = ()
 
     @classmethod
     def of(cls, points: list[Point], probe: int) -> Curve:
@@ -72,6 +77,8 @@ class Curve:
             eval_acc=tuple(p.eval_acc for p in points),
             probe=probe,
             lr_phase=tuple(p.lr_phase for p in points),
+            val_loss=tuple(p.val_loss for p in points),
+            val_acc=tuple(p.val_acc for p in points),
         )
 
     def as_dict(self) -> dict:
@@ -84,6 +91,8 @@ class Curve:
             "eval_acc": list(self.eval_acc),
             "probe": self.probe,
             "lr_phase": list(self.lr_phase),
+            "val_loss": list(self.val_loss),
+            "val_acc": list(self.val_acc),
         }
 
 
@@ -139,7 +148,7 @@ class Dense:
 
 @dataclass(frozen=True)
 class Stop:
-    """Early-stop targets, checked at each point: probe train loss <= loss, or eval accuracy >= acc."""
+    """Early-stop targets, checked at each point: probe train loss <= loss, or validation accuracy >= acc."""
 
     loss: float | None = None  # nats
     acc: float | None = None  # fraction
@@ -159,7 +168,7 @@ class Stop:
         """Whether point `p` meets a target."""
         if self.loss is not None and p.train_loss <= self.loss:
             return True
-        return self.acc is not None and p.eval_acc is not None and p.eval_acc >= self.acc
+        return self.acc is not None and p.val_acc is not None and p.val_acc >= self.acc
 
 
 def autocast(device: torch.device) -> AbstractContextManager[object]:
@@ -239,7 +248,9 @@ class Meter:
         stop: Stop,
         on_point: Callable[[int, Point], None] | None,
         levels: Sequence[float] | None = None,
+        validate: TensorData | None = None,
     ):
+        """`evaluate`: the test images; `validate`: the validation images (None: `evaluate` serves as both)."""
         self.run, self.stop, self.on_point = run, stop, on_point
         self.dense = Dense(levels) if levels else None
         self.batch = eval_batch(run.device, run.batch)
@@ -249,6 +260,10 @@ class Meter:
         self.ey: torch.Tensor | None = None
         if evaluate is not None:
             self.ex, self.ey = evaluate.x.to(run.device), evaluate.y.to(run.device)
+        self.vx: torch.Tensor | None = None
+        self.vy: torch.Tensor | None = None
+        if validate is not None:
+            self.vx, self.vy = validate.x.to(run.device), validate.y.to(run.device)
         self.points: list[Point] = []
         self.reached = False
 
@@ -257,16 +272,22 @@ class Meter:
         """Whether evaluation batches are padded to one shape: once the run's model is compiled."""
         return self.run.mode != "eager"
 
-    def evaluate(self) -> tuple[float | None, float | None]:
-        """(eval loss, eval accuracy) now: None without an eval set."""
+    def evaluate(self) -> tuple[float | None, float | None, float | None, float | None]:
+        """(test loss, test accuracy, validation loss, validation accuracy) now: None without an eval set; the
+        validation pair repeats the test pair when the run has no validation images apart."""
         if self.ex is None or self.ey is None:
-            return None, None
-        return eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch, self.padded)
+            return None, None, None, None
+        test = eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch, self.padded)
+        if self.vx is None or self.vy is None:
+            return (*test, *test)
+        return (*test, *eval_tensors(self.run.eval_model, self.vx, self.vy, self.batch, self.padded))
 
-    def eval_at(self, step: int) -> tuple[float | None, float | None]:
-        """Eval (loss, accuracy) after `step` steps, reusing the curve point measured there if any."""
+    def eval_at(self, step: int) -> tuple[float | None, float | None, float | None, float | None]:
+        """`evaluate` after `step` steps, reusing the curve point measured there if any."""
         last = self.points[-1] if self.points else None
-        return (last.eval_loss, last.eval_acc) if last and last.step == step else self.evaluate()
+        if last and last.step == step:
+            return last.eval_loss, last.eval_acc, last.val_loss, last.val_acc
+        return self.evaluate()
 
     def feed(self, losses: torch.Tensor) -> bool:
         """Batch losses since the last call (one sync on CUDA); True when a dense point is due."""
@@ -275,7 +296,8 @@ class Meter:
     def __call__(self, step: int) -> bool:
         """Measure a point after `step` steps; True when a stop target is reached (never at step 0)."""
         probe = eval_tensors(self.run.eval_model, self.px, self.py, self.batch, self.padded)
-        p = Point(step, *probe, *self.evaluate(), lr_phase=self.run.lr_phase(step))
+        test_loss, test_acc, val_loss, val_acc = self.evaluate()
+        p = Point(step, *probe, test_loss, test_acc, self.run.lr_phase(step), val_loss, val_acc)
         self.points.append(p)
         if self.dense is not None:
             self.dense.taken(p.train_loss)

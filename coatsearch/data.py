@@ -360,20 +360,24 @@ def _every(data: TensorData, keep: tuple[int, ...]) -> dict[int, int]:
     return {c: int(counts[data.classes.index(c)]) for c in keep}
 
 
-def _select(data: TensorData, counts: dict[int, int], seed: int, what: str) -> TensorData:
+def _select(
+    data: TensorData, counts: dict[int, int], seed: int, what: str, start: dict[int, int] | None = None
+) -> TensorData:
     """Keep counts[c] images of each original class c (seeded, nested in the count) and relabel 0..k-1.
 
     Each class draws from its own generator (seed, class id), so the images picked for n per class are a
-    prefix of those picked for a larger n: subsets of growing size are nested.
+    prefix of those picked for a larger n: subsets of growing size are nested. `start[c]`: skip that many of
+    class c's permutation first (the test images after the validation prefix, `split`).
     """
     keep, labels, short = [], [], []
     for new, c in enumerate(counts):
         idx = (data.y == data.classes.index(c)).nonzero().flatten()
         gen = torch.Generator().manual_seed((seed * 1_000_003 + c) % 2**63)
-        take = min(counts[c], len(idx))
+        lo = (start or {}).get(c, 0)
+        take = max(0, min(counts[c], len(idx) - lo))
         if take < counts[c]:
             short.append(f"class {c}: {take}/{counts[c]}")
-        keep.append(idx[torch.randperm(len(idx), generator=gen)[:take]])
+        keep.append(idx[torch.randperm(len(idx), generator=gen)[lo : lo + take]])
         labels.append(torch.full((take,), new, dtype=torch.int64))
     if short:
         warnings.warn(f"{what}: fewer images than asked, took all there are ({', '.join(short)})", stacklevel=3)
@@ -428,8 +432,65 @@ def eval_subset(test: TensorData, size: int, classes: tuple[int, ...] | None, se
     keep = _labels_of(test, classes)
     if size <= 0:
         return _select(test, _every(test, keep), seed, "eval_subset")
+    return _select(test, _balanced(size, keep), seed, "eval_subset")
+
+
+def _balanced(size: int, keep: tuple[int, ...]) -> dict[int, int]:
+    """`size` images over the classes `keep`: size // k each, the first size % k one more."""
     base, extra = divmod(size, len(keep))
-    return _select(test, {c: base + (i < extra) for i, c in enumerate(keep)}, seed, "eval_subset")
+    return {c: base + (i < extra) for i, c in enumerate(keep)}
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """Per original class: validation images, test images per draw, and where the asked test draw starts."""
+
+    validation: dict[int, int]
+    test: dict[int, int]
+    start: dict[int, int]  # validation + test_draw x test: the draw's first position in the class's permutation
+    draw: int
+
+
+def split_plan(test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None, where: str = "data") -> SplitPlan:
+    """How the test pool splits into validation and test images for `classes` (None = all); one-line UserError
+    naming `where`.test_size when the asked test draw does not fit.
+
+    Validation: eval_size images, exactly `eval_subset`'s draw (eval_size 0: half of each class, rounded down).
+    Test: test_size images (None: as many as validation; with eval_size 0 the rest of each class), draw k at
+    positions [v + k t, v + (k + 1) t) of each class's permutation, so validation and every draw are disjoint.
+    """
+    keep = _labels_of(test, classes)
+    have = _every(test, keep)
+    if spec.eval_size <= 0:
+        val = {c: have[c] // 2 for c in keep}
+        per = {c: have[c] - val[c] for c in keep} if spec.test_size is None else _balanced(spec.test_size, keep)
+    else:
+        val = _balanced(spec.eval_size, keep)
+        per = _balanced(spec.test_size or spec.eval_size, keep)
+    start = {c: val[c] + spec.test_draw * per[c] for c in keep}
+    if any(start[c] + per[c] > have[c] for c in keep):
+        left = sum(max(0, have[c] - start[c]) for c in keep)
+        used = sum(min(val[c], have[c]) for c in keep)
+        raise UserError(
+            f"{where}.test_size: {sum(per.values())} test images asked for draw {spec.test_draw}, {left} left after "
+            f"{used} validation images and {spec.test_draw} earlier draw(s) (allowed: eval_size + test_size x "
+            f"(test_draw + 1) within the {sum(have.values())} test-split images of these {len(keep)} classes, "
+            f"balanced per class)"
+        )
+    return SplitPlan(val, per, start, spec.test_draw)
+
+
+def split(
+    test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None, where: str = "data"
+) -> tuple[TensorData, TensorData]:
+    """(validation images, test images) of the test pool for `classes`, relabelled like `subset` (`split_plan`).
+
+    Both come from the same per-class permutations (seed EVAL_SEED): validation is the prefix, the test draw
+    the slice after it, so the two never share an image and validation equals the study's old eval set.
+    """
+    plan = split_plan(test, spec, classes, where)
+    validation = _select(test, plan.validation, EVAL_SEED, "validation images")
+    return validation, _select(test, plan.test, EVAL_SEED, "test images", plan.start)
 
 
 def probe_index(y: torch.Tensor, size: int = PROBE_MAX) -> torch.Tensor:

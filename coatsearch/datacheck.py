@@ -1,11 +1,12 @@
-"""The data must match the space: enough classes, as many as `input.classes`, score class ids inside the dataset."""
+"""The data must match the space: enough classes, as many as `input.classes`, score class ids inside the dataset,
+and room in each test split for the validation images and the asked test draw."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import fields, is_dataclass
 
-from coatsearch.data import TensorData, load
+from coatsearch.data import TensorData, load, split_plan
 from coatsearch.errors import UserError
 from coatsearch.spec import DataSpec
 
@@ -42,7 +43,7 @@ def check_matches(
 
     Raises a one-line UserError naming both numbers (or the ids) on the first mismatch.
     """
-    pool, _ = load(spec, image_size, channels)
+    pool, test = load(spec, image_size, channels)
     if pool.num_classes < 2:
         raise UserError(f"{source}: dataset {_name(spec)} has {pool.num_classes} class; a classifier needs >= 2")
     if pool.num_classes != classes:
@@ -50,10 +51,13 @@ def check_matches(
             f"{source}: field 'input.classes': the space says {classes} classes, dataset {_name(spec)} has "
             f"{pool.num_classes}"
         )
+    split_plan(test, spec, None, f"{source}: data")  # the validation and test images fit the test split
     for sc in scores:
         for name, own, ids in score_classes(sc):
-            data = load(own, image_size, channels)[0] if own is not None else pool
+            data, held = load(own, image_size, channels) if own is not None else (pool, test)
             _check_ids(f"{source}: field 'scores.{name}.classes'", ids, data, own or spec)
+            where = f"{source}: scores.{name}.dataset" if own is not None else f"{source}: data"
+            split_plan(held, own or spec, ids, where)  # each subset's classes split as its runs will
 
 
 def _check_ids(where: str, ids: tuple[int, ...] | None, data: TensorData, spec: DataSpec) -> None:

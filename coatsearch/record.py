@@ -106,6 +106,9 @@ class RunRecord:
     environment: Environment | None = None
     objective: str | None = None  # the metric the trial's value is (the study objective or its fallback)
     objectives: tuple[str, ...] = ()  # a multi-objective study's objectives
+    # which images served which purpose: {validation: fingerprint, test: fingerprint, test_draw: k} (`images_of`);
+    # empty in records made before the split (one eval set served choices and verdicts)
+    images: Mapping[str, Any] = field(default_factory=_none)
     fail_reason: str | None = None
     extra: Mapping[str, Any] = field(
         default_factory=_none
@@ -182,10 +185,66 @@ def completed(
 ) -> RunRecord:
     """The record of a COMPLETE trial from what `scores.measure` returned (flat keys plus `curves.<name>`).
 
-    `kw`: wall_s, environment, objective, objectives, extra. The trial and the calibration's simulated
+    `kw`: wall_s, environment, objective, objectives, images, extra. The trial and the calibration's simulated
     studies both build their records here."""
     metrics, curves = split(measured)
     return RunRecord(VERSION, "COMPLETE", identity, model, metrics, curves, optimizer, **kw)
+
+
+VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (data.split)
+
+
+def twin(key: str) -> str:
+    """The validation twin of a metric key read on the test images: `accuracy.eval_acc` -> `accuracy.val_acc`,
+    `transfer.gain` -> `transfer.val_gain` (the key itself when it is a validation key)."""
+    score, _, name = key.partition(".")
+    if name.startswith(VALIDATION):
+        return key
+    return f"{score}.{VALIDATION}{name.removeprefix('eval_')}"
+
+
+def selection_key(key: str, measured: Mapping[str, Any]) -> str:
+    """The key a choice (objective, pruning) reads for `key`: its validation twin when the run measured one."""
+    return twin(key) if twin(key) in measured else key
+
+
+def on_test(run: RunRecord) -> tuple[str, ...]:
+    """The objectives of a record with a split that read its test images: keys whose validation twin it measured
+    (a trial value computed on the images that decide verdicts)."""
+    if not run.images:
+        return ()
+    keys = [k for k in (run.objective, *run.objectives) if k]
+    return tuple(dict.fromkeys(k for k in keys if twin(k) != k and run.value(twin(k)) is not None))
+
+
+def validation_view(trial: TrialRecord) -> TrialRecord:
+    """The trial as its validation images saw it: each metric and curve read on the test images replaced by its
+    validation twin where it has one (what a planner's pilot reads: choices never see test images)."""
+    run = trial.run
+    if not run.images:
+        return trial
+    metrics = {s: {n: per.get(twin(f"{s}.{n}").partition(".")[2], v) for n, v in per.items()}
+               for s, per in run.metrics.items()}  # fmt: skip
+    curves = {c: {**cur, **{k: cur[f"val_{k[5:]}"] for k in ("eval_acc", "eval_loss") if cur.get(f"val_{k[5:]}")}}
+              for c, cur in run.curves.items()}  # fmt: skip
+    return dataclasses.replace(trial, run=dataclasses.replace(run, metrics=_frozen(metrics), curves=_frozen(curves)))
+
+
+def images_of(measured: Mapping[str, Any], test_draw: int) -> dict[str, Any]:
+    """Which images served which purpose in a trial's runs: one fingerprint each for its validation and its
+    test images (a run's own when all its score runs share one, else a hash of theirs in order) and the draw."""
+    import hashlib
+
+    def one(suffix: str) -> str | None:
+        prints = list(dict.fromkeys(str(v) for k, v in measured.items() if k.endswith(suffix)))
+        if len(prints) <= 1:
+            return prints[0] if prints else None
+        return hashlib.sha1(" ".join(prints).encode()).hexdigest()[:12]
+
+    validation, test = one(f".{VALIDATION}fingerprint"), one(".eval_fingerprint")
+    if validation is None or test is None:
+        return {}
+    return {"validation": validation, "test": test, "test_draw": test_draw}
 
 
 def failed(
@@ -235,7 +294,8 @@ def from_json(data: Mapping[str, Any]) -> RunRecord:
 
 
 _SHAPES = {"identity": Mapping, "model": Mapping, "optimizer": Mapping, "environment": Mapping,
-           "metrics": Mapping, "curves": Mapping, "extra": Mapping, "objectives": list}  # fmt: skip
+           "metrics": Mapping, "curves": Mapping, "extra": Mapping, "objectives": list,
+           "images": Mapping}  # fmt: skip
 
 
 def problem(data: Any) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 ATTR = "record"  # the Optuna user attribute holding a trial's run record (record.ATTR)
 
-_TOP = {"candidate", "seed", "sample", "wall_s", "device", "env", "optim", "objective", "objectives"}
+_TOP = {"candidate", "seed", "sample", "wall_s", "device", "env", "optim", "objective", "objectives", "images"}
 
 
 def split(measured: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
@@ -66,6 +66,7 @@ def to_data(attrs: Mapping[str, Any], model: Collection[str], skip: Collection[s
         "optimizer": optimizer(a["optim"]) if isinstance(a.get("optim"), Mapping) else None,
         "wall_s": a.get("wall_s"), "environment": environment, "objective": a.get("objective"),
         "objectives": list(a.get("objectives") or ()), "fail_reason": a.get("fail_reason"),
+        "images": dict(a["images"]) if isinstance(a.get("images"), Mapping) else {},
         "extra": {k: v for k, v in a.items() if "." not in k and k not in left},
     }  # fmt: skip
 
@@ -85,5 +86,6 @@ def from_data(data: Mapping[str, Any]) -> dict[str, Any]:
         out.update(device=env.pop("device"), env=env)
     out.update(wall_s=data["wall_s"], objective=data["objective"], **data["extra"])
     out.update({"objectives": list(data["objectives"])} if data["objectives"] else {})
+    out.update({"images": dict(data["images"])} if data.get("images") else {})
     out.update({} if data["fail_reason"] is None else {"fail_reason": data["fail_reason"]})
     return out

@@ -35,6 +35,7 @@ DEPTH_MAX = 100  # blocks in one stage
 SIDE_MAX = 1024  # image side; also bounds patch, window, grid and head sizes
 BATCH_MAX = 8192  # training batch size
 EVAL_MAX = 200_000  # held-out images evaluated
+DRAWS_MAX = 1000  # data.test_draw: disjoint test draws of one split
 PER_CLASS_MAX = 100_000  # training images per class in a subset
 EPOCHS_MAX = 1000  # epochs of one schedule (and warmup epochs)
 STEPS_MAX = 10_000_000  # optimizer steps of one run (max_steps) and steps between curve points
@@ -257,7 +258,11 @@ class DataSpec:
 
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
     root: str | None = None  # folder to look in (dataset-specific default when None)
-    eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0  # eval images, drawn once; 0 = whole test split
+    # validation images (pilots, pruning, objectives, selection), drawn once; 0 = half of each class of the test split
+    eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0
+    # test images (verdicts only) per draw, after the validation images; None = as many as validation (data.split)
+    test_size: Annotated[int, Strict(), Field(gt=0, le=EVAL_MAX)] | None = None
+    test_draw: Annotated[int, Strict(), Field(ge=0, le=DRAWS_MAX)] = 0  # which disjoint test draw (replicates: 1, 2)
 
 
 DEFAULT_LEVELS = tuple(10 ** (-k / 4) for k in range(9))  # the default train-loss ladder, nats: 1, 0.56, ..., 0.01

@@ -70,10 +70,12 @@ class EpochStats:
 
     train_loss: float  # mean of the optimized loss (with mixup / label smoothing) over the epoch's batches
     train_acc: float  # fraction of the epoch's batch images whose argmax is the true label
-    eval_loss: float | None  # plain cross-entropy on `evaluate`, eval mode; None without it
+    eval_loss: float | None  # plain cross-entropy on `evaluate` (the test images), eval mode; None without it
     eval_acc: float | None
     seconds: float  # training time of the epoch (evaluation and curve points excluded)
     images_per_s: float  # training images per second of the epoch
+    val_loss: float | None = None  # on `validate` (what pruning reads); `evaluate`'s values when fit got none
+    val_acc: float | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,8 @@ class History:
     stopped: str | None = None  # with a stop target: "target" (reached) or "cap" (the step budget ran out)
     steps_per_epoch: int = 0
     compile_mode: str = "eager"  # how the run ended up running: eager, regional, compiled or reduce-overhead
+    val_loss: tuple[float | None, ...] = ()  # per epoch, on the validation images (when eval_loss is measured)
+    val_acc: tuple[float | None, ...] = ()
 
     @property
     def final_train_loss(self) -> float | None:
@@ -126,6 +130,11 @@ class History:
     def final_eval_acc(self) -> float | None:
         """Eval accuracy after the last epoch (None without evaluation data)."""
         return self.eval_acc[-1] if self.eval_acc else None
+
+    @property
+    def final_val_acc(self) -> float | None:
+        """Validation accuracy after the last epoch (None without evaluation data)."""
+        return self.val_acc[-1] if self.val_acc else None
 
     @property
     def total_seconds(self) -> float:
@@ -378,6 +387,7 @@ def fit(
     on_point: Callable[[int, Point], None] | None = None,
     runs: int = 1,
     levels: tuple[float, ...] | None = None,
+    validate: TensorData | None = None,
 ) -> History:
     """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
 
@@ -390,9 +400,11 @@ def fit(
 
     Curve points (`coatsearch.curve`) are measured at step 0, every `eval_every` steps (None: about 10 per
     run; 0: none) and at the last step, on a fixed class-balanced probe of `probe` training images
-    (data.probe_index) and on `evaluate`; `on_point(step, point)` sees each one. `max_steps` replaces the
+    (data.probe_index), on `evaluate` (the test images) and on `validate` (the validation images; None:
+    `evaluate` serves as both); `on_point(step, point)` sees each one. `on_epoch` and `stop_at_acc` read the
+    validation images, never the test images. `max_steps` replaces the
     `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
-    or `stop_at_acc` (eval accuracy) the run ends at the first point that reaches a target, else at the
+    or `stop_at_acc` (validation accuracy) the run ends at the first point that reaches a target, else at the
     budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
     (seeds x scores), which `compile: auto` weighs its compile against (speed.AutoCompile). `levels`: a
     train-loss ladder (nats) whose crossings get dense points (curve.Dense); each point records its lr phase.
@@ -410,7 +422,7 @@ def fit(
     points = curve_steps(run.total, eval_every)
     if stop.active and not points:
         raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
-    meter = Meter(run, evaluate, probe, stop, on_point, levels if points else None)
+    meter = Meter(run, evaluate, probe, stop, on_point, levels if points else None, validate)
     if 0 in points:
         meter(0)
     rows = _epochs(run, meter, points, progress, on_epoch)
@@ -424,13 +436,13 @@ def fit(
             keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
             pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch, meter.padded)
         clean = _finite_pair(pair, len(rows) - 1, "clean train pass")
-    cols = [tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__]
+    cols = {f: tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__}  # History's names
     stopped = ("target" if meter.reached else "cap") if stop.active else None
     curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
     uncompile(run.model)  # the caller gets its eager model back (a later fit decides again)
     compiled = run.mode != "eager"
-    # cols: the EpochStats columns, in History's field order (mypy cannot follow a starred list)
-    return History(*cols, clean[0], clean[1], taken, compiled, curve, stopped, run.steps, run.mode)  # type: ignore[arg-type, call-arg]
+    return History(**cols, clean_train_loss=clean[0], clean_train_acc=clean[1], steps=taken, compiled=compiled,
+                   curve=curve, stopped=stopped, steps_per_epoch=run.steps, compile_mode=run.mode)  # fmt: skip
 
 
 def _epochs(
@@ -445,10 +457,11 @@ def _epochs(
             n = min(run.steps, run.total - e * run.steps)
             loss, acc, secs, done = run.epoch(e, n, bar, points, meter)
             listened = on_epoch is not None or e == epochs - 1 or meter.reached
-            ev = meter.eval_at(e * run.steps + done) if listened else (None, None)
+            ev = meter.eval_at(e * run.steps + done) if listened else (None, None, None, None)
             if ev[0] is not None:
-                _finite_pair(ev, e, "eval")  # type: ignore[arg-type]  # measured together: both are set
-            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs)
+                _finite_pair(ev[:2], e, "eval")  # type: ignore[arg-type]  # measured together: all are set
+                _finite_pair(ev[2:], e, "validation")  # type: ignore[arg-type]
+            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs, ev[2], ev[3])
             rows.append(stats)
             bar.set_postfix(
                 loss=f"{loss:.4f}", acc=f"{acc:.3f}", **({"eval": f"{ev[1]:.3f}"} if ev[1] is not None else {})

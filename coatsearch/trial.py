@@ -60,17 +60,19 @@ def run_item(
         raise TrialFailed(f"{type(exc).__name__}: {exc}") from exc
     ident = R.Identity(prep.name, item.seed, item.sample, item.key)
     wall_s = round(time.perf_counter() - start, 3)
-    common = {"wall_s": wall_s, "environment": R.Environment(device=str(device))}
+    images = R.images_of(metrics, space.data.test_draw)
+    common = {"wall_s": wall_s, "environment": R.Environment(device=str(device)), "images": images}
     if space.study.objectives:  # multi-objective: one value per objective, no fallback
         missing = [k for k in space.study.objectives if not isinstance(metrics.get(k), int | float)]
         if missing:
             raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(metrics)})")
-        values = [float(metrics[k]) for k in space.study.objectives]
-        objs = tuple(space.study.objectives)
+        objs = tuple(R.selection_key(k, metrics) for k in space.study.objectives)  # validation images, never test
+        values = [float(metrics[k]) for k in objs]
         run = R.completed(ident, model_of(prep), metrics, R.optimizer(prep.optim), **common,
                           objective=objs[0], objectives=objs)  # fmt: skip
         return values, run
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
+    key = key and R.selection_key(key, metrics)  # the value the sampler and pruner see: validation images
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
     return float(metrics[key]), R.completed(ident, model_of(prep), metrics, R.optimizer(prep.optim),

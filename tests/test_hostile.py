@@ -175,7 +175,7 @@ BOUNDS = [  # (edit of tiny.yaml, what the one line must say)
     (("block: {head_size: 16}", "block: {head_size: 16, window_size: 5000}"), "less than or equal to 1024"),
     (("block: {head_size: 16}", "block: {head_size: 16, mlp_ratio: 1000}"), "less than or equal to 16"),
     (("batch_size: 64", "batch_size: 100000"), "less than or equal to 8192"),
-    (("eval_size: 200", "eval_size: 10000000"), "less than or equal to 200000"),
+    (("eval_size: 100", "eval_size: 10000000"), "less than or equal to 200000"),
     (("per_class: 20, epochs: 2", "per_class: 1000000, epochs: 2"), "less than or equal to 100000"),
     (("per_class: 20, epochs: 2", "per_class: 20, epochs: 100000"), "less than or equal to 1000"),
     (("warmup_epochs: 0", "warmup_epochs: 5000"), "less than or equal to 1000"),

@@ -90,7 +90,7 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
     for layout, seed in (("C-C", 0), ("C-T", 0), ("C-C", 1)):
         inp = TrialInput(_model(layout), OPTIM, DATA, ScoresSpec(generalization=sub), seed=seed)
         ctx = Context(inp, torch.device("cpu"))
-        train, held = T.splits(ctx, sub)
+        train, held, _ = T.splits(ctx, sub)
         out = measure(inp, torch.device("cpu"))
         runs[(layout, seed)] = (D.image_ids(train), D.image_ids(held), out)
     (tr_a, ev_a, a), (tr_b, ev_b, b), (tr_c, ev_c, c) = runs.values()

@@ -52,7 +52,7 @@ CHANGES = [
     (("- {name: C-T}", "- {name: C-T}\n  - {name: X, layout: T-T}"), "candidate added: X"),
     (("  - {name: C-C, layout: C-C}\n", ""), "candidate removed: C-C"),
     (("study: {seeds: [0]", "study: {seeds: [0, 1]"), "study.seeds: [0] -> [0, 1]"),
-    (("eval_size: 200", "eval_size: 100"), "data.eval_size: 200 -> 100"),
+    (("eval_size: 100", "eval_size: 50"), "data.eval_size: 100 -> 50"),
     (("generalization: {per_class: 20", "generalization: {per_class: 30"), "scores.generalization.per_class"),
     (("widths: [16, 32]", "widths: [16, 48]"), "widths of candidate C-T: [16, 32] -> [16, 48]"),
 ]

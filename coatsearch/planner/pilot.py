@@ -99,7 +99,7 @@ class Recorder:
         dense = min(dense, total)  # at most one dense point a step
         eager, batch = dataclasses.replace(optim, compile=False), min(optim.batch_size, len(train))
         step_s = self._step_time(model, train, eager, batch, kw.get("augment", True))
-        point_s = self._point_time(model, train, evaluate, batch)
+        point_s = self._point_time(model, train, evaluate, batch, kw.get("validate"))
         hist, setup_s = self._stand_in(model, train, evaluate, eager, kw)
         sig, kind = speed.signature(model), self.device.type
         self.fits.append(
@@ -127,8 +127,11 @@ class Recorder:
             self.cache[key] = statistics.median(hist.seconds[1:])
         return self.cache[key]
 
-    def _point_time(self, model: nn.Module, train: TensorData, evaluate: TensorData | None, batch: int) -> float:
-        """Seconds of one curve point: eval passes over the probe (PROBE_MAX training images) and the eval set.
+    def _point_time(
+        self, model: nn.Module, train: TensorData, evaluate: TensorData | None, batch: int, validate: Any = None
+    ) -> float:
+        """Seconds of one curve point: eval passes over the probe (PROBE_MAX training images), the test images and
+        the validation images.
 
         Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
@@ -145,7 +148,7 @@ class Recorder:
                 eval_tensors(net, x, y, size)
                 times.append((time.perf_counter() - start) / len(y))
             self.cache[key] = statistics.median(times[1:])
-        held = len(evaluate) if evaluate is not None else 0
+        held = (len(evaluate) if evaluate is not None else 0) + (len(validate) if validate is not None else 0)
         return self.cache[key] * (min(PROBE_MAX, len(train)) + held)
 
     def _stand_in(

@@ -82,11 +82,13 @@ class ClaimPlan:
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
     from coatsearch import store
+    from coatsearch.record import validation_view
     from coatsearch.report import frames, info, paper
 
     if not store.storage_file(studies_dir, name).exists():
         return None
     space, records = info.load(store.load_study(studies_dir, name))
+    records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
     rows = info.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
     curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in info.CURVE_SCORES}

@@ -101,6 +101,7 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
         "study": study,
         "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": reproduce.space_hash(space)},
         "environment": info.environment(space, records),
+        "images": j["images"],  # which images served which purpose (judging.purposes)
         "metrics": {k: vars(m) for k, m in info.METRICS.items()},
         "candidates": rows,
         "size": budget.sizes(rows),

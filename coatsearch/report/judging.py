@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from coatsearch import record as R
 from coatsearch.report import frames, info, optim, paper, stem
 from coatsearch.report import measures as M
 from coatsearch.report import verdicts as V
+
+EXPLORATORY = "exploratory: one eval set served choices and verdicts"
+SPLIT = ("validation images served every choice (pruning, stop_at_acc, the objective, the best runs and lengths); "
+         "test images the verdict measures only")  # fmt: skip
 
 
 def judge_records(space: dict, records: info.Records, describe: bool = True) -> dict:
@@ -23,10 +28,59 @@ def judge_records(space: dict, records: info.Records, describe: bool = True) -> 
     noise = V.noises(rows)
     stems = stem.stem_tables(fr.complete, runs) if runs is not None else None
     found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
-    found = [with_scale(space, fr.complete, c, acc) for c in found]
+    images = purposes(fr.complete)
+    found = [with_scale(space, fr.complete, with_purposes(c, images), acc) for c in found]
     claims, untested = paper.untestable(space, found)
-    return {"frames": fr, "gen": gen, "rows": rows, "acc": acc, "dims": dims, "runs": runs,
-            "edf": edf_rows, "noise": noise, "stems": stems, "claims": claims, "untested": untested}  # fmt: skip
+    return {"frames": fr, "gen": gen, "rows": rows, "acc": acc, "dims": dims, "runs": runs, "edf": edf_rows,
+            "noise": noise, "stems": stems, "claims": claims, "untested": untested, "images": images}  # fmt: skip
+
+
+def purposes(done: Sequence) -> dict:
+    """Which images served which purpose in a study's complete runs, and what that makes of its verdicts.
+
+    state "split": every run has validation and test images (record.images) and no objective read the test
+    images; "exploratory": some run has no split (records made before it), so one eval set served choices and
+    verdicts; "refused": some run's objective was computed on the test images (record.on_test). `runs`: per run
+    name with a split, its image counts and fingerprints.
+    """
+    split = [r for r in done if r.run.images]
+    tainted = [(r.number, k) for r in split for k in R.on_test(r.run)]
+    if tainted:
+        (first, key), n = tainted[0], len({t[0] for t in tainted})
+        state, line = (
+            "refused",
+            (
+                f"refused: the objective `{key}` of {n} run(s) (trial {first} first) was computed on the test images, "
+                "which decide verdicts; a measure selected on them is not judged"
+            ),
+        )
+    elif not done or len(split) < len(done):
+        state, line = "exploratory", EXPLORATORY
+    else:
+        state, line = "split", SPLIT
+    draws = sorted({int(r.run.images.get("test_draw") or 0) for r in split})
+    return {"state": state, "line": line, "draws": draws, "runs": _image_runs(split)}
+
+
+def _image_runs(split: Sequence) -> list[dict]:
+    """Per run name that recorded a validation fingerprint: its validation and test counts and fingerprints."""
+    names = dict.fromkeys(k[: -len(".val_fingerprint")] for r in split for k in r.run.keys()
+                          if k.endswith(".val_fingerprint"))  # fmt: skip
+
+    def seen(name: str, key: str) -> list:
+        return sorted({v for r in split if (v := r.run.value(f"{name}.{key}")) is not None}, key=str)
+
+    return [{"run": n, "validation": seen(n, "val_images"), "validation_fp": seen(n, "val_fingerprint"),
+             "test": seen(n, "eval_images"), "test_fp": seen(n, "eval_fingerprint")} for n in names]  # fmt: skip
+
+
+def with_purposes(claim: dict, images: dict) -> dict:
+    """The claim under the study's image rule (`purposes`): refused (not decided), marked exploratory, or as is."""
+    if images["state"] == "refused":
+        return {**claim, "verdict": "inconclusive", "why": images["line"], "scope": "", "images": "refused"}
+    if images["state"] == "exploratory":
+        return {**claim, "why": f"{claim['why']}; {EXPLORATORY}", "images": "exploratory"}
+    return {**claim, "images": "split"}
 
 
 FIRM = ("supported", "not supported")

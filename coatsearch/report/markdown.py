@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tabulate import tabulate
 
@@ -52,6 +53,25 @@ def header(h: Header) -> str:
     return "\n".join(out)
 
 
+def _images(images: Mapping[str, Any] | None) -> list[str]:
+    """The setup's lines on which images served which purpose (judging.purposes)."""
+    if not images:
+        return []
+    if images["state"] == "exploratory" and not images["runs"]:
+        return [f"- Images: {images['line']} (the runs record no validation/test split)"]
+    draws = ", ".join(map(str, images["draws"])) or "–"
+    out = [f"- Images ({images['state']}, test draw {draws}): {images['line']}"]
+    for r in images["runs"]:
+
+        def part(n: list, fp: list) -> str:
+            count = "/".join(map(str, n)) if n else "?"
+            return f"{count} (`{'`, `'.join(map(str, fp))}`)"
+
+        out.append(f"  - `{r['run']}`: validation {part(r['validation'], r['validation_fp'])}, test "
+                   f"{part(r['test'], r['test_fp'])}")  # fmt: skip
+    return out
+
+
 def setup(e: Setup) -> str:
     """Data, subsets, seeds, hardware, versions, wall time and trial counts."""
     c, data, study = e.counts, e.data, e.study
@@ -62,7 +82,8 @@ def setup(e: Setup) -> str:
         out.append(f"- Space file: `{source}`, profile `{profile}`, {digest}")
     if data:
         root = f" (root `{data.get('root')}`)" if data.get("root") else ""
-        out.append(f"- Data set: `{data.get('dataset')}`{root}; {data.get('eval_size')} held-out eval images")
+        out.append(f"- Data set: `{data.get('dataset')}`{root}; eval_size {data.get('eval_size')}")
+    out += _images(e.images)
     if e.image_size:
         out.append(f"- Input: {e.image_size}×{e.image_size}, {e.channels} channel(s), {e.classes} classes")
     seeds = ", ".join(map(str, e.seeds)) or "–"

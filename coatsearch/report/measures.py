@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coatsearch.record import twin
 from coatsearch.report.claims import EDF_K
 from coatsearch.report.info import Records, complete
 from coatsearch.spec import DEFAULT_LEVELS
@@ -225,12 +226,14 @@ def ranking_stability(
 
 
 def runs_frame(records: Records, acc_key: str) -> pd.DataFrame:
-    """Complete runs with `acc_key` measured: candidate, model label, optimizer, seed, acc (%), lr, wd, number."""
+    """Complete runs with `acc_key` measured: candidate, model label, optimizer, seed, acc (%), lr, wd, number, and
+    `sel` (%): the accuracy a choice among runs reads, on the validation images (record.twin; `acc` without them)."""
     rows = []
     for r in complete(records):
         acc = r.run.number(acc_key)
         if acc is None:
             continue
+        sel = r.run.number(twin(acc_key))
         optim = r.run.optimizer
         rows.append(
             {
@@ -242,18 +245,23 @@ def runs_frame(records: Records, acc_key: str) -> pd.DataFrame:
                 "lr": optim.lr if optim else None,
                 "weight_decay": optim.weight_decay if optim else None,
                 "number": r.number,
+                "sel": 100 * (acc if sel is None else sel),
             }
         )
-    cols = ["candidate", "model_label", "optimizer", "seed", "acc", "lr", "weight_decay", "number"]
+    cols = ["candidate", "model_label", "optimizer", "seed", "acc", "lr", "weight_decay", "number", "sel"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def edf(runs: pd.DataFrame, k: float = EDF_K) -> list[dict]:
     """Per candidate and optimizer: sorted Δ error (points) from the best run of the same model and optimizer.
 
-    Rows carry delta, the cumulative fraction, n, the share within k points, and the best accuracy (%).
+    The best run is chosen on the validation images (`sel`, runs_frame) and read on the test images, so Δ can be
+    negative; without validation images `sel` is `acc` (the old rule). Rows carry delta, the cumulative fraction,
+    n, the share within k points, and the best run's accuracy (%).
     """
-    best = runs.groupby(["model_label", "optimizer"])["acc"].max()
+    runs = runs if "sel" in runs.columns else runs.assign(sel=runs["acc"])
+    best = runs.loc[runs.groupby(["model_label", "optimizer"])["sel"].idxmax()].set_index(["model_label", "optimizer"])
+    best = best["acc"]
     many = runs["optimizer"].nunique() > 1
     out = []
     for (cand, opt), group in runs.groupby(["candidate", "optimizer"], sort=False):
@@ -286,7 +294,7 @@ def edge_warnings(runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay
     """
     out = []
     for (label, opt), group in runs.groupby(["model_label", "optimizer"], sort=False):
-        best = group.loc[group["acc"].idxmax()]
+        best = group.loc[group["sel" if "sel" in group.columns else "acc"].idxmax()]  # chosen on validation
         for dim in dims:
             values = group[dim].dropna()
             if values.nunique() < min_samples or pd.isna(best[dim]):

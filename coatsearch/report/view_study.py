@@ -68,6 +68,7 @@ class Setup:
     versions: tuple[Mapping[str, Any], ...]
     subsets: tuple[Subset, ...]
     space_file: tuple[str | None, str | None, str | None] = (None, None, None)  # source, profile, sha256 as run
+    images: Mapping[str, Any] | None = None  # judging.purposes: which images served which purpose
 
 
 def setup(ctx: Context) -> Setup:
@@ -84,7 +85,7 @@ def setup(ctx: Context) -> Setup:
     return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
                  e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], tuple(e["hardware"]),
                  tuple(e["versions"]), subsets, tuple(ctx.tables["space"].get(k) for k in ("source", "profile",
-                 "sha256")))  # fmt: skip
+                 "sha256")), ctx.tables.get("images"))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,9 @@ class Context:
     device: Any  # torch.device
     progress: bool = False
     report: Report | None = None
-    models: dict[str, Any] = field(default_factory=dict)  # score name -> its trained model and eval set
+    models: dict[str, Any] = field(
+        default_factory=dict
+    )  # score name -> (trained model, test images, validation images)
     fit: Callable[..., Any] | None = None  # (phase, *train.fit's arguments) -> History: the planner's timing pilot
 
 

@@ -26,21 +26,34 @@ class LengthSpec:
 
 def run(ctx: Context, spec: LengthSpec) -> dict:
     """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
+    from coatsearch import data as D
     from coatsearch.scores import training as T
 
     subset = S.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
-    train_set, held = T.splits(ctx, subset)
+    train_set, held, validation = T.splits(ctx, subset)
     out: dict = {"length.epochs": list(spec.epochs)}
-    accs = []
+    accs, vals = [], []
     for epochs in spec.epochs:
         model = T.model(ctx, len(train_set.classes), no_drop=False)
         run = dataclasses.replace(subset, epochs=epochs)
-        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, run, augment=True)
+        hist = T.train(ctx, f"length{epochs}", model, train_set, held, ctx.inp.optim, run, augment=True,
+                       validation=validation)  # fmt: skip
         accs.append(hist.eval_acc[-1])
+        vals.append(hist.val_acc[-1])
         out[f"curves.length{epochs}"] = T.curves(hist)
-    out["length.eval_acc"] = accs
-    out["length.eval_acc_longest"] = accs[spec.epochs.index(max(spec.epochs))]
+    longest = spec.epochs.index(max(spec.epochs))
+    out["length.eval_acc"], out["length.val_acc"] = accs, vals  # test images; validation images (for choosing)
+    out["length.eval_acc_longest"], out["length.val_acc_longest"] = accs[longest], vals[longest]
+    out["length.best_epochs"] = best_length(spec.epochs, vals)
+    out["length.eval_fingerprint"] = D.fingerprint(held)
+    out["length.val_fingerprint"] = D.fingerprint(validation)
     return out
+
+
+def best_length(epochs: tuple[int, ...], val_accs: list) -> int:
+    """The schedule length with the highest validation accuracy (the shortest of ties): chosen on validation
+    images only, so the test accuracy at it is an unselected reading."""
+    return -max(zip(val_accs, (-e for e in epochs), strict=True))[1]
 
 
 SCORE = Score(
@@ -53,5 +66,6 @@ SCORE = Score(
     headline="length.eval_acc_longest",
     fallback=5,
     guards=(Guard("length", "length.eval_acc_longest", ("length",)),),
-    roles=MappingProxyType({"epochs": "length.epochs", "accs": "length.eval_acc"}),  # the schedules, each's eval acc
+    # the schedules, each's test acc, each's validation acc
+    roles=MappingProxyType({"epochs": "length.epochs", "accs": "length.eval_acc", "val_accs": "length.val_acc"}),
 )

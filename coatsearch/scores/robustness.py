@@ -18,6 +18,8 @@ from coatsearch.scores.base import Context, Guard, Score, acc
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
 
+    from coatsearch.data import TensorData
+
 # corruption -> magnitude at severities 1..5
 SEVERITIES = {
     "noise": (0.3, 0.6, 0.9, 1.2, 1.5),  # Gaussian noise sd, in data sd units
@@ -74,20 +76,23 @@ def run(ctx: Context, spec: RobustnessSpec) -> dict:
 
     if spec.source not in ctx.models:
         raise ValueError(f"robustness: source score '{spec.source}' trained no model in this trial")
-    model, held = ctx.models[spec.source]
+    model, held, validation = ctx.models[spec.source]
     batch = ctx.inp.optim.batch_size
-    _, clean = evaluate(model, held, ctx.device, batch)
     levels = list(range(1, spec.severities + 1))
 
-    def acc_at(name: str, severity: int) -> float:
-        images = dataclasses.replace(held, x=corrupt(held.x, name, severity, ctx.inp.seed))
+    def acc_at(images: TensorData, name: str, severity: int) -> float:
+        images = dataclasses.replace(images, x=corrupt(images.x, name, severity, ctx.inp.seed))
         return evaluate(model, images, ctx.device, batch)[1]
 
-    per = {name: [acc_at(name, s) for s in levels] for name in CORRUPTIONS}
+    per = {name: [acc_at(held, name, s) for s in levels] for name in CORRUPTIONS}  # the test images
     out = {f"robustness.{name}_acc": sum(accs) / len(accs) for name, accs in per.items()}
+    val = [acc_at(validation, name, s) for name in CORRUPTIONS for s in levels]  # the twin that selection reads
+    clean = evaluate(model, held, ctx.device, batch)[1]
     return {
         "robustness.clean_acc": clean,
         "robustness.corrupt_acc": sum(sum(a) for a in per.values()) / (len(levels) * len(per)),
+        "robustness.val_clean_acc": evaluate(model, validation, ctx.device, batch)[1],
+        "robustness.val_corrupt_acc": sum(val) / len(val),
         **out,
         "robustness.source": spec.source,
         "curves.robustness": {"severity": [0, *levels], **{n: [clean, *a] for n, a in per.items()}},

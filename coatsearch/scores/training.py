@@ -1,8 +1,10 @@
 """Shared training steps of the scores (subsets, a fresh model, one fit, curves); imported by run functions only.
 
-Data is paired across candidates: the eval set is drawn once per study (data.EVAL_SEED, never the trial seed)
-and the training subset and batch order depend on the trial seed alone, so every candidate of a seed sees the
-same images in the same order. Each run records the fingerprints of both (data.fingerprint).
+Data is paired across candidates: the validation and test images are drawn once per study (data.split, seed
+data.EVAL_SEED, never the trial seed) and the training subset and batch order depend on the trial seed alone, so
+every candidate of a seed sees the same images in the same order. Validation images serve every choice (pruning,
+stop_at_acc, the objective); test images the verdict measures (`eval_*` keys). Each run records the fingerprints
+of all three (data.fingerprint).
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
     return dataclasses.replace(optim, label_smoothing=0.0, mixup=0.0, randaugment=False)
 
 
-def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorData]:
-    """(train subset, eval set) for one score: the subset seeded by the trial's seed, the eval set fixed per study."""
+def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
+    """(train subset, test images, validation images) for one score: the subset seeded by the trial's seed, the
+    other two fixed per study (data.split)."""
     inp = ctx.inp
     spec = subset.dataset or inp.data
     pool, test = D.load(spec, inp.model.image_size, inp.model.in_chans)
     train = D.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
-    held = D.eval_subset(test, spec.eval_size, subset.classes)
-    return train, held
+    validation, held = D.split(test, spec, subset.classes)
+    return train, held, validation
 
 
 def model(ctx: Context, num_classes: int, no_drop: bool) -> torch.nn.Module:
@@ -65,15 +68,18 @@ def train(
     augment: bool,
     stop_at_acc: float | None = None,
     levels: tuple[float, ...] | None = None,
+    validation: D.TensorData | None = None,
 ) -> History:
-    """Fit one model for the subset's step budget and curve options; each epoch's eval accuracy goes to the pruner.
+    """Fit one model for the subset's step budget and curve options; each epoch's validation accuracy goes to the
+    pruner.
 
-    The run stops at the subset's `stop_at_loss` or at `stop_at_acc` (eval accuracy), whichever comes first;
-    `levels`: the train-loss ladder whose crossings get dense curve points (matched-loss runs).
+    `held`: the test images, `validation`: the validation images (None: `held` serves both, as in a pilot).
+    The run stops at the subset's `stop_at_loss` or at `stop_at_acc` (validation accuracy), whichever comes
+    first; `levels`: the train-loss ladder whose crossings get dense curve points (matched-loss runs).
     """
     optim = for_subset(optim, subset)
     report = ctx.report
-    hook = (lambda epoch, stats: report(phase, epoch, stats.eval_acc)) if report else None
+    hook = (lambda epoch, stats: report(phase, epoch, stats.val_acc)) if report else None
     run = functools.partial(ctx.fit, phase) if ctx.fit is not None else fit  # the planner's pilot takes the phase
     return run(
         net,
@@ -92,6 +98,7 @@ def train(
         stop_at_loss=subset.stop_at_loss,
         stop_at_acc=stop_at_acc,
         levels=levels,
+        validate=validation,
     )
 
 
@@ -104,37 +111,45 @@ def single(
     min_epochs: int = 0,
     levels: tuple[float, ...] | None = None,
 ) -> dict:
-    """Train on a subset; final clean train loss/acc, eval loss/acc and the gap; keeps the model for reuse.
+    """Train on a subset; final clean train loss/acc, test (`eval_*`) and validation (`val_*`) loss/acc and the
+    gap on each; keeps the model (and its test images) for reuse.
 
     A budget below `min_epochs` epochs of the subset is a UserError; `levels` as in `train`.
     """
-    train_set, held = splits(ctx, subset)
+    train_set, held, validation = splits(ctx, subset)
     optim = for_subset(optim, subset)
     per_epoch = steps_per_epoch(len(train_set), optim.batch_size)
     check_steps(f"{name}: max_steps", budget(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
     net = model(ctx, len(train_set.classes), no_drop=not augment)
-    hist = train(ctx, name, net, train_set, held, optim, subset, augment, levels=levels)
-    ctx.models[name] = (net, held)
+    hist = train(ctx, name, net, train_set, held, optim, subset, augment, levels=levels, validation=validation)
+    ctx.models[name] = (net, held, validation)
     train_loss, train_acc = hist.clean_train_loss, measured(hist.clean_train_acc, "clean train acc")
     eval_loss, eval_acc = hist.eval_loss[-1], final_eval_acc(hist)  # clean: an eval-mode pass over the train set
+    val_acc = final_val_acc(hist)
     return {
         f"{name}.train_loss": train_loss,
         f"{name}.train_acc": train_acc,
         f"{name}.eval_loss": eval_loss,
         f"{name}.eval_acc": eval_acc,
         f"{name}.gap": train_acc - eval_acc,
-        **run_facts(name, hist, train_set, held),
+        f"{name}.val_loss": hist.val_loss[-1],
+        f"{name}.val_acc": val_acc,
+        f"{name}.val_gap": train_acc - val_acc,
+        **run_facts(name, hist, train_set, held, validation),
         f"curves.{name}": curves(hist),
     }
 
 
-def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorData) -> dict:
-    """What a run records besides its scores: data sizes and fingerprints, steps, epochs, time, compile mode, stop."""
+def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorData, validation: D.TensorData) -> dict:
+    """What a run records besides its scores: data sizes and fingerprints (train, test = `eval_*`, validation),
+    steps, epochs, time, compile mode, stop."""
     out = {
         f"{name}.images": len(train_set),
         f"{name}.eval_images": len(held),
+        f"{name}.val_images": len(validation),
         f"{name}.train_fingerprint": D.fingerprint(train_set),
         f"{name}.eval_fingerprint": D.fingerprint(held),
+        f"{name}.val_fingerprint": D.fingerprint(validation),
         f"{name}.steps": hist.steps,
         f"{name}.epochs": round(hist.steps / max(1, hist.steps_per_epoch), 3),
         f"{name}.seconds": sum(hist.seconds),
@@ -151,6 +166,7 @@ def curves(hist: History) -> dict:
         **hist.curve.as_dict(),
         "epoch_train_loss": list(hist.train_loss),
         "epoch_eval_acc": list(hist.eval_acc),
+        "epoch_val_acc": list(hist.val_acc),
         "seconds": list(hist.seconds),
     }
 
@@ -163,8 +179,13 @@ def measured(value: float | None, what: str) -> float:
 
 
 def final_eval_acc(hist: History) -> float:
-    """The eval accuracy after the run's last epoch."""
+    """The test-image accuracy after the run's last epoch."""
     return measured(hist.eval_acc[-1], "final eval acc")
+
+
+def final_val_acc(hist: History) -> float:
+    """The validation accuracy after the run's last epoch."""
+    return measured(hist.val_acc[-1], "final validation acc")
 
 
 def check_steps(what: str, steps: int, least: int) -> None:

@@ -36,27 +36,32 @@ class TransferSpec:
     finetune: S.SubsetSpec
 
 
+FACTS = ("fingerprint", "_images")  # what transfer keeps of its runs' facts: which images, how many held out
+
+
 def run(ctx: Context, spec: TransferSpec) -> dict:
     """Pretrain, fine-tune, train the two baselines; accuracies, the gain, how pretraining stopped, and curves."""
     from coatsearch.scores import training as T
 
     pre, fin = spec.pretrain, spec.finetune
     optim = ctx.inp.optim
-    train_a, held_a = T.splits(ctx, pre)
+    train_a, held_a, val_a = T.splits(ctx, pre)
     source = T.model(ctx, len(train_a.classes), no_drop=False)
-    hist_a = T.train(ctx, "pretrain", source, train_a, held_a, optim, pre, augment=True, stop_at_acc=pre.target_acc)
-    train_b, held_b = T.splits(ctx, fin)
+    hist_a = T.train(ctx, "pretrain", source, train_a, held_a, optim, pre, augment=True, stop_at_acc=pre.target_acc,
+                     validation=val_a)  # fmt: skip
+    train_b, held_b, val_b = T.splits(ctx, fin)
     steps = fin.max_steps or max(MIN_FINETUNE_STEPS, T.budget(fin, len(train_b), T.for_subset(optim, fin).batch_size))
     fin = dataclasses.replace(fin, max_steps=steps)
     tuned = T.model(ctx, len(train_b.classes), no_drop=False)
     copy_body(source, tuned)
     slow = dataclasses.replace(optim, lr=optim.lr * fin.lr_factor)
-    hist_b = T.train(ctx, "transfer", tuned, train_b, held_b, slow, fin, augment=True)
-    ctx.models["transfer"] = (tuned, held_b)
+    hist_b = T.train(ctx, "transfer", tuned, train_b, held_b, slow, fin, augment=True, validation=val_b)
+    ctx.models["transfer"] = (tuned, held_b, val_b)
     scratch = T.model(ctx, len(train_b.classes), no_drop=False)
-    hist_s = T.train(ctx, "scratch", scratch, train_b, held_b, optim, fin, augment=True)
+    hist_s = T.train(ctx, "scratch", scratch, train_b, held_b, optim, fin, augment=True, validation=val_b)
     probe = linear_probe(source, train_b, held_b, ctx.device, optim.batch_size)
     tuned_acc, scratch_acc = T.final_eval_acc(hist_b), T.final_eval_acc(hist_s)
+    val_tuned, val_scratch = T.final_val_acc(hist_b), T.final_val_acc(hist_s)
     return {
         "transfer.pretrain_acc": hist_a.eval_acc[-1],
         "transfer.pretrain_stopped": hist_a.stopped or "cap",
@@ -65,13 +70,17 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
         "transfer.scratch_acc": scratch_acc,
         "transfer.gain": tuned_acc - scratch_acc,
         "transfer.probe_acc": probe,
+        "transfer.val_pretrain_acc": hist_a.val_acc[-1],  # the validation twins (data.split): for selection
+        "transfer.val_finetune_acc": val_tuned,
+        "transfer.val_scratch_acc": val_scratch,
+        "transfer.val_gain": val_tuned - val_scratch,
         "transfer.finetune_steps": hist_b.steps,
         "transfer.lr_factor": fin.lr_factor,
         "transfer.images": len(train_a) + len(train_b),
         "transfer.seconds": sum(hist_a.seconds) + sum(hist_b.seconds) + sum(hist_s.seconds),
         "transfer.compile": "/".join(h.compile_mode for h in (hist_a, hist_b, hist_s)),  # pretrain/finetune/scratch
-        **{k: v for k, v in T.run_facts("pretrain", hist_a, train_a, held_a).items() if "fingerprint" in k},
-        **{k: v for k, v in T.run_facts("finetune", hist_b, train_b, held_b).items() if "fingerprint" in k},
+        **{k: v for k, v in T.run_facts("pretrain", hist_a, train_a, held_a, val_a).items() if k.endswith(FACTS)},
+        **{k: v for k, v in T.run_facts("finetune", hist_b, train_b, held_b, val_b).items() if k.endswith(FACTS)},
         "curves.pretrain": T.curves(hist_a),
         "curves.transfer": T.curves(hist_b),
         "curves.scratch": T.curves(hist_s),
