@@ -147,6 +147,7 @@ def run(
     gpus_per_trial: float | None = None,
     force_new_space: bool = False,
     plan_first: bool = False,
+    replicate_of: str | None = None,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -158,6 +159,8 @@ def run(
     `plan_first` (optuna backend; `coatsearch run` sets it unless --no-plan): pilot the study first (or reuse
     the plan stored for the same space and workers), print its ETA line and store it as
     studies_dir/<study>/plan.json for `status` and the report.
+    Before the first trial the analysis is registered (studies_dir/<study>/registration.json, coatsearch.registration;
+    `replicate_of`: the study this one replicates); a resumed run with another analysis records the deviation.
     """
     from coatsearch.datacheck import check_matches
     from coatsearch.paths import report_folder, study_folder
@@ -180,7 +183,9 @@ def run(
     d = sp  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
     _check_matched(sp)
+    _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
     prepared = _prepare_study(sp, studies, name, force_new_space)
+    _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}  # ray_backend.run's names
     done = store_counts(prepared[0])["finished"]
     procs = _workers(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
@@ -251,6 +256,7 @@ def plan(
     budget: float | str | None = None,
     effect: float | None = None,
     pilot_seeds: int = 0,
+    register: bool = False,
 ) -> Plan:
     """Size a study before it runs: time and memory per trial and in all, power and regime per claim.
 
@@ -258,8 +264,11 @@ def plan(
     use. Noise comes from an earlier study of the space (studies_dir/<study>, else reports_dir/<study>/
     summary.json), else from a pilot study of `pilot_seeds` seeds (run first, into <study>-pilotN), else a
     stated prior. `budget` (seconds, or '30m', '1h30m') finds the most seeds that fit; `effect` (points) the
-    seeds a difference of that size needs.
+    seeds a difference of that size needs. The plan lists the analysis `run` registers and whether the study
+    matches its registration; `register` writes studies_dir/<study>/registration.json now, without running.
     """
+    import dataclasses
+
     from coatsearch import numbers, planner
     from coatsearch.planner import power, predict
 
@@ -273,12 +282,26 @@ def plan(
     checked("pilot_seeds", numbers.count, pilot_seeds, 0, PILOT_SEEDS_MAX)
     _check_counts(workers, None)
     _check_matched(sp)
+    registrar = _registration(sp, studies, name)
+    registrar.check()  # a registration of another space stops here
     procs = _workers(sp, workers, None, device, False)
     if pilot_seeds:
         earlier = power.from_study(studies, _pilot_study(sp, name, pilot_seeds, workers, device, studies), "pilot")
     else:
         earlier = power.from_study(studies, name) or power.from_report(reports, name)
-    return planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
+    made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
+    if register:
+        registrar.register(_trials_held(studies, name))
+    return dataclasses.replace(made, registration=registrar.lines())
+
+
+def _trials_held(studies: Path, name: str) -> int:
+    """How many trials the study holds (0 when it has no journal yet)."""
+    from coatsearch.store import load_study, storage_file
+
+    if not storage_file(studies, name).exists():
+        return 0
+    return len(load_study(studies, name).get_trials(deepcopy=False))
 
 
 def _pilot_study(space: Space, name: str, seeds: int, workers: int | str, device: str, studies: Path) -> str:
@@ -371,6 +394,15 @@ def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, 
     from coatsearch.backends import optuna_backend
 
     return optuna_backend.run(space, studies, name, workers=procs[0], threads=procs[1], **common)
+
+
+def _registration(space: Space, studies: Path, name: str) -> Any:
+    """The study's registration, against this space's analysis (coatsearch.registration.Registrar)."""
+    from coatsearch.registration import Registrar
+    from coatsearch.store import folder
+    from coatsearch.trials_plan import space_record
+
+    return Registrar(space_record(space), folder(studies, name), name)
 
 
 def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool) -> tuple[Any, dict]:

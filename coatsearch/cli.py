@@ -151,6 +151,9 @@ def _plan_command(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--studies-dir", type=Path, default=STUDIES)
     plan.add_argument("--reports-dir", type=Path, default=REPORTS)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument(
+        "--register", action="store_true", help="write the study's registered analysis now (as `run` does first)"
+    )
     plan.set_defaults(func=_plan)
 
 
@@ -169,6 +172,7 @@ def _plan(args: argparse.Namespace) -> int:
         budget=args.budget,
         effect=args.effect,
         pilot_seeds=args.pilot_seeds,
+        register=args.register,
     )
     print(json.dumps(made.as_dict(), indent=1) if args.json else render(made))
     return 0

@@ -97,6 +97,7 @@ class SpaceDoc:
     scores: ScoresSpec = field(default_factory=lambda: _scores.ScoresSpec())
     study: StudySpec = StudySpec()
     untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
+    pilots: tuple[ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
 
 
 _DOCUMENT: dict[type, TypeAdapter] = {}  # the score registry's current ScoresSpec -> the validator built for it

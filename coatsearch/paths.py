@@ -67,7 +67,7 @@ def report_folder(reports_dir: Path, name: str, studies_dir: Path | None = None)
     return folder
 
 
-STUDY_FILES = (JOURNAL, "claim.lock", "plan.json")  # a folder holding one of these is a study folder
+STUDY_FILES = (JOURNAL, "claim.lock", "plan.json", "registration.json")  # a folder holding one: a study folder
 
 
 def writable(path: Path, studies_dir: Path | None, flag: str, what: str, study: str | None = None) -> Path:

@@ -128,6 +128,7 @@ class Space:
     scores: ScoresSpec
     study: S.StudySpec
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
+    pilots: tuple[str, ...] = ()  # the claims this space pilots (registration, report looks)
 
     def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -159,6 +160,7 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
         scores=doc.scores,
         study=doc.study,
         untestable=dict(doc.untestable),
+        pilots=tuple(doc.pilots),
     )
 
 

@@ -72,6 +72,7 @@ def space_record(space: Space) -> dict:
         "study": asdict(space.study),
         "candidates": [c.name for c in space.candidates],
         "untestable": dict(space.untestable),
+        "pilots": list(space.pilots),
         "space_yaml": text,
         "space_sha256": hashlib.sha256(raw).hexdigest() if raw else None,  # the file's bytes, as run
     }

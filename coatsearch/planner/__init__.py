@@ -50,6 +50,7 @@ class Plan:
     budget_seeds: int | None = None  # the most seeds that fit in budget_s
     budget_decides: tuple[str, ...] = ()  # claims decidable at budget_seeds
     planning_s: float = 0.0  # how long making this plan took
+    registration: tuple[str, ...] = ()  # the analysis `run` registers, then the confirmatory/exploratory line
 
     def as_dict(self) -> dict:
         """JSON-ready form (what `coatsearch plan --json` prints and plan.json holds)."""

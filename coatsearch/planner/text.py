@@ -51,6 +51,8 @@ def render(plan: Plan) -> str:
     lines += [line for c in plan.claims for line in claim_lines(c)]
     if plan.budget_s is not None:
         lines += ["", budget_line(plan)]
+    if plan.registration:
+        lines += ["", *plan.registration]
     return "\n".join(lines)
 
 
