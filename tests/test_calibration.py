@@ -1,4 +1,5 @@
-"""The verdict rule's calibration (report.calibration): simulated studies as records, judged by the report's path."""
+"""The verdict rule's calibration (report.calibration): simulated studies of the shipped profiles (report.simulate)
+as records, judged by the report's path. `python -m pytest -s tests/test_calibration.py -k null` prints the figures."""
 
 from __future__ import annotations
 
@@ -9,10 +10,21 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
+from coatsearch import curve
 from coatsearch.report import calibration as K
 from coatsearch.report import claims as C
-from coatsearch.report import paper
+from coatsearch.report import judging, paper
+from coatsearch.report import measures as M
+from coatsearch.report import simulate as Sim
 from coatsearch.report import stats as S
+from coatsearch.spec import rung_below
+
+# In regime, at EFFECT σ, these claims reach 80% power. (a) does not (28% of 100 in the committed table): the default
+# profile's fast layouts (C-C-C-C, C-C-C-T) fit 500 images in ~130 steps with probe losses that jump 2-5x between
+# points, so most studies censor their readings and (a) is out of regime, as the committed report is. Nor does (f)
+# (59%): the paper's 4.6-point interaction on 5 seeds against a per-seed contrast sd of 1.6 points at α = 0.03.
+# Their power is printed (test_null_studies_...), not asserted.
+POWERED = "bcde"
 
 
 @pytest.fixture(scope="module")
@@ -22,104 +34,144 @@ def table() -> dict:
     return committed
 
 
-def _summary(table: dict) -> str:
-    return "; ".join(
-        f"({k}) null {100 * v['null_firm']:.1f}% of {v['null_n']} (95% upper {100 * v['null_firm_upper95']:.1f}%), "
-        f"power {100 * v['power']:.0f}% of {v['power_n']}"
-        for k, v in sorted(table["per_claim"].items())
-    )
-
-
 def test_committed_table_regenerates_through_the_record_pipeline(table):
     """A stride of the committed replicates, rerun from their own seeds through report.judging, match exactly."""
-    for case, key, stride in (("null", "null", 25), ("power", "alternative", 10)):
-        codes = table[key]["codes"]
-        for i in range(0, len(codes), stride):
-            got = K.replicate(case, i, table["seed"])
-            code = {"supported": "s", "not supported": "n", "inconclusive": "i", K.NOT_TESTED: "t"}
-            assert "".join(code[got[c]] if c in got else "-" for c in K.CLAIMS) == codes[i], (case, i)
+    for name, sc in table["scenarios"].items():
+        for case, stride in (("null", 250), ("power", 50)):
+            codes = sc[case]["codes"]
+            for i in range(0, len(codes), stride):
+                assert K.code(K.replicate(case, K.scenario(name), i, table["seed"])) == codes[i], (name, case, i)
 
 
 def test_rates_follow_from_the_replicates(table):
-    rates = K.rates(table["null"], table["alternative"])
-    assert rates == table["per_claim"]  # JSON keeps floats exactly
-    for j, cid in enumerate(K.CLAIMS):
-        firm = sum(code[j] in "sn" for code in table["null"]["codes"])
-        assert firm / sum(code[j] != "-" for code in table["null"]["codes"]) == table["per_claim"][cid]["null_firm"]
+    for sc in table["scenarios"].values():
+        assert K.rates(sc["null"], sc["power"]) == sc["per_claim"]  # JSON keeps floats exactly
+        for cid, v in sc["per_claim"].items():
+            codes = [c[K.CLAIMS.index(cid)] for c in sc["null"]["codes"]]
+            assert sum(c in "sn" for c in codes) / sum(c != "-" for c in codes) == v["null_firm"]
 
 
-def test_null_studies_give_firm_verdicts_in_at_most_5_percent_per_claim(table):
-    print("\ncalibration per claim:", _summary(table))
-    assert set(table["per_claim"]) == set("abcdef") and table["replicates"] == 1000
-    for cid, v in table["per_claim"].items():
-        assert v["null_firm"] <= 0.05 and v["null_firm_upper95"] <= 0.065, (cid, _summary(table))
+def test_null_studies_give_firm_verdicts_with_a_95_percent_upper_bound_of_at_most_5_percent(table):
+    print("\ncalibration per claim (rule " + table["rule_version"] + "):\n" + K.summary(table))
+    assert set(table["scenarios"]) == {s.name for s in Sim.SCENARIOS} and table["replicates"] >= 1000
+    for name, sc in table["scenarios"].items():
+        decided = "".join(Sim.DECIDES[k] for k in K.SCENARIO_PROFILES[name])
+        assert set(sc["per_claim"]) == set(decided), name
+        for cid, v in sc["per_claim"].items():
+            # a claim is absent from a study whose one pair lost a candidate (simulate.P_MISSING): ≥ 95% have it
+            assert v["null_n"] >= 0.95 * table["replicates"], (name, cid)
+            assert v["null_firm_upper95"] <= 0.05, (name, cid, K.summary(table))
 
 
-def test_paper_order_is_supported_in_at_least_80_percent_per_claim(table):
-    assert table["effect_sigma"] == K.EFFECT and table["stem_effect_sigma"] == K.STEM_EFFECT
-    for cid, v in table["per_claim"].items():
-        assert v["power"] >= 0.80, (cid, _summary(table))
-        # rarely refuted when the paper is right: at (d)'s derived 0.3-point margin its '≥' test refutes 2% (4 of 200)
-        assert v["alt_not_supported"] <= 0.025 * v["power_n"], cid
+def test_paper_order_is_supported_when_the_profile_can_decide_it(table):
+    """In regime, the POWERED claims at EFFECT σ (f: the paper's 4.6 points) reach 80% and are rarely refuted."""
+    assert table["effect_sigma"] == K.EFFECT and table["stem_effect_points"] == K.STEM_EFFECT
+    per = table["scenarios"][Sim.IN_REGIME.name]["per_claim"]
+    for cid in POWERED:
+        assert per[cid]["power"] >= 0.80, (cid, K.summary(table))
+        assert per[cid]["alt_not_supported"] <= 0.03 * per[cid]["power_n"], cid
 
 
 def test_every_refutation_path_fires():
     got = K.paths()
-    for name, (_, _, cid, verdict, words) in K.PATHS.items():
-        assert got[name]["claim"] == cid and got[name]["verdict"] == verdict and words in got[name]["why"], name
+    assert {v[3] for v in K.PATHS.values()} == set(K.CLAIMS)  # every claim has a path
+    for name, (_, _, _, cid, verdict, words) in K.PATHS.items():
+        assert got[name]["claim"] == cid and got[name]["verdict"] == verdict and words in got[name]["why"], (
+            name, got[name])  # fmt: skip
+    assert got["layouts"]["a"] == got["stems"]["f"] == "supported"  # unedited, the paper's order holds
+
+
+def test_the_simulated_schedules_are_the_profiles_own():
+    """Regular points, stop and ladder come from the loaded space files (train.fit's schedule at the budget)."""
+    lay, stems = Sim.profile("layouts"), Sim.profile("stems")
+    cand = lay.space.candidate("C-C-C-T")
+    gen = cand.scores.generalization
+    g = Sim.grid(lay.space, Sim.optim_of(cand), gen, levels=True)
+    assert g.points == tuple(sorted(curve.curve_steps(gen.max_steps, gen.eval_every)))
+    assert g.stop_loss == gen.stop_at_loss <= rung_below(gen.loss_levels) and g.levels == gen.loss_levels
+    acc = stems.space.candidate("ViT_P-sgd-fixed").scores.accuracy
+    a = Sim.grid(stems.space, Sim.optim_of(stems.space.candidate("ViT_P-sgd-fixed")), acc)
+    assert a.points[-1] == 3900 and a.stop_loss is None and a.levels is None  # 50 epochs of 2,500 images at 32
+    assert lay.seeds == tuple(lay.space.study.seeds) and len(stems.seeds) == 5
+    assert Sim.profile("layouts-full").record["untestable"] == {}  # (b) is lifted there: no profile judges it
+
+
+def test_dense_points_are_placed_as_curve_dense_places_them():
+    """The simulated schedule matches curve.Dense fed the same batch losses step by step, stop included."""
+    rng = np.random.default_rng(4)
+    g = Sim.Grid(tuple(range(0, 601, 200)), 0.065, (0.5, 0.3, 0.2, 0.15, 0.1))
+    t = np.arange(601)
+    smooth = np.maximum(2.4 * np.exp(-t / 80), 0.01)
+    batch = smooth * np.exp(rng.normal(0, 0.35, len(t)))
+    probe = smooth * np.exp(rng.normal(0, 0.3, len(t)))
+    window = np.convolve(batch, np.ones(curve.DENSE_WINDOW) / curve.DENSE_WINDOW)[: len(t)]
+    dense, want = curve.Dense(g.levels), [0]
+    dense.taken(probe[0])
+    for step in range(1, 601):
+        if dense.due([batch[step]]) or step in g.points:
+            want.append(step)
+            dense.taken(probe[step])
+            if probe[step] <= g.stop_loss:
+                break
+    got = Sim.measured(g, window, probe)
+    assert got == want and len(got) > len(g.points[: g.taken(probe[list(g.points)])])  # dense points were added
+
+
+def test_fast_models_are_read_from_step_0_or_across_wide_brackets_and_censored():
+    """C-C-C-C fits 500 images in ~140 steps and its probe jumps between points: in a study some of its readings
+    are censored (bracket from step 0 or wider than MAX_SPAN), as in the committed report; C-T-T-T's are read."""
+    prof = Sim.profile("layouts")
+    recs = [r for i in range(3) for r in Sim.study(np.random.default_rng(i), prof, Sim.Setting(stress=False))]
+
+    def censored(cand: str) -> list[bool]:
+        runs = [r.run.curves[paper.GEN] for r in recs if r.candidate == cand]
+        return [M.crossing(c["step"], c["train_loss"], c["eval_acc"], C.FIT_LOSS).censored for c in runs]
+
+    assert sum(censored("C-C-C-C")) >= 6 and sum(censored("C-T-T-T")) <= 2
+    stops = [r.run.curves[paper.GEN]["step"][-1] for r in recs if r.candidate == "C-C-C-C"]
+    assert max(stops) < 400  # early stops one rung below the ladder, far before the 2,000-step cap
+    sparse = Sim.gen_curve(np.random.default_rng(3), Sim.Grid((0, 200, 400), 0.065), 65.0, 40.0, True)
+    read = M.crossing(sparse["step"], sparse["train_loss"], sparse["eval_acc"], C.FIT_LOSS)
+    assert read.why == M.FROM_INIT  # without dense points the only bracket starts at the untrained model
+
+
+def test_the_baselines_sit_where_the_committed_reports_put_them():
+    prof = Sim.profile("layouts")
+    for sc, lo, hi in ((Sim.REAL, 5.0, 16.0), (Sim.IN_REGIME, -30.0, -8.0)):
+        recs = Sim.study(np.random.default_rng(1), prof, Sim.Setting(scenario=sc, stress=False, probe_sd=0.1))
+        j = judging.judge_records(prof.record, recs, describe=False)
+        read = {r["candidate"]: r["eval_acc"] for r in j["gen"]["table"]}
+        models = [v for k, v in read.items() if k not in C.BASELINES]
+        assert lo < read[C.BASELINES[0]] - float(np.mean(models)) < hi, (sc.name, read)
+
+
+def test_d_and_e_are_simulated_on_the_accuracy_score_of_the_candidates_that_run_it():
+    prof = Sim.profile("layouts")
+    recs = Sim.study(np.random.default_rng(0), prof, Sim.Setting(stress=False))
+    keys = {r.candidate: set(r.run.keys()) for r in recs}
+    assert Sim.ACC in keys["V1"] and not any(k.startswith(f"{paper.GEN}.") for k in keys["V1"])
+    assert Sim.ACC not in keys["C-C-C-C"] and Sim.ACC in keys["C-C-T-T"]
+    assert C.CHAIN_CLAIMS[3].measures[0] == C.REL_CLAIM.measures[0] == Sim.ACC != prof.space.study.objective
+
+
+def test_a_claim_whose_measure_changes_is_simulated_on_the_new_one(monkeypatch):
+    claims = tuple(dataclasses.replace(c, measures=(Sim.GEN_ACC,)) if c.id == "d" else c for c in C.CHAIN_CLAIMS)
+    monkeypatch.setattr(C, "CHAIN_CLAIMS", claims)
+    assert Sim.GEN_ACC in Sim.measures(Sim.profile("layouts"))[paper.GEN]
+    assert Sim.places()[Sim.GEN_ACC]["V1"] == 1
 
 
 def test_the_rule_can_fail_calibration():
     """The bounds can fail: with one seed the rule is never firm; at 1σ the power bound fails."""
-    one = [K.verdicts(K.study(np.random.default_rng(i), 6.0, n_seeds=1)) for i in range(3)]
-    assert all(v in ("inconclusive", K.NOT_TESTED) for row in one for v in row.values())
-    weak = [K.verdicts(K.study(np.random.default_rng(i), 1.0, stress=False, stem_effect=1.0)) for i in range(8)]
-    assert sum(row["a"] == "supported" for row in weak) < 0.8 * len(weak)
-    assert K.upper(3, 40) > 0.065 and K.upper(0, 1000) < 0.0031  # Clopper-Pearson, one-sided
-
-
-def test_simulated_orders_follow_the_claims():
-    where = K.places()
-    assert where["generalization.matched_acc"] == {"C-C-C-C": 0, "C-C-C-T": 0, "C-C-T-T": 0, "C-T-T-T": 1,
-                                                   "ViT_REL": 2}  # fmt: skip
-    assert where["transfer.gain"] == {"C-C-T-T": 0, "C-T-T-T": 1}
-    assert where["generalization.eval_acc"] == {"C-C-T-T": 0, "V2": 0, "V1": 1, "C-C-T-T-norel": 1}
-
-
-def test_the_simulated_measures_are_the_claims_own():
-    ms, by_id = K.measures(), K.claims()
-    assert ms.matched == by_id["a"].measures[0] == paper.MATCHED_KEY and ms.curve == f"curves.{paper.GEN}"
-    assert ms.recipe == K.SPACE["study"]["objective"] == K.OBJECTIVE and ms.recipe not in ms.recorded + ms.only
-    assert set(ms.recorded) == {k for c in by_id.values() for k in c.measures} - {ms.recipe, ms.matched, *ms.only}
-    assert ms.only == by_id[K.ONLY].measures and ms.only_by == ("C-C-T-T", "C-T-T-T")
-    assert ms.runs("C-C-T-T") == (*ms.recorded, ms.matched, *ms.only) and ms.runs(C.BASELINES[0]) == ms.floor
-
-
-def _reclaim(monkeypatch, cid: str, measures: tuple[str, ...]) -> None:
-    claims = tuple(dataclasses.replace(c, measures=measures) if c.id == cid else c for c in C.CHAIN_CLAIMS)
-    monkeypatch.setattr(C, "CHAIN_CLAIMS", claims)
-
-
-def test_a_claim_whose_measure_changes_is_simulated_on_the_new_one(monkeypatch):
-    """Claim (b) read on the generalization run's train loss: the layouts record it, in (b)'s order; not the old."""
-    _reclaim(monkeypatch, "b", ("generalization.train_loss", "capacity.eval_acc"))
-    assert K.places()["generalization.train_loss"] == {"C-C-T-T": 0, "C-T-T-T": 0, "ViT_REL": 1, "C-C-C-T": 2,
-                                                       "C-C-C-C": 3}  # fmt: skip
-    recs = K.study(np.random.default_rng(0), K.EFFECT, stress=False)
-
-    def mean(cand: str, key: str) -> float | None:
-        vals = [r.run.number(key) for r in recs if r.candidate == cand]
-        return None if None in vals else sum(vals) / len(vals)
-
-    assert mean("C-C-C-C", "capacity.train_loss") is None  # no claim reads it any more
-    assert mean("C-C-C-C", "generalization.train_loss") > mean("C-C-T-T", "generalization.train_loss") + 0.2
-    assert mean(C.BASELINES[0], "generalization.train_loss") is None  # the linear baseline records accuracies
-
-
-def test_a_claim_measure_the_simulation_cannot_make_is_an_error(monkeypatch):
-    _reclaim(monkeypatch, "b", ("capacity.flops_per_joule",))
-    with pytest.raises(ValueError, match="capacity.flops_per_joule"):
-        K.measures()
+    prof = Sim.profile("layouts")
+    one = dataclasses.replace(prof, space=dataclasses.replace(prof.space, study=dataclasses.replace(
+        prof.space.study, seeds=(0,))))  # fmt: skip
+    rows = [K.verdicts(one.record, Sim.study(np.random.default_rng(i), one, Sim.Setting(effect=6.0))) for i in range(3)]
+    assert all(v in ("inconclusive", paper.NOT_TESTED) for row in rows for v in row.values())
+    weak = [K.verdicts(prof.record, Sim.study(np.random.default_rng(i), prof, Sim.Setting(effect=1.0, stress=False)))
+            for i in range(6)]  # fmt: skip
+    assert sum(row["d"] == "supported" for row in weak) < 0.8 * len(weak)
+    assert K.upper(3, 40) > 0.05 and K.upper(0, 1000) < 0.0031  # Clopper-Pearson, one-sided
 
 
 def test_pooled_noise_is_the_two_way_residual():

@@ -45,10 +45,12 @@ def _calibration(vs: Verdicts) -> str:
             for c, v in ((c, c.figures) for c in vs.calibration)]  # fmt: skip
     text = (
         f"Calibration of this rule (`coatsearch.report.calibration`, rule version {vs.rule_version}): simulated "
-        f"studies built as trial records (curves with censoring, baselines, per-candidate noise, failed runs, "
-        f"missing and never-fitting candidates, claim (f)'s fixed-recipe and sampled runs; n = {vs.n_seeds} "
-        "seeds) and judged by the report's own path. Targets: ≤ 5% firm verdicts on null studies (no model "
-        "better than another), 95% upper bound ≤ 6.5%; ≥ 80% 'supported' with the paper's order at the effect."
+        "studies of the shipped profiles built as trial records (their step grids, dense points and stops, readings "
+        "from step 0 censored, σ and seeds from the committed reports, per-candidate noise, failed runs, missing and "
+        f"never-fitting candidates; n = {vs.n_seeds} seeds; baselines below the models here, where the committed "
+        "reports put them in the docs' second table) and judged by the report's own path. Target: a 95% upper bound "
+        "≤ 5% on firm verdicts in null studies (no model better than another); power: 'supported' with the paper's "
+        "order at the effect."
     )
     return "\n\n".join([text, table(head, body)])
 
