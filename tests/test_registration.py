@@ -11,6 +11,7 @@ import pytest
 
 from coatsearch import api, registration
 from coatsearch.errors import UserError
+from coatsearch.report.claims import VERDICT_ALPHA
 from coatsearch.trials_plan import space_record
 from tests.tiny import TINY, tiny_variant
 
@@ -25,7 +26,7 @@ def test_the_fingerprint_is_the_sha256_of_the_canonical_analysis(tmp_path: Path)
     assert changed == [] and reg.trials_before == 0
     a = reg.analysis
     assert (a.space, a.profile, a.seeds, a.candidates) == ("tiny", "quick", (0,), ("C-C", "C-T"))
-    assert a.space_sha256 == rec["space_sha256"] and a.alpha == 0.04 and a.claims["d"]["margin"] == 0.3
+    assert a.space_sha256 == rec["space_sha256"] and a.alpha == VERDICT_ALPHA and a.claims["d"]["margin"] == 0.3
     assert a.stopping["runs"]["transfer.finetune"]["max_steps"] == 2 and a.data["eval_size"] == 200
     import hashlib
 

@@ -76,15 +76,16 @@ SECTIONS: tuple[Section, ...] = (  # in report order
 )
 
 
-def summarize(study: str, space: dict, records: info.Records) -> Report:
+def summarize(study: str, space: dict, records: info.Records, registered: str | None = None) -> Report:
     """Every table the report shows, computed from the space record and trial records alone, and each section's
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
-    per architecture it trained (search.regroup); the search section reads the records as stored."""
+    per architecture it trained (search.regroup); the search section reads the records as stored. `registered`: the
+    study's line against its registration (registration.verdict_line), which marks each verdict confirmatory."""
     from coatsearch import search
 
     found = view_search.compute(space, records)
     records = [r for r in search.regroup(records) if r.state != "REJECTED"]  # the search section counts those
-    j = judging.judge_records(space, records)
+    j = judging.judge_records(space, records, registered=registered)
     ctx = Context(study, space, j["frames"], j, {**tables(study, space, records, j), "search": found})
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
@@ -102,6 +103,7 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
         "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": reproduce.space_hash(space)},
         "environment": info.environment(space, records),
         "images": j["images"],  # which images served which purpose (judging.purposes)
+        "registration": j["registration"],  # the study against its registered analysis (judging.with_status)
         "metrics": {k: vars(m) for k, m in info.METRICS.items()},
         "candidates": rows,
         "size": budget.sizes(rows),
@@ -173,7 +175,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
-    report = summarize(study_name, space, records)
+    report = summarize(study_name, space, records, _registered(Path(studies_dir), study_name, space))
     summary = {**report.summary, "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"])}
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
@@ -183,6 +185,16 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     fsafe.write(path, render(report, figures))  # atomic, no link followed (coatsearch.fsafe)
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
     return path
+
+
+def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
+    """The study's line against its registration (None when it has none): confirmatory or exploratory, and why."""
+    from coatsearch import registration, store
+
+    reg = registration.load(store.folder(studies_dir, name))
+    if reg is None:
+        return None
+    return registration.verdict_line(reg, registration.analysis(space, reg.analysis.replicate_of))
 
 
 def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:

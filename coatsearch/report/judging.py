@@ -14,10 +14,11 @@ SPLIT = ("validation images served every choice (pruning, stop_at_acc, the objec
          "test images the verdict measures only")  # fmt: skip
 
 
-def judge_records(space: dict, records: info.Records, describe: bool = True) -> dict:
+def judge_records(space: dict, records: info.Records, describe: bool = True, registered: str | None = None) -> dict:
     """The report's shared tables (frames.build, once), candidate rows, claim (f)'s tables and every claim's verdict.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
+    `registered`: the study's line against its registration (registration.verdict_line); None = none registered.
     """
     fr = frames.build(space, records)
     gen, acc, runs = fr.matched, fr.acc, fr.runs
@@ -29,10 +30,11 @@ def judge_records(space: dict, records: info.Records, describe: bool = True) -> 
     stems = stem.stem_tables(fr.complete, runs) if runs is not None else None
     found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
     images = purposes(fr.complete)
-    found = [with_scale(space, fr.complete, with_purposes(c, images), acc) for c in found]
+    found = [with_status(with_scale(space, fr.complete, with_purposes(c, images), acc), registered) for c in found]
     claims, untested = paper.untestable(space, found)
     return {"frames": fr, "gen": gen, "rows": rows, "acc": acc, "dims": dims, "runs": runs, "edf": edf_rows,
-            "noise": noise, "stems": stems, "claims": claims, "untested": untested, "images": images}  # fmt: skip
+            "noise": noise, "stems": stems, "claims": claims, "untested": untested, "images": images,
+            "registration": registered or UNREGISTERED}  # fmt: skip
 
 
 def purposes(done: Sequence) -> dict:
@@ -75,15 +77,25 @@ def _image_runs(split: Sequence) -> list[dict]:
 
 
 def with_purposes(claim: dict, images: dict) -> dict:
-    """The claim under the study's image rule (`purposes`): refused (not decided), marked exploratory, or as is."""
+    """The claim under the study's image rule (`purposes`): refused (not decided), else tagged with the state
+    (an exploratory one says why in the claim's status: `with_status`)."""
     if images["state"] == "refused":
         return {**claim, "verdict": "inconclusive", "why": images["line"], "scope": "", "images": "refused"}
-    if images["state"] == "exploratory":
-        return {**claim, "why": f"{claim['why']}; {EXPLORATORY}", "images": "exploratory"}
-    return {**claim, "images": "split"}
+    return {**claim, "images": "exploratory" if images["state"] == "exploratory" else "split"}
 
 
 FIRM = ("supported", "not supported")
+UNREGISTERED = "exploratory: no registered analysis"
+
+
+def with_status(claim: dict, registered: str | None) -> dict:
+    """The claim marked confirmatory (its study matches its registration and its runs split validation from test
+    images) or exploratory, with the reasons (`status`, `status_why`)."""
+    why = [registered or UNREGISTERED] if not (registered or "").startswith("confirmatory") else []
+    if claim.get("images") != "split":
+        why.append(EXPLORATORY if claim.get("images") == "exploratory" else "its measure was selected on test images")
+    status = "exploratory" if why else "confirmatory"
+    return {**claim, "status": status, "status_why": "; ".join(w.removeprefix("exploratory: ") for w in why)}
 
 
 def with_scale(space: dict, done: Sequence, claim: dict, acc: str | None) -> dict:

@@ -84,6 +84,7 @@ def setup(e: Setup) -> str:
         root = f" (root `{data.get('root')}`)" if data.get("root") else ""
         out.append(f"- Data set: `{data.get('dataset')}`{root}; eval_size {data.get('eval_size')}")
     out += _images(e.images)
+    out += [f"- Analysis: {e.registration}"] if e.registration else []
     if e.image_size:
         out.append(f"- Input: {e.image_size}×{e.image_size}, {e.channels} channel(s), {e.classes} classes")
     seeds = ", ".join(map(str, e.seeds)) or "–"

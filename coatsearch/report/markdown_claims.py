@@ -33,7 +33,9 @@ def verdicts(vs: Verdicts) -> str:
 def mark(v: Mapping[str, Any]) -> str:
     """A verdict with the parts it rests on and, when firm, the proxy scale it was reached at."""
     text = VERDICT_MARK[v["verdict"]] + (f" ({v['scope']})" if v.get("scope") else "")
-    return text + (f", {v['scale']}" if v.get("scale") else "")
+    text += f", {v['scale']}" if v.get("scale") else ""
+    status = v.get("status")
+    return text + (f"; **{status}**" + (f" ({v['status_why']})" if v.get("status_why") else "") if status else "")
 
 
 def _calibration(vs: Verdicts) -> str:

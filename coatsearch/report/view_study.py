@@ -69,6 +69,7 @@ class Setup:
     subsets: tuple[Subset, ...]
     space_file: tuple[str | None, str | None, str | None] = (None, None, None)  # source, profile, sha256 as run
     images: Mapping[str, Any] | None = None  # judging.purposes: which images served which purpose
+    registration: str | None = None  # the study against its registered analysis: confirmatory or exploratory
 
 
 def setup(ctx: Context) -> Setup:
@@ -85,7 +86,7 @@ def setup(ctx: Context) -> Setup:
     return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
                  e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], tuple(e["hardware"]),
                  tuple(e["versions"]), subsets, tuple(ctx.tables["space"].get(k) for k in ("source", "profile",
-                 "sha256")), ctx.tables.get("images"))  # fmt: skip
+                 "sha256")), ctx.tables.get("images"), ctx.tables.get("registration"))  # fmt: skip
 
 
 @dataclass(frozen=True)
