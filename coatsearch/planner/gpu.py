@@ -75,8 +75,9 @@ def count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
         def _step_time(self, *args: Any) -> float:
             return 0.0
 
-        def _point_time(self, model: Any, train: Any, evaluate: Any, batch: int) -> float:
-            self.point_images.append(min(PROBE_MAX, len(train)) + (len(evaluate) if evaluate is not None else 0))
+        def _point_time(self, model: Any, train: Any, evaluate: Any, batch: int, validate: Any = None) -> float:
+            held = sum(len(d) for d in (evaluate, validate) if d is not None)  # test and validation images
+            self.point_images.append(min(PROBE_MAX, len(train)) + held)
             return 0.0
 
     cand = space.candidate(prep.name)
