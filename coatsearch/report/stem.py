@@ -189,9 +189,9 @@ def lr_source(cells: dict[str, dict]) -> str:
         by_opt.setdefault(k.split("/")[1], set()).add(c["lr"])
     shared = [_OPT.get(o, o) for o, lrs in by_opt.items() if len(lrs) == 1 and sum(k.endswith(o) for k in got) > 1]
     how = f"one lr per optimizer ({', '.join(shared)}) shared by both models" if shared else "each model's own lr"
-    return (f"lr of each recipe: {recipes}: {how}, fixed in the space file (the most-run recipe of each cell), "
-            "not each model's best lr chosen on images that do not decide the verdict (the study has no such "
-            "validation images)")  # fmt: skip
+    return (f"lr of each recipe: {recipes}: {how}, fixed in the space file (the most-run recipe of each cell); "
+            "the records do not show how it was chosen: each model's best lr belongs to a pilot on validation "
+            "images (a space with `pilots: [f]`), never to the test images that decide the verdict")  # fmt: skip
 
 
 def below_linear(cells: dict[str, dict], linear: dict) -> list[str]:
