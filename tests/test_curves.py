@@ -50,7 +50,7 @@ def test_points_are_clean_and_do_not_change_the_run(small):
     assert plain.curve == curve.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
     again = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
     assert again.curve == c and set(c.as_dict()) == {"step", "train_loss", "train_acc", "eval_loss", "eval_acc",
-                                                     "probe", "lr_phase"}  # fmt: skip
+                                                     "probe", "lr_phase", "val_loss", "val_acc"}  # fmt: skip
 
 
 def test_epoch_evals_only_when_heard_and_the_clean_loss_is_the_last_probe_point(small):

@@ -100,7 +100,7 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
         assert a[key] == b[key]
     assert a["generalization.train_fingerprint"] != c["generalization.train_fingerprint"]
     assert a["generalization.eval_fingerprint"] == c["generalization.eval_fingerprint"]
-    assert a["generalization.eval_images"] == len(ev_a) == 100
+    assert a["generalization.eval_images"] == len(ev_a) == 40 == a["generalization.val_images"]
     assert a["curves.generalization"]["step"] == list(range(a["generalization.steps"] + 1))
 
 

@@ -30,5 +30,5 @@ STEM = S.StemSpec("conv", width=8, layers=1, stride=2)
 MODEL = S.ModelSpec(
     "m", "coatnet", 16, 1, 5, STEM, (S.StageSpec("C", 1, 16, 1), S.StageSpec("T", 1, 16, 2)), S.BlockSpec(head_size=8)
 )
-DATA = S.DataSpec("synthetic", eval_size=100)
+DATA = S.DataSpec("synthetic", eval_size=40)  # 40 validation + 40 test images: room for 2-class subsets
 OPTIM = S.OptimSpec(lr=3e-3, batch_size=32, warmup_epochs=0)
