@@ -71,7 +71,7 @@ def run_untrained(ctx: Context, spec: UntrainedSpec) -> dict:
     from coatsearch.scores import training as T
     from coatsearch.train import evaluate
 
-    _, held = T.splits(ctx, S.SubsetSpec(per_class=spec.per_class, epochs=1))
+    _, held, _ = T.splits(ctx, S.SubsetSpec(per_class=spec.per_class, epochs=1))  # (train, test, validation)
     model = T.model(ctx, ctx.inp.model.num_classes, no_drop=True).to(ctx.device)
     eval_loss, eval_acc = evaluate(model, held, ctx.device, 64)
     return {"untrained.eval_loss": eval_loss, "untrained.eval_acc": eval_acc}

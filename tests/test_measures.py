@@ -166,7 +166,8 @@ def test_edge_warnings_when_the_best_sample_is_at_the_edge():
         for dim in ("lr", "weight_decay")
     }  # fmt: skip
     assert "lowest of 4 sampled values" in warns[0]["message"]
-    middle = runs.assign(acc=np.where(runs["lr"] == 2e-3, 90.0, runs["acc"]))
+    best_mid = np.where(runs["lr"] == 2e-3, 90.0, runs["acc"])
+    middle = runs.assign(acc=best_mid, sel=best_mid)  # the best run is chosen on its validation value (`sel`)
     assert not [w for w in M.edge_warnings(middle) if w["dim"] == "lr"]
     assert M.edge_warnings(runs.iloc[:2]) == []  # too few samples to tell
 

@@ -27,7 +27,7 @@ def test_the_fingerprint_is_the_sha256_of_the_canonical_analysis(tmp_path: Path)
     a = reg.analysis
     assert (a.space, a.profile, a.seeds, a.candidates) == ("tiny", "quick", (0,), ("C-C", "C-T"))
     assert a.space_sha256 == rec["space_sha256"] and a.alpha == VERDICT_ALPHA and a.claims["d"]["margin"] == 0.3
-    assert a.stopping["runs"]["transfer.finetune"]["max_steps"] == 2 and a.data["eval_size"] == 200
+    assert a.stopping["runs"]["transfer.finetune"]["max_steps"] == 2 and a.data["eval_size"] == 100
     import hashlib
 
     assert reg.fingerprint == hashlib.sha256(registration.canonical(a).encode()).hexdigest()
@@ -68,7 +68,9 @@ def test_a_registration_of_another_space_is_one_line(tmp_path: Path) -> None:
 def test_a_hand_edited_registration_is_refused(tmp_path: Path) -> None:
     registration.register(_record(), tmp_path, "s")
     path = tmp_path / "registration.json"
-    path.write_text(path.read_text().replace('"alpha": 0.04', '"alpha": 0.05'))
+    text = path.read_text()
+    assert f'"alpha": {VERDICT_ALPHA}' in text
+    path.write_text(text.replace(f'"alpha": {VERDICT_ALPHA}', '"alpha": 0.05'))
     with pytest.raises(UserError, match="does not hash to its recorded fingerprint"):
         registration.load(tmp_path)
     path.write_text("{}")

@@ -31,7 +31,6 @@ import numpy as np
 from coatsearch import record as R
 from coatsearch import scores
 from coatsearch import spec as S
-from coatsearch.api import load_space
 from coatsearch.curve import DENSE_RATIO, DENSE_WINDOW, curve_steps
 from coatsearch.record import TrialRecord
 from coatsearch.report import claims as C
@@ -39,7 +38,7 @@ from coatsearch.report import info
 from coatsearch.report.info import METRICS
 from coatsearch.report.paper import GEN, MATCHED_KEY
 from coatsearch.scores.training import budget, for_subset
-from coatsearch.space import Baseline, Candidate, Space
+from coatsearch.space import Baseline, Candidate, Space, load_space
 from coatsearch.trial import model_label
 from coatsearch.trials_plan import space_record
 
