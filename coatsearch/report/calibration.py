@@ -40,6 +40,7 @@ from coatsearch.report.paper import NOT_TESTED
 
 RULE_VERSION = "2026-12-02.readings"  # bump when the verdict rule changes; the table below must be regenerated
 TABLE = Path(__file__).with_name("calibration.json")
+AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
 SEED_SD = 2.0  # sd of the shared seed effect, in σ: pairing removes it
 NOISE_SPREAD = (0.7, 1.4)  # each candidate's noise sd, uniform in this range (× σ)
 P_FAIL, P_MISSING, P_UNFIT = 0.02, 0.1, 0.05
@@ -346,6 +347,18 @@ def figures() -> dict | None:
     """The committed table's per-claim figures and settings, without the per-replicate verdicts (for reports)."""
     data = table()
     return None if data is None else {k: v for k, v in data.items() if k not in ("null", "alternative")}
+
+
+def aa_figures() -> dict | None:
+    """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
+    trained and reported for real) for this rule version, without its per-study verdicts; None if stale or missing."""
+    try:
+        data = json.loads(AA_TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("rule_version") != RULE_VERSION:
+        return None
+    return {k: v for k, v in data.items() if k not in ("verdicts", "errors")}
 
 
 def write_table() -> Path:

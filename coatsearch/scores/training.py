@@ -36,11 +36,11 @@ def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorDa
 
 
 def model(ctx: Context, num_classes: int, no_drop: bool) -> torch.nn.Module:
-    """A fresh model for the trial's matched spec with `num_classes` outputs, seeded by the trial's seed."""
+    """A fresh model for the trial's matched spec with `num_classes` outputs, seeded by the trial's init seed."""
     spec = dataclasses.replace(ctx.inp.model, num_classes=num_classes)
     if no_drop:
         spec = dataclasses.replace(spec, block=dataclasses.replace(spec.block, drop_path=0.0))
-    torch.manual_seed(ctx.inp.seed)
+    torch.manual_seed(ctx.inp.seed if ctx.inp.init_seed is None else ctx.inp.init_seed)
     return build(spec)
 
 
