@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -290,3 +290,38 @@ def summary(a: Analysis) -> list[str]:
         f"stopping: pruner {a.stopping.get('pruner')}; {runs or 'no training runs'}",
         f"data {d.get('dataset')}, eval {d.get('eval_size') or 'whole split'}{test}",
     ]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A study against its registration: the deviations, study-wide and per claim (one line each)."""
+
+    registered: bool
+    fingerprint: str | None
+    deviations: tuple[str, ...]  # every claim's
+    by_claim: Mapping[str, tuple[str, ...]]  # claim id -> the deviations of that claim only (its margin, measures)
+
+    def of(self, claim: str) -> tuple[str, tuple[str, ...]]:
+        """('confirmatory' | 'exploratory', the deviations that make it so) for one claim's verdict."""
+        lines = (*self.deviations, *self.by_claim.get(claim, ()))
+        return ("exploratory" if lines else "confirmatory"), lines
+
+
+def standing(reg: Registration | None, record: Mapping[str, Any], seeds: Iterable[Any]) -> Standing:
+    """The one rule: a verdict is confirmatory when the study was registered before its first trial, no run
+    changed the analysis, the analysis of the space record now is the registered one, and every trial ran on a
+    registered seed; otherwise exploratory, with each deviation on one line. No registration: exploratory."""
+    if reg is None:
+        return Standing(False, None, ("no registered analysis",), {})
+    now = analysis(record, reg.analysis.replicate_of)
+    lines = [f"registered after {reg.trials_before} trial(s) had run"] if reg.trials_before else []
+    lines += [f"{c} (run of {d.at})" for d in reg.deviations for c in d.changes]
+    lines += changes(reg.analysis, now)
+    study = record.get("study") or {}
+    top, n = max(reg.analysis.seeds, default=-1), int((study.get("reevaluate") or {}).get("seeds") or 0)
+    fresh = set(range(top + 1, top + 1 + n))  # the re-evaluation's seeds (spec.StudySpec.fresh_seeds)
+    extra = sorted({s for s in seeds if s is not None and s not in reg.analysis.seeds and s not in fresh}, key=str)
+    lines += [f"trials on unregistered seeds: {', '.join(map(str, extra))}"] if extra else []
+    claim = {c: tuple(x for x in lines if x.startswith(f"claims.{c}.")) for c in reg.analysis.claims}
+    shared = tuple(x for x in dict.fromkeys(lines) if not x.startswith("claims."))
+    return Standing(True, reg.fingerprint, shared, {k: v for k, v in claim.items() if v})
