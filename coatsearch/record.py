@@ -225,7 +225,11 @@ def validation_view(trial: TrialRecord) -> TrialRecord:
         return trial
     metrics = {s: {n: per.get(twin(f"{s}.{n}").partition(".")[2], v) for n, v in per.items()}
                for s, per in run.metrics.items()}  # fmt: skip
-    curves = {c: {**cur, **{k: cur[f"val_{k[5:]}"] for k in ("eval_acc", "eval_loss") if cur.get(f"val_{k[5:]}")}}
+
+    def val(k: str) -> str:
+        return VALIDATION + k.removeprefix("eval_")
+
+    curves = {c: {**cur, **{k: cur[val(k)] for k in ("eval_acc", "eval_loss") if cur.get(val(k))}}
               for c, cur in run.curves.items()}  # fmt: skip
     return dataclasses.replace(trial, run=dataclasses.replace(run, metrics=_frozen(metrics), curves=_frozen(curves)))
 

@@ -132,11 +132,6 @@ class History:
         return self.eval_acc[-1] if self.eval_acc else None
 
     @property
-    def final_val_acc(self) -> float | None:
-        """Validation accuracy after the last epoch (None without evaluation data)."""
-        return self.val_acc[-1] if self.val_acc else None
-
-    @property
     def total_seconds(self) -> float:
         """Training time over all epochs (evaluation excluded)."""
         return sum(self.seconds)

@@ -259,9 +259,8 @@ def edf(runs: pd.DataFrame, k: float = EDF_K) -> list[dict]:
     negative; without validation images `sel` is `acc` (the old rule). Rows carry delta, the cumulative fraction,
     n, the share within k points, and the best run's accuracy (%).
     """
-    runs = runs if "sel" in runs.columns else runs.assign(sel=runs["acc"])
-    best = runs.loc[runs.groupby(["model_label", "optimizer"])["sel"].idxmax()].set_index(["model_label", "optimizer"])
-    best = best["acc"]
+    picked = runs.loc[runs.groupby(["model_label", "optimizer"])["sel"].idxmax()]
+    best = picked.set_index(["model_label", "optimizer"])["acc"]
     many = runs["optimizer"].nunique() > 1
     out = []
     for (cand, opt), group in runs.groupby(["candidate", "optimizer"], sort=False):
@@ -294,7 +293,7 @@ def edge_warnings(runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay
     """
     out = []
     for (label, opt), group in runs.groupby(["model_label", "optimizer"], sort=False):
-        best = group.loc[group["sel" if "sel" in group.columns else "acc"].idxmax()]  # chosen on validation
+        best = group.loc[group["sel"].idxmax()]  # chosen on the validation images
         for dim in dims:
             values = group[dim].dropna()
             if values.nunique() < min_samples or pd.isna(best[dim]):

@@ -36,7 +36,7 @@ def _runs(table: pd.DataFrame) -> list[dict]:
 
 def _best(group: list[dict]) -> dict | None:
     """The best run of a group: chosen on the validation images (`sel`, measures.runs_frame), its `acc` on test."""
-    return max(group, key=lambda r: r.get("sel", r["acc"])) if group else None
+    return max(group, key=lambda r: r["sel"]) if group else None
 
 
 def optimizer_gap(table: pd.DataFrame) -> list[dict]:
