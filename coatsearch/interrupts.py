@@ -32,12 +32,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 @contextmanager
 def children_ignore_sigint() -> Iterator[None]:
-    """Start child processes within the block: they inherit SIGINT ignored; this process's handler is restored."""
+    """Start child processes within the block: they inherit SIGINT ignored; this process's handler is restored.
+
+    A SIGTERM within the block is held until its end, then raised again: a child half-started (its spawn data
+    half-written) when the parent unwound would die of a truncated pipe, printing a traceback nobody asked for.
+    """
     if not _main():
         yield
         return
+    held: list[int] = []
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
+    if held:
+        signal.raise_signal(signal.SIGTERM)

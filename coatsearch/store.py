@@ -97,14 +97,19 @@ def repair(studies_dir: Path, name: str) -> J.Repaired:
     return done
 
 
-def load_study(studies_dir: Path, name: str) -> optuna.Study:
-    """Open an existing study by name (its newest generation, `current`); a clear error when there is none."""
+def load_study(studies_dir: Path, name: str, space: Space | None = None, stream: int = 0) -> optuna.Study:
+    """Open an existing study by name (its newest generation, `current`); a clear error when there is none.
+
+    To sample trials pass `space`: the study then asks with the space's sampler, seeded `study.seeds[0] +
+    stream` (each worker process its own stream), and its pruner; without it Optuna's defaults, for reading.
+    """
     path = storage_file(studies_dir, name)
     if not path.exists():
         raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first")
     storage = open_storage(path)
     _study_id(storage, path, name)
-    return optuna.load_study(study_name=current(storage, name), storage=storage)
+    sampler, pruner = (None, None) if space is None else (_sampler(space, stream), _pruner(space))
+    return optuna.load_study(study_name=current(storage, name), storage=storage, sampler=sampler, pruner=pruner)
 
 
 GENERATION = "~"  # `<study>~2`: the successor study --force-new-space starts (not a study-name character)
@@ -215,10 +220,10 @@ def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
     return True, stored
 
 
-def _sampler(space: Space) -> optuna.samplers.BaseSampler:
+def _sampler(space: Space, stream: int = 0) -> optuna.samplers.BaseSampler:
     """Optuna's sampler for `study.sampler` (dsl.sampler_problem checked that it fits the space). Grid: every
     point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
-    return make_sampler(space.study.sampler, space.study.seeds[0])
+    return make_sampler(space.study.sampler, space.study.seeds[0] + stream)
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:

@@ -405,6 +405,20 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
     assert _workers_in(tmp_path) == []  # the parent terminated and joined its workers
 
 
+def test_a_sigterm_while_workers_start_is_held_until_every_worker_is_registered():
+    # a worker half-started when the parent unwinds dies of a truncated spawn pipe, printing a traceback
+    from coatsearch import interrupts
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
+        with interrupts.children_ignore_sigint():
+            os.kill(os.getpid(), signal.SIGTERM)
+            reached.append("after the signal")  # the block runs on: the signal is held
+        reached.append("after the block")  # never: the held signal is raised at the block's end
+    assert reached == ["after the signal"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+
+
 # ------------------------------------------------------------------------------ 4. the data must match the space
 
 SYN = DataSpec("synthetic")

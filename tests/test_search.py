@@ -46,6 +46,18 @@ def test_rejected_points_cost_no_training_and_never_break_a_constraint(study):
     assert n["rejected"] == len(rejected) and n["pruned"] == 0 and n["failed"] == 0
 
 
+def test_the_spaces_sampler_and_seed_draw_the_points(study, tmp_path):
+    # the workers ask with `study.sampler` seeded by `study.seeds[0]`: a rerun samples the same points
+    space = coatsearch.load_space(SPACE)
+    coatsearch.run(space, study="ts", workers=1, device="cpu", studies_dir=tmp_path, report=False, progress=False)
+
+    def points(records):
+        return [(r.params["model.layout.0"], r.params["model.layout.1"], r.params["train.lr"]) for r in records
+                if r.params.get("candidate") == "searched"]  # fmt: skip
+
+    assert points(store.records(store.load_study(tmp_path, "ts"))) == points(_records(study))
+
+
 def test_each_architecture_is_a_report_row(study):
     summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
     rows = {r["candidate"]: r for r in summary["candidates"]}

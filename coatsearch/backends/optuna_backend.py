@@ -14,7 +14,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from multiprocessing.context import SpawnContext
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,7 @@ def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None
 def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: int, study: optuna.Study) -> None:
     """Start the workers, replace the killed ones, wait for all to end; on any error or interrupt stop them all."""
     try:
-        _start(ctx, procs, args, threads, workers)
+        _start(ctx, procs, args, threads, range(workers))
         replaced, limit = 0, (claiming.KILL_RETRIES + 1) * len(P.plan(args[0]))
         while alive := [p for p in procs if p.exitcode is None]:  # one poll: a worker ending now is seen next turn
             mp.connection.wait([p.sentinel for p in alive], timeout=5.0)
@@ -97,7 +97,7 @@ def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: i
                 claiming.mark(study, p.pid, "killed_by", f"signal {-p.exitcode}")
                 if replaced < limit:  # every planned trial killed its worker each time: stop
                     replaced += 1
-                    _start(ctx, procs, args, threads, 1)
+                    _start(ctx, procs, args, threads, [workers + replaced - 1])
     finally:  # Ctrl-C or any error in the parent: no worker outlives it
         for p in procs:
             if p.is_alive():
@@ -106,11 +106,11 @@ def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: i
             p.join()
 
 
-def _start(ctx: SpawnContext, procs: list, args: tuple, threads: int, n: int) -> None:
-    """Start `n` more worker processes (SIGINT ignored in them: see `_spawn`)."""
+def _start(ctx: SpawnContext, procs: list, args: tuple, threads: int, streams: Iterable[int]) -> None:
+    """Start one more worker process per sampler stream (SIGINT ignored in them: see `_spawn`)."""
     with interrupts.children_ignore_sigint():
-        for _ in range(n):
-            procs.append(ctx.Process(target=_worker_entry, args=(args, threads)))
+        for stream in streams:
+            procs.append(ctx.Process(target=_worker_entry, args=((*args, stream), threads)))
             procs[-1].start()
 
 
@@ -134,13 +134,15 @@ def _worker(
     limit: int | None,
     progress: bool,
     matched: dict | None,
+    stream: int = 0,
 ) -> int:
-    """Claim and run planned trials until none is left (or `limit` trials of this run started)."""
+    """Claim and run planned trials until none is left (or `limit` trials of this run started), sampling with
+    the space's sampler on its own seed stream (`store.load_study`)."""
     from coatsearch.train import pick_device
     from coatsearch.trial import progress_bar
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = store.load_study(studies_dir, name)
+    study = store.load_study(studies_dir, name, space, stream)
     device = pick_device(device_name)
     items = {i.key: i for i in P.plan(space)}
     env = store.environment(device)
