@@ -35,6 +35,8 @@ def _searched(s: SearchInfo, one: Searched) -> list[str]:
         out.append(_history(s, one))
     if one.top:
         out.append(_top(s, one.top, "Top architectures found (mean ± sd over their runs):"))
+    if one.front:
+        out.append(_front(s, one))
     if s.named and one.top:
         out.append(_versus(s, one.top[0], s.named[0]))
     if one.reevaluation:
@@ -61,6 +63,25 @@ def _reevaluated(s: SearchInfo, one: Searched) -> str:
         "(95% t interval; verdict at Holm-adjusted p < 0.05; the eval images are the study's fixed eval set):"
     )
     return head + "\n\n" + "\n".join(lines)
+
+
+def _front(s: SearchInfo, one: Searched) -> str:
+    """The Pareto front of a multi-objective search: the architectures no other one beats in every objective."""
+    goals = ", ".join(f"{lab} ({'higher' if up else 'lower'} is better)" for _, lab, _, up in s.objectives)
+    on = [p for p in one.front if p.pareto]
+    head = [*(f"{lab} ({unit})" if unit else lab for _, lab, unit, _ in s.objectives)]
+    body = [[f"`{p.name}`", p.stages, *(f"{m:.{_digits(m)}f}" for m in p.means), str(p.n)] for p in on]
+    text = (
+        f"Pareto front over {goals}: {len(on)} of the {len(one.front)} measured architectures, each at its mean "
+        "over its runs; no other architecture is at least as good in every objective and better in one "
+        "(figure `search_pareto`). Optuna prunes nothing in a multi-objective study, so every sampled "
+        "architecture that passed the constraints and the budget trained in full:"
+    )
+    return text + "\n\n" + table(["architecture", "stages", *head, "runs"], body)
+
+
+def _digits(x: float) -> int:
+    return 2 if abs(x) >= 1 else 4
 
 
 def _rejected(one: Searched) -> str:

@@ -324,6 +324,13 @@ FIGURES: dict[str, FigureSpec] = {
             "Slice plot: every complete trial's objective against each sampled dimension of the search.",
         ),
         FigureSpec(
+            "search_pareto",
+            "search",
+            lambda found, s, path: plots_search.front(found, path),
+            "Multi-objective search: every measured architecture at its mean of the first objective (up) against "
+            "the second (across); the Pareto front circled and joined.",
+        ),
+        FigureSpec(
             "acc_vs_speed",
             SPEED_SCORE,
             lambda table, s, path: plots_speed.draw(table, path),

@@ -1,4 +1,5 @@
-"""The search section's figures: best-so-far against trials and wall time, and a slice plot per dimension."""
+"""The search section's figures: best-so-far against trials and wall time, a slice plot per dimension, and the
+Pareto front of a multi-objective search."""
 
 from __future__ import annotations
 
@@ -63,4 +64,26 @@ def slices(info: Any, path: Path) -> str | None:
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     axes[0].set_ylabel(f"{info.label} ({info.unit})")
+    return _save(fig, path)
+
+
+def front(info: Any, path: Path) -> str | None:
+    """Every measured architecture at its mean objectives (the first two), the Pareto front circled and joined."""
+    runs = [s for s in info.searched if s.front]
+    if not runs or len(info.objectives) < 2:
+        return None
+    (_, ylab, yunit, _), (_, xlab, xunit, _) = info.objectives[0], info.objectives[1]
+    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for i, s in enumerate(runs):
+        xs, ys = [p.means[1] for p in s.front], [p.means[0] for p in s.front]
+        ax.plot(xs, ys, "o", ms=5, alpha=0.5, color=f"C{i}", label=f"{s.candidate}: architectures")
+        on = sorted((p for p in s.front if p.pareto), key=lambda p: p.means[1])
+        ax.plot([p.means[1] for p in on], [p.means[0] for p in on], "o--", ms=9, mfc="none", color=f"C{i}",
+                label=f"{s.candidate}: Pareto front ({len(on)})")  # fmt: skip
+        for p in on:
+            ax.annotate(p.name, (p.means[1], p.means[0]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set(xlabel=f"{xlab} ({xunit})" if xunit else xlab, ylabel=f"{ylab} ({yunit})" if yunit else ylab)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return _save(fig, path)

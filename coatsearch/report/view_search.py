@@ -56,6 +56,18 @@ class Searched:
     importance: tuple[tuple[str, float, float | None], ...]  # (path, mean, sd over forest seeds)
     slices: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (path, (value, objective) per trial)
     reevaluation: tuple[Paired, ...] = ()  # each re-evaluated architecture against the best named candidate
+    front: tuple[Point, ...] = ()  # multi-objective studies: every measured architecture, on the front or not
+
+
+@dataclass(frozen=True)
+class Point:
+    """One architecture of a multi-objective search: its mean objectives (display units) and Pareto membership."""
+
+    name: str
+    stages: str
+    means: tuple[float, ...]
+    n: int
+    pareto: bool
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,7 @@ class SearchInfo:
     sampler: str
     searched: tuple[Searched, ...]
     named: tuple[Arch, ...]  # the candidates without search dimensions, by mean objective
+    objectives: tuple[tuple[str, str, str, bool], ...] = ()  # multi-objective: (key, label, unit, maximize)
 
 
 def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchInfo | None:
@@ -102,7 +115,8 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchI
     cands = _candidates(space)
     seeds = [int(s) for s in study.get("seeds") or [0]]
     fresh = set(range(max(seeds) + 1, max(seeds) + 1 + int((study.get("reevaluate") or {}).get("seeds") or 0)))
-    searched = tuple(_searched(n, cands.get(n), records, scale, maximize, fresh) for n in names)
+    objs = _objectives(study)
+    searched = tuple(_searched(n, cands.get(n), records, scale, maximize, fresh, objs) for n in names)
     named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
     return SearchInfo(
         objective,
@@ -112,7 +126,18 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchI
         str(study.get("sampler", "random")),
         searched,
         _archs(named, scale, maximize, by_candidate=True),
+        objs,
     )
+
+
+def _objectives(study: Mapping[str, Any]) -> tuple[tuple[str, str, str, bool], ...]:
+    """A multi-objective study's objectives as (key, label, unit, maximize); () for one objective."""
+    keys, dirs = list(study.get("objectives") or []), list(study.get("directions") or [])
+    out = []
+    for key, direction in zip(keys, dirs, strict=False):
+        m = METRICS.get(key)
+        out.append((key, m.label if m else key, m.unit if m else "", direction == "maximize"))
+    return tuple(out) if len(out) >= 2 else ()
 
 
 def _candidates(space: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,7 +153,13 @@ def _candidates(space: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _searched(
-    name: str, cand: Any, records: Sequence[TrialRecord], scale: float, maximize: bool, fresh: set[int]
+    name: str,
+    cand: Any,
+    records: Sequence[TrialRecord],
+    scale: float,
+    maximize: bool,
+    fresh: set[int],
+    objs: tuple[tuple[str, str, str, bool], ...] = (),
 ) -> Searched:
     ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
     mine = [r for r in ours if (r.run.identity.sample or 0) < REEVAL]  # the search's trials, not re-evaluations
@@ -148,7 +179,32 @@ def _searched(
         _importance(cand, done, maximize) if cand is not None else (),
         _slices(cand, done, scale) if cand is not None else (),
         _reevaluation(again, named, scale, maximize),
+        _front(done, objs),
     )
+
+
+def _front(done: Sequence[TrialRecord], objs: tuple[tuple[str, str, str, bool], ...]) -> tuple[Point, ...]:
+    """Each measured architecture's mean of every objective over its runs (display units), and whether no other
+    architecture is at least as good in every objective and better in one; the front first, by objective 1."""
+    from coatsearch.report.speed import pareto
+
+    if not objs:
+        return ()
+    runs: dict[str, list[list[float]]] = {}
+    stages: dict[str, str] = {}
+    for r in done:
+        values = [r.run.number(k) for k, *_ in objs]
+        if r.run.model is not None and all(v is not None for v in values):
+            name = search.architecture(r.run)
+            scales = [METRICS[k].scale if k in METRICS else 1.0 for k, *_ in objs]
+            runs.setdefault(name, []).append([float(v or 0.0) * c for v, c in zip(values, scales, strict=True)])
+            stages[name] = r.run.model.stages
+    names = sorted(runs)
+    means = [tuple(statistics.fmean(a[i] for a in runs[n]) for i in range(len(objs))) for n in names]
+    flags = pareto(means, [up for *_, up in objs])
+    rows = [Point(n, stages[n], m, len(runs[n]), on) for n, m, on in zip(names, means, flags, strict=True)]
+    first = 1.0 if objs[0][3] else -1.0
+    return tuple(sorted(rows, key=lambda p: (not p.pareto, -first * p.means[0])))
 
 
 def _by_seed(records: Sequence[TrialRecord], name_of: Any, scale: float) -> dict[str, dict[int, float]]:
