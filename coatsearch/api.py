@@ -469,10 +469,18 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
 
 
 def export(
-    study: str, fmt: str, out: str | Path | None = None, studies_dir: str | Path = "studies", best: int | None = None
+    study: str,
+    fmt: str,
+    out: str | Path | None = None,
+    studies_dir: str | Path = "studies",
+    best: int | None = None,
+    save_weights: bool = False,
+    device: str = "cpu",
 ) -> Path:
     """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path. With
-    `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.found).
+    `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.found);
+    `save_weights` also retrains each on its best trial's seed and values and saves its trained weights beside
+    the YAML, `<stem>.<architecture>.pt` (coatsearch.weights; `coatsearch.load_weights` loads one back).
 
     The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
     this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
@@ -486,8 +494,13 @@ def export(
         raise UserError("--best K goes with --format yaml (candidate entries); csv, parquet and json are tables")
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir) if best is None else None  # a missing study stops here
+    if save_weights and best is None:
+        raise UserError("--save-weights goes with --best K --format yaml (the found architectures' weights)")
     text = _best_yaml(study, best, studies_dir) if best is not None else ""
     writable(path, Path(studies_dir), "--out", "the export", study)
+    if save_weights:
+        assert best is not None
+        return _save_weights(study, best, path, text, studies_dir, device)
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -504,6 +517,32 @@ def export(
         else:
             frame.to_json(tmp, orient="records", date_format="iso", indent=1)
     return path
+
+
+def _save_weights(study: str, best: int, path: Path, text: str, studies_dir: str | Path, device: str) -> Path:
+    """Retrain the `best` architectures (nothing written until all are trained), then write the YAML and each
+    one's weights file; a line per file says the recorded and the retrained objective."""
+    from coatsearch import found, fsafe, weights
+    from coatsearch.paths import writable
+
+    files = []
+    for tm, _, _ in found.best(study, best, studies_dir):
+        target = weights.path_for(path, tm.architecture)
+        writable(target, Path(studies_dir), "--out", "the weights", study)
+        files.append((target, weights.retrain(study, tm, studies_dir, device)))
+    fsafe.write(path, text)
+    for target, content in files:
+        weights.save(target, content)
+        print(f"{target}: trial {content['trial']} ({content['architecture']}) retrained on seed {content['seed']}: "
+              f"{content['objective']} {content['retrained']} (recorded {content['recorded']})")  # fmt: skip
+    return path
+
+
+def load_weights(path: str | Path, device: str = "cpu") -> nn.Module:
+    """The trained model of a `export --save-weights` file, in eval mode (coatsearch.weights.load)."""
+    from coatsearch import weights
+
+    return weights.load(path, device)
 
 
 def _best_yaml(study: str, best: int, studies_dir: str | Path) -> str:

@@ -193,6 +193,12 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
     export.add_argument("--best", type=_bounded(1, TRIALS_MAX), help="with --format yaml: the K best architectures")
+    export.add_argument(
+        "--save-weights",
+        action="store_true",
+        help="with --best: retrain each on its best trial's seed and save its weights beside --out",
+    )
+    export.add_argument("--device", default="cpu", help="with --save-weights: the device the retrain runs on")
     help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
     _study_parser(sub, "repair", help_repair, _repair)
     dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
@@ -357,7 +363,7 @@ def _duration(seconds: float) -> str:
 def _export(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best))
+    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best, args.save_weights, args.device))
     return 0
 
 

@@ -34,6 +34,8 @@ class TrialModel:
     params: dict[str, Any]
     prepared: Prepared
     architecture: str
+    seed: int | None = None  # the trial's seed (a retrain for its weights runs on it)
+    value: float | None = None  # the trial's recorded objective value
 
 
 def study_space(study: Any) -> Space:
@@ -73,7 +75,7 @@ def _rebuild(space: Space, r: TrialRecord) -> TrialModel:
             f"trial {r.number}: rebuilt at {prep.macs} MACs and {prep.params} params, but it recorded {model.macs} "
             f"and {model.params} (the solver changed since the study ran?)"
         )
-    return TrialModel(r.number, cand.name, params, prep, search.architecture(r.run) or cand.name)
+    return TrialModel(r.number, cand.name, params, prep, search.architecture(r.run) or cand.name, r.seed, r.value)
 
 
 def best(study_name: str, k: int, studies_dir: str | Path = "studies") -> list[tuple[TrialModel, float, int]]:
