@@ -4,6 +4,7 @@ training and are counted, the search section (history, top, importance) is in th
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from coatsearch.cli import main
 from coatsearch.trials_plan import REEVAL
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
+KEY = "generalization.eval_acc"  # the objective on the test images
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +103,14 @@ def test_reevaluation_retrains_the_top_architectures_paired_with_the_named_ones(
     paired = summary["search"]["searched"][0]["reevaluation"]
     assert {p["found"] for p in paired} == set(top2) and all(p["n"] == 2 for p in paired)
     assert {p["named"] for p in paired} <= {"C-C", "C-T"} and all(p["verdict"] for p in paired)
+    for p in paired:  # judged on the test images (eval_acc), never on the trial values the search selected on
+        runs = [r for r in again if search.architecture(r.run) == p["found"]]
+        assert p["found_mean"] == pytest.approx(100 * statistics.fmean(r.run.number(KEY) for r in runs))
+        assert p["found_mean"] != pytest.approx(100 * statistics.fmean(r.value for r in runs))
+    named = {
+        c: statistics.fmean(r.value for r in records if r.seed in (1, 2) and r.candidate == c) for c in ("C-C", "C-T")
+    }
+    assert {p["named"] for p in paired} == {max(named, key=named.__getitem__)}  # chosen on the validation images
     text = (study / "reports" / "ts" / "report.md").read_text()
     assert "Re-evaluation (`study.reevaluate`)" in text and "search found `" in text
 

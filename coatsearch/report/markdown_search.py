@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from coatsearch.report import escape
+from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report.markdown import table
 from coatsearch.report.view_search import IMPORTANCE_SEEDS, Arch, Searched, SearchInfo
 
@@ -60,7 +61,8 @@ def _reevaluated(s: SearchInfo, one: Searched) -> str:
     head = (
         "Re-evaluation (`study.reevaluate`): the top architectures and every named candidate retrained on fresh "
         "seeds the search never saw, compared paired by seed with the best named candidate on those seeds "
-        "(95% t interval; verdict at Holm-adjusted p < 0.05; the eval images are the study's fixed eval set):"
+        f"(chosen on the validation images), on the test images the search never selected on ({1 - ALPHA:.0%} t "
+        f"interval; verdict at Holm-adjusted p < {VERDICT_ALPHA:g}):"
     )
     return head + "\n\n" + "\n".join(lines)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from coatsearch import search
 from coatsearch.record import TrialRecord
-from coatsearch.report.claims import ALPHA
+from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report.info import METRICS
 from coatsearch.report.stats import holm
 from coatsearch.trials_plan import REEVAL
@@ -116,7 +116,7 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchI
     seeds = [int(s) for s in study.get("seeds") or [0]]
     fresh = set(range(max(seeds) + 1, max(seeds) + 1 + int((study.get("reevaluate") or {}).get("seeds") or 0)))
     objs = _objectives(study)
-    searched = tuple(_searched(n, cands.get(n), records, scale, maximize, fresh, objs) for n in names)
+    searched = tuple(_searched(n, cands.get(n), records, objective, scale, maximize, fresh, objs) for n in names)
     named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
     return SearchInfo(
         objective,
@@ -156,6 +156,7 @@ def _searched(
     name: str,
     cand: Any,
     records: Sequence[TrialRecord],
+    objective: str,
     scale: float,
     maximize: bool,
     fresh: set[int],
@@ -178,7 +179,7 @@ def _searched(
         len({search.architecture(r.run) for r in done}),
         _importance(cand, done, maximize) if cand is not None else (),
         _slices(cand, done, scale) if cand is not None else (),
-        _reevaluation(again, named, scale, maximize),
+        _reevaluation(again, named, objective, scale, maximize),
         _front(done, objs),
     )
 
@@ -207,27 +208,40 @@ def _front(done: Sequence[TrialRecord], objs: tuple[tuple[str, str, str, bool], 
     return tuple(sorted(rows, key=lambda p: (not p.pareto, -first * p.means[0])))
 
 
-def _by_seed(records: Sequence[TrialRecord], name_of: Any, scale: float) -> dict[str, dict[int, float]]:
+def _by_seed(records: Sequence[TrialRecord], name_of: Any, read: Any) -> dict[str, dict[int, float]]:
+    """name -> seed -> `read(record)` (display units) for every record that has the number."""
     out: dict[str, dict[int, float]] = {}
     for r in records:
-        if r.value is not None and r.seed is not None:
-            out.setdefault(name_of(r), {})[r.seed] = float(r.value) * scale
+        if (v := read(r)) is not None and r.seed is not None:
+            out.setdefault(name_of(r), {})[r.seed] = v
     return out
 
 
 def _reevaluation(
-    again: Sequence[TrialRecord], named: Sequence[TrialRecord], scale: float, maximize: bool
+    again: Sequence[TrialRecord], named: Sequence[TrialRecord], key: str, scale: float, maximize: bool
 ) -> tuple[Paired, ...]:
-    """Each re-evaluated architecture against the best named candidate (by mean on the fresh seeds), paired by
-    seed: d, its t interval and p (scipy.stats), Holm-adjusted over the architectures compared."""
+    """Each re-evaluated architecture against the best named candidate, paired by fresh seed: d, its t interval
+    and p (scipy.stats), Holm-adjusted over the architectures compared, verdict at VERDICT_ALPHA.
+
+    The best named candidate is chosen on the trial values (the validation images, where the study has a split),
+    and every comparison reads `key`, the objective on the test images: no choice sees the images that judge it.
+    """
     from scipy import stats as st
 
-    found = _by_seed(again, lambda r: search.architecture(r.run), scale)
-    names = _by_seed(named, lambda r: r.candidate, scale)
-    if not found or not names:
+    def value(r: TrialRecord) -> float | None:
+        return None if r.value is None else float(r.value) * scale
+
+    def judged(r: TrialRecord) -> float | None:
+        v = r.run.number(key)
+        return None if v is None else v * scale
+
+    found = _by_seed(again, lambda r: search.architecture(r.run), judged)
+    names = _by_seed(named, lambda r: r.candidate, judged)
+    chosen = _by_seed(named, lambda r: r.candidate, value)
+    if not found or not names or not (chosen := {n: v for n, v in chosen.items() if n in names}):
         return ()
     sign = 1.0 if maximize else -1.0
-    best = max(names, key=lambda n: sign * statistics.fmean(names[n].values()))
+    best = max(chosen, key=lambda n: sign * statistics.fmean(chosen[n].values()))
     stages = {search.architecture(r.run): r.run.model.stages for r in again if r.run.model is not None}
     rows = []
     for arch, vals in found.items():
@@ -235,7 +249,7 @@ def _reevaluation(
         d = [sign * (vals[s] - names[best][s]) for s in seeds]
         ci = p = None
         if len(d) >= 2 and statistics.stdev(d) > 0:
-            half = float(st.t.ppf(0.975, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
+            half = float(st.t.ppf(1 - ALPHA / 2, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
             ci = (statistics.fmean(d) - half, statistics.fmean(d) + half)
             p = float(st.ttest_rel([vals[s] for s in seeds], [names[best][s] for s in seeds]).pvalue)
         rows.append((arch, vals, d, ci, p))
@@ -243,7 +257,8 @@ def _reevaluation(
     out = []
     for (arch, vals, d, ci, p), q in zip(rows, adjusted, strict=True):
         mean = statistics.fmean(d) if d else float("nan")
-        verdict = "no better than" if q is None or q >= ALPHA else ("better than" if mean > 0 else "worse than")
+        firm = q is not None and q < VERDICT_ALPHA
+        verdict = "no better than" if not firm else ("better than" if mean > 0 else "worse than")
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
                           statistics.fmean(names[best].values()), len(d), mean, ci, p, q, verdict))  # fmt: skip
     return tuple(sorted(out, key=lambda x: -x.d))
