@@ -370,7 +370,8 @@ def _export(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from coatsearch import replay
 
-    curves = replay.replay(args.study, args.sampler.split(","), args.trials, args.repeats, args.studies_dir)
+    measured = replay.table(args.study, args.studies_dir)
+    curves = replay.replay(measured, args.sampler.split(","), args.trials, args.repeats)
     print(replay.text(curves))
     return 0
 
