@@ -367,3 +367,23 @@ def test_save_weights_without_best_exits_2_with_nothing_written(study, tmp_path,
     out = tmp_path / "x.csv"
     assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--out", str(out), "--save-weights"]) == 2
     assert "--save-weights goes with --best K" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_the_dashboard_history_and_importance_pages_read_the_search(study):
+    # optuna-dashboard on the same study: its trial list (history) and its importance API work on a search
+    from tests.test_dashboard import _free_port, _get, _start, _stop, _wait
+
+    port = _free_port()
+    proc = _start(study / "studies", "ts", port)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        [one] = _wait(f"{base}/api/studies", proc)["study_summaries"]
+        trials = _get(f"{base}/api/studies/{one['study_id']}")["trials"]
+        importance = _get(f"{base}/api/studies/{one['study_id']}/param_importances")["param_importances"]
+    finally:
+        _stop(proc.pid, proc)
+    assert len(trials) == len(_records(study)) and sum(t["state"] == "Complete" for t in trials) == 2 + 6 + 8
+    [shares] = importance  # one objective
+    assert {"model.layout.0", "model.layout.1", "model.block.downsample", "train.lr"} <= {s["name"] for s in shares}
+    assert abs(sum(s["importance"] for s in shares) - 1.0) < 1e-6
