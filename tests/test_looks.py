@@ -82,7 +82,7 @@ def test_pilot_looks_are_listed_for_their_claim_and_spend_no_alpha(tmp_path: Pat
     assert [(x["where"], x["pilot"], x["spends"]) for x in a["earlier"]] == [("pilot", True, False)]
     assert b["earlier"] == []  # the pilot names (a) only
     assert a["holm_p"] == pytest.approx(_p(s, "a")) and (a["looks"], a["spending"]) == (2, 1)
-    assert "1 spends none: pilots of the claim" in a["line"]
+    assert "(1 spends test α; 1 spends none: 1 from a pilot); Holm-adjusted p" in a["line"]
     assert "no (pilot of the claim)" in (reports / "fab" / "report.md").read_text()
     # a pilot's own report: its looks at (a) spend no test α, so no adjusted p
     own = _claim(_summary(write_report("pilot", studies, reports).parent), "a")

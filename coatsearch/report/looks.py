@@ -14,6 +14,7 @@ that spend test α and have a p, this one included, are one Holm family per clai
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -168,18 +169,25 @@ def adjust(claim: Mapping[str, Any], this: Ident, earlier: Sequence[Look]) -> Cl
     return ClaimLooks(**{**vars(row), "line": line(row, this)})
 
 
+def idle(x: Look) -> str:
+    """Why an earlier look spends no test α."""
+    return "from a pilot" if x.pilot else "on validation images" if x.images == "validation" else "with no test"
+
+
 def line(row: ClaimLooks, this: Ident) -> str:
-    """'3 looks at this claim (2 spend test α; 1 spends none: ...); Holm-adjusted p 0.045 over the 2 that spend
-    test α (this look's p 0.015; ≥ α 0.03)'."""
+    """'3 looks at this claim (2 spend test α; 1 spends none: 1 on validation images); Holm-adjusted p 0.045 over
+    the 2 that spend test α (this look's p 0.0225; ≥ α 0.03)'."""
     n, k = row.looks, row.spending
     text = f"{n} look{'s' if n != 1 else ''} at this claim"
     if n - k:
-        text += f" ({k} spend{'s' if k == 1 else ''} test α; {n - k} spend{'s' if n - k == 1 else ''} none: "
-        text += "pilots of the claim, looks on validation images or looks with no test)"
+        why = Counter(idle(x) for x in row.earlier if not x.spends)
+        text += f" ({k} spend{'s' if k == 1 else ''} test α; {n - k} spend{'s' if n - k == 1 else ''} none"
+        text += (": " + ", ".join(f"{v} {r}" for r, v in why.items()) + (", and this one" if not row.spends else "")
+                 if why else "") + ")"  # fmt: skip
     if not row.spends:
-        why = (f"its space pilots ({row.claim})" if row.claim in this.pilots else "no key relation tested"
-               if row.p is None else "its verdict read no separate test images")  # fmt: skip
-        return f"{text}; this look spends no test α ({why}): no adjusted p"
+        why_not = (f"its space pilots ({row.claim})" if row.claim in this.pilots else "no key relation tested"
+                   if row.p is None else "its verdict read no separate test images")  # fmt: skip
+        return f"{text}; this look spends no test α ({why_not}): no adjusted p"
     state = "<" if (row.holm_p or 0) < VERDICT_ALPHA else "≥"
     return (f"{text}; Holm-adjusted p {row.holm_p:.3g} over the {k} that spend test α (this look's p "
             f"{row.p:.3g}; {state} α {VERDICT_ALPHA:g})")  # fmt: skip
