@@ -182,8 +182,8 @@ def test_committed_summary_versions_are_looks_with_their_space_hash(tmp_path: Pa
     # a new version of the space: the studies folder's fab and the history's first version are one look
     make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records()))
     row = _claim(_summary(write_report("fab-new", studies, reports).parent), "a")
-    assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report history", SHA["b"]),
-                                                                         ("study", SHA["a"])]  # fmt: skip
+    # the second version is also the reports folder's summary as it stands: found there first
+    assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report", SHA["b"]), ("study", SHA["a"])]
     assert row["looks"] == 3 and row["spending"] == 3
 
 
@@ -204,3 +204,18 @@ def test_an_unreadable_study_is_noted_and_left_out(tmp_path: Path) -> None:
     (studies / "broken" / "journal.log").write_text("{not json\n")
     found = F.from_studies(studies, "fab", L.ident(_space()))
     assert found.looks == () and found.notes[0].startswith("study broken: not read (")
+
+
+def test_a_report_left_in_the_reports_folder_is_a_look_and_a_linked_one_is_noted(tmp_path: Path) -> None:
+    studies, reports = tmp_path / "studies", tmp_path / "reports"
+    make_study(studies, "gone", _space(SHA["b"]), _split(layout_records()))
+    write_report("gone", studies, reports)
+    shutil.rmtree(studies / "gone")  # its study is gone; its report is on record
+    (reports / "linked").mkdir()
+    (reports / "linked" / "summary.json").symlink_to(reports / "gone" / "summary.json")
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    s = _summary(write_report("fab", studies, reports).parent)
+    assert [(x["source"], x["where"], x["sha256"]) for x in _claim(s, "a")["earlier"]] == [
+        ("report", "gone/summary.json", SHA["b"])
+    ]
+    assert any("linked/summary.json" in n and "left out" in n for n in s["looks"]["notes"])

@@ -1,10 +1,12 @@
-"""The earlier looks on record (report/looks.py): the other studies in the studies folder and the reports' git history.
+"""The earlier looks on record (report/looks.py): the other studies in the studies folder, the reports folder and
+its git history.
 
 Read only. A study of the same space, or of a space that pilots a claim, is judged from its own trials by the
 report's path (judging.judge_records, without the description-only figures); its registration says which space
-it is without opening its journal. The committed versions of every `<reports>/*/summary.json` are read with two
-bounded `git` calls; outside a git checkout, without git, or past the time limit the history is left out with a
-note. A study or summary that cannot be read is left out with a note naming it; it never stops the report.
+it is without opening its journal. Every `<reports>/*/summary.json` is read as it stands, and its committed
+versions with two bounded `git` calls; outside a git checkout, without git, or past the time limit the history is
+left out with a note. A study or summary that cannot be read is left out with a note naming it; it never stops
+the report.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ JOURNAL = "journal.log"
 def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str, Any]) -> L.Found:
     """Every earlier look of study `study` (space record `space`) on record: studies, then report history."""
     this = L.ident(space)
-    studies = from_studies(Path(studies_dir), study, this)
-    history = from_history(Path(reports_dir), this)
-    return L.Found((*studies.looks, *history.looks), (*studies.notes, *history.notes))
+    parts = (from_studies(Path(studies_dir), study, this), from_reports(Path(reports_dir), this),
+             from_history(Path(reports_dir), this))  # fmt: skip
+    return L.Found(tuple(x for f in parts for x in f.looks), tuple(n for f in parts for n in f.notes))
 
 
 def _claims_of(studies_dir: Path, name: str) -> tuple[dict, list[dict]]:
@@ -67,6 +69,23 @@ def from_studies(studies_dir: Path, study: str, this: L.Ident) -> L.Found:
             notes.append(f"study {folder.name}: not read ({exc}); its looks are left out")
             continue
         looks += L.looks_of("study", folder.name, L.ident(space), claims, this)
+    return L.Found(tuple(looks), tuple(notes))
+
+
+def from_reports(reports_dir: Path, this: L.Ident) -> L.Found:
+    """The looks in the reports folder as it stands (<reports>/*/summary.json, committed or not)."""
+    from coatsearch import fsafe
+
+    looks: list[L.Look] = []
+    notes: list[str] = []
+    for path in sorted(reports_dir.glob("*/summary.json")) if reports_dir.is_dir() else ():
+        try:
+            text = fsafe.read_bytes(path).decode("utf-8", "replace")
+            looks += summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
+        except UserError as exc:
+            notes.append(f"{exc}; its looks are left out")
+        except (AttributeError, TypeError, ValueError):  # a summary.json of another format: not a look
+            continue
     return L.Found(tuple(looks), tuple(notes))
 
 
@@ -135,7 +154,7 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
     return L.Found(tuple(looks))
 
 
-def summary_looks(text: str | None, where: str, this: L.Ident) -> list[L.Look]:
+def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
     """The looks one summary.json holds (none when it is of another space, or not a summary)."""
     try:
         summary = json.loads(text or "")
@@ -148,4 +167,4 @@ def summary_looks(text: str | None, where: str, this: L.Ident) -> list[L.Look]:
               "pilots": mine.get("pilots") or ()}  # fmt: skip
     claims = [c for c in summary.get("claims") or () if isinstance(c, dict)]
     sha = summary["space"].get("sha256")
-    return L.looks_of("report history", where, L.ident(record, sha if isinstance(sha, str) else None), claims, this)
+    return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), claims, this)
