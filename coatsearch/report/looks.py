@@ -21,6 +21,7 @@ from typing import Any
 
 from coatsearch.report import stats as S
 from coatsearch.report.claims import VERDICT_ALPHA
+from coatsearch.report.reproduce import space_hash
 from coatsearch.report.section import Context
 
 SPLIT = ("split", "refused")  # a claim's `images` (judging.with_purposes) when its measures read test images
@@ -41,8 +42,6 @@ class Ident:
 
 def ident(record: Mapping[str, Any], sha256: str | None = None) -> Ident:
     """The Ident of a space record (trials_plan.space_record, or a summary's space + environment)."""
-    from coatsearch.report.reproduce import space_hash
-
     study, data = record.get("study") or {}, record.get("data") or {}
     seeds = study.get("seeds")
     size = data.get("eval_size")
@@ -56,8 +55,8 @@ def ident(record: Mapping[str, Any], sha256: str | None = None) -> Ident:
 class Look:
     """One reading of one claim: where it is on record, its space version, verdict, p and which images it read."""
 
-    source: str  # "study" (the studies folder) or "report history" (a committed summary.json)
-    where: str  # the study's name, or "<report folder>/summary.json @ <commit> (<date>)"
+    source: str  # "study" (the studies folder), "report" (a summary.json as it stands), "report history" (committed)
+    where: str  # the study's name, "<folder>/summary.json", or "<path>/summary.json @ <commit> (<date>)"
     space: str | None
     sha256: str | None
     profile: str
