@@ -19,6 +19,7 @@ from coatsearch.report import (
     frames,
     info,
     judging,
+    looks,
     optim,
     paper,
     pareto,
@@ -28,6 +29,7 @@ from coatsearch.report import (
 )
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
+from coatsearch.report import markdown_looks as mdl
 from coatsearch.report import markdown_measures as mdm
 from coatsearch.report import markdown_search as mdsearch
 from coatsearch.report import markdown_speed as mds
@@ -69,6 +71,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section(SPEED_SCORE, vs.speed, mds.section, ("acc_vs_speed",)),
     Section("pareto", vs.pareto, mds.pareto),
     Section("claims", vc.verdicts, mdc.verdicts, ("paired_diffs",)),
+    Section("looks", looks.view, mdl.section),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
     Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", LENGTH_SCORE)),
@@ -76,17 +79,23 @@ SECTIONS: tuple[Section, ...] = (  # in report order
 )
 
 
-def summarize(study: str, space: dict, records: info.Records, registered: str | None = None) -> Report:
+def summarize(
+    study: str, space: dict, records: info.Records, registered: str | None = None, earlier: looks.Found | None = None
+) -> Report:
     """Every table the report shows, computed from the space record and trial records alone, and each section's
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
     per architecture it trained (search.regroup); the search section reads the records as stored. `registered`: the
-    study's line against its registration (registration.verdict_line), which marks each verdict confirmatory."""
+    study's line against its registration (registration.verdict_line), which marks each verdict confirmatory;
+    `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p (None: not gathered)."""
     from coatsearch import search
 
     found = view_search.compute(space, records)
     records = [r for r in search.regroup(records) if r.state != "REJECTED"]  # the search section counts those
     j = judging.judge_records(space, records, registered=registered)
-    ctx = Context(study, space, j["frames"], j, {**tables(study, space, records, j), "search": found})
+    t = tables(study, space, records, j)
+    ctx = Context(
+        study, space, j["frames"], j, {**t, "search": found, "looks": looks.table(space, t["claims"], earlier)}
+    )
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 
@@ -172,10 +181,12 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only); report.md."""
     from coatsearch import fsafe, store
     from coatsearch.paths import report_folder
+    from coatsearch.report import looks_found
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
-    report = summarize(study_name, space, records, _registered(Path(studies_dir), study_name, space))
+    earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space)
+    report = summarize(study_name, space, records, _registered(Path(studies_dir), study_name, space), earlier)
     summary = {**report.summary, "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"])}
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):

@@ -1,0 +1,221 @@
+"""Every look on record (issue 31 part 3): earlier studies and committed reports of a space, one look per
+space hash + profile + seeds, pilots and validation looks spending no test α, this look Holm-adjusted over the rest."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from coatsearch.report import looks as L
+from coatsearch.report import looks_found as F
+from coatsearch.report import write_report
+from tests.report_records import SPACE, layout_records, make_study
+
+SHA = {k: k * 64 for k in "abc"}
+SPLIT = {"validation": "v", "test": "t", "test_draw": 0}
+
+
+def _split(records: list) -> list:
+    """The records told they split validation from test images (their verdicts read test images)."""
+    return [dataclasses.replace(r, run=dataclasses.replace(r.run, images=SPLIT)) if r.state == "COMPLETE" else r
+            for r in records]  # fmt: skip
+
+
+def _space(sha: str = SHA["a"], **kw) -> dict:
+    return {**SPACE, "space_sha256": sha, **kw}
+
+
+def _summary(folder: Path) -> dict:
+    return json.loads((folder / "summary.json").read_text())
+
+
+def _claim(summary: dict, cid: str) -> dict:
+    return next(c for c in summary["looks"]["claims"] if c["claim"] == cid)
+
+
+def _p(summary: dict, cid: str) -> float:
+    return next(L.claim_p(c) for c in summary["claims"] if c["id"] == cid)
+
+
+def test_a_second_study_of_the_space_lists_the_first_and_holm_adjusts_over_both(tmp_path: Path) -> None:
+    studies, reports = tmp_path / "studies", tmp_path / "reports"
+    make_study(studies, "fab-quick", _space(profile="quick"), _split(layout_records()))
+    make_study(studies, "other", _space(SHA["b"], space="other"), _split(layout_records()))  # another space
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    first = _summary(write_report("fab-quick", studies, reports).parent)
+    text = write_report("fab", studies, reports).read_text()
+    s = _summary(reports / "fab")
+    row = _claim(s, "a")
+    assert [(x["where"], x["profile"], x["sha256"], x["seeds"]) for x in row["earlier"]] == [
+        ("fab-quick", "quick", SHA["a"], [0, 1, 2])
+    ]
+    assert row["earlier"][0]["verdict"] == "supported" and row["earlier"][0]["spends"] is True
+    p, earlier = _p(s, "a"), _p(first, "a")
+    assert row["p"] == p and row["earlier"][0]["p"] == pytest.approx(earlier)
+    lo, hi = sorted([p, earlier])  # Holm over two looks: 2·min, then max(2·min, max)
+    assert row["holm_p"] == pytest.approx(2 * lo if p == lo else max(2 * lo, hi))
+    assert (row["looks"], row["spending"]) == (2, 2)
+    assert "## Earlier looks" in text and "| fab-quick" in text and "| other" not in text
+    assert f"**(a)** 2 looks at this claim; Holm-adjusted p {row['holm_p']:.3g} over the 2 that spend test α" in text
+    assert s["looks"]["this"]["seeds"] == [0, 1, 2] and s["looks"]["this"]["pilots"] == []
+
+
+def test_a_study_alone_has_one_look_and_its_p_unadjusted(tmp_path: Path) -> None:
+    studies = tmp_path / "studies"
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    s = _summary(write_report("fab", studies, tmp_path / "reports").parent)
+    row = _claim(s, "a")
+    assert row["earlier"] == [] and row["looks"] == 1 and row["holm_p"] == pytest.approx(_p(s, "a"))
+
+
+def test_pilot_looks_are_listed_for_their_claim_and_spend_no_alpha(tmp_path: Path) -> None:
+    studies, reports = tmp_path / "studies", tmp_path / "reports"
+    make_study(studies, "pilot", _space(SHA["b"], space="fab_pilot", pilots=["a"]), _split(layout_records()))
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    s = _summary(write_report("fab", studies, reports).parent)
+    a, b = _claim(s, "a"), _claim(s, "b")
+    assert [(x["where"], x["pilot"], x["spends"]) for x in a["earlier"]] == [("pilot", True, False)]
+    assert b["earlier"] == []  # the pilot names (a) only
+    assert a["holm_p"] == pytest.approx(_p(s, "a")) and (a["looks"], a["spending"]) == (2, 1)
+    assert "(1 spends test α; 1 spends none: 1 from a pilot); Holm-adjusted p" in a["line"]
+    assert "no (pilot of the claim)" in (reports / "fab" / "report.md").read_text()
+    # a pilot's own report: its looks at (a) spend no test α, so no adjusted p
+    own = _claim(_summary(write_report("pilot", studies, reports).parent), "a")
+    assert own["spends"] is False and own["holm_p"] is None and "its space pilots (a)" in own["line"]
+
+
+def _look(p: float | None, sha: str = SHA["b"], spends: bool = True, **kw) -> L.Look:
+    images = "test" if spends else "validation"
+    fields = dict(source="study", where="s", space="fab", sha256=sha, profile="default", seeds=(0, 1), claim="a",
+                  verdict="supported", p=p, images=images, pilot=False, spends=spends)  # fmt: skip
+    return L.Look(**{**fields, **kw})
+
+
+def _judged(p: float, images: str = "split") -> dict:
+    pairs = [{"key": True, "d": 1.0, "p_holm": p / 2}, {"key": True, "d": 0.5, "p_holm": p},
+             {"key": False, "d": -3.0, "p_holm": 0.9}]  # fmt: skip
+    return {"id": "a", "verdict": "supported", "images": images, "evidence": [{"pairs": pairs}]}
+
+
+THIS = L.Ident("fab", SHA["a"], "default", (0, 1), (), "synthetic", 200)
+
+
+def test_holm_over_the_looks_that_spend_alpha_on_known_values() -> None:
+    earlier = [_look(0.04, SHA["b"]), _look(0.03, SHA["c"]), _look(0.001, "d" * 64, spends=False)]
+    # this 0.01 with 0.03, 0.04: Holm 3·0.01 = 0.03; the validation look's 0.001 is not in the family
+    assert L.adjust(_judged(0.01), THIS, earlier).holm_p == pytest.approx(0.03)
+    row = L.adjust(_judged(0.04), THIS, [_look(0.01, SHA["b"]), _look(0.03, SHA["c"])])
+    assert row.holm_p == pytest.approx(0.06)  # sorted 0.01, 0.03, 0.04: 0.03, max(0.03, 0.06), max(0.06, 0.04)
+    assert (row.looks, row.spending, row.p) == (3, 3, 0.04)
+    assert "3 looks at this claim; Holm-adjusted p 0.06 over the 3 that spend test α" in row.line and "≥ α" in row.line
+    assert L.adjust(_judged(0.4), THIS, [_look(0.1, SHA["b"])]).holm_p == pytest.approx(0.4)  # max(2·0.1, 0.4)
+    alone = L.adjust(_judged(0.01, images="exploratory"), THIS, earlier)  # this verdict read no test images
+    assert alone.spends is False and alone.holm_p is None and "no separate test images" in alone.line
+
+
+def test_a_claims_p_is_the_largest_key_holm_p_and_one_for_a_reversed_relation() -> None:
+    assert L.claim_p(_judged(0.02)) == 0.02
+    reversed_ = {
+        "evidence": [{"pairs": [{"key": True, "d": -1.0, "p_holm": 0.001}, {"key": True, "d": 1, "p_holm": 0.2}]}]
+    }
+    assert L.claim_p(reversed_) == 1.0
+    assert L.claim_p({"evidence": [{"pairs": [{"key": True, "d": 1.0, "p_holm": None}]}]}) is None
+    parts = [{"status": "holds", "d": 2.0, "p": 0.01}, {"status": "not run", "d": None, "p": None}]
+    assert L.claim_p({"evidence": [], "parts": parts}) == 0.01  # claim (f): its tested parts
+    assert L.claim_p({"verdict": "not tested at this scale", "evidence": []}) is None
+
+
+def test_readings_with_the_same_space_hash_profile_and_seeds_are_one_look() -> None:
+    found = [_look(0.01, SHA["b"], where="study s"), _look(0.02, SHA["b"], source="report history", where="h"),
+             _look(0.02, SHA["b"], profile="quick"), _look(0.02, SHA["b"], seeds=(0, 1, 2)),
+             _look(0.03, SHA["a"])]  # fmt: skip  # the last is this study's own space version, profile and seeds
+    kept = L.unique(found, THIS)
+    assert [(x.where, x.profile, x.seeds) for x in kept] == [("study s", "default", (0, 1)), ("s", "quick", (0, 1)),
+                                                             ("s", "default", (0, 1, 2))]  # fmt: skip
+    assert L.adjust(_judged(0.01), THIS, kept).looks == 4
+
+
+def test_a_look_without_a_split_is_on_validation_images_only_within_this_validation_set() -> None:
+    of = dataclasses.replace(THIS, sha256=SHA["b"], eval_size=100)
+    assert L.images({"images": "exploratory"}, of, THIS) == "validation"  # its 100 images: within the 200
+    assert L.images({}, dataclasses.replace(of, eval_size=300), THIS) == "test"  # saw images past the prefix
+    assert L.images({}, dataclasses.replace(of, eval_size=None), THIS) == "test"  # the whole split
+    assert L.images({}, dataclasses.replace(of, dataset="cifar10"), THIS) == "test"
+    assert L.images({"images": "split"}, of, THIS) == "test"
+    (look,) = L.looks_of("study", "s", of, [_judged(0.01, images="exploratory")], THIS)
+    assert (look.images, look.spends) == ("validation", False)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_committed_summary_versions_are_looks_with_their_space_hash(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    studies, reports = repo / "studies", repo / "reports"
+    _git(tmp_path, "init", "-q", str(repo))
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    write_report("fab", studies, reports)
+    _git(repo, "add", "reports")
+    _git(repo, "commit", "-qm", "first")
+    path = reports / "fab" / "summary.json"
+    s = json.loads(path.read_text())
+    s["space"]["sha256"] = SHA["b"]  # a later space version, committed over the first
+    path.write_text(json.dumps(s))
+    other = {**s, "space": {**s["space"], "space": "other"}}
+    (reports / "other").mkdir()
+    (reports / "other" / "summary.json").write_text(json.dumps(other))  # another space: no look
+    _git(repo, "add", "reports")
+    _git(repo, "commit", "-qm", "second")
+    found = F.from_history(reports, L.ident(_space(SHA["c"])))
+    a = [x for x in found.looks if x.claim == "a"]
+    assert [(x.source, x.sha256) for x in a] == [("report history", SHA["b"]), ("report history", SHA["a"])]
+    assert all(x.where.startswith("reports/fab/summary.json @ ") for x in a) and found.notes == ()
+    assert a[0].p == pytest.approx(_p(s, "a")) and a[0].verdict == "supported" and a[0].spends
+    # a new version of the space: the studies folder's fab and the history's first version are one look
+    make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records()))
+    row = _claim(_summary(write_report("fab-new", studies, reports).parent), "a")
+    # the second version is also the reports folder's summary as it stands: found there first
+    assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report", SHA["b"]), ("study", SHA["a"])]
+    assert row["looks"] == 3 and row["spending"] == 3
+
+
+def test_reports_outside_a_git_checkout_are_noted_not_an_error(tmp_path: Path) -> None:
+    (tmp_path / "reports").mkdir()
+    found = F.from_history(tmp_path / "reports", THIS)
+    assert found.looks == () and "report history: not read" in found.notes[0]
+    studies = tmp_path / "studies"
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    text = write_report("fab", studies, tmp_path / "reports").read_text()
+    assert "Note: report history: not read" in text
+
+
+def test_an_unreadable_study_is_noted_and_left_out(tmp_path: Path) -> None:
+    studies = tmp_path / "studies"
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    (studies / "broken").mkdir()
+    (studies / "broken" / "journal.log").write_text("{not json\n")
+    found = F.from_studies(studies, "fab", L.ident(_space()))
+    assert found.looks == () and found.notes[0].startswith("study broken: not read (")
+
+
+def test_a_report_left_in_the_reports_folder_is_a_look_and_a_linked_one_is_noted(tmp_path: Path) -> None:
+    studies, reports = tmp_path / "studies", tmp_path / "reports"
+    make_study(studies, "gone", _space(SHA["b"]), _split(layout_records()))
+    write_report("gone", studies, reports)
+    shutil.rmtree(studies / "gone")  # its study is gone; its report is on record
+    (reports / "linked").mkdir()
+    (reports / "linked" / "summary.json").symlink_to(reports / "gone" / "summary.json")
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    s = _summary(write_report("fab", studies, reports).parent)
+    assert [(x["source"], x["where"], x["sha256"]) for x in _claim(s, "a")["earlier"]] == [
+        ("report", "gone/summary.json", SHA["b"])
+    ]
+    assert any("linked/summary.json" in n and "left out" in n for n in s["looks"]["notes"])
