@@ -14,6 +14,7 @@ import pytest
 import coatsearch
 from coatsearch import kinds, search, store
 from coatsearch.cli import main
+from coatsearch import trials_plan as P
 from coatsearch.trials_plan import REEVAL
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
@@ -387,3 +388,13 @@ def test_the_dashboard_history_and_importance_pages_read_the_search(study):
     [shares] = importance  # one objective
     assert {"model.layout.0", "model.layout.1", "model.block.downsample", "train.lr"} <= {s["name"] for s in shares}
     assert abs(sum(s["importance"] for s in shares) - 1.0) < 1e-6
+
+
+def test_the_plan_counts_and_prices_the_reevaluation_trials(tmp_path, capsys):
+    # 2 named + 6 samples on seed 0, then 2 named + the top 2 on fresh seeds 1 and 2: 16 trials, not 8
+    args = ["plan", str(SPACE), "--workers", "1", "--device", "cpu", "--studies-dir", str(tmp_path), "--json"]
+    assert main(args) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["trials"] == 16 == len(P.plan(coatsearch.load_space(SPACE)))
+    per_trial = plan["trial_s"]
+    assert plan["study_s"] >= 2 * per_trial["C-C"] + 2 * per_trial["C-T"] + 10 * per_trial["searched"]

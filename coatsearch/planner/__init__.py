@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coatsearch import fsafe
+from coatsearch import fsafe, trials_plan
 from coatsearch.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
@@ -76,7 +76,7 @@ def make_plan(space: api.Space, study: str, processes: int, threads: int | None,
     trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
     samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}
     seeds = len(space.study.seeds)
-    durations = R.study_durations(trial_s, samples, seeds)
+    durations = [trial_s[i.candidate] for i in trials_plan.plan(space) if i.candidate in trial_s]  # re-evaluation too
     rows, keys = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
     claims = tuple(P.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
