@@ -1,8 +1,8 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
 The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`,
-`write_report`, `status`, `export`, `repair`. They are plain functions of coatsearch.api, imported on first use,
-so `import coatsearch` loads neither torch nor optuna. No function shares its name with a module:
+`write_report`, `status`, `export`, `repair`, `replicate`. They are plain functions of coatsearch.api, imported
+on first use, so `import coatsearch` loads neither torch nor optuna. No function shares its name with a module:
 `coatsearch.report` is the report package (`coatsearch.report.write_report` writes the files).
 """
 
@@ -25,6 +25,7 @@ __all__ = [
     "load_space",
     "plan",
     "repair",
+    "replicate",
     "results",
     "run",
     "status",
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         load_space,
         plan,
         repair,
+        replicate,
         results,
         run,
         status,

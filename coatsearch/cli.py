@@ -1,4 +1,4 @@
-"""Command line: show | plan | run | report | status | export | replay | repair | dashboard (over coatsearch.api)."""
+"""Command line: show | plan | run | replicate | report | status | export | replay | repair | dashboard."""
 
 from __future__ import annotations
 
@@ -129,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     _study_commands(sub)
+    from coatsearch.cli_replication import add_command
+
+    add_command(sub)
     return p
 
 

@@ -143,6 +143,24 @@ def load_space(path: str | Path, profile: str = "default", text: str | None = No
     return build_space(load_document(path, profile, text), str(path), profile)
 
 
+def with_draw(space: Space, seeds: tuple[int, ...], test_draw: int) -> Space:
+    """The space on other seeds and another test draw (a replicate's, coatsearch.replication); all else as it is."""
+    from dataclasses import replace
+
+    study, data = replace(space.study, seeds=tuple(seeds)), replace(space.data, test_draw=test_draw)
+    return replace(space, study=study, data=data)
+
+
+def as_recorded(space: Space, record: Mapping[str, Any]) -> Space:
+    """A space loaded from a study's recorded text, on the seeds and test draw the study recorded (its space
+    record, trials_plan.space_record): a replicate runs the same file on fresh ones."""
+    seeds = tuple((record.get("study") or {}).get("seeds") or space.study.seeds)
+    draw = (record.get("data") or {}).get("test_draw", space.data.test_draw)
+    if seeds == tuple(space.study.seeds) and draw == space.data.test_draw:
+        return space
+    return with_draw(space, seeds, int(draw))
+
+
 def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
     """Turn a validated document into a Space."""
     return Space(
