@@ -15,7 +15,7 @@ def section(r: Replication) -> str:
     if r.missing:
         return "\n".join([*out, f"The original study cannot be read: {r.missing}. Nothing is compared."])
     seeds = f"seeds {_list(r.seeds)} (original: {_list(r.original_seeds)})"
-    draws = f"test draw {_list(r.draws)} (original: {_list(r.original_draws)})"
+    draws = f"test draw: {_list(r.draws)} (original: {_list(r.original_draws)})"
     fresh = f" **Not fresh**: shares {r.fresh} with the original." if r.fresh else ""
     out += [f"This study replicates `{r.original}` on {seeds} and {draws}.{fresh}", "", f"Rule: {r.rule}", ""]
     if not r.claims:

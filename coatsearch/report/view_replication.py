@@ -109,6 +109,8 @@ def compute(
     by = [{c["id"]: c for c in j["claims"]} for j in (theirs, judged, pooled)]
     ids = list(dict.fromkeys([*by[0], *by[1], *by[2]]))
     claims = tuple(_claim(i, by[0].get(i), by[1].get(i), by[2].get(i), fresh) for i in ids)
+    claims = tuple(dataclasses.replace(c, pooled=c.pooled and dataclasses.replace(c.pooled, status=""))
+                   for c in claims)  # fmt: skip  # the pooled judgement is no study: no analysis status
     return Replication(study, original, their_seeds, seeds, their_draws, draws, fresh, claims)
 
 
