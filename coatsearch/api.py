@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
-from coatsearch.replication import replicate  # noqa: F401  (public: `coatsearch replicate STUDY`)
 from coatsearch.space import Baseline, Candidate, Space
 
 if TYPE_CHECKING:

@@ -5,22 +5,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from coatsearch.api import TRIALS_MAX, WORKERS_MAX
+from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
+from coatsearch.replication import SUFFIX, parse_seeds, replicate
+
 
 def add_command(sub: argparse._SubParsersAction) -> None:
     """`coatsearch replicate STUDY [--seeds N|LIST] ...`, with `run`'s options where they apply."""
-    from coatsearch.api import TRIALS_MAX, WORKERS_MAX
-    from coatsearch.cli import REPORTS, STUDIES, _bounded, _type, _workers
-    from coatsearch.replication import SUFFIX, parse_seeds
-
     what = f"rerun a registered study on fresh seeds and a fresh test draw into STUDY{SUFFIX} (resumes), then report"
     rep = sub.add_parser("replicate", help=what + " it beside the original")
     rep.add_argument("study")
-    rep.add_argument("--seeds", type=_type(parse_seeds),
+    rep.add_argument("--seeds", type=argtype(parse_seeds),
                      help="N fresh seeds (default: as many as the original), or a list like 5,6,7 (none the "
                           "original used)")  # fmt: skip
     rep.add_argument("--space", type=Path, help="the space file, if it moved (its sha256 must be the registered one)")
-    rep.add_argument("--trials", type=_bounded(1, TRIALS_MAX), help=f"at most this many trials now (1..{TRIALS_MAX})")
-    rep.add_argument("--workers", type=_workers, default="auto", help=f"worker processes (1..{WORKERS_MAX} or auto)")
+    rep.add_argument("--trials", type=bounded(1, TRIALS_MAX), help=f"at most this many trials now (1..{TRIALS_MAX})")
+    rep.add_argument("--workers", type=workers, default="auto", help=f"worker processes (1..{WORKERS_MAX} or auto)")
     rep.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
     rep.add_argument("--studies-dir", type=Path, default=STUDIES)
     rep.add_argument("--reports-dir", type=Path, default=REPORTS)
@@ -31,8 +31,6 @@ def add_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _replicate(args: argparse.Namespace) -> int:
-    from coatsearch.replication import replicate
-
     res = replicate(args.study, args.seeds, studies_dir=args.studies_dir, reports_dir=args.reports_dir,
                     workers=args.workers, device=args.device, trials=args.trials, report=not args.no_report,
                     progress=not args.quiet, plan_first=not args.no_plan, space_file=args.space)  # fmt: skip

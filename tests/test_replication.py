@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import coatsearch
 from coatsearch import api, cli, registration, replication, store
 from coatsearch.errors import UserError
 from coatsearch.report import judging
@@ -165,7 +166,7 @@ def test_fresh_seeds_follow_the_largest_used_and_status_counts_the_replicate(tmp
 def test_replicate_end_to_end_on_the_tiny_space(tmp_path: Path) -> None:
     path, studies, reports = tiny_variant(tmp_path, *SMALL), tmp_path / "studies", tmp_path / "reports"
     api.run(path, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False, progress=False)
-    res = api.replicate("tiny-quick", studies_dir=studies, reports_dir=reports, workers=1, device="cpu",
+    res = coatsearch.replicate("tiny-quick", studies_dir=studies, reports_dir=reports, workers=1, device="cpu",
                         progress=False)  # fmt: skip
     assert (res.study, res.complete, res.planned) == ("tiny-quick-rep", 2, 2)
     reg = registration.load(store.folder(studies, "tiny-quick-rep"))
@@ -188,6 +189,6 @@ def test_replicate_end_to_end_on_the_tiny_space(tmp_path: Path) -> None:
     assert "## Replication of tiny-quick" in text and "### (d) estimates" in text
     assert re.search(r"\| \(d\) Depth split[^\n]*\| original not firm: nothing to replicate", text)
     assert api.status("tiny-quick-rep", studies).planned == 2
-    again = api.replicate("tiny-quick", studies_dir=studies, reports_dir=reports, workers=1, device="cpu",
+    again = coatsearch.replicate("tiny-quick", studies_dir=studies, reports_dir=reports, workers=1, device="cpu",
                           progress=False, report=False)  # fmt: skip
     assert again.ran_now == 0 and again.complete == 2  # resumed on its registered seeds
