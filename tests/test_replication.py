@@ -96,9 +96,9 @@ def test_the_section_renders_original_replicate_and_pooled_per_claim() -> None:
 # ---------------------------------------------------------------------------------------------- refusals, no run
 
 
-def _registered(tmp_path: Path, name: str = "tiny-quick") -> tuple[Path, Path]:
+def _registered(tmp_path: Path, edits: tuple = SMALL) -> tuple[Path, Path]:
     """A registered study of the tiny space (prepared as `run` prepares it, no trial run): (space file, studies)."""
-    path, studies = tiny_variant(tmp_path, *SMALL), tmp_path / "studies"
+    path, studies, name = tiny_variant(tmp_path, *edits), tmp_path / "studies", "tiny-quick"
     space = api.load_space(path, "quick")
     store.prepare(space, studies, name)
     registration.register(space_record(space), store.folder(studies, name), name)
@@ -133,6 +133,15 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, capsys
     assert "has no registered analysis" in err
 
 
+def test_a_test_draw_that_does_not_fit_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    _, studies = _registered(tmp_path, ())  # tiny.yaml: 100 validation + 100 test images of 250 per 5 classes
+    err = _refused(["tiny-quick", "--studies-dir", str(studies), "--reports-dir", str(tmp_path / "reports")], capsys,
+                   tmp_path)  # fmt: skip
+    assert "data.test_size" in err and "draw 1" in err
+
+
 def test_a_missing_study_through_the_command_line(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "coatsearch", "replicate", "nope", "--studies-dir",
                           str(tmp_path / "s")], capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -157,6 +166,17 @@ def test_fresh_seeds_follow_the_largest_used_and_status_counts_the_replicate(tmp
     assert api.status(rep.study, studies).planned == 2 * 3  # its own seeds, not the space file's one
     with pytest.raises(UserError, match="exists and holds no registered replicate"):
         replication.prepare("tiny-quick", studies_dir=studies)
+
+
+def test_a_moved_space_file_is_named_with_its_registered_bytes(tmp_path: Path) -> None:
+    path, studies = _registered(tmp_path)
+    moved = tmp_path / "moved.yaml"
+    moved.write_bytes(path.read_bytes())
+    path.unlink()
+    with pytest.raises(UserError, match="cannot be read"):
+        replication.prepare("tiny-quick", studies_dir=studies)
+    rep = replication.prepare("tiny-quick", (7, 9), studies_dir=studies, space_file=moved)
+    assert rep.seeds == (7, 9) and rep.space.source == str(moved) and not (studies / "tiny-quick-rep").exists()
 
 
 # -------------------------------------------------------------------------------------------------- end to end
