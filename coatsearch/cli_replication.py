@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from coatsearch import registration, store
 from coatsearch.api import TRIALS_MAX, WORKERS_MAX
 from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
 from coatsearch.replication import SUFFIX, parse_seeds, replicate
@@ -16,8 +17,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     rep = sub.add_parser("replicate", help=what + " it beside the original")
     rep.add_argument("study")
     rep.add_argument("--seeds", type=argtype(parse_seeds),
-                     help="N fresh seeds (default: as many as the original), or a list like 5,6,7 (none the "
-                          "original used)")  # fmt: skip
+                     help="N fresh seeds (default: as many as the original), or a list like 5,6,7 or 7, (none "
+                          "the original used)")  # fmt: skip
     rep.add_argument("--space", type=Path, help="the space file, if it moved (its sha256 must be the registered one)")
     rep.add_argument("--trials", type=bounded(1, TRIALS_MAX), help=f"at most this many trials now (1..{TRIALS_MAX})")
     rep.add_argument("--workers", type=workers, default="auto", help=f"worker processes (1..{WORKERS_MAX} or auto)")
@@ -34,8 +35,11 @@ def _replicate(args: argparse.Namespace) -> int:
     res = replicate(args.study, args.seeds, studies_dir=args.studies_dir, reports_dir=args.reports_dir,
                     workers=args.workers, device=args.device, trials=args.trials, report=not args.no_report,
                     progress=not args.quiet, plan_first=not args.no_plan, space_file=args.space)  # fmt: skip
+    reg = registration.load(store.folder(args.studies_dir, res.study))
+    a = reg.analysis if reg else None
+    on = f" on seeds {', '.join(map(str, a.seeds))}, test draw {a.data.get('test_draw')}" if a else ""
     print(
-        f"study {res.study} (replicate of {args.study}): {res.complete} complete, {res.failed} failed, "
+        f"study {res.study} (replicate of {args.study}{on}): {res.complete} complete, {res.failed} failed, "
         f"{res.pruned} pruned of {res.planned} planned; {res.ran_now} ran now in {res.seconds:.0f} s; "
         f"storage {res.storage}"
     )

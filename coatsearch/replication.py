@@ -104,7 +104,11 @@ def prepare(
     draw = max(used_draws) + 1
     if draw > DRAWS_MAX:
         raise UserError(f"study '{original}': no test draw left (draws {_join(used_draws)} used; at most {DRAWS_MAX})")
-    return Replicate(name, original, with_draw(space, chosen, draw), chosen, draw, used_seeds, used_draws, False)
+    fresh = with_draw(space, chosen, draw)
+    if again := sorted(set(fresh.study.fresh_seeds) & set(used_seeds)):
+        raise UserError(f"--seeds: the re-evaluation after seeds {_join(chosen)} would run seed(s) {_join(again)}, "
+                        f"already used by '{original}'; allowed: seeds above {max(used_seeds)}")  # fmt: skip
+    return Replicate(name, original, fresh, chosen, draw, used_seeds, used_draws, False)
 
 
 def _registration_of(studies: Path, original: str) -> Registration:
@@ -117,7 +121,7 @@ def _registration_of(studies: Path, original: str) -> Registration:
     if reg is None:
         raise UserError(
             f"study '{original}' has no registered analysis ({registration.path(store.folder(studies, original))}); "
-            "only a study registered before its first trial can be replicated"
+            "a replicate repeats a registered analysis (`run` registers one before a study's first trial)"
         )
     return reg
 

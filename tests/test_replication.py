@@ -157,13 +157,17 @@ def test_the_seeds_flag_is_a_count_or_a_list() -> None:
             replication.parse_seeds(bad)
 
 
-def test_fresh_seeds_follow_the_largest_used_and_status_counts_the_replicate(tmp_path: Path) -> None:
+def test_fresh_seeds_follow_the_largest_used_and_status_counts_the_replicate(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     _, studies = _registered(tmp_path)
     rep = replication.prepare("tiny-quick", 3, studies_dir=studies)
     assert (rep.study, rep.seeds, rep.test_draw) == ("tiny-quick-rep", (1, 2, 3), 1)
     assert rep.space.study.seeds == (1, 2, 3) and rep.space.data.test_draw == 1
     store.prepare(rep.space, studies, rep.study)  # the replicate's study, as `run` creates it
     assert api.status(rep.study, studies).planned == 2 * 3  # its own seeds, not the space file's one
+    assert cli.main(["status", rep.study, "--studies-dir", str(studies)]) == 0
+    assert "0 completed, 0 failed, 0 pruned, 0 running, 0 waiting of 6 planned" in capsys.readouterr().out
     with pytest.raises(UserError, match="exists and holds no registered replicate"):
         replication.prepare("tiny-quick", studies_dir=studies)
 
@@ -183,24 +187,25 @@ def test_a_moved_space_file_is_named_with_its_registered_bytes(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_replicate_end_to_end_on_the_tiny_space(tmp_path: Path) -> None:
+def test_replicate_end_to_end_on_the_tiny_space(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path, studies, reports = tiny_variant(tmp_path, *SMALL), tmp_path / "studies", tmp_path / "reports"
     api.run(path, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False, progress=False)
-    res = coatsearch.replicate("tiny-quick", studies_dir=studies, reports_dir=reports, workers=1, device="cpu",
-                        progress=False)  # fmt: skip
-    assert (res.study, res.complete, res.planned) == ("tiny-quick-rep", 2, 2)
+    args = ["--studies-dir", str(studies), "--reports-dir", str(reports), "--workers", "1", "--device", "cpu"]
+    assert cli.main(["replicate", "tiny-quick", "--seeds", "4,", *args, "--no-plan", "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert "study tiny-quick-rep (replicate of tiny-quick on seeds 4, test draw 1): 2 complete, 0 failed" in out.out
     reg = registration.load(store.folder(studies, "tiny-quick-rep"))
     orig = registration.load(store.folder(studies, "tiny-quick"))
     assert reg.analysis.replicate_of == "tiny-quick" and orig.analysis.replicate_of is None
-    assert reg.analysis.seeds == (1,) and orig.analysis.seeds == (0,)  # fresh seeds, after the original's largest
+    assert reg.analysis.seeds == (4,) and orig.analysis.seeds == (0,)  # the fresh seed asked for
     assert (orig.analysis.data["test_draw"], reg.analysis.data["test_draw"]) == (0, 1)  # a fresh test draw
     assert reg.analysis.space_sha256 == orig.analysis.space_sha256 and reg.analysis.profile == "quick"
     df = api.results("tiny-quick-rep", studies)
-    assert set(df["seed"]) == {1}
+    assert set(df["seed"]) == {4}
     summary = json.loads((reports / "tiny-quick-rep" / "summary.json").read_text())
     assert summary["images"]["draws"] == [1] and summary["registration"].startswith("confirmatory")
     rep = summary["replication"]
-    assert (rep["original"], rep["seeds"], rep["original_draws"], rep["fresh"]) == ("tiny-quick", [1], [0], "")
+    assert (rep["original"], rep["seeds"], rep["original_draws"], rep["fresh"]) == ("tiny-quick", [4], [0], "")
     d = next(c for c in rep["claims"] if c["id"] == "d")  # V2 > V1: the tiny runs stay near chance, never firm
     assert d["outcome"] == vr.NOTHING and d["original"]["status"] == d["replicate"]["status"] == "confirmatory"
     unfirm = {"not tested at this scale", "inconclusive"}
