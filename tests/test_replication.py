@@ -170,6 +170,22 @@ def test_fresh_seeds_follow_the_largest_used_and_status_counts_the_replicate(
     assert "0 completed, 0 failed, 0 pruned, 0 running, 0 waiting of 6 planned" in capsys.readouterr().out
     with pytest.raises(UserError, match="exists and holds no registered replicate"):
         replication.prepare("tiny-quick", studies_dir=studies)
+    folder = store.folder(studies, rep.study)
+    registration.register(space_record(rep.space), folder, rep.study, replicate_of="tiny-quick")
+    again = replication.prepare("tiny-quick", studies_dir=studies)  # resumed on its registered seeds and draw
+    assert (again.resumed, again.seeds, again.test_draw) == (True, (1, 2, 3), 1)
+    assert replication.prepare("tiny-quick", 3, studies_dir=studies).seeds == (1, 2, 3)
+    with pytest.raises(UserError, match="on seeds 1, 2, 3; rerun without --seeds"):
+        replication.prepare("tiny-quick", (8,), studies_dir=studies)
+
+
+def test_the_re_evaluation_seeds_count_as_used(tmp_path: Path) -> None:
+    reeval = ("study: {seeds: [0],", "study: {seeds: [3], reevaluate: {top: 1, seeds: 2},")
+    _, studies = _registered(tmp_path, (*SMALL, reeval))  # runs seeds 3, then re-evaluates on 4 and 5
+    assert replication.prepare("tiny-quick", studies_dir=studies).seeds == (6,)
+    with pytest.raises(UserError, match=r"re-evaluation after seeds 2 would run seed\(s\) 3, 4"):
+        replication.prepare("tiny-quick", (2,), studies_dir=studies)
+    assert replication.prepare("tiny-quick", (0,), studies_dir=studies).space.study.fresh_seeds == (1, 2)
 
 
 def test_a_moved_space_file_is_named_with_its_registered_bytes(tmp_path: Path) -> None:
