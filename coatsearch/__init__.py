@@ -1,9 +1,10 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
 The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`,
-`write_report`, `status`, `export`, `repair`. They are plain functions of coatsearch.api, imported on first use,
-so `import coatsearch` loads neither torch nor optuna. No function shares its name with a module:
-`coatsearch.report` is the report package (`coatsearch.report.write_report` writes the files).
+`write_report`, `status`, `export`, `repair` (plain functions of coatsearch.api) and `replicate`
+(coatsearch.replication, which runs through the API), imported on first use, so `import coatsearch` loads
+neither torch nor optuna. No function shares its name with a module: `coatsearch.report` is the report package
+(`coatsearch.report.write_report` writes the files).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "load_weights",
     "plan",
     "repair",
+    "replicate",
     "results",
     "run",
     "status",
@@ -51,12 +53,15 @@ if TYPE_CHECKING:
         status,
         write_report,
     )
+    from coatsearch.replication import replicate
+
+ELSEWHERE = {"replicate": "coatsearch.replication"}  # public names not in coatsearch.api (which that module imports)
 
 
 def __getattr__(name: str) -> Any:
-    """Load a public API name from coatsearch.api on first access."""
+    """Load a public API name from coatsearch.api (or its module in ELSEWHERE) on first access."""
     if name in __all__:
-        from coatsearch import api
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module(ELSEWHERE.get(name, "coatsearch.api")), name)
     raise AttributeError(f"module 'coatsearch' has no attribute {name!r}")

@@ -611,9 +611,11 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
     """How many trials the study's space plans, None when it cannot be read.
 
     The space text recorded with the study comes first (it is what ran, and it does not depend on the working
-    directory); studies without it fall back to the space file at its recorded path.
+    directory); studies without it fall back to the space file at its recorded path. The seeds and test draw are
+    the recorded ones (a replicate runs its space file on fresh ones: space.as_recorded).
     """
     from coatsearch.dashboard import space_record
+    from coatsearch.space import as_recorded
     from coatsearch.space import load_space as _load
     from coatsearch.trials_plan import plan
 
@@ -623,6 +625,6 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
         return None
     text = text if isinstance(text, str) and text else None  # "" when the file could not be read at the start
     try:
-        return len(plan(_load(source, record.get("profile") or "default", text)))
+        return len(plan(as_recorded(_load(source, record.get("profile") or "default", text), record)))
     except UserError:
         return None

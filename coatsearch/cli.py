@@ -1,4 +1,4 @@
-"""Command line: show | plan | run | report | status | export | replay | repair | dashboard (over coatsearch.api)."""
+"""Command line: show | plan | run | replicate | report | status | export | replay | repair | dashboard."""
 
 from __future__ import annotations
 
@@ -8,14 +8,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from coatsearch import __version__, numbers
+from coatsearch import __version__, cli_replication, numbers
 from coatsearch.api import EFFECT_MAX, ENGINES, FORMATS, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX, Status
+from coatsearch.cli_types import REPORTS, STUDIES
+from coatsearch.cli_types import argtype as _type
+from coatsearch.cli_types import bounded as _bounded
+from coatsearch.cli_types import workers as _workers
 from coatsearch.errors import UserError
 
-STUDIES = Path("studies")
-REPORTS = Path("reports")
 RAY_FLAGS = ("address", "cpus_per_trial", "gpus_per_trial")  # flags only the Ray backend reads
 
 
@@ -51,28 +53,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print `prog: error: message` on one line and exit 2."""
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
-def _bounded(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: an integer in [low, high] (`numbers.parse_int`); the error states the range."""
-    return _type(lambda text: numbers.parse_int(text, low, high))
-
-
-def _type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`parse` as an argparse type: its ValueError (the `numbers` wording) becomes argparse's one-line error."""
-
-    def run(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return run
-
-
-def _workers(text: str) -> int | str:
-    """An argparse type: `auto` or a worker count in 1..WORKERS_MAX."""
-    return "auto" if text == "auto" else _bounded(1, WORKERS_MAX)(text)
 
 
 _positive = _type(numbers.parse_real)  # an argparse type: a finite number > 0
@@ -129,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     _study_commands(sub)
+    cli_replication.add_command(sub)
     return p
 
 

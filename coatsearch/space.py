@@ -129,6 +129,7 @@ class Space:
     study: S.StudySpec
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[str, ...] = ()  # the claims this space pilots (registration, report looks)
+    reseeded: bool = False  # seeds and test draw set apart from the file (a replicate's: with_draw)
 
     def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -141,6 +142,26 @@ class Space:
 def load_space(path: str | Path, profile: str = "default", text: str | None = None) -> Space:
     """Read, validate and expand a space file, or its given `text` (raises dsl.SpaceError on bad input)."""
     return build_space(load_document(path, profile, text), str(path), profile)
+
+
+def with_draw(space: Space, seeds: tuple[int, ...], test_draw: int) -> Space:
+    """The space on other seeds and another test draw (a replicate's, coatsearch.replication); all else as it is."""
+    from dataclasses import replace
+
+    study, data = replace(space.study, seeds=tuple(seeds)), replace(space.data, test_draw=test_draw)
+    return replace(space, study=study, data=data, reseeded=True)
+
+
+def as_recorded(space: Space, record: Mapping[str, Any]) -> Space:
+    """A space loaded from a study's recorded text, on the seeds and test draw the study recorded (its space
+    record, trials_plan.space_record): a replicate runs the same file on fresh ones (`reseeded`)."""
+    if not record.get("reseeded"):
+        return space
+    seeds = tuple((record.get("study") or {}).get("seeds") or space.study.seeds)
+    draw = (record.get("data") or {}).get("test_draw", space.data.test_draw)
+    if seeds == tuple(space.study.seeds) and draw == space.data.test_draw:
+        return space
+    return with_draw(space, seeds, int(draw))
 
 
 def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:

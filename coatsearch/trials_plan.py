@@ -75,6 +75,7 @@ def space_record(space: Space) -> dict:
         "pilots": list(space.pilots),
         "space_yaml": text,
         "space_sha256": hashlib.sha256(raw).hexdigest() if raw else None,  # the file's bytes, as run
+        **({"reseeded": True} if space.reseeded else {}),  # `study.seeds` and `data.test_draw` are not the file's
     }
 
 

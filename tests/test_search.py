@@ -13,8 +13,8 @@ import pytest
 
 import coatsearch
 from coatsearch import kinds, search, store
-from coatsearch.cli import main
 from coatsearch import trials_plan as P
+from coatsearch.cli import main
 from coatsearch.trials_plan import REEVAL
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"

@@ -9,7 +9,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import is_dataclass
+from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from coatsearch.report import markdown as md
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_looks as mdl
 from coatsearch.report import markdown_measures as mdm
+from coatsearch.report import markdown_replication as mdr
 from coatsearch.report import markdown_search as mdsearch
 from coatsearch.report import markdown_speed as mds
 from coatsearch.report import measures as M
@@ -72,6 +73,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section("pareto", vs.pareto, mds.pareto),
     Section("claims", vc.verdicts, mdc.verdicts, ("paired_diffs",)),
     Section("looks", looks.view, mdl.section),
+    Section("replication", lambda ctx: ctx.tables.get("replication"), mdr.section),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
     Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", LENGTH_SCORE)),
@@ -80,22 +82,28 @@ SECTIONS: tuple[Section, ...] = (  # in report order
 
 
 def summarize(
-    study: str, space: dict, records: info.Records, registered: str | None = None, earlier: looks.Found | None = None
+    study: str,
+    space: dict,
+    records: info.Records,
+    registered: str | None = None,
+    earlier: looks.Found | None = None,
+    original: Original | None = None,
 ) -> Report:
     """Every table the report shows, computed from the space record and trial records alone, and each section's
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
     per architecture it trained (search.regroup); the search section reads the records as stored. `registered`: the
     study's line against its registration (registration.verdict_line), which marks each verdict confirmatory;
-    `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p (None: not gathered)."""
+    `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p (None: not gathered);
+    `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way."""
     from coatsearch import search
 
     found = view_search.compute(space, records)
     records = [r for r in search.regroup(records) if r.state != "REJECTED"]  # the search section counts those
     j = judging.judge_records(space, records, registered=registered)
     t = tables(study, space, records, j)
-    ctx = Context(
-        study, space, j["frames"], j, {**t, "search": found, "looks": looks.table(space, t["claims"], earlier)}
-    )
+    more = {"search": found, "looks": looks.table(space, t["claims"], earlier),
+            "replication": _replication(study, space, records, j, original)}  # fmt: skip
+    ctx = Context(study, space, j["frames"], j, {**t, **more})
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 
@@ -186,7 +194,8 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
     earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space)
-    report = summarize(study_name, space, records, _registered(Path(studies_dir), study_name, space), earlier)
+    registered, original = _registered(Path(studies_dir), study_name, space), _original(Path(studies_dir), study_name)
+    report = summarize(study_name, space, records, registered, earlier, original)
     summary = {**report.summary, "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"])}
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
@@ -206,6 +215,48 @@ def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     if reg is None:
         return None
     return registration.verdict_line(reg, registration.analysis(space, reg.analysis.replicate_of))
+
+
+@dataclass(frozen=True)
+class Original:
+    """The study a replicate replicates, as its report reads it: name, space record, records, registration line;
+    `missing` says why it could not be read (then the rest is empty)."""
+
+    study: str
+    space: dict
+    records: info.Records
+    registered: str | None
+    missing: str = ""
+
+
+def _original(studies_dir: Path, name: str) -> Original | None:
+    """The study `name` replicates (registration.replicate_of), read from the same studies folder; None when it
+    is no replicate."""
+    from coatsearch import registration, store
+    from coatsearch.errors import UserError
+
+    reg = registration.load(store.folder(studies_dir, name))
+    if reg is None or not reg.analysis.replicate_of:
+        return None
+    of = reg.analysis.replicate_of
+    try:
+        space, records = info.load(store.load_study(studies_dir, of))
+        return Original(of, space, records, _registered(studies_dir, of, space))
+    except UserError as exc:
+        return Original(of, {}, [], None, missing=str(exc))
+
+
+def _replication(study: str, space: dict, records: info.Records, j: dict, original: Original | None) -> Any:
+    """The replication section's Info (view_replication), None when the study is no replicate."""
+    from coatsearch import search
+    from coatsearch.report import view_replication as vr
+
+    if original is None:
+        return None
+    if original.missing:
+        return vr.missing(study, original.study, original.missing)
+    theirs = [r for r in search.regroup(original.records) if r.state != "REJECTED"]
+    return vr.compute(study, space, records, j, original.study, original.space, theirs, original.registered)
 
 
 def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:

@@ -1,0 +1,218 @@
+"""Replicate a registered study on fresh seeds and a fresh test draw: `coatsearch replicate STUDY`.
+
+A replicate runs the original's registered space file and profile unchanged, on seeds the original never ran (by
+default as many as it registered, numbered after the largest seed it used, re-evaluation seeds included) and on
+the next test draw it never used, into the study `<STUDY>-rep`, registered with `replicate_of` = STUDY. Its report
+sets each claim's verdict beside the original's and a pooled one (report.view_replication). Everything is checked
+before anything is written: a missing or unregistered study, seeds the original used, a space file whose sha256
+is not the registered one are each one line (UserError).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coatsearch.errors import UserError
+from coatsearch.space import Space, with_draw
+from coatsearch.spec import DRAWS_MAX, SEED_MAX, SEEDS_MAX
+
+if TYPE_CHECKING:
+    from coatsearch.api import RunResult
+    from coatsearch.registration import Registration
+
+SUFFIX = "-rep"  # the replicate's study name: the original's plus this
+CHAIN_MAX = 20  # replicates of replicates followed back for the seeds and draws already used
+
+
+@dataclass(frozen=True)
+class Replicate:
+    """What a replicate runs: its study, the study it replicates, the space on fresh seeds and a fresh draw."""
+
+    study: str
+    original: str
+    space: Space  # the registered space file and profile, on `seeds` and test draw `test_draw`
+    seeds: tuple[int, ...]
+    test_draw: int
+    used_seeds: tuple[int, ...]  # every seed the original (and what it replicates) ran or registered
+    used_draws: tuple[int, ...]  # every test draw they registered or recorded
+    resumed: bool  # the replicate study was registered before: its own seeds and draw are kept
+
+
+def parse_seeds(text: str) -> int | tuple[int, ...]:
+    """`--seeds`: N, a count of fresh seeds (1..SEEDS_MAX), or a comma list of seeds (`5,6,7`; one alone: `7,`)."""
+    from coatsearch import numbers
+
+    if "," not in text:
+        return numbers.parse_int(text.strip(), 1, SEEDS_MAX)
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ValueError(f"{text!r}: no seed listed; allowed: N (a count) or seeds like 5,6,7")
+    return tuple(numbers.parse_int(p, 0, SEED_MAX) for p in parts)
+
+
+def replicate(
+    study: str,
+    seeds: int | tuple[int, ...] | None = None,
+    *,
+    studies_dir: str | Path = "studies",
+    reports_dir: str | Path = "reports",
+    workers: int | str = "auto",
+    device: str = "auto",
+    trials: int | None = None,
+    report: bool = True,
+    progress: bool = True,
+    plan_first: bool = False,
+    space_file: str | Path | None = None,
+) -> RunResult:
+    """Run STUDY's registered space and profile on fresh seeds and a fresh test draw into `<study>-rep`
+    (resumes), registered as its replicate, then write its report (original, replicate and pooled estimates).
+
+    `seeds`: a count of fresh seeds (default: as many as the original registered), or the seeds themselves (none
+    the original used). `space_file`: the space file, when it moved (its sha256 must be the registered one).
+    The other arguments are `run`'s. Bad input is a one-line UserError before anything is written."""
+    from coatsearch import api
+
+    rep = prepare(study, seeds, studies_dir=studies_dir, space_file=space_file)
+    return api.run(rep.space, rep.study, "optuna", workers, device, trials=trials, studies_dir=studies_dir,
+                   reports_dir=reports_dir, report=report, progress=progress, plan_first=plan_first,
+                   replicate_of=rep.original)  # fmt: skip
+
+
+def prepare(
+    original: str,
+    seeds: int | tuple[int, ...] | None = None,
+    *,
+    studies_dir: str | Path = "studies",
+    space_file: str | Path | None = None,
+) -> Replicate:
+    """The replicate of `original` as it would run (nothing written): its space, fresh seeds and test draw."""
+    from coatsearch import registration, store
+
+    studies = Path(studies_dir)
+    name = original + SUFFIX
+    store.folder(studies, name)  # a name too long or a bad folder stops here
+    reg = _registration_of(studies, original)
+    space = _space(reg, original, space_file)
+    used_seeds, used_draws = _used(studies, original, reg, space)
+    mine = registration.load(store.folder(studies, name))
+    if mine is not None or store.storage_file(studies, name).exists():
+        return _resumed(name, original, mine, seeds, space, used_seeds, used_draws)
+    chosen = _fresh_seeds(seeds, len(reg.analysis.seeds), used_seeds, original)
+    draw = max(used_draws) + 1
+    if draw > DRAWS_MAX:
+        raise UserError(f"study '{original}': no test draw left (draws {_join(used_draws)} used; at most {DRAWS_MAX})")
+    fresh = with_draw(space, chosen, draw)
+    if again := sorted(set(fresh.study.fresh_seeds) & set(used_seeds)):
+        raise UserError(f"--seeds: the re-evaluation after seeds {_join(chosen)} would run seed(s) {_join(again)}, "
+                        f"already used by '{original}'; allowed: seeds above {max(used_seeds)}")  # fmt: skip
+    return Replicate(name, original, fresh, chosen, draw, used_seeds, used_draws, False)
+
+
+def _registration_of(studies: Path, original: str) -> Registration:
+    """The original study's registration; a one-line UserError when the study or its registration is missing."""
+    from coatsearch import registration, store
+
+    if not store.storage_file(studies, original).exists():
+        raise UserError(f"no study '{original}' under {studies}/ (expected {store.storage_file(studies, original)})")
+    reg = registration.load(store.folder(studies, original))
+    if reg is None:
+        raise UserError(
+            f"study '{original}' has no registered analysis ({registration.path(store.folder(studies, original))}); "
+            "a replicate repeats a registered analysis (`run` registers one before a study's first trial)"
+        )
+    return reg
+
+
+def _space(reg: Registration, original: str, space_file: str | Path | None) -> Space:
+    """The registered space file and profile, loaded; refused when its bytes no longer hash to the registration."""
+    from coatsearch import api
+
+    given = space_file if space_file is not None else reg.source
+    if not given:
+        raise UserError(f"study '{original}': its registration records no space file; pass --space FILE")
+    path = Path(given)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: the space file of '{original}' cannot be read ({exc.strerror or exc}); "
+                        "pass --space FILE") from None  # fmt: skip
+    now, registered = hashlib.sha256(raw).hexdigest(), reg.analysis.space_sha256
+    if registered is None:
+        raise UserError(f"study '{original}': its registration records no space sha256; nothing to check against")
+    if now != registered:
+        raise UserError(
+            f"{path}: the space file changed since '{original}' was registered (sha256 {registered[:12]}… "
+            f"registered, {now[:12]}… now); a replicate runs the registered analysis: restore the file"
+        )
+    space = api.load_space(path, reg.analysis.profile)
+    if space.name != reg.analysis.space:
+        raise UserError(f"{path}: space '{space.name}', but '{original}' registers space '{reg.analysis.space}'")
+    return space
+
+
+def _used(studies: Path, original: str, reg: Registration, space: Space) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(seeds, test draws) the original used, and every study it replicates in turn: registered and recorded."""
+    from coatsearch import registration, store
+
+    seeds: set[int] = set()
+    draws: set[int] = set()
+    name: str | None = original
+    current: Registration | None = reg
+    for _ in range(CHAIN_MAX):
+        if current is None or name is None:
+            break
+        a = current.analysis
+        seeds |= {*a.seeds, *with_draw(space, a.seeds, 0).study.fresh_seeds}  # its re-evaluation seeds too
+        draws.add(int(a.data.get("test_draw") or 0))
+        if store.storage_file(studies, name).exists():
+            for r in store.records(store.load_study(studies, name), say=False):
+                seeds |= {r.seed} if r.seed is not None else set()
+                draws |= {int(r.run.images["test_draw"] or 0)} if r.run.images else set()
+        name = a.replicate_of
+        current = registration.load(store.folder(studies, name)) if name else None
+    return tuple(sorted(seeds)), tuple(sorted(draws))
+
+
+def _fresh_seeds(seeds: int | tuple[int, ...] | None, count: int, used: tuple[int, ...], original: str) -> tuple:
+    """The replicate's seeds: the given ones (none used before, none twice), else `count` after the largest used."""
+    if isinstance(seeds, tuple):
+        if not seeds:
+            raise UserError("--seeds: no seed given")
+        if twice := sorted({s for s in seeds if seeds.count(s) > 1}):
+            raise UserError(f"--seeds: seed {twice[0]} is listed twice; allowed: distinct seeds")
+        if clash := sorted(set(seeds) & set(used)):
+            raise UserError(f"--seeds: seed(s) {_join(clash)} already used by '{original}' (seeds {_join(used)}); "
+                            "a replicate runs on fresh seeds only")  # fmt: skip
+        if len(seeds) > SEEDS_MAX:
+            raise UserError(f"--seeds: {len(seeds)} seeds; at most {SEEDS_MAX}")
+        return tuple(seeds)
+    n = count if seeds is None else int(seeds)
+    if not 1 <= n <= SEEDS_MAX:
+        raise UserError(f"--seeds {n}: out of range; allowed: 1..{SEEDS_MAX}")
+    start = max(used, default=-1) + 1
+    if start + n - 1 > SEED_MAX:
+        raise UserError(f"--seeds {n}: no {n} fresh seeds after {start - 1} (at most {SEED_MAX}); list them")
+    return tuple(range(start, start + n))
+
+
+def _resumed(name: str, original: str, mine: Registration | None, seeds: Any, space: Space,
+             used_seeds: tuple[int, ...], used_draws: tuple[int, ...]) -> Replicate:  # fmt: skip
+    """A replicate study that exists: resumed on its registered seeds and draw, if it is a replicate of `original`."""
+    if mine is None or mine.analysis.replicate_of != original:
+        what = "holds no registered replicate" if mine is None else f"replicates '{mine.analysis.replicate_of}'"
+        raise UserError(f"study '{name}' exists and {what}, not a replicate of '{original}'; nothing was run")
+    kept, draw = tuple(mine.analysis.seeds), int(mine.analysis.data.get("test_draw") or 0)
+    if seeds is not None and seeds != (kept if isinstance(seeds, tuple) else len(kept)):
+        raise UserError(f"study '{name}' replicates '{original}' on seeds {_join(kept)}; rerun without --seeds to "
+                        "resume it")  # fmt: skip
+    if (clash := sorted(set(kept) & set(used_seeds))) or draw in used_draws:
+        why = f"seed(s) {_join(clash)}" if clash else f"test draw {draw}"
+        raise UserError(f"study '{name}' shares {why} with '{original}': not a replicate of it; nothing was run")
+    return Replicate(name, original, with_draw(space, kept, draw), kept, draw, used_seeds, used_draws, True)
+
+
+def _join(values: Any) -> str:
+    return ", ".join(map(str, values))
