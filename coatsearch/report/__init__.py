@@ -63,7 +63,12 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section("setup", vst.setup, md.setup),
     Section("candidates", vst.candidates, md.candidates, (GEN_SCORE, "acc_vs_params", "curves", ROBUSTNESS_SCORE)),
     Section(FIGURES, lambda ctx: None, md.figures),
-    Section("search", lambda ctx: ctx.tables.get("search"), mdsearch.section, ("search_history", "search_slices")),
+    Section(
+        "search",
+        lambda ctx: ctx.tables.get("search"),
+        mdsearch.section,
+        ("search_history", "search_slices", "search_pareto"),
+    ),
     Section("rankings", vst.rankings, md.rankings),
     Section("v_table", vst.v_table, md.v_table),
     Section("matched", vm.matched, mdm.matched, ("matched_loss",)),
