@@ -70,11 +70,35 @@ def block_text(block: S.BlockSpec) -> str:
     )
 
 
+ATTENTION_OPTIONS = frozenset({"head_size", "mlp_ratio", "attn_norm", "rel_pos", "window_size", "grid_size"})
+MBCONV_OPTIONS = frozenset({"expand_ratio", "se_ratio", "downsample"})  # downsample: strided MBConv blocks only
+
+
 def structure(model: S.ModelSpec) -> str:
-    """A solved model's structural identity: arch, stem, per-stage kind/depth/width/stride, block options."""
+    """A solved model's structural identity: arch, stem, per-stage kind/depth/width/stride, and the block options
+    some block of it reads (`identity`)."""
     from coatsearch.candidates import stages_text, stem_text
 
-    return f"{model.arch} {stem_text(model)} | {stages_text(model)} | {block_text(model.block)}".strip()
+    return identity(f"{model.arch} {stem_text(model)} | {stages_text(model)} | {block_text(model.block)}")
+
+
+def identity(struct: str) -> str:
+    """A structure string without the block options no block of its stages reads, so that two points that build
+    the same network are one architecture: attention options without a T or M stage, MBConv options without a C
+    stage, the MBConv downsampling variant without a strided C stage. Records made before the rule read the same
+    way through it (`architecture`)."""
+    parts = [p.strip() for p in struct.split("|")]
+    if len(parts) != 3:
+        return struct.strip()
+    stages = parts[1].split()
+    kinds = {s[0] for s in stages if s}
+    unused = set() if kinds & {"T", "M"} else set(ATTENTION_OPTIONS)
+    if "C" not in kinds:
+        unused |= MBCONV_OPTIONS
+    elif not any(s.startswith("C") and not s.endswith("/1") for s in stages):
+        unused.add("downsample")
+    kept = " ".join(o for o in parts[2].split() if o.partition("=")[0] not in unused)
+    return f"{parts[0]} | {parts[1]} | {kept}".strip()
 
 
 def arch_name(layout: str, struct: str) -> str:
@@ -185,7 +209,7 @@ def satisfiable(conv_before_attention: bool, layout: str, dims: Sequence[tuple[s
 def architecture(run: Any) -> str:
     """The row name of a trial's solved model (`arch_name`), "" when it recorded no structure."""
     model = getattr(run, "model", None)
-    return arch_name(model.layout, model.structure) if model is not None and model.structure else ""
+    return arch_name(model.layout, identity(model.structure)) if model is not None and model.structure else ""
 
 
 def regroup(records: Sequence[Any]) -> list[Any]:

@@ -7,7 +7,7 @@ import math
 from coatsearch.report import escape
 from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report.markdown import table
-from coatsearch.report.view_search import IMPORTANCE_SEEDS, Arch, Searched, SearchInfo
+from coatsearch.report.view_search import IMPORTANCE_SEEDS, SAME, Arch, Searched, SearchInfo
 
 SEEDS = len(IMPORTANCE_SEEDS)
 
@@ -53,16 +53,22 @@ def _reevaluated(s: SearchInfo, one: Searched) -> str:
     """The re-evaluation: each architecture against the best named candidate, paired by fresh seed."""
     lines = []
     for p in one.reevaluation:
+        if p.verdict == SAME:
+            lines.append(f"- search found `{p.found}` ({p.stages}), {SAME} the named candidate `{p.named}` (the "
+                         f"options it differs in are read by no block of it): nothing to test")  # fmt: skip
+            continue
         ci = f" [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}]" if p.ci else ""
         test = f", p = {p.p:.3g}, Holm {p.p_holm:.3g}" if p.p is not None and p.p_holm is not None else ""
+        can = f"; it could detect {p.detectable:.2f} points at 80% power" if p.detectable is not None else ""
         lines.append(f"- search found `{p.found}` ({p.stages}), {p.verdict} the best named candidate `{p.named}`: "
                      f"{p.found_mean:.2f}{s.unit} vs {p.named_mean:.2f}{s.unit}, d = {p.d:+.2f}{ci} points over "
-                     f"{p.n} fresh seeds (paired t test{test})")  # fmt: skip
+                     f"{p.n} fresh seeds (t test, noise pooled over the re-evaluated networks{test}){can}")  # fmt: skip
     head = (
         "Re-evaluation (`study.reevaluate`): the top architectures and every named candidate retrained on fresh "
         "seeds the search never saw, compared paired by seed with the best named candidate on those seeds "
         f"(chosen on the validation images), on the test images the search never selected on ({1 - ALPHA:.0%} t "
-        f"interval; verdict at Holm-adjusted p < {VERDICT_ALPHA:g}):"
+        f"interval; verdict at Holm-adjusted p < {VERDICT_ALPHA:g}; the smallest difference it could detect at 80% "
+        "power at the first Holm step's level):"
     )
     return head + "\n\n" + "\n".join(lines)
 

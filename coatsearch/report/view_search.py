@@ -16,9 +16,9 @@ from typing import Any
 
 from coatsearch import search
 from coatsearch.record import TrialRecord
+from coatsearch.report import stats as S
 from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report.info import METRICS
-from coatsearch.report.stats import holm
 from coatsearch.trials_plan import REEVAL
 
 TOP = 5  # architectures listed per searched candidate
@@ -70,6 +70,10 @@ class Point:
     pareto: bool
 
 
+POWER = 0.8  # the power at which the re-evaluation states the difference it could have detected
+SAME = "the same network as"  # a re-evaluated architecture that a named candidate builds too (search.identity)
+
+
 @dataclass(frozen=True)
 class Paired:
     """A re-evaluated architecture against the best named candidate on the same fresh seeds (a paired t test)."""
@@ -84,7 +88,8 @@ class Paired:
     ci: tuple[float, float] | None
     p: float | None
     p_holm: float | None
-    verdict: str  # "better than", "worse than", "no better than"
+    verdict: str  # "better than", "worse than", "no better than", or SAME (`named`: the candidate it is)
+    detectable: float | None = None  # the smallest true d found at 80% power (the first Holm step's level)
 
 
 @dataclass(frozen=True)
@@ -220,13 +225,14 @@ def _by_seed(records: Sequence[TrialRecord], name_of: Any, read: Any) -> dict[st
 def _reevaluation(
     again: Sequence[TrialRecord], named: Sequence[TrialRecord], key: str, scale: float, maximize: bool
 ) -> tuple[Paired, ...]:
-    """Each re-evaluated architecture against the best named candidate, paired by fresh seed: d, its t interval
-    and p (scipy.stats), Holm-adjusted over the architectures compared, verdict at VERDICT_ALPHA.
+    """Each re-evaluated architecture against the best named candidate, paired by fresh seed under the claims'
+    rule (report.stats: the noise pooled over every re-evaluated network, its t interval and p), Holm-adjusted
+    over the architectures compared, firm at VERDICT_ALPHA.
 
     The best named candidate is chosen on the trial values (the validation images, where the study has a split),
     and every comparison reads `key`, the objective on the test images: no choice sees the images that judge it.
+    An architecture that a named candidate builds too (search.identity) is that candidate: nothing to test.
     """
-    from scipy import stats as st
 
     def value(r: TrialRecord) -> float | None:
         return None if r.value is None else float(r.value) * scale
@@ -243,24 +249,23 @@ def _reevaluation(
     sign = 1.0 if maximize else -1.0
     best = max(chosen, key=lambda n: sign * statistics.fmean(chosen[n].values()))
     stages = {search.architecture(r.run): r.run.model.stages for r in again if r.run.model is not None}
-    rows = []
+    same = {search.architecture(r.run): r.candidate for r in named}
+    pooled = S.noise({**names, **{a: v for a, v in found.items() if a not in same}})
+    out, tested = [], []
     for arch, vals in found.items():
-        seeds = sorted(set(vals) & set(names[best]))
-        d = [sign * (vals[s] - names[best][s]) for s in seeds]
-        ci = p = None
-        if len(d) >= 2 and statistics.stdev(d) > 0:
-            half = float(st.t.ppf(1 - ALPHA / 2, len(d) - 1)) * statistics.stdev(d) / len(d) ** 0.5
-            ci = (statistics.fmean(d) - half, statistics.fmean(d) + half)
-            p = float(st.ttest_rel([vals[s] for s in seeds], [names[best][s] for s in seeds]).pvalue)
-        rows.append((arch, vals, d, ci, p))
-    adjusted = holm([p for *_, p in rows])
-    out = []
-    for (arch, vals, d, ci, p), q in zip(rows, adjusted, strict=True):
-        mean = statistics.fmean(d) if d else float("nan")
+        if (twin := same.get(arch)) in names:  # the search found a named layout again
+            out.append(Paired(arch, stages.get(arch, ""), twin, statistics.fmean(vals.values()),
+                              statistics.fmean(names[twin].values()), 0, 0.0, None, None, None, SAME))  # fmt: skip
+        else:
+            tested.append((arch, vals, S.paired(vals, names[best], sign, pooled, ALPHA)))
+    for (arch, vals, res), q in zip(tested, S.holm([res["p"] for *_, res in tested]), strict=True):
         firm = q is not None and q < VERDICT_ALPHA
-        verdict = "no better than" if not firm else ("better than" if mean > 0 else "worse than")
+        level = VERDICT_ALPHA / len(tested)
+        can = S.detectable(pooled.sd_diff, res["n"], pooled.df, level, POWER) if pooled and res["n"] >= 2 else None
+        verdict = "no better than" if not firm else ("better than" if res["d"] > 0 else "worse than")
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
-                          statistics.fmean(names[best].values()), len(d), mean, ci, p, q, verdict))  # fmt: skip
+                          statistics.fmean(names[best].values()), res["n"], res["d"], res["ci"], res["p"], q,
+                          verdict, can))  # fmt: skip
     return tuple(sorted(out, key=lambda x: -x.d))
 
 
