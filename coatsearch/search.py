@@ -12,7 +12,7 @@ import hashlib
 import itertools
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -250,17 +250,27 @@ def grid(cand: Candidate | Baseline, seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def ranked(trials: Sequence[Any], cand: Candidate | Baseline, direction: str) -> list[dict[str, Any]]:
-    """The architectures of complete Optuna trials, best mean objective first: each one's sampled values as
-    Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation trial enqueues it."""
+def trial_structure(trial: Any) -> str | None:
+    """The solved model's structure an Optuna trial's record holds (None: no record or no model)."""
     from coatsearch.record_flat import ATTR
 
+    return (trial.user_attrs.get(ATTR) or {}).get("model", {}).get("structure")
+
+
+def ranked(
+    trials: Sequence[Any], cand: Candidate | Baseline, direction: str, exclude: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The architectures of complete Optuna trials, best mean objective first: each one's sampled values as
+    Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation trial enqueues it.
+    Trials of one network (`identity`) are one architecture; networks in `exclude` (identities) are left out."""
     paths = [d.path for d in cand.dims]
     model = [d.path for d in model_dims(cand)]
     groups: dict[str, list[Any]] = {}
     for t in trials:
-        struct = (t.user_attrs.get(ATTR) or {}).get("model", {}).get("structure")
-        groups.setdefault(str(struct or tuple(t.params.get(p) for p in model)), []).append(t)
+        struct = trial_structure(t)
+        key = identity(struct) if struct else str(tuple(t.params.get(p) for p in model))
+        if key not in exclude:
+            groups.setdefault(key, []).append(t)
     sign = -1.0 if direction == "maximize" else 1.0
     order = sorted(groups.values(), key=lambda ts: sign * sum(t.values[0] for t in ts) / len(ts))
     best = [min(ts, key=lambda t: sign * t.values[0]) for ts in order]

@@ -393,16 +393,20 @@ def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
 
 def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
     """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
-    trials of its candidate; None while any of the search's trials is unfinished, or with fewer architectures."""
+    trials of its candidate, leaving out the networks a named candidate builds (it is re-evaluated as itself);
+    None while any trial on the study's seeds is unfinished, or with fewer architectures."""
     rank, cand = item.sample - P.REEVAL, space.candidate(item.candidate)
-    main = {i.key for i in P.plan(space) if i.candidate == cand.name and i.sample < P.REEVAL}
+    main = {i.key: i for i in P.plan(space) if i.seed in space.study.seeds}  # the search and the named runs
     held = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name != "RUNNING"}
-    if not main <= held:
+    if not set(main) <= held:
         return None
-    done = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE" and t.values]
-    ranked = search.ranked(
-        done, cand, space.study.direction if not space.study.objectives else space.study.directions[0]
-    )
+    finished = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE"]
+    done = [t for t in finished if main[t.user_attrs["key"]].candidate == cand.name and t.values]
+    named = [s for t in finished if not space.candidate(main[t.user_attrs["key"]].candidate).dims
+             and (s := search.trial_structure(t))]  # fmt: skip
+    builds = {search.identity(s) for s in named}
+    direction = space.study.direction if not space.study.objectives else space.study.directions[0]
+    ranked = search.ranked(done, cand, direction, exclude=builds)  # a named layout is re-evaluated as itself
     return {"params": ranked[rank]} if rank < len(ranked) else None
 
 

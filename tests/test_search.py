@@ -39,7 +39,10 @@ def test_rejected_points_cost_no_training_and_never_break_a_constraint(study):
     records = _records(study)
     done = [r for r in records if r.state == "COMPLETE"]
     rejected = [r for r in records if r.state == "REJECTED"]
-    assert len(done) == 2 + 6 + (2 + 2) * 2 and not [r for r in records if r.state == "FAIL"]
+    named = {search.architecture(r.run) for r in done if r.candidate in ("C-C", "C-T")}
+    found = {search.architecture(r.run) for r in done if r.params["candidate"] == "searched"} - named
+    # 2 named + 6 samples on seed 0; on seeds 1 and 2 the named two and the top 2 networks no named one builds
+    assert len(done) == 2 + 6 + (2 + min(2, len(found))) * 2 and not [r for r in records if r.state == "FAIL"]
     assert rejected, "T-C is sampled in 6 TPE draws of 8 points with seed 0: the fixture must exercise a rejection"
     for r in rejected:
         assert r.run.model is None and not r.run.metrics and "conv_before_attention" in r.run.extra["rejected"]
@@ -91,13 +94,15 @@ def test_the_report_has_a_search_section(study):
 def test_reevaluation_retrains_the_top_architectures_paired_with_the_named_ones(study):
     records = [r for r in _records(study) if r.state == "COMPLETE"]
     search_runs = [r for r in records if r.params["candidate"] == "searched" and r.run.identity.sample < REEVAL]
+    named = {search.architecture(r.run) for r in records if r.candidate in ("C-C", "C-T")}
     means: dict[str, list[float]] = {}
     for r in search_runs:
         means.setdefault(search.architecture(r.run), []).append(r.value)
-    top2 = sorted(means, key=lambda a: -sum(means[a]) / len(means[a]))[:2]
+    top2 = sorted(set(means) - named, key=lambda a: -sum(means[a]) / len(means[a]))[:2]  # a named network: itself
+    assert top2 and set(means) & named  # the fixture finds a named layout again, and others
     again = [r for r in records if r.run.identity.sample >= REEVAL]
     assert sorted({search.architecture(r.run) for r in again}) == sorted(top2)
-    assert sorted(r.seed for r in again) == [1, 1, 2, 2]  # fresh seeds, never the search's seed 0
+    assert sorted(r.seed for r in again) == sorted([1, 2] * len(top2))  # fresh seeds, never the search's seed 0
     assert sorted(r.candidate for r in records if r.seed in (1, 2) and r.candidate != "searched") == [
         "C-C", "C-C", "C-T", "C-T"]  # fmt: skip
     summary = json.loads((study / "reports" / "ts" / "summary.json").read_text())
@@ -386,7 +391,8 @@ def test_the_dashboard_history_and_importance_pages_read_the_search(study):
         importance = _get(f"{base}/api/studies/{one['study_id']}/param_importances")["param_importances"]
     finally:
         _stop(proc.pid, proc)
-    assert len(trials) == len(_records(study)) and sum(t["state"] == "Complete" for t in trials) == 2 + 6 + 8
+    complete = sum(r.state == "COMPLETE" for r in _records(study))
+    assert len(trials) == len(_records(study)) and sum(t["state"] == "Complete" for t in trials) == complete
     [shares] = importance  # one objective
     assert {"model.layout.0", "model.layout.1", "model.block.downsample", "train.lr"} <= {s["name"] for s in shares}
     assert abs(sum(s["importance"] for s in shares) - 1.0) < 1e-6
