@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import html
 import inspect
-import json
-import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -22,6 +18,7 @@ from coatsearch.dashboard import ReadableStorage, readable, save_note, serve, sp
 from coatsearch.errors import UserError
 from coatsearch.store import open_storage, storage_file
 from tests.report_records import AGREE, SPACE, layout_records, make_study
+from tests.support.dashboard import free_port, get, start, stop, wait
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -34,29 +31,6 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--virtual-time-budget=15000",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(address: str) -> dict:
-    with urllib.request.urlopen(address, timeout=5) as resp:
-        return json.loads(resp.read())
-
-
-def _wait(address: str, proc: subprocess.Popen, timeout: float = 60.0) -> dict:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise AssertionError(f"dashboard exited {proc.returncode}: {proc.stderr.read()}")
-        try:
-            return _get(address)
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.3)
-    raise AssertionError(f"dashboard not up at {address} after {timeout} s")
 
 
 def test_missing_study_is_a_user_error(tmp_path):
@@ -73,14 +47,14 @@ def test_defaults_to_localhost():
 def test_dashboard_serves_the_study_trials(tmp_path):
     records = layout_records()
     make_study(tmp_path, "fab", SPACE, records)
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "coatsearch.cli", "dashboard", "fab", "--studies-dir", str(tmp_path)]
     proc = subprocess.Popen([*cmd, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        studies = _wait(f"{base}/api/studies", proc)["study_summaries"]
+        studies = wait(f"{base}/api/studies", proc)["study_summaries"]
         assert [s["study_name"] for s in studies] == ["fab"]
-        detail = _get(f"{base}/api/studies/{studies[0]['study_id']}")
+        detail = get(f"{base}/api/studies/{studies[0]['study_id']}")
         assert len(detail["trials"]) == len(records)
         states = sorted(t["state"] for t in detail["trials"])
         assert states.count("Complete") == 15 and states.count("Fail") == 2  # 5 layouts × 3 seeds
@@ -97,21 +71,6 @@ def test_dashboard_serves_the_study_trials(tmp_path):
             proc.kill()
             out, _ = proc.communicate()
     assert f"http://127.0.0.1:{port}/dashboard/" in out
-
-
-def _start(studies, study: str, port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "coatsearch", "dashboard", study, "--studies-dir", str(studies), "--port", str(port)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _stop(pid: int, proc: subprocess.Popen) -> str:
-    os.kill(pid, signal.SIGINT)
-    try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.kill(pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-    return out
 
 
 def test_space_as_readable_attributes_and_metric_name(tmp_path):
@@ -176,17 +135,17 @@ def test_study_page_in_chromium_shows_study_metric_and_candidate(tmp_path):
     records = layout_records()
     make_study(tmp_path, "fab", SPACE, records)
     best = max((r for r in records if r.state == "COMPLETE"), key=lambda r: r.value)
-    port = _free_port()
-    proc = _start(tmp_path, "fab", port)
+    port = free_port()
+    proc = start(tmp_path, "fab", port)
     try:
         base = f"http://127.0.0.1:{port}"
-        [study] = _wait(f"{base}/api/studies", proc)["study_summaries"]
+        [study] = wait(f"{base}/api/studies", proc)["study_summaries"]
         page = f"{base}/dashboard/studies/{study['study_id']}"
         profile = tmp_path / "chromium-profile"
         cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page]
         dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     finally:
-        _stop(proc.pid, proc)
+        stop(proc.pid, proc)
     text = _dom_text(dom)
     assert "fab (id=" in text  # the study's name in the page header
     assert "generalization.eval_acc" in text  # the metric name on the history plot, not "Objective 0"

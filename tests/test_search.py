@@ -380,17 +380,17 @@ def test_save_weights_without_best_exits_2_with_nothing_written(study, tmp_path,
 @pytest.mark.slow
 def test_the_dashboard_history_and_importance_pages_read_the_search(study):
     # optuna-dashboard on the same study: its trial list (history) and its importance API work on a search
-    from tests.test_dashboard import _free_port, _get, _start, _stop, _wait
+    from tests.support.dashboard import free_port, get, start, stop, wait
 
-    port = _free_port()
-    proc = _start(study / "studies", "ts", port)
+    port = free_port()
+    proc = start(study / "studies", "ts", port)
     try:
         base = f"http://127.0.0.1:{port}"
-        [one] = _wait(f"{base}/api/studies", proc)["study_summaries"]
-        trials = _get(f"{base}/api/studies/{one['study_id']}")["trials"]
-        importance = _get(f"{base}/api/studies/{one['study_id']}/param_importances")["param_importances"]
+        [one] = wait(f"{base}/api/studies", proc)["study_summaries"]
+        trials = get(f"{base}/api/studies/{one['study_id']}")["trials"]
+        importance = get(f"{base}/api/studies/{one['study_id']}/param_importances")["param_importances"]
     finally:
-        _stop(proc.pid, proc)
+        stop(proc.pid, proc)
     complete = sum(r.state == "COMPLETE" for r in _records(study))
     assert len(trials) == len(_records(study)) and sum(t["state"] == "Complete" for t in trials) == complete
     [shares] = importance  # one objective
