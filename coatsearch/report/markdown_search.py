@@ -35,7 +35,8 @@ def _searched(s: SearchInfo, one: Searched) -> list[str]:
     if one.history:
         out.append(_history(s, one))
     if one.top:
-        out.append(_top(s, one.top, "Top architectures found (mean ± sd over their runs):"))
+        head = "Top architectures found (mean ± sd over their seeds, the runs of one seed averaged first):"
+        out.append(_top(s, one.top, head))
     if one.front:
         out.append(_front(s, one))
     if s.named and one.top:

@@ -35,9 +35,9 @@ class Arch:
     block: str
     params: int | None
     macs: int | None
-    mean: float
-    sd: float | None
-    n: int
+    mean: float  # over seeds, each seed's runs averaged first
+    sd: float | None  # over seeds
+    n: int  # runs
     seeds: tuple[int, ...]
 
 
@@ -297,7 +297,8 @@ def _history(done: Sequence[TrialRecord], scale: float, maximize: bool) -> tuple
 
 
 def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candidate: bool = False) -> tuple[Arch, ...]:
-    """The measured architectures (or candidates), best mean first."""
+    """The measured architectures (or candidates), best mean first: mean ± sd over seeds, the runs of one seed
+    averaged first (`n`: runs)."""
     groups: dict[str, list[TrialRecord]] = {}
     for r in done:
         if r.value is None or r.run.model is None:
@@ -305,15 +306,16 @@ def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candida
         groups.setdefault(r.candidate if by_candidate else search.architecture(r.run), []).append(r)
     out = []
     for name, rs in groups.items():
-        vals = [float(r.value or 0.0) * scale for r in rs]
+        per_seed: dict[Any, list[float]] = {}
+        for r in rs:  # one network on one seed trains alike whichever point built it: one value per seed
+            per_seed.setdefault(r.seed, []).append(float(r.value or 0.0) * scale)
+        vals = [statistics.fmean(v) for v in per_seed.values()]
         m = rs[0].run.model
         assert m is not None
         block = m.structure.rsplit("|", 1)[-1].strip() if m.structure else ""
         sd = statistics.stdev(vals) if len(vals) > 1 else None
         seeds = tuple(sorted({r.seed for r in rs if r.seed is not None}))
-        out.append(
-            Arch(name, m.layout, m.stages, block, m.params, m.macs, statistics.fmean(vals), sd, len(vals), seeds)
-        )
+        out.append(Arch(name, m.layout, m.stages, block, m.params, m.macs, statistics.fmean(vals), sd, len(rs), seeds))
     return tuple(sorted(out, key=lambda a: -a.mean if maximize else a.mean))
 
 
