@@ -402,9 +402,9 @@ def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
         return None
     finished = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE"]
     done = [t for t in finished if main[t.user_attrs["key"]].candidate == cand.name and t.values]
-    named = [s for t in finished if not space.candidate(main[t.user_attrs["key"]].candidate).dims
-             and (s := search.trial_structure(t))]  # fmt: skip
-    builds = {search.identity(s) for s in named}
+    fixed = {c.name for c in space.candidates if not c.dims}
+    named = [search.trial_structure(t) for t in finished if main[t.user_attrs["key"]].candidate in fixed]
+    builds = {search.identity(s) for s in named if s}
     direction = space.study.direction if not space.study.objectives else space.study.directions[0]
     ranked = search.ranked(done, cand, direction, exclude=builds)  # a named layout is re-evaluated as itself
     return {"params": ranked[rank]} if rank < len(ranked) else None
