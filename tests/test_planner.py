@@ -237,6 +237,21 @@ def test_a_committed_report_gives_each_candidates_longest_run_steps(tmp_path):
     assert R.fit_seconds(R.with_earlier(trial, earlier.steps).fits[0]) == 50 + 6  # 500 steps, ceil(11 / 2) points
 
 
+def test_a_report_of_this_version_with_runs_kept_apart_gives_steps_and_the_regime(tmp_path):
+    # report.paper.mean_curves keeps each run apart ({"runs": [...]}); the planner reads its median run
+    runs = [{"run": 0, "step": [0, 100, 300], "train_loss": [2.3, 0.5, 0.05], "eval_acc": [10, 60, 70]},
+            {"run": 1, "step": [0, 150, 400], "train_loss": [2.3, 0.4, 0.08], "eval_acc": [10, 62, 71]},
+            {"run": 2, "step": [0, 200], "train_loss": [2.3, 0.3], "eval_acc": [10, 55]}]  # fmt: skip
+    curves = {"generalization": [{"candidate": "A", "label": "A", "runs": runs}]}
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "summary.json").write_text(json.dumps({"candidates": [{"candidate": "A"}], "curves": curves}))
+    earlier = P.from_report(tmp_path, "s")
+    assert earlier is not None and earlier.steps == {"A": {"generalization": 400.0}}  # its longest run
+    assert P.representative(curves["generalization"][0]) is runs[1]  # the median final train loss (0.08)
+    [line] = P.regime("generalization.matched_acc", ["A"], {"A": {"generalization": 500}}, earlier, 0.1, False)
+    assert line.startswith("A is expected to need ~") and "the profile gives 500 (in regime)" in line
+
+
 def _vit_rows(sampled: bool = False) -> tuple[list[dict], dict]:
     rows = [{"candidate": f"{m}-{o}", "model_label": m, "layout": "T", "optimizer": o, "sampled": sampled}
             for m in ("ViT_P", "ViT_C") for o in ("adamw", "sgd")]  # fmt: skip

@@ -127,11 +127,12 @@ def from_report(reports_dir: Path, name: str) -> Earlier | None:
         return None
     rows, curves = summary.get("candidates") or [], summary.get("curves") or {}
     steps: dict[str, dict[str, float]] = {}
-    for score, means in curves.items():  # a mean curve ends at its candidate's longest run: an upper estimate
+    for score, means in curves.items():  # a candidate's longest run: an upper estimate
         for m in means or []:
-            if m.get("step"):
-                mine = steps.setdefault(m["candidate"], {})
-                mine[score] = max(mine.get(score, 0.0), float(m["step"][-1]))
+            for run in m.get("runs") or [m]:
+                if run.get("step"):
+                    mine = steps.setdefault(m["candidate"], {})
+                    mine[score] = max(mine.get(score, 0.0), float(run["step"][-1]))
     return Earlier("report", str(path), rows, curves, steps, _stem_of(summary)) if rows else None
 
 
@@ -225,8 +226,21 @@ def regime(key: str, models: list[str], planned: dict[str, dict[str, int]], earl
     return tuple(out) or ("in regime: the claim has no regime guard on this measure",)
 
 
+def representative(curve: dict) -> dict:
+    """One measured run of a candidate's curve entry (report.paper.mean_curves keeps runs apart, each at its own
+    steps): the run with the median final train loss; an entry without runs is one curve already."""
+    runs = [r for r in curve.get("runs") or () if r.get("step")]
+    if "runs" not in curve:
+        return curve
+    if not runs:
+        return {"step": [], "train_loss": [], "eval_acc": []}
+    runs.sort(key=lambda r: r["train_loss"][-1] if r.get("train_loss") else math.inf)
+    return runs[(len(runs) - 1) // 2]
+
+
 def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
-    """Whether a run of `have` steps is expected to reach train loss `level`, from an earlier mean curve."""
+    """Whether a run of `have` steps is expected to reach train loss `level`, from an earlier study's median run."""
+    curve = representative(curve)
     need = steps_to(level, curve["step"], curve["train_loss"])
     last = int(max(curve["step"] or [0]))
     if need is None or need > EXTRAPOLATE_MAX * last:
@@ -240,9 +254,11 @@ def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
 
 
 def _converges(curve: dict, have: int | None) -> str:
-    """Whether a run of `have` steps is expected to converge, from an earlier mean curve (report.info.converged)."""
+    """Whether a run of `have` steps is expected to converge, from an earlier study's median run
+    (report.info.converged)."""
     from coatsearch.report.info import converged
 
+    curve = representative(curve)
     done = converged({"step": curve["step"], "eval_acc": [a / 100 for a in curve["eval_acc"]]})
     last = int(curve["step"][-1]) if curve["step"] else 0
     if done is None:
