@@ -229,9 +229,9 @@ def regime(key: str, models: list[str], planned: dict[str, dict[str, int]], earl
 def representative(curve: dict) -> dict:
     """One measured run of a candidate's curve entry (report.paper.mean_curves keeps runs apart, each at its own
     steps): the run with the median final train loss; an entry without runs is one curve already."""
-    runs = [r for r in curve.get("runs") or () if r.get("step")]
     if "runs" not in curve:
         return curve
+    runs = [r for r in curve["runs"] or () if r.get("step")]
     if not runs:
         return {"step": [], "train_loss": [], "eval_acc": []}
     runs.sort(key=lambda r: r["train_loss"][-1] if r.get("train_loss") else math.inf)

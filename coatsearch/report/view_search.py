@@ -258,9 +258,9 @@ def _reevaluation(
                               statistics.fmean(names[twin].values()), 0, 0.0, None, None, None, SAME))  # fmt: skip
         else:
             tested.append((arch, vals, S.paired(vals, names[best], sign, pooled, ALPHA)))
+    level = VERDICT_ALPHA / max(1, len(tested))  # the first Holm step's
     for (arch, vals, res), q in zip(tested, S.holm([res["p"] for *_, res in tested]), strict=True):
         firm = q is not None and q < VERDICT_ALPHA
-        level = VERDICT_ALPHA / len(tested)
         can = S.detectable(pooled.sd_diff, res["n"], pooled.df, level, POWER) if pooled and res["n"] >= 2 else None
         verdict = "no better than" if not firm else ("better than" if res["d"] > 0 else "worse than")
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
@@ -312,7 +312,7 @@ def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candida
         vals = [statistics.fmean(v) for v in per_seed.values()]
         m = rs[0].run.model
         assert m is not None
-        block = m.structure.rsplit("|", 1)[-1].strip() if m.structure else ""
+        block = search.identity(m.structure).rsplit("|", 1)[-1].strip() if m.structure else ""  # options it reads
         sd = statistics.stdev(vals) if len(vals) > 1 else None
         seeds = tuple(sorted({r.seed for r in rs if r.seed is not None}))
         out.append(Arch(name, m.layout, m.stages, block, m.params, m.macs, statistics.fmean(vals), sd, len(rs), seeds))
