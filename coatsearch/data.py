@@ -360,6 +360,11 @@ def _every(data: TensorData, keep: tuple[int, ...]) -> dict[int, int]:
     return {c: int(counts[data.classes.index(c)]) for c in keep}
 
 
+def _class_gen(seed: int, c: int) -> torch.Generator:
+    """The generator of class c's permutation under `seed` (`_select`, `split`)."""
+    return torch.Generator().manual_seed((seed * 1_000_003 + c) % 2**63)
+
+
 def _select(
     data: TensorData, counts: dict[int, int], seed: int, what: str, start: dict[int, int] | None = None
 ) -> TensorData:
@@ -372,7 +377,7 @@ def _select(
     keep, labels, short = [], [], []
     for new, c in enumerate(counts):
         idx = (data.y == data.classes.index(c)).nonzero().flatten()
-        gen = torch.Generator().manual_seed((seed * 1_000_003 + c) % 2**63)
+        gen = _class_gen(seed, c)
         lo = (start or {}).get(c, 0)
         take = max(0, min(counts[c], len(idx) - lo))
         if take < counts[c]:
@@ -449,6 +454,7 @@ class SplitPlan:
     test: dict[int, int]
     start: dict[int, int]  # validation + test_draw x test: the draw's first position in the class's permutation
     draw: int
+    per_seed: bool = False  # test images sampled per trial seed from the positions after validation (`split`)
 
 
 def split_plan(test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None, where: str = "data") -> SplitPlan:
@@ -467,6 +473,16 @@ def split_plan(test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None
     else:
         val = _balanced(spec.eval_size, keep)
         per = _balanced(spec.test_size or spec.eval_size, keep)
+    if spec.test_sampling == "per_seed":  # every seed samples from the pool outside validation: one draw's room
+        start = {c: val[c] for c in keep}
+        if any(start[c] + per[c] > have[c] for c in keep):
+            left = sum(max(0, have[c] - val[c]) for c in keep)
+            raise UserError(
+                f"{where}.test_size: {sum(per.values())} test images asked per seed, {left} left after the "
+                f"validation images (allowed: eval_size + test_size within the {sum(have.values())} test-split "
+                f"images of these {len(keep)} classes, balanced per class)"
+            )
+        return SplitPlan(val, per, start, spec.test_draw, per_seed=True)
     start = {c: val[c] + spec.test_draw * per[c] for c in keep}
     if any(start[c] + per[c] > have[c] for c in keep):
         left = sum(max(0, have[c] - start[c]) for c in keep)
@@ -481,16 +497,30 @@ def split_plan(test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None
 
 
 def split(
-    test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None, where: str = "data"
+    test: TensorData, spec: DataSpec, classes: tuple[int, ...] | None, where: str = "data", seed: int = 0
 ) -> tuple[TensorData, TensorData]:
     """(validation images, test images) of the test pool for `classes`, relabelled like `subset` (`split_plan`).
 
-    Both come from the same per-class permutations (seed EVAL_SEED): validation is the prefix, the test draw
-    the slice after it, so the two never share an image and validation equals the study's old eval set.
+    Both come from the same per-class permutations (seed EVAL_SEED): validation is the prefix, so it never
+    shares an image with the test images and equals the study's old eval set. Shared test sampling: the test
+    draw is the slice after it, the same for every trial seed. Per-seed (`DataSpec.test_sampling`): trial seed
+    `seed` samples its test images from everything after the prefix (generator seed, draw, class), so every
+    candidate of a seed reads the same images and each seed reads its own.
     """
     plan = split_plan(test, spec, classes, where)
     validation = _select(test, plan.validation, EVAL_SEED, "validation images")
-    return validation, _select(test, plan.test, EVAL_SEED, "test images", plan.start)
+    if not plan.per_seed:
+        return validation, _select(test, plan.test, EVAL_SEED, "test images", plan.start)
+    keep = []
+    for c in plan.test:
+        idx = (test.y == test.classes.index(c)).nonzero().flatten()
+        rest = idx[torch.randperm(len(idx), generator=_class_gen(EVAL_SEED, c))[plan.start[c] :]]
+        gen = torch.Generator().manual_seed((((seed + 1) * 1_000_003 + c) * 1_009 + plan.draw) % 2**63)
+        keep.append(rest[torch.randperm(len(rest), generator=gen)[: plan.test[c]]])
+    idx = torch.cat(keep)
+    y = torch.cat([torch.full((n,), i, dtype=torch.int64) for i, n in enumerate(plan.test.values())])
+    order = idx.argsort()
+    return validation, _take(test, idx[order], y=y[order], classes=tuple(plan.test))
 
 
 def probe_index(y: torch.Tensor, size: int = PROBE_MAX) -> torch.Tensor:

@@ -234,9 +234,10 @@ def validation_view(trial: TrialRecord) -> TrialRecord:
     return dataclasses.replace(trial, run=dataclasses.replace(run, metrics=_frozen(metrics), curves=_frozen(curves)))
 
 
-def images_of(measured: Mapping[str, Any], test_draw: int) -> dict[str, Any]:
+def images_of(measured: Mapping[str, Any], test_draw: int, sampling: str = "shared") -> dict[str, Any]:
     """Which images served which purpose in a trial's runs: one fingerprint each for its validation and its
-    test images (a run's own when all its score runs share one, else a hash of theirs in order) and the draw."""
+    test images (a run's own when all its score runs share one, else a hash of theirs in order), the draw, and
+    `test_sampling: per_seed` when each trial seed sampled its own test images (DataSpec.test_sampling)."""
     import hashlib
 
     def one(suffix: str) -> str | None:
@@ -248,7 +249,8 @@ def images_of(measured: Mapping[str, Any], test_draw: int) -> dict[str, Any]:
     validation, test = one(f".{VALIDATION}fingerprint"), one(".eval_fingerprint")
     if validation is None or test is None:
         return {}
-    return {"validation": validation, "test": test, "test_draw": test_draw}
+    out = {"validation": validation, "test": test, "test_draw": test_draw}
+    return out if sampling == "shared" else {**out, "test_sampling": sampling}
 
 
 def failed(

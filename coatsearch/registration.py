@@ -136,6 +136,8 @@ def analysis(record: Mapping[str, Any], replicate_of: str | None = None) -> Anal
             "eval_size": data.get("eval_size"),
             "test_size": data.get("test_size"),
             "test_draw": data.get("test_draw", 0),
+            # recorded only when not the default, so registrations made before the field keep their fingerprint
+            **({"test_sampling": data["test_sampling"]} if data.get("test_sampling", "shared") != "shared" else {}),
         },  # fmt: skip
         replicate_of=replicate_of,
     )
@@ -280,6 +282,7 @@ def summary(a: Analysis) -> list[str]:
                      for k, v in sorted(a.stopping.get("runs", {}).items()))  # fmt: skip
     d = a.data
     test = f", test {d['test_size']} images (draw {d['test_draw']})" if d.get("test_size") is not None else ""
+    test += ", test images sampled per seed" if d.get("test_sampling") == "per_seed" else ""
     return [
         f"space {a.space} (sha256 {sha}…), profile {a.profile}"
         + (f", replicate of {a.replicate_of}" if a.replicate_of else ""),

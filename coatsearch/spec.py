@@ -263,6 +263,9 @@ class DataSpec:
     # test images (verdicts only) per draw, after the validation images; None = as many as validation (data.split)
     test_size: Annotated[int, Strict(), Field(gt=0, le=EVAL_MAX)] | None = None
     test_draw: Annotated[int, Strict(), Field(ge=0, le=DRAWS_MAX)] = 0  # which disjoint test draw (replicates: 1, 2)
+    # shared: one test draw serves every trial seed; per_seed: each seed samples its own test images from the pool
+    # outside validation, so the seed-to-seed spread (and every interval) holds the image-sampling variance
+    test_sampling: Literal["shared", "per_seed"] = "shared"
 
 
 DEFAULT_LEVELS = tuple(10 ** (-k / 4) for k in range(9))  # the default train-loss ladder, nats: 1, 0.56, ..., 0.01

@@ -45,7 +45,9 @@ def run_item(
         if not prep.ok:
             raise TrialFailed(f"budget not met: {prep.reason}")
         runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
-        inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs)
+        offset = getattr(cand.definition, "init_offset", None)  # a baseline's definition is its ModelSpec: none
+        init = None if offset is None else item.seed + offset
+        inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs, init_seed=init)
         metrics = measure(inp, device, progress=progress, report=report)
         check_finite(metrics)
     except (TrialFailed, Pruned, UserError):
@@ -59,8 +61,9 @@ def run_item(
     except Exception as exc:  # noqa: BLE001 - any other crash is the trial's failure, not the study's
         raise TrialFailed(f"{type(exc).__name__}: {exc}") from exc
     ident = R.Identity(prep.name, item.seed, item.sample, item.key)
+    label = getattr(cand.definition, "label", None)
     wall_s = round(time.perf_counter() - start, 3)
-    images = R.images_of(metrics, space.data.test_draw)
+    images = R.images_of(metrics, space.data.test_draw, space.data.test_sampling)
     common = {"wall_s": wall_s, "environment": R.Environment(device=str(device)), "images": images}
     if space.study.objectives:  # multi-objective: one value per objective, no fallback
         missing = [k for k in space.study.objectives if not isinstance(metrics.get(k), int | float)]
@@ -68,21 +71,21 @@ def run_item(
             raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(metrics)})")
         objs = tuple(R.selection_key(k, metrics) for k in space.study.objectives)  # validation images, never test
         values = [float(metrics[k]) for k in objs]
-        run = R.completed(ident, model_of(prep), metrics, R.optimizer(prep.optim), **common,
+        run = R.completed(ident, model_of(prep, label), metrics, R.optimizer(prep.optim), **common,
                           objective=objs[0], objectives=objs)  # fmt: skip
         return values, run
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     key = key and R.selection_key(key, metrics)  # the value the sampler and pruner see: validation images
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
-    return float(metrics[key]), R.completed(ident, model_of(prep), metrics, R.optimizer(prep.optim),
+    return float(metrics[key]), R.completed(ident, model_of(prep, label), metrics, R.optimizer(prep.optim),
                                             **common, objective=key)  # fmt: skip
 
 
-def model_of(prep: Prepared) -> R.Model:
-    """What a trial records about its model: layout, stages, tokens, params, MACs and budget error."""
+def model_of(prep: Prepared, label: str | None = None) -> R.Model:
+    """What a trial records about its model: label (`label`, else model_label), layout, stages, tokens, params, MACs."""
     return R.Model(
-        label=model_label(prep.model),
+        label=label or model_label(prep.model),
         arch=prep.model.arch,
         layout=prep.model.layout,
         stem=prep.model.stem.kind if prep.model.stages else "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -37,6 +38,49 @@ def test_validation_is_the_old_eval_draw_and_every_test_draw_is_disjoint(pool):
     assert torch.bincount(test0.y).tolist() == [100] * 10  # balanced, relabelled like the validation images
     smaller, _ = data.split(pool, DataSpec("fashion_mnist", eval_size=300), None)
     assert _ids(smaller) <= _ids(val)  # a smaller validation draw is nested in a larger one: earlier looks saw it
+
+
+def test_per_seed_test_images_differ_by_seed_and_never_touch_validation(pool):
+    spec = DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_sampling="per_seed")
+    val, t0 = data.split(pool, spec, None, seed=0)
+    again_val, again = data.split(pool, spec, None, seed=0)
+    _, t1 = data.split(pool, spec, None, seed=1)
+    shared_val, _ = data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000), None)
+    assert data.fingerprint(val) == data.fingerprint(shared_val) == data.fingerprint(again_val)  # one validation set
+    assert data.fingerprint(t0) == data.fingerprint(again)  # every candidate of a seed reads the same images
+    assert data.fingerprint(t0) != data.fingerprint(t1)
+    assert not _ids(val) & (_ids(t0) | _ids(t1))
+    assert torch.bincount(t1.y).tolist() == [100] * 10
+    overlap = len(_ids(t0) & _ids(t1)) / 1000  # independent samples of 1,000 from the 9,000 outside validation
+    assert 0.05 < overlap < 0.2
+    _, t0_draw1 = data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_draw=1,
+                                            test_sampling="per_seed"), None, seed=0)  # fmt: skip
+    assert data.fingerprint(t0_draw1) != data.fingerprint(t0)  # a replicate's draw reseeds even a reused seed
+
+
+def test_per_seed_sampling_fits_any_draw_but_not_more_than_the_pool(pool):
+    ok = DataSpec("fashion_mnist", eval_size=1000, test_size=9000, test_draw=9, test_sampling="per_seed")
+    assert len(data.split(pool, ok, None, seed=3)[1]) == 9000
+    with pytest.raises(UserError) as err:
+        data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=9010, test_sampling="per_seed"), None)
+    assert "data.test_size" in str(err.value) and "per seed" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_report_says_whether_image_sampling_is_in_the_intervals():
+    from coatsearch import record as R
+
+    measured = {"accuracy.val_fingerprint": "v", "accuracy.eval_fingerprint": "t"}
+    assert "test_sampling" not in R.images_of(measured, 0)
+    assert R.images_of(measured, 0, "per_seed")["test_sampling"] == "per_seed"
+
+    def rec(images: dict) -> SimpleNamespace:  # what purposes() reads of a complete trial record
+        run = SimpleNamespace(images=images, objective=None, objectives=(), keys=lambda: (), value=lambda k: None)
+        return SimpleNamespace(run=run, number=0)
+
+    shared = judging.purposes([rec(R.images_of(measured, 0))])
+    per_seed = judging.purposes([rec(R.images_of(measured, 0, "per_seed"))])
+    assert shared["sampling"] == judging.SHARED and per_seed["sampling"] == judging.PER_SEED
+    assert judging.purposes([])["sampling"] is None
 
 
 def test_eval_size_zero_halves_each_class(pool):

@@ -158,6 +158,7 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
             "alpha": ALPHA,
             "verdict_alpha": VERDICT_ALPHA,
             "calibration": calibration.figures() if rows else None,
+            "aa": calibration.aa_figures() if rows else None,
         },
         **plots.tables(space, fr),  # the figure registry's own tables (e.g. robustness)
     }

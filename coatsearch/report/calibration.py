@@ -36,6 +36,7 @@ from coatsearch.report.paper import GEN, MATCHED_KEY, NOT_TESTED
 
 RULE_VERSION = "2026-12-02.alpha03"  # bump when the verdict rule changes; the table below must be regenerated
 TABLE = Path(__file__).with_name("calibration.json")
+AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
 FIRM = ("supported", "not supported")
 CODE = {"supported": "s", "not supported": "n", "inconclusive": "i", NOT_TESTED: "t"}
 CLAIMS = "abcdef"
@@ -162,6 +163,18 @@ def figures() -> dict | None:
     per = {name: sc["per_claim"] for name, sc in data["scenarios"].items()}
     return {**{k: v for k, v in data.items() if k != "scenarios"}, "per_claim": per[Sim.IN_REGIME.name],
             "n_seeds": "4-10", "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA, "scenarios": per}  # fmt: skip
+
+
+def aa_figures() -> dict | None:
+    """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
+    trained and reported for real) for this rule version, without its per-study verdicts; None if stale or missing."""
+    try:
+        data = json.loads(AA_TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("rule_version") != RULE_VERSION:
+        return None
+    return {k: v for k, v in data.items() if k not in ("verdicts", "errors")}
 
 
 def summary(data: dict) -> str:

@@ -13,6 +13,11 @@ EXPLORATORY = "exploratory: one eval set served choices and verdicts"
 SPLIT = ("validation images served every choice (pruning, stop_at_acc, the objective, the best runs and lengths); "
          "test images the verdict measures only")  # fmt: skip
 
+PER_SEED = ("test images sampled per seed: each seed's paired differences, and so every interval, include the "
+            "variance of sampling the test images")  # fmt: skip
+SHARED = ("one test draw serves every seed: the intervals hold the seed-to-seed noise, not the variance of sampling "
+          "the test images (`data.test_sampling: per_seed` puts it in)")  # fmt: skip
+
 
 def judge_records(space: dict, records: info.Records, describe: bool = True, registered: str | None = None) -> dict:
     """The report's shared tables (frames.build, once), candidate rows, claim (f)'s tables and every claim's verdict.
@@ -61,7 +66,9 @@ def purposes(done: Sequence) -> dict:
     else:
         state, line = "split", SPLIT
     draws = sorted({int(r.run.images.get("test_draw") or 0) for r in split})
-    return {"state": state, "line": line, "draws": draws, "runs": _image_runs(split)}
+    per_seed = bool(split) and all(r.run.images.get("test_sampling") == "per_seed" for r in split)
+    return {"state": state, "line": line, "draws": draws, "runs": _image_runs(split),
+            "sampling": (PER_SEED if per_seed else SHARED) if split else None}  # fmt: skip
 
 
 def _image_runs(split: Sequence) -> list[dict]:

@@ -61,6 +61,8 @@ def _images(images: Mapping[str, Any] | None) -> list[str]:
         return [f"- Images: {images['line']} (the runs record no validation/test split)"]
     draws = ", ".join(map(str, images["draws"])) or "–"
     out = [f"- Images ({images['state']}, test draw {draws}): {images['line']}"]
+    if images.get("sampling"):
+        out.append(f"- Test sampling: {images['sampling']}.")
     for r in images["runs"]:
 
         def part(n: list, fp: list) -> str:

@@ -40,10 +40,14 @@ def mark(v: Mapping[str, Any]) -> str:
 
 def _calibration(vs: Verdicts) -> str:
     if vs.calibration is None:
-        return "Calibration: not measured for this rule version (run `python -m coatsearch.report.calibration`)."
-    head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)"]
+        return "Calibration: not measured for this rule version (run `python -m coatsearch.report.calibration`)." + (
+            "\n\n" + _aa_line(vs.aa) if vs.aa else ""
+        )
+    head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)",
+            "A/A through the trainer: firm (exact 95% CI)"]  # fmt: skip
     body = [[f"({c.claim})", f"{100 * v['null_firm']:.1f}% of {v['null_n']}", f"{100 * v['null_firm_upper95']:.1f}%",
-             "–" if v["power"] is None else f"{100 * v['power']:.0f}% of {v['power_n']}", f"{c.effect_sigma:g}"]
+             "–" if v["power"] is None else f"{100 * v['power']:.0f}% of {v['power_n']}", f"{c.effect_sigma:g}",
+             _aa(vs.aa, c.claim)]
             for c, v in ((c, c.figures) for c in vs.calibration)]  # fmt: skip
     text = (
         f"Calibration of this rule (`coatsearch.report.calibration`, rule version {vs.rule_version}): simulated "
@@ -54,7 +58,30 @@ def _calibration(vs: Verdicts) -> str:
         "≤ 5% on firm verdicts in null studies (no model better than another); power: 'supported' with the paper's "
         "order at the effect."
     )
-    return "\n\n".join([text, table(head, body)])
+    return "\n\n".join([text, _aa_line(vs.aa), table(head, body)])
+
+
+def _aa(aa: Mapping[str, Any] | None, claim: str) -> str:
+    """One claim's A/A cell: 'x.x% of n [lo, hi], k out of regime', or '–' where no A/A study judged it."""
+    f = (aa or {}).get("families", {}).get(claim)
+    if not f or not f["n"]:
+        return "–"
+    lo, hi = f["ci95"]
+    return (f"{100 * f['rate']:.1f}% of {f['n']} [{100 * lo:.1f}%, {100 * hi:.1f}%], "
+            f"{f['out_of_regime']} out of regime")  # fmt: skip
+
+
+def _aa_line(aa: Mapping[str, Any] | None) -> str:
+    """What the A/A column is: studies with one architecture under every name, trained and reported for real."""
+    if not aa:
+        return ("A/A through the real trainer: not measured for this rule version "
+                "(run `python benchmarks/bench_aa.py --write`).")  # fmt: skip
+    return (
+        f"A/A column: {aa['studies']} studies standing one architecture under every name a claim reads (each "
+        f"name its own initialization, {aa['seeds_per_study']} seeds a study), trained by `coatsearch run` and "
+        f"judged by `coatsearch report` (`{aa['command']}`, {aa['date']}): every firm verdict there is false; "
+        "out-of-regime studies count as not firm."
+    )
 
 
 def _evidence(ev: Evidence) -> list[str]:

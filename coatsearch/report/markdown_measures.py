@@ -116,8 +116,10 @@ def edges(e: Edges) -> str:
     out = []
     for p in e.pairing:
         same = "the same training subset for every candidate" if p["paired"] else "DIFFERENT subsets across candidates"
-        out.append(f"- `{p['score']}`: {p['eval_sets']} eval set(s) across all runs; per seed ({p['seeds']} seeds), "
-                   f"{same} (recorded fingerprints).")  # fmt: skip
+        sets = f"{p['eval_sets']} eval set(s) across all runs"
+        if p["eval_sets"] > 1 and p.get("eval_paired"):
+            sets += ", one per seed, shared by its candidates"
+        out.append(f"- `{p['score']}`: {sets}; per seed ({p['seeds']} seeds), {same} (recorded fingerprints).")
     warn = [f"- ⚠ {w}" for w in e.warnings]
     parts = []
     if out:

@@ -158,18 +158,22 @@ def transfer(rows: list[dict], done: Records) -> list[dict]:
 
 def pairing(done: Records) -> list[dict]:
     """Per score: how many distinct eval sets the complete runs saw (1 = one per study) and whether, for every seed,
-    all candidates trained on the same subset (from the recorded fingerprints)."""
+    all candidates trained on the same subset and read the same eval images (from the recorded fingerprints)."""
     scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r.run.keys() if k.endswith(".eval_fingerprint")})
     out = []
     for score in scores:
         ev, tr = f"{score}.eval_fingerprint", f"{score}.train_fingerprint"
         evals = {v for r in done if (v := r.run.value(ev)) is not None}
         by_seed: dict = {}
+        eval_by_seed: dict = {}
         for r in done:
             if (v := r.run.value(tr)) is not None:
                 by_seed.setdefault(r.seed, set()).add(v)
+            if (v := r.run.value(ev)) is not None:
+                eval_by_seed.setdefault(r.seed, set()).add(v)
         out.append({"score": score, "eval_sets": len(evals), "seeds": len(by_seed),
-                    "paired": all(len(v) == 1 for v in by_seed.values())})  # fmt: skip
+                    "paired": all(len(v) == 1 for v in by_seed.values()),
+                    "eval_paired": all(len(v) == 1 for v in eval_by_seed.values())})  # fmt: skip
     return out
 
 

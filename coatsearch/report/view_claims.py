@@ -55,6 +55,7 @@ class Verdicts:
     n_seeds: Any
     calibration: tuple[Calibrated, ...] | None
     claims: tuple[Claim, ...]
+    aa: Row | None = None  # A/A studies through the real trainer (calibration.aa_figures); None: not measured
 
 
 def verdicts(ctx: Context) -> Verdicts | None:
@@ -66,7 +67,8 @@ def verdicts(ctx: Context) -> Verdicts | None:
     cal = tuple(Calibrated(k, v, c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
                 for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
     claims = tuple(Claim(v, tuple(_evidence(e) for e in v["evidence"])) for v in found)
-    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims)
+    aa = rules.get("aa")
+    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims, aa)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ class TrialInput:
     scores: Any  # coatsearch.scores.ScoresSpec (derived from the registry, which imports this module)
     seed: int
     runs: int = 1  # training runs of this architecture the study plans (seeds x scores), for compile: auto
+    init_seed: int | None = None  # the model's initialization seed; None: `seed` (CandidateSpec.init_offset)
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Shared training steps of the scores (subsets, a fresh model, one fit, curves); imported by run functions only.
 
-Data is paired across candidates: the validation and test images are drawn once per study (data.split, seed
-data.EVAL_SEED, never the trial seed) and the training subset and batch order depend on the trial seed alone, so
+Data is paired across candidates: the validation images are drawn once per study (data.split, seed
+data.EVAL_SEED, never the trial seed), the test images once per study or, under `test_sampling: per_seed`, once
+per trial seed, and the training subset and batch order depend on the trial seed alone, so
 every candidate of a seed sees the same images in the same order. Validation images serve every choice (pruning,
 stop_at_acc, the objective); test images the verdict measures (`eval_*` keys). Each run records the fingerprints
 of all three (data.fingerprint).
@@ -28,22 +29,22 @@ def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
 
 
 def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
-    """(train subset, test images, validation images) for one score: the subset seeded by the trial's seed, the
-    other two fixed per study (data.split)."""
+    """(train subset, test images, validation images) for one score: the subset seeded by the trial's seed,
+    validation fixed per study, test fixed per study or per seed (data.split)."""
     inp = ctx.inp
     spec = subset.dataset or inp.data
     pool, test = D.load(spec, inp.model.image_size, inp.model.in_chans)
     train = D.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
-    validation, held = D.split(test, spec, subset.classes)
+    validation, held = D.split(test, spec, subset.classes, seed=inp.seed)
     return train, held, validation
 
 
 def model(ctx: Context, num_classes: int, no_drop: bool) -> torch.nn.Module:
-    """A fresh model for the trial's matched spec with `num_classes` outputs, seeded by the trial's seed."""
+    """A fresh model for the trial's matched spec with `num_classes` outputs, seeded by the trial's init seed."""
     spec = dataclasses.replace(ctx.inp.model, num_classes=num_classes)
     if no_drop:
         spec = dataclasses.replace(spec, block=dataclasses.replace(spec.block, drop_path=0.0))
-    torch.manual_seed(ctx.inp.seed)
+    torch.manual_seed(ctx.inp.seed if ctx.inp.init_seed is None else ctx.inp.init_seed)
     return build(spec)
 
 

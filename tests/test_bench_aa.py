@@ -1,0 +1,41 @@
+"""benchmarks/bench_aa.py end to end: A/A studies through `coatsearch run` and `report`, and the table's shape."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_aa  # noqa: E402
+
+
+def test_every_name_stands_for_one_architecture_with_its_own_init():
+    for make in bench_aa.SPACES.values():
+        space = make(3)
+        cands = space["candidates"]
+        offsets = [c["init_offset"] for c in cands]
+        assert len(set(offsets)) == len(offsets)  # each name its own initialization
+        assert not any(k in c for c in cands for k in ("layout", "stem", "depths", "widths"))  # one shared model
+        assert space["study"]["seeds"] == [9, 10, 11]  # replicate 3's own seeds
+    stems = bench_aa.stems_space(0)["candidates"]
+    assert [c["label"] for c in stems] == ["ViT_P", "ViT_P", "ViT_C", "ViT_C"]
+    assert [c.get("train", {}).get("optimizer", "adamw") for c in stems] == ["adamw", "sgd", "adamw", "sgd"]
+
+
+@pytest.mark.slow
+def test_quick_run_writes_a_table_of_rates(tmp_path):
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_aa.py"), "--quick", "--studies", "2", "--family", "f",
+           "--workers", "2", "--out", str(tmp_path)]  # fmt: skip
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
+    assert res.stdout.strip().splitlines()[-1].startswith("aa_firm_max=")
+    table = json.loads((tmp_path / "aa.json").read_text())
+    assert table["studies"] == 2 and table["failed_studies"] == 0, table["errors"]
+    f = table["families"]["f"]
+    assert f["n"] == 2 and 0 <= f["rate"] <= 1 and 0 <= f["ci95"][0] <= f["rate"] <= f["ci95"][1] <= 1
+    assert {v["f"] for v in table["verdicts"]} <= {"supported", "not supported", "inconclusive"}
+    space = yaml.safe_load((tmp_path / "spaces" / "aa_stems_1.yaml").read_text())
+    assert space["study"]["seeds"] == [3, 4, 5]
