@@ -39,3 +39,27 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
     assert {v["f"] for v in table["verdicts"]} <= {"supported", "not supported", "inconclusive"}
     space = yaml.safe_load((tmp_path / "spaces" / "aa_stems_1.yaml").read_text())
     assert space["study"]["seeds"] == [3, 4, 5]
+
+
+def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monkeypatch):
+    from coatsearch.report import calibration, markdown_claims
+
+    rows = [{"study": f"s{i}", "kind": "stems", "wall_s": 1.0, "claims": {"f": {"verdict": v, "why": w}}}
+            for i, (v, w) in enumerate(
+            [("supported", ""), ("inconclusive", "out of regime — x"), ("inconclusive", "0 of 1")])]  # fmt: skip
+    result = bench_aa.table([*rows, {"kind": "stems", "error": "boom", "wall_s": 1.0, "claims": {}}], ["stems"],
+                            10.0, "python benchmarks/bench_aa.py")  # fmt: skip
+    f = result["families"]["f"]
+    assert (f["n"], f["firm"], f["out_of_regime"], result["failed_studies"]) == (3, 1, 1, 1)
+    assert f["ci95"][0] < 1 / 3 < f["ci95"][1] and f["ci95"][1] < 0.95  # exact (Clopper-Pearson) 95% interval
+    path = tmp_path / "aa.json"
+    monkeypatch.setattr(calibration, "AA_TABLE", path)
+    path.write_text(json.dumps({**result, "rule_version": "older"}))
+    assert calibration.aa_figures() is None  # a table of another rule version is never shown
+    path.write_text(json.dumps(result))
+    shown = calibration.aa_figures()
+    assert "verdicts" not in shown and shown["families"]["f"]["firm"] == 1
+    cell = markdown_claims._aa(shown, "f")
+    assert cell.startswith("33.3% of 3 [") and cell.endswith("1 out of regime")
+    assert markdown_claims._aa(shown, "a") == "–"
+    assert "trained by `coatsearch run`" in markdown_claims._aa_line(shown)

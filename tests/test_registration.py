@@ -135,3 +135,15 @@ def test_the_shipped_pilots_name_their_claims() -> None:
     found = {p.stem: api.load_space(p).pilots for p in sorted(root.glob("*.yaml"))}
     assert found and all(found.values()), found
     assert found["fit_ladder"] == ("a",) and found["vit_length40"] == ("f",)
+
+
+def test_per_seed_test_sampling_is_registered_and_the_default_keeps_old_fingerprints(tmp_path: Path) -> None:
+    shared = registration.analysis(_record())
+    assert "test_sampling" not in shared.data  # registrations made before the field keep their fingerprint
+    per_seed = tiny_variant(tmp_path, ("eval_size: 100}", "eval_size: 100, test_sampling: per_seed}"))
+    a = registration.analysis(_record(per_seed))
+    assert a.data["test_sampling"] == "per_seed"
+    assert any("test images sampled per seed" in line for line in registration.summary(a))
+    first, _ = registration.register(_record(), tmp_path, "s")
+    _, changed = registration.register(_record(per_seed), tmp_path, "s")
+    assert any(c.startswith("data") and "per_seed" in c for c in changed), changed  # a switch is a deviation
