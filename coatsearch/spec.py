@@ -349,13 +349,17 @@ class StudySpec:
     @property
     def fresh_seeds(self) -> tuple[int, ...]:
         """The re-evaluation's seeds: the next `reevaluate.seeds` after the study's own (none without it)."""
-        n = self.reevaluate.seeds if self.reevaluate else 0
-        return tuple(range(max(self.seeds) + 1, max(self.seeds) + 1 + n))
+        return fresh_seeds(self.seeds, self.reevaluate.seeds if self.reevaluate else 0)
 
     @property
     def keys(self) -> tuple[str, ...]:
         """The metric keys the trial values are: `objectives`, else the one `objective`."""
         return self.objectives or (self.objective,)
+
+
+def fresh_seeds(seeds: Sequence[int], n: int) -> tuple[int, ...]:
+    """The `n` seeds after a study's own `seeds`: its re-evaluation's (StudySpec.fresh_seeds, and stored records)."""
+    return tuple(range(max(seeds) + 1, max(seeds) + 1 + n))
 
 
 def _repeated(values: tuple) -> list:

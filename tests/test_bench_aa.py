@@ -14,22 +14,24 @@ import bench_aa  # noqa: E402
 
 
 def test_every_name_stands_for_one_architecture_with_its_own_init():
-    for make in bench_aa.SPACES.values():
-        space = make(3)
-        cands = space["candidates"]
-        offsets = [c["init_offset"] for c in cands]
-        assert len(set(offsets)) == len(offsets)  # each name its own initialization
-        assert not any(k in c for c in cands for k in ("layout", "stem", "depths", "widths"))  # one shared model
-        assert space["study"]["seeds"] == [9, 10, 11]  # replicate 3's own seeds
-    stems = bench_aa.stems_space(0)["candidates"]
+    space = bench_aa.space(3)
+    cands = space["candidates"]
+    offsets = [c["init_offset"] for c in cands]
+    assert len(set(offsets)) == len(offsets)  # each name its own initialization
+    assert not any(k in c for c in cands for k in ("layout", "stem", "depths", "widths"))  # one shared model
+    assert space["study"]["seeds"] == [9, 10, 11]  # replicate 3's own seeds
+    assert space["data"]["test_sampling"] == "per_seed" and "a" in space["untestable"]
+    stems = [c for c in cands if "label" in c]
     assert [c["label"] for c in stems] == ["ViT_P", "ViT_P", "ViT_C", "ViT_C"]
     assert [c.get("train", {}).get("optimizer", "adamw") for c in stems] == ["adamw", "sgd", "adamw", "sgd"]
+    names = {c["name"] for c in cands}
+    assert {"C-C-C-C", "C-T-T-T", "ViT_REL", "V0", "V1", "V2", "C-C-T-T", "C-C-T-T-norel"} <= names
 
 
 @pytest.mark.slow
 def test_quick_run_writes_a_table_of_rates(tmp_path):
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_aa.py"), "--quick", "--studies", "2", "--family", "f",
-           "--workers", "2", "--out", str(tmp_path)]  # fmt: skip
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_aa.py"), "--quick", "--studies", "2", "--workers", "2",
+           "--out", str(tmp_path)]  # fmt: skip
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
     assert res.stdout.strip().splitlines()[-1].startswith("aa_firm_max=")
     table = json.loads((tmp_path / "aa.json").read_text())
@@ -37,18 +39,17 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
     f = table["families"]["f"]
     assert f["n"] == 2 and 0 <= f["rate"] <= 1 and 0 <= f["ci95"][0] <= f["rate"] <= f["ci95"][1] <= 1
     assert {v["f"] for v in table["verdicts"]} <= {"supported", "not supported", "inconclusive"}
-    space = yaml.safe_load((tmp_path / "spaces" / "aa_stems_1.yaml").read_text())
+    space = yaml.safe_load((tmp_path / "spaces" / "aa_1.yaml").read_text())
     assert space["study"]["seeds"] == [3, 4, 5]
 
 
 def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monkeypatch):
     from coatsearch.report import calibration, markdown_claims
 
-    rows = [{"study": f"s{i}", "kind": "stems", "wall_s": 1.0, "claims": {"f": {"verdict": v, "why": w}}}
+    rows = [{"study": f"s{i}", "wall_s": 1.0, "claims": {"f": {"verdict": v, "why": w}}}
             for i, (v, w) in enumerate(
             [("supported", ""), ("inconclusive", "out of regime — x"), ("inconclusive", "0 of 1")])]  # fmt: skip
-    result = bench_aa.table([*rows, {"kind": "stems", "error": "boom", "wall_s": 1.0, "claims": {}}], ["stems"],
-                            10.0, "python benchmarks/bench_aa.py")  # fmt: skip
+    result = bench_aa.table([*rows, {"error": "boom", "wall_s": 1.0, "claims": {}}], 10.0, "bench_aa.py")
     f = result["families"]["f"]
     assert (f["n"], f["firm"], f["out_of_regime"], result["failed_studies"]) == (3, 1, 1, 1)
     assert f["ci95"][0] < 1 / 3 < f["ci95"][1] and f["ci95"][1] < 0.95  # exact (Clopper-Pearson) 95% interval

@@ -19,6 +19,7 @@ from coatsearch.record import TrialRecord
 from coatsearch.report import stats as S
 from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report.info import METRICS
+from coatsearch.spec import fresh_seeds
 from coatsearch.trials_plan import REEVAL
 
 TOP = 5  # architectures listed per searched candidate
@@ -119,7 +120,7 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchI
     scale = metric.scale if metric else 1.0
     cands = _candidates(space)
     seeds = [int(s) for s in study.get("seeds") or [0]]
-    fresh = set(range(max(seeds) + 1, max(seeds) + 1 + int((study.get("reevaluate") or {}).get("seeds") or 0)))
+    fresh = set(fresh_seeds(seeds, int((study.get("reevaluate") or {}).get("seeds") or 0)))
     objs = _objectives(study)
     searched = tuple(_searched(n, cands.get(n), records, objective, scale, maximize, fresh, objs) for n in names)
     named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
