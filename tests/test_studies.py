@@ -26,7 +26,8 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     for t in trials:
         a = R.flat(store.record(t).run)
         assert a["generalization.images"] == 500 and a["generalization.steps"] == 60  # quick: no loss target
-        assert a["generalization.eval_images"] == 300
+        assert a["generalization.eval_images"] == 1000  # the test draw: test_size 1000, from the default data
+        assert a["generalization.val_images"] == 300  # quick: eval_size 300 validation images
         steps = a["curves.generalization"]["step"]  # the regular points, plus dense ones at ladder crossings
         assert {0, 20, 40, 60} <= set(steps) and steps == sorted(set(steps)) and steps[-1] == 60
         assert 0.0 < a["generalization.eval_acc"] <= 1.0
