@@ -35,7 +35,13 @@ each rate (an A/A rate over studies mostly out of regime says little). Rates car
 which each report's calibration line reads. Studies run `--workers` at a time, each in one process with one
 thread; every subprocess has a timeout. The last line is `aa_firm_max=<highest firm rate over the families>`.
 
+--resume TABLE extends an earlier table (the committed one, say) with studies numbered after its own, so that
+every study has fresh seeds: the counts of a union of independent studies are the sums of their counts, and the
+rates and intervals are recomputed from the summed counts. The earlier table must have the same rule version, α
+and seeds per study.
+
     python benchmarks/bench_aa.py [--studies 40] [--workers 2] [--out DIR] [--quick] [--write] [--plan]
+                                  [--resume TABLE]
 """
 
 from __future__ import annotations
@@ -155,17 +161,57 @@ def one_study(index: int, out: Path, small: bool = False, threads: int = 1) -> d
     return row
 
 
+COUNTS = ("n", "firm", "supported", "out_of_regime", "no_verdict")  # additive over independent studies
+
+
 def tally(rows: list[dict], claim: str) -> dict:
     """One family's counts over the studies that judge it: firm, out of regime, other; the firm rate and its CI."""
     verdicts = [r["claims"].get(claim) for r in rows]
-    n = len(verdicts)
-    firm = sum(v is not None and v["verdict"] in FIRM for v in verdicts)
-    oor = sum(v is not None and v["why"].startswith("out of regime") for v in verdicts)
-    missing = sum(v is None for v in verdicts)
+    return rates({
+        "n": len(verdicts),
+        "firm": sum(v is not None and v["verdict"] in FIRM for v in verdicts),
+        "supported": sum(v is not None and v["verdict"] == FIRM[0] for v in verdicts),
+        "out_of_regime": sum(v is not None and v["why"].startswith("out of regime") for v in verdicts),
+        "no_verdict": sum(v is None for v in verdicts),
+    })  # fmt: skip
+
+
+def rates(counts: dict) -> dict:
+    """A family's counts with its firm rate, exact (Clopper-Pearson) 95% interval and out-of-regime rate."""
+    n, firm, oor = counts["n"], counts["firm"], counts["out_of_regime"]
     ci = st.binomtest(firm, n).proportion_ci(0.95, method="exact") if n else None
-    return {"n": n, "firm": firm, "supported": sum(v is not None and v["verdict"] == FIRM[0] for v in verdicts),
-            "rate": firm / n if n else None, "ci95": [ci.low, ci.high] if ci else None, "out_of_regime": oor,
-            "out_of_regime_rate": oor / n if n else None, "no_verdict": missing}  # fmt: skip
+    return {**{k: counts[k] for k in COUNTS}, "rate": firm / n if n else None,
+            "ci95": [ci.low, ci.high] if ci else None, "out_of_regime_rate": oor / n if n else None}  # fmt: skip
+
+
+def merged(earlier: dict, later: dict) -> dict:
+    """Two tables of independent A/A studies as one: counts summed, rates and intervals from the sums."""
+    fams = {c: rates({k: earlier["families"][c][k] + later["families"][c][k] for k in COUNTS}) for c in CLAIMS}
+    studies = earlier["studies"] + later["studies"]
+    spent = earlier["study_s"] * earlier["studies"] + later["study_s"] * later["studies"]
+    return {**later, "studies": studies, "failed_studies": earlier["failed_studies"] + later["failed_studies"],
+            "wall_s": round(earlier["wall_s"] + later["wall_s"], 1), "study_s": round(spent / max(1, studies), 1),
+            "commands": [*earlier.get("commands", [earlier["command"]]), later["command"]], "families": fams,
+            "verdicts": earlier["verdicts"] + later["verdicts"],
+            "errors": earlier["errors"] + later["errors"]}  # fmt: skip
+
+
+def earlier_table(path: Path) -> dict:
+    """The table --resume extends; exits when it was made under another rule, α or seeds per study."""
+    from coatsearch.report import calibration, claims
+
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        same = (old["rule_version"], old["alpha"], old["seeds_per_study"]) == (
+            calibration.RULE_VERSION, claims.VERDICT_ALPHA, SEEDS)  # fmt: skip
+        if not same or set(old["families"]) != set(CLAIMS):
+            allowed = f"rule {calibration.RULE_VERSION}, α {claims.VERDICT_ALPHA}, {SEEDS} seeds, claims {list(CLAIMS)}"
+            sys.exit(f"--resume: {path} was made under rule {old['rule_version']}, α {old['alpha']}, "
+                     f"{old['seeds_per_study']} seeds per study, claims {sorted(old['families'])} (allowed: "
+                     f"{allowed})")  # fmt: skip
+        return old
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        sys.exit(f"--resume: {path}: not an A/A table ({type(exc).__name__}: {exc})")
 
 
 def quick(space: dict) -> dict:
@@ -231,6 +277,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smoke test: 3 studies, 60-step runs (never --write)")
     ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/report/aa.json")
     ap.add_argument("--plan", action="store_true", help="print `coatsearch plan` of one A/A study, then stop")
+    ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
     args = ap.parse_args()
     n = args.studies if args.studies is not None else 3 if args.quick else 40
     if not 1 <= n <= 10_000 or not 1 <= args.workers <= 64:
@@ -240,6 +287,8 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="coatsearch-aa-", dir="/tmp"))
     if (out.resolve() / "x").is_relative_to(ROOT / "studies"):
         sys.exit(f"--out: {out} is inside the repository's studies/; pick a folder elsewhere")
+    before = earlier_table(args.resume) if args.resume else None
+    first = before["studies"] if before else 0  # study numbers continue, so the seeds are fresh
     out.mkdir(parents=True, exist_ok=True)
     if args.plan:
         print(f"== plan of one A/A study ==\n{plan(out, args.quick)}")
@@ -249,13 +298,15 @@ def main() -> None:
     start, rows = time.perf_counter(), []
     command = ("python benchmarks/bench_aa.py " + " ".join(sys.argv[1:])).strip()
     with cf.ThreadPoolExecutor(args.workers) as pool:
-        for row in pool.map(lambda i: one_study(i, out, args.quick), range(n)):
+        for row in pool.map(lambda i: one_study(i, out, args.quick), range(first, first + n)):
             rows.append(row)
             codes = " ".join(f"{c}:{v['verdict']}" for c, v in row["claims"].items()) or row.get("error", "")
             print(f"  {row['study']}: {row['wall_s']:.0f} s  {codes}", flush=True)
-            _write(out / "aa.json", table(rows, time.perf_counter() - start, command))  # the studies so far
+            so_far = table(rows, time.perf_counter() - start, command)
+            _write(out / "aa.json", merged(before, so_far) if before else so_far)  # the studies so far
     wall = time.perf_counter() - start
     result = table(rows, wall, command)
+    result = merged(before, result) if before else result
     _write(out / "aa.json", result)
     if args.write:
         _write(TABLE, result)
@@ -264,10 +315,11 @@ def main() -> None:
         print(f"({claim}) firm {f['firm']} of {f['n']} = {_pct(f['rate'])}, exact 95% CI {ci}; out of regime "
               f"{f['out_of_regime']} of {f['n']} ({_pct(f['out_of_regime_rate'])}); "
               f"supported {f['supported']}")  # fmt: skip
-    print(f"wall {wall:.0f} s for {len(rows)} studies ({result['study_s']:.0f} s a study, {args.workers} at a time); "
+    print(f"wall {wall:.0f} s for {len(rows)} new studies ({result['study_s']:.0f} s a study over all, "
+          f"{args.workers} at a time); "
           f"{result['failed_studies']} failed; table {out / 'aa.json'}")  # fmt: skip
-    rates = [f["rate"] for f in result["families"].values() if f["rate"] is not None]
-    print(f"aa_firm_max={max(rates) if rates else float('nan'):.3f}")
+    firm = [f["rate"] for f in result["families"].values() if f["rate"] is not None]
+    print(f"aa_firm_max={max(firm) if firm else float('nan'):.3f}")
 
 
 if __name__ == "__main__":

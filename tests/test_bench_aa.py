@@ -64,3 +64,32 @@ def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monke
     assert cell.startswith("33.3% of 3 [") and cell.endswith("1 out of regime")
     assert markdown_claims._aa(shown, "a") == "–"
     assert "trained by `coatsearch run`" in markdown_claims._aa_line(shown)
+
+
+def _rows(verdicts: list[tuple[str, str]], first: int = 0) -> list[dict]:
+    return [{"study": f"s{first + i}", "wall_s": 2.0, "claims": {c: {"verdict": v, "why": w} for c in bench_aa.CLAIMS}}
+            for i, (v, w) in enumerate(verdicts)]  # fmt: skip
+
+
+def test_a_resumed_table_has_the_counts_and_intervals_of_all_its_studies():
+    early = _rows([("supported", ""), ("inconclusive", "out of regime — x")])
+    late = _rows([("not supported", ""), ("inconclusive", "0 of 1"), ("inconclusive", "out of regime — y")], 2)
+    whole = bench_aa.table(early + late, 10.0, "all")
+    joined = bench_aa.merged(bench_aa.table(early, 4.0, "first"), bench_aa.table(late, 6.0, "second"))
+    assert joined["families"] == whole["families"]  # counts add; rate and exact interval from the sums
+    f = joined["families"]["f"]
+    assert (f["n"], f["firm"], f["supported"], f["out_of_regime"]) == (5, 2, 1, 2)
+    assert joined["studies"] == 5 and joined["wall_s"] == 10.0 and joined["commands"] == ["first", "second"]
+    assert [v["study"] for v in joined["verdicts"]] == ["s0", "s1", "s2", "s3", "s4"]
+
+
+def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):
+    path = tmp_path / "aa.json"
+    path.write_text(json.dumps({**bench_aa.table(_rows([("supported", "")]), 1.0, "x"), "seeds_per_study": 5}))
+    with pytest.raises(SystemExit, match=r"--resume: .* 5 seeds per study"):
+        bench_aa.earlier_table(path)
+    path.write_text("{not json")
+    with pytest.raises(SystemExit, match="not an A/A table"):
+        bench_aa.earlier_table(path)
+    path.write_text(json.dumps(bench_aa.table(_rows([("supported", "")]), 1.0, "x")))
+    assert bench_aa.earlier_table(path)["studies"] == 1
