@@ -21,7 +21,7 @@ they share the regime baselines (linear, cnn) trained on the same seeds, as the 
 - claim (a) is not run (UNTESTABLE_A): in the pilot its matched-loss runs were out of regime.
 
 A true null for a test paired by seed. The report pairs runs by seed and assumes value = candidate + seed +
-independent error (report/stats.py): a seed fixes the data subset and batch order that every candidate shares.
+independent error (analysis/stats.py): a seed fixes the data subset and batch order that every candidate shares.
 The same architecture on the same seed would train bit-identically (zero differences, no noise, no test), so each
 name initializes from its own seed (candidate `init_offset`: trial seed + 10,000 x (name index + 1)) while the
 data subset and batch order still follow the trial seed. Names then differ by initialization noise only: the
@@ -31,7 +31,7 @@ inits); the validation images are one draw, and each seed samples its own test i
 
 A study out of regime, inconclusive or not tested counts as not firm; the out-of-regime share is printed beside
 each rate (an A/A rate over studies mostly out of regime says little). Rates carry their exact (Clopper-Pearson)
-95% interval (scipy.stats.binomtest). Results go to OUT/aa.json, and with --write to coatsearch/report/aa.json,
+95% interval (scipy.stats.binomtest). Results go to OUT/aa.json, and with --write to coatsearch/analysis/aa.json,
 which each report's calibration line reads. Studies run `--workers` at a time, each in one process with one
 thread; every subprocess has a timeout. The last line is `aa_firm_max=<highest firm rate over the families>`.
 
@@ -61,7 +61,7 @@ import yaml
 from scipy import stats as st
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE = ROOT / "coatsearch" / "report" / "aa.json"
+TABLE = ROOT / "coatsearch" / "analysis" / "aa.json"
 SEEDS = 3  # seeds per A/A study (the report needs >= 2 paired seeds to test)
 OFFSET = 10_000  # name i initializes from trial seed + OFFSET x (i + 1)
 TIMEOUT_S = 900  # one subprocess (a study's run, or its report)
@@ -198,7 +198,7 @@ def merged(earlier: dict, later: dict) -> dict:
 
 def earlier_table(path: Path) -> dict:
     """The table --resume extends; exits when it was made under another rule, α or seeds per study."""
-    from coatsearch.report import calibration, claims
+    from coatsearch.analysis import calibration, claims
 
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
@@ -239,7 +239,7 @@ def plan(out: Path, small: bool) -> str:
 
 def table(rows: list[dict], wall_s: float, command: str) -> dict:
     """The A/A table: per claim family its counts, firm rate and exact 95% interval; settings and wall time."""
-    from coatsearch.report import calibration, claims
+    from coatsearch.analysis import calibration, claims
 
     ok = [r for r in rows if "error" not in r]
     return {
@@ -275,7 +275,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="studies run at once, one process of one thread each")
     ap.add_argument("--out", type=Path, default=None, help="work folder (default: a new one under /tmp)")
     ap.add_argument("--quick", action="store_true", help="a smoke test: 3 studies, 60-step runs (never --write)")
-    ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/report/aa.json")
+    ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/analysis/aa.json")
     ap.add_argument("--plan", action="store_true", help="print `coatsearch plan` of one A/A study, then stop")
     ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
     args = ap.parse_args()

@@ -20,9 +20,10 @@ from pathlib import Path
 import torch
 import torch._dynamo.utils
 
-from coatsearch import api, train
-from coatsearch import data as D
-from coatsearch.spec import OptimSpec
+from coatsearch import api
+from coatsearch.training import data as D
+from coatsearch.training import fit
+from coatsearch.vocab.specs import OptimSpec
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
@@ -45,7 +46,7 @@ def main() -> None:
         model = api.build(cand)
         start = time.perf_counter()
         optim = OptimSpec(batch_size=32, compile=compiled, randaugment=False)
-        h = train.fit(model, sub, held, optim, 1, seed=0, device=torch.device("cpu"), augment=False,
+        h = fit.fit(model, sub, held, optim, 1, seed=0, device=torch.device("cpu"), augment=False,
                       eval_every=args.every, max_steps=args.steps)  # fmt: skip
         walls[label] = time.perf_counter() - start
         graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]

@@ -16,8 +16,10 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState, create_trial
 
-from coatsearch import record, store
-from coatsearch.report import info, jsonable, plots, render, simulate, summarize
+from coatsearch.analysis import simulate, tables
+from coatsearch.analysis.tables import jsonable
+from coatsearch.report import plots, render, summarize
+from coatsearch.storage import record, store
 
 
 def make(folder: Path) -> None:
@@ -43,7 +45,7 @@ def main() -> None:
         folder = Path(tmp)
         make(folder)
         start = time.perf_counter()
-        space, records = info.load(store.load_study(folder, "bench"))
+        space, records = tables.load(store.load_study(folder, "bench"))
         summary = summarize("bench", space, records)
         text = render(summary, {})
         json.dumps(jsonable(summary))

@@ -9,7 +9,7 @@ several times as many networks at 20 times the MACs, too many to measure in full
 not committed; search_grid is the same kind of space at a smaller scale.
 
 Each sampler is replayed REPEATS times (replay seeds 0..REPEATS-1) for TRIALS trials through the code path of
-`coatsearch replay` (coatsearch.replay): a trial's value is one seed's measurement of its point, a rejected
+`coatsearch replay` (coatsearch.analysis.replay): a trial's value is one seed's measurement of its point, a rejected
 point costs no trial, and the regret is the best table mean minus the table mean of the incumbent. Nothing
 trains, and the replay is deterministic, so one run is every run. It prints each sampler's regret curve, the
 regret at 10 and 20 trials, and last `tpe_vs_random=<TPE's mean regret at 20 trials / random's>` (below 1:
@@ -24,7 +24,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from coatsearch import replay
+from coatsearch.analysis import replay
 
 DATA = Path(__file__).resolve().parent / "data"
 SPACE, TABLE = DATA / "search_grid.yaml", DATA / "search_grid.csv"

@@ -30,9 +30,9 @@ import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from coatsearch.candidates import prepare
+from coatsearch.budget.prepare import prepare
 from coatsearch.models import build
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 CANDIDATES = "C-C-C-C,C-C-T-T,C-T-T-T,ViT_REL"

@@ -4,8 +4,8 @@ import sys
 import time
 from pathlib import Path
 
-from coatsearch.candidates import prepare_all
-from coatsearch.space import load_space
+from coatsearch.budget.prepare import prepare_all
+from coatsearch.space.objects import load_space
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 

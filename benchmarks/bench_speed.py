@@ -1,6 +1,6 @@
 """Measured speed of every paper_layouts candidate (issue 23): the `speed` score's method, three runs each.
 
-Each run builds the matched candidate afresh and times it with coatsearch.throughput (the score's defaults:
+Each run builds the matched candidate afresh and times it with coatsearch.training.throughput (the score's defaults:
 1 warm-up step, 4 timed training steps at the run's batch 128, 4 timed inference steps at batch 128, 20 batch-1
 forwards; median step time) at THREADS threads. Prints per candidate the three training and inference rates,
 the budget-matched candidates' fastest / slowest ratio, and as its last line
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import torch
 
-from coatsearch import throughput
 from coatsearch.models import build
 from coatsearch.scores.speed import SpeedSpec
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.training import throughput
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
@@ -44,7 +44,7 @@ def rates(prep, spec: SpeedSpec, threads: int, device: torch.device) -> throughp
 
 def main() -> None:
     """Measure and print; the last line is max_train_ratio=..."""
-    from coatsearch.candidates import prepare
+    from coatsearch.budget.prepare import prepare
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="default")

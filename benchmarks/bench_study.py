@@ -10,7 +10,7 @@ plan's seed-major order, so its first trial of an architecture pays that archite
 passes (inference_mode, channels_last, the eval batch of curve.eval_batch) are the same in both halves.
 
 It prints per half the summed trial wall time, training seconds and steps, the runs' compile modes and the
-seconds spent in first compiled steps (compile plus one step, `train._Run._first_compiled`), then the largest
+seconds spent in first compiled steps (compile plus one step, `fit._Run._first_compiled`), then the largest
 difference in each recorded accuracy between the twin trials, and last `speedup=<eager wall / auto wall>`.
 TORCHINDUCTOR_CACHE_DIR set to an empty folder measures a cold persistent cache; a second process with the
 same folder measures a warm one. `--halves eager:false,auto:auto,forced:true` adds a half that always compiles
@@ -30,11 +30,12 @@ from pathlib import Path
 
 import torch
 
-from coatsearch import candidates, data, train
-from coatsearch import record as R
-from coatsearch import trial as T
-from coatsearch.space import load_space
-from coatsearch.trials_plan import PlanItem
+from coatsearch.budget import prepare
+from coatsearch.runner import trial as T
+from coatsearch.space.objects import load_space
+from coatsearch.storage import record as R
+from coatsearch.storage.trials import PlanItem
+from coatsearch.training import data, fit
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 TRAIN_LINE = "train: {optimizer: adamw,"
@@ -51,11 +52,11 @@ def space_with(profile: str, compile_value: str, seeds: int):
 
 
 class Clock:
-    """Seconds spent in `train._Run._first_compiled` (a compile plus one step), by half."""
+    """Seconds spent in `fit._Run._first_compiled` (a compile plus one step), by half."""
 
     def __init__(self):
         self.half, self.spent, self.count = "", defaultdict(float), defaultdict(int)
-        inner = train._Run._first_compiled
+        inner = fit._Run._first_compiled
 
         def timed(run, *args):
             start = time.perf_counter()
@@ -65,7 +66,7 @@ class Clock:
                 self.spent[self.half] += time.perf_counter() - start
                 self.count[self.half] += 1
 
-        train._Run._first_compiled = timed
+        fit._Run._first_compiled = timed
 
 
 def order(halves: list[str], i: int) -> list[str]:
@@ -78,7 +79,7 @@ def order(halves: list[str], i: int) -> list[str]:
 def run_plan(spaces: dict, names: list[str], device, clock: Clock) -> tuple[dict, dict]:
     """({half: summed trial wall seconds}, {half: attrs per trial}) of every (candidate, seed), in ABBA turns."""
     first = next(iter(spaces.values()))
-    matched = {half: {n: candidates.prepare(sp.candidate(n)) for n in names} for half, sp in spaces.items()}
+    matched = {half: {n: prepare.prepare(sp.candidate(n)) for n in names} for half, sp in spaces.items()}
     data.load(first.data, first.image_size, first.channels)  # decoded once, outside the clock
     walls, out = dict.fromkeys(spaces, 0.0), {half: [] for half in spaces}
     items = [PlanItem(name, seed) for seed in first.study.seeds for name in names]
@@ -124,7 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    device, names = train.pick_device("auto"), args.candidates.split(",")
+    device, names = fit.pick_device("auto"), args.candidates.split(",")
     print(f"device {device}, threads {torch.get_num_threads()}, profile {args.profile}, candidates {names}, "
           f"seeds {args.seeds}")  # fmt: skip
     halves = dict(h.split(":") for h in args.halves.split(","))

@@ -25,11 +25,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from coatsearch import speed, train
-from coatsearch.candidates import prepare
-from coatsearch.curve import autocast
+from coatsearch.budget.prepare import prepare
 from coatsearch.models import build
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.training import fit, tuning
+from coatsearch.training.curves import autocast
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 MODES = ("eager", "channels_last", "compiled", "compiled+channels_last", "regional+channels_last")
@@ -62,12 +62,12 @@ def sync(device: torch.device) -> None:
 def prepare_mode(model, mode: str):
     """The module to train in `mode` (see the module docstring)."""
     if mode.startswith("regional"):
-        speed.configure_dynamo()
-        for block in speed.regions(model):
+        tuning.configure_dynamo()
+        for block in tuning.regions(model):
             block.compile(dynamic=False)
         return model
     if mode.startswith(("compiled", "captured")):
-        speed.configure_dynamo()
+        tuning.configure_dynamo()
         return torch.compile(model, dynamic=False, mode="reduce-overhead" if mode.startswith("captured") else None)
     return model
 
@@ -116,7 +116,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = train.pick_device(args.device)
+    device = fit.pick_device(args.device)
     profile = args.profile or ("full" if device.type == "cuda" else "default")
     space = load_space(SPACE, profile)
     names = args.candidates.split(",") if args.candidates else [c.name for c in space.candidates]

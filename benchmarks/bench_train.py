@@ -1,4 +1,4 @@
-"""Throughput of coatsearch.train.fit against a bare PyTorch loop doing the same work per step.
+"""Throughput of coatsearch.training.fit.fit against a bare PyTorch loop doing the same work per step.
 
 Same model (a small CoAtNet-like net: conv stem, two MBConv stages, one attention stage), same in-memory
 synthetic data, same batch size and number of steps. Per step, fit and the bare loop both: select the
@@ -29,8 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from coatsearch import data, train
-from coatsearch.spec import DataSpec, OptimSpec
+from coatsearch.training import data, fit
+from coatsearch.vocab.specs import DataSpec, OptimSpec
 
 ROUNDS = 3
 
@@ -84,11 +84,11 @@ def tiny_coatnet(in_chans: int = 1, num_classes: int = 10) -> nn.Module:
 def bare_loop(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optim: OptimSpec, steps: int) -> float:
     """A plain loop doing fit's per-step work (module docstring); returns wall seconds incl. the sync."""
     dev = x.device
-    fmt = train.channels_last(dev)
+    fmt = fit.channels_last(dev)
     model = model.to(dev, memory_format=fmt).train()
-    opt = train.make_optimizer(model, optim)
+    opt = fit.make_optimizer(model, optim)
     gen = torch.Generator().manual_seed(0)
-    batch, every = optim.batch_size, train.CHECK_EVERY_CUDA if dev.type == "cuda" else 1
+    batch, every = optim.batch_size, fit.CHECK_EVERY_CUDA if dev.type == "cuda" else 1
     per_epoch = len(y) // batch
     losses = torch.zeros(per_epoch, device=dev)
     hits = torch.zeros(per_epoch, device=dev, dtype=torch.int64)
@@ -100,7 +100,7 @@ def bare_loop(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optim: OptimSp
             xb, yb = x[idx].contiguous(memory_format=fmt), y[idx]
             for g in opt.param_groups:
                 g["lr"] = optim.lr
-            with train.autocast(dev):
+            with fit.autocast(dev):
                 logits = model(xb).float()
             loss = F.cross_entropy(logits, yb)
             loss.backward()
@@ -124,7 +124,7 @@ def _sync(device: torch.device) -> None:
 def time_fit(model: nn.Module, pool: data.TensorData, optim: OptimSpec, epochs: int, dev) -> float:
     """Wall seconds of one whole fit call (no curve points, no evaluation, no final clean pass)."""
     start = time.perf_counter()
-    train.fit(model, pool, None, optim, epochs, seed=0, device=dev, measure_train=False, eval_every=0)
+    fit.fit(model, pool, None, optim, epochs, seed=0, device=dev, measure_train=False, eval_every=0)
     _sync(dev)
     return time.perf_counter() - start
 
@@ -138,7 +138,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: 1 on CPU, see above)")
     ap.add_argument("--no-compile", action="store_true", help="skip the compiled comparison (about 70 s on CPU)")
     args = ap.parse_args()
-    dev = train.pick_device(args.device)
+    dev = fit.pick_device(args.device)
     if args.threads or dev.type == "cpu":
         torch.set_num_threads(args.threads or 1)
     pool, _ = data.load(DataSpec("synthetic"), 32, 1)

@@ -2,7 +2,7 @@
 
 The trial runs as a worker runs it (`trial.attempt` on a fresh study whose matched specs are stored once),
 in a fresh process, so it pays the first data load of its worker. Inside the same run it adds up the time
-spent in training steps (`train._Run.step`) and in evaluation passes (`curve.eval_tensors`: curve points,
+spent in training steps (`fit._Run.step`) and in evaluation passes (`curves.eval_tensors`: curve points,
 epoch evaluations, the clean train pass, robustness) and prints everything else as fixed cost. On CUDA each
 timed call is synchronized. The last line is `overhead=<trial wall / (training steps + evaluation passes)>`.
 
@@ -18,11 +18,12 @@ from pathlib import Path
 
 import torch
 
-from coatsearch import curve, store, train
-from coatsearch import record as R
-from coatsearch import trial as T
-from coatsearch.space import load_space
-from coatsearch.trials_plan import PlanItem
+from coatsearch.runner import trial as T
+from coatsearch.space.objects import load_space
+from coatsearch.storage import record as R
+from coatsearch.storage import store
+from coatsearch.storage.trials import PlanItem
+from coatsearch.training import curves, fit
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
@@ -64,11 +65,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = train.pick_device(args.device)
+    device = fit.pick_device(args.device)
     space = load_space(SPACE, args.profile)
     timer = Timer(device)
-    train._Run.step = timer.wrap("train", train._Run.step)
-    train.eval_tensors = curve.eval_tensors = timer.wrap("eval", curve.eval_tensors)
+    fit._Run.step = timer.wrap("train", fit._Run.step)
+    fit.eval_tensors = curves.eval_tensors = timer.wrap("eval", curves.eval_tensors)
     with tempfile.TemporaryDirectory() as tmp:
         study = store.create_study(space, Path(tmp), "bench")
         matched = store.matched(study, space, store.folder(Path(tmp), "bench"))

@@ -22,9 +22,13 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "coatsearch"
 # the pipeline's stages, first to last: a module may import its own stage and earlier ones only
-STAGES = ("errors", "numbers", "space", "models", "budget", "training", "scores", "storage", "run", "analysis",
+STAGES = ("errors", "vocab", "models", "budget", "training", "scores", "space", "storage", "runner", "analysis",
           "planner", "report", "faces")  # fmt: skip
-FACES = {"coatsearch", "coatsearch.__main__", "coatsearch.api", "coatsearch.cli", "coatsearch.dashboard"}
+BASE = {
+    "coatsearch.errors": "errors",
+    "coatsearch.version": "errors",
+    "coatsearch.fsafe": "errors",
+}  # top-level modules below the faces
 
 
 def module_name(path: Path) -> str:
@@ -141,11 +145,11 @@ def longest_chain(g: dict[str, set[str]]) -> list[str]:
 
 
 def stage_of(module: str) -> str:
-    """A module's stage: its subpackage under coatsearch, or 'faces' for the top-level faces."""
+    """A module's stage: its subpackage under coatsearch; a top-level module is a face (api, cli, ...) or BASE."""
     parts = module.split(".")
-    if module in FACES or module.startswith("coatsearch.cli"):
-        return "faces"
-    return parts[1] if len(parts) > 1 else "faces"
+    if module in BASE:
+        return BASE[module]
+    return parts[1] if len(parts) > 2 or (PACKAGE / parts[-1] / "__init__.py").exists() else "faces"
 
 
 def up_a_stage(g: dict[str, set[str]]) -> list[tuple[str, str]]:

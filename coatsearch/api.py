@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
-from coatsearch.space import Baseline, Candidate, Space
+from coatsearch.space.objects import Baseline, Candidate, Space
 
 if TYPE_CHECKING:
     import pandas
     from torch import nn
 
-    from coatsearch.complexity import Complexity
-    from coatsearch.journal import Repaired
+    from coatsearch.budget.count import Complexity
     from coatsearch.planner import Plan
-    from coatsearch.spec import ModelSpec
-    from coatsearch.store import Study
+    from coatsearch.storage.journal import Repaired
+    from coatsearch.storage.store import Study
+    from coatsearch.vocab.specs import ModelSpec
 
 FORMATS = ("csv", "parquet", "json", "yaml")  # yaml: the best architectures as candidate entries (--best K)
 WORKERS_MAX = 64  # workers / --workers: parallel training processes on one machine
@@ -56,8 +56,8 @@ class ReportPaths:
 
 def load_space(path: str | Path, profile: str | None = None) -> Space:
     """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
-    from coatsearch.dsl import where
-    from coatsearch.space import load_space as _load
+    from coatsearch.space.load import where
+    from coatsearch.space.objects import load_space as _load
 
     space = _load(path, profile or "default")
     for i, cand in enumerate(space.candidates):
@@ -69,7 +69,7 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
 
 def _check_matched(space: Space) -> None:
     """A space none of whose candidates meets its budget is one line (before anything is written): no study."""
-    from coatsearch.dsl import where
+    from coatsearch.space.load import where
 
     named = [c for c in space.candidates if isinstance(c, Candidate)]
     if not named or any(c.dims or c.prepared.ok for c in named):
@@ -89,13 +89,13 @@ def build(
     studies_dir: str | Path = "studies",
 ) -> nn.Module:
     """The untrained `nn.Module` of a model spec, a loaded candidate, or trial `trial` of `study` (its model
-    rebuilt from the trial's record and the space recorded with the study: coatsearch.found)."""
+    rebuilt from the trial's record and the space recorded with the study: coatsearch.storage.found)."""
     from coatsearch.models import build as _build
 
     if study is not None or trial is not None:
         if spec is not None or study is None or trial is None:
             raise UserError("build takes a spec, or study= and trial= together")
-        from coatsearch.found import trial_model
+        from coatsearch.storage.found import trial_model
 
         return _build(trial_model(study, trial, studies_dir).prepared.model)
     if spec is None:
@@ -108,7 +108,7 @@ def count(model_or_spec: nn.Module | ModelSpec | Candidate | Baseline, image_siz
 
     A spec carries its image size; a module needs `image_size` (its input channels are read from it).
     """
-    from coatsearch import complexity
+    from coatsearch.budget import count as complexity
 
     if isinstance(model_or_spec, Candidate | Baseline):
         model_or_spec = model_or_spec.spec
@@ -159,13 +159,14 @@ def run(
     `plan_first` (optuna backend; `coatsearch run` sets it unless --no-plan): pilot the study first (or reuse
     the plan stored for the same space and workers), print its ETA line and store it as
     studies_dir/<study>/plan.json for `status` and the report.
-    Before the first trial the analysis is registered (studies_dir/<study>/registration.json, coatsearch.registration;
-    `replicate_of`: the study this one replicates); a resumed run with another analysis records the deviation.
+    Before the first trial the analysis is registered (studies_dir/<study>/registration.json,
+    coatsearch.analysis.registration; `replicate_of`: the study this one replicates); a resumed run with another
+    analysis records the deviation.
     """
-    from coatsearch.datacheck import check_matches
-    from coatsearch.paths import report_folder, study_folder
-    from coatsearch.store import counts as store_counts
-    from coatsearch.train import pick_device
+    from coatsearch.storage.paths import report_folder, study_folder
+    from coatsearch.storage.store import counts as store_counts
+    from coatsearch.training.datacheck import check_matches
+    from coatsearch.training.fit import pick_device
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
     name, studies = study_name(sp, study), Path(studies_dir)
@@ -203,9 +204,9 @@ PILOT_SEEDS_MAX = 10  # plan(pilot_seeds=...) / --pilot-seeds
 
 
 def checked(name: str, check: Any, value: Any, *bounds: Any) -> Any:
-    """`check(value, *bounds)` (a `coatsearch.numbers` check) with its ValueError as a one-line UserError naming
+    """`check(value, *bounds)` (a `coatsearch.vocab.numbers` check) with its ValueError as a one-line UserError naming
     the argument: the API says what the CLI's argparse says for the same flag."""
-    from coatsearch import numbers  # noqa: F401  (the checks live there)
+    from coatsearch.vocab import numbers  # noqa: F401  (the checks live there)
 
     try:
         return check(value, *bounds)
@@ -215,7 +216,7 @@ def checked(name: str, check: Any, value: Any, *bounds: Any) -> Any:
 
 def _check_counts(workers: Any, trials: Any) -> None:
     """The CLI's bounds, for the API too: workers auto or an int 1..WORKERS_MAX, trials None or 1..TRIALS_MAX."""
-    from coatsearch import numbers
+    from coatsearch.vocab import numbers
 
     if workers != "auto":
         checked("workers", numbers.count, workers, 1, WORKERS_MAX)
@@ -227,7 +228,7 @@ def check_backend_args(backend: str, workers: Any, ray: Mapping[str, Any], cli: 
     """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (`address`,
     `cpus_per_trial`, `gpus_per_trial`) on the optuna backend, `workers` on Ray. The one rule for the CLI's
     flags (`cli`: named as flags) and the API's arguments."""
-    from coatsearch import numbers
+    from coatsearch.vocab import numbers
 
     def named(key: str) -> str:
         return f"--{key.replace('_', '-')}" if cli else key
@@ -269,8 +270,9 @@ def plan(
     """
     import dataclasses
 
-    from coatsearch import numbers, planner
+    from coatsearch import planner
     from coatsearch.planner import power, predict
+    from coatsearch.vocab import numbers
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
     name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
@@ -297,7 +299,7 @@ def plan(
 
 def _trials_held(studies: Path, name: str) -> int:
     """How many trials the study holds (0 when it has no journal yet)."""
-    from coatsearch.store import load_study, storage_file
+    from coatsearch.storage.store import load_study, storage_file
 
     if not storage_file(studies, name).exists():
         return 0
@@ -329,9 +331,9 @@ def _workers(space: Space, workers: int | str, trials: int | None, device: str, 
     """
     import sys
 
-    from coatsearch import speed
-    from coatsearch.train import pick_device
-    from coatsearch.trials_plan import plan as trials_of
+    from coatsearch.storage.trials import plan as trials_of
+    from coatsearch.training import tuning
+    from coatsearch.training.fit import pick_device
 
     left = max(1, min(len(trials_of(space)) - done, trials or TRIALS_MAX))
     if workers != "auto":
@@ -342,7 +344,7 @@ def _workers(space: Space, workers: int | str, trials: int | None, device: str, 
         return min(int(workers), cap), None
     if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
         return 1, None
-    choice = speed.auto_workers(left)
+    choice = tuning.auto_workers(left)
     if say:
         print(choice.text(), file=sys.stderr)
     return choice.processes, choice.threads
@@ -369,8 +371,8 @@ def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: st
     from coatsearch import planner
     from coatsearch.planner import power
     from coatsearch.planner.text import eta_line
-    from coatsearch.store import folder
-    from coatsearch.trials_plan import space_form
+    from coatsearch.storage.store import folder
+    from coatsearch.storage.trials import space_form
 
     where, form = folder(studies, name), space_form(space)
     stored = planner.load(where)
@@ -388,33 +390,33 @@ def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: st
 def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: dict) -> Any:
     """Run the study on the chosen engine; its RunSummary."""
     if backend == "ray":
-        from coatsearch.backends import ray_backend
+        from coatsearch.runner import ray_backend
 
         return ray_backend.run(space, studies, name, **common, **ray)
-    from coatsearch.backends import optuna_backend
+    from coatsearch.runner import optuna_backend
 
     return optuna_backend.run(space, studies, name, workers=procs[0], threads=procs[1], **common)
 
 
 def _registration(space: Space, studies: Path, name: str) -> Any:
-    """The study's registration, against this space's analysis (coatsearch.registration.Registrar)."""
-    from coatsearch.registration import Registrar
-    from coatsearch.store import folder
-    from coatsearch.trials_plan import space_record
+    """The study's registration, against this space's analysis (coatsearch.analysis.registration.Registrar)."""
+    from coatsearch.analysis.registration import Registrar
+    from coatsearch.storage.store import folder
+    from coatsearch.storage.trials import space_record
 
     return Registrar(space_record(space), folder(studies, name), name)
 
 
 def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool) -> tuple[Any, dict]:
     """Create (or reopen) the study and store its matched candidates before any trial runs: once per run."""
-    from coatsearch import store
+    from coatsearch.storage import store
 
     return store.prepare(space, studies_dir, name, force_new_space)
 
 
 def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
     """Keep every complete record of a damaged study journal; move the damaged tail to a backup beside it."""
-    from coatsearch.store import repair as _repair
+    from coatsearch.storage.store import repair as _repair
 
     return _repair(Path(studies_dir), study)
 
@@ -429,18 +431,18 @@ def write_report(
 
 
 def _report(study: str, studies_dir: Path, reports_dir: Path, note: bool = False) -> ReportPaths:
-    from coatsearch import report
+    from coatsearch import dashboard, report
 
     markdown = report.write_report(study, Path(studies_dir), Path(reports_dir))
     if note:
-        report.save_note(study, Path(studies_dir), markdown)
+        dashboard.save_report_note(study, Path(studies_dir), markdown)
     folder = markdown.parent
     return ReportPaths(markdown, folder / "summary.json", tuple(sorted(folder.glob("*.png"))))
 
 
 def open_study(study: str, studies_dir: str | Path = "studies") -> Study:
     """The study's storage, opened: the one place this API reads trials from (UserError when missing)."""
-    from coatsearch.store import load_study
+    from coatsearch.storage.store import load_study
 
     return load_study(Path(studies_dir), study)
 
@@ -455,7 +457,7 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
     """
     import pandas as pd
 
-    from coatsearch import record, store
+    from coatsearch.storage import record, store
 
     rows = [record.row(store.record(t)) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]
     head = ["number", "state", "value", "candidate", "seed", "sample", "start", "complete", "fail_reason"]
@@ -478,15 +480,15 @@ def export(
     device: str = "cpu",
 ) -> Path:
     """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path. With
-    `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.found);
+    `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.storage.found);
     `save_weights` also retrains each on its best trial's seed and values and saves its trained weights beside
-    the YAML, `<stem>.<architecture>.pt` (coatsearch.weights; `coatsearch.load_weights` loads one back).
+    the YAML, `<stem>.<architecture>.pt` (coatsearch.runner.weights; `coatsearch.load_weights` loads one back).
 
     The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
     this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
     """
     from coatsearch import fsafe
-    from coatsearch.paths import writable
+    from coatsearch.storage.paths import writable
 
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
@@ -522,8 +524,10 @@ def export(
 def _save_weights(study: str, best: int, path: Path, text: str, studies_dir: str | Path, device: str) -> Path:
     """Retrain the `best` architectures (nothing written until all are trained), then write the YAML and each
     one's weights file; a line per file says the recorded and the retrained objective."""
-    from coatsearch import found, fsafe, weights
-    from coatsearch.paths import writable
+    from coatsearch import fsafe
+    from coatsearch.runner import weights
+    from coatsearch.storage import found
+    from coatsearch.storage.paths import writable
 
     files = []
     for tm, _, _ in found.best(study, best, studies_dir):
@@ -539,15 +543,15 @@ def _save_weights(study: str, best: int, path: Path, text: str, studies_dir: str
 
 
 def load_weights(path: str | Path, device: str = "cpu") -> nn.Module:
-    """The trained model of a `export --save-weights` file, in eval mode (coatsearch.weights.load)."""
-    from coatsearch import weights
+    """The trained model of a `export --save-weights` file, in eval mode (coatsearch.runner.weights.load)."""
+    from coatsearch.runner import weights
 
     return weights.load(path, device)
 
 
 def _best_yaml(study: str, best: int, studies_dir: str | Path) -> str:
     """The `best` architectures' candidate entries (checked before anything is written)."""
-    from coatsearch import found
+    from coatsearch.storage import found
 
     if not 1 <= best <= TRIALS_MAX:
         raise UserError(f"--best {best}: out of range; allowed: 1..{TRIALS_MAX}")
@@ -580,7 +584,7 @@ class Status:
 
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
     """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
-    from coatsearch import record, store
+    from coatsearch.storage import record, store
 
     st = open_study(study, studies_dir)
     trials = store.records(st)  # foreign or malformed trials: one note each, not counted
@@ -598,7 +602,7 @@ def status(study: str, studies_dir: str | Path = "studies") -> Status:
 def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | None, float | None]:
     """(predicted study seconds, predicted seconds left) from the plan `run` stored; Nones without one."""
     from coatsearch import planner
-    from coatsearch.store import folder
+    from coatsearch.storage.store import folder
 
     stored = planner.load(folder(studies_dir, study))
     if not stored or not stored.get("study_s") or not stored.get("trials"):
@@ -615,9 +619,9 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
     the recorded ones (a replicate runs its space file on fresh ones: space.as_recorded).
     """
     from coatsearch.dashboard import space_record
-    from coatsearch.space import as_recorded
-    from coatsearch.space import load_space as _load
-    from coatsearch.trials_plan import plan
+    from coatsearch.space.objects import as_recorded
+    from coatsearch.space.objects import load_space as _load
+    from coatsearch.storage.trials import plan
 
     record = space_record(user_attrs)
     text, source = record.get("space_yaml"), record.get("source")

@@ -10,13 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from coatsearch import __version__, cli_replication, numbers
+from coatsearch import cli_replication
 from coatsearch.api import EFFECT_MAX, ENGINES, FORMATS, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX, Status
 from coatsearch.cli_types import REPORTS, STUDIES
 from coatsearch.cli_types import argtype as _type
 from coatsearch.cli_types import bounded as _bounded
 from coatsearch.cli_types import workers as _workers
 from coatsearch.errors import UserError
+from coatsearch.version import __version__
+from coatsearch.vocab import numbers
 
 RAY_FLAGS = ("address", "cpus_per_trial", "gpus_per_trial")  # flags only the Ray backend reads
 
@@ -201,7 +203,7 @@ def _study_parser(
 
 def _show(args: argparse.Namespace) -> int:
     from coatsearch import api
-    from coatsearch.candidates import row
+    from coatsearch.budget.prepare import row
     from coatsearch.cli_search import show_search, show_trial
 
     if args.trial is not None:
@@ -349,7 +351,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from coatsearch import replay
+    from coatsearch.analysis import replay
 
     measured = replay.table(args.study, args.studies_dir)
     curves = replay.replay(measured, args.sampler.split(","), args.trials, args.repeats)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coatsearch import registration, store
+from coatsearch.analysis import registration
 from coatsearch.api import TRIALS_MAX, WORKERS_MAX
 from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
 from coatsearch.replication import SUFFIX, parse_seeds, replicate
+from coatsearch.storage import store
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:

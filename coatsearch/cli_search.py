@@ -7,8 +7,8 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from coatsearch import search
-from coatsearch.space import Candidate, Space
+from coatsearch.space import search
+from coatsearch.space.objects import Candidate, Space
 
 SAMPLE = 8  # architectures `show` lists without --all
 RANDOM_POINTS = 50  # points `show` solves for a space with a continuous structural dimension
@@ -28,7 +28,7 @@ def _one(space: Space, cand: Candidate, everything: bool) -> str:
     lines = [f"search over candidate '{cand.name}' (sampler {space.study.sampler}, {space.study.samples} samples "
              f"per seed):"]  # fmt: skip
     for d in cand.dims:
-        values = search.dim_values(d)
+        values = d.values()
         shown = ", ".join(map(str, values)) if values is not None else f"{d.low}..{d.high}{' log' if d.log else ''}"
         lines.append(f"  {d.path}: {shown} ({len(values) if values is not None else 'continuous'})")
     if total is None:
@@ -49,7 +49,7 @@ def _one(space: Space, cand: Candidate, everything: bool) -> str:
 
 
 def _stages(prep: Any) -> str:
-    from coatsearch.candidates import stages_text
+    from coatsearch.budget.prepare import stages_text
 
     return stages_text(prep.model)
 
@@ -85,7 +85,7 @@ def _random_points(cand: Candidate, n: int) -> Iterator[dict]:
     for _ in range(n):
         point = {}
         for d in search.model_dims(cand):
-            values = search.dim_values(d)
+            values = d.values()
             point[d.path] = (
                 rng.choice(values) if values is not None else rng.uniform(float(d.low or 0), float(d.high or 0))
             )
@@ -94,9 +94,9 @@ def _random_points(cand: Candidate, n: int) -> Iterator[dict]:
 
 def show_trial(study: str, number: int, studies_dir: Any) -> str:
     """A trial's model rebuilt from its record: candidate, sampled values, solved stages, size, module tree."""
-    from coatsearch.candidates import stages_text, stem_text
-    from coatsearch.found import trial_model
+    from coatsearch.budget.prepare import stages_text, stem_text
     from coatsearch.models import build
+    from coatsearch.storage.found import trial_model
 
     tm = trial_model(study, number, studies_dir)
     p = tm.prepared

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coatsearch import numbers
 from coatsearch.api import WORKERS_MAX
+from coatsearch.vocab import numbers
 
 STUDIES = Path("studies")
 REPORTS = Path("reports")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -95,7 +96,7 @@ def study_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes as the dashboard shows them: scalars, dotted keys, floats to 6 significant digits."""
-    from coatsearch.store import flatten
+    from coatsearch.storage.store import flatten
 
     return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(attrs).items()}
 
@@ -103,7 +104,7 @@ def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
 def trial_attrs(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     """A trial's user attributes as shown: its run record as one readable row (record.row), its curves as text
     (`curves.<name>.<series>`), and the claim attributes."""
-    from coatsearch import record, store
+    from coatsearch.storage import record, store
 
     rec = store.record(trial)
     row = record.row(rec)
@@ -203,7 +204,7 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
     """Check the study exists, print its URL, and serve optuna-dashboard until Ctrl-C.
 
     Read-only through `ReadableStorage`; `allow_writes` serves the journal storage itself (never the view)."""
-    from coatsearch import store
+    from coatsearch.storage import store
 
     try:
         import optuna_dashboard
@@ -251,3 +252,22 @@ def save_note(study: optuna.Study, text: str, verdicts: dict) -> None:
         save(study, text)
     if study.user_attrs.get("report_verdicts") != verdicts:
         study.set_user_attr("report_verdicts", verdicts)
+
+
+def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
+    """Write a written report (report.md, and the verdicts of its summary.json) as the study's dashboard note.
+
+    The one place reporting writes to the journal, and only when asked (`coatsearch report --note`); an
+    unchanged note is not written again. False, with a note line, when optuna-dashboard is missing.
+    """
+    from coatsearch.storage import store
+
+    summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
+    verdicts = {v["id"]: v["verdict"] for v in summary["claims"]}
+    study = store.load_study(Path(studies_dir), study_name)
+    try:
+        save_note(study, report.read_text(encoding="utf-8"), verdicts)
+    except ImportError:
+        print("coatsearch: note: optuna-dashboard is not installed; the note was not saved", file=sys.stderr)
+        return False
+    return True

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
-from coatsearch.space import Space, with_draw
-from coatsearch.spec import DRAWS_MAX, SEED_MAX, SEEDS_MAX
+from coatsearch.space.objects import Space, with_draw
+from coatsearch.vocab.specs import DRAWS_MAX, SEED_MAX, SEEDS_MAX
 
 if TYPE_CHECKING:
+    from coatsearch.analysis.registration import Registration
     from coatsearch.api import RunResult
-    from coatsearch.registration import Registration
 
 SUFFIX = "-rep"  # the replicate's study name: the original's plus this
 CHAIN_MAX = 20  # replicates of replicates followed back for the seeds and draws already used
@@ -43,7 +43,7 @@ class Replicate:
 
 def parse_seeds(text: str) -> int | tuple[int, ...]:
     """`--seeds`: N, a count of fresh seeds (1..SEEDS_MAX), or a comma list of seeds (`5,6,7`; one alone: `7,`)."""
-    from coatsearch import numbers
+    from coatsearch.vocab import numbers
 
     if "," not in text:
         return numbers.parse_int(text.strip(), 1, SEEDS_MAX)
@@ -89,7 +89,8 @@ def prepare(
     space_file: str | Path | None = None,
 ) -> Replicate:
     """The replicate of `original` as it would run (nothing written): its space, fresh seeds and test draw."""
-    from coatsearch import registration, store
+    from coatsearch.analysis import registration
+    from coatsearch.storage import store
 
     studies = Path(studies_dir)
     name = original + SUFFIX
@@ -113,7 +114,8 @@ def prepare(
 
 def _registration_of(studies: Path, original: str) -> Registration:
     """The original study's registration; a one-line UserError when the study or its registration is missing."""
-    from coatsearch import registration, store
+    from coatsearch.analysis import registration
+    from coatsearch.storage import store
 
     if not store.storage_file(studies, original).exists():
         raise UserError(f"no study '{original}' under {studies}/ (expected {store.storage_file(studies, original)})")
@@ -155,7 +157,8 @@ def _space(reg: Registration, original: str, space_file: str | Path | None) -> S
 
 def _used(studies: Path, original: str, reg: Registration, space: Space) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(seeds, test draws) the original used, and every study it replicates in turn: registered and recorded."""
-    from coatsearch import registration, store
+    from coatsearch.analysis import registration
+    from coatsearch.storage import store
 
     seeds: set[int] = set()
     draws: set[int] = set()

@@ -59,7 +59,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 @pytest.fixture(autouse=True)
 def _fresh_storages():
     """Each test opens its journals anew (the store caches one storage per journal per process)."""
-    from coatsearch import store
+    from coatsearch.storage import store
 
     store._OPEN.clear()
     yield

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from coatsearch import record as R
-from coatsearch.record import TrialRecord
+from coatsearch.storage import record as R
+from coatsearch.storage.record import TrialRecord
 
 LAYOUTS = ("ViT_REL", "C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T")
 STAGES = {"C-C-C-C": "C1x32/1 C3x64/2 C7x128/2 C1x256/1", "C-C-T-T": "C1x32/1 C3x64/2 T7x128/2 T1x256/1"}
@@ -198,7 +198,7 @@ def make_study(folder: Path, name: str, space: dict, records: list[TrialRecord],
     from optuna.distributions import CategoricalDistribution, FloatDistribution
     from optuna.trial import TrialState
 
-    from coatsearch.store import open_storage, storage_file
+    from coatsearch.storage.store import open_storage, storage_file
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=name, storage=open_storage(storage_file(folder, name)), direction="maximize")

@@ -42,7 +42,7 @@ def test_functions_and_modules_have_different_names() -> None:
     assert type(coatsearch) is types.ModuleType and coatsearch.report is R  # a plain package, no module-type hack
     assert isinstance(coatsearch.plan, types.FunctionType) and coatsearch.plan is api.plan
     assert isinstance(coatsearch.write_report, types.FunctionType)
-    assert importlib.util.find_spec("coatsearch.plan") is None  # the trial grid lives in coatsearch.trials_plan
+    assert importlib.util.find_spec("coatsearch.plan") is None  # the trial grid lives in coatsearch.storage.trials
     clash = [n for n in coatsearch.__all__ if n != "__version__" and importlib.util.find_spec(f"coatsearch.{n}")]
     assert clash == []
 

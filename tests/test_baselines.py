@@ -10,15 +10,15 @@ import pytest
 import torch
 
 import coatsearch
-from coatsearch.candidates import prepare
-from coatsearch.complexity import count
-from coatsearch.dsl import SpaceError
+from coatsearch.budget.count import count
+from coatsearch.budget.prepare import prepare
 from coatsearch.models import build
 from coatsearch.report import summarize
 from coatsearch.report.markdown import candidates as candidates_md
-from coatsearch.space import load_space
-from coatsearch.spec import BASELINES, InputSpec, baseline_model
-from coatsearch.trials_plan import plan
+from coatsearch.space.load import SpaceError
+from coatsearch.space.objects import load_space
+from coatsearch.storage.trials import plan
+from coatsearch.vocab.specs import BASELINES, InputSpec, baseline_model
 from tests.report_records import AGREE, SPACE, layout_records
 from tests.tiny import TINY, tiny_variant
 

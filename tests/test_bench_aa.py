@@ -44,7 +44,8 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
 
 
 def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monkeypatch):
-    from coatsearch.report import calibration, markdown_claims
+    from coatsearch.analysis import calibration
+    from coatsearch.report import markdown_claims
 
     rows = [{"study": f"s{i}", "wall_s": 1.0, "claims": {"f": {"verdict": v, "why": w}}}
             for i, (v, w) in enumerate(

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from coatsearch import curve
-from coatsearch.report import calibration as K
-from coatsearch.report import claims as C
-from coatsearch.report import judging, paper
-from coatsearch.report import measures as M
-from coatsearch.report import simulate as Sim
-from coatsearch.report import stats as S
-from coatsearch.spec import rung_below
+from coatsearch.analysis import calibration as K
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import judging, paper
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import simulate as Sim
+from coatsearch.analysis import stats as S
+from coatsearch.training import curves, schedule
+from coatsearch.vocab.specs import rung_below
 
 # In regime, at EFFECT σ, these claims reach 80% power. (a) does not (28% of 100 in the committed table): the default
 # profile's fast layouts (C-C-C-C, C-C-C-T) fit 500 images in ~130 steps with probe losses that jump 2-5x between
@@ -87,7 +87,7 @@ def test_the_simulated_schedules_are_the_profiles_own():
     cand = lay.space.candidate("C-C-C-T")
     gen = cand.scores.generalization
     g = Sim.grid(lay.space, Sim.optim_of(cand), gen, levels=True)
-    assert g.points == tuple(sorted(curve.curve_steps(gen.max_steps, gen.eval_every)))
+    assert g.points == tuple(sorted(schedule.curve_steps(gen.max_steps, gen.eval_every)))
     assert g.stop_loss == gen.stop_at_loss <= rung_below(gen.loss_levels) and g.levels == gen.loss_levels
     acc = stems.space.candidate("ViT_P-sgd-fixed").scores.accuracy
     a = Sim.grid(stems.space, Sim.optim_of(stems.space.candidate("ViT_P-sgd-fixed")), acc)
@@ -97,15 +97,15 @@ def test_the_simulated_schedules_are_the_profiles_own():
 
 
 def test_dense_points_are_placed_as_curve_dense_places_them():
-    """The simulated schedule matches curve.Dense fed the same batch losses step by step, stop included."""
+    """The simulated schedule matches curves.Dense fed the same batch losses step by step, stop included."""
     rng = np.random.default_rng(4)
     g = Sim.Grid(tuple(range(0, 601, 200)), 0.065, (0.5, 0.3, 0.2, 0.15, 0.1))
     t = np.arange(601)
     smooth = np.maximum(2.4 * np.exp(-t / 80), 0.01)
     batch = smooth * np.exp(rng.normal(0, 0.35, len(t)))
     probe = smooth * np.exp(rng.normal(0, 0.3, len(t)))
-    window = np.convolve(batch, np.ones(curve.DENSE_WINDOW) / curve.DENSE_WINDOW)[: len(t)]
-    dense, want = curve.Dense(g.levels), [0]
+    window = np.convolve(batch, np.ones(schedule.DENSE_WINDOW) / schedule.DENSE_WINDOW)[: len(t)]
+    dense, want = curves.Dense(g.levels), [0]
     dense.taken(probe[0])
     for step in range(1, 601):
         if dense.due([batch[step]]) or step in g.points:

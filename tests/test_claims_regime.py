@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scipy import stats as st
 
-from coatsearch.report import judging, stem
-from coatsearch.report import verdicts as V
+from coatsearch.analysis import judging, stem
+from coatsearch.analysis import verdicts as V
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, record, seeded, vit_records, with_derived
 
 SPLITS = {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}

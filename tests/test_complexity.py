@@ -11,10 +11,10 @@ from timm.layers import RelPosBias
 from timm.models.maxxvit import MbConvBlock, TransformerBlock2d
 from torch import nn
 
-from coatsearch.complexity import count, measure
+from coatsearch.budget.count import count, measure
 from coatsearch.models import build
 from coatsearch.models.coatnet import conv_cfg, transformer_cfg
-from coatsearch.spec import BlockSpec, ModelSpec, StageSpec, StemSpec
+from coatsearch.vocab.specs import BlockSpec, ModelSpec, StageSpec, StemSpec
 
 
 def test_conv2d_macs():

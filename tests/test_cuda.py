@@ -9,12 +9,13 @@ import math
 import pytest
 import torch
 
-from coatsearch import api, curve, train
+from coatsearch import api
 from coatsearch.cli import main
-from coatsearch.data import load, subset
 from coatsearch.models import build
-from coatsearch.space import load_space
-from coatsearch.spec import DataSpec, OptimSpec
+from coatsearch.space.objects import load_space
+from coatsearch.training import curves, fit
+from coatsearch.training.data import load, subset
+from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.tiny import TINY
 
 CUDA = torch.device("cuda")
@@ -33,23 +34,23 @@ def tiny_model():
 
 def test_training_runs_bf16_autocast_and_channels_last(pool, monkeypatch):
     seen = {}
-    real = train._Run._loss
+    real = fit._Run._loss
 
     def spy(self, xb, yb):
         seen["format"] = xb.is_contiguous(memory_format=torch.channels_last)
         seen["autocast"] = torch.is_autocast_enabled("cuda")
-        with curve.autocast(CUDA):
+        with curves.autocast(CUDA):
             seen["dtype"] = self.run_model(xb).dtype
         return real(self, xb, yb)
 
-    monkeypatch.setattr(train._Run, "_loss", spy)
-    h = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=False), 1, seed=0, device=CUDA)
+    monkeypatch.setattr(fit._Run, "_loss", spy)
+    h = fit.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=False), 1, seed=0, device=CUDA)
     assert seen["format"] and seen["dtype"] == torch.bfloat16 and math.isfinite(h.final_train_loss)
 
 
 def test_compile_on_cuda_trains_and_matches_eager_closely(pool):
-    eager = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=False), 2, seed=0, device=CUDA)
-    comp = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=True), 2, seed=0, device=CUDA)
+    eager = fit.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=False), 2, seed=0, device=CUDA)
+    comp = fit.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=True), 2, seed=0, device=CUDA)
     assert comp.compiled and not eager.compiled
     assert comp.train_loss[-1] == pytest.approx(eager.train_loss[-1], rel=0.1, abs=0.05)
 
@@ -57,7 +58,7 @@ def test_compile_on_cuda_trains_and_matches_eager_closely(pool):
 def test_compiled_cuda_step_is_captured_and_never_syncs_the_host(pool, monkeypatch):
     from torch._dynamo.utils import counters
 
-    real = train._Run.step
+    real = fit._Run.step
 
     def strict(self, i, idx, global_step):
         """A step after the compile and the CUDA-graph recording (steps 0-2) raises on any host sync."""
@@ -67,20 +68,20 @@ def test_compiled_cuda_step_is_captured_and_never_syncs_the_host(pool, monkeypat
         finally:
             torch.cuda.set_sync_debug_mode("default")
 
-    monkeypatch.setattr(train._Run, "step", strict)
+    monkeypatch.setattr(fit._Run, "step", strict)
     counters.clear()
-    h = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=True), 3, seed=0, device=CUDA)
+    h = fit.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32, compile=True), 3, seed=0, device=CUDA)
     assert h.compile_mode == "reduce-overhead" and h.compiled and counters["inductor"]["cudagraph_skips"] == 0
     assert math.isfinite(h.final_train_loss) and h.steps == 3 * (len(pool) // 32)
 
 
 def test_evaluation_on_cuda_takes_large_batches():
-    assert curve.eval_batch(CUDA, 128) == curve.EVAL_BATCH_CUDA >= 1024
-    assert curve.eval_batch(torch.device("cpu"), 128) == 256
+    assert curves.eval_batch(CUDA, 128) == curves.EVAL_BATCH_CUDA >= 1024
+    assert curves.eval_batch(torch.device("cpu"), 128) == 256
 
 
 def test_auto_compile_on_cuda_finishes(pool):
-    h = train.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32), 2, seed=0, device=CUDA)
+    h = fit.fit(tiny_model(), pool, pool, OptimSpec(batch_size=32), 2, seed=0, device=CUDA)
     assert math.isfinite(h.final_eval_loss) and h.steps == 2 * (len(pool) // 32)
 
 

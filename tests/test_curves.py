@@ -1,4 +1,4 @@
-"""Tests for step-level curves (coatsearch.curve, train.fit): points, budget, early stop, fixed paired data."""
+"""Step-level curves (coatsearch.training.curves, training.fit): points, budget, early stop, fixed paired data."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import math
 import pytest
 import torch
 
-from coatsearch import curve, data, train
 from coatsearch.errors import UserError
-from coatsearch.spec import DataSpec, OptimSpec
+from coatsearch.training import curves, data, schedule
+from coatsearch.training import fit as train
+from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
 OPT = OptimSpec(lr=3e-3, batch_size=50)
@@ -23,13 +24,13 @@ def small() -> tuple[data.TensorData, data.TensorData]:
 
 
 def test_curve_steps():
-    assert curve.curve_steps(20, 5) == {0, 5, 10, 15, 20}
-    assert curve.curve_steps(23, 5) == {0, 5, 10, 15, 20, 23}  # the last step is always measured
-    assert curve.curve_steps(117) == {0, *range(12, 117, 12), 117}  # about ten points by default
-    assert curve.curve_steps(3) == {0, 1, 2, 3}
-    assert curve.curve_steps(10, 0) == frozenset()
+    assert schedule.curve_steps(20, 5) == {0, 5, 10, 15, 20}
+    assert schedule.curve_steps(23, 5) == {0, 5, 10, 15, 20, 23}  # the last step is always measured
+    assert schedule.curve_steps(117) == {0, *range(12, 117, 12), 117}  # about ten points by default
+    assert schedule.curve_steps(3) == {0, 1, 2, 3}
+    assert schedule.curve_steps(10, 0) == frozenset()
     with pytest.raises(UserError):
-        curve.curve_steps(10, -1)
+        schedule.curve_steps(10, -1)
 
 
 def test_points_are_clean_and_do_not_change_the_run(small):
@@ -47,7 +48,7 @@ def test_points_are_clean_and_do_not_change_the_run(small):
     train.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
     assert (c.train_loss[-1], c.train_acc[-1]) == train.evaluate(net, probe, CPU, 2 * OPT.batch_size)
     plain = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
-    assert plain.curve == curve.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
+    assert plain.curve == curves.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
     again = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
     assert again.curve == c and set(c.as_dict()) == {"step", "train_loss", "train_acc", "eval_loss", "eval_acc",
                                                      "probe", "lr_phase", "val_loss", "val_acc"}  # fmt: skip
@@ -74,7 +75,7 @@ def test_max_steps_budget_ends_inside_an_epoch(small):
     assert h.curve.eval_acc[-1] is None and h.images_per_s[-1] > 0
     with pytest.raises(UserError, match="max_steps"):
         train.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, max_steps=0)
-    assert train.steps_per_epoch(200, 50) == 4 and train.steps_per_epoch(6, 128) == 1
+    assert schedule.steps_per_epoch(200, 50) == 4 and schedule.steps_per_epoch(6, 128) == 1
 
 
 def test_stop_at_loss_target_or_cap(small):
@@ -177,7 +178,7 @@ def test_eval_passes_run_inference_mode_channels_last_in_eval_batches(small):
     tr, _ = small
     spy = Spy(tiny_net()).train()
     x = tr.x[:130].contiguous()  # 130 images at batch 64: 64, 64, 2
-    loss, acc = curve.eval_tensors(spy, x, tr.y[:130], 64)
+    loss, acc = curves.eval_tensors(spy, x, tr.y[:130], 64)
     assert [c[0] for c in spy.calls] == [64, 64, 2]
     assert all(c[1:] == (True, True, False) for c in spy.calls)  # channels_last, inference_mode, eval mode
     assert spy.training  # the caller's mode comes back
@@ -190,19 +191,19 @@ def test_padded_eval_passes_have_one_shape_and_count_only_the_real_images(small)
     tr, _ = small
     spy = Spy(tiny_net())
     x, y = tr.x[:130].contiguous(), tr.y[:130]
-    plain = curve.eval_tensors(spy, x, y, 64)
+    plain = curves.eval_tensors(spy, x, y, 64)
     spy.calls.clear()
-    padded = curve.eval_tensors(spy, x, y, 64, pad=True)
+    padded = curves.eval_tensors(spy, x, y, 64, pad=True)
     assert [c[0] for c in spy.calls] == [64, 64, 64]  # the last batch of 2 is filled to 64: no new compiled shape
     assert padded[0] == pytest.approx(plain[0], rel=1e-6) and padded[1] == plain[1]  # the 62 zero images not counted
-    few = curve.eval_tensors(spy, x[:5], y[:5], 64, pad=True)  # fewer images than one batch
+    few = curves.eval_tensors(spy, x[:5], y[:5], 64, pad=True)  # fewer images than one batch
     assert spy.calls[-1][0] == 64 and few[1] in {k / 5 for k in range(6)}
 
 
 def test_eval_batch_is_device_chosen():
-    assert curve.eval_batch(CPU, 128) == 256
-    assert curve.eval_batch(torch.device("cuda"), 128) == curve.EVAL_BATCH_CUDA
-    assert curve.eval_batch(torch.device("cuda"), 4096) == 8192
+    assert curves.eval_batch(CPU, 128) == 256
+    assert curves.eval_batch(torch.device("cuda"), 128) == curves.EVAL_BATCH_CUDA
+    assert curves.eval_batch(torch.device("cuda"), 4096) == 8192
 
 
 def test_points_after_the_compile_measure_the_compiled_model(small, monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 
 from coatsearch.dashboard import ReadableStorage, readable, save_note, serve, space_attrs, url
 from coatsearch.errors import UserError
-from coatsearch.store import open_storage, storage_file
+from coatsearch.storage.store import open_storage, storage_file
 from tests.report_records import AGREE, SPACE, layout_records, make_study
 from tests.support.dashboard import free_port, get, start, stop, wait
 

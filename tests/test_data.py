@@ -1,4 +1,4 @@
-"""Tests for coatsearch.data: IDX reading, loading, shaping, subsets, synthetic data, missing-data errors."""
+"""Tests for coatsearch.training.data: IDX reading, loading, shaping, subsets, synthetic data, missing-data errors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from coatsearch import data
 from coatsearch.errors import UserError
-from coatsearch.spec import DataSpec
+from coatsearch.training import data
+from coatsearch.vocab.specs import DataSpec
 
 SYSTEM = data.FASHION_SYSTEM_DIR
 has_system_copy = pytest.mark.skipif(

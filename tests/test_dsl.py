@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.dsl import SpaceError
-from coatsearch.space import load_space
+from coatsearch.space.load import SpaceError
+from coatsearch.space.objects import load_space
 
 HERE = Path(__file__).parent
 TINY = (HERE / "spaces" / "tiny.yaml").read_text()

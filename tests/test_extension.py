@@ -16,12 +16,13 @@ import torch
 from torch import nn
 
 import coatsearch
-from coatsearch import cli, kinds, scores
-from coatsearch import spec as S
-from coatsearch.complexity import count
-from coatsearch.dsl import SpaceError
+from coatsearch import cli, scores
+from coatsearch.budget.count import count
 from coatsearch.report import plots
 from coatsearch.scores.base import Context, Score, acc, loss
+from coatsearch.space.load import SpaceError
+from coatsearch.vocab import kinds
+from coatsearch.vocab import specs as S
 
 TINY = Path(__file__).resolve().parent / "spaces" / "tiny.yaml"
 EDITS = (
@@ -69,7 +70,7 @@ class UntrainedSpec:
 def run_untrained(ctx: Context, spec: UntrainedSpec) -> dict:
     """Eval loss and accuracy of the freshly initialized model: the chance reference of this trial's seed."""
     from coatsearch.scores import training as T
-    from coatsearch.train import evaluate
+    from coatsearch.training.fit import evaluate
 
     _, held, _ = T.splits(ctx, S.SubsetSpec(per_class=spec.per_class, epochs=1))  # (train, test, validation)
     model = T.model(ctx, ctx.inp.model.num_classes, no_drop=True).to(ctx.device)

@@ -11,17 +11,17 @@ import pytest
 import torch
 from torch import nn
 
-from coatsearch import data as D
-from coatsearch import paths
 from coatsearch.cli import main
-from coatsearch.datacheck import check_matches
-from coatsearch.dsl import MAX_BYTES, load_document
 from coatsearch.errors import UserError
 from coatsearch.scores import ScoresSpec
 from coatsearch.scores.transfer import TransferSpec
-from coatsearch.space import load_space
-from coatsearch.spec import DataSpec, OptimSpec, SubsetSpec
-from coatsearch.train import NonFinite, NonFiniteLoss, check_finite, fit
+from coatsearch.space.load import MAX_BYTES, load_document
+from coatsearch.space.objects import load_space
+from coatsearch.storage import paths
+from coatsearch.training import data as D
+from coatsearch.training.datacheck import check_matches
+from coatsearch.training.fit import NonFinite, NonFiniteLoss, check_finite, fit
+from coatsearch.vocab.specs import DataSpec, OptimSpec, SubsetSpec
 from tests.tiny import TINY, tiny_text, tiny_variant
 
 HERE = Path(__file__).parent
@@ -132,7 +132,7 @@ def test_non_utf8_space_file(tmp_path, capsys):
 
 def test_an_alias_fan_out_under_the_cap_is_accepted():
     """9**5 values (under the cap) compose and pass the checks; shared nodes are walked once, not per use."""
-    from coatsearch.dsl import _compose
+    from coatsearch.space.load import _compose
 
     assert _compose(Path("x.yaml"), _bomb(5)) is not None
 
@@ -219,7 +219,7 @@ def test_numeric_bounds_and_non_finite_numbers(tmp_path, capsys, edit, expected)
 
 
 def test_bounds_are_declared_once_and_admit_the_shipped_spaces():
-    from coatsearch import spec as S
+    from coatsearch.vocab import specs as S
 
     assert S.MACS_MAX == 10**12 and S.WIDTH_MAX == 8192
     for path in sorted((HERE.parent / "spaces").glob("*.yaml")):
@@ -259,7 +259,7 @@ def test_a_model_too_large_to_size_is_one_line(tmp_path, capsys):
 
 
 def test_the_macs_floor_is_a_lower_bound():
-    from coatsearch.complexity import count
+    from coatsearch.budget.count import count
 
     for path in [TINY, *sorted((HERE.parent / "spaces").glob("*.yaml"))]:
         for cand in load_space(path).candidates:
@@ -407,7 +407,7 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
 
 def test_a_sigterm_while_workers_start_is_held_until_every_worker_is_registered():
     # a worker half-started when the parent unwinds dies of a truncated spawn pipe, printing a traceback
-    from coatsearch import interrupts
+    from coatsearch.runner import interrupts
 
     reached = []
     with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
@@ -538,7 +538,7 @@ def test_a_public_dashboard_warns(tmp_path, capsys, monkeypatch):
     import optuna_dashboard
 
     from coatsearch.dashboard import serve
-    from coatsearch.store import create_study
+    from coatsearch.storage.store import create_study
 
     create_study(load_space(TINY), tmp_path, "tiny")
     calls = []

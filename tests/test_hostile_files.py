@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import fsafe, store
-from coatsearch import journal as J
+from coatsearch import fsafe
 from coatsearch.dashboard import ReadableStorage, ReadOnly
 from coatsearch.errors import UserError
 from coatsearch.report import plots
+from coatsearch.storage import journal as J
+from coatsearch.storage import store
 from tests.report_records import SPACE, layout_records, make_study
 from tests.support.hostile import cli, deadline, digest, refused, study, wsgi_request
 

@@ -11,8 +11,6 @@ import pytest
 from PIL import Image
 
 import coatsearch
-from coatsearch import data as D
-from coatsearch import images, speed, store
 from coatsearch.dashboard import serve
 from coatsearch.errors import UserError
 from coatsearch.report import escape
@@ -20,6 +18,10 @@ from coatsearch.report.markdown import header, table
 from coatsearch.report.markdown_claims import failures
 from coatsearch.report.view_claims import Failures
 from coatsearch.report.view_study import Header
+from coatsearch.storage import store
+from coatsearch.training import data as D
+from coatsearch.training import images
+from coatsearch.training import tuning as speed
 from tests.report_records import SPACE, layout_records, make_study
 from tests.support.hostile import deadline, listing
 from tests.tiny import TINY

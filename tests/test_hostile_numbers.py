@@ -9,9 +9,9 @@ import pytest
 
 import coatsearch
 from coatsearch import api
-from coatsearch import spec as S
+from coatsearch.budget.match import match
 from coatsearch.errors import UserError
-from coatsearch.match import match
+from coatsearch.vocab import specs as S
 from tests.support.hostile import deadline, listing, refused
 from tests.tiny import TINY, tiny_text, tiny_variant
 

@@ -9,12 +9,13 @@ from pathlib import Path
 import optuna
 import pytest
 
-from coatsearch import api, planner, store
-from coatsearch import journal as J
-from coatsearch.report.budget import sizes
-from coatsearch.report.info import Stat
+from coatsearch import api, planner
+from coatsearch.analysis.spread import sizes
+from coatsearch.analysis.tables import Stat
 from coatsearch.report.markdown import size_note
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.storage import journal as J
+from coatsearch.storage import store
 from tests.report_records import SPACE, layout_records, make_study
 from tests.support.hostile import cli, digest, refused, study, wsgi_request
 from tests.tiny import TINY, tiny_variant
@@ -116,7 +117,7 @@ def test_a_dangling_backup_link_is_skipped_not_followed(tmp_path, monkeypatch):
 
 def _one_trial(space, studies: Path, name: str) -> optuna.Study:
     """Create (or continue) the study and claim one planned trial the way the engines do, then tell it."""
-    from coatsearch.trials_plan import plan
+    from coatsearch.storage.trials import plan
 
     study_ = store.create_study(space, studies, name, force_new_space=True)
     trial = study_.ask()
@@ -143,7 +144,7 @@ def test_force_new_space_with_new_choices_goes_on_in_a_successor(tmp_path, edit)
 
 
 def test_a_space_an_older_run_recorded_in_place_goes_on_in_a_successor(tmp_path):
-    from coatsearch.trials_plan import plan, space_form, space_record
+    from coatsearch.storage.trials import plan, space_form, space_record
 
     studies = tmp_path / "studies"
     old = _one_trial(load_space(TINY), studies, "t")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import claiming, store
-from coatsearch import record as R
-from coatsearch import trialcheck as TC
-from coatsearch import trials_plan as P
 from coatsearch.errors import UserError
 from coatsearch.report import write_report
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.storage import lock, store
+from coatsearch.storage import record as R
+from coatsearch.storage import trialcheck as TC
+from coatsearch.storage import trials as P
 from tests.report_records import SPACE, layout_records, make_study
 from tests.support.hostile import cli, deadline, digest, refused, study
 from tests.tiny import TINY
@@ -51,7 +51,7 @@ def _killed(st, trial) -> None:
 def test_a_trial_that_kills_its_worker_is_retried_then_failed_and_the_study_goes_on(tmp_path):
     space, st, items, folder = _tiny(tmp_path)
     first_key = next(iter(items))
-    for attempt in range(claiming.KILL_RETRIES + 1):  # the first run and each retry die on the same trial
+    for attempt in range(lock.KILL_RETRIES + 1):  # the first run and each retry die on the same trial
         trial, item = store.claim(st, items, "r", None, folder)
         assert item.key == first_key, attempt
         _killed(st, trial)
@@ -59,15 +59,15 @@ def test_a_trial_that_kills_its_worker_is_retried_then_failed_and_the_study_goes
     assert item.key != first_key  # the study goes on with the other trial
     failed = [r for r in store.records(st) if r.run.identity.key == first_key and r.run.fail_reason]
     assert [r.run.fail_reason for r in failed] == [f"worker killed (process gone; out of memory?) on {3} attempts"]
-    assert sum(r.run.identity.key == first_key for r in store.records(st)) == claiming.KILL_RETRIES + 1  # no trial lost
+    assert sum(r.run.identity.key == first_key for r in store.records(st)) == lock.KILL_RETRIES + 1  # no trial lost
     assert store.counts(st)["failed"] == 1
 
 
 def test_the_signal_recorded_by_the_parent_is_the_reason(tmp_path):
     space, st, items, folder = _tiny(tmp_path)
-    for _ in range(claiming.KILL_RETRIES + 1):
+    for _ in range(lock.KILL_RETRIES + 1):
         trial, _item = store.claim(st, items, "r", None, folder)
-        assert claiming.mark(st, os.getpid(), "killed_by", "signal 9") == 1
+        assert lock.mark(st, os.getpid(), "killed_by", "signal 9") == 1
         _killed(st, trial)
     store.claim(st, items, "r", None, folder)
     assert any(r.run.fail_reason == "worker killed (signal 9; out of memory?) on 3 attempts" for r in store.records(st))
@@ -76,7 +76,7 @@ def test_the_signal_recorded_by_the_parent_is_the_reason(tmp_path):
 def test_interrupted_trials_are_not_counted_as_kills(tmp_path):
     space, st, items, folder = _tiny(tmp_path)
     first_key = next(iter(items))
-    for _ in range(claiming.KILL_RETRIES + 2):
+    for _ in range(lock.KILL_RETRIES + 2):
         trial, item = store.claim(st, items, "r", None, folder)
         assert item.key == first_key  # Ctrl-C never fails a trial for good
         trial.set_user_attr("interrupted", True)

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from coatsearch import kinds
-from coatsearch.candidates import prepare_all, row
-from coatsearch.complexity import count, measure
-from coatsearch.dsl import SpaceError
+from coatsearch.budget.count import count, measure
+from coatsearch.budget.prepare import prepare_all, row
 from coatsearch.models import build
 from coatsearch.models.maxvit import MaxVitBlock
-from coatsearch.space import load_space
-from coatsearch.spec import BlockSpec, ModelSpec, StageSpec, StemSpec
+from coatsearch.space.load import SpaceError
+from coatsearch.space.objects import load_space
+from coatsearch.vocab import kinds
+from coatsearch.vocab.specs import BlockSpec, ModelSpec, StageSpec, StemSpec
 
 HERE = Path(__file__).parent
 TINY = (HERE / "spaces" / "tiny.yaml").read_text()

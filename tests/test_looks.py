@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.report import looks as L
-from coatsearch.report import looks_found as F
+from coatsearch.analysis import looks as L
+from coatsearch.analysis import looks_found as F
 from coatsearch.report import write_report
 from tests.report_records import SPACE, layout_records, make_study
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from coatsearch.complexity import count
-from coatsearch.match import match, scale
-from coatsearch.spec import Budget, ModelSpec, StageSpec, StemSpec
+from coatsearch.budget.count import count
+from coatsearch.budget.match import match, scale
+from coatsearch.vocab.specs import Budget, ModelSpec, StageSpec, StemSpec
 from tests.support.matching import BLOCK, check_rounding, proxy
 
 

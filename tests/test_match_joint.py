@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from coatsearch.budget.count import count
+from coatsearch.budget.joint import shaped, solve
+from coatsearch.budget.match import match
 from coatsearch.cli import main
-from coatsearch.complexity import count
-from coatsearch.match import match
-from coatsearch.match_joint import shaped, solve
-from coatsearch.spec import Budget, ModelSpec, StageSpec, StemSpec
+from coatsearch.vocab.specs import Budget, ModelSpec, StageSpec, StemSpec
 from tests.support.matching import BLOCK, check_rounding, proxy
 from tests.tiny import tiny_text
 
@@ -71,7 +71,7 @@ def test_macs_only_budget_is_unchanged_by_the_joint_fields():
     r = solve(spec, Budget(macs=MACS, tolerance=0.05))
     assert r == match(spec, Budget(macs=MACS, tolerance=0.05))
     assert r.params_error is None and r.knob is None and r.params_range is None and r.ok
-    with pytest.raises(ValueError, match="match_joint.solve"):
+    with pytest.raises(ValueError, match="budget.joint.solve"):
         match(spec, Budget(macs=MACS, params=100_000))
 
 

@@ -1,4 +1,4 @@
-"""Tests for coatsearch.report.measures on fabricated curves: matched-loss reading, censoring, capacity, EDF."""
+"""Tests for coatsearch.analysis.measures on fabricated curves: matched-loss reading, censoring, capacity, EDF."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coatsearch.report import measures as M
-from coatsearch.report import optim
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import optim
 from coatsearch.report import plots_measures as PM
 from tests.report_records import record, with_state
 

@@ -11,7 +11,7 @@ from timm.models.vision_transformer import VisionTransformer
 
 from coatsearch.models import build
 from coatsearch.models.coatnet import CoAtNet
-from coatsearch.spec import BlockSpec, ModelSpec, StageSpec, StemSpec
+from coatsearch.vocab.specs import BlockSpec, ModelSpec, StageSpec, StemSpec
 
 BLOCK = BlockSpec(head_size=16)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from coatsearch import api, store
-from coatsearch.backends import optuna_backend as engine
+from coatsearch import api
 from coatsearch.cli import main
-from coatsearch.space import load_space
+from coatsearch.runner import optuna_backend as engine
+from coatsearch.space.objects import load_space
+from coatsearch.storage import store
 from tests.tiny import tiny_text
 
 STUDY = "study: {seeds: [0], baselines: false}"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from coatsearch import record as R
-from coatsearch import store, trials_plan
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.storage import record as R
+from coatsearch.storage import store
+from coatsearch.storage import trials as trials_plan
 from tests.support.engine import run, trials
 from tests.tiny import TINY, tiny_variant
 

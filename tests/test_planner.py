@@ -9,12 +9,12 @@ from scipy.stats import t as scipy_t
 
 import coatsearch
 from coatsearch import api
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import stats as S
+from coatsearch.analysis import verdicts as V
 from coatsearch.cli import main, status_text
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
-from coatsearch.report import claims as C
-from coatsearch.report import stats as S
-from coatsearch.report import verdicts as V
 from tests.tiny import TINY
 
 
@@ -259,7 +259,7 @@ def _vit_rows(sampled: bool = False) -> tuple[list[dict], dict]:
 
 
 def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise():
-    from coatsearch.report import stem
+    from coatsearch.analysis import stem
 
     rng = np.random.default_rng(1)
     n = 5

@@ -9,12 +9,12 @@ import ray
 import torch
 from optuna.trial import TrialState
 
-from coatsearch import record as R
-from coatsearch import store
-from coatsearch.backends import optuna_backend
-from coatsearch.backends import ray_backend as engine
 from coatsearch.errors import UserError
-from coatsearch.space import load_space
+from coatsearch.runner import optuna_backend
+from coatsearch.runner import ray_backend as engine
+from coatsearch.space.objects import load_space
+from coatsearch.storage import record as R
+from coatsearch.storage import store
 from tests.tiny import TINY, tiny_variant
 
 

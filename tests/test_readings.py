@@ -7,16 +7,17 @@ import math
 
 import pytest
 
-from coatsearch import curve, data, train
-from coatsearch import spec as S
-from coatsearch.report import claims as C
-from coatsearch.report import info, judging, paper, stem
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import judging, paper, stem, tables
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import speed_tables as SP
+from coatsearch.analysis import verdicts as V
 from coatsearch.report import markdown_claims as MC
-from coatsearch.report import measures as M
 from coatsearch.report import plots_claims as PC
-from coatsearch.report import speed as SP
-from coatsearch.report import verdicts as V
-from coatsearch.spec import DataSpec, OptimSpec
+from coatsearch.training import curves as curve
+from coatsearch.training import data, fit, schedule
+from coatsearch.vocab import specs as S
+from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, noisy, record, seeded, with_derived
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -35,7 +36,7 @@ def small() -> tuple[data.TensorData, data.TensorData]:
 
 def test_dense_points_fall_by_the_ratio_start_near_the_top_and_end_below_the_bottom():
     d = curve.Dense((0.5, 0.3, 0.2, 0.15, 0.1))
-    assert d.top == pytest.approx(0.5 * curve.DENSE_RATIO**2) and d.bottom == pytest.approx(0.1 / 1.5 / 1.3)
+    assert d.top == pytest.approx(0.5 * schedule.DENSE_RATIO**2) and d.bottom == pytest.approx(0.1 / 1.5 / 1.3)
     d.taken(2.4)  # step 0: nothing in the window yet
     due = []
     for loss in [2.0] * 4 + [1.0] * 4 + [0.8] * 4 + [0.6] * 4 + [0.45] * 4 + [0.44] * 4 + [0.3] * 4:
@@ -50,9 +51,9 @@ def test_dense_points_fall_by_the_ratio_start_near_the_top_and_end_below_the_bot
 def test_dense_points_follow_the_probe_not_the_batch_level():
     d = curve.Dense((0.5, 0.1))
     d.taken(2.4)
-    d.due([0.03] * curve.DENSE_WINDOW)  # train-mode batch losses far below the probe: a first point
+    d.due([0.03] * schedule.DENSE_WINDOW)  # train-mode batch losses far below the probe: a first point
     d.taken(0.2)  # ...which measured 0.2 on the probe: still above the bottom, so dense points go on
-    assert d.due([0.02] * curve.DENSE_WINDOW)
+    assert d.due([0.02] * schedule.DENSE_WINDOW)
 
 
 def _bracket(step: tuple, loss: tuple, level: float) -> float:
@@ -64,8 +65,8 @@ def _bracket(step: tuple, loss: tuple, level: float) -> float:
 def test_matched_loss_run_measures_where_the_ladder_is_crossed_without_changing_the_run(small):
     tr, ev = small
     fast, ladder = OptimSpec(lr=3e-2, batch_size=20, warmup_epochs=1), (1.5, 1.0, 0.7, 0.5)
-    plain = train.fit(tiny_net(), tr, ev, fast, 10, seed=0, device=CPU, eval_every=50, probe=100)
-    dense = train.fit(tiny_net(), tr, ev, fast, 10, seed=0, device=CPU, eval_every=50, probe=100, levels=ladder)
+    plain = fit.fit(tiny_net(), tr, ev, fast, 10, seed=0, device=CPU, eval_every=50, probe=100)
+    dense = fit.fit(tiny_net(), tr, ev, fast, 10, seed=0, device=CPU, eval_every=50, probe=100, levels=ladder)
     assert set(plain.curve.step) < set(dense.curve.step)  # the regular points and more, off the regular grid
     assert all(s % 50 for s in set(dense.curve.step) - set(plain.curve.step))
     assert dense.train_loss == plain.train_loss and dense.curve.train_loss[-1] == plain.curve.train_loss[-1]
@@ -76,9 +77,9 @@ def test_matched_loss_run_measures_where_the_ladder_is_crossed_without_changing_
 
 def test_each_point_records_its_lr_phase(small):
     tr, ev = small
-    h = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=5, probe=50)
+    h = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=5, probe=50)
     total, warmup = 30, 6  # 3 epochs of 10 steps; warmup one epoch, capped at WARMUP_MAX of the run
-    want = [0.0] + [train.lr_at(s - 1, total, warmup, OPT.lr) / OPT.lr for s in h.curve.step[1:]]
+    want = [0.0] + [fit.lr_at(s - 1, total, warmup, OPT.lr) / OPT.lr for s in h.curve.step[1:]]
     assert h.curve.lr_phase == pytest.approx(want) and h.curve.as_dict()["lr_phase"] == list(h.curve.lr_phase)
     assert h.curve.lr_phase[:2] == (0.0, pytest.approx(5 / 6)) and h.curve.lr_phase[-1] < 0.01  # warmup, cosine
 
@@ -102,7 +103,7 @@ def test_shipped_matched_loss_runs_stop_one_rung_below_their_ladder():
 
 def test_the_planner_counts_dense_points():
     assert (
-        curve.dense_budget((0.5, 0.3, 0.2, 0.15, 0.1))
+        schedule.dense_budget((0.5, 0.3, 0.2, 0.15, 0.1))
         == math.ceil(math.log(0.5 * 1.3**2 / (0.1 / 1.5 / 1.3)) / math.log(1.3)) + 1
     )
 
@@ -190,9 +191,9 @@ def test_convergence_not_checkable_is_out_of_regime_where_the_claim_needs_it():
     def no_curve(r, m):
         m.pop("curves.accuracy", None)
 
-    d = next(c for c in V.all_claims(info.candidate_rows(SPACE, edit_runs(recs, no_curve)), None) if c["id"] == "d")
+    d = next(c for c in V.all_claims(tables.candidate_rows(SPACE, edit_runs(recs, no_curve)), None) if c["id"] == "d")
     assert d["verdict"] == "inconclusive" and "convergence not checkable for 3 of 3 run(s)" in d["why"]
-    kept = next(c for c in V.all_claims(info.candidate_rows(SPACE, recs), None) if c["id"] == "d")
+    kept = next(c for c in V.all_claims(tables.candidate_rows(SPACE, recs), None) if c["id"] == "d")
     assert kept["verdict"] == "supported"
 
 
@@ -209,11 +210,11 @@ def test_firm_verdicts_carry_their_scale_and_margins_are_derived():
 
 
 def test_the_report_says_when_equivalence_cannot_be_confirmed_at_n():
-    a = {c["id"]: c for c in V.all_claims(info.candidate_rows(SPACE, layout_records(noisy(AGREE, 0.02))), None)}["a"]
+    a = {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(noisy(AGREE, 0.02))), None)}["a"]
     note = a["evidence"][0]["equivalence"]
     assert note.startswith("'≈'/'≥' cannot be confirmed at this n, only refuted: C-C-C-C ≈ C-C-C-T: 90% half-width")
     assert "paired seeds would confirm" in note
-    good = {c["id"]: c for c in V.all_claims(info.candidate_rows(SPACE, layout_records(AGREE)), None)}["a"]
+    good = {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(AGREE)), None)}["a"]
     assert good["evidence"][0]["equivalence"].startswith("'≈'/'≥' relations can be confirmed at this n")
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import api, registration
+from coatsearch import api
+from coatsearch.analysis import registration
+from coatsearch.analysis.claims import VERDICT_ALPHA
 from coatsearch.errors import UserError
-from coatsearch.report.claims import VERDICT_ALPHA
-from coatsearch.trials_plan import space_record
+from coatsearch.storage.trials import space_record
 from tests.tiny import TINY, tiny_variant
 
 
@@ -79,7 +80,7 @@ def test_a_hand_edited_registration_is_refused(tmp_path: Path) -> None:
 
 
 def test_run_registers_before_the_first_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from coatsearch.backends import optuna_backend
+    from coatsearch.runner import optuna_backend
 
     seen = []
 

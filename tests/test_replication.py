@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 import coatsearch
-from coatsearch import api, cli, registration, replication, store
+from coatsearch import api, cli, replication
+from coatsearch.analysis import judging, registration
 from coatsearch.errors import UserError
-from coatsearch.report import judging
 from coatsearch.report import view_replication as vr
 from coatsearch.report.markdown_replication import section
-from coatsearch.trials_plan import space_record
+from coatsearch.storage import store
+from coatsearch.storage.trials import space_record
 from tests.report_records import AGREE, SPACE, layout_records, noisy, reverse
 from tests.tiny import tiny_variant
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from coatsearch import record as R
-from coatsearch.record import TrialRecord
-from coatsearch.report import info, optim
-from coatsearch.report import measures as M
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import optim, tables
+from coatsearch.storage import record as R
+from coatsearch.storage.record import TrialRecord
 from tests.report_records import AGREE, SPACE, failed, layout_records, record, vit_records, with_derived
 
 
@@ -18,16 +18,16 @@ def _row(rows: list[dict], name: str) -> dict:
 
 
 def test_stat_mean_sd_and_single_run():
-    s = info.stat([1.0, 2.0, 3.0])
+    s = tables.stat([1.0, 2.0, 3.0])
     assert (s.mean, s.sd, s.n) == (2.0, 1.0, 3)
     assert s.se == pytest.approx(1 / math.sqrt(3))
-    one = info.stat([5.0, None, float("nan")])
+    one = tables.stat([5.0, None, float("nan")])
     assert (one.mean, one.sd, one.n, one.se) == (5.0, None, 1, None)
-    assert info.stat([]) is None
+    assert tables.stat([]) is None
 
 
 def test_candidate_rows_in_space_order_with_display_units():
-    rows = info.candidate_rows(SPACE, layout_records())
+    rows = tables.candidate_rows(SPACE, layout_records())
     assert [r["candidate"] for r in rows] == list(SPACE["candidates"])
     cctt = _row(rows, "C-C-T-T")
     acc = cctt["metrics"]["generalization.eval_acc"]
@@ -43,10 +43,10 @@ def test_candidate_rows_in_space_order_with_display_units():
 
 def test_counts_and_failure_reasons():
     recs = layout_records()
-    assert info.counts(recs) == {
+    assert tables.counts(recs) == {
         "total": 17, "complete": 15, "failed": 1, "interrupted": 1, "pruned": 0, "running": 0,
     }  # fmt: skip
-    reasons = {f["candidate"]: f["reason"] for f in info.failures(recs)}
+    reasons = {f["candidate"]: f["reason"] for f in tables.failures(recs)}
     assert reasons["C-C-C-C"] == "budget not met: too small"
     assert reasons["C-T-T-T"] == "interrupted (worker died); rerun resumes it"
 
@@ -58,13 +58,13 @@ def test_interrupted_then_rerun_names_the_completed_trial():
             2, None, recs[0].params, None, None, R.failed(R.Identity("C-T-T-T", 0, 0, "x"), None, state="PRUNED")
         )
     )
-    reasons = [f["reason"] for f in info.failures(recs)]
+    reasons = [f["reason"] for f in tables.failures(recs)]
     assert reasons[0] == "interrupted (worker died); rerun completed as trial 1"
     assert reasons[1].startswith("pruned")
 
 
 def test_environment_from_space_and_records():
-    env = info.environment(SPACE, layout_records())
+    env = tables.environment(SPACE, layout_records())
     assert env["seeds"] == [0, 1, 2] and env["image_size"] == 32 and env["classes"] == 10
     assert env["hardware"] == [
         {"host": "h", "cpu": "Test CPU", "cpu_count": 2, "torch_threads": 2, "gpu": None, "device": "cpu"}
@@ -80,27 +80,27 @@ def test_environment_from_space_and_records():
 def test_chance_level_per_score_and_convergence():
     space = {"input": [32, 1, 10], "scores": {"transfer": {"pretrain": {"classes": [0, 1, 2, 3, 4]},
                                                            "finetune": {"classes": [5, 6, 7, 8, 9]}}}}  # fmt: skip
-    assert info.chance(space, "generalization") == 10.0 and info.chance(space, "transfer") == 20.0
-    assert info.chance({}, "capacity") is None
-    assert info.converged({"eval_acc": [0.2, 0.5, 0.8, 0.85, 0.86, 0.855]}) is True
-    assert info.converged({"eval_acc": [0.2, 0.5, 0.8, 0.82, 0.84, 0.86], "step": [1, 2, 3, 4, 5, 6]}) is False
+    assert tables.chance(space, "generalization") == 10.0 and tables.chance(space, "transfer") == 20.0
+    assert tables.chance({}, "capacity") is None
+    assert tables.converged({"eval_acc": [0.2, 0.5, 0.8, 0.85, 0.86, 0.855]}) is True
+    assert tables.converged({"eval_acc": [0.2, 0.5, 0.8, 0.82, 0.84, 0.86], "step": [1, 2, 3, 4, 5, 6]}) is False
 
 
 def test_environment_of_an_empty_study():
-    env = info.environment({}, [])
+    env = tables.environment({}, [])
     assert env["wall_per_trial"] is None and env["elapsed_s"] is None and env["seeds"] == []
 
 
 def test_curves_average_runs_per_epoch():
-    table = info.curves(SPACE, layout_records(), "generalization")
+    table = tables.curves(SPACE, layout_records(), "generalization")
     cctt = _row(table, "C-C-T-T")
     assert cctt["epoch"] == [1, 2, 3, 4, 5, 6] and cctt["runs"] == 3
     assert cctt["eval_acc"][-1] == pytest.approx(84.1)
-    assert info.curves(SPACE, layout_records(), "pretrain") == []
+    assert tables.curves(SPACE, layout_records(), "pretrain") == []
 
 
 def test_length_rows_delta_error_against_longest():
-    rows = info.length_rows({}, vit_records(n=3))
+    rows = tables.length_rows({}, vit_records(n=3))
     first = rows[0]
     assert first["epochs"] == [2, 4, 8]
     assert first["delta_error"] == pytest.approx([5.0, 2.0, 0.0])

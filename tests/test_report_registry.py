@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import record as R
 from coatsearch import scores
-from coatsearch.record import TrialRecord
-from coatsearch.report import info, paper, plots_speed, speed
+from coatsearch.analysis import paper, tables
+from coatsearch.analysis import speed_tables as speed
+from coatsearch.report import plots_speed
 from coatsearch.scores.base import Guard, Score, acc
+from coatsearch.storage import record as R
+from coatsearch.storage.record import TrialRecord
 
-REPORT = Path(__file__).resolve().parents[1] / "coatsearch" / "report"
+PACKAGE = Path(__file__).resolve().parents[1] / "coatsearch"
+READERS = [*(PACKAGE / "analysis").glob("*.py"), *(PACKAGE / "report").glob("*.py")]  # analysis and rendering
 METRIC_KEY = re.compile(r"[\"'](?:" + "|".join(scores.SCORES) + r")\.[a-z_0-9]+[\"']")  # e.g. "capacity.eval_acc"
-CLAIMS = "claims.py"  # the papers' claims: the data that names the measures each claim reads
+CLAIMS = "analysis/claims.py"  # the papers' claims: the data that names the measures each claim reads
 # Modules that still name score metrics (issue 19 part 4 is not finished there): at most this many each. A new
 # literal anywhere else fails; lower a count when a module stops naming one.
 PENDING: dict[str, int] = {}
@@ -25,33 +28,37 @@ PENDING: dict[str, int] = {}
 # like a score take the name from the claims data (claims.CAPACITY_SCORE, SPEED_SCORE, ...), as keys do from scores.
 SCORE_NAME = re.compile(r"[\"'](?:" + "|".join(scores.SCORES) + r")[\"'.]")
 CLEANED = (
-    "calibration.py",
-    "speed.py",
-    "plots_speed.py",
-    "info.py",
-    "markdown_measures.py",
-    "markdown_speed.py",
-    "paper.py",
-    "verdicts.py",
+    "analysis/calibration.py",
+    "analysis/speed_tables.py",
+    "report/plots_speed.py",
+    "analysis/tables.py",
+    "report/markdown_measures.py",
+    "report/markdown_speed.py",
+    "analysis/paper.py",
+    "analysis/verdicts.py",
 )  # once in PENDING, now strict (issue 19 part 4)
 
 
+def _name(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
 def test_no_new_literal_metric_key_in_the_report():
-    found = {p.name: len(METRIC_KEY.findall(p.read_text(encoding="utf-8"))) for p in REPORT.glob("*.py")}
+    found = {_name(p): len(METRIC_KEY.findall(p.read_text(encoding="utf-8"))) for p in READERS}
     over = {n: k for n, k in found.items() if n != CLAIMS and k > PENDING.get(n, 0)}
     assert not over, f"literal metric keys outside {CLAIMS}: {over} (take them from the score registry)"
     assert found[CLAIMS] > 0 and all(n in found for n in PENDING)
 
 
 def test_a_cleaned_module_names_no_score_at_all():
-    found = {p.name: SCORE_NAME.findall(p.read_text(encoding="utf-8")) for p in REPORT.glob("*.py")}
+    found = {_name(p): SCORE_NAME.findall(p.read_text(encoding="utf-8")) for p in READERS}
     over = {n: hits for n, hits in found.items() if n != CLAIMS and n not in PENDING and hits}
     assert not over, f"score names in cleaned report modules: {over} (take them from the claims data or registry)"
     assert found[CLAIMS] and set(CLEANED) <= found.keys() - PENDING.keys()  # the claims data does name them
 
 
 def test_the_claims_data_names_only_registered_scores():
-    from coatsearch.report import claims as C
+    from coatsearch.analysis import claims as C
 
     named = (C.GEN_SCORE, C.CAPACITY_SCORE, C.TRANSFER_SCORE, C.LENGTH_SCORE, C.SPEED_SCORE, C.ROBUSTNESS_SCORE)
     assert set(named) <= scores.SCORES.keys() and len(set(named)) == len(named)
@@ -86,15 +93,15 @@ def _run(number: int, seed: int, value: float) -> TrialRecord:
 def test_a_registered_score_is_guarded_titled_and_derived(monkeypatch):
     _toy(monkeypatch)
     space = {"candidates": ["T"], "input": [8, 1, 10], "scores": {"toy": {"per_class": 5, "classes": [0, 1, 2, 3]}}}
-    assert info.group_acc()["toy"] == "toy.eval_acc" and info.chance(space, "toy") == 25.0  # its subset's classes
+    assert tables.group_acc()["toy"] == "toy.eval_acc" and tables.chance(space, "toy") == 25.0  # its subset's classes
     assert scores.titles()["toy"] == "Toy runs" and "toy.eval_acc" in scores.v_accs()
     assert scores.derived()[-1] == "toy.derived_acc"
     recs = [_run(0, 0, 0.26), _run(1, 1, 0.9)]  # seed 0 ends within 2 points of chance (25%): failed to train
-    (row,) = info.candidate_rows(space, recs)
+    (row,) = tables.candidate_rows(space, recs)
     assert row["guards"]["toy"] == {"runs": 2, "failed": 1, "not_converged": 0, "unchecked": 2}
     assert row["metrics"]["toy.eval_acc"].n == 1 and row["metrics"]["toy.eval_acc"].mean == pytest.approx(90.0)
     assert row["metrics"]["toy.derived_acc"].n == 1  # no derivation given: the recorded value is kept
-    (derived,) = info.candidate_rows(space, recs, {1: {"toy.derived_acc": 0.7}})
+    (derived,) = tables.candidate_rows(space, recs, {1: {"toy.derived_acc": 0.7}})
     assert derived["metrics"]["toy.derived_acc"].mean == pytest.approx(70.0)  # the report's value, not the record's
 
 

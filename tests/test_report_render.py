@@ -7,9 +7,10 @@ import re
 
 import pytest
 
+from coatsearch.dashboard import save_report_note
 from coatsearch.errors import UserError
-from coatsearch.report import render, save_note, summarize, write_report
-from coatsearch.store import load_study
+from coatsearch.report import render, summarize, write_report
+from coatsearch.storage.store import load_study
 from tests.report_records import AGREE, SPACE, layout_records, make_study, seeded, vit_records
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -50,11 +51,11 @@ def test_layout_study_report(tmp_path):
     journal = tmp_path / "studies" / "fab" / "journal.log"
     assert journal.read_bytes() == written  # reporting never writes to the journal
     assert get_note(load_study(tmp_path / "studies", "fab")) == ""
-    assert save_note("fab", tmp_path / "studies", path)  # the explicit step (`coatsearch report --note`)
+    assert save_report_note("fab", tmp_path / "studies", path)  # the explicit step (`coatsearch report --note`)
     study = load_study(tmp_path / "studies", "fab")  # a fresh handle reads the note back from the journal
     assert get_note(study) == text and study.user_attrs["report_verdicts"]["d"] == "supported"
     size = journal.stat().st_size
-    save_note("fab", tmp_path / "studies", path)  # the same note and verdicts: nothing new stored
+    save_report_note("fab", tmp_path / "studies", path)  # the same note and verdicts: nothing new stored
     assert journal.stat().st_size == size
 
 
@@ -106,14 +107,14 @@ def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
 
 
 def test_sizes_give_the_params_spread_of_budget_matched_candidates():
-    from coatsearch.report import budget, info
+    from coatsearch.analysis import spread, tables
 
-    rows = info.candidate_rows(SPACE, layout_records())
+    rows = tables.candidate_rows(SPACE, layout_records())
     params = {r["candidate"]: r["metrics"]["params"].mean for r in rows}  # 1.5M + 1000 × trial number, in M
-    z = budget.sizes(rows)
+    z = spread.sizes(rows)
     assert z is not None and z.small == ("ViT_REL", params["ViT_REL"]) and z.big == ("C-T-T-T", params["C-T-T-T"])
     assert z.macs_err == (1.0, 1.0) and z.params_err is None  # every record: +1% MACs error, a MACs-only budget
-    assert budget.sizes(rows[:1]) is None  # one candidate: nothing to compare
+    assert spread.sizes(rows[:1]) is None  # one candidate: nothing to compare
 
 
 def test_report_writes_the_note_only_with_note(tmp_path, capsys):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from coatsearch import record as R
-from coatsearch.report import frames, plots_speed
+from coatsearch.analysis import frames
+from coatsearch.analysis import speed_tables as SP
 from coatsearch.report import markdown_speed as MS
-from coatsearch.report import speed as SP
+from coatsearch.report import plots_speed
 from coatsearch.report import view_speed as VS
 from coatsearch.report.section import Context
+from coatsearch.storage import record as R
 
 SPACE = {"candidates": ["A", "B", "C"], "study": {"objective": "generalization.eval_acc"}}
 # candidate -> (eval acc, train img/s, infer img/s): B is slower and less accurate than A (dominated)

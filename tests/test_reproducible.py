@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.report import reproduce as RP
-from coatsearch.space import load_space
-from coatsearch.trials_plan import space_record
+from coatsearch.analysis import reproduce as RP
+from coatsearch.space.objects import load_space
+from coatsearch.storage.trials import space_record
 
 ROOT = Path(__file__).resolve().parents[1]
 SPACE = "spaces/vit_stems.yaml"

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import record as R
-from coatsearch import store
 from coatsearch.cli import main
-from coatsearch.dsl import SpaceError
 from coatsearch.scores import SCORES, ScoresSpec
 from coatsearch.scores.robustness import CORRUPTIONS, RobustnessSpec
-from coatsearch.space import load_space
-from coatsearch.spec import SubsetSpec
+from coatsearch.space.load import SpaceError
+from coatsearch.space.objects import load_space
+from coatsearch.storage import record as R
+from coatsearch.storage import store
+from coatsearch.vocab.specs import SubsetSpec
 from tests.tiny import tiny_text
 
 TINY = tiny_text()

@@ -5,11 +5,12 @@ import dataclasses
 import pytest
 import torch
 
-from coatsearch import spec as S
 from coatsearch.models import build
 from coatsearch.scores import ScoresSpec, TrialInput, measure
 from coatsearch.scores.length import LengthSpec
 from coatsearch.scores.transfer import copy_body
+from coatsearch.training import schedule
+from coatsearch.vocab import specs as S
 from tests.tiny import DATA, MODEL, OPTIM, STEM
 
 
@@ -66,7 +67,7 @@ def test_corruptions_change_the_images_more_with_severity():
 
 def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry():
     from coatsearch import scores
-    from coatsearch.report import optim
+    from coatsearch.analysis import optim
 
     assert optim.FALLBACK_ACC is scores.FALLBACK
     assert scores.FALLBACK[:2] == ("accuracy.eval_acc", "generalization.eval_acc")
@@ -81,9 +82,9 @@ def _model(layout: str) -> S.ModelSpec:
 
 
 def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
-    from coatsearch import data as D
     from coatsearch.scores import Context
     from coatsearch.scores import training as T
+    from coatsearch.training import data as D
 
     sub = S.SubsetSpec(per_class=8, epochs=1, eval_every=1)
     runs = {}
@@ -105,7 +106,7 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
 
 
 def test_whole_split_and_the_eval_set_default_to_all_images():
-    from coatsearch import data as D
+    from coatsearch.training import data as D
 
     pool, test = D.load(S.DataSpec("synthetic"), 16, 1)
     assert len(D.subset(pool, None, None, seed=3)) == len(pool)
@@ -139,11 +140,10 @@ def test_transfer_records_the_fine_tune_the_baselines_and_the_gain():
 
 
 def test_a_subset_batch_size_sets_the_runs_batch_and_its_default_budget():
-    from coatsearch.scores import training as T
     from coatsearch.scores.transfer import TransferSpec
 
     fin = S.SubsetSpec(per_class=10, classes=(2, 3), epochs=2, batch_size=4)
-    assert T.for_subset(OPTIM, fin).batch_size == 4 and T.for_subset(OPTIM, S.SubsetSpec()) is OPTIM
+    assert schedule.subset_optim(OPTIM, fin).batch_size == 4 and schedule.subset_optim(OPTIM, S.SubsetSpec()) is OPTIM
     pre = S.SubsetSpec(per_class=10, epochs=1, classes=(0, 1))
     spec = TransferSpec(pre, dataclasses.replace(fin, max_steps=10))
     out = measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(transfer=spec), seed=0), torch.device("cpu"))
@@ -159,8 +159,8 @@ def test_fine_tuning_defaults_to_at_least_300_steps():
 
 
 def test_linear_probe_separates_separable_features():
-    from coatsearch import data as D
     from coatsearch.scores.transfer import linear_probe
+    from coatsearch.training import data as D
 
     class Net(torch.nn.Module):  # features = the mean pixel of each image; head removed by the probe
         def __init__(self):

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 import coatsearch
-from coatsearch import kinds, search, store
-from coatsearch import trials_plan as P
 from coatsearch.cli import main
-from coatsearch.trials_plan import REEVAL
+from coatsearch.space import search
+from coatsearch.storage import store
+from coatsearch.storage import trials as P
+from coatsearch.storage.trials import REEVAL
+from coatsearch.vocab import kinds
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
 KEY = "generalization.eval_acc"  # the objective on the test images
@@ -266,7 +268,9 @@ def test_grid_takes_every_point_once_per_seed(measured):
 
 
 def test_the_shipped_layout_search_space_searches_the_paper_choices():
-    from coatsearch.space import load_space  # validated, not solved (the API's load_space solves every candidate)
+    from coatsearch.space.objects import (
+        load_space,  # validated, not solved (the API's load_space solves every candidate)
+    )
 
     root = Path(__file__).resolve().parent.parent
     for profile in ("default", "quick", "full"):
@@ -296,7 +300,7 @@ def measured(tmp_path_factory):
 
 
 def test_replay_gives_each_sampler_a_regret_curve(measured, capsys):
-    from coatsearch import replay
+    from coatsearch.analysis import replay
 
     curves = replay.replay(replay.table("g", measured), ["random", "tpe"], 6, 4)
     for c in curves:
@@ -313,7 +317,7 @@ def test_replay_gives_each_sampler_a_regret_curve(measured, capsys):
 
 def test_an_exported_table_replays_as_the_study_does(measured, tmp_path):
     # benchmarks/bench_search.py replays a committed `export --format csv` table: it must read the same table
-    from coatsearch import replay
+    from coatsearch.analysis import replay
 
     out = tmp_path / "g.csv"
     assert main(["export", "g", "--studies-dir", str(measured), "--format", "csv", "--out", str(out)]) == 0
@@ -332,8 +336,8 @@ def test_replay_refuses_an_unmeasured_study_or_sampler(study, measured, capsys):
 
 def test_no_sampled_point_escapes_a_constraint_whichever_path_samples_it():
     from coatsearch.errors import TrialFailed
-    from coatsearch.trial import run_item
-    from coatsearch.trials_plan import PlanItem
+    from coatsearch.runner.trial import run_item
+    from coatsearch.storage.trials import PlanItem
 
     space = coatsearch.load_space(SPACE)
     cand = space.candidate("searched")
@@ -348,7 +352,7 @@ def test_no_sampled_point_escapes_a_constraint_whichever_path_samples_it():
 def test_save_weights_retrains_the_found_architecture_and_loads_back(study, tmp_path, capsys):
     import torch
 
-    from coatsearch import found
+    from coatsearch.storage import found
 
     out = tmp_path / "found.yaml"
     assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--best", "1", "--format", "yaml",

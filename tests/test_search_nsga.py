@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import coatsearch
-from coatsearch import search, store
+from coatsearch.space import search
+from coatsearch.storage import store
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
 OBJECTIVES = ["generalization.eval_acc", "speed.infer_latency_ms"]

@@ -6,11 +6,13 @@ import pytest
 import torch
 from torch import nn
 
-from coatsearch import candidates, speed, store
-from coatsearch import trial as T
-from coatsearch.space import load_space
-from coatsearch.spec import OptimSpec
-from coatsearch.trials_plan import plan
+from coatsearch.budget import prepare as candidates
+from coatsearch.runner import trial as T
+from coatsearch.space.objects import load_space
+from coatsearch.storage import store
+from coatsearch.storage.trials import plan
+from coatsearch.training import tuning as speed
+from coatsearch.vocab.specs import OptimSpec
 from tests.support.engine import run, trials
 from tests.tiny import TINY, tiny_variant
 
@@ -59,13 +61,13 @@ def test_a_measured_compile_replaces_the_prior():
 
 
 def test_auto_is_the_default_and_short_runs_train_eagerly():
-    from coatsearch import train
+    from coatsearch.training import fit
 
     assert OptimSpec().compile == "auto"
     x, y = torch.randn(64, 1, 8, 8), torch.arange(64) % 4
-    data = train.TensorData(x, y, (0, 1, 2, 3), True)
+    data = fit.TensorData(x, y, (0, 1, 2, 3), True)
     net = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
-    h = train.fit(net, data, data, OptimSpec(batch_size=16), 2, seed=0, device=CPU)
+    h = fit.fit(net, data, data, OptimSpec(batch_size=16), 2, seed=0, device=CPU)
     assert not h.compiled and h.steps == 8
 
 
@@ -134,19 +136,19 @@ def test_an_edited_candidate_is_matched_again(tmp_path):
 
 
 def test_cpu_training_feeds_channels_last_batches(monkeypatch):
-    from coatsearch import train
+    from coatsearch.training import fit
 
     seen = []
-    real = train._Run._loss
+    real = fit._Run._loss
     monkeypatch.setattr(
-        train._Run,
+        fit._Run,
         "_loss",
         lambda self, xb, yb: seen.append(xb.is_contiguous(memory_format=torch.channels_last)) or real(self, xb, yb),
     )
     x, y = torch.randn(32, 3, 8, 8), torch.arange(32) % 4
     net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.LazyLinear(4))
     net(x)
-    train.fit(net, train.TensorData(x, y, (0, 1, 2, 3), True), None, OptimSpec(batch_size=16), 1, seed=0, device=CPU)
+    fit.fit(net, fit.TensorData(x, y, (0, 1, 2, 3), True), None, OptimSpec(batch_size=16), 1, seed=0, device=CPU)
     assert seen == [True, True] and net[0].weight.is_contiguous(memory_format=torch.channels_last)
 
 
@@ -199,12 +201,12 @@ def test_the_compile_caches_go_to_one_shared_folder(tmp_path, monkeypatch):
 
 
 def test_the_record_says_which_mode_ran():
-    from coatsearch import train
     from coatsearch.scores import training
+    from coatsearch.training import fit
 
     x, y = torch.randn(64, 1, 8, 8), torch.arange(64) % 4
-    data = train.TensorData(x, y, (0, 1, 2, 3), True)
+    data = fit.TensorData(x, y, (0, 1, 2, 3), True)
     net = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
-    h = train.fit(net, data, data, OptimSpec(batch_size=16, compile=False), 1, seed=0, device=CPU)
+    h = fit.fit(net, data, data, OptimSpec(batch_size=16, compile=False), 1, seed=0, device=CPU)
     assert h.compile_mode == "eager" and not h.compiled
     assert training.run_facts("generalization", h, data, data, data)["generalization.compile"] == "eager"

@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from coatsearch import throughput
 from coatsearch.models import build
 from coatsearch.scores import METRICS, SCORES, ScoresSpec, TrialInput, measure
 from coatsearch.scores.speed import SpeedSpec
+from coatsearch.training import throughput
 from tests.tiny import DATA, MODEL, OPTIM
 
 SMALL = SpeedSpec(infer_batch=16, warmup=1, repeats=3, latency_repeats=4)

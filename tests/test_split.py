@@ -10,10 +10,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from coatsearch import api, data
+from coatsearch import api
+from coatsearch.analysis import judging
 from coatsearch.errors import UserError
-from coatsearch.report import judging
-from coatsearch.spec import DataSpec
+from coatsearch.training import data
+from coatsearch.vocab.specs import DataSpec
 from tests.tiny import TINY, tiny_variant
 
 
@@ -67,7 +68,7 @@ def test_per_seed_sampling_fits_any_draw_but_not_more_than_the_pool(pool):
 
 
 def test_the_report_says_whether_image_sampling_is_in_the_intervals():
-    from coatsearch import record as R
+    from coatsearch.storage import record as R
 
     measured = {"accuracy.val_fingerprint": "v", "accuracy.eval_fingerprint": "t"}
     assert "test_sampling" not in R.images_of(measured, 0)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import record as R
-from coatsearch import store
-from coatsearch import trials_plan as P
 from coatsearch.report import summarize, write_report
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.storage import record as R
+from coatsearch.storage import store
+from coatsearch.storage import trials as P
 from tests.tiny import TINY
 
 HERE = Path(__file__).parent

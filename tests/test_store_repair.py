@@ -7,12 +7,12 @@ from pathlib import Path
 import optuna
 import pytest
 
-from coatsearch import journal as J
-from coatsearch import record as R
-from coatsearch import store
 from coatsearch.cli import main
 from coatsearch.errors import UserError
-from coatsearch.space import load_space
+from coatsearch.space.objects import load_space
+from coatsearch.storage import journal as J
+from coatsearch.storage import record as R
+from coatsearch.storage import store
 from tests.tiny import TINY
 
 
@@ -94,7 +94,7 @@ def test_the_same_space_reopens_without_writing(tmp_path):
 
 
 def test_space_changes_name_each_difference():
-    from coatsearch.trials_plan import space_changes
+    from coatsearch.storage.trials import space_changes
 
     old = {"candidates": {"A": {"train": {"lr": 1}}, "B": {}}, "study": {"seeds": [0]}}
     new = {"candidates": {"A": {"train": {"lr": 2}}, "C": {}}, "study": {"seeds": [0]}}

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch import record as R
-from coatsearch import store
 from coatsearch.cli import main
+from coatsearch.storage import record as R
+from coatsearch.storage import store
 
 SPACES = Path(__file__).resolve().parent.parent / "spaces"
 pytestmark = [

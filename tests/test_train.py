@@ -1,4 +1,4 @@
-"""Tests for coatsearch.train: learning, determinism, optimizers, weight decay groups, schedule, failures."""
+"""Tests for coatsearch.training.fit: learning, determinism, optimizers, weight decay groups, schedule, failures."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from coatsearch import data, train
 from coatsearch.errors import UserError
-from coatsearch.spec import DataSpec, OptimSpec
+from coatsearch.training import data
+from coatsearch.training import fit as train
+from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
 TIMING = {"seconds", "images_per_s"}
@@ -193,9 +194,9 @@ def test_small_and_empty_training_sets(pools):
 def test_compiled_metrics_agree_with_eager_within_seed_noise():
     """Regional compile of a CoAtNet (its stage blocks) vs eager, same seed: measured on CPU, eval accuracy
     identical and the clean train loss 3e-5 nats apart, against 0.135 and 0.26 between seeds 0 and 1."""
-    from coatsearch.candidates import prepare
+    from coatsearch.budget.prepare import prepare
     from coatsearch.models import build
-    from coatsearch.space import load_space
+    from coatsearch.space.objects import load_space
     from tests.tiny import TINY
 
     spec = prepare(load_space(TINY).candidate("C-T")).model

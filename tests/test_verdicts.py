@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coatsearch.report import info
-from coatsearch.report import verdicts as V
-from coatsearch.report.paper import NOT_TESTED
+from coatsearch.analysis import tables
+from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.paper import NOT_TESTED
 from coatsearch.scores import ranked
 from tests.report_records import (
     AGREE,
@@ -25,7 +25,7 @@ SPLITS = seeded({"generalization.eval_acc": {"C-C-T-T": 0.841, "V2": 0.839, "V1"
 
 
 def _rows(values: dict, space: dict = SPACE) -> list[dict]:
-    return info.candidate_rows(space, layout_records(values))
+    return tables.candidate_rows(space, layout_records(values))
 
 
 def _claims(values: dict) -> dict[str, dict]:
@@ -127,7 +127,7 @@ def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
         if r.candidate == "C-T-T-T" and r.seed == 0:
             m["generalization.eval_acc"] = 0.11
 
-    rows = info.candidate_rows(SPACE, _records_with(one_at_chance))
+    rows = tables.candidate_rows(SPACE, _records_with(one_at_chance))
     cttt = next(r for r in rows if r["candidate"] == "C-T-T-T")
     assert cttt["guards"]["generalization"] == {"runs": 3, "failed": 1, "not_converged": 0, "unchecked": 0}
     assert cttt["metrics"]["generalization.gap"].n == 2 and set(cttt["by_seed"]["generalization.gap"]) == {1, 2}
@@ -138,7 +138,7 @@ def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
         if r.candidate == "C-T-T-T":
             m["generalization.eval_acc"] = 0.105
 
-    a = V.all_claims(info.candidate_rows(SPACE, _records_with(all_at_chance)), None)[0]
+    a = V.all_claims(tables.candidate_rows(SPACE, _records_with(all_at_chance)), None)[0]
     assert a["verdict"] == "inconclusive" and a["why"].startswith("out of regime — C-T-T-T: every run failed")
 
 
@@ -148,12 +148,12 @@ def test_still_rising_run_is_not_converged_and_out_of_regime_where_needed():
             for score in ("generalization", "capacity"):
                 m[f"curves.{score}"]["eval_acc"] = [0.3, 0.4, 0.5, 0.55, 0.62, 0.7]
 
-    rows = info.candidate_rows(SPACE, _records_with(rising))
+    rows = tables.candidate_rows(SPACE, _records_with(rising))
     claims = {c["id"]: c for c in V.all_claims(rows, None)}
     assert claims["a"]["verdict"] == "supported"  # a matched-loss reading does not need convergence
     assert claims["b"]["verdict"] == "supported"  # capacity is judged after a fixed budget
     assert claims["c"]["verdict"] == "supported"  # transfer needs converged transfer runs, not generalization ones
-    assert info.converged({"eval_acc": [0.5, 0.6]}) is None and info.converged({"eval_acc": [0.1, 0.5, 0.5]})
+    assert tables.converged({"eval_acc": [0.5, 0.6]}) is None and tables.converged({"eval_acc": [0.1, 0.5, 0.5]})
 
 
 def test_linear_floor_guards_every_accuracy_measure_on_its_own_reading():
@@ -195,7 +195,7 @@ def _rel_rows(on: float, off: float) -> list[dict]:
         for i, (name, acc) in enumerate((("C-C-T-T", on), ("C-C-T-T-norel", off)))
         for s in SEEDS
     ]
-    return info.candidate_rows({}, recs)
+    return tables.candidate_rows({}, recs)
 
 
 def test_relative_attention_pairs_and_verdicts():

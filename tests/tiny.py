@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coatsearch import spec as S
+from coatsearch.vocab import specs as S
 
 TINY = Path(__file__).resolve().parent / "spaces" / "tiny.yaml"
 

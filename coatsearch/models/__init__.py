@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from torch import nn
 
-from coatsearch import kinds
 from coatsearch.models.baselines import build_cnn, build_linear
 from coatsearch.models.coatnet import build_coatnet
 from coatsearch.models.vit import build_vit
-from coatsearch.spec import ModelSpec
+from coatsearch.vocab import kinds
+from coatsearch.vocab.specs import ModelSpec
 
 BUILDERS = {"coatnet": build_coatnet, "vit": build_vit, "linear": build_linear, "cnn": build_cnn}
 

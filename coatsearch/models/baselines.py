@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from coatsearch.spec import ModelSpec
+from coatsearch.vocab.specs import ModelSpec
 
 CNN_WIDTHS = (16, 32, 64)  # channels of the three 3x3 conv layers; the first two are followed by a 2x2 max pool
 

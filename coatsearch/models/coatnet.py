@@ -9,9 +9,9 @@ from timm.layers import RelPosBias
 from timm.models.maxxvit import MaxxVitConvCfg, MaxxVitTransformerCfg, MbConvBlock, TransformerBlock2d
 from torch import nn
 
-from coatsearch import kinds
 from coatsearch.models.stems import NORM_2D, build_stem
-from coatsearch.spec import BlockSpec, ModelSpec
+from coatsearch.vocab import kinds
+from coatsearch.vocab.specs import BlockSpec, ModelSpec
 
 _STRIDE_MODE = {"eq5": "1x1", "dw": "dw"}  # paper Eq. 5 = strided 1x1 on the normalized input
 _POOL = {"max": "max2", "avg": "avg2"}  # kernel = stride = 2 pooling on shortcuts / attention input

@@ -8,9 +8,9 @@ import torch
 from timm.models.maxxvit import PartitionAttention2d
 from torch import nn
 
-from coatsearch.kinds import maxvit_partitions
 from coatsearch.models.coatnet import transformer_cfg
-from coatsearch.spec import BlockSpec
+from coatsearch.vocab.kinds import maxvit_partitions
+from coatsearch.vocab.specs import BlockSpec
 
 
 class MaxVitBlock(nn.Module):

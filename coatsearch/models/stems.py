@@ -8,8 +8,8 @@ import torch
 from timm.layers import get_norm_act_layer
 from torch import nn
 
-from coatsearch import kinds
-from coatsearch.spec import StemSpec
+from coatsearch.vocab import kinds
+from coatsearch.vocab.specs import StemSpec
 
 # BlockSpec norm names -> timm norm-act layer names for NCHW maps.
 NORM_2D = {"batchnorm": "batchnorm2d", "layernorm": "layernorm2d"}

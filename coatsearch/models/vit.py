@@ -10,7 +10,7 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from coatsearch.models.stems import build_stem
-from coatsearch.spec import ModelSpec
+from coatsearch.vocab.specs import ModelSpec
 
 
 def build_vit(spec: ModelSpec) -> VisionTransformer:

@@ -16,14 +16,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coatsearch import fsafe, trials_plan
-from coatsearch.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
+from coatsearch import fsafe
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from coatsearch.planner.pilot import TrialTiming, run_pilots
+from coatsearch.storage import trials as trials_plan
+from coatsearch.storage.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
 
 if TYPE_CHECKING:  # types only: the API imports the planner
-    from coatsearch import api
+    from coatsearch.space.objects import Space
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,12 @@ class Plan:
              "fits": [{**asdict(f), "predicted_s": R.fit_seconds(f), "compiles": R.compiles(f)} for f in t.fits]}
             for t in self.timings
         ]  # fmt: skip
-        from coatsearch.report import jsonable
+        from coatsearch.analysis.tables import jsonable
 
         return jsonable(out)  # an infinite smallest detectable difference (no power at all) becomes null
 
 
-def make_plan(space: api.Space, study: str, processes: int, threads: int | None, *, device: str = "auto",
+def make_plan(space: Space, study: str, processes: int, threads: int | None, *, device: str = "auto",
               earlier: P.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
               level: float = P.REGIME_LOSS) -> Plan:  # fmt: skip
     """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
@@ -90,7 +91,7 @@ def make_plan(space: api.Space, study: str, processes: int, threads: int | None,
                 time.perf_counter() - began)  # fmt: skip
 
 
-def matched_preps(space: api.Space) -> list:
+def matched_preps(space: Space) -> list:
     """The candidates a plan pilots: the matched ones; a note line for each unmatched one it leaves out."""
     for c in space.candidates:
         if not c.prepared.ok:
@@ -99,9 +100,9 @@ def matched_preps(space: api.Space) -> list:
     return [c.prepared for c in space.candidates if c.prepared.ok]
 
 
-def model_rows(space: api.Space) -> tuple[list[dict], dict[str, set[str]]]:
+def model_rows(space: Space) -> tuple[list[dict], dict[str, set[str]]]:
     """Candidate rows as the verdict rules resolve names (candidate, model label, layout) and what each measures."""
-    from coatsearch.trial import model_label
+    from coatsearch.vocab.specs import model_label
 
     rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout,
              "optimizer": c.resolve()[1].optimizer, "sampled": bool(c.dims)} for c in space.candidates]  # fmt: skip

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # names for annotations only
     import torch
 
-    from coatsearch.candidates import Prepared
-    from coatsearch.space import Space
+    from coatsearch.budget.prepare import Prepared
+    from coatsearch.space.objects import Space
 
 H200_BF16_PEAK = 989e12  # FLOP/s: NVIDIA H200 (SXM) dense bf16 tensor-core peak, datasheet
 TRAIN_FLOPS_PER_MAC = 6  # 2 FLOPs per multiply-add forward, a backward pass of about twice the forward
@@ -63,9 +63,9 @@ def count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
     """The training runs one candidate's trial would make (steps, batch, evaluated images), nothing timed."""
     import dataclasses
 
-    from coatsearch.data import PROBE_MAX
     from coatsearch.planner.pilot import Recorder
     from coatsearch.scores import TrialInput, measure
+    from coatsearch.training.data import PROBE_MAX
 
     class Counter(Recorder):
         """The pilot's recorder with its timings skipped: it only records what each run would do."""
@@ -93,7 +93,7 @@ def count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
 def gpu_plan(space: Space, fraction: float, peak: float = H200_BF16_PEAK) -> GpuPlan:
     """Count every candidate's trial of `space` (a loaded space) and price it at `peak` x `fraction` FLOP/s."""
     from coatsearch.planner import predict
-    from coatsearch.train import pick_device
+    from coatsearch.training.fit import pick_device
 
     d, dev = space, pick_device("cpu")
     preps = [c.prepared for c in space.candidates if c.prepared.ok]

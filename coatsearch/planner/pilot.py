@@ -27,11 +27,11 @@ if TYPE_CHECKING:  # types only: torch and the score code are imported where a p
     import torch
     from torch import nn
 
-    from coatsearch.candidates import Prepared
-    from coatsearch.data import TensorData
-    from coatsearch.space import Space
-    from coatsearch.spec import OptimSpec
-    from coatsearch.train import History
+    from coatsearch.budget.prepare import Prepared
+    from coatsearch.space.objects import Space
+    from coatsearch.training.data import TensorData
+    from coatsearch.training.fit import History
+    from coatsearch.vocab.specs import OptimSpec
 
 STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
 STAND_IN = 4  # images of the one-step fit a score gets back in place of its run (BatchNorm needs more than 1)
@@ -52,8 +52,8 @@ class FitTiming:
     step_s: float  # one eager optimizer step, measured
     point_s: float  # one curve point, measured
     setup_s: float  # everything else of the fit (moving data, building the optimizer, the last eval), measured
-    compile_s: float  # expected compile cost of this model here (speed.compile_cost)
-    speedup: float  # expected eager / compiled step time (speed.SPEEDUP_PRIOR)
+    compile_s: float  # expected compile cost of this model here (tuning.compile_cost)
+    speedup: float  # expected eager / compiled step time (tuning.SPEEDUP_PRIOR)
     expected_steps: float | None = None  # a run that stops at a target: its median steps in an earlier study
 
 
@@ -89,9 +89,8 @@ class Recorder:
         **kw: Any,
     ) -> History:
         """Record one training run; return the History of a one-step fit on a few of its images."""
-        from coatsearch import speed
-        from coatsearch.curve import curve_steps, dense_budget
-        from coatsearch.train import steps_per_epoch
+        from coatsearch.training import tuning
+        from coatsearch.training.schedule import curve_steps, dense_budget, steps_per_epoch
 
         begin = time.perf_counter()
         total = kw.get("max_steps") or epochs * steps_per_epoch(len(train), optim.batch_size)
@@ -101,12 +100,12 @@ class Recorder:
         step_s = self._step_time(model, train, eager, batch, kw.get("augment", True))
         point_s = self._point_time(model, train, evaluate, batch, kw.get("validate"))
         hist, setup_s = self._stand_in(model, train, evaluate, eager, kw)
-        sig, kind = speed.signature(model), self.device.type
+        sig, kind = tuning.signature(model), self.device.type
         self.fits.append(
             FitTiming(
                 phase, total, max(1, len(curve_steps(total, kw.get("eval_every")))) + dense, batch, len(train),
                 kw.get("stop_at_loss") is not None or kw.get("stop_at_acc") is not None, str(optim.compile),
-                step_s, point_s, setup_s, speed.compile_cost(kind, sig), speed.SPEEDUP_PRIOR.get(kind, 1.3),
+                step_s, point_s, setup_s, tuning.compile_cost(kind, sig), tuning.SPEEDUP_PRIOR.get(kind, 1.3),
             )
         )  # fmt: skip
         self.spent += time.perf_counter() - begin
@@ -116,8 +115,8 @@ class Recorder:
         """Seconds of one eager step of this shape: the median of STEP_PILOT steps on the run's first batch."""
         import copy
 
-        from coatsearch.speed import signature
-        from coatsearch.train import fit
+        from coatsearch.training.fit import fit
+        from coatsearch.training.tuning import signature
 
         recipe = dataclasses.replace(optim, lr=0.0, weight_decay=0.0, warmup_epochs=0.0)  # these do not change a step
         key = ("step", signature(model), batch, augment, recipe)
@@ -135,9 +134,9 @@ class Recorder:
 
         Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
-        from coatsearch.curve import eval_tensors
-        from coatsearch.data import PROBE_MAX
-        from coatsearch.speed import signature
+        from coatsearch.training.curves import eval_tensors
+        from coatsearch.training.data import PROBE_MAX
+        from coatsearch.training.tuning import signature
 
         key = ("point", signature(model), batch)
         if key not in self.cache:
@@ -155,7 +154,7 @@ class Recorder:
         self, model: nn.Module, train: TensorData, evaluate: TensorData | None, optim: OptimSpec, kw: dict[str, Any]
     ) -> tuple[History, float]:
         """(History, seconds besides its one step) of a one-step fit on STAND_IN images, evaluated on as many."""
-        from coatsearch.train import fit
+        from coatsearch.training.fit import fit
 
         held = _head(evaluate, STAND_IN) if evaluate is not None else None
         start = time.perf_counter()
@@ -166,7 +165,7 @@ class Recorder:
 
 def _head(data: TensorData, n: int) -> TensorData:
     """The first `n` images of a TensorData (all of them when it has fewer)."""
-    from coatsearch.data import TensorData
+    from coatsearch.training.data import TensorData
 
     n = min(n, len(data))
     return TensorData(data.x[:n], data.y[:n], data.classes, data.hflip)
@@ -198,8 +197,8 @@ def pilot_many(space: Space, preps: list[Prepared], seed: int, device: str, thre
     """Pilot each prepared candidate in turn in this process, at `threads` intra-op threads (None: as set)."""
     import torch
 
-    from coatsearch import data as D
-    from coatsearch.train import pick_device
+    from coatsearch.training import data as D
+    from coatsearch.training.fit import pick_device
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
@@ -240,7 +239,7 @@ def _in_pool(
     """
     import multiprocessing as mp
 
-    from coatsearch import interrupts
+    from coatsearch.runner import interrupts
 
     with interrupts.sigterm_as_interrupt():
         with interrupts.children_ignore_sigint():

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from scipy.stats import linregress
 
-from coatsearch.record import TrialRecord
-from coatsearch.report import claims as C
-from coatsearch.report import stats as S
-from coatsearch.report import stem
-from coatsearch.report import verdicts as V
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import stats as S
+from coatsearch.analysis import stem
+from coatsearch.analysis import verdicts as V
 from coatsearch.scores import METRICS
+from coatsearch.storage.record import TrialRecord
 
 # sd of a paired difference assumed without any measurement, by display unit. Accuracies: the pooled noise of
 # the shipped reports at b1c4749 ran 1.3 (capacity.eval_acc) to 6.1 points (generalization.matched_acc) on
@@ -81,9 +81,10 @@ class ClaimPlan:
 
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
-    from coatsearch import store
-    from coatsearch.record import validation_view
-    from coatsearch.report import frames, info, paper
+    from coatsearch.analysis import frames, paper
+    from coatsearch.analysis import tables as info
+    from coatsearch.storage import store
+    from coatsearch.storage.record import validation_view
 
     if not store.storage_file(studies_dir, name).exists():
         return None
@@ -256,7 +257,7 @@ def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
 def _converges(curve: dict, have: int | None) -> str:
     """Whether a run of `have` steps is expected to converge, from an earlier study's median run
     (report.info.converged)."""
-    from coatsearch.report.info import converged
+    from coatsearch.analysis.tables import converged
 
     curve = representative(curve)
     done = converged({"step": curve["step"], "eval_acc": [a / 100 for a in curve["eval_acc"]]})
@@ -326,7 +327,7 @@ def _stem(at: _Setting) -> ClaimPlan:
                 "baseline)",)  # fmt: skip
     pw = claim_power(sd, at.seeds, 2, family, claim.paper_effect)  # k = 2: df = n - 1, as the contrast's t test
     mine = claim_power(sd, at.seeds, 2, family, at.effect)["seeds"] if at.effect else None
-    note = "the optimizer-gap part; the report states the EDF parts' run counts (report/stem.py runs_needed)"
+    note = "the optimizer-gap part; the report states the EDF parts' run counts (analysis/stem.py runs_needed)"
     return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], claim.paper_effect, pw["seeds"], at.effect, mine,
                      zone, note, 2, family)  # fmt: skip
 

@@ -1,8 +1,8 @@
 """Wall time from pilot timings (pure): a run's time with its compile decision, a trial's, and the study's schedule.
 
 A run of `steps` steps costs setup + points x point + its training steps. Under `compile: auto` the steps are
-decided the way `speed.AutoCompile` decides them: PROBE_STEPS + 1 eager steps, then compiled steps at
-eager / speedup after a compile of `compile_s` seconds when `speed.worth_compiling` says it pays. The study's
+decided the way `tuning.AutoCompile` decides them: PROBE_STEPS + 1 eager steps, then compiled steps at
+eager / speedup after a compile of `compile_s` seconds when `tuning.worth_compiling` says it pays. The study's
 wall time is the schedule of its trials in plan order, each taken by the first worker process that is free
 (what the optuna backend's workers do), so a study of 9 trials on 2 processes takes 5 rounds, not 4.5.
 """
@@ -15,9 +15,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from coatsearch import speed
 from coatsearch.errors import UserError
 from coatsearch.planner.pilot import FitTiming, TrialTiming
+from coatsearch.training import tuning
 
 MAX_SEEDS = 64  # --budget looks for the most seeds up to this many
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|min|s)")
@@ -36,13 +36,13 @@ def with_earlier(trial: TrialTiming, steps: Mapping[str, Mapping[str, float]]) -
 
 
 def compiles(fit: FitTiming) -> bool:
-    """Whether the run would train compiled: always with compile True, by `speed.worth_compiling` under auto."""
+    """Whether the run would train compiled: always with compile True, by `tuning.worth_compiling` under auto."""
     if fit.compile == "True":
         return True
     if fit.compile != "auto":
         return False
-    left = math.ceil(run_steps(fit)) - speed.PROBE_STEPS - 1
-    return left > 0 and speed.worth_compiling(left, fit.step_s, fit.compile_s, fit.speedup)
+    left = math.ceil(run_steps(fit)) - tuning.PROBE_STEPS - 1
+    return left > 0 and tuning.worth_compiling(left, fit.step_s, fit.compile_s, fit.speedup)
 
 
 def train_seconds(fit: FitTiming) -> float:
@@ -50,7 +50,7 @@ def train_seconds(fit: FitTiming) -> float:
     steps = run_steps(fit)
     if not compiles(fit):
         return steps * fit.step_s
-    eager = 0 if fit.compile == "True" else min(steps, speed.PROBE_STEPS + 1)
+    eager = 0 if fit.compile == "True" else min(steps, tuning.PROBE_STEPS + 1)
     return eager * fit.step_s + fit.compile_s + (steps - eager) * fit.step_s / fit.speedup
 
 

@@ -1,46 +1,21 @@
 """The study report: storage → tables (pure) → figures + Markdown + summary.json; reporting never writes the journal.
 
-The report as the study's optuna-dashboard note is an explicit step (`save_note`, `coatsearch report --note`).
+The report as the study's optuna-dashboard note is an explicit step (`dashboard.save_report_note`,
+`coatsearch report --note`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coatsearch.report import (
-    budget,
-    calibration,
-    frames,
-    info,
-    judging,
-    looks,
-    optim,
-    paper,
-    pareto,
-    plots,
-    reproduce,
-    view_search,
-)
-from coatsearch.report import markdown as md
-from coatsearch.report import markdown_claims as mdc
-from coatsearch.report import markdown_looks as mdl
-from coatsearch.report import markdown_measures as mdm
-from coatsearch.report import markdown_replication as mdr
-from coatsearch.report import markdown_search as mdsearch
-from coatsearch.report import markdown_speed as mds
-from coatsearch.report import measures as M
-from coatsearch.report import verdicts as V
-from coatsearch.report import view_claims as vc
-from coatsearch.report import view_measures as vm
-from coatsearch.report import view_speed as vs
-from coatsearch.report import view_study as vst
-from coatsearch.report.claims import (
+from coatsearch.analysis import calibration, frames, judging, looks, optim, paper, pareto, reproduce, spread
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import tables as info
+from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.claims import (
     ALPHA,
     CAPACITY_SCORE,
     EDF_K,
@@ -51,9 +26,22 @@ from coatsearch.report.claims import (
     TRANSFER_SCORE,
     VERDICT_ALPHA,
 )
+from coatsearch.analysis.tables import jsonable
+from coatsearch.report import markdown as md
+from coatsearch.report import markdown_claims as mdc
+from coatsearch.report import markdown_looks as mdl
+from coatsearch.report import markdown_measures as mdm
+from coatsearch.report import markdown_replication as mdr
+from coatsearch.report import markdown_search as mdsearch
+from coatsearch.report import markdown_speed as mds
+from coatsearch.report import plots, view_search
+from coatsearch.report import view_claims as vc
+from coatsearch.report import view_measures as vm
+from coatsearch.report import view_speed as vs
+from coatsearch.report import view_study as vst
 from coatsearch.report.section import Context, Report, Section, compute
 
-__all__ = ["SECTIONS", "Report", "render", "save_note", "summarize", "write_report"]
+__all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
 
 SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
 FIGURES = "figures"  # the section listing the figures written beside the report (known only after drawing)
@@ -77,7 +65,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section(SPEED_SCORE, vs.speed, mds.section, ("acc_vs_speed",)),
     Section("pareto", vs.pareto, mds.pareto),
     Section("claims", vc.verdicts, mdc.verdicts, ("paired_diffs",)),
-    Section("looks", looks.view, mdl.section),
+    Section("looks", mdl.view, mdl.section),
     Section("replication", lambda ctx: ctx.tables.get("replication"), mdr.section),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
@@ -100,7 +88,7 @@ def summarize(
     study's line against its registration (registration.verdict_line), which marks each verdict confirmatory;
     `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p (None: not gathered);
     `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way."""
-    from coatsearch import search
+    from coatsearch.space import search
 
     found = view_search.compute(space, records)
     records = [r for r in search.regroup(records) if r.state != "REJECTED"]  # the search section counts those
@@ -128,7 +116,7 @@ def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
         "registration": j["registration"],  # the study against its registered analysis (judging.with_status)
         "metrics": {k: vars(m) for k, m in info.METRICS.items()},
         "candidates": rows,
-        "size": budget.sizes(rows),
+        "size": spread.sizes(rows),
         "primary_acc": acc,
         "primary_label": info.METRICS[acc].label if acc else "",
         "rankings": V.rankings(rows, noise),
@@ -176,26 +164,12 @@ def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
     return paper.mean_curves(space, fr.curves[score], fr.complete) or info.curves(space, fr.records, score)
 
 
-def jsonable(x: Any) -> Any:
-    """Tables → JSON-ready values: Stats as dicts, NaN/inf as null, tuples as lists."""
-    if isinstance(x, info.Stat):
-        return jsonable(x.to_dict())
-    if isinstance(x, Mapping):  # a dict, or a computed Report (its summary tables)
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if is_dataclass(x):
-        return jsonable(vars(x))
-    if isinstance(x, list | tuple):
-        return [jsonable(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only); report.md."""
-    from coatsearch import fsafe, store
-    from coatsearch.paths import report_folder
-    from coatsearch.report import looks_found
+    from coatsearch import fsafe
+    from coatsearch.analysis import looks_found
+    from coatsearch.storage import store
+    from coatsearch.storage.paths import report_folder
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
     space, records = info.load(study)
@@ -215,7 +189,8 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
 
 def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     """The study's line against its registration (None when it has none): confirmatory or exploratory, and why."""
-    from coatsearch import registration, store
+    from coatsearch.analysis import registration
+    from coatsearch.storage import store
 
     reg = registration.load(store.folder(studies_dir, name))
     if reg is None:
@@ -238,8 +213,9 @@ class Original:
 def _original(studies_dir: Path, name: str) -> Original | None:
     """The study `name` replicates (registration.replicate_of), read from the same studies folder; None when it
     is no replicate."""
-    from coatsearch import registration, store
+    from coatsearch.analysis import registration
     from coatsearch.errors import UserError
+    from coatsearch.storage import store
 
     reg = registration.load(store.folder(studies_dir, name))
     if reg is None or not reg.analysis.replicate_of:
@@ -254,8 +230,8 @@ def _original(studies_dir: Path, name: str) -> Original | None:
 
 def _replication(study: str, space: dict, records: info.Records, j: dict, original: Original | None) -> Any:
     """The replication section's Info (view_replication), None when the study is no replicate."""
-    from coatsearch import search
     from coatsearch.report import view_replication as vr
+    from coatsearch.space import search
 
     if original is None:
         return None
@@ -267,25 +243,6 @@ def _replication(study: str, space: dict, records: info.Records, j: dict, origin
 
 def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:
     """Predicted (the plan `run` stored beside the study) vs measured wall time; None when no plan was stored."""
-    from coatsearch import planfile, store
+    from coatsearch.storage import planfile, store
 
     return planfile.check(planfile.load(store.folder(studies_dir, name)), environment)
-
-
-def save_note(study_name: str, studies_dir: Path, report: Path) -> bool:
-    """Write a written report (report.md, and the verdicts of its summary.json) as the study's dashboard note.
-
-    The one place reporting writes to the journal, and only when asked (`coatsearch report --note`); an
-    unchanged note is not written again. False, with a note line, when optuna-dashboard is missing.
-    """
-    from coatsearch import dashboard, store
-
-    summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
-    verdicts = {v["id"]: v["verdict"] for v in summary["claims"]}
-    study = store.load_study(Path(studies_dir), study_name)
-    try:
-        dashboard.save_note(study, report.read_text(encoding="utf-8"), verdicts)
-    except ImportError:
-        print("coatsearch: note: optuna-dashboard is not installed; the note was not saved", file=sys.stderr)
-        return False
-    return True

@@ -7,10 +7,10 @@ from typing import Any
 
 from tabulate import tabulate
 
+from coatsearch.analysis.claims import CHANCE_POINTS, PLATEAU_POINTS
+from coatsearch.analysis.spread import Sizes
+from coatsearch.analysis.tables import Metric, Stat
 from coatsearch.report import escape
-from coatsearch.report.budget import Sizes
-from coatsearch.report.claims import CHANCE_POINTS, PLATEAU_POINTS
-from coatsearch.report.info import Metric, Stat
 from coatsearch.report.view_study import Candidates, Figures, Header, Rankings, Setup, Splits
 
 

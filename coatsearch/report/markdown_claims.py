@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coatsearch.report import claims as C
+from coatsearch.analysis import claims as C
 from coatsearch.report.markdown import _f, fmt_stat, table
 from coatsearch.report.view_claims import Edf, Evidence, Failures, Gap, Length, Optimizability, Verdicts
 
@@ -40,7 +40,7 @@ def mark(v: Mapping[str, Any]) -> str:
 
 def _calibration(vs: Verdicts) -> str:
     if vs.calibration is None:
-        return "Calibration: not measured for this rule version (run `python -m coatsearch.report.calibration`)." + (
+        return "Calibration: not measured for this rule version (run `python -m coatsearch.analysis.calibration`)." + (
             "\n\n" + _aa_line(vs.aa) if vs.aa else ""
         )
     head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)",
@@ -50,7 +50,7 @@ def _calibration(vs: Verdicts) -> str:
              _aa(vs.aa, c.claim)]
             for c, v in ((c, c.figures) for c in vs.calibration)]  # fmt: skip
     text = (
-        f"Calibration of this rule (`coatsearch.report.calibration`, rule version {vs.rule_version}): simulated "
+        f"Calibration of this rule (`coatsearch.analysis.calibration`, rule version {vs.rule_version}): simulated "
         "studies of the shipped profiles built as trial records (their step grids, dense points and stops, readings "
         "from step 0 censored, σ and seeds from the committed reports, per-candidate noise, failed runs, missing and "
         f"never-fitting candidates; n = {vs.n_seeds} seeds; baselines below the models here, where the committed "

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from coatsearch.report.claims import FIT_LOSS
-from coatsearch.report.info import Metric
+from coatsearch.analysis.claims import FIT_LOSS
+from coatsearch.analysis.measures import MAX_SPAN
+from coatsearch.analysis.tables import Metric
 from coatsearch.report.markdown import _f, fmt_stat, table
-from coatsearch.report.measures import MAX_SPAN
 from coatsearch.report.view_measures import Capacity, Edges, Matched, Sized, Transfer, Untested
 
 MATCHED = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report import escape
-from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report.markdown import table
 from coatsearch.report.view_search import IMPORTANCE_SEEDS, SAME, Arch, Searched, SearchInfo
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import matplotlib
 
-from coatsearch.report import info
+from coatsearch.analysis import tables as info
 
 matplotlib.use("Agg")
 
@@ -21,8 +21,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.report import plots_claims, plots_measures, plots_search, plots_speed, speed  # noqa: E402
-from coatsearch.report.claims import (  # noqa: E402
+from coatsearch.analysis import speed_tables as speed  # noqa: E402
+from coatsearch.analysis.claims import (  # noqa: E402
     BASELINES,
     CAPACITY_SCORE,
     EDF_RUNS,
@@ -31,8 +31,9 @@ from coatsearch.report.claims import (  # noqa: E402
     ROBUSTNESS_SCORE,
     SPEED_SCORE,
 )
+from coatsearch.analysis.tables import METRICS  # noqa: E402
+from coatsearch.report import plots_claims, plots_measures, plots_search, plots_speed
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
-from coatsearch.report.info import METRICS  # noqa: E402
 from coatsearch.scores import titles  # noqa: E402
 
 

@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 
+from coatsearch.analysis.speed_tables import by_network, pareto  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
-from coatsearch.report.speed import by_network, pareto  # noqa: E402
 from coatsearch.scores import role  # noqa: E402
 
 # One panel per throughput: its role (scores.role), what it times and the row fact that gives its batch.

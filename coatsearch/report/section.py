@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.report.frames import Frames
+from coatsearch.analysis.frames import Frames
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.report.claims import CAPACITY_SCORE, TRANSFER_SCORE
-from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.analysis.claims import CAPACITY_SCORE, TRANSFER_SCORE
+from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.section import Context
 from coatsearch.report.view_study import SIZE_KEYS
 from coatsearch.scores import SCORES

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.report.judging import FIRM, judge_records
+from coatsearch.analysis.judging import FIRM, judge_records
 
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"
@@ -136,7 +136,7 @@ def _side(claim: dict | None, key: str | None) -> Side | None:
     """One study's judgement of a claim, its estimates on the original's deciding measure (else its own)."""
     if claim is None:
         return None
-    from coatsearch.report.info import METRICS
+    from coatsearch.analysis.tables import METRICS
 
     evidence = claim.get("evidence") or []
     chosen = next((e for e in evidence if e["key"] == key), evidence[0] if evidence else None)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from coatsearch import search
-from coatsearch.record import TrialRecord
-from coatsearch.report import stats as S
-from coatsearch.report.claims import ALPHA, VERDICT_ALPHA
-from coatsearch.report.info import METRICS
-from coatsearch.spec import fresh_seeds
-from coatsearch.trials_plan import REEVAL
+from coatsearch.analysis import stats as S
+from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
+from coatsearch.analysis.tables import METRICS
+from coatsearch.space import search
+from coatsearch.storage.record import TrialRecord
+from coatsearch.storage.trials import REEVAL
+from coatsearch.vocab.specs import fresh_seeds
 
 TOP = 5  # architectures listed per searched candidate
 IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
@@ -148,7 +148,7 @@ def _objectives(study: Mapping[str, Any]) -> tuple[tuple[str, str, str, bool], .
 
 def _candidates(space: Mapping[str, Any]) -> dict[str, Any]:
     """The space's candidates rebuilt from the recorded space text (their dimensions); {} when it cannot be."""
-    from coatsearch.space import load_space
+    from coatsearch.space.objects import load_space
 
     try:
         built = load_space(str(space.get("source") or "space.yaml"), str(space.get("profile") or "default"),
@@ -193,7 +193,7 @@ def _searched(
 def _front(done: Sequence[TrialRecord], objs: tuple[tuple[str, str, str, bool], ...]) -> tuple[Point, ...]:
     """Each measured architecture's mean of every objective over its runs (display units), and whether no other
     architecture is at least as good in every objective and better in one; the front first, by objective 1."""
-    from coatsearch.report.speed import pareto
+    from coatsearch.analysis.speed_tables import pareto
 
     if not objs:
         return ()
@@ -271,7 +271,7 @@ def _reevaluation(
 
 
 def _values(d: Any) -> str:
-    values = search.dim_values(d)
+    values = d.values()
     if values is None:
         return f"{d.low}..{d.high}{' (log)' if d.log else ''}"
     return ", ".join(map(str, values)) if len(values) <= 8 else f"{values[0]}..{values[-1]} ({len(values)} values)"

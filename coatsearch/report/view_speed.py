@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coatsearch.report.claims import SPEED_SCORE
-from coatsearch.report.info import METRICS
+from coatsearch.analysis.claims import SPEED_SCORE
+from coatsearch.analysis.speed_tables import SPREAD_NOTE
+from coatsearch.analysis.tables import METRICS
 from coatsearch.report.section import Context
-from coatsearch.report.speed import SPREAD_NOTE
 from coatsearch.scores import SCORES
 
 Pair = tuple[float | None, float | None]  # mean, sd (None: one run)

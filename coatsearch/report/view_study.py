@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.report.budget import Sizes
-from coatsearch.report.claims import BASELINES
-from coatsearch.report.info import METRICS, Metric, Stat
+from coatsearch.analysis.claims import BASELINES
+from coatsearch.analysis.spread import Sizes
+from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.plots import FIGURES
 from coatsearch.report.section import Context
 from coatsearch.scores import table_keys, v_accs

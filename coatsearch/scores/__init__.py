@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from coatsearch import spec as S
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
 from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
+from coatsearch.vocab import specs as S
 
 __all__ = [
     "FALLBACK",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Guard, Score, acc, loss
+from coatsearch.vocab import specs as S
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from coatsearch import spec as S
+from coatsearch.vocab import specs as S
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
 

@@ -6,8 +6,8 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 
 from __future__ import annotations
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Guard, Score, acc, loss
+from coatsearch.vocab import specs as S
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:

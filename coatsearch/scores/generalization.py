@@ -6,8 +6,8 @@ The report reads eval accuracy at matched training loss from the curve (report.m
 
 from __future__ import annotations
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Guard, Metric, Score, acc, loss
+from coatsearch.vocab import specs as S
 
 
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 from pydantic import Field, Strict
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Guard, Score, acc
+from coatsearch.vocab import specs as S
 
 
 @S.spec
@@ -26,8 +26,8 @@ class LengthSpec:
 
 def run(ctx: Context, spec: LengthSpec) -> dict:
     """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
-    from coatsearch import data as D
     from coatsearch.scores import training as T
+    from coatsearch.training import data as D
 
     subset = S.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
     train_set, held, validation = T.splits(ctx, subset)

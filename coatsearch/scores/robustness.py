@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, Strict
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Guard, Score, acc
+from coatsearch.vocab import specs as S
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
 
-    from coatsearch.data import TensorData
+    from coatsearch.training.data import TensorData
 
 # corruption -> magnitude at severities 1..5
 SEVERITIES = {
@@ -72,7 +72,7 @@ def run(ctx: Context, spec: RobustnessSpec) -> dict:
     """Clean and corrupted eval accuracy of the source score's model; one mean per corruption, per severity."""
     import dataclasses
 
-    from coatsearch.train import evaluate
+    from coatsearch.training.fit import evaluate
 
     if spec.source not in ctx.models:
         raise ValueError(f"robustness: source score '{spec.source}' trained no model in this trial")

@@ -1,6 +1,6 @@
 """Measured speed (issue 23): training and inference images/s and batch-1 latency of the trial's model, on its device.
 
-A fresh model of the trial's matched spec is timed by coatsearch.throughput (warm-up, then timed repeats, as
+A fresh model of the trial's matched spec is timed by coatsearch.training.throughput (warm-up, then timed repeats, as
 timm's benchmark.py), at the worker's thread count, the run's memory format and batch size, compiled when the
 run's `train.compile` is true (`auto` measures eagerly: a few timed steps never repay a compile). The host and
 device go into the record, so the nodes of a Ray cluster show. No training data is read.
@@ -13,8 +13,8 @@ from typing import Annotated
 
 from pydantic import Field, Strict
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Metric, Score
+from coatsearch.vocab import specs as S
 
 # What the run records, each key by its role (Score.roles): the report asks the registry for a key by role.
 ROLES = MappingProxyType(
@@ -47,8 +47,8 @@ class SpeedSpec:
 
 def run(ctx: Context, spec: SpeedSpec) -> dict:
     """Time a fresh model of the trial's spec: train img/s, inference img/s, batch-1 latency median and IQR."""
-    from coatsearch import throughput
     from coatsearch.scores import training as T
+    from coatsearch.training import throughput
 
     m, optim = ctx.inp.model, ctx.inp.optim
     plan = throughput.Plan(

@@ -15,12 +15,13 @@ import functools
 
 import torch
 
-from coatsearch import data as D
-from coatsearch import spec as S
 from coatsearch.errors import UserError
 from coatsearch.models import build
 from coatsearch.scores.base import Context
-from coatsearch.train import History, fit, steps_per_epoch
+from coatsearch.training import data as D
+from coatsearch.training.fit import History, fit
+from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
+from coatsearch.vocab import specs as S
 
 
 def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
@@ -48,16 +49,6 @@ def model(ctx: Context, num_classes: int, no_drop: bool) -> torch.nn.Module:
     return build(spec)
 
 
-def budget(subset: S.SubsetSpec, n_train: int, batch_size: int) -> int:
-    """Optimizer steps of a run on `n_train` images: `max_steps` when given, else `epochs` whole epochs."""
-    return subset.max_steps or subset.epochs * steps_per_epoch(n_train, batch_size)
-
-
-def for_subset(optim: S.OptimSpec, subset: S.SubsetSpec) -> S.OptimSpec:
-    """The optimizer settings of a run on `subset`: its own `batch_size` when it gives one."""
-    return dataclasses.replace(optim, batch_size=subset.batch_size) if subset.batch_size else optim
-
-
 def train(
     ctx: Context,
     phase: str,
@@ -78,7 +69,7 @@ def train(
     The run stops at the subset's `stop_at_loss` or at `stop_at_acc` (validation accuracy), whichever comes
     first; `levels`: the train-loss ladder whose crossings get dense curve points (matched-loss runs).
     """
-    optim = for_subset(optim, subset)
+    optim = subset_optim(optim, subset)
     report = ctx.report
     hook = (lambda epoch, stats: report(phase, epoch, stats.val_acc)) if report else None
     run = functools.partial(ctx.fit, phase) if ctx.fit is not None else fit  # the planner's pilot takes the phase
@@ -95,7 +86,7 @@ def train(
         on_epoch=hook,
         eval_every=subset.eval_every,
         runs=ctx.inp.runs,
-        max_steps=budget(subset, len(train_set), optim.batch_size),
+        max_steps=run_steps(subset, len(train_set), optim.batch_size),
         stop_at_loss=subset.stop_at_loss,
         stop_at_acc=stop_at_acc,
         levels=levels,
@@ -118,9 +109,9 @@ def single(
     A budget below `min_epochs` epochs of the subset is a UserError; `levels` as in `train`.
     """
     train_set, held, validation = splits(ctx, subset)
-    optim = for_subset(optim, subset)
+    optim = subset_optim(optim, subset)
     per_epoch = steps_per_epoch(len(train_set), optim.batch_size)
-    check_steps(f"{name}: max_steps", budget(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
+    check_steps(f"{name}: max_steps", run_steps(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
     net = model(ctx, len(train_set.classes), no_drop=not augment)
     hist = train(ctx, name, net, train_set, held, optim, subset, augment, levels=levels, validation=validation)
     ctx.models[name] = (net, held, validation)

@@ -15,13 +15,14 @@ import dataclasses
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from coatsearch import spec as S
 from coatsearch.scores.base import Context, Guard, Metric, Score, acc
+from coatsearch.training import schedule
+from coatsearch.vocab import specs as S
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
 
-    from coatsearch.data import TensorData
+    from coatsearch.training.data import TensorData
 
 MIN_FINETUNE_STEPS = 300  # the least fine-tune (and scratch) budget when `finetune.max_steps` is not given
 PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
@@ -50,7 +51,8 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
     hist_a = T.train(ctx, "pretrain", source, train_a, held_a, optim, pre, augment=True, stop_at_acc=pre.target_acc,
                      validation=val_a)  # fmt: skip
     train_b, held_b, val_b = T.splits(ctx, fin)
-    steps = fin.max_steps or max(MIN_FINETUNE_STEPS, T.budget(fin, len(train_b), T.for_subset(optim, fin).batch_size))
+    batch = schedule.subset_optim(optim, fin).batch_size
+    steps = fin.max_steps or max(MIN_FINETUNE_STEPS, schedule.run_steps(fin, len(train_b), batch))
     fin = dataclasses.replace(fin, max_steps=steps)
     tuned = T.model(ctx, len(train_b.classes), no_drop=False)
     copy_body(source, tuned)

@@ -7,9 +7,9 @@ from typing import Any
 
 import optuna
 
-from coatsearch import store
-from coatsearch.backends import optuna_backend as engine
-from coatsearch.space import load_space
+from coatsearch.runner import optuna_backend as engine
+from coatsearch.space.objects import load_space
+from coatsearch.storage import store
 
 
 def run(space_path: Path, studies: Path, name: str = "s", **kw: Any) -> Any:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
-from coatsearch import store
 from coatsearch.cli import main
+from coatsearch.storage import store
 from tests.report_records import SPACE, layout_records, make_study
 
 

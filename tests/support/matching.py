@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.spec import BlockSpec, ModelSpec, StageSpec, StemSpec
+from coatsearch.vocab.specs import BlockSpec, ModelSpec, StageSpec, StemSpec
 
 BLOCK = BlockSpec(head_size=16)
 

@@ -1,0 +1,331 @@
+"""Calibration of the verdict rule through the whole pipeline: simulated studies of the shipped profiles, as trial
+records, judged per claim by the report's own path (report.judging).
+
+The studies (report.simulate) follow each shipped profile that decides a claim: its candidates, the scores each
+runs, its seeds, its schedules as train.fit measures them (regular points, curve.Dense's points where the ladder is
+crossed, the stop one rung below it; readings from step 0 and wide brackets censored), curves whose accuracy is not
+linear in log loss, σ from the committed reports, and the baselines either below every model ("in regime") or
+where the committed reports put them ("real": paper_layouts' default, where the linear baseline tops the models at
+the matched reading and most accuracy runs still rise). Null studies have no order effect; power studies move the
+models EFFECT σ apart at every key relation of (a)-(e) (≈ / ≥ neighbours within a quarter of a margin) and give (f)
+the paper's gap interaction (4.6 points). A claim's figures come from the profile that decides it (simulate.DECIDES).
+The committed table (calibration.json) is keyed by RULE_VERSION; tests rerun a stride of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as st
+
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import judging
+from coatsearch.analysis import simulate as Sim
+from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.paper import GEN, MATCHED_KEY, NOT_TESTED
+from coatsearch.analysis.tables import METRICS
+from coatsearch.storage import record as R
+from coatsearch.storage.record import TrialRecord
+
+RULE_VERSION = "2026-12-02.alpha03"  # bump when the verdict rule changes; the table below must be regenerated
+TABLE = Path(__file__).with_name("calibration.json")
+AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
+FIRM = ("supported", "not supported")
+CODE = {"supported": "s", "not supported": "n", "inconclusive": "i", NOT_TESTED: "t"}
+CLAIMS = "abcdef"
+EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
+STEM_EFFECT = float(C.STEM_CLAIM.paper_effect or 0.0)  # points: (f)'s gap interaction in the power studies
+REPLICATES, POWER_REPLICATES = 1000, 100
+# The profiles each scenario simulates: "real" moves only what the committed paper_layouts default report measured.
+SCENARIO_PROFILES = {Sim.IN_REGIME.name: tuple(Sim.PROFILES), Sim.REAL.name: ("layouts",)}
+
+
+def setting(case: str, scenario: Sim.Scenario) -> Sim.Setting:
+    """The simulation setting of a case ('null' or 'power') in a scenario."""
+    if case == "null":
+        return Sim.Setting(scenario=scenario)
+    return Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, scenario=scenario)
+
+
+def verdicts(space: dict, records: list[TrialRecord]) -> dict[str, str]:
+    """Claim id → verdict, judged by the report's own path (report.judging)."""
+    return {c["id"]: c["verdict"] for c in judging.judge_records(space, records, describe=False)["claims"]}
+
+
+def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> dict[str, str]:
+    """Verdicts of replicate i of a case and scenario, each claim from the profile that decides it; every
+    (profile, replicate) has its own seed, so any one can be rerun alone."""
+    out = {}
+    for key in SCENARIO_PROFILES[scenario.name]:
+        prof, n = Sim.profile(key), list(Sim.PROFILES).index(key)
+        rng = np.random.default_rng([seed, 0 if case == "null" else 1, Sim.SCENARIOS.index(scenario), n, i])
+        got = verdicts(prof.record, Sim.study(rng, prof, setting(case, scenario)))
+        out.update({c: v for c, v in got.items() if c in prof.claims})
+    return out
+
+
+def code(row: dict[str, str]) -> str:
+    """One letter per claim a-f: s / n / i / t (not tested) / - (absent)."""
+    return "".join(CODE[row[c]] if c in row else "-" for c in CLAIMS)
+
+
+def _codes(args: tuple[str, str, range, int]) -> list[str]:
+    case, name, idx, seed = args
+    return [code(replicate(case, scenario(name), i, seed)) for i in idx]
+
+
+def simulate(case: str, sc: Sim.Scenario, replicates: int, seed: int = 0, workers: int = 1) -> dict:
+    """Verdicts per replicate (as codes) and counts per claim; `workers` processes share the replicates."""
+    parts = [(case, sc.name, range(w, replicates, workers), seed) for w in range(workers)]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            done = list(pool.map(_codes, parts))
+    else:
+        done = [_codes(parts[0])]
+    codes = [done[i % workers][i // workers] for i in range(replicates)]
+    counts: dict[str, dict[str, int]] = {}
+    word = {v: k for k, v in CODE.items()}
+    for row in codes:
+        for cid, letter in zip(CLAIMS, row, strict=True):
+            if letter != "-":
+                per = counts.setdefault(cid, {})
+                per[word[letter]] = per.get(word[letter], 0) + 1
+    return {"replicates": replicates, "per_claim": dict(sorted(counts.items())), "codes": codes}
+
+
+def upper(k: int, n: int, conf: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound of a rate k / n."""
+    return 1.0 if k >= n else float(st.beta.ppf(conf, k + 1, n - k))
+
+
+def rates(null: dict, alt: dict) -> dict[str, dict]:
+    """Per claim: firm rate on null studies with its 95% upper bound, and the supported rate at the effect."""
+    out = {}
+    for cid, per in null["per_claim"].items():
+        n, firm = sum(per.values()), sum(per.get(v, 0) for v in FIRM)
+        a = alt["per_claim"].get(cid, {})
+        m = sum(a.values())
+        out[cid] = {"null_firm": firm / n, "null_firm_upper95": upper(firm, n), "null_n": n,
+                    "power": a.get("supported", 0) / m if m else None, "power_n": m,
+                    "alt_not_supported": a.get("not supported", 0)}  # fmt: skip
+    return out
+
+
+def profiles() -> dict[str, dict]:
+    """The simulated profiles: space file, profile, seeds and the claims each decides."""
+    return {k: {"space": p, "profile": n, "seeds": list(Sim.profile(k).seeds), "claims": Sim.DECIDES[k]}
+            for k, (p, n) in Sim.PROFILES.items()}  # fmt: skip
+
+
+@lru_cache(maxsize=2)
+def calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLICATES, seed: int = 0,
+              workers: int = 1) -> dict:  # fmt: skip
+    """Per scenario and claim: the false-verdict rate on null studies and the power at the effect."""
+    out: dict[str, Any] = {"rule_version": RULE_VERSION, "replicates": replicates, "seed": seed,
+                           "power_replicates": power_replicates, "effect_sigma": EFFECT,
+                           "stem_effect_points": STEM_EFFECT, "profiles": profiles(),
+                           "scenario_profiles": {k: list(v) for k, v in SCENARIO_PROFILES.items()},
+                           "scenarios": {}}  # fmt: skip
+    for sc in Sim.SCENARIOS:
+        null = simulate("null", sc, replicates, seed, workers)
+        alt = simulate("power", sc, power_replicates, seed, workers)
+        out["scenarios"][sc.name] = {"per_claim": rates(null, alt), "null": null, "power": alt}
+    return out
+
+
+def scenario(name: str) -> Sim.Scenario:
+    """The scenario of that name."""
+    return next(s for s in Sim.SCENARIOS if s.name == name)
+
+
+def table() -> dict | None:
+    """The committed calibration of this rule version (calibration.json), or None when it is stale or missing."""
+    try:
+        data = json.loads(TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if data.get("rule_version") == RULE_VERSION else None
+
+
+def figures() -> dict | None:
+    """The committed table's per-claim figures (in regime) and settings, without the per-replicate verdicts, for
+    reports; `scenarios` holds every scenario's per-claim figures."""
+    data = table()
+    if data is None:
+        return None
+    per = {name: sc["per_claim"] for name, sc in data["scenarios"].items()}
+    return {**{k: v for k, v in data.items() if k != "scenarios"}, "per_claim": per[Sim.IN_REGIME.name],
+            "n_seeds": "4-10", "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA, "scenarios": per}  # fmt: skip
+
+
+def aa_figures() -> dict | None:
+    """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
+    trained and reported for real) for this rule version, without its per-study verdicts; None if stale or missing."""
+    try:
+        data = json.loads(AA_TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("rule_version") != RULE_VERSION:
+        return None
+    return {k: v for k, v in data.items() if k not in ("verdicts", "errors")}
+
+
+def summary(data: dict) -> str:
+    """Every scenario's null firm rate, its 95% upper bound and power, per claim, one line per scenario."""
+
+    def one(k: str, v: dict) -> str:
+        null = f"null {100 * v['null_firm']:.1f}% of {v['null_n']} (95% upper {100 * v['null_firm_upper95']:.1f}%)"
+        power = "–" if v["power"] is None else f"{100 * v['power']:.0f}% of {v['power_n']}"
+        return f"({k}) {null}, power {power}"
+
+    return "\n".join(f"{name}: " + "; ".join(one(k, v) for k, v in sorted(sc["per_claim"].items()))
+                     for name, sc in data["scenarios"].items())  # fmt: skip
+
+
+def write_table(workers: int = 3) -> Path:
+    """Regenerate calibration.json for RULE_VERSION (python -m coatsearch.analysis.calibration)."""
+    TABLE.write_text(json.dumps(calibrate(workers=workers), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return TABLE
+
+
+# ---------------------------------------------------------------------------------------------- refutation paths
+
+PATH_FIT_STEPS = 1000.0  # the paths' studies: every model fits in 1,000 steps with quiet probes, so readings are read
+PATH_PROBE_SD = 0.1
+
+
+def edit(records: list[TrialRecord], names: tuple[str, ...], fn: Callable[[dict], object]) -> list[TrialRecord]:
+    """Records with fn(measured) applied to every run of the candidates `names` ('*': every candidate);
+    `measured` is the run's flat metrics and curves (record.measured) plus its `candidate`."""
+    out = []
+    for r in records:
+        if "*" in names or r.candidate in names:
+            flat = {**R.measured(r.run), "candidate": r.candidate}
+            fn(flat)
+            flat.pop("candidate")
+            r = dataclasses.replace(r, run=R.with_measured(r.run, flat))
+        out.append(r)
+    return out
+
+
+def shift_curve(attrs: dict, points: float) -> None:
+    """Every trained point of the generalization curve `points` higher in eval accuracy."""
+    c = attrs[f"curves.{GEN}"]
+    moved = [a + (points / 100 if s else 0) for s, a in zip(c["step"], c["eval_acc"], strict=True)]
+    attrs[f"curves.{GEN}"] = {**c, "eval_acc": moved}
+
+
+def from_step0(attrs: dict) -> None:
+    """The generalization curve measured only at step 0 and at its stop: the reading's bracket starts untrained."""
+    c = attrs[f"curves.{GEN}"]
+    attrs[f"curves.{GEN}"] = {k: [v[0], v[-1]] if isinstance(v, list) else v for k, v in c.items()}
+
+
+def shift(attrs: dict, keys: str | tuple[str, ...], points: float) -> None:
+    """Recorded measures `points` higher (display units)."""
+    for key in (keys,) if isinstance(keys, str) else keys:
+        if key in attrs:
+            attrs[key] += points / METRICS[key].scale
+
+
+def cut_curve(attrs: dict, group: str, points: int) -> None:
+    """A run's curve of `group` cut to its first `points` points (too short to check convergence)."""
+    c = attrs[f"curves.{group}"]
+    attrs[f"curves.{group}"] = {k: v[:points] if isinstance(v, list) else v for k, v in c.items()}
+
+
+def rising(attrs: dict, group: str) -> None:
+    """A run's curve of `group` still rising 10 points over its last third."""
+    c = attrs[f"curves.{group}"]
+    n = len(c["eval_acc"])
+    lower = [a - 0.1 * (n - 1 - i) / (n - 1) for i, a in enumerate(c["eval_acc"])]
+    attrs[f"curves.{group}"] = {**c, "eval_acc": lower}
+
+
+def reverse(attrs: dict, key: str) -> None:
+    """A measure moved two key steps against its claim's order, per the run's place (its claim reads it reversed)."""
+    if key in attrs:
+        place = Sim.places()[key].get(attrs.get("candidate", ""), 0)
+        shift(attrs, key, 2 * EFFECT * Sim.sigma(key) * place)
+
+
+def _paths() -> dict[str, tuple]:
+    """Refutation paths: name → (profile, candidates, edit of their runs, claim, verdict, words of the reason),
+    applied to a paper-order study (EFFECT σ, the paper's (f) interaction, no random stress, every model fitting
+    in PATH_FIT_STEPS). Each must fire through judge_records."""
+    m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.GAIN
+    big, step = 2 * EFFECT * m, EFFECT * Sim.sigma(acc)  # points: two key steps of (a); one key step of (d), (e)
+    fail, transfer, clash = "every run failed to train", C.CHAIN_CLAIMS[2].measures, C.CHAIN_CLAIMS[1].measures[1]
+    linear, norel, out = C.BASELINES[0], f"C-C-T-T-{C.NOREL_TAG}", "inconclusive"
+    return {
+        "(a) ≈ violated": ("layouts", ("C-C-C-C",), lambda a: shift_curve(a, -big / 2), "a", "not supported",
+                           "'≈' relation violated"),
+        "(a) ≥ violated": ("layouts", ("C-C-C-C", "C-C-C-T"), lambda a: shift_curve(a, -big / 2), "a",
+                           "not supported", "'≥' relation violated"),
+        "(a) key reversed": ("layouts", ("C-T-T-T",), lambda a: shift_curve(a, big), "a", "not supported",
+                             "key relation significantly reversed: C-C-T-T vs C-T-T-T"),
+        "(d) ≥ violated": ("layouts", ("C-C-T-T",), lambda a: shift(a, acc, -step), "d", "not supported",
+                           "'≥' relation violated"),
+        "(e) not supported": ("layouts", (norel,), lambda a: shift(a, acc, 2 * step), "e", "not supported",
+                              "key relation significantly reversed"),
+        "(c) key reversed": ("layouts-full", ("C-T-T-T",), lambda a: shift(a, transfer, 12.0), "c",
+                             "not supported", "key relation significantly reversed"),
+        "(b) second-measure clash": ("layouts-full", ("*",), lambda a: reverse(a, clash), "b", out,
+                                     f"{METRICS[clash].label} says not supported"),
+        "(f) reversed": ("stems", ("ViT_C-sgd-fixed",), lambda a: shift(a, acc, -3 * STEM_EFFECT), "f",
+                         "not supported", "1 part(s) significantly reversed"),
+        "guard (a): failed to train": ("layouts", ("C-T-T-T",), lambda a: a.update({Sim.GEN_ACC: 0.105}), "a", out,
+                                       f"C-T-T-T: {fail}"),
+        "guard (a): never fits": ("layouts", ("C-T-T-T",), lambda a: a[f"curves.{GEN}"].update(
+            train_loss=[max(x, 0.3) for x in a[f"curves.{GEN}"]["train_loss"]]), "a", out, "C-T-T-T never fit below"),
+        "guard (a): step-0 brackets censored": ("layouts", ("C-C-C-C",), from_step0, "a", out,
+                                                "C-C-C-C: 4 of 4 readings at 0.1 nats censored (bracket starts"),
+        "guard (a): below the linear baseline at the matched reading": (
+            "layouts", (linear,), lambda a: shift_curve(a, 45.0), "a", out,
+            f"every key candidate below the linear baseline on {METRICS[MATCHED_KEY].label} at 0.1 nats"),
+        "guard (d): below the linear baseline": ("layouts", (linear,), lambda a: shift(a, acc, 20.0), "d", out,
+                                                 f"below the linear baseline on {METRICS[acc].label}"),
+        "guard (d): not converged": ("layouts", ("V1",), lambda a: rising(a, Sim.ACC_SCORE), "d", out,
+                                     "V1: 4 of 4 run(s) not converged"),
+        "guard (d): convergence not checkable": ("layouts", ("V1",), lambda a: cut_curve(a, Sim.ACC_SCORE, 2), "d",
+                                                 out, "out of regime — V1: convergence not checkable for 4 of 4"),
+        "guard (e): convergence not checkable": ("layouts", (norel,), lambda a: cut_curve(a, Sim.ACC_SCORE, 2), "e",
+                                                 out, f"out of regime — {norel}: convergence not checkable"),
+        "guard (c): pretraining helped none": ("layouts-full", ("*",), lambda a: a.update({gain: -0.05}) if gain in a
+                                               else None, "c", out, "pretraining helped no key candidate"),
+        "guard (f): below the linear baseline": ("stems", (linear,), lambda a: shift(a, acc, 30.0), "f", out,
+                                                 "is not above the linear baseline's"),
+    }  # fmt: skip
+
+
+PATHS = _paths()
+
+
+def path_study(key: str, seed: int = 0) -> list[TrialRecord]:
+    """The paper-order study the refutation paths edit, for one profile."""
+    st = Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, stress=False, fit_steps=PATH_FIT_STEPS,
+                     probe_sd=PATH_PROBE_SD)  # fmt: skip
+    return Sim.study(np.random.default_rng([seed, 2, list(Sim.PROFILES).index(key)]), Sim.profile(key), st)
+
+
+def paths(seed: int = 0) -> dict[str, dict]:
+    """Each refutation path's claim verdict and reason on its edited paper-order study (and each profile's
+    unedited verdicts under the name of the profile)."""
+    base = {key: path_study(key, seed) for key in Sim.PROFILES}
+    out = {key: verdicts(Sim.profile(key).record, recs) for key, recs in base.items()}
+    for name, (key, names, fn, cid, _, _) in PATHS.items():
+        found = judging.judge_records(Sim.profile(key).record, edit(base[key], names, fn), describe=False)["claims"]
+        c = next(c for c in found if c["id"] == cid)
+        out[name] = {"claim": cid, "verdict": c["verdict"], "why": c["why"]}
+    return out
+
+
+if __name__ == "__main__":
+    print(write_table())

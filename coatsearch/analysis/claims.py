@@ -1,0 +1,146 @@
+"""The papers' claims and reference values, as data: the only numbers a report does not measure (papers.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coatsearch.vocab.specs import BASELINES as _BASELINE_ARCHS
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One ordering claim of papers.md §3: names best first, joined by ≈ ≥ > ≫ as the paper writes them."""
+
+    id: str
+    title: str
+    chain: str  # e.g. "C-C-C-C ≈ C-C-C-T ≥ C-C-T-T > C-T-T-T ≫ ViT_REL" (names: candidates or model labels)
+    source: str  # where the paper shows it
+    measures: tuple[str, ...]  # metric keys; the first one measured decides, the others must not contradict it
+    paper_effect: float | None = None  # smallest key effect the paper reports, in accuracy points (None: no number)
+    effect_note: str = ""  # where paper_effect comes from
+    needs_convergence: bool = False  # a key candidate whose eval accuracy still rises makes the claim out of regime
+    margin: float = 1.0  # equivalence margin for ≈ (and non-inferiority for ≥), in points; losses use LOSS_MARGIN
+    margin_note: str = "the paper gives no numbers: 1 point by convention"  # how the margin was derived
+
+
+def half_effect(effect: float) -> float:
+    """The margin derived from a paper's numbers: half its smallest strict difference (docs/verdicts.md)."""
+    return round(effect / 2, 2)
+
+
+CHAIN_CLAIMS = (
+    Claim(
+        "a",
+        "Generalization: more convolution stages, higher eval accuracy at the same training loss",
+        "C-C-C-C ≈ C-C-C-T ≥ C-C-T-T > C-T-T-T ≫ ViT_REL",
+        "CoAtNet §2.2, Fig. 1 (ImageNet-1K)",
+        ("generalization.matched_acc",),  # the paper's definition; the end-of-schedule gap is description only
+        None,
+        "Fig. 1 gives curves, not numbers (unconfirmed)",
+        False,  # a matched-loss reading compares runs at the same fit, converged or not
+        1.0,
+        "Fig. 1 gives curves, not numbers: 1 point by convention",
+    ),
+    Claim(
+        "b",
+        "Capacity: attention stages fit large data better",
+        "C-C-T-T ≈ C-T-T-T > ViT_REL > C-C-C-T > C-C-C-C",
+        "CoAtNet §2.2, Fig. 1 (JFT)",
+        ("capacity.train_loss", "capacity.eval_acc"),
+        None,
+        "Fig. 1 gives curves, not numbers (unconfirmed); capacity is judged after a fixed budget",
+    ),
+    Claim(
+        "c",
+        "Transfer: C-C-T-T transfers better than C-T-T-T",
+        "C-C-T-T > C-T-T-T",
+        "CoAtNet Table 2 (JFT → ImageNet-1K: 82.39 vs 81.78 at 224)",
+        ("transfer.gain", "transfer.finetune_acc"),  # fine-tune − scratch first, then fine-tune accuracy
+        0.61,
+        "Table 2: 82.39 − 81.78 points at 224",
+        True,
+        half_effect(0.61),
+        "half of Table 2's 0.61 points (no ≈/≥ relation uses it)",
+    ),
+    Claim(
+        "d",
+        "Depth split of C-C-T-T: V0 ≥ V2 > V1",
+        "V0 ≥ V2 > V1",
+        "CoAtNet Table 7 (ImageNet-1K top-1 84.1 / 84.0 / 83.4)",
+        ("accuracy.eval_acc", "generalization.eval_acc", "capacity.eval_acc"),
+        0.6,
+        "Table 7: V2 − V1 = 84.0 − 83.4 points (V0 − V2 = 0.1 is a ≥ relation)",
+        True,
+        half_effect(0.6),
+        "half of Table 7's strict V2 − V1 = 0.6 points (the paper's own V0 − V2 = 0.1 lies within it)",
+    ),
+)
+CAPACITY_SCORE = CHAIN_CLAIMS[1].measures[0].split(".")[0]  # claim (b)'s score: its curves say if the ranking held
+TRANSFER_SCORE = CHAIN_CLAIMS[2].measures[0].split(".")[0]  # claim (c)'s score: its gain says if pretraining helped
+GEN_SCORE = CHAIN_CLAIMS[0].measures[0].split(".")[0]  # claim (a)'s score: its space section sets the loss ladder
+
+# Claim (e): relative attention helps (CoAtNet Table 6). A pair is a candidate named with "norel" and the
+# candidate with the same name without it.
+REL_CLAIM = Claim(
+    "e",
+    "Relative attention helps",
+    "with rel-pos > without",
+    "CoAtNet Table 6 (ImageNet-1K 224: 84.1 with vs 83.8 without)",
+    ("accuracy.eval_acc", "generalization.eval_acc", "capacity.eval_acc"),
+    0.3,
+    "Table 6: 84.1 − 83.8 points at 224",
+    True,
+    half_effect(0.3),
+    "half of Table 6's 0.3 points (no ≈/≥ relation uses it)",
+)
+NOREL_TAG = "norel"
+
+# Claim (f): the ViT_C conv stem shrinks the SGD/AdamW gap and steepens the EDF (ViT_C paper Tables 2-3, Fig. 5).
+STEM_CLAIM = Claim(
+    "f",
+    "Conv stem (ViT_C) shrinks the SGD/AdamW gap and steepens the EDF vs patchify (ViT_P)",
+    "ViT_C > ViT_P",
+    "Early convolutions, Table 3 (4GF, 50 epochs: Δ 5.3 ViT_P vs 0.7 ViT_C) and Fig. 5",
+    (),  # judged on the study's primary accuracy (report.optim.primary_acc)
+    4.6,
+    "Table 3: optimizer gap 5.3 (ViT_P) − 0.7 (ViT_C) points",
+)
+
+# Decision rule constants (printed in the report).
+ALPHA = 0.05  # level of the printed intervals (95% CI; 90% for equivalence statements)
+VERDICT_ALPHA = 0.03  # family-wise error rate of a claim's verdict (Holm). A claim decided by one exact two-sided
+# test fires α of its null studies (claim (c): 4.1% of 1,000 at 0.04, 95% upper bound 5.3%); 0.03 keeps every claim's
+# calibrated false-verdict rate's 95% upper bound over 1,000 null studies ≤ 5% (report.calibration)
+POWER = 0.80  # power at which the smallest detectable difference is stated
+LOSS_MARGIN = 0.05  # equivalence margin for losses (nats)
+CHANCE_POINTS = 2.0  # a run ending within this many points of chance accuracy "failed to train"
+PLATEAU_POINTS = 1.0  # a run whose eval accuracy rises more than this over the last third of its curve: not converged
+BASELINES = tuple(_BASELINE_ARCHS)  # regime baselines, the linear one first: its accuracy is the regime's floor
+EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the best run of the same
+# model and optimizer (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times
+# smaller)
+FIT_LOSS = 0.1  # nats: claim (a) is read at a ladder level at or below this, where train accuracy (~97%) exceeds
+# eval accuracy and generalization exists; a key candidate with a run that never fits this low is out of regime
+EDF_SHARES = (0.6, 0.2)  # Fig. 5 (SGD, 18GF): ViT_C ~60% of runs within 4 points of the best, ViT_P < 20%
+EDF_RUNS = 8  # runs per (model, optimizer) curve below which edf.png draws dots, not an EDF
+
+# Table 7: blocks per stage [S0..S4] and ImageNet-1K top-1 of the three C-C-T-T depth splits.
+TABLE7 = {
+    "V0": {"blocks": [2, 2, 6, 14, 2], "top1": 84.1, "setting": "CoAtNet-2"},
+    "V1": {"blocks": [2, 2, 2, 18, 2], "top1": 83.4, "setting": "S2 ⇐ S3"},
+    "V2": {"blocks": [2, 2, 8, 12, 2], "top1": 84.0, "setting": "S2 ⇒ S3"},
+}
+V0_STANDIN = "C-C-T-T"  # a candidate with this name and layout stands in for V0 when the study has no V0
+
+# ViT_C paper Table 3 (4GF, 50 epochs): top-1 error AdamW / SGD; and the SGD EDF of Fig. 5 (18GF).
+OPTIMIZER_GAP = {
+    "ViT_P": {"adamw_err": 27.7, "sgd_err": 33.0, "gap": 5.3},
+    "ViT_C": {"adamw_err": 24.0, "sgd_err": 24.7, "gap": 0.7},
+}
+EDF_PAPER = "SGD: ~60% of ViT_C-18GF runs within 4 points of the best, < 20% of ViT_P-18GF runs"
+LENGTH_PAPER = "peak top-1 error 100/200/400 epochs, 4GF: ViT_P 23.3/20.8/19.6, ViT_C 20.9/19.2/18.6"
+LENGTH_SCORE = "length"  # the score whose schedule lengths are read against LENGTH_PAPER (summary "length" table)
+
+# Scores the report describes but no claim judges: the summary's tables and figures named after them.
+SPEED_SCORE = "speed"  # measured throughput: the Pareto front's other axis (MACs-matched is not speed-matched)
+ROBUSTNESS_SCORE = "robustness"  # eval accuracy against corruption severity (its per-run curve of that name)

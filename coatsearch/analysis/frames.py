@@ -1,0 +1,35 @@
+"""What a report builds once from its records and hands to every section: the complete runs, the step curves of
+every curve score, the matched-loss reading and the runs table of the study's accuracy (tables only, no text)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import optim, paper, tables
+from coatsearch.storage.record import TrialRecord
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The tables a report computes once; sections read them, never the records' curves again."""
+
+    records: tuple[TrialRecord, ...]
+    complete: tuple[TrialRecord, ...]
+    curves: Mapping[str, pd.DataFrame]  # curve score -> its step-level points (measures.curve_frame)
+    matched: Mapping[str, Any]  # paper.matched: the matched-loss reading of the generalization curves
+    acc: str | None  # the accuracy the study is judged by (optim.primary_acc)
+    runs: pd.DataFrame | None  # complete runs with `acc` measured (measures.runs_frame)
+
+
+def build(space: dict, records: tables.Records) -> Frames:
+    """Every shared table of one report, each computed once from the space record and the records."""
+    done = tuple(tables.complete(records))
+    curves = {score: M.curve_frame(done, score) for score in tables.CURVE_SCORES}
+    acc = optim.primary_acc(space, done)
+    gen = paper.matched(space, curves[paper.GEN], done)
+    return Frames(tuple(records), done, curves, gen, acc, M.runs_frame(done, acc) if acc else None)

@@ -1,0 +1,133 @@
+"""Records → claim verdicts: the one code path `coatsearch report` and the calibration's simulated studies share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from coatsearch.analysis import frames, optim, paper, stem, tables
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import verdicts as V
+from coatsearch.storage import record as R
+
+EXPLORATORY = "exploratory: one eval set served choices and verdicts"
+SPLIT = ("validation images served every choice (pruning, stop_at_acc, the objective, the best runs and lengths); "
+         "test images the verdict measures only")  # fmt: skip
+
+PER_SEED = ("test images sampled per seed: each seed's paired differences, and so every interval, include the "
+            "variance of sampling the test images")  # fmt: skip
+SHARED = ("one test draw serves every seed: the intervals hold the seed-to-seed noise, not the variance of sampling "
+          "the test images (`data.test_sampling: per_seed` puts it in)")  # fmt: skip
+
+
+def judge_records(space: dict, records: tables.Records, describe: bool = True, registered: str | None = None) -> dict:
+    """The report's shared tables (frames.build, once), candidate rows, claim (f)'s tables and every claim's verdict.
+
+    describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
+    `registered`: the study's line against its registration (registration.verdict_line); None = none registered.
+    """
+    fr = frames.build(space, records)
+    gen, acc, runs = fr.matched, fr.acc, fr.runs
+    derived = paper.readings(gen["matched"], gen["level"])  # the matched-loss accuracy: a report value
+    rows = tables.candidate_rows(space, fr.records, derived)
+    dims = optim.search_dims(fr.records)
+    edf_rows = M.edf(runs) if describe and runs is not None and dims else []
+    noise = V.noises(rows)
+    stems = stem.stem_tables(fr.complete, runs) if runs is not None else None
+    found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
+    images = purposes(fr.complete)
+    found = [with_status(with_scale(space, fr.complete, with_purposes(c, images), acc), registered) for c in found]
+    claims, untested = paper.untestable(space, found)
+    return {"frames": fr, "gen": gen, "rows": rows, "acc": acc, "dims": dims, "runs": runs, "edf": edf_rows,
+            "noise": noise, "stems": stems, "claims": claims, "untested": untested, "images": images,
+            "registration": registered or UNREGISTERED}  # fmt: skip
+
+
+def purposes(done: Sequence) -> dict:
+    """Which images served which purpose in a study's complete runs, and what that makes of its verdicts.
+
+    state "split": every run has validation and test images (record.images) and no objective read the test
+    images; "exploratory": some run has no split (records made before it), so one eval set served choices and
+    verdicts; "refused": some run's objective was computed on the test images (record.on_test). `runs`: per run
+    name with a split, its image counts and fingerprints.
+    """
+    split = [r for r in done if r.run.images]
+    tainted = [(r.number, k) for r in split for k in R.on_test(r.run)]
+    if tainted:
+        (first, key), n = tainted[0], len({t[0] for t in tainted})
+        state, line = (
+            "refused",
+            (
+                f"refused: the objective `{key}` of {n} run(s) (trial {first} first) was computed on the test images, "
+                "which decide verdicts; a measure selected on them is not judged"
+            ),
+        )
+    elif not done or len(split) < len(done):
+        state, line = "exploratory", EXPLORATORY
+    else:
+        state, line = "split", SPLIT
+    draws = sorted({int(r.run.images.get("test_draw") or 0) for r in split})
+    per_seed = bool(split) and all(r.run.images.get("test_sampling") == "per_seed" for r in split)
+    return {"state": state, "line": line, "draws": draws, "runs": _image_runs(split),
+            "sampling": (PER_SEED if per_seed else SHARED) if split else None}  # fmt: skip
+
+
+def _image_runs(split: Sequence) -> list[dict]:
+    """Per run name that recorded a validation fingerprint: its validation and test counts and fingerprints."""
+    names = dict.fromkeys(k[: -len(".val_fingerprint")] for r in split for k in r.run.keys()
+                          if k.endswith(".val_fingerprint"))  # fmt: skip
+
+    def seen(name: str, key: str) -> list:
+        return sorted({v for r in split if (v := r.run.value(f"{name}.{key}")) is not None}, key=str)
+
+    return [{"run": n, "validation": seen(n, "val_images"), "validation_fp": seen(n, "val_fingerprint"),
+             "test": seen(n, "eval_images"), "test_fp": seen(n, "eval_fingerprint")} for n in names]  # fmt: skip
+
+
+def with_purposes(claim: dict, images: dict) -> dict:
+    """The claim under the study's image rule (`purposes`): refused (not decided), else tagged with the state
+    (an exploratory one says why in the claim's status: `with_status`)."""
+    if images["state"] == "refused":
+        return {**claim, "verdict": "inconclusive", "why": images["line"], "scope": "", "images": "refused"}
+    return {**claim, "images": "exploratory" if images["state"] == "exploratory" else "split"}
+
+
+FIRM = ("supported", "not supported")
+UNREGISTERED = "exploratory: no registered analysis"
+
+
+def with_status(claim: dict, registered: str | None) -> dict:
+    """The claim marked confirmatory (its study matches its registration and its runs split validation from test
+    images) or exploratory, with the reasons (`status`, `status_why`)."""
+    why = [registered or UNREGISTERED] if not (registered or "").startswith("confirmatory") else []
+    if claim.get("images") != "split":
+        why.append(EXPLORATORY if claim.get("images") == "exploratory" else "its measure was selected on test images")
+    status = "exploratory" if why else "confirmatory"
+    return {**claim, "status": status, "status_why": "; ".join(w.removeprefix("exploratory: ") for w in why)}
+
+
+def with_scale(space: dict, done: Sequence, claim: dict, acc: str | None) -> dict:
+    """A firm verdict with the proxy scale it was reached at (`scale`); other verdicts unchanged."""
+    if claim["verdict"] not in FIRM:
+        return claim
+    key = claim["evidence"][0]["key"] if claim.get("evidence") else acc
+    return {**claim, "scale": scale_of(space, done, key.split(".")[0] if key else None, claim)}
+
+
+def scale_of(space: dict, done: Sequence, score: str | None, claim: dict) -> str:
+    """'at this proxy scale: <dataset>, <images> training images, <size>x<size>x<channels>, <n> seeds, <steps>'."""
+    size, channels, _ = tables.shape(space)
+    dataset = (space.get("data") or {}).get("dataset")
+    images = sorted({v for r in done if score and (v := r.run.value(f"{score}.images")) is not None})
+    steps = sorted({v for r in done if score and (v := r.run.value(f"{score}.steps")) is not None})
+    seeds = len({r.seed for r in done if score and r.run.value(f"{score}.images") is not None})
+    bits = [dataset or "", _span(images, "training images"), f"{size}x{size}x{channels}" if size else "",
+            f"{seeds} seeds" if seeds else "", _span(steps, "steps a run")]  # fmt: skip
+    return "at this proxy scale: " + ", ".join(b for b in bits if b)
+
+
+def _span(values: list, what: str) -> str:
+    """'500 what' or '100-1,300 what' ('' for none)."""
+    if not values:
+        return ""
+    lo, hi = values[0], values[-1]
+    return f"{lo:,} {what}" if lo == hi else f"{lo:,}–{hi:,} {what}"

@@ -1,0 +1,171 @@
+"""The earlier looks on record (analysis/looks.py): the other studies in the studies folder, the reports folder and
+its git history.
+
+Read only. A study of the same space, or of a space that pilots a claim, is judged from its own trials by the
+report's path (judging.judge_records, without the description-only figures); its registration says which space
+it is without opening its journal. Every `<reports>/*/summary.json` is read as it stands, and its committed
+versions with two bounded `git` calls; outside a git checkout, without git, or past the time limit the history is
+left out with a note. A study or summary that cannot be read is left out with a note naming it; it never stops
+the report.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from coatsearch.analysis import looks as L
+from coatsearch.errors import UserError
+
+GIT_TIMEOUT_S = 20.0  # each git call; past it the history is left out with a note
+HISTORY_MAX = 500  # commits of summary.json files read at most (newest first)
+JOURNAL = "journal.log"
+
+
+def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str, Any]) -> L.Found:
+    """Every earlier look of study `study` (space record `space`) on record: studies, then report history."""
+    this = L.ident(space)
+    parts = (from_studies(Path(studies_dir), study, this), from_reports(Path(reports_dir), this),
+             from_history(Path(reports_dir), this))  # fmt: skip
+    return L.Found(tuple(x for f in parts for x in f.looks), tuple(n for f in parts for n in f.notes))
+
+
+def _claims_of(studies_dir: Path, name: str) -> tuple[dict, list[dict]]:
+    """A study's space record and its judged claims, computed from its trials (read only)."""
+    from coatsearch.analysis import judging
+    from coatsearch.space import search
+    from coatsearch.storage import store
+
+    study = store.load_study(studies_dir, name)
+    space = store.space_of(study)
+    records = [r for r in search.regroup(store.records(study, say=False)) if r.state != "REJECTED"]
+    return space, judging.judge_records(space, records, describe=False)["claims"]
+
+
+def _relevant(folder: Path, this: L.Ident) -> bool:
+    """Whether a study folder may hold looks: a registration of the same space or of a pilot space (none: maybe)."""
+    from coatsearch.analysis import registration
+
+    reg = registration.load(folder)  # a damaged one: a UserError, noted by the caller
+    return reg is None or reg.analysis.space == this.space or bool(reg.analysis.pilots)
+
+
+def from_studies(studies_dir: Path, study: str, this: L.Ident) -> L.Found:
+    """The looks of every other study in the studies folder (same space, or a pilot of a claim)."""
+    if not studies_dir.is_dir():
+        return L.Found(())
+    looks: list[L.Look] = []
+    notes: list[str] = []
+    for folder in sorted(p for p in studies_dir.iterdir() if p.is_dir() and p.name != study):
+        if not (folder / JOURNAL).is_file():
+            continue
+        try:
+            if not _relevant(folder, this):
+                continue
+            space, claims = _claims_of(studies_dir, folder.name)
+        except (UserError, OSError, ValueError) as exc:
+            notes.append(f"study {folder.name}: not read ({exc}); its looks are left out")
+            continue
+        looks += L.looks_of("study", folder.name, L.ident(space), claims, this)
+    return L.Found(tuple(looks), tuple(notes))
+
+
+def from_reports(reports_dir: Path, this: L.Ident) -> L.Found:
+    """The looks in the reports folder as it stands (<reports>/*/summary.json, committed or not)."""
+    from coatsearch import fsafe
+
+    looks: list[L.Look] = []
+    notes: list[str] = []
+    for path in sorted(reports_dir.glob("*/summary.json")) if reports_dir.is_dir() else ():
+        try:
+            text = fsafe.read_bytes(path).decode("utf-8", "replace")
+            looks += summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
+        except UserError as exc:
+            notes.append(f"{exc}; its looks are left out")
+        except (AttributeError, TypeError, ValueError):  # a summary.json of another format: not a look
+            continue
+    return L.Found(tuple(looks), tuple(notes))
+
+
+def _run(root: Path, args: tuple[str, ...], stdin: bytes | None = None) -> bytes | None:
+    """One bounded git call in `root`: its stdout, or None (no git, not a checkout, too slow, an error)."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "-c", "core.quotepath=off", *args], input=stdin,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """A git call's stdout as text (None: see _run)."""
+    out = _run(root, args)
+    return None if out is None else out.decode("utf-8", "replace")
+
+
+def _versions(root: Path) -> list[tuple[str, str, str]] | None:
+    """(commit, date, path from the checkout's top) of each committed summary.json under `root`, newest first."""
+    log = _git(root, "log", f"-{HISTORY_MAX}", "--format=@%H %cs", "--name-only", "--", "*/summary.json")
+    if log is None:
+        return None
+    out, commit, date = [], "", ""
+    for line in log.splitlines():
+        if line.startswith("@"):
+            commit, _, date = line[1:].partition(" ")
+        elif line.strip() and commit:
+            out.append((commit, date, line.strip()))
+    return out
+
+
+def _blobs(top: Path, versions: list[tuple[str, str, str]]) -> list[str | None]:
+    """The text of each (commit, path) version, read in one `git cat-file --batch` (None: deleted there)."""
+    data = _run(top, ("cat-file", "--batch"), "".join(f"{c}:{p}\n" for c, _, p in versions).encode()) or b""
+    out: list[str | None] = []
+    at = 0
+    for _ in versions:
+        end = data.find(b"\n", at)
+        head = data[at:end].split() if end >= 0 else []
+        if len(head) != 3:  # "<spec> missing", or the batch failed
+            out.append(None)
+            at = end + 1 if end >= 0 else len(data)
+            continue
+        size = int(head[2])
+        out.append(data[end + 1 : end + 1 + size].decode("utf-8", "replace"))
+        at = end + 1 + size + 1
+    return out
+
+
+def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
+    """The looks in the committed versions of reports_dir/*/summary.json (same space, or a pilot's)."""
+    if not reports_dir.is_dir():
+        return L.Found(())
+    top = _git(reports_dir, "rev-parse", "--show-toplevel")
+    versions = _versions(reports_dir) if top else None
+    if top is None or versions is None:
+        return L.Found((), (f"report history: not read ({reports_dir} is not in a git checkout, or git is absent)",))
+    looks: list[L.Look] = []
+    for (commit, date, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
+        try:
+            looks += summary_looks(text, f"{path} @ {commit[:12]} ({date})", this)
+        except (AttributeError, TypeError, ValueError):  # a summary.json of another format: not a look
+            continue
+    return L.Found(tuple(looks))
+
+
+def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
+    """The looks one summary.json holds (none when it is of another space, or not a summary)."""
+    try:
+        summary = json.loads(text or "")
+    except ValueError:
+        return []
+    if not isinstance(summary, dict) or not isinstance(summary.get("space"), dict):
+        return []
+    env, mine = summary.get("environment") or {}, (summary.get("looks") or {}).get("this") or {}
+    record = {**summary["space"], "study": env.get("study") or {}, "data": env.get("data") or {},
+              "pilots": mine.get("pilots") or ()}  # fmt: skip
+    claims = [c for c in summary.get("claims") or () if isinstance(c, dict)]
+    sha = summary["space"].get("sha256")
+    return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), claims, this)

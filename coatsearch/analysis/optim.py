@@ -1,0 +1,90 @@
+"""Optimizability tables (ViT_C paper §4): optimizer gap, peak, samples (the EDF is report.measures.edf)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from coatsearch.analysis.tables import METRICS, Records, complete
+from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
+
+SEARCH_PREFIXES = ("train.", "model.")
+VIT_LABELS = ("ViT_P", "ViT_C")
+
+
+def primary_acc(space: dict, done: Records) -> str | None:
+    """The accuracy a study is judged by: its objective when that is an accuracy some complete run measured, else
+    the first of the objective fallback measured."""
+    objective = (space.get("study") or {}).get("objective")
+    keys = ([objective] if objective in METRICS and METRICS[objective].unit == "%" else []) + list(FALLBACK_ACC)
+    return next((k for k in keys if any(r.run.value(k) is not None for r in done)), None)
+
+
+def search_dims(records: Records) -> list[str]:
+    """Sampled hyperparameters (params with a train./model. path) found in the records."""
+    return sorted({k for r in records for k in r.params if k.startswith(SEARCH_PREFIXES)})
+
+
+def has_vit(done: Records) -> bool:
+    """Whether the study's complete runs include ViT_P or ViT_C models."""
+    return any(r.run.model is not None and r.run.model.label in VIT_LABELS for r in done)
+
+
+def _runs(table: pd.DataFrame) -> list[dict]:
+    """The runs table (report.measures.runs_frame) as dicts."""
+    return table.to_dict("records")
+
+
+def _best(group: list[dict]) -> dict | None:
+    """The best run of a group: chosen on the validation images (`sel`, measures.runs_frame), its `acc` on test."""
+    return max(group, key=lambda r: r["sel"]) if group else None
+
+
+def optimizer_gap(table: pd.DataFrame) -> list[dict]:
+    """Per model label: best AdamW and best SGD accuracy (%), their lr/wd, and the gap AdamW − SGD (points)."""
+    runs = _runs(table)
+    rows = []
+    for label in dict.fromkeys(r["model_label"] for r in runs):
+        mine = [r for r in runs if r["model_label"] == label]
+        adamw = _best([r for r in mine if r["optimizer"] == "adamw"])
+        sgd = _best([r for r in mine if r["optimizer"] == "sgd"])
+        if adamw is None and sgd is None:
+            continue
+        rows.append(
+            {
+                "model_label": label,
+                "adamw": adamw,
+                "sgd": sgd,
+                "n_adamw": sum(r["optimizer"] == "adamw" for r in mine),
+                "n_sgd": sum(r["optimizer"] == "sgd" for r in mine),
+                "gap": adamw["acc"] - sgd["acc"] if adamw and sgd else None,
+            }
+        )
+    return rows
+
+
+def peak(table: pd.DataFrame) -> list[dict | None]:
+    """Best run per model label: accuracy (%), candidate, optimizer, lr, wd and trial number."""
+    runs = _runs(table)
+    labels = dict.fromkeys(r["model_label"] for r in runs)
+    return [_best([r for r in runs if r["model_label"] == label]) for label in labels]
+
+
+def samples(records: Records) -> list[dict]:
+    """Hyperparameter samples per candidate and optimizer: runs complete, and trials that did not complete."""
+    out = []
+    done = complete(records)
+    for cand in dict.fromkeys(r.candidate for r in records):
+        mine = [r for r in done if r.candidate == cand]
+        failed = sum(r.candidate == cand and r.state != "COMPLETE" for r in records)
+        for i, opt in enumerate(sorted({r.run.optimizer_name for r in mine}) or ["?"]):
+            out.append(
+                {
+                    "candidate": cand,
+                    "model_label": mine[0].run.label if mine else cand,
+                    "optimizer": opt,
+                    "complete": sum(r.run.optimizer_name == opt for r in mine),
+                    "not_complete": failed if i == 0 else 0,  # per candidate: on its first row
+                    "dims": sorted({k for r in mine for k in r.params if k.startswith(SEARCH_PREFIXES)}),
+                }
+            )
+    return out

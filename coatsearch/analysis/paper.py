@@ -1,0 +1,234 @@
+"""The paper measures of a study, from the records: matched-loss generalization, capacity stability, transfer,
+paired data, edge warnings and the claims a space marks as untestable at its scale (tables only, no text).
+
+`readings` gives each run's eval accuracy at the common training-loss level as a derived report value
+(`generalization.matched_acc`, the generalization score's `derived` metric): the records are never changed, and
+the candidate table, rankings and verdicts treat the value like any measured score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import measures as M
+from coatsearch.analysis.tables import Records
+from coatsearch.scores import SCORES, derived
+from coatsearch.storage.record import TrialRecord
+
+MATCHED_KEY = next(k for k in derived() if k.endswith(".matched_acc"))  # the generalization score's derived metric
+GEN = C.GEN_SCORE  # the score whose step curves claim (a) is read off
+NOT_TESTED = "not tested at this scale"
+
+
+def levels_of(space: dict) -> tuple[float, ...]:
+    """The train-loss ladder of the space (`scores.generalization.loss_levels`), else the default."""
+    gen = (space.get("scores") or {}).get(GEN) or {}
+    return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
+
+
+def key_candidates(curves: pd.DataFrame, done: Records) -> list[str]:
+    """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
+    names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
+    have = list(dict.fromkeys(curves["candidate"]))
+    labels = {r.candidate: r.run.model.label if r.run.model else None for r in done}
+    out = [c for c in have if c in names]
+    for n in names:
+        same = [c for c in have if labels.get(c) == n and c not in out]
+        out += same if n not in out and len(same) == 1 else []
+    return out
+
+
+def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
+    """Key candidates of claim (a) with a run that never fits to `fit` nats, each with how low all its runs got."""
+    lowest = M.lowest_reached(at[at["candidate"].isin(key)])
+    out = {}
+    for c in key:
+        low = lowest.get(c)
+        if pd.isna(low) or low > fit * (1 + 1e-9):
+            out[c] = f"{c} " + ("never reached the ladder" if pd.isna(low) else f"never fit below {low:.3g} nats")
+    return out
+
+
+def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
+    """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
+
+    The common level is the lowest ladder level at or below FIT_LOSS that every run of every key candidate of
+    claim (a) reached (any candidate that reached the ladder, when the study has no key candidate). A key
+    candidate with a run that never fits that low is named in `out_of_regime`, never silently dropped.
+    """
+    if curves.empty:
+        return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": [], "key": [],
+                "out_of_regime": []}  # fmt: skip
+    ladder = levels_of(space)
+    at = M.at_levels(curves, ladder)
+    lowest = M.lowest_reached(at)
+    reached = [c for c in lowest.index if not pd.isna(lowest[c])]
+    key = key_candidates(curves, done)
+    unfit = _unfit(at, key, C.FIT_LOSS)
+    fits = [c for c in key or reached if c in reached and c not in unfit]
+    rule = f"every run of a key candidate must reach {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy"
+    low = at[at["level"] <= C.FIT_LOSS * (1 + 1e-9)]
+    level = M.common_level(low, fits) if fits else None
+    table = _table(at, level, lowest)
+    censored = at[at["level"] == level].groupby("candidate")["censored"].sum() if level is not None else None
+    rows = []
+    for r in table.to_dict("records"):
+        r["censored_runs"] = int(censored.get(r["candidate"], 0)) if censored is not None else None
+        rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    never = [c for c in lowest.index if c not in reached]
+    notes, too_few = _censored_notes(at, level, fits)
+    out = [*unfit.values(), rule] if unfit else too_few
+    return {"curves": curves, "matched": at, "level": level, "table": [r for r in rows if r["candidate"] in reached],
+            "never": never, "levels": list(ladder), "key": key, "out_of_regime": out,
+            "censored": notes}  # fmt: skip
+
+
+def _censored_notes(at: pd.DataFrame, level: float | None, key: list[str]) -> tuple[list[str], list[str]]:
+    """(one line per run whose reading at `level` is censored though it got there, key candidates left with
+    fewer than 2 readings there: claim (a) cannot test them)."""
+    if level is None:
+        return [], []
+    here = at[(at["level"] == level) & at["reached"].astype(bool)]
+    cut = here[here["censored"]]
+    notes = [f"{r.candidate} seed {r.seed}: {r.why}" for r in cut.itertuples()]
+    too_few = []
+    for c in key:
+        mine = here[here["candidate"] == c]
+        if mine["censored"].any() and (~mine["censored"]).sum() < 2:
+            whys = "; ".join(dict.fromkeys(w.split(" (")[0] for w in mine.loc[mine["censored"], "why"]))
+            too_few.append(f"{c}: {int(mine['censored'].sum())} of {len(mine)} readings at {level:g} nats censored "
+                           f"({whys})")  # fmt: skip
+    return notes, too_few
+
+
+def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataFrame:
+    """Per candidate: eval acc mean/sd (%) at `level` over its uncensored readings, runs, how low runs got, and
+    the range of lr phase (lr / peak lr) at those readings."""
+    here = at[at["level"] == level] if level is not None else at.iloc[:0]
+    grouped, phase = here.groupby("candidate")["eval_acc"], here.groupby("candidate")["lr_phase"]
+    table = pd.DataFrame({"eval_acc": grouped.mean().mul(100), "sd": grouped.std().mul(100),
+                          "runs": at.groupby("candidate")["run"].nunique(), "lowest_level": lowest,
+                          "lowest_any": M.lowest_reached(at, every_run=False), "lr_phase_min": phase.min(),
+                          "lr_phase_max": phase.max()}).reindex(lowest.index)  # fmt: skip
+    return table.rename_axis("candidate").reset_index()
+
+
+def readings(at: pd.DataFrame | None, level: float | None) -> Mapping[int, Mapping[str, float]] | None:
+    """Trial number -> {MATCHED_KEY: eval acc at the common level} for the runs that reached it uncensored.
+
+    None without step curves (older records: nothing to read); {} without a common level. A derived value, never
+    written into a record; a recorded one is never trusted where curves exist."""
+    if at is None:
+        return None
+    if level is None:
+        return {}
+    acc = at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
+    return {int(n): {MATCHED_KEY: float(a)} for n, a in acc.items()}
+
+
+def capacity(curves: pd.DataFrame | None, done: Records) -> dict | None:
+    """Capacity ranking by final eval accuracy and whether it held over the last third of the steps."""
+    if curves is None or curves.empty:
+        return None
+    r = M.ranking_stability(curves)
+    word = "ranking held over the last third of the steps" if r.stable else "provisional"
+    facts = {c: {k: sorted({r.run.value(f"{C.CAPACITY_SCORE}.{k}") for r in done if r.candidate == c} - {None})
+                 for k in ("images", "steps")} for c in r.order}  # fmt: skip
+    return {"order": list(r.order), "stable": r.stable, "crossings": [list(c) for c in r.crossings],
+            "note": r.note, "verdict": word, "facts": facts}  # fmt: skip
+
+
+def transfer(rows: list[dict], done: Records) -> list[dict]:
+    """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
+    gain, stopped, steps = (SCORES[C.TRANSFER_SCORE].role(k) for k in ("gain", "stopped", "finetune_steps"))
+    out = []
+    for row in rows:
+        runs = [r for r in done if r.candidate == row["candidate"] and gain in r.run.keys()]
+        if not runs:
+            continue
+        stops = [r.run.value(stopped) for r in runs]
+        out.append({"candidate": row["candidate"], "target": stops.count("target"), "cap": stops.count("cap"),
+                    "finetune_steps": sorted({r.run.value(steps) for r in runs})})  # fmt: skip
+    return out
+
+
+def pairing(done: Records) -> list[dict]:
+    """Per score: how many distinct eval sets the complete runs saw (1 = one per study) and whether, for every seed,
+    all candidates trained on the same subset and read the same eval images (from the recorded fingerprints)."""
+    scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r.run.keys() if k.endswith(".eval_fingerprint")})
+    out = []
+    for score in scores:
+        ev, tr = f"{score}.eval_fingerprint", f"{score}.train_fingerprint"
+        evals = {v for r in done if (v := r.run.value(ev)) is not None}
+        by_seed: dict = {}
+        eval_by_seed: dict = {}
+        for r in done:
+            if (v := r.run.value(tr)) is not None:
+                by_seed.setdefault(r.seed, set()).add(v)
+            if (v := r.run.value(ev)) is not None:
+                eval_by_seed.setdefault(r.seed, set()).add(v)
+        out.append({"score": score, "eval_sets": len(evals), "seeds": len(by_seed),
+                    "paired": all(len(v) == 1 for v in by_seed.values()),
+                    "eval_paired": all(len(v) == 1 for v in eval_by_seed.values())})  # fmt: skip
+    return out
+
+
+def untestable(space: dict, claims: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(claims judged, claims the space marks untestable at its scale with the reason): never a verdict for those."""
+    marked = space.get("untestable") or {}
+    judged = [c for c in claims if c["id"] not in marked]
+    titles = {c.id: c.title for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM, C.STEM_CLAIM)}
+    untested = [{"id": k, "title": titles.get(k, ""), "reason": v, "verdict": NOT_TESTED} for k, v in marked.items()]
+    return judged, untested
+
+
+def claim_notes(claims: list[dict], cap: dict | None) -> list[dict]:
+    """Claims with a note on claim (b) when the capacity ranking is provisional (its curves still cross)."""
+    if cap is None or cap["stable"]:
+        return claims
+    note = f"capacity ranking provisional: {cap['note']}"
+    return [{**c, "notes": [*c.get("notes", []), note]} if c["id"] == "b" else c for c in claims]
+
+
+def _recipe(record: TrialRecord) -> str:
+    """A run's optimizer, lr and weight decay, as a curve label's suffix."""
+    o = record.run.optimizer
+    lr, wd = (o.lr, o.weight_decay) if o else (None, None)
+    nan = float("nan")
+    return f"{record.run.optimizer_name}, lr {nan if lr is None else lr:.3g}, wd {nan if wd is None else wd:.3g}"
+
+
+def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
+    """Per candidate and recipe (optimizer, lr, wd): each run's clean train loss and eval accuracy (%) by step.
+
+    Runs are kept apart, never averaged: runs that stop at different steps (a loss target) or are measured at
+    different steps (dense points) would make a mean over a shrinking set of runs. A candidate whose runs differ
+    in recipe gets one entry per recipe, labelled with it.
+    """
+    if f.empty:
+        return []
+    recipe = {r.number: _recipe(r) for r in done}
+    f = f.assign(recipe=f["run"].map(recipe)).sort_values(["run", "step"])
+    names = [
+        c for c in dict.fromkeys([*(space.get("candidates") or []), *f["candidate"]]) if c in f["candidate"].values
+    ]
+    out = []
+    for c in names:
+        mine = f[f["candidate"] == c]
+        recipes = list(dict.fromkeys(mine["recipe"]))
+        for rec in recipes:
+            runs = [
+                {
+                    "run": int(n),
+                    "step": g["step"].tolist(),
+                    "train_loss": g["train_loss"].tolist(),
+                    "eval_acc": (g["eval_acc"] * 100).tolist(),
+                }
+                for n, g in mine[mine["recipe"] == rec].groupby("run")
+            ]
+            out.append({"candidate": c, "label": c if len(recipes) == 1 else f"{c} ({rec})", "runs": runs})
+    return out

@@ -1,0 +1,295 @@
+"""The registered analysis of a study (registration.json): fixed and fingerprinted before its first trial.
+
+A registration holds what decides a study's verdicts, as it stood before any trial ran: the space file's sha256
+and profile, seeds, candidates, objectives, the claims with their measures and margins, α, the verdict rule's
+version, the stopping rules and the data (eval and test images). Its fingerprint is the sha256 of that analysis
+in canonical JSON. `run` (and `plan --register`) writes it once; a later run whose analysis differs keeps the
+original and appends the deviation, which makes the study exploratory (docs/verdicts.md, "Registered analyses").
+
+The analysis is computed from a study's space record (trials_plan.space_record), the same for `run`, which
+registers, and for the report, which compares; so one function says what "the same analysis" means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from coatsearch import fsafe
+from coatsearch.errors import UserError
+
+REGISTRATION_FILE = "registration.json"  # beside the study's journal
+FORMAT = 1  # registration.json's format version
+STUDY_KEYS = ("seeds", "samples", "sampler", "objective", "direction", "objectives", "directions", "baselines",
+              "reevaluate")  # fmt: skip  # the study settings that change what a verdict rests on
+STOP_KEYS = ("epochs", "max_steps", "stop_at_loss", "target_acc", "loss_levels", "per_class")  # per training run
+
+
+class Analysis(BaseModel):
+    """The analysis a study's verdicts rest on, as registered (every field enters the fingerprint)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    space: str  # the space's `name`
+    space_sha256: str | None  # the space file's bytes as run (None: the file could not be read)
+    profile: str
+    seeds: tuple[int, ...]
+    candidates: tuple[str, ...]
+    study: dict[str, Any]  # STUDY_KEYS: objectives, directions, sampler, samples, re-evaluation
+    claims: dict[str, dict[str, Any]]  # claim id -> chain, measures, margin (report.claims)
+    untestable: dict[str, str] = {}  # claim id -> why this scale cannot test it (never a verdict)
+    pilots: tuple[str, ...] = ()  # the claims this space pilots (its looks spend no test α)
+    alpha: float  # the verdicts' family-wise level (report.claims.VERDICT_ALPHA)
+    interval_alpha: float  # the printed intervals' level (report.claims.ALPHA)
+    rule_version: str  # report.calibration.RULE_VERSION
+    stopping: dict[str, Any]  # pruner, and per training run: epochs, max_steps, stop_at_loss, ...
+    data: dict[str, Any]  # dataset, eval_size, test_size, test_draw
+    replicate_of: str | None = None  # the study this one replicates
+
+
+class Deviation(BaseModel):
+    """A run whose analysis differed from the registered one: when, its fingerprint, and what changed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at: str
+    fingerprint: str
+    changes: tuple[str, ...]
+
+
+class Registration(BaseModel):
+    """registration.json: the registered analysis, its fingerprint, and every later deviation from it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: int = FORMAT
+    study: str
+    fingerprint: str
+    registered_at: str
+    trials_before: int = 0  # trials the study held when it was registered (0: registered before the first)
+    source: str = ""  # the space file's path as given (not in the fingerprint: a moved file is the same analysis)
+    analysis: Analysis
+    deviations: tuple[Deviation, ...] = ()
+
+
+def _claims() -> dict[str, dict[str, Any]]:
+    """Every claim the report judges, with what decides it: its chain, measures and margin."""
+    from coatsearch.analysis.claims import CHAIN_CLAIMS, REL_CLAIM, STEM_CLAIM
+
+    return {c.id: {"chain": c.chain, "measures": list(c.measures), "margin": c.margin}
+            for c in (*CHAIN_CLAIMS, REL_CLAIM, STEM_CLAIM)}  # fmt: skip
+
+
+def _rule_version() -> str:
+    from coatsearch.analysis.calibration import RULE_VERSION
+
+    return RULE_VERSION
+
+
+def _runs(scores: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
+    """Each training run of the scores record (a mapping with `epochs`), dotted name -> its stopping fields."""
+    if not isinstance(scores, Mapping):
+        return {}
+    if "epochs" in scores:
+        return {prefix.rstrip("."): {k: scores.get(k) for k in STOP_KEYS}}
+    return {k: v for key, sub in scores.items() for k, v in _runs(sub, f"{prefix}{key}.").items()}
+
+
+def space_sha256(record: Mapping[str, Any]) -> str | None:
+    """The space hash of a space record: the recorded file hash, else that of the recorded text (older studies)."""
+    if isinstance(record.get("space_sha256"), str):
+        return str(record["space_sha256"])
+    text = record.get("space_yaml")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) and text else None
+
+
+def analysis(record: Mapping[str, Any], replicate_of: str | None = None) -> Analysis:
+    """The analysis of a study's space record (trials_plan.space_record, or the one stored with the study)."""
+    from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
+
+    study, data = dict(record.get("study") or {}), dict(record.get("data") or {})
+    payload = dict(
+        space=str(record.get("space")),
+        space_sha256=space_sha256(record),
+        profile=str(record.get("profile") or "default"),
+        seeds=tuple(study.get("seeds") or ()),
+        candidates=tuple(record.get("candidates") or ()),
+        study={k: study.get(k) for k in STUDY_KEYS if k != "seeds"},
+        claims=_claims(),
+        untestable=dict(record.get("untestable") or {}),
+        pilots=tuple(record.get("pilots") or ()),
+        alpha=VERDICT_ALPHA,
+        interval_alpha=ALPHA,
+        rule_version=_rule_version(),
+        stopping={"pruner": study.get("pruner"), "runs": _runs(record.get("scores"))},
+        data={
+            "dataset": data.get("dataset"),
+            "eval_size": data.get("eval_size"),
+            "test_size": data.get("test_size"),
+            "test_draw": data.get("test_draw", 0),
+            # recorded only when not the default, so registrations made before the field keep their fingerprint
+            **({"test_sampling": data["test_sampling"]} if data.get("test_sampling", "shared") != "shared" else {}),
+        },  # fmt: skip
+        replicate_of=replicate_of,
+    )
+    return Analysis.model_validate(json.loads(json.dumps(payload, default=str)))  # as it reads back
+
+
+def canonical(a: Analysis) -> str:
+    """The analysis as canonical JSON (sorted keys, no spaces): what the fingerprint hashes."""
+    return json.dumps(a.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def fingerprint(a: Analysis) -> str:
+    """The sha256 of the analysis in canonical JSON."""
+    return hashlib.sha256(canonical(a).encode("utf-8")).hexdigest()
+
+
+def changes(registered: Analysis, now: Analysis) -> list[str]:
+    """One line per field that differs from the registered analysis, e.g. 'seeds: [0, 1] -> [0, 1, 2]'."""
+    from coatsearch.storage.trials import _diff
+
+    was, new = (json.loads(json.dumps(a.model_dump(mode="json"), default=str)) for a in (registered, now))
+    return [f"{k}: {a} -> {b}" for k, a, b in _diff(was, new)]
+
+
+def path(folder: Path) -> Path:
+    """The registration file of the study in `folder`."""
+    return Path(folder) / REGISTRATION_FILE
+
+
+def load(folder: Path) -> Registration | None:
+    """The study's registration; None when it has none. A damaged one is a one-line UserError naming the file."""
+    where = path(folder)
+    if not os.path.lexists(where):
+        return None
+    raw = fsafe.read_bytes(where)  # a link or a special file is a one-line UserError
+    try:
+        reg = Registration.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(map(str, first["loc"])) or "(the file)"
+        raise UserError(f"{where}: field '{field}': {first['msg']}; the registration is damaged") from None
+    if fingerprint(reg.analysis) != reg.fingerprint:
+        raise UserError(f"{where}: the analysis does not hash to its recorded fingerprint (edited by hand?)")
+    return reg
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def register(
+    record: Mapping[str, Any], folder: Path, study: str, *, replicate_of: str | None = None, trials: int = 0
+) -> tuple[Registration, list[str]]:
+    """Write the study's registration if it has none; else keep it and append a deviation when the analysis
+    differs (the same deviation is recorded once). (the registration as it stands, this run's changes)."""
+    now = analysis(record, replicate_of)
+    old = load(folder)
+    if old is None:
+        reg = Registration(study=study, fingerprint=fingerprint(now), registered_at=_now(), trials_before=trials,
+                           source=str(record.get("source") or ""), analysis=now)  # fmt: skip
+        save(reg, folder)
+        return reg, []
+    diff = changes(old.analysis, now)
+    if not diff:
+        return old, []
+    mark = fingerprint(now)
+    if any(d.fingerprint == mark for d in old.deviations):
+        return old, diff
+    reg = old.model_copy(update={"deviations": (*old.deviations, Deviation(at=_now(), fingerprint=mark,
+                                                                           changes=tuple(diff)))})  # fmt: skip
+    save(reg, folder)
+    more = f" (and {len(diff) - 2} more)" if len(diff) > 2 else ""
+    print(f"coatsearch: note: {path(folder)}: the analysis differs from the registered one ({'; '.join(diff[:2])}"
+          f"{more}); the registration is kept and the deviation recorded: the study is exploratory",
+          file=sys.stderr)  # fmt: skip
+    return reg, diff
+
+
+@dataclass(frozen=True)
+class Registrar:
+    """A study's registration against one run's space record: checked before the study is written, then kept."""
+
+    record: Mapping[str, Any]  # trials_plan.space_record of the space this run runs
+    folder: Path  # the study's folder
+    study: str
+
+    def check(self) -> Registration | None:
+        """The registration, after checking it is of this space and profile (a one-line UserError otherwise)."""
+        reg = load(self.folder)
+        space, profile = str(self.record.get("space")), str(self.record.get("profile") or "default")
+        if reg is not None and (reg.analysis.space, reg.analysis.profile) != (space, profile):
+            raise UserError(
+                f"{path(self.folder)}: registers space '{reg.analysis.space}' profile '{reg.analysis.profile}', "
+                f"not '{space}' profile '{profile}'; allowed: the registered space, or another --study name"
+            )
+        return reg
+
+    def register(self, trials: int = 0, replicate_of: str | None = None) -> tuple[Registration, list[str]]:
+        """Register (or keep, recording a deviation) this run's analysis; a resumed replicate stays one."""
+        reg = self.check()
+        if replicate_of is None and reg is not None:
+            replicate_of = reg.analysis.replicate_of
+        return register(self.record, self.folder, self.study, replicate_of=replicate_of, trials=trials)
+
+    def lines(self) -> tuple[str, ...]:
+        """The planner's registration block for this space (plan_lines)."""
+        return plan_lines(self.record, self.folder)
+
+
+def verdict_line(reg: Registration | None, now: Analysis) -> str:
+    """Whether a study with analysis `now` would be confirmatory under `reg`: the planner's one line."""
+    if reg is None:
+        return "not yet registered (the first `coatsearch run`, or `coatsearch plan --register`, registers it)"
+    diff = changes(reg.analysis, now) + [c for d in reg.deviations for c in d.changes]
+    if reg.trials_before:
+        diff.insert(0, f"registered after {reg.trials_before} trial(s) had run")
+    if not diff:
+        return f"confirmatory: matches the registration (fingerprint {reg.fingerprint[:12]}…, {reg.registered_at})"
+    return "exploratory: differs from the registration in " + "; ".join(dict.fromkeys(diff))
+
+
+def plan_lines(record: Mapping[str, Any], folder: Path) -> tuple[str, ...]:
+    """The planner's block: what would be registered, and whether the study would be confirmatory."""
+    reg = load(folder)
+    now = analysis(record, reg.analysis.replicate_of if reg else None)
+    return ("registered analysis (what `run` registers before the first trial):",
+            *(f"  {line}" for line in summary(now)), verdict_line(reg, now))  # fmt: skip
+
+
+def save(reg: Registration, folder: Path) -> Path:
+    """Write registration.json atomically (coatsearch.fsafe: no link followed)."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return fsafe.write(path(folder), json.dumps(reg.model_dump(mode="json"), indent=1, default=str) + "\n")
+
+
+def summary(a: Analysis) -> list[str]:
+    """What is registered, one line per part (the planner's block and the report's setup)."""
+    sha = (a.space_sha256 or "unknown")[:12]
+    claims = ", ".join(f"({k}) margin {v['margin']:g}" for k, v in sorted(a.claims.items()) if k not in a.untestable)
+    runs = "; ".join(f"{k}: " + ", ".join(f"{f} {v[f]}" for f in ("epochs", "max_steps", "stop_at_loss")
+                                          if v.get(f) is not None)
+                     for k, v in sorted(a.stopping.get("runs", {}).items()))  # fmt: skip
+    d = a.data
+    test = f", test {d['test_size']} images (draw {d['test_draw']})" if d.get("test_size") is not None else ""
+    test += ", test images sampled per seed" if d.get("test_sampling") == "per_seed" else ""
+    return [
+        f"space {a.space} (sha256 {sha}…), profile {a.profile}"
+        + (f", replicate of {a.replicate_of}" if a.replicate_of else ""),
+        f"seeds {', '.join(map(str, a.seeds))}; candidates {', '.join(a.candidates)}",
+        f"objective {', '.join(a.study.get('objectives') or [a.study.get('objective')])}",
+        f"claims {claims}" + (f"; pilots ({', '.join(a.pilots)})" if a.pilots else ""),
+        f"α {a.alpha:g} (Holm), intervals {1 - a.interval_alpha:.0%}, rule {a.rule_version}",
+        f"stopping: pruner {a.stopping.get('pruner')}; {runs or 'no training runs'}",
+        f"data {d.get('dataset')}, eval {d.get('eval_size') or 'whole split'}{test}",
+    ]

@@ -1,0 +1,109 @@
+"""Whether a committed report is what its space file produces now, and whether quoted figures come from a report.
+
+A report's summary.json records the sha256 of its space file's bytes as run (`space.sha256`) and the profile.
+`problems` lists every report under a reports folder whose space file is missing, unreadable for its profile, or
+no longer hashes to the recorded value: a changed space then needs a real rerun, not a rewritten report.
+
+Figures quoted in Markdown (README, docs) name their source in an HTML comment just before the number:
+`<!-- reports/vit_stems: claims.f.evidence.0.parts.0.d -->+2.68`. `quote_problems` checks each such number
+against that summary.json value at the number's printed precision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from coatsearch.errors import UserError
+
+QUOTE = re.compile(r"<!--\s*reports/([\w.+-]+):\s*([\w.\-\[\]]+)\s*-->\s*([+\-−]?\d[\d,]*(?:\.\d+)?)")
+
+
+def sha256_bytes(raw: bytes) -> str:
+    """The sha256 hex digest of a file's bytes."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+def space_hash(space: Mapping[str, Any]) -> str | None:
+    """A study's space hash: the recorded `space_sha256`, else (studies recorded before it) the sha256 of the
+    recorded space text as run, UTF-8; None when neither was recorded."""
+    if isinstance(space.get("space_sha256"), str):
+        return str(space["space_sha256"])
+    text = space.get("space_yaml")
+    return sha256_bytes(text.encode("utf-8")) if isinstance(text, str) and text else None
+
+
+def report_problem(summary: Mapping[str, Any], root: Path) -> str:
+    """Why a report (its summary.json) was not made from its space file as it stands under `root` ("" if it was)."""
+    from coatsearch.space.objects import load_space
+
+    sp = summary.get("space") or {}
+    source, profile, recorded = sp.get("source"), sp.get("profile"), sp.get("sha256")
+    if not isinstance(source, str) or not source:
+        return "no space file recorded (space.source)"
+    if not isinstance(recorded, str) or not recorded:
+        return f"no space hash recorded (space.sha256) for {source}: regenerate the report from a run of the space"
+    path = Path(source) if Path(source).is_absolute() else root / source
+    try:
+        raw = path.read_bytes()
+        load_space(path, str(profile or "default"))
+    except OSError as exc:
+        return f"space file {source} cannot be read ({exc.strerror or exc})"
+    except UserError as exc:
+        return f"space file {source}, profile {profile}: {exc}"
+    now = sha256_bytes(raw)
+    if now != recorded:
+        return f"{source} changed since the report was made (sha256 {recorded[:12]}… recorded, {now[:12]}… now)"
+    return ""
+
+
+def problems(reports: Path, root: Path) -> list[str]:
+    """'reports/NAME: why' for every summary.json under `reports` not made from its space file as it stands."""
+    out = []
+    for path in sorted(reports.glob("*/summary.json")):
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            out.append(f"{path.parent.name}: summary.json cannot be read ({exc})")
+            continue
+        if why := report_problem(summary, root):
+            out.append(f"{path.parent.name}: {why}")
+    return out
+
+
+def lookup(data: Any, dotted: str) -> Any:
+    """The value at a dotted path: mapping keys, list indices, or `[id]` for the list item whose `id` is that."""
+    for part in dotted.split("."):
+        if m := re.fullmatch(r"\[(.+)\]", part):
+            data = next(x for x in data if isinstance(x, Mapping) and str(x.get("id")) == m[1])
+        elif isinstance(data, list):
+            data = data[int(part)]
+        else:
+            data = data[part]
+    return data
+
+
+def quotes(text: str) -> Iterator[tuple[int, str, str, str]]:
+    """(line, report name, summary path, quoted number as printed) for every marked quote in a Markdown text."""
+    for m in QUOTE.finditer(text):
+        yield text.count("\n", 0, m.start()) + 1, m[1], m[2], m[3]
+
+
+def quote_problems(text: str, summary_of: Callable[[str], Any], where: str = "") -> list[str]:
+    """'where:line: why' for each marked quote whose number is not the summary's value at its printed precision."""
+    out = []
+    for line, name, dotted, shown in quotes(text):
+        try:
+            value = lookup(summary_of(name), dotted)
+        except (OSError, ValueError, KeyError, IndexError, TypeError, StopIteration):
+            out.append(f"{where}:{line}: reports/{name}: {dotted} is not in its summary.json")
+            continue
+        number = float(shown.replace(",", "").replace("−", "-"))
+        digits = len(shown.split(".")[1]) if "." in shown else 0
+        if not isinstance(value, int | float) or f"{float(value):.{digits}f}" != f"{number:.{digits}f}":
+            out.append(f"{where}:{line}: reports/{name}: {dotted} is {value!r}, the text quotes {shown}")
+    return out

@@ -1,0 +1,416 @@
+"""Simulated studies of the shipped profiles, as trial records the report judges (report.calibration).
+
+A profile is read through the project's loader (api.load_space): its candidates, which scores each runs, its seeds,
+and each run's measurement schedule as train.fit makes it: the regular points (schedule.curve_steps at the steps of
+schedule.run_steps), the dense points of a matched-loss run placed by curve.Dense's rule on a simulated running
+batch loss, and the stop (the first point after step 0 at or below `stop_at_loss`, one rung below the ladder). Only
+the scores that the claims a profile decides read are simulated.
+
+A generalization run's loss falls log-linearly to FIT_LOSS at its model's fit speed (FIT_STEPS, from the committed
+paper_layouts report) down to a floor; the probe loss measured at a point scatters around it by the model's own
+PROBE_SD (fast conv models' probes jump 2-5x between neighbouring points), so brackets can start at step 0 or span
+more than measures.MAX_SPAN and are censored as the report censors them. Eval accuracy saturates in log loss
+(acc = chance + (top − chance)(1 − (L/L0)^ACC_POWER)), so an interpolated reading is not exact. A run's value of a
+measure (for the matched reading: its eval accuracy at FIT_LOSS) is `level + order effect + seed effect + noise`,
+with σ per measure from the committed reports (SIGMA) and a noise sd that differs per candidate. Baselines sit where
+the committed reports put them relative to the models (Scenario "real") or below every model ("in regime").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from coatsearch import scores
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import tables
+from coatsearch.analysis.paper import GEN, MATCHED_KEY
+from coatsearch.analysis.tables import METRICS
+from coatsearch.space.objects import Baseline, Candidate, Space, load_space
+from coatsearch.storage import record as R
+from coatsearch.storage.record import TrialRecord
+from coatsearch.storage.trials import space_record
+from coatsearch.training.schedule import DENSE_RATIO, DENSE_WINDOW, curve_steps, run_steps, subset_optim
+from coatsearch.vocab import specs as S
+from coatsearch.vocab.specs import model_label
+
+ACC = C.REL_CLAIM.measures[0]  # the recipe accuracy that decides (d) and (e): the accuracy runs' guard accuracy
+ACC_SCORE = ACC.partition(".")[0]
+GEN_ACC = next(g.acc for g in scores.guards() if g.group == GEN)  # the generalization run's final eval accuracy
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: spaces/ lives here
+PROFILES = {"layouts": ("spaces/paper_layouts.yaml", "default"), "stems": ("spaces/vit_stems.yaml", "default"),
+            "layouts-full": ("spaces/paper_layouts.yaml", "full")}  # fmt: skip
+DECIDES = {"layouts": "ade", "stems": "f", "layouts-full": "bc"}  # the claims each simulated profile calibrates
+LIFTED = {"layouts-full": ("b",)}  # no shipped profile judges (b): it is simulated at the full profile's schedule
+FULL_PER_CLASS = 6000  # Fashion-MNIST's training images per class: a subset with per_class null takes them all
+L0, CHANCE = 2.45, 10.0  # an untrained model's train loss (nats) and eval accuracy (%), as the committed curves start
+# Steps to fit 500 images to FIT_LOSS in the committed paper_layouts report (9d5ae5b: median stop at 0.065 nats of
+# its 4 runs / 1.135, the log-linear time from 0.1 to 0.065 nats); other subsets scale with their images. The linear
+# baseline reaches 0.1 at ~1,100 steps and levels off at 0.07-0.09 (FLOOR): it never stops early. Models not listed
+# fit like C-C-T-T.
+FIT_STEPS = {"C-C-C-C": 140, "C-C-C-T": 130, "C-C-T-T": 400, "C-T-T-T": 1040, "ViT_REL": 360,
+             "linear baseline": 1100, "cnn baseline": 1100}  # fmt: skip
+FLOOR = {"linear baseline": 0.08}  # nats: where a model's train loss levels off (others: FIT_LOSS / 10)
+# Log-sd of the probe loss around a log-linear fit of each run's curve, median of its 4 runs (same report); the
+# linear baseline's curve is smooth but curved (its 0.31 there is curvature): 0.05.
+PROBE_SD = {"C-C-C-C": 0.65, "C-C-C-T": 0.6, "C-C-T-T": 0.32, "C-T-T-T": 0.25, "ViT_REL": 0.25,
+            "linear baseline": 0.05, "cnn baseline": 0.37}  # fmt: skip
+BATCH_SD = 0.35  # log-sd of one batch's loss around the curve: curve.Dense reads the mean of DENSE_WINDOW of them
+FIT_IMAGES = 500
+# One run's noise sd σ, in display units: the committed paper_layouts report's (9d5ae5b) pooled sd_diff / √2 —
+# matched reading 2.23 (df 7), gen. eval acc 2.12 (df 12), recipe accuracy 0.86 (df 9); vit_stems' (6f099e4) gap
+# contrast sd 1.62 per seed over 4 cells (/2). Measures no committed report has (capacity, transfer): 1 point,
+# 0.02 nats (assumed).
+SIGMA = {MATCHED_KEY: 2.23 / math.sqrt(2), GEN_ACC: 2.12 / math.sqrt(2), ACC: 0.86 / math.sqrt(2)}
+STEM_SIGMA = 0.81
+UNIT_SIGMA = {"%": 1.0, "points": 1.0, "nats": 0.02}
+LEVEL = {"%": 67.0, "points": 3.0, "nats": 0.3}  # the models' mean level per unit (paper_layouts reads 62-74%)
+# (f)'s cells in the vit_stems report of 6f099e4, minus their mean (73.8%): the null keeps the two main effects
+# (ViT_C +9.55, AdamW +2.85 points) and no interaction; the paper's interaction is 4.6 points.
+STEM_MAIN = {"ViT_C": 9.55 / 2, "ViT_P": -9.55 / 2, "adamw": 2.85 / 2, "sgd": -2.85 / 2}
+STEM_LEVEL = 73.8
+SEED_SD = 1.0  # sd of the shared seed effect, in σ: pairing removes it
+NOISE_SPREAD = (0.7, 1.4)  # each candidate's noise sd, uniform in this range (× σ)
+P_FAIL, P_MISSING, P_UNFIT = 0.02, 0.1, 0.05
+POINT_SD = 0.5  # points: eval noise of one curve point around its run's curve
+ACC_POWER = 1.5  # eval acc = chance + (top − chance)(1 − (L/L0)^1.5): the committed ViT_REL mean curve (60.3, 65.7,
+# 67.1, 68.1% at 0.83, 0.43, 0.19, 0.12 nats) against 56, 64, 67, 68 here
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Where the linear baseline sits relative to the models' mean, per measure (points), and the share of accuracy
+    runs that still rise over the last third of their curve."""
+
+    name: str
+    linear: Mapping[str, float]
+    rising: float
+    default: float = -15.0  # a measure not listed: the baseline 15 points below the models
+
+
+# "real": the committed reports. paper_layouts (9d5ae5b): at the matched level the linear baseline reads 76.2%
+# against the key candidates' 62.2-68.2% (mean 65.9); gen. eval acc 76.0 vs 66.2-69.0 (mean 67.6); recipe accuracy
+# 61.9 vs 72.2-74.2 (mean 73.5); 12 of 16 accuracy runs of (d)/(e)'s candidates still rose. vit_stems (6f099e4):
+# 64.5 vs the cells' 73.8. Capacity and transfer were not run: their baseline stays below the models.
+REAL = Scenario("real", MappingProxyType({MATCHED_KEY: 10.3, GEN_ACC: 8.4, ACC: -11.6, "stems": -9.3}), 12 / 16)
+IN_REGIME = Scenario("in regime", MappingProxyType({}), 0.0)
+SCENARIOS = (IN_REGIME, REAL)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One run's measurement schedule: regular curve points, stop target and the train-loss ladder (dense points)."""
+
+    points: tuple[int, ...]
+    stop_loss: float | None = None
+    levels: tuple[float, ...] | None = None
+
+    def taken(self, losses: Any) -> int:
+        """How many regular points a run with these losses (one per point) measures: to the first point after
+        step 0 at or below the stop target (train.fit never stops at step 0), else all of them."""
+        if self.stop_loss is not None:
+            for i, (step, loss) in enumerate(zip(self.points, losses, strict=False)):
+                if step > 0 and loss <= self.stop_loss:
+                    return i + 1
+        return len(self.points)
+
+
+def measured(g: Grid, batch: np.ndarray, probe: np.ndarray) -> list[int]:
+    """The steps train.fit measures: every regular point, and curve.Dense's points where the ladder is crossed.
+
+    batch[t], probe[t]: the running mean of the last DENSE_WINDOW batch losses after t steps, and the probe loss a
+    point measured at step t would read. A dense point is due once the estimate is at or below the ladder's top ×
+    DENSE_RATIO² and has fallen DENSE_RATIO since the previous point, while the previous probe is above one rung
+    below the ladder / DENSE_RATIO; the run ends at the first point after step 0 at or below the stop target.
+    """
+    total = g.points[-1]
+    top = max(g.levels) * DENSE_RATIO**2 if g.levels else 0.0
+    bottom = S.rung_below(g.levels) / DENSE_RATIO if g.levels else math.inf
+    est = batch.copy()
+    est[:DENSE_WINDOW] = math.inf  # the window is not full yet
+    out, last, step = [0], math.inf, 0
+    while step < total:
+        nxt = next(p for p in g.points if p > step)
+        if g.levels and probe[step] > bottom:
+            due = np.flatnonzero(est[step + 1 : nxt] <= min(top, last / DENSE_RATIO))
+            nxt = step + 1 + int(due[0]) if len(due) else nxt
+        step, last = nxt, est[nxt]
+        out.append(step)
+        if g.stop_loss is not None and probe[step] <= g.stop_loss:
+            break
+    return out
+
+
+def images(space: Space, subset: S.SubsetSpec) -> int:
+    """Training images of a run on `subset` (per class × classes; every image of the class when per_class is null)."""
+    classes = len(subset.classes) if subset.classes else space.classes
+    return (subset.per_class or FULL_PER_CLASS) * classes
+
+
+def grid(space: Space, optim: S.OptimSpec, subset: S.SubsetSpec, levels: bool = False) -> Grid:
+    """The schedule of one run on `subset`: the step budget and regular points train.fit measures, its stop and,
+    for a matched-loss run (`levels`), the ladder whose crossings get dense points."""
+    batch = subset_optim(optim, subset).batch_size
+    total = run_steps(subset, images(space, subset), batch)
+    ladder = tuple(subset.loss_levels or S.DEFAULT_LEVELS) if levels else None
+    return Grid(tuple(sorted(curve_steps(total, subset.eval_every))), subset.stop_at_loss, ladder)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A shipped profile as the simulation needs it: the loaded space, its space record and the decided claims."""
+
+    key: str
+    space: Space
+    record: dict = field(hash=False)
+    claims: str
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The profile's seeds."""
+        return tuple(self.space.study.seeds)
+
+
+@lru_cache(maxsize=8)
+def profile(key: str) -> Profile:
+    """A shipped profile (PROFILES), loaded by api.load_space; claims it marks untestable but LIFTED are judged."""
+    path, name = PROFILES[key]
+    space = load_space(ROOT / path, name)
+    rec = space_record(space)
+    rec["untestable"] = {k: v for k, v in rec["untestable"].items() if k not in LIFTED.get(key, ())}
+    return Profile(key, space, rec, DECIDES[key])
+
+
+def optim_of(cand: Candidate | Baseline) -> S.OptimSpec:
+    """A candidate's training settings as its trials resolve them."""
+    return cand.resolve()[1]
+
+
+def label_of(cand: Candidate | Baseline) -> str:
+    """What the papers call a candidate's model (specs.model_label of its resolved, unmatched model)."""
+    return model_label(cand.resolve()[0])
+
+
+def sigma(key: str) -> float:
+    """One run's noise sd σ of a measure (SIGMA, else by unit)."""
+    return SIGMA.get(key, UNIT_SIGMA[METRICS[key].unit])
+
+
+def lr_phase(steps: np.ndarray, total: int, warmup: int) -> np.ndarray:
+    """lr / peak lr after each step: linear warmup, then cosine to the end of the budget (0 at step 0)."""
+    cos = 0.5 * (1 + np.cos(math.pi * np.clip(steps - warmup, 0, None) / max(1, total - warmup)))
+    return np.where(steps < warmup, steps / max(1, warmup), cos)
+
+
+def gen_curve(rng: np.random.Generator, g: Grid, matched: float, steps: float, fits: bool, probe_sd: float = 0.25,
+              floor: float | None = None, warmup: int = 16) -> dict:  # fmt: skip
+    """A generalization curve on schedule `g` that fits to FIT_LOSS in about `steps` steps (never, unless `fits`),
+    measured where train.fit measures it (dense points included) and cut at its stop; its eval accuracy reads
+    `matched` (%) at FIT_LOSS and saturates in log loss."""
+    total = g.points[-1]
+    t = np.arange(total + 1, dtype=float)
+    t_fit = steps * math.exp(rng.normal(0.0, 0.25))
+    low = (floor or C.FIT_LOSS / 10) if fits else 3 * C.FIT_LOSS
+    smooth = np.maximum(L0 * np.exp(-(t / t_fit) * math.log(L0 / C.FIT_LOSS)), low)
+    batch = smooth * np.exp(rng.normal(0.0, BATCH_SD, len(t)))
+    window = np.convolve(batch, np.ones(DENSE_WINDOW) / DENSE_WINDOW)[: len(t)]
+    probe = smooth * np.exp(rng.normal(0.0, probe_sd, len(t)) * (t > 0))
+    probe[0] = L0 * math.exp(rng.normal(0.0, 0.03))
+    pts = np.asarray(measured(g, window, probe))
+    loss = probe[pts]
+    top = CHANCE + (matched - CHANCE) / (1 - (C.FIT_LOSS / L0) ** ACC_POWER)
+    acc = CHANCE + (top - CHANCE) * (1 - (np.minimum(loss, L0) / L0) ** ACC_POWER)
+    acc = acc + POINT_SD * rng.normal(size=len(pts)) * (pts > 0)
+    train_acc = np.clip(1 - 0.4 * loss, 0.1, 1.0)
+    return {"step": [int(p) for p in pts], "train_loss": loss.tolist(), "train_acc": train_acc.tolist(),
+            "eval_loss": [1.0] * len(pts), "eval_acc": (acc / 100).tolist(),
+            "lr_phase": lr_phase(pts.astype(float), total, warmup).tolist()}  # fmt: skip
+
+
+def rising_curve(rng: np.random.Generator, g: Grid, final: float, converged: bool) -> dict:
+    """A curve on grid `g` rising from chance to `final` (%): flat over its last third, or still rising."""
+    pts = np.asarray(g.points, dtype=float)
+    tau = pts[-1] / (8.0 if converged else 1.5)
+    shape = (1 - np.exp(-pts / tau)) / (1 - math.exp(-pts[-1] / tau))
+    noise = (0.1 if converged else 0.3) * rng.normal(size=len(pts)) * (pts > 0) * (pts < pts[-1])
+    acc = CHANCE + (final - CHANCE) * shape + noise
+    loss = L0 * (1 - 0.9 * shape)
+    return {"step": [int(p) for p in pts], "train_loss": loss.tolist(), "train_acc": (acc / 100 + 0.05).tolist(),
+            "eval_loss": [1.0] * len(pts), "eval_acc": (acc / 100).tolist()}  # fmt: skip
+
+
+def record(number: int, cand: Candidate | Baseline, seed: int, attrs: dict) -> TrialRecord:
+    """A simulated COMPLETE trial of `cand`, built by the constructor the trial uses (record.completed)."""
+    model = cand.resolve()[0]
+    optim = R.optimizer(optim_of(cand))
+    run = R.completed(R.Identity(cand.name, seed), R.Model(label=label_of(cand), layout=model.layout), attrs, optim)
+    return TrialRecord(number, 0.5, MappingProxyType({"candidate": cand.name, "seed": seed}), None, None, run)
+
+
+def claims() -> dict[str, C.Claim]:
+    """Claims (a)-(f) by id."""
+    return {c.id: c for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM, C.STEM_CLAIM)}
+
+
+def places() -> dict[str, dict[str, float]]:
+    """Per measure: each model's place in its claim's order, in key-relation steps (≈ / ≥ share a step)."""
+    out: dict[str, dict[str, float]] = {}
+    for claim in C.CHAIN_CLAIMS:
+        names, syms = claim.chain.split()[0::2], claim.chain.split()[1::2]
+        step, mine = 0, {(C.V0_STANDIN if names[0] == "V0" else names[0]): 0}
+        for name, sym in zip(names[1:], syms, strict=True):
+            step += sym in (">", "≫")
+            mine[C.V0_STANDIN if name == "V0" else name] = step
+        for key in claim.measures:
+            out.setdefault(key, {}).update({n: v for n, v in mine.items() if n not in out.get(key, {})})
+    for key in C.REL_CLAIM.measures:  # claim (e): each no-rel-pos twin one step below its rel-pos candidate
+        per = out.setdefault(key, {})
+        per[f"C-C-T-T-{C.NOREL_TAG}"] = per.get("C-C-T-T", 0) + 1
+    return out
+
+
+def measures(prof: Profile) -> dict[str, tuple[str, ...]]:
+    """Score → the measures a run of it records here: the decided claims' measures, the score's guard accuracies,
+    and claim (f)'s study objective."""
+    by_id = claims()
+    wanted = {k for c in prof.claims for k in by_id[c].measures}
+    if "f" in prof.claims:
+        wanted.add(prof.space.study.objective)
+    wanted |= {g.acc for g in scores.guards() if g.acc.split(".")[0] in {k.split(".")[0] for k in wanted}}
+    out: dict[str, tuple[str, ...]] = {}
+    for key in sorted(wanted):
+        out.setdefault(key.split(".")[0], ())
+        out[key.split(".")[0]] += (key,)
+    return out
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a simulated study draws: the order effect (σ per key step of (a)-(e)), (f)'s gap interaction (points),
+    where the baselines sit, random stress, and optionally one fit speed (steps to FIT_LOSS) and one probe noise
+    (log-sd) for every model."""
+
+    effect: float = 0.0
+    stem_effect: float = 0.0
+    scenario: Scenario = IN_REGIME
+    stress: bool = True
+    fit_steps: float | None = None
+    probe_sd: float | None = None
+
+
+def subset_of(cand: Candidate | Baseline, score: str) -> Any:
+    """The candidate's section of a score (None when it does not run it)."""
+    return getattr(cand.scores, score, None)
+
+
+def _model_means(key: str, names: list[str], st: Setting, rng: np.random.Generator) -> dict:
+    """Each model's mean of a measure (display units): the level, moved down its claim's order by `effect` σ."""
+    sign, s, where = (1.0 if METRICS[key].better == "higher" else -1.0), sigma(key), places().get(key, {})
+    out = {}
+    for n in names:
+        jitter = rng.uniform(-0.25, 0.25) * (C.LOSS_MARGIN if METRICS[key].unit == "nats" else 1.0) if st.effect else 0
+        out[n] = LEVEL[METRICS[key].unit] - sign * (s * st.effect * where.get(n, 0) + jitter)
+    return out
+
+
+def _stem_mean(label: str, opt: str, st: Setting) -> float:
+    """A (model, optimizer) cell's mean recipe accuracy: the measured main effects, ± a quarter of the interaction."""
+    inter = st.stem_effect / 4 * (1 if (label == "ViT_P") == (opt == "adamw") else -1)
+    return STEM_LEVEL + STEM_MAIN.get(label, 0.0) + STEM_MAIN.get(opt, 0.0) + inter
+
+
+def means(prof: Profile, rng: np.random.Generator, st: Setting) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """(candidate, measure) → (mean in display units, noise sd, σ) for every measure a candidate records here."""
+    ms, out = measures(prof), {}
+    cands = [c for c in prof.space.candidates if not isinstance(c, Baseline)]
+    spread = {c.name: rng.uniform(*NOISE_SPREAD) for c in prof.space.candidates}
+    for score, keys in ms.items():
+        mine = [c for c in cands if subset_of(c, score) is not None]
+        for key in keys:
+            stems = [c for c in mine if label_of(c) in STEM_MAIN and key == prof.space.study.objective]
+            mu = _model_means(key, [c.name for c in mine], st, rng)
+            mu.update({c.name: _stem_mean(label_of(c), optim_of(c).optimizer, st) for c in stems})
+            for c in mine:
+                s = STEM_SIGMA if c in stems else sigma(key)
+                out[(c.name, key)] = (mu[c.name], spread[c.name] * s, s)
+            if not mu:
+                continue
+            off, mean = st.scenario.linear.get("stems" if stems else key), float(np.mean(list(mu.values())))
+            floor = mean + off if off is not None else min(mu.values()) + st.scenario.default
+            for b in (x for x in prof.space.candidates if isinstance(x, Baseline) and subset_of(x, score) is not None):
+                level = floor if b.name == C.BASELINES[0] and METRICS[key].unit == "%" else mean
+                s = STEM_SIGMA if stems else sigma(key)
+                out[(b.name, key)] = (level, 0.7 * s, s)
+    return out
+
+
+def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseline, sub: S.SubsetSpec, vals: dict,
+               st: Setting, fits: bool) -> dict:  # fmt: skip
+    """A generalization run: its curve (read by the report at matched loss) and the final values it records."""
+    label = label_of(cand)
+    steps = st.fit_steps or FIT_STEPS.get(label, FIT_STEPS[C.V0_STANDIN])
+    steps *= images(prof.space, sub) / FIT_IMAGES if st.fit_steps is None else 1.0
+    sd = st.probe_sd if st.probe_sd is not None else PROBE_SD.get(label, PROBE_SD[C.V0_STANDIN])
+    optim = subset_optim(optim_of(cand), sub)
+    warmup = round(optim.warmup_epochs * images(prof.space, sub) / optim.batch_size)
+    g = grid(prof.space, optim_of(cand), sub, levels=True)
+    c = gen_curve(rng, g, vals[MATCHED_KEY], steps, fits, sd, FLOOR.get(label), warmup)
+    acc, tr = c["eval_acc"][-1], c["train_acc"][-1]
+    out = {GEN_ACC: acc, f"{GEN}.train_loss": c["train_loss"][-1], f"{GEN}.train_acc": tr, f"{GEN}.gap": tr - acc,
+           f"curves.{GEN}": c}  # fmt: skip
+    return {k: v for k, v in out.items() if k.startswith("curves.") or k in vals or k == GEN_ACC}
+
+
+def _score_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseline, score: str, vals: dict,
+                 st: Setting) -> dict:  # fmt: skip
+    """A run of another score: its values, each guard accuracy it lacks (85%), and each guarded run's curve."""
+    out: dict[str, Any] = {k: v / METRICS[k].scale for k, v in vals.items()}
+    for g in (g for g in scores.guards() if g.acc.split(".")[0] == score):
+        out.setdefault(g.acc, 0.85)
+        sub = subset_of(cand, score)
+        for part in g.subset[1:]:
+            sub = getattr(sub, part)
+        converged = score != ACC_SCORE or rng.random() >= st.scenario.rising
+        out[f"curves.{g.group}"] = rising_curve(rng, grid(prof.space, optim_of(cand), sub), 100 * out[g.acc],
+                                                converged)  # fmt: skip
+    return out
+
+
+def study(rng: np.random.Generator, prof: Profile, st: Setting) -> list[TrialRecord]:
+    """One simulated study of a profile: every candidate × seed that runs a score the decided claims read."""
+    ms, mu = measures(prof), means(prof, rng, st)
+    keys = {k for ks in ms.values() for k in ks}
+    seed_eff = {(k, s): rng.normal(0.0, SEED_SD) for k in sorted(keys) for s in prof.seeds}
+    models = [c.name for c in prof.space.candidates if not isinstance(c, Baseline)]
+    gone = {str(rng.choice(models))} if st.stress and rng.random() < P_MISSING else set()
+    chain = C.CHAIN_CLAIMS[0].chain.split()[0::2]
+    keyed = [c.name for c in prof.space.candidates if c.name in chain and subset_of(c, GEN) is not None]
+    unfit = {str(rng.choice(keyed))} if st.stress and keyed and rng.random() < P_UNFIT else set()
+    recs: list[TrialRecord] = []
+    for seed in prof.seeds:
+        for cand in (c for c in prof.space.candidates if c.name not in gone):
+            attrs: dict[str, Any] = {}
+            for score, ks in ms.items():
+                here = {k: mu[(cand.name, k)] for k in ks if (cand.name, k) in mu}
+                vals = {k: m + s * seed_eff[(k, seed)] + sd * rng.normal() for k, (m, sd, s) in here.items()}
+                if (sub := subset_of(cand, score)) is None or not vals:
+                    continue
+                if score == GEN:
+                    attrs.update(_gen_attrs(rng, prof, cand, sub, vals, st, cand.name not in unfit))
+                else:
+                    attrs.update(_score_attrs(rng, prof, cand, score, vals, st))
+            if not attrs:
+                continue
+            if st.stress and rng.random() < P_FAIL:  # a run that failed to train: at chance, counted in the guards
+                g = next(g for g in scores.guards() if g.acc in attrs)
+                attrs[g.acc] = (tables.chance(prof.record, g.group) or CHANCE) / 100 + 0.005
+            recs.append(record(len(recs), cand, seed, attrs))
+    return recs

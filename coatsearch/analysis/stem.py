@@ -1,0 +1,213 @@
+"""Claim (f), ViT_C paper: the optimizer-gap contrast paired by seed at fixed recipes, and the EDF shares.
+
+The gap part needs, per (model, optimizer), one fixed (lr, wd) recipe run on several seeds: a per-seed contrast
+(ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD) cancels the seed, and a fixed recipe keeps the
+hyperparameter draw out of it. The random lr/wd samples feed the EDF part only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import measures as M
+from coatsearch.analysis import optim
+from coatsearch.analysis import stats as S
+from coatsearch.analysis.tables import Records
+
+CELLS = (("ViT_P", "adamw"), ("ViT_P", "sgd"), ("ViT_C", "adamw"), ("ViT_C", "sgd"))
+_OPT = {"adamw": "AdamW", "sgd": "SGD"}
+STEM_RULE = (
+    "the optimizer-gap part is the per-seed contrast (ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD), each "
+    "cell at the (lr, wd) recipe of that model and optimizer run on the most seeds (≥ 2), with a Student-t "
+    "interval (n − 1 df); the EDF parts compare ViT_C's and ViT_P's share of runs within "
+    f"{C.EDF_K:g} points of their best (Fisher's exact test); the tested parts form one Holm family at α = "
+    f"{C.VERDICT_ALPHA}. Supported: the gap part and every tested EDF part hold; not supported: a part is "
+    "significantly reversed; an EDF part whose most extreme table cannot reach its Holm level is left out of "
+    "the verdict and states the runs per curve it would need (power "
+    f"{100 * C.POWER:.0f}% at the paper's shares {C.EDF_SHARES[0]:.0%} vs {C.EDF_SHARES[1]:.0%}, normal "
+    "approximation); out of regime when the mean run of any of the four cells (model, optimizer) does not beat "
+    "the linear baseline's mean run on the same seeds."
+)
+
+
+def stem_tables(done: Records, table: pd.DataFrame) -> dict:
+    """Claim (f)'s inputs from the runs table: best-run gaps (description), fixed-recipe cells per seed, the EDF of
+    sampled runs."""
+    sampled = {r.number for r in done if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)}
+    edf_rows = M.edf(table[table["number"].isin(sampled)].reset_index(drop=True)) if sampled else []
+    runs = table.to_dict("records")
+    linear = [r for r in runs if r["candidate"] == C.BASELINES[0] and r["seed"] is not None]
+    floor = {s: float(np.mean([r["acc"] for r in linear if r["seed"] == s])) for s in {r["seed"] for r in linear}}
+    return {"gaps": optim.optimizer_gap(table), "cells": recipe_cells(runs), "edf": edf_rows, "linear": floor}
+
+
+def recipe_cells(runs: list[dict]) -> dict[str, dict]:
+    """Per 'model/optimizer' cell: the (lr, wd) recipe run on the most seeds and its accuracy (%) per seed."""
+    out = {}
+    for label, opt in CELLS:
+        by_recipe: dict[tuple, dict] = {}
+        for r in runs:
+            if (r["model_label"], r["optimizer"]) == (label, opt) and r["seed"] is not None:
+                recipe = tuple(float(f"{v:.6g}") if v is not None else None for v in (r["lr"], r["weight_decay"]))
+                by_recipe.setdefault(recipe, {}).setdefault(r["seed"], []).append(r["acc"])
+        if by_recipe:
+            recipe, seeds = max(by_recipe.items(), key=lambda kv: len(kv[1]))
+            out[f"{label}/{opt}"] = {"lr": recipe[0], "wd": recipe[1],
+                                     "by_seed": {s: float(np.mean(v)) for s, v in seeds.items()}}  # fmt: skip
+    return out
+
+
+def gap_contrast(cells: dict[str, dict]) -> dict:
+    """The per-seed gap contrast over the seeds all four cells share: mean, sd, t interval, two-sided p."""
+    what = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD), fixed recipes, paired by seed (points)"
+    part: dict[str, Any] = {"what": what, "short": "gap contrast", "d": None, "n": 0, "ci": None, "p": None,
+                            "needed": "Holm p < α"}  # fmt: skip
+    if len(cells) < len(CELLS):
+        return {**part, "status": "not tested", "reason": "no runs for " + ", ".join(
+            f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells)}  # fmt: skip
+    by = [cells[f"{a}/{b}"]["by_seed"] for a, b in CELLS]
+    seeds = sorted(set.intersection(*(set(b) for b in by)), key=str)
+    d = np.array([(by[0][s] - by[1][s]) - (by[2][s] - by[3][s]) for s in seeds])
+    part.update(
+        n=len(d),
+        d=float(d.mean()) if len(d) else None,
+        per_seed={str(s): float(v) for s, v in zip(seeds, d, strict=True)},
+    )
+    if len(d) < 2 or float(d.std(ddof=1)) == 0.0:
+        reason = (
+            f"{len(d)} seed(s) with one fixed recipe in every cell (needs ≥ 2 with spread; sampled lr/wd "
+            "confound seed and recipe, so the best-run gap above is description only)"
+        )
+        return {**part, "status": "not tested", "reason": reason}
+    se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
+    half = float(st.t.ppf(1 - C.ALPHA / 2, df)) * se
+    p = float(2 * st.t.sf(abs(part["d"]) / se, df))
+    return {**part, "ci": (part["d"] - half, part["d"] + half), "p": p, "status": "tested", "reason": ""}
+
+
+def contrast_sd(part: dict) -> float | None:
+    """The per-seed sd of a tested gap contrast (gap_contrast's part), read back from its t interval; None untested."""
+    ci, n = part.get("ci"), part.get("n") or 0
+    if not ci or n < 2:
+        return None
+    return (ci[1] - ci[0]) / 2 * math.sqrt(n) / float(st.t.ppf(1 - C.ALPHA / 2, n - 1))
+
+
+def runs_needed(parts: int) -> int:
+    """Runs per EDF curve at which Fisher-like power reaches POWER at the paper's shares (two-proportion z)."""
+    p1, p2 = C.EDF_SHARES
+    za, zb = st.norm.ppf(1 - C.VERDICT_ALPHA / parts / 2), st.norm.ppf(C.POWER)
+    bar = (p1 + p2) / 2
+    n = (za * math.sqrt(2 * bar * (1 - bar)) + zb * math.sqrt(p1 * (1 - p1) + p2 * (1 - p2))) ** 2 / (p1 - p2) ** 2
+    return math.ceil(n)
+
+
+def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
+    """Per optimizer: ViT_C − ViT_P share within EDF_K of the best, with Fisher's p or why it cannot resolve."""
+    out = []
+    for opt in sorted({e["optimizer"] for e in edf_rows}):
+        vit_p, vit_c = _share(edf_rows, "ViT_P", opt), _share(edf_rows, "ViT_C", opt)
+        if vit_p is None or vit_c is None:
+            continue
+        (p_in, p_n), (c_in, c_n) = vit_p, vit_c
+        what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
+        part = {"what": what, "short": f"EDF ({opt})", "d": c_in / c_n - p_in / p_n, "n": min(p_n, c_n), "ci": None,
+                "needed": "Holm p < α"}  # fmt: skip
+        best_p = st.fisher_exact([[c_n, 0], [0, p_n]]).pvalue  # the most extreme table these counts allow
+        if best_p >= C.VERDICT_ALPHA / family:
+            reason = f"cannot be resolved with {min(p_n, c_n)} runs per curve; needs about {runs_needed(family)}"
+            out.append({**part, "p": None, "status": "not tested", "reason": reason})
+        else:
+            p = float(st.fisher_exact([[c_in, c_n - c_in], [p_in, p_n - p_in]]).pvalue)
+            out.append({**part, "p": p, "status": "tested", "reason": ""})
+    return out
+
+
+def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None:
+    deltas = [d for e in edf_rows if (e["model_label"], e["optimizer"]) == (label, opt) for d in e["delta"]]
+    return (sum(d <= C.EDF_K for d in deltas), len(deltas)) if deltas else None
+
+
+def stem_claim(tables: dict | None) -> dict | None:
+    """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs.
+
+    The verdict names the parts it rests on (`scope`): a gap-only study is 'optimizer-gap part only; EDF parts
+    not run', never a plain 'supported' of a claim whose EDF half never ran.
+    """
+    if not tables or not {g["model_label"] for g in tables["gaps"]} & {"ViT_P", "ViT_C"}:
+        return None
+    n_opt = len({e["optimizer"] for e in tables["edf"]})
+    edf = edf_parts(tables["edf"], 1 + n_opt) or [EDF_NOT_RUN]
+    parts = [gap_contrast(tables["cells"]), *edf]
+    tested = [p for p in parts if p["status"] == "tested"]
+    for part, q in zip(tested, S.holm([p["p"] for p in tested]), strict=True):
+        firm = q is not None and q < C.VERDICT_ALPHA
+        part["p"], part["status"] = q, "holds" if firm and part["d"] > 0 else "reversed" if firm else "unresolved"
+    decisive = [parts[0], *tested[1:]] if tested and tested[0] is parts[0] else [parts[0], *tested]
+    held, bad = (sum(p["status"] == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
+    verdict = "not supported" if bad else "supported" if held == len(decisive) else "inconclusive"  # can't resolve
+    why = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
+    why += "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
+    scope = _scope(parts, decisive)
+    low = below_linear(tables["cells"], tables.get("linear", {}))
+    if low:
+        verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
+    claim = C.STEM_CLAIM
+    head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
+    return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [lr_source(tables["cells"])],
+            "parts": parts, "scope": scope if verdict != "inconclusive" else ""}  # fmt: skip
+
+
+EDF_NOT_RUN = {"what": f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "short": "EDF",
+               "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α", "status": "not run",
+               "reason": "no sampled lr/wd runs in this study"}  # fmt: skip
+
+
+def _scope(parts: list[dict], decisive: list[dict]) -> str:
+    """Which parts of the claim a firm verdict rests on, when not all of them: '' when every part decided."""
+    edf = parts[1:]
+    if all(p["status"] == "not run" for p in edf):
+        return "optimizer-gap part only; EDF parts not run"
+    left = [p["short"] for p in edf if p not in decisive]
+    return f"without {', '.join(left)} (not resolvable at these runs)" if left else ""
+
+
+def lr_source(cells: dict[str, dict]) -> str:
+    """Where each (model, optimizer) recipe's lr came from, as the report states it."""
+    got = {k: c for k, c in cells.items() if c.get("lr") is not None}
+    if not got:
+        return "lr of each recipe: not recorded"
+    recipes = ", ".join(f"{k.replace('/', ' ')} lr {c['lr']:.3g}" for k, c in got.items())
+    by_opt: dict[str, set] = {}
+    for k, c in got.items():
+        by_opt.setdefault(k.split("/")[1], set()).add(c["lr"])
+    shared = [_OPT.get(o, o) for o, lrs in by_opt.items() if len(lrs) == 1 and sum(k.endswith(o) for k in got) > 1]
+    how = f"one lr per optimizer ({', '.join(shared)}) shared by both models" if shared else "each model's own lr"
+    return (f"lr of each recipe: {recipes}: {how}, fixed in the space file (the most-run recipe of each cell); "
+            "the records do not show how it was chosen: each model's best lr belongs to a pilot on validation "
+            "images (a space with `pilots: [f]`), never to the test images that decide the verdict")  # fmt: skip
+
+
+def below_linear(cells: dict[str, dict], linear: dict) -> list[str]:
+    """Cells (model/optimizer, at their most-run recipe) whose mean run does not beat the linear baseline's mean.
+
+    Both means are over the seeds the cell shares with the linear baseline (same training subsets): a model that
+    does not learn more than a linear classifier on the pixels is out of the paper's regime, whatever its best run.
+    """
+    out = []
+    for label, opt in CELLS:
+        by_seed = cells.get(f"{label}/{opt}", {}).get("by_seed", {})
+        seeds = [s for s in by_seed if s in linear]
+        if not seeds:
+            continue
+        mean, floor = float(np.mean([by_seed[s] for s in seeds])), float(np.mean([linear[s] for s in seeds]))
+        if mean <= floor:
+            out.append(f"{label} {_OPT[opt]}: mean run {mean:.1f}% over {len(seeds)} seed(s) is not above the "
+                       f"linear baseline's {floor:.1f}% on the same seeds")  # fmt: skip
+    return out

@@ -1,0 +1,400 @@
+"""Study storage → plain tables: pure functions over trial records (`coatsearch.storage.record.TrialRecord`), no Optuna.
+
+Values in tables are in display units (accuracies in %, MACs and params in millions), as the metric table says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, is_dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from coatsearch import scores
+from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
+from coatsearch.scores import Metric
+from coatsearch.storage.record import TrialRecord, count
+
+__all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "load", "stat"]
+
+METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise floor), from the score registry
+CURVE_SCORES = scores.curve_scores()  # single-run scores with per-epoch curves
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and spread over runs, in display units; sd is None with fewer than 2 runs."""
+
+    mean: float
+    sd: float | None
+    n: int
+
+    @property
+    def se(self) -> float | None:
+        """Standard error of the mean (None with fewer than 2 runs)."""
+        return None if self.sd is None else self.sd / math.sqrt(self.n)
+
+    def to_dict(self) -> dict:
+        """JSON form, with the standard error."""
+        return {**asdict(self), "se": self.se}
+
+
+def stat(values: Iterable[float | None]) -> Stat | None:
+    """Mean ± sample standard deviation of the finite values (pandas); None when there are none."""
+    vals = pd.Series([v for v in values if v is not None], dtype=float)
+    vals = vals[vals.map(math.isfinite)]
+    if vals.empty:
+        return None
+    return Stat(float(vals.mean()), float(vals.std()) if len(vals) >= 2 else None, len(vals))
+
+
+Records = Sequence[TrialRecord]
+
+
+def _stat(values: Iterable[float]) -> Stat:
+    """`stat` of values known to hold a finite one."""
+    s = stat(values)
+    assert s is not None
+    return s
+
+
+def load(study: Any) -> tuple[dict, list[TrialRecord]]:
+    """A study's space record and its trial records (the store's frozen records)."""
+    from coatsearch.storage import store
+
+    return store.space_of(study), list(store.records(study))
+
+
+def complete(records: Records) -> list[TrialRecord]:
+    """The COMPLETE trial records."""
+    return [r for r in records if r.state == "COMPLETE"]
+
+
+def order(space: dict, records: Records) -> list[str]:
+    """Candidate names: the space's order, then any others found in the records."""
+    names = list(space.get("candidates") or [])
+    for r in records:
+        if (c := r.candidate) not in names and c != "?":
+            names.append(c)
+    return names
+
+
+def groups(space: dict, records: Records) -> dict[str, list[TrialRecord]]:
+    """Complete records per candidate, in candidate order (candidates without a complete run left out)."""
+    done = complete(records)
+    out = {c: [r for r in done if r.candidate == c] for c in order(space, records)}
+    return {c: rs for c, rs in out.items() if rs}
+
+
+def group_acc() -> dict[str, str]:
+    """Group (one training run of a trial; its curve has the name) -> the accuracy that says whether it trained,
+    from the score registry's guards (read at call time, so a score registered later is guarded too)."""
+    return {g.group: g.acc for g in scores.guards()}
+
+
+def group_of(key: str) -> str:
+    """The group (one training run inside a trial) a metric belongs to: its guard's group, else its score."""
+    return {g.acc: g.group for g in scores.guards()}.get(key, key.split(".")[0])
+
+
+def shape(space: dict) -> tuple[int | None, int | None, int | None]:
+    """The space record's input (image size, channels, classes); Nones when it is not recorded."""
+    size, channels, classes = (list(space.get("input") or []) + [None] * 3)[:3]
+    return size, channels, classes
+
+
+def chance(space: dict, group: str) -> float | None:
+    """Chance accuracy (%) of a group's classifier: 100 / its classes (the space's, or the subset's own)."""
+    sub = space.get("scores") or {}
+    for part in {g.group: g.subset for g in scores.guards()}.get(group, (group,)):
+        sub = sub.get(part) or {}
+    classes = len(sub["classes"]) if sub.get("classes") else shape(space)[2]
+    return 100.0 / classes if classes else None
+
+
+def converged(curve: Mapping | None) -> bool | None:
+    """False when eval accuracy still rises > PLATEAU_POINTS over the last third of the curve (linear fit)."""
+    ys = [100 * y for y in (curve or {}).get("eval_acc") or [] if y is not None]
+    if len(ys) < 3:
+        return None
+    xs = list((curve or {}).get("step") or range(len(ys)))[: len(ys)]
+    m = max(2, math.ceil(len(ys) / 3))
+    slope = np.polyfit(np.asarray(xs[-m:], dtype=float), np.asarray(ys[-m:], dtype=float), 1)[0]  # least squares
+    return bool(slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
+
+
+def frame(space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None) -> pd.DataFrame:
+    """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged.
+
+    `derived`: trial number -> the report's derived values (scores.derived() keys) of that run; given, a recorded
+    derived value is ignored (None: records the report derived nothing for, e.g. without step curves, keep theirs).
+    """
+    out, guarded, derives = [], group_acc(), scores.derived()
+    for r in complete(records):
+        run, mine = r.run, (derived or {}).get(r.number, {})
+        flags = {}
+        for group, acc in guarded.items():
+            low = chance(space, group)
+            value = run.number(acc)
+            failed = value is not None and low is not None and 100 * value - low <= CHANCE_POINTS
+            flags[group] = (failed, converged(run.curves.get(group)))
+        for key, m in METRICS.items():
+            if (v := mine.get(key) if key in derives and derived is not None else run.number(key)) is not None:
+                group = group_of(key) if group_of(key) in guarded else ""
+                failed, conv = flags.get(group, (False, None))
+                out.append((r.candidate, r.seed, r.number, key, v * m.scale, group, failed, conv))
+    cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
+    """Candidate rows from the long table: Stats and per-seed means without failed runs, and the regime guards."""
+    long = long[long["candidate"].isin(list(idents))]  # a run whose candidate the study does not know is left out
+    ok = long[~long["failed"].astype(bool)]
+    agg = ok.groupby(["candidate", "key"], sort=False)["value"].agg(["mean", "std", "count"])
+    per_seed: dict = {}
+    for (cand, key, seed), v in ok.groupby(["candidate", "key", "seed"], sort=False)["value"].mean().items():
+        per_seed.setdefault((cand, key), {})[seed] = float(v)
+    runs = long[long["group"] != ""].drop_duplicates(["candidate", "number", "group"])
+    flags = pd.DataFrame(
+        {
+            "runs": 1,
+            "failed": runs["failed"].astype(int),
+            "not_converged": (runs["converged"] == False).astype(int),  # noqa: E712 - None is "unchecked"
+            "unchecked": runs["converged"].isna().astype(int),
+        }
+    )
+    guards = flags.groupby([runs["candidate"], runs["group"]], sort=False).sum()
+    rows = {name: {**ident, "metrics": {}, "by_seed": {}, "guards": {}} for name, ident in idents.items()}
+    for (name, key), mean, sd, n in agg.itertuples():
+        rows[name]["metrics"][key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
+        rows[name]["by_seed"][key] = per_seed[(name, key)]
+    for (name, group), *counts in guards.itertuples():
+        rows[name]["guards"][group] = dict(zip(guards.columns, map(int, counts), strict=True))
+    return list(rows.values())
+
+
+def candidate_rows(
+    space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None
+) -> list[dict]:
+    """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
+    idents = {}
+    for name, runs in groups(space, records).items():
+        model = runs[0].run.model
+        idents[name] = {
+            "candidate": name,
+            "model_label": runs[0].run.label,
+            "layout": model.layout if model else "",
+            "stages": model.stages if model else "",
+            "depths": list(model.depths) if model else [],
+            "budget_macs": model.budget_macs if model else None,
+            "optimizers": sorted({r.run.optimizer_name for r in runs}),
+            "n": len(runs),
+        }
+    return rows_from_frame(frame(space, records, derived), idents)
+
+
+def measured(rows: list[dict], key: str) -> bool:
+    """Whether any candidate row has the metric."""
+    return any(key in r["metrics"] for r in rows)
+
+
+def counts(records: Records) -> dict:
+    """Trials by outcome (record.count); a FAIL without a reason is a trial whose worker died (interrupted)."""
+    n = count(records)
+    keys = ("total", "complete", "failed", "interrupted", "pruned")
+    return {**{k: n[k] for k in keys}, "running": n["running"] + n["waiting"]}
+
+
+def failures(records: Records) -> list[dict]:
+    """Failed, interrupted, pruned and unfinished trials, each with its reason."""
+    done = {r.run.identity.key: r.number for r in complete(records)}
+    rows = []
+    for r in records:
+        if r.state == "COMPLETE":
+            continue
+        reason = _reason(r, done.get(r.run.identity.key))
+        rows.append(
+            {
+                "number": r.number,
+                "candidate": r.candidate,
+                "seed": r.seed,
+                "key": r.run.identity.key,
+                "state": r.state,
+                "reason": reason,
+            }
+        )
+    return rows
+
+
+def _reason(r: TrialRecord, rerun: int | None) -> str:
+    if r.state == "PRUNED":
+        return "pruned by the pruner (stopped early, not a failure)"
+    if r.state in ("RUNNING", "WAITING"):
+        return f"{r.state.lower()} when the report was written"
+    if r.run.fail_reason is not None:
+        return str(r.run.fail_reason)
+    later = f"; rerun completed as trial {rerun}" if rerun is not None else "; rerun resumes it"
+    return "interrupted (worker died)" + later
+
+
+def environment(space: dict, records: Records) -> dict:
+    """Data set, subsets per score, image size, seeds, hardware, versions and wall time of the study."""
+    done = complete(records)
+    size, chans, classes = shape(space)
+    walls = [w for r in done if (w := r.run.number("wall_s")) is not None]
+    return {
+        "study": space.get("study") or {},
+        "data": space.get("data") or {},
+        "image_size": size,
+        "channels": chans,
+        "classes": classes,
+        "subsets": subsets(space, done),
+        "seeds": sorted({r.seed for r in done if r.seed is not None}),
+        "hardware": _distinct(done, _hardware),
+        "versions": _distinct(done, lambda r: dict(r.run.environment.versions) if r.run.environment else {}),
+        "wall_total_s": sum(walls),
+        "wall_per_trial": stat(walls),
+        "elapsed_s": _elapsed(records),
+        "counts": counts(records),
+    }
+
+
+def _hardware(r: TrialRecord) -> dict:
+    env = r.run.environment
+    if env is None:
+        return {"host": None, "cpu": None, "cpu_count": None, "torch_threads": None, "gpu": None, "device": None}
+    return {"host": env.host, "cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
+            "gpu": env.gpu, "device": env.device}  # fmt: skip
+
+
+def _distinct(records: Records, get: Callable[[TrialRecord], dict]) -> list[dict]:
+    out: list[dict] = []
+    for r in records:
+        if (item := get(r)) and item not in out:
+            out.append(item)
+    return out
+
+
+def _elapsed(records: Records) -> float | None:
+    starts = [datetime.fromisoformat(r.start) for r in records if r.start]
+    ends = [datetime.fromisoformat(r.complete) for r in records if r.complete]
+    return (max(ends) - min(starts)).total_seconds() if starts and ends else None
+
+
+def subsets(space: dict, done: Records) -> list[dict]:
+    """Per score: images per class, classes, epochs, data set, and the images a run actually used."""
+    images = {s: f"{s}.images" for s in CURVE_SCORES}
+    rows = []
+    for score, sub in _subset_records(space.get("scores") or {}):
+        key = images.get(score)
+        used = sorted({v for r in done if key and (v := r.run.value(key)) is not None})
+        data = sub.get("dataset") or {}
+        rows.append(
+            {
+                "score": score,
+                "per_class": sub.get("per_class"),
+                "classes": sub.get("classes"),
+                "epochs": sub.get("epochs"),
+                "dataset": data.get("dataset") if data else None,
+                "images": used,
+            }
+        )
+    return rows
+
+
+def _subset_records(node: dict) -> Iterator[tuple[str, dict]]:
+    """(name, subset) for each recorded subset (a mapping with `per_class`), at any depth: `transfer.pretrain` is
+    named `pretrain` as older records, which stored it flat, named it."""
+    for name, sub in node.items():
+        if isinstance(sub, dict) and "per_class" in sub:
+            yield name, sub
+        elif isinstance(sub, dict):
+            yield from _subset_records(sub)
+
+
+def curves(space: dict, records: Records, score: str) -> list[dict]:
+    """Per candidate: mean per-epoch train loss and eval accuracy (%) over its runs of one score."""
+    out = []
+    for name, runs in groups(space, records).items():
+        cs = [c for r in runs if isinstance(c := r.run.curves.get(score), Mapping)]
+        cs = [c for c in cs if c.get("train_loss") and c.get("eval_acc")]
+        if not cs:
+            continue
+        n = min(min(len(c["train_loss"]), len(c["eval_acc"])) for c in cs)
+        out.append(
+            {
+                "candidate": name,
+                "epoch": list(range(1, n + 1)),
+                "train_loss": [_mean_at(cs, "train_loss", i) for i in range(n)],
+                "eval_acc": [100 * _mean_at(cs, "eval_acc", i) for i in range(n)],
+                "runs": len(cs),
+            }
+        )
+    return out
+
+
+def _mean_at(cs: list[Mapping], key: str, i: int) -> float:
+    """Mean of one epoch's value over runs; NaN when no run has it (e.g. a run without evaluation)."""
+    vals = pd.Series([c[key][i] for c in cs if c[key][i] is not None], dtype=float)
+    return float(vals.mean()) if len(vals) else math.nan
+
+
+def length_rows(space: dict, records: Records) -> list[dict]:
+    """Training-length stability per candidate: mean eval acc (%) per schedule length, Δerror vs the longest."""
+    sched, acc = (scores.SCORES[LENGTH_SCORE].role(k) for k in ("epochs", "accs"))  # the schedules, eval acc of each
+    rows = []
+    for name, runs in groups(space, records).items():
+        runs = [r for r in runs if r.run.value(sched) and r.run.value(acc)]
+        if not runs:
+            continue
+        epochs = list(runs[0].run.value(sched))
+        runs = [r for r in runs if list(r.run.value(sched)) == epochs]
+        accs = [_stat(100 * r.run.value(acc)[i] for r in runs) for i in range(len(epochs))]
+        longest = accs[epochs.index(max(epochs))].mean
+        rows.append(
+            {
+                "candidate": name,
+                "model_label": runs[0].run.label,
+                "epochs": epochs,
+                "eval_acc": accs,
+                "delta_error": [longest - a.mean for a in accs],
+                "runs": len(runs),
+            }
+        )
+    return rows
+
+
+def robustness_rows(space: dict, records: Records) -> list[dict]:
+    """Per candidate: eval accuracy (%) against corruption severity (0 = clean), mean over corruptions and runs."""
+    rows = []
+    for name, runs in groups(space, records).items():
+        cs = [c for r in runs if isinstance(c := r.run.curves.get(ROBUSTNESS_SCORE), Mapping)]
+        if not cs:
+            continue
+        severity = list(cs[0]["severity"])
+        cs = [c for c in cs if list(c["severity"]) == severity]
+        kinds = [k for k in cs[0] if k != "severity"]
+        per_run = [[float(pd.Series([c[k][i] for k in kinds]).mean()) for i in range(len(severity))] for c in cs]
+        accs = [stat(100 * run[i] for run in per_run) for i in range(len(severity))]
+        rows.append({"candidate": name, "severity": severity, "acc": accs, "corruptions": kinds, "runs": len(cs)})
+    return rows
+
+
+def jsonable(x: Any) -> Any:
+    """Tables → JSON-ready values: Stats as dicts, NaN/inf as null, tuples as lists."""
+    if isinstance(x, Stat):
+        return jsonable(x.to_dict())
+    if isinstance(x, Mapping):  # a dict, or a computed Report (its summary tables)
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if is_dataclass(x):
+        return jsonable(vars(x))
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

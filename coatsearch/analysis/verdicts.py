@@ -1,0 +1,444 @@
+"""Verdicts on the claims of papers.md §3 from differences paired by seed (report.stats), and the rankings."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from scipy import stats as st
+
+from coatsearch.analysis import claims as C
+from coatsearch.analysis import stats as S
+from coatsearch.analysis.paper import MATCHED_KEY, NOT_TESTED
+from coatsearch.analysis.stem import STEM_RULE, stem_claim
+from coatsearch.analysis.tables import METRICS, Metric, group_of
+from coatsearch.scores import SCORES, ranked, v_accs
+
+RANKED = ranked()  # the ranked metrics, from the score registry
+GAIN = SCORES[C.TRANSFER_SCORE].role("gain")  # fine-tune − scratch: out of regime when no key candidate gains
+_STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
+
+METHOD = (
+    f"Differences are paired by seed (only seeds both candidates have count) and taken in the better direction. "
+    f"The noise of each measure is pooled over every candidate from the residuals of value ~ candidate + seed, so "
+    f"a difference of n paired seeds has se = sd_diff/√n with the residual degrees of freedom (Student t, "
+    f"scipy.stats). Family-wise α = {C.VERDICT_ALPHA} per claim (intervals at {100 * (1 - C.ALPHA):g}%), Holm "
+    "step-down across the claim's relations."
+)
+RELATION_RULE = (
+    "Neighbours are compared by their mean paired difference with a 95% Student-t interval (description only, "
+    "no correction): '>' the interval excludes 0; '≈' the 90% interval lies within ± the equivalence margin "
+    f"(1 point; {C.LOSS_MARGIN} nats for losses); '?' neither, or fewer than 2 paired seeds."
+)
+VERDICT_RULE = (
+    "A claim's strict relations (> or ≫ in the paper's order, between neighbouring measured models) are its key "
+    "relations; its '≈' and '≥' relations are tested for violation beyond the margin (one-sided t: '≥' violated "
+    "when a − b is significantly below −margin, '≈' when |a − b| is significantly above the margin, both "
+    "directions Bonferroni-split). Key and violation tests form one Holm family per claim and measure, so the "
+    f"family-wise error stays ≤ α = {C.VERDICT_ALPHA}. **supported**: every key relation holds in the paper's "
+    f"direction at Holm-adjusted p < {C.VERDICT_ALPHA} and no '≈'/'≥' relation is violated. **not supported**: a "
+    "key relation is significantly reversed or a '≈'/'≥' relation is significantly violated (the report names it). "
+    "**inconclusive**: anything else, with the reason; a run with fewer than 2 paired seeds is never tested, so "
+    "n = 1 is never firm. **inconclusive — out of regime**: a key candidate failed to train (every run within "
+    f"{C.CHANCE_POINTS:g} points of chance); on every accuracy measure (%), the matched-loss reading "
+    "included, a key candidate not above the linear baseline on that same measure at the same reading (no "
+    "linear-baseline value there: not checkable, so out of regime); a key candidate that still rises (> "
+    f"{C.PLATEAU_POINTS:g} point over the last third of its curve), or whose convergence cannot be checked (curve "
+    "too short or missing), where the claim needs convergence; for "
+    "transfer, pretraining that helped no key candidate (mean fine-tune − scratch gain ≤ 0); for claim (a), a "
+    f"key candidate with a run that never fits to {C.FIT_LOSS:g} nats (the matched level is chosen over claim "
+    f"(a)'s key candidates only, at or below {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy). "
+    "A claim some of whose models the study has is never dropped: with fewer than two of them measured it is "
+    "'not tested at this scale', with the reason. "
+    "Spearman rho with its exact permutation p-value is description only. "
+    "The first measure decides; a second measure with the opposite firm verdict makes the claim inconclusive. "
+    f"Claim (f) (report.stem): {STEM_RULE}"
+)
+
+
+def margin(metric: Metric, claim_margin: float = 1.0) -> float:
+    """Equivalence margin of a measure: the claim's (points), or LOSS_MARGIN for losses."""
+    return C.LOSS_MARGIN if metric.unit == "nats" else claim_margin
+
+
+def _sign(metric: Metric) -> float:
+    return 1.0 if metric.better == "higher" else -1.0
+
+
+def noises(rows: list[dict]) -> dict[str, S.Noise | None]:
+    """Pooled noise per measure, over every candidate but the baselines."""
+    rows = [r for r in rows if r["candidate"] not in C.BASELINES]
+    keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
+    return {k: S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}) for k in keys}
+
+
+def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> dict:
+    """Ranking relation of row a to row b on one measure under RELATION_RULE (description, no correction)."""
+    metric = METRICS[key]
+    res = S.paired(a["by_seed"][key], b["by_seed"][key], _sign(metric), noise, C.ALPHA)
+    m = margin(metric)
+    if res["ci"] is None:
+        symbol = "?"
+    elif res["ci"][0] > 0 or res["ci"][1] < 0:
+        symbol = ">" if res["d"] > 0 else "<"
+    else:
+        symbol = "≈" if -m < res["ci_equiv"][0] and res["ci_equiv"][1] < m else "?"
+    return {"symbol": symbol, **res}
+
+
+def ranking(rows: list[dict], key: str, noise: S.Noise | None = None) -> dict | None:
+    """Candidates ordered best first on one measure, with the relation between each pair of neighbours."""
+    metric = METRICS[key]
+    items = [r for r in rows if key in r["metrics"]]
+    if not items:
+        return None
+    items.sort(key=lambda r: -_sign(metric) * r["metrics"][key].mean)
+    rel = [compare(a, b, key, noise) for a, b in zip(items, items[1:], strict=False)]
+    text = _fmt_item(items[0], key, metric)
+    for r, x in zip(items[1:], rel, strict=True):
+        text += f" {x['symbol']} {_fmt_item(r, key, metric)}"
+    order = [{"candidate": r["candidate"], "stat": r["metrics"][key]} for r in items]
+    return {"key": key, "label": metric.label, "unit": metric.unit, "better": metric.better, "order": order,
+            "relations": rel, "text": text}  # fmt: skip
+
+
+def _fmt_item(row: dict, key: str, metric: Metric) -> str:
+    s = row["metrics"][key]
+    spread = f" ± {s.sd:.{metric.digits}f}" if s.sd is not None else ", n=1"
+    return f"{row['candidate']} ({s.mean:.{metric.digits}f}{spread})"
+
+
+def rankings(rows: list[dict], noise_by_key: dict | None = None) -> list[dict]:
+    """A ranking for every ranked measure the study has."""
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    return [r for key in RANKED if (r := ranking(rows, key, nz.get(key))) is not None]
+
+
+def parse_chain(chain: str) -> tuple[list[str], list[str]]:
+    """'A ≈ B > C' → (['A', 'B', 'C'], ['≈', '>'])."""
+    tokens = chain.split()
+    return tokens[0::2], tokens[1::2]
+
+
+def resolve(name: str, rows: list[dict]) -> tuple[dict | None, str]:
+    """The candidate row a paper name refers to (exact name, V0 stand-in, or the one row with that model label)."""
+    by_name = {r["candidate"]: r for r in rows}
+    if name in by_name:
+        return by_name[name], ""
+    if name == "V0" and (r := by_name.get(C.V0_STANDIN)) and r["layout"] == C.V0_STANDIN:
+        return r, f"'{C.V0_STANDIN}' stands in for V0 (no candidate named V0)"
+    same = [r for r in rows if r["model_label"] == name]
+    return (same[0], "") if len(same) == 1 else (None, "")
+
+
+def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise: Any, claim: C.Claim) -> dict:
+    """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
+    metric = METRICS[key]
+    res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, C.ALPHA)
+    return {"a": a[0], "b": b[0], "paper": paper, "key": _STRENGTH[paper] >= 2, "margin": margin(metric, claim.margin),
+            **res}  # fmt: skip
+
+
+def violation_p(p: dict) -> float | None:
+    """One-sided p that a '≥' relation is violated (a − b < −margin) or a '≈' one (|a − b| > margin, ×2)."""
+    if p["se"] is None:
+        return None
+    low = float(st.t.cdf((p["d"] + p["margin"]) / p["se"], p["df"]))
+    if p["paper"] == "≥":
+        return low
+    high = float(st.t.sf((p["d"] - p["margin"]) / p["se"], p["df"]))
+    return min(1.0, 2 * min(low, high))
+
+
+def judge(pairs: list[dict]) -> None:
+    """One Holm family: key relations (two-sided) and ≈ / ≥ violations (one-sided) → each pair's status."""
+    tests = [p["p"] if p["key"] else violation_p(p) for p in pairs]
+    for p, t, q in zip(pairs, tests, S.holm(tests), strict=True):
+        p["p_test"], p["p_holm"] = t, q
+        firm = q is not None and q < C.VERDICT_ALPHA
+        if p["key"]:
+            p["status"] = "holds" if firm and p["d"] > 0 else "reversed" if firm else "unresolved"
+            continue
+        lo_hi, m = p["ci_equiv"], p["margin"]
+        if firm:
+            p["status"] = "violated"
+        elif p["paper"] == "≈":
+            p["status"] = "equivalent" if lo_hi and -m < lo_hi[0] and lo_hi[1] < m else "not resolved"
+        else:
+            p["status"] = "non-inferior" if lo_hi and lo_hi[0] > -m else "not resolved"
+
+
+def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) -> dict | None:
+    """Smallest detectable difference of the key relations at the study's n, noise and α; the paper's effect."""
+    key_pairs = [p for p in pairs if p["key"]]
+    n = min((p["n"] for p in key_pairs), default=0)
+    if noise is None or n < 2:
+        return None
+    alpha = C.VERDICT_ALPHA / len(pairs)  # Holm's first step: the strictest level a relation of the family is tested at
+    mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, C.POWER)
+    effect = claim.paper_effect if METRICS[key].unit in ("%", "points") else None
+    need = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect else None
+    return {"n": n, "sd_diff": noise.sd_diff, "df": noise.df, "k": noise.k, "alpha": alpha, "power": C.POWER,
+            "mdd": mdd, "effect": effect, "effect_note": claim.effect_note, "seeds_needed": need,
+            "resolvable": None if effect is None else mdd <= effect}  # fmt: skip
+
+
+def floor_of(key: str, rows: list[dict]) -> float | None:
+    """The linear baseline's mean on an accuracy measure (%), the matched-loss reading included; else None."""
+    if METRICS[key].unit != "%":
+        return None
+    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and key in r["metrics"]), None)
+    return base["metrics"][key].mean if base is not None else None
+
+
+def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], where: str) -> list[str]:
+    """The regime guard against the linear baseline on the claim's own measure, at the same reading."""
+    metric = METRICS[key]
+    if metric.unit != "%":
+        return []
+    floor, label = floor_of(key, rows), metric.label + (f" {where}" if where else "")
+    have = [(n, row["metrics"][key].mean) for n, row in named if key in row["metrics"]]
+    if floor is None:
+        ran = any(r["candidate"] == C.BASELINES[0] for r in rows)
+        return [f"regime not checkable: no linear-baseline value on {label}"] if ran and have else []
+    low = [(n, v) for n, v in have if v <= floor]
+    if not low:
+        return []
+    span = f"{min(v for _, v in low):.1f}–{max(v for _, v in low):.1f}%" if len(low) > 1 else f"{low[0][1]:.1f}%"
+    who = "every key candidate" if len(low) == len(have) else ", ".join(n for n, _ in low)
+    return [f"{who} below the linear baseline on {label} ({span} vs {floor:.1f}%)"]
+
+
+def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict], where: str = "") -> list[str]:
+    """Why the claim is out of regime on a measure: key candidates at chance, not above the linear baseline on
+    the same measure and reading (`where`, e.g. 'at 0.1 nats'), not converged or not checkably converged."""
+    group, out = group_of(key), []
+    for name, row in named:
+        g = row["guards"].get(group) or {}
+        if g.get("runs") and g.get("failed") == g.get("runs"):
+            out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
+        if claim.needs_convergence and g.get("not_converged"):
+            out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
+        if claim.needs_convergence and key in row["metrics"] and (g.get("unchecked") or not g):
+            runs = f"{g['unchecked']} of {g['runs']} run(s)" if g else "its runs"
+            out.append(f"{name}: convergence not checkable for {runs} (curve too short or missing)")
+    out += _below_floor(named, key, rows, where)
+    gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == group_of(GAIN) else []
+    if gains and max(gains) <= 0:
+        out.append(
+            f"pretraining helped no key candidate (mean {METRICS[GAIN].label} {max(gains):+.1f} points at best: "
+            "fine-tuning never beat training from scratch)"
+        )
+    return out
+
+
+def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tuple[str, str]:
+    key = [p for p in pairs if p["key"]]
+    rev = [f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed"]
+    bad = [f"key relation significantly reversed: {', '.join(rev)}"] if rev else []
+    bad += [f"'{p['paper']}' relation violated beyond its margin: {p['a']} {p['paper']} {p['b']} "
+            f"({p['d']:+.2f}, margin {p['margin']:g})" for p in pairs if p["status"] == "violated"]  # fmt: skip
+    if out_of_regime:
+        return "inconclusive", "out of regime — " + "; ".join(out_of_regime)
+    if bad:
+        return "not supported", "; ".join(bad)
+    if not key:
+        return "inconclusive", "no strict relation of the paper's order is measurable with these candidates"
+    held, a = sum(p["status"] == "holds" for p in key), C.VERDICT_ALPHA
+    if held == len(key):
+        verdict, why = "supported", f"all {held} key relation(s) hold at Holm-adjusted p < {a}"
+    else:
+        verdict, why = "inconclusive", f"{held} of {len(key)} key relation(s) hold at Holm-adjusted p < {a}"
+        if min(p["n"] for p in key) < 2:
+            why += "; fewer than 2 paired seeds: no test"
+    if pw and pw["resolvable"] is False:
+        need = f"more than {S.MAX_SEEDS} seeds would"
+        need = f"about {pw['seeds_needed']} seeds would" if pw["seeds_needed"] else need
+        why += (f"; the study cannot resolve the paper's effect (smallest detectable {pw['mdd']:.2f} at n = "
+                f"{pw['n']} vs the paper's {pw['effect']:g} points; {need} resolve it)")  # fmt: skip
+    return verdict, why
+
+
+def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise: Any, rho: Any,
+             extra: tuple[str, ...] = (), where: str = "") -> dict:  # fmt: skip
+    """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict."""
+    metric = METRICS[key]
+    judge(pairs)
+    pw = power(claim, key, pairs, noise) if rho is not None else None
+    reasons = [*extra, *regime(claim, named, key, rows, where if key == MATCHED_KEY else "")]
+    verdict, why = _verdict(pairs, pw, reasons)
+    equiv = equivalence_note(pairs, claim)
+    guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
+    members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
+               if key in r["metrics"]]  # fmt: skip
+    rho = rho or (None, None)
+    return {"key": key, "label": metric.label, "unit": metric.unit, "rho": rho[0], "rho_p": rho[1],
+            "members": members, "pairs": pairs, "power": pw, "guards": guards, "out_of_regime": reasons,
+            "needs_convergence": claim.needs_convergence, "verdict": verdict,
+            "why": why, "equivalence": equiv}  # fmt: skip
+
+
+def equivalence_note(pairs: list[dict], claim: C.Claim) -> str:
+    """Whether the study's n can confirm its '≈'/'≥' relations at the claim's margin; '' without any.
+
+    A '≈' is confirmed when the 90% interval lies within ± the margin; when its half-width alone reaches the
+    margin, no outcome can confirm it at this n and the relation can only be refuted (violated).
+    """
+    soft = [p for p in pairs if not p["key"] and p.get("ci_equiv")]
+    if not soft:
+        return ""
+    wide = [(p, (p["ci_equiv"][1] - p["ci_equiv"][0]) / 2) for p in soft]
+    wide = [(p, h) for p, h in wide if h >= p["margin"]]
+    derived = f"margin {soft[0]['margin']:g} ({claim.margin_note})"
+    if not wide:
+        return f"'≈'/'≥' relations can be confirmed at this n: every 90% half-width is below the {derived}."
+    need = max(math.ceil(p["n"] * (h / p["margin"]) ** 2) + 1 for p, h in wide)
+    each = "; ".join(f"{p['a']} {p['paper']} {p['b']}: 90% half-width {h:.2f} at n = {p['n']}" for p, h in wide)
+    return (
+        f"'≈'/'≥' cannot be confirmed at this n, only refuted: {each}, not below the {derived}; about "
+        f"{need} paired seeds would confirm a true difference of 0."
+    )
+
+
+def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
+                   extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
+    """Measured vs paper order on one measure, between neighbouring measured models of the chain.
+
+    describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
+    """
+    names, syms = parse_chain(claim.chain)
+    idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in resolved[n]["by_seed"]]
+    if len(idx) < 2:
+        return None
+    pairs = []
+    for (i, a), (j, b) in zip(idx, idx[1:], strict=False):
+        paper = max(syms[i:j], key=lambda s: _STRENGTH[s])
+        pairs.append(_pair((a, resolved[a]), (b, resolved[b]), paper, key, noise, claim))
+    level = [0]
+    for s in syms:
+        level.append(level[-1] + (s != "≈"))
+    sign = _sign(METRICS[key])
+    claimed, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
+    rho = S.spearman([float(v) for v in claimed], measured) if describe else None
+    named = [(n, resolved[n]) for n in names if n in resolved]
+    return evidence(claim, key, pairs, named, rows, noise, rho, extra, where)
+
+
+def _head(claim: C.Claim) -> dict:
+    return {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
+
+
+def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None:
+    """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it inconclusive."""
+    if not found:
+        return None
+    verdict, why = found[0]["verdict"], found[0]["why"]
+    firm = {"supported": "not supported", "not supported": "supported"}
+    clash = [e for e in found[1:] if firm.get(verdict) == e["verdict"]]
+    if clash:
+        verdict = "inconclusive"
+        why = f"{found[0]['label']} says {found[0]['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
+    return {**_head(claim), "verdict": verdict, "why": why, "evidence": found, "notes": notes}
+
+
+def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> dict:
+    """A claim some of whose models the study has but cannot judge: out of regime, or not tested, with why."""
+    if extra:
+        verdict, why = "inconclusive", "out of regime — " + "; ".join(extra)
+    else:
+        have = ", ".join(resolved) or "none"
+        labels = ", ".join(METRICS[k].label for k in claim.measures)
+        verdict, why = NOT_TESTED, f"fewer than two of its models measured on {labels} (measured models: {have})"
+    return {**_head(claim), "verdict": verdict, "why": why, "evidence": [], "notes": notes}
+
+
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe: bool = True,
+                extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
+    """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
+    'at 0.1 nats'), None without any of its models."""
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    resolved, notes = {}, []
+    for n in parse_chain(claim.chain)[0]:
+        row, note = resolve(n, rows)
+        if row is not None:
+            resolved[n] = row
+            notes += [note] if note else []
+    if not resolved:
+        return None
+    found = [e for k in claim.measures
+             if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra, where))]  # fmt: skip
+    return _combine(claim, found, notes) or unjudged(claim, resolved, extra, notes)
+
+
+def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """(with rel-pos, without) candidate pairs: a name with 'norel' and the same name without it."""
+
+    def base(name: str) -> str:
+        """The name without its rel-pos tag, lower case."""
+        return re.sub(r"[-_ ]?(no)?rel(pos)?[-_ ]?", "", name.lower())
+
+    pairs = []
+    for off in (r for r in rows if C.NOREL_TAG in r["candidate"].lower()):
+        twin = base(off["candidate"])
+        on = [r for r in rows if C.NOREL_TAG not in r["candidate"].lower() and base(r["candidate"]) == twin]
+        if len(on) == 1:
+            pairs.append((on[0], off))
+    return pairs
+
+
+def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe: bool = True) -> dict | None:
+    """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    claim, found = C.REL_CLAIM, []
+    for key in claim.measures:
+        both = [(on, off) for on, off in rel_pairs(rows) if key in on["by_seed"] and key in off["by_seed"]]
+        if not both:
+            continue
+        pairs = [_pair((a["candidate"], a), (b["candidate"], b), ">", key, nz.get(key), claim) for a, b in both]
+        named = [(r["candidate"], r) for pair in both for r in pair]
+        found.append(evidence(claim, key, pairs, named, rows, nz.get(key), (None, None) if describe else None))
+    return _combine(claim, found, [])
+
+
+def v_table(rows: list[dict]) -> list[dict]:
+    """V0/V1/V2 (Table 7) rows: depths, params, MACs, eval accuracies and the paper's top-1; [] without V1/V2."""
+    names = {r["candidate"] for r in rows}
+    if not {"V1", "V2"} & names:
+        return []
+    out = []
+    for variant, paper in C.TABLE7.items():
+        row, note = resolve(variant, rows) if variant == "V0" else ({r["candidate"]: r for r in rows}.get(variant), "")
+        if row is None:
+            continue
+        m = row["metrics"]
+        out.append(
+            {
+                "variant": variant,
+                "candidate": row["candidate"],
+                "note": note,
+                "depths": row["depths"],
+                **{k: m.get(k) for k in ("params", "macs", *v_accs())},  # single-run scores' headlines
+                "paper_blocks": paper["blocks"],
+                "paper_top1": paper["top1"],
+            }
+        )
+    return out
+
+
+def all_claims(
+    rows: list[dict], stem: dict | None, noise_by_key: dict | None = None, describe: bool = True,
+    regime_a: Sequence[str] = (), level_a: float | None = None,
+) -> list:  # fmt: skip
+    """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
+
+    stem: claim (f)'s tables (report.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
+    matched-loss reading (report.paper.matched), level_a its common level (nats).
+    """
+    nz = noises(rows) if noise_by_key is None else noise_by_key
+    where = f"at {level_a:g} nats" if level_a is not None else ""
+    found = [chain_claim(c, rows, nz, describe, tuple(regime_a) if c.id == "a" else (), where)
+             for c in C.CHAIN_CLAIMS]  # fmt: skip
+    found += [rel_claim(rows, nz, describe), stem_claim(stem)]
+    return [v for v in found if v is not None]

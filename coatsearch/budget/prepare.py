@@ -1,0 +1,144 @@
+"""A candidate plus sampled params → its matched model spec, optimizer and complexity (what `show` lists)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from coatsearch.budget.count import count
+from coatsearch.budget.joint import solve
+from coatsearch.budget.match import MatchResult
+from coatsearch.vocab import kinds
+from coatsearch.vocab import specs as S
+
+
+class Resolvable(Protocol):
+    """What `prepare` matches: a named candidate or baseline (space.objects.Candidate, Baseline) that resolves
+    sampled params into its model, optimizer and budget specs. A protocol, so that matching needs no space."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dims(self) -> tuple[Any, ...]: ...
+
+    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]: ...
+
+
+class HasCandidates(Protocol):
+    """A space's candidates (space.objects.Space)."""
+
+    @property
+    def candidates(self) -> Sequence[Resolvable]: ...
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate ready to train: the matched model, its optimizer, and how the budget was met."""
+
+    name: str
+    model: S.ModelSpec
+    optim: S.OptimSpec
+    budget: S.Budget | None
+    macs: int
+    params: int
+    multiplier: float
+    error: float | None  # relative MACs error against the budget; None without a budget
+    ok: bool
+    reason: str
+    params_error: float | None = None  # relative params error; None without a params target
+    knob: float | None = None  # joint budget: the second knob (growth, or depth factor of a one-stage layout)
+    params_range: tuple[int, int] | None = None  # joint miss: params the layout reaches in the MACs band
+
+
+def prepare(cand: Resolvable, params: Mapping[str, Any] | None = None) -> Prepared:
+    """Resolve `params` into the candidate and solve it to the budget (never drops an unmatched one)."""
+    model, optim, budget = cand.resolve(params)
+    if budget is None:
+        c = count(model)
+        return Prepared(cand.name, model, optim, None, c.macs, c.params, 1.0, None, True, "")
+    res: MatchResult = solve(model, budget)
+    return Prepared(
+        cand.name,
+        res.spec,
+        optim,
+        budget,
+        res.macs,
+        res.params,
+        res.multiplier,
+        res.error,
+        res.ok,
+        res.reason,
+        res.params_error,
+        res.knob,
+        res.params_range,
+    )
+
+
+def prepare_all(space: HasCandidates) -> list[Prepared]:
+    """Every named candidate at its default settings, matched."""
+    return [prepare(c) for c in space.candidates]
+
+
+def fixed(space: HasCandidates) -> dict[str, Prepared]:
+    """Each candidate without search dimensions, matched once: its params never change from trial to trial."""
+    return {c.name: prepare(c) for c in space.candidates if not c.dims}
+
+
+def to_record(p: Prepared) -> dict:
+    """A Prepared as plain JSON data (what the study stores, so trials never match it again)."""
+    return json.loads(json.dumps(asdict(p)))
+
+
+def from_record(record: Mapping[str, Any]) -> Prepared:
+    """The Prepared that `to_record` wrote, validated back into frozen specs."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Prepared).validate_python(dict(record))
+
+
+def stages_text(model: S.ModelSpec) -> str:
+    """Per-stage depth x width and stride, e.g. 'C1x32/1 C3x64/2 T7x128/2 T1x256/1'."""
+    return " ".join(f"{s.kind}{s.depth}x{s.width}/{s.stride}" for s in model.stages)
+
+
+def stem_text(model: S.ModelSpec) -> str:
+    """The stem in short: 'conv2x16/2', 'patch4', 'vitc32,64,64/2,2,1'."""
+    if not model.stages:
+        return ""  # a regime baseline: no stem
+    return kinds.stem_kind(model.stem.kind).text(model.stem)
+
+
+def tokens(model: S.ModelSpec) -> list[str]:
+    """Token grid each attention stage attends over, e.g. ['8x8', '4x4'] (M stages add window and grid)."""
+    sides = zip(model.stages, model.feature_sizes(), strict=True)
+    return [kinds.stage_kind(s.kind).tokens(n, model.block) for s, n in sides if kinds.stage_kind(s.kind).attends]
+
+
+def row(p: Prepared) -> dict:
+    """The JSON/table row `coatsearch show` prints for one candidate."""
+    return {
+        "name": p.name,
+        "arch": p.model.arch,
+        "layout": p.model.layout,
+        "stem": stem_text(p.model),
+        "stages": stages_text(p.model),
+        "tokens": tokens(p.model),
+        "params": p.params,
+        "macs": p.macs,
+        "budget_macs": p.budget.macs if p.budget else None,
+        "error": p.error,
+        "multiplier": p.multiplier,
+        "ok": p.ok,
+        "reason": p.reason,
+        **_joint(p),
+    }
+
+
+def _joint(p: Prepared) -> dict:
+    """The joint budget's row fields: only when the budget has a params target (MACs-only rows stay as they were)."""
+    if p.budget is None or p.budget.params is None:
+        return {}
+    return {"budget_params": p.budget.params, "params_error": p.params_error, "knob": p.knob}

@@ -1,0 +1,97 @@
+"""Trained weights of the found architectures (`export STUDY --best K --format yaml --save-weights`).
+
+A trial keeps no weights when it trains (a search trains hundreds of models; keeping each would multiply the
+study's size), so each exported architecture's best trial is trained again: the same solved model, sampled
+values, scores, data subset, step budget and seed, on the device asked for. Training is seeded, so on the CPU
+the retrained objective is the recorded one; the file records both, and `export` prints both. The file, a
+`torch.save` of plain data (weights_only-loadable), holds the state_dict of the objective's score model, the
+solved model spec, and where it came from; it is written atomically (`coatsearch.fsafe`), never through a link.
+`load(path)` builds the model from the spec in the file and loads the weights: nothing else is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import TypeAdapter
+from torch import nn
+
+from coatsearch.errors import UserError
+from coatsearch.storage.found import TrialModel, study_space
+from coatsearch.vocab import specs as S
+
+FORMAT = "coatsearch.runner.weights/1"
+
+
+def path_for(yaml_path: Path, architecture: str) -> Path:
+    """Where an exported architecture's weights go: beside the YAML, `<stem>.<architecture>.pt`."""
+    return yaml_path.with_name(f"{yaml_path.stem}.{architecture}.pt")
+
+
+def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: str = "cpu") -> dict[str, Any]:
+    """Train trial `tm` again on its recorded seed and values; the file's content (weights and provenance)."""
+    from coatsearch import scores
+    from coatsearch.scores.base import Context, TrialInput
+    from coatsearch.storage import store
+
+    space = study_space(store.load_study(Path(studies_dir), study_name))
+    cand = space.candidate(tm.candidate)
+    prep = tm.prepared
+    runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
+    inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, int(tm.seed or 0), runs)
+    ctx = Context(inp, torch.device(device))
+    metrics: dict[str, Any] = {}
+    for score, section in scores.enabled(cand.scores):
+        metrics.update(score.run(ctx, section))
+    key = space.study.keys[0]
+    kept = ctx.models.get(key.split(".", 1)[0]) or next(iter(ctx.models.values()), None)
+    if kept is None:
+        raise UserError(f"trial {tm.number}: its scores keep no trained model, so it has no weights to save")
+    net = kept[0]
+    return {
+        "format": FORMAT,
+        "study": study_name,
+        "trial": tm.number,
+        "architecture": tm.architecture,
+        "seed": tm.seed,
+        "objective": key,
+        "recorded": tm.value,
+        "retrained": float(metrics[key]) if isinstance(metrics.get(key), int | float) else None,
+        "model": TypeAdapter(S.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
+        "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
+    }
+
+
+def _classes(model: S.ModelSpec, net: nn.Module) -> S.ModelSpec:
+    """The spec of the trained module: its head's output count, which the score may have set."""
+    heads = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    return dataclasses.replace(model, num_classes=heads[-1].out_features) if heads else model
+
+
+def save(path: Path, content: dict[str, Any]) -> Path:
+    """Write a retrained architecture's file atomically (no link followed; a failed write leaves none)."""
+    from coatsearch import fsafe
+
+    with fsafe.replacing(path) as tmp:
+        torch.save(content, tmp)
+    return path
+
+
+def load(path: str | Path, device: str = "cpu") -> nn.Module:
+    """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode."""
+    from coatsearch import fsafe
+    from coatsearch.models import build
+
+    fsafe.check_plain(Path(path))
+    try:
+        content = torch.load(Path(path), map_location=device, weights_only=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise UserError(f"{path}: not a coatsearch weights file ({exc})") from None
+    if not isinstance(content, dict) or content.get("format") != FORMAT:
+        raise UserError(f"{path}: not a coatsearch weights file (format {FORMAT} expected)")
+    net = build(TypeAdapter(S.ModelSpec).validate_python(content["model"]))
+    net.load_state_dict(content["state_dict"])
+    return net.to(device).eval()

@@ -1,0 +1,38 @@
+"""The architectures of a study's Optuna trials: each trial's solved structure as its record holds it, and the
+distinct architectures ranked by mean objective (what a re-evaluation trial enqueues)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+from coatsearch.space import search
+from coatsearch.storage.record_flat import ATTR
+
+if TYPE_CHECKING:
+    from coatsearch.space.objects import Baseline, Candidate
+
+
+def trial_structure(trial: Any) -> str | None:
+    """The solved model's structure an Optuna trial's record holds (None: no record or no model)."""
+    return (trial.user_attrs.get(ATTR) or {}).get("model", {}).get("structure")
+
+
+def ranked(
+    trials: Sequence[Any], cand: Candidate | Baseline, direction: str, exclude: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The architectures of complete Optuna trials, best mean objective first: each one's sampled values as
+    Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation trial enqueues it.
+    Trials of one network (`identity`) are one architecture; networks in `exclude` (identities) are left out."""
+    paths = [d.path for d in cand.dims]
+    model = [d.path for d in search.model_dims(cand)]
+    groups: dict[str, list[Any]] = {}
+    for t in trials:
+        struct = trial_structure(t)
+        key = search.identity(struct) if struct else str(tuple(t.params.get(p) for p in model))
+        if key not in exclude:
+            groups.setdefault(key, []).append(t)
+    sign = -1.0 if direction == "maximize" else 1.0
+    order = sorted(groups.values(), key=lambda ts: sign * sum(t.values[0] for t in ts) / len(ts))
+    best = [min(ts, key=lambda t: sign * t.values[0]) for ts in order]
+    return [{p: t.params[p] for p in paths if p in t.params} for t in best]

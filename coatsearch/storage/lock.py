@@ -1,0 +1,163 @@
+"""Claiming planned trials under the study's claim lock, and the accounting of trials whose worker was killed.
+
+Part of the store (`coatsearch.storage.store` re-exports these; its docstring states the storage invariants); it
+reads trials through their attributes and state names, so it imports no optuna itself.
+- A RUNNING trial whose worker process is gone was killed (kill -9, the kernel's OOM killer): it is told
+  FAIL without a reason, so the next run trains it again, at most KILL_RETRIES times; the kill after that
+  is recorded as FAIL with the reason `worker killed (signal 9; out of memory?)`, which keeps the key taken,
+  so the study goes on with the other trials instead of dying on the same one forever.
+- A trial stopped by Ctrl-C or SIGTERM is marked `interrupted` and does not count as a kill.
+- Foreign trials (`coatsearch.storage.trialcheck`) never block: a foreign WAITING trial is told FAIL with a reason
+  (Optuna's `ask` would hand it out first), a foreign RUNNING one is left alone and holds no key.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from coatsearch import fsafe
+from coatsearch.storage.trialcheck import problem
+
+if TYPE_CHECKING:  # types only: this module imports no optuna at run time
+    import optuna
+
+LOCK = "claim.lock"
+KILL_RETRIES = 2  # reruns of a trial whose worker was killed, before it is recorded as failed
+
+
+class Item(Protocol):
+    """What a claim needs of a planned trial: its candidate, seed and unique key."""
+
+    @property
+    def candidate(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+
+
+ItemT = TypeVar("ItemT", bound=Item)
+
+
+@contextmanager
+def locked(study_folder: Path) -> Iterator[None]:
+    """The study's claim lock: an exclusive flock on `<study>/claim.lock` (a regular file, never a link).
+
+    A flock dies with its process, so this lock is never left stale by a killed worker.
+    """
+    path = fsafe.check_plain(Path(study_folder) / LOCK)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def claim(
+    study: optuna.Study,
+    items: Mapping[str, ItemT],
+    run_id: str,
+    limit: int | None,
+    study_folder: Path,
+    backend: str = "optuna",
+    fixed: Callable[[ItemT, list], Mapping[str, Any] | None] | None = None,
+) -> tuple[optuna.Trial, ItemT] | None:
+    """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING.
+
+    `fixed(item, trials)`: the grid sampler's next point for a planned trial ({"params", "grid"}: its values as
+    Optuna labels and its index), enqueued with it; None when that trial's grid is used up (it is skipped)."""
+    with locked(study_folder):
+        fail_stale(study)
+        trials = study.get_trials(deepcopy=False)
+        mine = [t for t in trials if t.user_attrs.get("run_id") == run_id and not _rejected(t)]
+        if limit is not None and len(mine) >= limit:
+            return None
+        if not any(t.state.name == "WAITING" for t in trials):
+            taken = {t.user_attrs.get("key") for t in trials if holds_key(t)}
+            free = ((i, fixed(i, trials) if fixed else {}) for k, i in items.items() if k not in taken)
+            item, point = next(((i, p) for i, p in free if p is not None), (None, None))
+            if item is None or point is None:
+                return None
+            attrs = {"key": item.key, **({"grid": point["grid"]} if "grid" in point else {})}
+            params = {"candidate": item.candidate, "seed": item.seed, **point.get("params", {})}
+            study.enqueue_trial(params, user_attrs=attrs)
+        trial = study.ask()
+        trial.set_user_attr("run_id", run_id)
+        trial.set_user_attr("backend", backend)
+        trial.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
+        return trial, items[trial.user_attrs["key"]]
+
+
+def holds_key(t: optuna.trial.FrozenTrial) -> bool:
+    """Whether a trial keeps its key taken: one of ours in any state but a FAIL without a reason."""
+    if problem(t) or _rejected(t):
+        return False
+    if t.state.name == "FAIL":
+        return "fail_reason" in t.user_attrs
+    return True
+
+
+def _rejected(t: optuna.trial.FrozenTrial) -> bool:
+    """A sampled point refused before training (store.reject): it trained nothing and keeps no key."""
+    return t.state.name == "PRUNED" and isinstance(t.user_attrs.get("rejected"), str)
+
+
+def fail_stale(study: optuna.Study) -> None:
+    """Tell FAIL each RUNNING trial whose process is gone, and each foreign or unplanned WAITING trial."""
+    host = socket.gethostname()
+    trials = study.get_trials(deepcopy=False)
+    for t in trials:
+        why = problem(t)
+        if t.state.name == "WAITING" and why:
+            _fail(study, t, f"left out by coatsearch: {why}")
+            print(f"coatsearch: note: trial {t.number}: {why}; told FAIL and left out", file=sys.stderr)
+        if t.state.name != "RUNNING" or why:
+            continue
+        worker = t.user_attrs["worker"]
+        if worker["host"] == host and not _alive(worker["pid"]):
+            kills = 1 + sum(_killed(o) and o.user_attrs.get("key") == t.user_attrs["key"] for o in trials)
+            how = t.user_attrs.get("killed_by") or "process gone"
+            reason = f"worker killed ({how}; out of memory?) on {kills} attempts" if kills > KILL_RETRIES else None
+            _fail(study, t, reason)
+
+
+def _killed(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial freed because its worker died (not interrupted by Ctrl-C, not failed with a reason)."""
+    attrs = t.user_attrs
+    return t.state.name == "FAIL" and "fail_reason" not in attrs and not attrs.get("interrupted")
+
+
+def _fail(study: optuna.Study, t: optuna.trial.FrozenTrial, reason: str | None) -> None:
+    storage = study._storage  # the trial is not this process's: write through the storage
+    if reason is not None:
+        storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
+    storage.set_trial_state_values(t._trial_id, type(t.state).FAIL)  # optuna's TrialState, not imported here
+
+
+def mark(study: optuna.Study, pid: int, key: str, value: object) -> int:
+    """Set user attribute `key` on every RUNNING trial of worker `pid` on this host; how many there were."""
+    host, n = socket.gethostname(), 0
+    for t in study.get_trials(deepcopy=False):
+        if t.state.name == "RUNNING" and not problem(t) and t.user_attrs["worker"] == {"host": host, "pid": pid}:
+            study._storage.set_trial_user_attr(t._trial_id, key, value)
+            n += 1
+    return n
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0

@@ -1,0 +1,464 @@
+"""One training run: optimizer, warmup + cosine schedule, batch augmentation, the loop, evaluation.
+
+The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. Models
+and batches are channels_last on CPU and CUDA (on CPU, oneDNN's convolutions, depthwise ones above all, run
+about 1.3x faster so). On CUDA it runs bf16 autocast, and it never syncs per step: losses and hits go into device
+buffers that are read once per epoch, at curve points and every CHECK_EVERY_CUDA steps (non-finite check).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from coatsearch.errors import UserError
+from coatsearch.training.curves import Curve, Meter, Point, Stop, autocast, channels_last, eval_tensors
+from coatsearch.training.data import PROBE_MAX, TensorData
+from coatsearch.training.schedule import curve_steps, steps_per_epoch
+from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
+from coatsearch.vocab.specs import OptimSpec
+
+WARMUP_MAX = 0.2  # warmup never takes more than this share of a run's steps (a one-epoch run still decays)
+CLEAN_TRAIN_MAX = 10_000  # the final clean pass over the training set uses at most this many images
+CHECK_EVERY_CUDA = 32  # steps between non-finite-loss checks on CUDA (every step on CPU, where it is free)
+SHIFT_FRACTION = 8  # random shifts move images by up to size // SHIFT_FRACTION pixels
+JITTER = 0.2  # per-image brightness/contrast jitter, in normalized units
+
+
+class NonFinite(RuntimeError):
+    """A loss or metric of a trial is NaN or infinite; the message starts with 'non-finite' and names it."""
+
+
+class NonFiniteLoss(NonFinite):
+    """`what` (the training loss by default) became NaN or infinite at (0-based) `epoch` [, `step`]."""
+
+    def __init__(self, epoch: int, step: int | None, what: str = "loss"):
+        where = f"epoch {epoch}" + (f", step {step}" if step is not None else "")
+        super().__init__(f"non-finite {what} at {where}")
+        self.epoch, self.step, self.what = epoch, step, what
+
+
+def check_finite(metrics: Mapping[str, Any]) -> None:
+    """Raise NonFinite for the first NaN or infinite number among a trial's metrics (scalars and lists of them)."""
+    for key, value in metrics.items():
+        for x in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(x, int | float) and not isinstance(x, bool) and not math.isfinite(x):
+                raise NonFinite(f"non-finite metric {key} = {x}")
+
+
+def _finite_pair(pair: tuple[float, float], epoch: int, what: str) -> tuple[float, float]:
+    """(loss, accuracy) unchanged if both are finite; NonFiniteLoss naming `what` otherwise."""
+    for value, kind in zip(pair, ("loss", "accuracy"), strict=True):
+        if not math.isfinite(value):
+            raise NonFiniteLoss(epoch, None, f"{what} {kind} ({value})")
+    return pair
+
+
+@dataclass(frozen=True)
+class EpochStats:
+    """One epoch: running means over its (augmented) batches, then evaluation on the held-out data."""
+
+    train_loss: float  # mean of the optimized loss (with mixup / label smoothing) over the epoch's batches
+    train_acc: float  # fraction of the epoch's batch images whose argmax is the true label
+    eval_loss: float | None  # plain cross-entropy on `evaluate` (the test images), eval mode; None without it
+    eval_acc: float | None
+    seconds: float  # training time of the epoch (evaluation and curve points excluded)
+    images_per_s: float  # training images per second of the epoch
+    val_loss: float | None = None  # on `validate` (what pruning reads); `evaluate`'s values when fit got none
+    val_acc: float | None = None
+
+
+@dataclass(frozen=True)
+class History:
+    """A whole run: one tuple entry per epoch, a step-level `curve`, and a clean pass over the training set.
+
+    The last epoch is partial when a `max_steps` budget or an early stop ends the run inside it.
+
+    `final_train_loss` is that clean pass (plain cross-entropy, no augmentation, no mixup, no label
+    smoothing, BatchNorm in eval mode): the "final train loss" of CoAtNet's generalization comparison,
+    comparable with the eval loss. It is the curve's last point (the fixed probe of up to PROBE_MAX
+    training images, measured after the last step), or a pass over up to CLEAN_TRAIN_MAX training images
+    when the run has no curve. The running means of the last epoch stay in `train_loss[-1]`.
+
+    An epoch's eval loss and accuracy are measured when `on_epoch` listens (a pruner) and after the last
+    epoch; otherwise they are None (the curve holds the measurements).
+    """
+
+    train_loss: tuple[float, ...]
+    train_acc: tuple[float, ...]
+    eval_loss: tuple[float | None, ...]
+    eval_acc: tuple[float | None, ...]
+    seconds: tuple[float, ...]
+    images_per_s: tuple[float, ...]
+    clean_train_loss: float | None  # None when fit ran with measure_train=False
+    clean_train_acc: float | None
+    steps: int  # optimizer steps taken
+    compiled: bool  # whether the model ran under torch.compile
+    curve: Curve = Curve()  # step-level points on the fixed probe and eval set (see coatsearch.training.curves)
+    stopped: str | None = None  # with a stop target: "target" (reached) or "cap" (the step budget ran out)
+    steps_per_epoch: int = 0
+    compile_mode: str = "eager"  # how the run ended up running: eager, regional, compiled or reduce-overhead
+    val_loss: tuple[float | None, ...] = ()  # per epoch, on the validation images (when eval_loss is measured)
+    val_acc: tuple[float | None, ...] = ()
+
+    @property
+    def final_train_loss(self) -> float | None:
+        """Clean eval-mode cross-entropy on the training set after the last epoch."""
+        return self.clean_train_loss
+
+    @property
+    def final_train_acc(self) -> float | None:
+        """Clean eval-mode accuracy on the training set after the last epoch."""
+        return self.clean_train_acc
+
+    @property
+    def final_eval_loss(self) -> float | None:
+        """Eval loss after the last epoch (None without evaluation data)."""
+        return self.eval_loss[-1] if self.eval_loss else None
+
+    @property
+    def final_eval_acc(self) -> float | None:
+        """Eval accuracy after the last epoch (None without evaluation data)."""
+        return self.eval_acc[-1] if self.eval_acc else None
+
+    @property
+    def total_seconds(self) -> float:
+        """Training time over all epochs (evaluation excluded)."""
+        return sum(self.seconds)
+
+
+def pick_device(name: str | None) -> torch.device:
+    """ "auto"/None: CUDA when available, else CPU; otherwise the named device, if this machine has it."""
+    if name in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, ValueError) as err:
+        raise UserError(f"unknown device {name!r}: {err}") from err
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (dev.index or 0) >= count:
+            raise UserError(f"device {name!r} is not available (this machine has {count} CUDA devices)")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"device {name!r} is not available")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise UserError(f"device {name!r} is not supported (use auto, cpu, cuda or cuda:N)")
+    return dev
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Two optimizer groups: decayed weights (ndim > 1) and undecayed norms, biases and model.no_weight_decay().
+
+    Frozen parameters (requires_grad False) are left out; empty groups are dropped.
+    """
+    skip = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()  # type: ignore[operator]  # timm's method
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        exempt = p.ndim <= 1 or name in skip or any(name.endswith("." + s) for s in skip)
+        (no_decay if exempt else decay).append(p)
+    groups = [
+        {"params": decay, "weight_decay": weight_decay, "name": "decay"},
+        {"params": no_decay, "weight_decay": 0.0, "name": "no_decay"},
+    ]
+    return [g for g in groups if g["params"]]
+
+
+def make_optimizer(model: nn.Module, optim: OptimSpec) -> torch.optim.Optimizer:
+    """AdamW (betas 0.9/0.999) or SGD (momentum 0.9) over `param_groups`, with fused kernels on CPU/CUDA."""
+    groups = param_groups(model, optim.weight_decay)
+    kind = next(model.parameters()).device.type
+    fast = {"fused": True} if kind in ("cpu", "cuda") else {"foreach": True}
+    if optim.optimizer == "adamw":
+        return torch.optim.AdamW(groups, lr=optim.lr, betas=(0.9, 0.999), **fast)
+    if optim.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=optim.lr, momentum=0.9, **fast)
+    raise UserError(f"unknown optimizer {optim.optimizer!r}; known: adamw, sgd")
+
+
+def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
+    """Learning rate of 0-based `step`: linear warmup to `peak` over `warmup` steps, then cosine to 0."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return 0.5 * peak * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+
+def augment_batch(x: torch.Tensor, gen: torch.Generator, hflip: bool = True) -> torch.Tensor:
+    """Light batch augmentation: random shift (zero pad + crop), horizontal flip, brightness/contrast.
+
+    All images in one gather; the zero padding is the dataset mean once inputs are normalized.
+    """
+    b, c, h, w = x.shape
+    p, dev = max(1, h // SHIFT_FRACTION), x.device
+    xp = F.pad(x, (p, p, p, p)).flatten(2)  # (B, C, (H+2p)(W+2p))
+    dy = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=dev)
+    dx = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=dev)
+    cols = torch.arange(w, device=dev).view(1, 1, w)
+    if hflip:
+        flip = torch.rand((b, 1, 1), generator=gen, device=dev) < 0.5
+        cols = torch.where(flip, w - 1 - cols, cols)
+    rows = dy + torch.arange(h, device=dev).view(1, h, 1)
+    idx = (rows * (w + 2 * p) + dx + cols).flatten(1)  # (B, H*W) into the padded image
+    out = xp.gather(2, idx[:, None].expand(b, c, h * w)).view(b, c, h, w)
+    scale = 1 + JITTER * (2 * torch.rand((b, 1, 1, 1), generator=gen, device=dev) - 1)
+    shift = JITTER * (2 * torch.rand((b, 1, 1, 1), generator=gen, device=dev) - 1)
+    return out * scale + shift
+
+
+def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_size: int) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` on `data`, in eval mode without gradients."""
+    return eval_tensors(model, data.x.to(device), data.y.to(device), batch_size)
+
+
+class _Run:
+    """The state of one `fit` call: model, optimizer, device data, generators, schedule."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        train: TensorData,
+        optim: OptimSpec,
+        total: int,
+        seed: int,
+        device: torch.device,
+        augment: bool,
+        runs: int = 1,
+    ):
+        self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
+        self.cl = channels_last(device)
+        self.model = model.to(device, memory_format=self.cl)  # type: ignore[call-overload]  # not in torch's overloads
+        self.x, self.y = train.x.to(device).contiguous(memory_format=self.cl), train.y.to(device)
+        self.batch = min(optim.batch_size, len(train))
+        self.steps = steps_per_epoch(len(train), optim.batch_size)
+        self.total = total
+        self.warmup = min(round(WARMUP_MAX * self.total), round(optim.warmup_epochs * self.steps))
+        self.opt = make_optimizer(model, optim)
+        self.shuffle = torch.Generator().manual_seed(seed)
+        self.aug_gen = torch.Generator(device=device).manual_seed(seed + 1)
+        self.mix_rng = random.Random(seed + 2)
+        self.randaug = augment and optim.randaugment
+        self.mixup = optim.mixup if augment else 0.0
+        self.hflip = train.hflip
+        self.auto = AutoCompile(model, device, total, runs) if optim.compile == "auto" else None
+        self.run_model, self.mode, self.compile_pending = model, "eager", optim.compile is True
+        self.losses = torch.zeros(self.steps, device=device)
+        self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
+
+    def lr_phase(self, step: int) -> float:
+        """The lr of the step that ended after `step` steps over the peak lr (0 at step 0 or with a zero peak)."""
+        if step < 1 or self.optim.lr <= 0:
+            return 0.0
+        return lr_at(step - 1, self.total, self.warmup, self.optim.lr) / self.optim.lr
+
+    @property
+    def eval_model(self) -> nn.Module:
+        """The model to measure with: the one that trains (compiled once its first compiled step ran)."""
+        return self.model if self.compile_pending else self.run_model
+
+    def _loss(self, xb: torch.Tensor, yb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(loss, logits) of one batch with mixup / label smoothing as configured, backward done."""
+        lam = self.mix_rng.betavariate(self.mixup, self.mixup) if self.mixup > 0 else 1.0
+        if lam < 1.0:
+            xb = lam * xb + (1 - lam) * xb.flip(0)
+        with autocast(self.device):
+            logits = self.run_model(xb).float()
+        ls = self.optim.label_smoothing
+        loss = F.cross_entropy(logits, yb, label_smoothing=ls)
+        if lam < 1.0:
+            loss = lam * loss + (1 - lam) * F.cross_entropy(logits, yb.flip(0), label_smoothing=ls)
+        loss.backward()
+        return loss, logits
+
+    def _first_compiled(self, xb: torch.Tensor, yb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first step under torch.compile (speed.compile_model), falling back to eager with a warning."""
+        self.compile_pending, started = False, time.perf_counter()
+        try:
+            self.run_model, self.mode = compile_model(self.model, self.device)
+            out = self._loss(xb, yb)
+            if self.auto is not None:
+                self.auto.compiled(time.perf_counter() - started)
+            return out
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as err:
+            warnings.warn(f"torch.compile failed, training eagerly: {type(err).__name__}: {err}", stacklevel=4)
+            uncompile(self.model)
+            self.run_model, self.mode = self.model, "eager"
+            self.opt.zero_grad(set_to_none=True)
+            return self._loss(xb, yb)
+
+    def step(self, i: int, idx: torch.Tensor, global_step: int) -> None:
+        """One optimizer step on the images `idx`; loss and hits go to the device buffers."""
+        started = self.auto.tick() if self.auto is not None else 0.0
+        xb, yb = self.x[idx], self.y[idx]
+        if self.randaug:
+            xb = augment_batch(xb, self.aug_gen, self.hflip)
+        xb = xb.contiguous(memory_format=self.cl)
+        lr = lr_at(global_step, self.total, self.warmup, self.optim.lr)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        loss, logits = self._first_compiled(xb, yb) if self.compile_pending else self._loss(xb, yb)
+        if self.optim.grad_clip > 0:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.optim.grad_clip, foreach=True)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.losses[i] = loss.detach()
+        self.hits[i] = (logits.detach().argmax(1) == yb).sum()
+        if self.auto is not None and self.auto.after_step(started):  # compile: auto decided to compile
+            self.compile_pending = True
+
+    def check(self, epoch: int, lo: int, hi: int) -> None:
+        """Raise NonFiniteLoss for the first non-finite loss among steps lo..hi-1 of this epoch."""
+        bad = ~torch.isfinite(self.losses[lo:hi])
+        if bad.any():
+            raise NonFiniteLoss(epoch, lo + int(bad.nonzero()[0, 0]))
+
+    def epoch(self, e: int, n: int, bar: tqdm, points: frozenset[int], meter: Meter) -> tuple[float, float, float, int]:
+        """Train up to n steps of epoch e; `meter(step)` after each curve step (regular or dense) may stop it.
+
+        Returns (running loss, running accuracy, training seconds, steps done); curve points are not timed.
+        """
+        self.model.train()
+        start, every, checked, paused, done = time.perf_counter(), CHECK_EVERY_CUDA if self.cuda else 1, 0, 0.0, n
+        perm = torch.randperm(len(self.y), generator=self.shuffle).to(self.device, non_blocking=True)
+        for i in range(n):
+            self.step(i, perm[i * self.batch : (i + 1) * self.batch], e * self.steps + i)
+            due = False
+            if (i + 1) % every == 0:
+                self.check(e, checked, i + 1)
+                due = meter.feed(self.losses[checked : i + 1])
+                checked = i + 1
+            bar.update()
+            if due or e * self.steps + i + 1 in points:
+                self.check(e, checked, i + 1)
+                if checked < i + 1:
+                    meter.feed(self.losses[checked : i + 1])
+                checked, t = i + 1, time.perf_counter()
+                stop = meter(e * self.steps + i + 1)
+                paused += time.perf_counter() - t
+                if stop:
+                    done = i + 1
+                    break
+        self.check(e, checked, done)
+        loss, hits = self.losses[:done].mean().item(), self.hits[:done].sum().item()  # the epoch's one sync
+        return loss, hits / (done * self.batch), time.perf_counter() - start - paused, done
+
+
+def fit(
+    model: nn.Module,
+    train: TensorData,
+    evaluate: TensorData | None,
+    optim: OptimSpec,
+    epochs: int,
+    *,
+    seed: int,
+    device: torch.device,
+    augment: bool = True,
+    progress: bool = False,
+    on_epoch: Callable[[int, EpochStats], None] | None = None,
+    measure_train: bool = True,
+    eval_every: int | None = None,
+    probe: int = PROBE_MAX,
+    max_steps: int | None = None,
+    stop_at_loss: float | None = None,
+    stop_at_acc: float | None = None,
+    on_point: Callable[[int, Point], None] | None = None,
+    runs: int = 1,
+    levels: tuple[float, ...] | None = None,
+    validate: TensorData | None = None,
+) -> History:
+    """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
+
+    `augment` gates the data-side regularizers (OptimSpec.randaugment and mixup); label smoothing and
+    grad clipping follow the OptimSpec alone. Seeds torch's global RNG with `seed` (dropout, drop path),
+    so the same model, data and seed give bit-identical metrics on CPU; the batch order depends on the
+    seed and the subset size only. The last partial batch of each epoch is dropped. `on_epoch(epoch, stats)`
+    runs after each epoch (0-based) and may raise to stop the run (e.g. pruning). `measure_train=False`
+    skips the final clean pass over the training set.
+
+    Curve points (`coatsearch.training.curves`) are measured at step 0, every `eval_every` steps (None: about 10 per
+    run; 0: none) and at the last step, on a fixed class-balanced probe of `probe` training images
+    (data.probe_index), on `evaluate` (the test images) and on `validate` (the validation images; None:
+    `evaluate` serves as both); `on_point(step, point)` sees each one. `on_epoch` and `stop_at_acc` read the
+    validation images, never the test images. `max_steps` replaces the
+    `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
+    or `stop_at_acc` (validation accuracy) the run ends at the first point that reaches a target, else at the
+    budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
+    (seeds x scores), which `compile: auto` weighs its compile against (speed.AutoCompile). `levels`: a
+    train-loss ladder (nats) whose crossings get dense points (curve.Dense); each point records its lr phase.
+    """
+    if len(train) == 0:
+        raise UserError("empty training set")
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"max_steps must be >= 1, got {max_steps}")
+    stop = Stop(stop_at_loss, stop_at_acc)
+    if stop.acc is not None and evaluate is None:
+        raise UserError("stop_at_acc needs evaluation data")
+    torch.manual_seed(seed)
+    total = max_steps if max_steps is not None else epochs * steps_per_epoch(len(train), optim.batch_size)
+    run = _Run(model, train, optim, total, seed, device, augment, runs)
+    points = curve_steps(run.total, eval_every)
+    if stop.active and not points:
+        raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
+    meter = Meter(run, evaluate, probe, stop, on_point, levels if points else None, validate)
+    if 0 in points:
+        meter(0)
+    rows = _epochs(run, meter, points, progress, on_epoch)
+    taken = meter.points[-1].step if meter.reached else run.total
+    clean: tuple[float | None, float | None] = (None, None)
+    if measure_train:
+        last = meter.points[-1] if meter.points else None
+        if last is not None and last.step == taken:  # the probe was measured after the last step
+            pair = (last.train_loss, last.train_acc)
+        else:
+            keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
+            pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch, meter.padded)
+        clean = _finite_pair(pair, len(rows) - 1, "clean train pass")
+    cols = {f: tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__}  # History's names
+    stopped = ("target" if meter.reached else "cap") if stop.active else None
+    curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
+    uncompile(run.model)  # the caller gets its eager model back (a later fit decides again)
+    compiled = run.mode != "eager"
+    return History(**cols, clean_train_loss=clean[0], clean_train_acc=clean[1], steps=taken, compiled=compiled,
+                   curve=curve, stopped=stopped, steps_per_epoch=run.steps, compile_mode=run.mode)  # fmt: skip
+
+
+def _epochs(
+    run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_epoch: Callable[[int, EpochStats], None] | None
+) -> list[EpochStats]:
+    """The training loop over epochs until the step budget or a stop target; one EpochStats per epoch."""
+    rows: list[EpochStats] = []
+    epochs = math.ceil(run.total / run.steps)
+    with tqdm(total=run.total, disable=not progress, file=sys.stderr, leave=False, desc="fit") as bar:
+        for e in range(epochs):
+            bar.set_description(f"epoch {e + 1}/{epochs}")
+            n = min(run.steps, run.total - e * run.steps)
+            loss, acc, secs, done = run.epoch(e, n, bar, points, meter)
+            listened = on_epoch is not None or e == epochs - 1 or meter.reached
+            ev = meter.eval_at(e * run.steps + done) if listened else (None, None, None, None)
+            if ev[0] is not None:
+                _finite_pair(ev[:2], e, "eval")  # type: ignore[arg-type]  # measured together: all are set
+                _finite_pair(ev[2:], e, "validation")  # type: ignore[arg-type]
+            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs, ev[2], ev[3])
+            rows.append(stats)
+            bar.set_postfix(
+                loss=f"{loss:.4f}", acc=f"{acc:.3f}", **({"eval": f"{ev[1]:.3f}"} if ev[1] is not None else {})
+            )
+            if on_epoch is not None:
+                on_epoch(e, stats)
+            if meter.reached:
+                break
+    return rows
