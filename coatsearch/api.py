@@ -6,6 +6,7 @@ Heavy libraries (torch, optuna, pandas) are imported inside the functions, so `i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
 from coatsearch.space.objects import Baseline, Candidate, Space
+from coatsearch.storage.trials import RunSummary
 
 if TYPE_CHECKING:
     import pandas
@@ -31,18 +33,11 @@ ENGINES = ("optuna", "ray")
 
 
 @dataclass(frozen=True)
-class RunResult:
-    """What `run` did: the study's counts after the run, and the report it wrote (None with report=False)."""
+class RunResult(RunSummary):
+    """What `run` did: the study's counts after the run (storage.trials.RunSummary), and the report it wrote (None with
+    report=False)."""
 
-    study: str
-    storage: str
-    planned: int
-    complete: int
-    failed: int
-    pruned: int
-    ran_now: int
-    seconds: float
-    report: Path | None
+    report: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +190,7 @@ def run(
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
     s = _engine(sp, studies, name, backend, procs, common, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
-    return RunResult(s.study, s.storage, s.planned, s.complete, s.failed, s.pruned, s.ran_now, s.seconds, path)
+    return RunResult(**dataclasses.asdict(s), report=path)
 
 
 BUDGET_MAX_S = 366 * 24 * 3600  # plan(budget=...) / --budget: at most a year of wall time
@@ -618,12 +613,11 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
     directory); studies without it fall back to the space file at its recorded path. The seeds and test draw are
     the recorded ones (a replicate runs its space file on fresh ones: space.as_recorded).
     """
-    from coatsearch.dashboard import space_record
     from coatsearch.space.objects import as_recorded
     from coatsearch.space.objects import load_space as _load
-    from coatsearch.storage.trials import plan
+    from coatsearch.storage.trials import plan, stored_space_record
 
-    record = space_record(user_attrs)
+    record = stored_space_record(user_attrs)
     text, source = record.get("space_yaml"), record.get("source")
     if not isinstance(source, str):
         return None

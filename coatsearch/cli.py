@@ -312,6 +312,8 @@ def _status(args: argparse.Namespace) -> int:
 
 def status_text(st: Status) -> str:
     """What `coatsearch status` prints: counts by state, planned total and the ETA."""
+    from coatsearch.planner.text import duration
+
     planned = "?" if st.planned is None else str(st.planned)
     lines = [
         f"study {st.study}: {st.complete} completed, {st.failed} failed, {st.pruned} pruned, "
@@ -319,28 +321,20 @@ def status_text(st: Status) -> str:
         + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
     ]
     if st.predicted_s is not None:
-        left = "" if st.plan_eta_s is None else f", {_duration(st.plan_eta_s)} of it left"
-        lines.append(f"plan: predicted {_duration(st.predicted_s)} for the whole study{left}")
+        left = "" if st.plan_eta_s is None else f", {duration(st.plan_eta_s)} of it left"
+        lines.append(f"plan: predicted {duration(st.predicted_s)} for the whole study{left}")
     if st.mean_wall_s is None:
         lines.append("ETA: unknown (no completed trial yet)" if st.plan_eta_s is None else
-                     f"ETA {_duration(st.plan_eta_s)} (from the plan; no completed trial yet)")  # fmt: skip
+                     f"ETA {duration(st.plan_eta_s)} (from the plan; no completed trial yet)")  # fmt: skip
     elif st.eta_s is None:
         lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the study's space cannot be read)")
     else:
         workers = max(1, st.running)
         lines.append(
             f"remaining {st.remaining} trials, mean trial {st.mean_wall_s:.0f} s: "
-            f"ETA {_duration(st.eta_s)} at {workers} worker{'s' if workers > 1 else ''}"
+            f"ETA {duration(st.eta_s)} at {workers} worker{'s' if workers > 1 else ''}"
         )
     return "\n".join(lines)
-
-
-def _duration(seconds: float) -> str:
-    """Seconds as '1 h 02 min', '3 min 05 s' or '42 s'."""
-    s = round(seconds)
-    if s >= 3600:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
-    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
 def _export(args: argparse.Namespace) -> int:

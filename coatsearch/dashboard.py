@@ -26,8 +26,7 @@ import optuna
 from optuna.storages import BaseStorage
 
 from coatsearch.errors import UserError
-
-SPACE_ATTR = "space"  # the study attribute holding the whole space record (one dict)
+from coatsearch.storage.trials import SPACE_ATTR, stored_space_record
 
 
 def url(host: str, port: int) -> str:
@@ -43,15 +42,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def space_record(user_attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The space record a study was run with: the `space` dict, or rebuilt from readable attributes."""
-    stored = user_attrs.get(SPACE_ATTR)
-    if isinstance(stored, Mapping):
-        return dict(stored)
-    keys = {"space.name": "space", "space.source": "source", "space.profile": "profile", "space.scale": "scale"}
-    return {field: user_attrs[key] for key, field in keys.items() if key in user_attrs}
 
 
 def space_attrs(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,13 +67,13 @@ def space_attrs(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def objective(user_attrs: Mapping[str, Any]) -> str | None:
     """The study's objective key (e.g. `generalization.eval_acc`) from its space record."""
-    return (space_record(user_attrs).get("study") or {}).get("objective")
+    return (stored_space_record(user_attrs).get("study") or {}).get("objective")
 
 
 def metric_names(user_attrs: Mapping[str, Any]) -> list[str]:
     """The study's value names: its objectives (a multi-objective study), else its one objective (or none)."""
     name = objective(user_attrs)
-    return list((space_record(user_attrs).get("study") or {}).get("objectives") or ([name] if name else []))
+    return list((stored_space_record(user_attrs).get("study") or {}).get("objectives") or ([name] if name else []))
 
 
 def study_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -140,7 +140,7 @@ def test_the_baselines_sit_where_the_committed_reports_put_them():
     for sc, lo, hi in ((Sim.REAL, 5.0, 16.0), (Sim.IN_REGIME, -30.0, -8.0)):
         recs = Sim.study(np.random.default_rng(1), prof, Sim.Setting(scenario=sc, stress=False, probe_sd=0.1))
         j = judging.judge_records(prof.record, recs, describe=False)
-        read = {r["candidate"]: r["eval_acc"] for r in j["gen"]["table"]}
+        read = {r["candidate"]: r["eval_acc"] for r in j.gen["table"]}
         models = [v for k, v in read.items() if k not in C.BASELINES]
         assert lo < read[C.BASELINES[0]] - float(np.mean(models)) < hi, (sc.name, read)
 

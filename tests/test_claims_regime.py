@@ -25,7 +25,7 @@ def stepped(values: dict, edit=None) -> list:
 
 
 def _judge(values: dict, edit=None) -> dict[str, dict]:
-    return {c["id"]: c for c in judging.judge_records(SPACE, stepped(values, edit))["claims"]}
+    return {c["id"]: c for c in judging.judge_records(SPACE, stepped(values, edit)).claims}
 
 
 def _gen(**accs: float) -> dict:
@@ -74,14 +74,14 @@ def _loss(candidate: str, losses: list[float]):
 def test_censored_key_candidate_puts_claim_a_out_of_regime():
     """b1c4749's rule read every candidate at 0.316 nats (C-T-T-T's lowest) and judged (a) there."""
     j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", [2.0, 1.0, 0.6, 0.4, 0.3, 0.3])))
-    a = next(c for c in j["claims"] if c["id"] == "a")
+    a = next(c for c in j.claims if c["id"] == "a")
     assert a["verdict"] == "inconclusive"
     assert a["why"] == (
         "out of regime — C-T-T-T never fit below 0.316 nats; every run of a key candidate must reach "
         "0.1 nats, where train accuracy exceeds eval accuracy"
     )
-    assert j["gen"]["level"] == pytest.approx(0.1) and j["gen"]["key"][:2] == ["ViT_REL", "C-C-C-C"]
-    assert not any(u.startswith("C-C-C-C") for u in j["gen"]["out_of_regime"])
+    assert j.gen["level"] == pytest.approx(0.1) and j.gen["key"][:2] == ["ViT_REL", "C-C-C-C"]
+    assert not any(u.startswith("C-C-C-C") for u in j.gen["out_of_regime"])
 
 
 def test_claim_a_never_vanishes_when_every_candidate_is_censored():
@@ -93,7 +93,7 @@ def test_claim_a_never_vanishes_when_every_candidate_is_censored():
 
 def test_a_claim_with_one_model_measured_is_not_tested_not_dropped():
     only = seeded({"generalization.eval_acc": {"C-C-C-C": 0.86}})
-    rows = [r for r in judging.judge_records(SPACE, stepped(only))["rows"] if r["candidate"] == "C-C-C-C"]
+    rows = [r for r in judging.judge_records(SPACE, stepped(only)).rows if r["candidate"] == "C-C-C-C"]
     b = V.chain_claim(V.C.CHAIN_CLAIMS[1], rows)
     assert b["verdict"] == "not tested at this scale" and "measured models: C-C-C-C" in b["why"]
     assert V.chain_claim(V.C.CHAIN_CLAIMS[3], rows) is None  # none of V0/V1/V2: not this study's claim
@@ -117,7 +117,7 @@ def fixed_runs(p_sgd_drop: float, c_sgd_drop: float, seeds=(0, 1, 2)) -> list[di
 
 def _stem(recs: list[dict]) -> dict | None:
     space = {"study": {"objective": "accuracy.eval_acc"}}
-    return next((c for c in judging.judge_records(space, recs)["claims"] if c["id"] == "f"), None)
+    return next((c for c in judging.judge_records(space, recs).claims if c["id"] == "f"), None)
 
 
 def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():

@@ -160,7 +160,7 @@ def _study(steps_fast, linear_acc: float = 0.60) -> list:
 def _claim_a(recs) -> tuple[dict, dict]:
     space = {**SPACE, "scores": {"generalization": {"loss_levels": [0.5, 0.3, 0.2, 0.15, 0.1]}}}
     j = judging.judge_records(space, recs)
-    return next(c for c in j["claims"] if c["id"] == "a"), j["gen"]
+    return next(c for c in j.claims if c["id"] == "a"), j.gen
 
 
 def test_sparse_curves_leave_claim_a_unread_with_the_reason():
@@ -181,7 +181,7 @@ def test_matched_readings_below_the_linear_baseline_put_the_claim_out_of_regime(
     assert a["verdict"] == "inconclusive"
     assert "every key candidate below the linear baseline on gen. eval acc at matched loss at 0.1 nats (" in a["why"]
     assert "% vs 85." in a["why"]
-    assert V.floor_of("generalization.matched_acc", judging.judge_records(SPACE, _study(DENSE))["rows"]) is not None
+    assert V.floor_of("generalization.matched_acc", judging.judge_records(SPACE, _study(DENSE)).rows) is not None
 
 
 def test_convergence_not_checkable_is_out_of_regime_where_the_claim_needs_it():
@@ -232,7 +232,7 @@ def _fixed_only(p_drop: float = 0.10, seeds=(0, 1, 2)) -> list:
 def test_claim_f_names_the_parts_its_verdict_rests_on_and_where_each_lr_came_from():
     """13009d6 said 'supported, 1 of 1 deciding part(s)' for a claim whose EDF half never ran."""
     space = {"study": {"objective": "accuracy.eval_acc"}}
-    f = next(c for c in judging.judge_records(space, _fixed_only())["claims"] if c["id"] == "f")
+    f = next(c for c in judging.judge_records(space, _fixed_only()).claims if c["id"] == "f")
     assert f["verdict"] == "supported" and f["scope"] == "optimizer-gap part only; EDF parts not run"
     assert [p["status"] for p in f["parts"]] == ["holds", "not run"]
     assert MC.mark(f).startswith("✅ supported (optimizer-gap part only; EDF parts not run), at this proxy scale")
@@ -242,7 +242,7 @@ def test_claim_f_names_the_parts_its_verdict_rests_on_and_where_each_lr_came_fro
 
 def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
     space = {"study": {"objective": "accuracy.eval_acc"}}
-    claims = judging.judge_records(space, _fixed_only())["claims"]
+    claims = judging.judge_records(space, _fixed_only()).claims
     dense, _ = _claim_a(_study(DENSE))
     fig = PC.figure([*claims, dense])
     assert fig is not None and len(fig.axes) == 2  # (a) and (f): both firm

@@ -56,7 +56,7 @@ def setting(case: str, scenario: Sim.Scenario) -> Sim.Setting:
 
 def verdicts(space: dict, records: list[TrialRecord]) -> dict[str, str]:
     """Claim id → verdict, judged by the report's own path (report.judging)."""
-    return {c["id"]: c["verdict"] for c in judging.judge_records(space, records, describe=False)["claims"]}
+    return {c["id"]: c["verdict"] for c in judging.judge_records(space, records, describe=False).claims}
 
 
 def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> dict[str, str]:
@@ -321,7 +321,7 @@ def paths(seed: int = 0) -> dict[str, dict]:
     base = {key: path_study(key, seed) for key in Sim.PROFILES}
     out = {key: verdicts(Sim.profile(key).record, recs) for key, recs in base.items()}
     for name, (key, names, fn, cid, _, _) in PATHS.items():
-        found = judging.judge_records(Sim.profile(key).record, edit(base[key], names, fn), describe=False)["claims"]
+        found = judging.judge_records(Sim.profile(key).record, edit(base[key], names, fn), describe=False).claims
         c = next(c for c in found if c["id"] == cid)
         out[name] = {"claim": cid, "verdict": c["verdict"], "why": c["why"]}
     return out

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from coatsearch.analysis import frames, optim, paper, stem, tables
 from coatsearch.analysis import measures as M
@@ -19,7 +21,26 @@ SHARED = ("one test draw serves every seed: the intervals hold the seed-to-seed 
           "the test images (`data.test_sampling: per_seed` puts it in)")  # fmt: skip
 
 
-def judge_records(space: dict, records: tables.Records, describe: bool = True, registered: str | None = None) -> dict:
+@dataclass(frozen=True)
+class Judged:
+    """Everything the report and the calibration read from one judging of a study's records."""
+
+    frames: frames.Frames  # the shared tables (frames.build, once)
+    gen: Mapping[str, Any]  # the matched-loss reading (frames.matched): table, level, key candidates, out of regime
+    rows: list[dict]  # candidate rows (tables.candidate_rows, with the derived readings)
+    acc: Any  # the runs table of the study's accuracy (frames.build)
+    dims: list  # searched dimensions (optim.search_dims)
+    runs: Any  # the runs table (None without runs)
+    edf: list[dict]  # EDF rows of sampled runs (description; [] with describe=False)
+    noise: dict  # per-measure paired noise (verdicts.noises)
+    stems: dict | None  # claim (f)'s tables (stem.stem_tables)
+    claims: list[dict]  # every judged claim, its verdict, scale, purposes and status
+    untested: list[dict]  # claims the space marks untestable at its scale
+    images: dict  # which images served which purpose (purposes)
+    registration: str  # the study's line against its registration
+
+
+def judge_records(space: dict, records: tables.Records, describe: bool = True, registered: str | None = None) -> Judged:
     """The report's shared tables (frames.build, once), candidate rows, claim (f)'s tables and every claim's verdict.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
@@ -37,9 +58,8 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     images = purposes(fr.complete)
     found = [with_status(with_scale(space, fr.complete, with_purposes(c, images), acc), registered) for c in found]
     claims, untested = paper.untestable(space, found)
-    return {"frames": fr, "gen": gen, "rows": rows, "acc": acc, "dims": dims, "runs": runs, "edf": edf_rows,
-            "noise": noise, "stems": stems, "claims": claims, "untested": untested, "images": images,
-            "registration": registered or UNREGISTERED}  # fmt: skip
+    return Judged(fr, gen, rows, acc, dims, runs, edf_rows, noise, stems, claims, untested, images,
+                  registered or UNREGISTERED)  # fmt: skip
 
 
 def purposes(done: Sequence) -> dict:

@@ -6,9 +6,9 @@ import pandas as pd
 
 from coatsearch.analysis.tables import METRICS, Records, complete
 from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
+from coatsearch.vocab.specs import VIT_LABELS
 
 SEARCH_PREFIXES = ("train.", "model.")
-VIT_LABELS = ("ViT_P", "ViT_C")
 
 
 def primary_acc(space: dict, done: Records) -> str | None:

@@ -156,10 +156,10 @@ def fingerprint(a: Analysis) -> str:
 
 def changes(registered: Analysis, now: Analysis) -> list[str]:
     """One line per field that differs from the registered analysis, e.g. 'seeds: [0, 1] -> [0, 1, 2]'."""
-    from coatsearch.storage.trials import _diff
+    from coatsearch.storage.trials import diff
 
     was, new = (json.loads(json.dumps(a.model_dump(mode="json"), default=str)) for a in (registered, now))
-    return [f"{k}: {a} -> {b}" for k, a, b in _diff(was, new)]
+    return [f"{k}: {a} -> {b}" for k, a, b in diff(was, new)]
 
 
 def path(folder: Path) -> Path:

@@ -19,8 +19,9 @@ from coatsearch.analysis import measures as M
 from coatsearch.analysis import optim
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.tables import Records
+from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
 
-CELLS = (("ViT_P", "adamw"), ("ViT_P", "sgd"), ("ViT_C", "adamw"), ("ViT_C", "sgd"))
+CELLS = ((VIT_P, "adamw"), (VIT_P, "sgd"), (VIT_C, "adamw"), (VIT_C, "sgd"))
 _OPT = {"adamw": "AdamW", "sgd": "SGD"}
 STEM_RULE = (
     "the optimizer-gap part is the per-seed contrast (ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD), each "
@@ -112,7 +113,7 @@ def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
     """Per optimizer: ViT_C − ViT_P share within EDF_K of the best, with Fisher's p or why it cannot resolve."""
     out = []
     for opt in sorted({e["optimizer"] for e in edf_rows}):
-        vit_p, vit_c = _share(edf_rows, "ViT_P", opt), _share(edf_rows, "ViT_C", opt)
+        vit_p, vit_c = _share(edf_rows, VIT_P, opt), _share(edf_rows, VIT_C, opt)
         if vit_p is None or vit_c is None:
             continue
         (p_in, p_n), (c_in, c_n) = vit_p, vit_c
@@ -140,7 +141,7 @@ def stem_claim(tables: dict | None) -> dict | None:
     The verdict names the parts it rests on (`scope`): a gap-only study is 'optimizer-gap part only; EDF parts
     not run', never a plain 'supported' of a claim whose EDF half never ran.
     """
-    if not tables or not {g["model_label"] for g in tables["gaps"]} & {"ViT_P", "ViT_C"}:
+    if not tables or not {g["model_label"] for g in tables["gaps"]} & set(VIT_LABELS):
         return None
     n_opt = len({e["optimizer"] for e in tables["edf"]})
     edf = edf_parts(tables["edf"], 1 + n_opt) or [EDF_NOT_RUN]

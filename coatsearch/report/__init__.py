@@ -96,24 +96,24 @@ def summarize(
     t = tables(study, space, records, j)
     more = {"search": found, "looks": looks.table(space, t["claims"], earlier),
             "replication": _replication(study, space, records, j, original)}  # fmt: skip
-    ctx = Context(study, space, j["frames"], j, {**t, **more})
+    ctx = Context(study, space, j.frames, j, {**t, **more})
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 
-def tables(study: str, space: dict, records: info.Records, j: dict) -> dict:
+def tables(study: str, space: dict, records: info.Records, j: judging.Judged) -> dict:
     """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
-    fr, gen, rows, acc, dims, runs = (j[k] for k in ("frames", "gen", "rows", "acc", "dims", "runs"))
-    edf_rows, noise, done = j["edf"], j["noise"], fr.complete
-    gaps = j["stems"]["gaps"] if j["stems"] else []
+    fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
+    edf_rows, noise, done = j.edf, j.noise, fr.complete
+    gaps = j.stems["gaps"] if j.stems else []
     vit = optim.has_vit(done)
     cap = paper.capacity(fr.curves.get(CAPACITY_SCORE), done)
-    claims, untested = paper.claim_notes(j["claims"], cap), j["untested"]
+    claims, untested = paper.claim_notes(j.claims, cap), j.untested
     return {
         "study": study,
         "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": reproduce.space_hash(space)},
         "environment": info.environment(space, records),
-        "images": j["images"],  # which images served which purpose (judging.purposes)
-        "registration": j["registration"],  # the study against its registered analysis (judging.with_status)
+        "images": j.images,  # which images served which purpose (judging.purposes)
+        "registration": j.registration,  # the study against its registered analysis (judging.with_status)
         "metrics": {k: vars(m) for k, m in info.METRICS.items()},
         "candidates": rows,
         "size": spread.sizes(rows),
@@ -228,7 +228,7 @@ def _original(studies_dir: Path, name: str) -> Original | None:
         return Original(of, {}, [], None, missing=str(exc))
 
 
-def _replication(study: str, space: dict, records: info.Records, j: dict, original: Original | None) -> Any:
+def _replication(study: str, space: dict, records: info.Records, j: judging.Judged, original: Original | None) -> Any:
     """The replication section's Info (view_replication), None when the study is no replicate."""
     from coatsearch.report import view_replication as vr
     from coatsearch.space import search

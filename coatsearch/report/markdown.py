@@ -35,7 +35,8 @@ def table(head: list[str], body: list[list]) -> str:
     return tabulate(cells, headers=head, tablefmt="github", disable_numparse=True)
 
 
-def _f(x: float | None, digits: int = 1, signed: bool = False) -> str:
+def fmt_num(x: float | None, digits: int = 1, signed: bool = False) -> str:
+    """A number with `digits` decimals (signed: with its sign), '–' for None."""
     if x is None:
         return "–"
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"

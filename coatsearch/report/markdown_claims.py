@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coatsearch.analysis import claims as C
-from coatsearch.report.markdown import _f, fmt_stat, table
+from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.view_claims import Edf, Evidence, Failures, Gap, Length, Optimizability, Verdicts
 
 VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supported", "inconclusive": "❔ inconclusive",
@@ -95,7 +95,7 @@ def _evidence(ev: Evidence) -> list[str]:
     out += [table(["paper name", "candidate", "mean ± sd", "runs"], body), ""]
     digits = metric.digits + 1
     body = [
-        [f"{p['a']} vs {p['b']}", p["paper"], p["n"], _f(p["d"], digits, signed=True), _f(p["sd"], digits),
+        [f"{p['a']} vs {p['b']}", p["paper"], p["n"], fmt_num(p["d"], digits, signed=True), fmt_num(p["sd"], digits),
          _ci(p["ci"], digits), _p(p["p_holm"]), p["status"]]
         for p in e["pairs"]
     ]  # fmt: skip
@@ -146,7 +146,7 @@ def _regime(ev: Evidence) -> str:
 
 
 def _parts(parts: list[dict]) -> str:
-    body = [[p["what"], p.get("n", "–"), _f(p["d"], 2, signed=True), _ci(p.get("ci"), 2), p["needed"], _p(p["p"]),
+    body = [[p["what"], p.get("n", "–"), fmt_num(p["d"], 2, signed=True), _ci(p.get("ci"), 2), p["needed"], _p(p["p"]),
              p["status"] + (f" — {p['reason']}" if p.get("reason") else "")] for p in parts]  # fmt: skip
     head = ["part", "n (seeds / runs per curve)", "measured difference", "95% CI", "needed", "Holm p", "status"]
     return table(head, body)
@@ -171,7 +171,14 @@ def _gap(gap: Gap | None) -> str:
     if gap is None:
         return ""
     body = [
-        [g["model_label"], _run(g["adamw"]), _run(g["sgd"]), _f(g["gap"], 1, signed=True), g["n_adamw"], g["n_sgd"]]
+        [
+            g["model_label"],
+            _run(g["adamw"]),
+            _run(g["sgd"]),
+            fmt_num(g["gap"], 1, signed=True),
+            g["n_adamw"],
+            g["n_sgd"],
+        ]
         for g in gap.rows
     ]
     ref = "; ".join(f"{k}: {v['adamw_err']} / {v['sgd_err']} error, Δ {v['gap']}" for k, v in C.OPTIMIZER_GAP.items())
@@ -197,8 +204,8 @@ def _length(length: Length | None) -> str:
     if length is None:
         return ""
     head = ["candidate", "runs", *[f"acc @{e} (%)" for e in length.epochs], *[f"Δerr @{e}" for e in length.epochs]]
-    body = [[r.candidate, r.runs, *[_f(a.mean) if a is not None else "–" for a in r.accs],
-             *[_f(d, 1, signed=True) for d in r.deltas]] for r in length.rows]  # fmt: skip
+    body = [[r.candidate, r.runs, *[fmt_num(a.mean) if a is not None else "–" for a in r.accs],
+             *[fmt_num(d, 1, signed=True) for d in r.deltas]] for r in length.rows]  # fmt: skip
     text = f"Δerr = top-1 error at that length minus at the longest (points). Paper: {C.LENGTH_PAPER}."
     return "\n\n".join(["### Training-length stability", text, table(head, body)])
 

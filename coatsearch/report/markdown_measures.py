@@ -5,7 +5,7 @@ from __future__ import annotations
 from coatsearch.analysis.claims import FIT_LOSS
 from coatsearch.analysis.measures import MAX_SPAN
 from coatsearch.analysis.tables import Metric
-from coatsearch.report.markdown import _f, fmt_stat, table
+from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.view_measures import Capacity, Edges, Matched, Sized, Transfer, Untested
 
 MATCHED = (
@@ -47,7 +47,7 @@ def matched(g: Matched) -> str:
         acc = "–" if r.eval_acc is None else f"{r.eval_acc:.1f}" + (f" ± {r.sd:.1f}" if r.sd else "")
         cens = "–" if r.censored_runs is None else f"{r.censored_runs}/{r.runs}"
         body.append([r.at.candidate, *_size(r.at, g.size_metrics), r.runs, acc, cens, _phase(r.lr_phase),
-                     _f(r.lowest_level, 3), _f(r.lowest_any, 3)])  # fmt: skip
+                     fmt_num(r.lowest_level, 3), fmt_num(r.lowest_any, 3)])  # fmt: skip
     body += [[c.candidate, *_size(c, g.size_metrics), "–", "censored at every level", "all", "–", "–", "–"]
              for c in g.never]  # fmt: skip
     ladder = ", ".join(f"{v:.3g}" for v in g.levels)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.report.markdown import _f, table
+from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_claims import VERDICT_MARK
 from coatsearch.report.view_replication import REPLICATED, ClaimReplication, Estimate, Replication, Side
 
@@ -53,7 +53,7 @@ def _cell(s: Side | None, relation: str, digits: int) -> str:
     if e is None:
         return "–"
     ci = "" if e.ci is None else f" [{e.ci[0]:+.{digits}f}, {e.ci[1]:+.{digits}f}]"
-    return f"{_f(e.d, digits, signed=True)}{ci} (n = {e.n}{', ' + e.status if e.status else ''})"
+    return f"{fmt_num(e.d, digits, signed=True)}{ci} (n = {e.n}{', ' + e.status if e.status else ''})"
 
 
 def _list(values: tuple[int, ...]) -> str:

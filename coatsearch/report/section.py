@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.frames import Frames
+from coatsearch.analysis.judging import Judged
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class Context:
     study: str
     space: Mapping[str, Any]
     frames: Frames
-    judged: Mapping[str, Any]
+    judged: Judged
     tables: Mapping[str, Any]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.judging import FIRM, judge_records
+from coatsearch.analysis.judging import FIRM, Judged, judge_records
 
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"
@@ -95,18 +95,18 @@ def outcome(original: str | None, replicate: str | None, fresh: str = "") -> tup
 
 
 def compute(
-    study: str, space: dict, records: Sequence, judged: Mapping[str, Any], original: str, original_space: dict,
+    study: str, space: dict, records: Sequence, judged: Judged, original: str, original_space: dict,
     original_records: Sequence, original_registered: str | None,
 ) -> Replication:  # fmt: skip
     """The section from the replicate's judged records (`judged`, the report's own) and the original's records."""
     theirs = judge_records(original_space, original_records, registered=original_registered)
     pooled = judge_records(space, [*original_records, *_renumbered(records, original_records)])
     seeds, their_seeds = _seeds(records), _seeds(original_records)
-    draws, their_draws = tuple(judged["images"]["draws"]), tuple(theirs["images"]["draws"])
+    draws, their_draws = tuple(judged.images["draws"]), tuple(theirs.images["draws"])
     shared = [f"seed(s) {', '.join(map(str, s))}" for s in [sorted(set(seeds) & set(their_seeds))] if s]
     shared += [f"test draw(s) {', '.join(map(str, d))}" for d in [sorted(set(draws) & set(their_draws))] if d]
     fresh = "; ".join(shared)
-    by = [{c["id"]: c for c in j["claims"]} for j in (theirs, judged, pooled)]
+    by = [{c["id"]: c for c in j.claims} for j in (theirs, judged, pooled)]
     ids = list(dict.fromkeys([*by[0], *by[1], *by[2]]))
     claims = tuple(_claim(i, by[0].get(i), by[1].get(i), by[2].get(i), fresh) for i in ids)
     claims = tuple(dataclasses.replace(c, pooled=c.pooled and dataclasses.replace(c.pooled, status=""))

@@ -40,7 +40,7 @@ def run(
     device: str = "auto",
     progress: bool = True,
     prepared: tuple[optuna.Study, dict] | None = None,
-) -> store.RunSummary:
+) -> P.RunSummary:
     """Run every planned trial not yet taken (resuming a previous run), with `workers` processes.
 
     Each worker process runs `threads` intra-op threads (None: the cores shared out evenly between spawned

@@ -54,7 +54,7 @@ def run(
     gpus: float | None = None,
     progress: bool = True,
     prepared: tuple[optuna.Study, dict] | None = None,
-) -> store.RunSummary:
+) -> P.RunSummary:
     """Run every planned trial not yet taken on Ray (a local one when no address); a rerun resumes.
 
     `prepared`: the study and its matched candidates when the caller made them (`coatsearch.api.run`).

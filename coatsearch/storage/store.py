@@ -24,7 +24,7 @@ import platform
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -182,7 +182,7 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
             load_if_exists=True,  # another process may create it meanwhile
         )
     if stored is None or changed:
-        study.set_user_attr("space", {**P.space_record(space), "form": P.space_form(space)})
+        study.set_user_attr(P.SPACE_ATTR, {**P.space_record(space), "form": P.space_form(space)})
     return study
 
 
@@ -217,7 +217,7 @@ def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
         )
     storage = open_storage(path)
     _study_id(storage, path, name)
-    stored = storage.get_study_user_attrs(storage.get_study_id_from_name(current(storage, name))).get("space")
+    stored = storage.get_study_user_attrs(storage.get_study_id_from_name(current(storage, name))).get(P.SPACE_ATTR)
     if why := TC.space_problem(stored):
         raise UserError(f"{path}: {why}; the study's space record was overwritten from outside coatsearch")
     return True, stored
@@ -465,7 +465,7 @@ def records(study: optuna.Study, say: bool = True) -> tuple[R.TrialRecord, ...]:
 
 def space_of(study: optuna.Study) -> dict:
     """The space record stored with the study (a copy; empty, with a note, when missing or not a mapping)."""
-    stored = study.user_attrs.get("space")
+    stored = study.user_attrs.get(P.SPACE_ATTR)
     if why := TC.space_problem(stored):
         print(f"coatsearch: note: {why}; the space record is left out", file=sys.stderr)
         return {}
@@ -519,24 +519,10 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """What one `coatsearch run` did."""
-
-    study: str
-    storage: str
-    planned: int
-    complete: int
-    failed: int
-    pruned: int
-    ran_now: int
-    seconds: float
-
-
-def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> RunSummary:
+def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> P.RunSummary:
     """Count the study's trials by outcome, against the plan."""
     n = counts(load_study(studies_dir, name))
-    return RunSummary(
+    return P.RunSummary(
         study=name,
         storage=str(storage_file(studies_dir, name)),
         planned=len(P.plan(space)),

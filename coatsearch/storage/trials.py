@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 from coatsearch.errors import UserError
 from coatsearch.space.objects import Space
 from coatsearch.vocab.specs import SAMPLES_MAX
+
+SPACE_ATTR = "space"  # the study attribute holding the whole space record (one dict)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,16 @@ def space_record(space: Space) -> dict:
     }
 
 
+def stored_space_record(user_attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The space record a study was run with (`space_record` as `run` stored it in the study's attributes), or
+    what readable attributes of an older study give."""
+    stored = user_attrs.get(SPACE_ATTR)
+    if isinstance(stored, Mapping):
+        return dict(stored)
+    keys = {"space.name": "space", "space.source": "source", "space.profile": "profile", "space.scale": "scale"}
+    return {field: user_attrs[key] for key, field in keys.items() if key in user_attrs}
+
+
 def space_form(space: Space) -> dict:
     """The space in a canonical, comparable JSON form: everything that changes what its trials run and record."""
     form = {
@@ -97,16 +110,16 @@ def space_changes(old: dict, new: dict) -> list[str]:
         f"candidate added: {n}" for n in now if n not in was
     ]
     for name in (n for n in now if n in was):
-        out += [f"{k} of candidate {name}: {a} -> {b}" for k, a, b in _diff(was[name], now[name])]
+        out += [f"{k} of candidate {name}: {a} -> {b}" for k, a, b in diff(was[name], now[name])]
     was_rest, now_rest = ({k: v for k, v in f.items() if k != "candidates"} for f in (old, new))
-    return out + [f"{k}: {a} -> {b}" for k, a, b in _diff(was_rest, now_rest)]
+    return out + [f"{k}: {a} -> {b}" for k, a, b in diff(was_rest, now_rest)]
 
 
-def _diff(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+def diff(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
     """(dotted key, old, new) for every leaf that differs; a missing key reads as None."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         return [] if old == new else [(prefix.rstrip(".") or "(value)", _short(old), _short(new))]
-    return [d for k in dict.fromkeys([*old, *new]) for d in _diff(old.get(k), new.get(k), f"{prefix}{k}.")]
+    return [d for k in dict.fromkeys([*old, *new]) for d in diff(old.get(k), new.get(k), f"{prefix}{k}.")]
 
 
 def _short(value: Any) -> str:
@@ -131,3 +144,17 @@ def check_space(stored: dict, space: Space, name: str, force: bool) -> bool:
             "use --study NEW for a new study, or --force-new-space to record this space and keep the old trials"
         )
     return bool(changes)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What one `coatsearch run` did: the study's trials by outcome against the plan (store.summary counts them)."""
+
+    study: str
+    storage: str
+    planned: int
+    complete: int
+    failed: int
+    pruned: int
+    ran_now: int
+    seconds: float

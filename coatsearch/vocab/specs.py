@@ -479,10 +479,14 @@ def with_value(obj: Any, keys: list[str], value: Any) -> Any:
     return replace(obj, **{keys[0]: with_value(child, keys[1:], value)})
 
 
+VIT_P, VIT_C = "ViT_P", "ViT_C"  # the ViT paper's two models: patchify stem, convolutional stem
+VIT_LABELS = (VIT_P, VIT_C)
+
+
 def model_label(model: ModelSpec) -> str:
     """What the papers call the model: ViT_P, ViT_C, ViT_REL, or the stage layout."""
     if not model.stages:
         return f"{model.arch} baseline"
     if model.arch == "vit":
-        return "ViT_C" if model.stem.kind == "vitc" else "ViT_P"
+        return VIT_C if model.stem.kind == "vitc" else VIT_P
     return "ViT_REL" if model.stem.kind == "patch" else model.layout
