@@ -42,6 +42,7 @@ and seeds per study.
 
     python benchmarks/bench_aa.py [--studies 40] [--workers 2] [--out DIR] [--quick] [--write] [--plan]
                                   [--resume TABLE]
+    python benchmarks/bench_aa.py --pvalues --out DIR   # (f)'s gap-contrast p values of DIR's studies: uniform?
 """
 
 from __future__ import annotations
@@ -265,6 +266,36 @@ def _write(path: Path, result: dict) -> None:
     os.replace(tmp, path)
 
 
+def gap_pvalues(out: Path) -> list[float]:
+    """Claim (f)'s gap-contrast p value of every A/A study report under `out` (before Holm; tested ones only)."""
+    found = []
+    for path in sorted((out / "reports").glob("aa_*/summary.json")):
+        claims = {c["id"]: c for c in json.loads(path.read_text(encoding="utf-8"))["claims"]}
+        parts = claims.get("f", {}).get("parts") or []
+        if parts and parts[0].get("p") is not None:
+            found.append(float(parts[0]["p"]))
+    return found
+
+
+def uniformity(pvalues: list[float]) -> str:
+    """Whether null p values look uniform: the share below α, a binomial test of it, and a KS test."""
+    alpha, n = claims_alpha(), len(pvalues)
+    if not n:
+        return "no tested gap contrasts"
+    below = sum(p < alpha for p in pvalues)
+    excess = st.binomtest(below, n, alpha, alternative="greater").pvalue
+    ks = st.kstest(pvalues, "uniform")
+    return (f"(f) gap contrast over {n} A/A studies: {below} below α {alpha} ({_pct(below / n)}; binomial p of an "
+            f"excess {excess:.3g}); KS against U(0, 1): D {ks.statistic:.3f}, p {ks.pvalue:.3g}; "
+            f"median p {sorted(pvalues)[n // 2]:.3f}")  # fmt: skip
+
+
+def claims_alpha() -> float:
+    from coatsearch.analysis import claims
+
+    return float(claims.VERDICT_ALPHA)
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
@@ -278,6 +309,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/analysis/aa.json")
     ap.add_argument("--plan", action="store_true", help="print `coatsearch plan` of one A/A study, then stop")
     ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
+    ap.add_argument("--pvalues", action="store_true", help="test (f)'s gap-contrast p values in --out for uniformity")
     args = ap.parse_args()
     n = args.studies if args.studies is not None else 3 if args.quick else 40
     if not 1 <= n <= 10_000 or not 1 <= args.workers <= 64:
@@ -292,6 +324,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     if args.plan:
         print(f"== plan of one A/A study ==\n{plan(out, args.quick)}")
+        return
+    if args.pvalues:
+        pvalues = gap_pvalues(out)
+        print(uniformity(pvalues))
+        print(f"aa_gap_below_alpha={sum(p < claims_alpha() for p in pvalues) / max(1, len(pvalues)):.3f}")
         return
     print(f"{n} A/A studies (claims {', '.join(CLAIMS)}; {SEEDS} seeds each), {args.workers} at a time; "
           f"work folder {out}", flush=True)  # fmt: skip

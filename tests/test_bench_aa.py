@@ -94,3 +94,16 @@ def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):
         bench_aa.earlier_table(path)
     path.write_text(json.dumps(bench_aa.table(_rows([("supported", "")]), 1.0, "x")))
     assert bench_aa.earlier_table(path)["studies"] == 1
+
+
+def test_gap_pvalues_are_read_from_the_reports_and_tested_for_uniformity(tmp_path):
+    for i, p in enumerate([0.01, 0.2, None, 0.7]):
+        folder = tmp_path / "reports" / f"aa_{i}"
+        folder.mkdir(parents=True)
+        parts = [{"short": "gap contrast", "p": p}]
+        (folder / "summary.json").write_text(json.dumps({"claims": [{"id": "f", "parts": parts}, {"id": "b"}]}))
+    assert bench_aa.gap_pvalues(tmp_path) == [0.01, 0.2, 0.7]  # an untested contrast has no p
+    line = bench_aa.uniformity([0.01, 0.2, 0.7])
+    assert line.startswith("(f) gap contrast over 3 A/A studies: 1 below α 0.03 (33.3%") and "KS against" in line
+    assert "binomial p of an excess 0.0873" in line  # P(X >= 1 | n 3, p 0.03) = 1 - 0.97^3
+    assert bench_aa.uniformity([]) == "no tested gap contrasts"
