@@ -260,10 +260,10 @@ def table(rows: list[dict], wall_s: float, command: str) -> dict:
 
 
 def _write(path: Path, result: dict) -> None:
-    """Replace `path` with the table atomically (a killed run leaves the last complete one)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Replace `path` with the table atomically (a killed run leaves the last complete one; never through a link)."""
+    from coatsearch import fsafe
+
+    fsafe.write(path, json.dumps(result, indent=1) + "\n")
 
 
 def gap_pvalues(out: Path) -> list[float]:
