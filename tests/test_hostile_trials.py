@@ -87,7 +87,7 @@ def test_interrupted_trials_are_not_counted_as_kills(tmp_path):
 KILLER = """
 import os, signal, sys
 from pathlib import Path
-from coatsearch import trial as T
+from coatsearch.runner import trial as T
 
 _attempt = T.attempt
 
