@@ -86,8 +86,6 @@ def study_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes as the dashboard shows them: scalars, dotted keys, floats to 6 significant digits."""
-    from coatsearch.storage.store import flatten
-
     return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(attrs).items()}
 
 
@@ -261,3 +259,28 @@ def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
         print("coatsearch: note: optuna-dashboard is not installed; the note was not saved", file=sys.stderr)
         return False
     return True
+
+
+Scalar = str | int | float | bool | None
+
+
+def flatten(attrs: Mapping[str, Any], prefix: str = "") -> dict[str, Scalar]:
+    """Nested attributes as dotted scalar keys: dicts flattened, lists of scalars joined with ', '."""
+    out: dict[str, Scalar] = {}
+    for key, value in attrs.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            if all(isinstance(v, str | int | float | bool) or v is None for v in value):
+                out[name] = ", ".join(_short(v) for v in value)
+            else:
+                out[name] = str(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _short(value: Any) -> str:
+    """A list element as text: floats to 4 significant digits."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

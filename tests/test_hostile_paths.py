@@ -15,7 +15,7 @@ from coatsearch.analysis.tables import Stat
 from coatsearch.report.markdown import size_note
 from coatsearch.space.objects import load_space
 from coatsearch.storage import journal as J
-from coatsearch.storage import store
+from coatsearch.storage import sampling, store
 from tests.report_records import SPACE, layout_records, make_study
 from tests.support.hostile import cli, digest, refused, study, wsgi_request
 from tests.tiny import TINY, tiny_variant
@@ -121,7 +121,7 @@ def _one_trial(space, studies: Path, name: str) -> optuna.Study:
 
     study_ = store.create_study(space, studies, name, force_new_space=True)
     trial = study_.ask()
-    store.suggest(trial, space, plan(space)[-1])
+    sampling.suggest(trial, space, plan(space)[-1])
     study_.tell(trial, state=optuna.trial.TrialState.FAIL)
     return study_
 
@@ -153,7 +153,7 @@ def test_a_space_an_older_run_recorded_in_place_goes_on_in_a_successor(tmp_path)
     store._OPEN.clear()
     now = store.create_study(new, studies, "t")  # was: every rerun crashed (dynamic value space)
     assert now.study_name == "t~2"
-    store.suggest(now.ask(), new, plan(new)[-1])
+    sampling.suggest(now.ask(), new, plan(new)[-1])
 
 
 @pytest.mark.parametrize(

@@ -76,10 +76,11 @@ def test_the_ray_backend_uses_the_store_not_the_optuna_backend():
 
 
 def test_only_store_backends_and_dashboard_import_optuna():
-    backends = {"coatsearch.runner.optuna_backend", "coatsearch.runner.ray_backend"}
+    backends = {"coatsearch.runner.optuna_backend", "coatsearch.runner.ray_backend", "coatsearch.runner.environment"}
     # the search section's importance (optuna.importance) and replay (Optuna's samplers on a measured table)
     searchers = {"coatsearch.report.view_search", "coatsearch.analysis.replay"}
-    assert _importers("optuna") <= {"coatsearch.storage.store", "coatsearch.dashboard"} | backends | searchers
+    store = {"coatsearch.storage.store", "coatsearch.storage.sampling"}  # the study, and how it samples
+    assert _importers("optuna") <= store | {"coatsearch.dashboard"} | backends | searchers
     assert _importers("optuna_dashboard") <= {"coatsearch.dashboard"}
 
 

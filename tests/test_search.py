@@ -14,7 +14,7 @@ import pytest
 import coatsearch
 from coatsearch.cli import main
 from coatsearch.space import search
-from coatsearch.storage import store
+from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
 from coatsearch.storage.trials import REEVAL
 from coatsearch.vocab import kinds
@@ -229,20 +229,20 @@ def test_each_sampler_is_optunas(tmp_path, sampler, cls):
     space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", f"sampler: {sampler}"),
                                            ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}",
                                             "train.lr: {choices: [1.0e-3, 3.0e-3]}")))  # fmt: skip
-    assert type(store._sampler(space)).__name__ == cls
+    assert type(sampling.sampler(space)).__name__ == cls
     if sampler == "tpe":
-        assert store._sampler(space)._multivariate and store._sampler(space)._group
+        assert sampling.sampler(space)._multivariate and sampling.sampler(space)._group
 
 
 def test_cmaes_and_nsga2_where_the_space_allows_them(tmp_path):
     only_lr = ("search:\n      model.layout.0: {choices: [C, T]}\n      model.layout.1: {choices: [C, T]}\n"
                "      model.block.downsample: {choices: [eq5, dw]}\n", "search:\n")  # fmt: skip
     space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", "sampler: cmaes"), only_lr))
-    assert type(store._sampler(space)).__name__ == "CmaEsSampler"
+    assert type(sampling.sampler(space)).__name__ == "CmaEsSampler"
     multi = ("study: {seeds: [0],", "study: {objectives: [generalization.eval_acc, generalization.train_loss], "
              "directions: [maximize, minimize], seeds: [0],")  # fmt: skip
     space = coatsearch.load_space(_variant(tmp_path, ("sampler: tpe", "sampler: nsga2"), multi))
-    assert type(store._sampler(space)).__name__ == "NSGAIISampler"
+    assert type(sampling.sampler(space)).__name__ == "NSGAIISampler"
 
 
 @pytest.mark.parametrize(

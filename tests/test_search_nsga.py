@@ -10,7 +10,7 @@ import pytest
 
 import coatsearch
 from coatsearch.space import search
-from coatsearch.storage import store
+from coatsearch.storage import sampling, store
 
 SPACE = Path(__file__).resolve().parent / "spaces" / "tiny_search.yaml"
 OBJECTIVES = ["generalization.eval_acc", "speed.infer_latency_ms"]
@@ -49,7 +49,7 @@ def test_the_study_is_nsga2_over_two_objectives(multi):
     done = [t for t in study.trials if t.state.name == "COMPLETE"]
     assert done and all(len(t.values) == 2 for t in done)
     space = coatsearch.load_space(multi / "space.yaml")
-    assert type(store._sampler(space)).__name__ == "NSGAIISampler"
+    assert type(sampling.sampler(space)).__name__ == "NSGAIISampler"
 
 
 def test_the_search_section_lists_the_pareto_front_of_the_found_architectures(multi):

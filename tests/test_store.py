@@ -14,7 +14,7 @@ import pytest
 from coatsearch.report import summarize, write_report
 from coatsearch.space.objects import load_space
 from coatsearch.storage import record as R
-from coatsearch.storage import store
+from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
 from tests.tiny import TINY
 
@@ -59,7 +59,7 @@ def test_records_are_frozen_copies(tmp_path):
     space = load_space(TINY)
     study = store.create_study(space, tmp_path, "s")
     trial, item = store.claim(study, {i.key: i for i in P.plan(space)}, "r", None, store.folder(tmp_path, "s"))
-    assert store.suggest(trial, space, item) == {}  # the tiny space searches nothing
+    assert sampling.suggest(trial, space, item) == {}  # the tiny space searches nothing
     measured = {"generalization.eval_acc": 0.5, "curves.generalization": {"eval_acc": [0.5]}}
     run = R.completed(R.Identity("C-C", 0, 0, item.key), R.Model(), measured, R.Optimizer(), objective="x")
     journal = store.storage_file(tmp_path, "s")

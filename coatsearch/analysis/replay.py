@@ -114,7 +114,7 @@ def _one(sampler: str, cand: Any, values: dict, best: float, maximize: bool, tri
     """One replay: the regret after each counted trial (a point not in the table is rejected, not counted)."""
     import optuna
 
-    from coatsearch.storage.store import make_sampler
+    from coatsearch.storage.sampling import make_sampler
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     dims = search.model_dims(cand)

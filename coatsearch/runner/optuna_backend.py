@@ -23,7 +23,7 @@ from typing import Any
 import optuna
 
 from coatsearch.errors import Pruned
-from coatsearch.runner import interrupts
+from coatsearch.runner import environment, interrupts
 from coatsearch.space.objects import Space
 from coatsearch.storage import lock, store
 from coatsearch.storage import trials as P
@@ -147,7 +147,7 @@ def _worker(
     study = store.load_study(studies_dir, name, space, stream)
     device = pick_device(device_name)
     items = {i.key: i for i in P.plan(space)}
-    env = store.environment(device)
+    env = environment.probe(device)
     ran = 0
     folder = store.folder(studies_dir, name)
     with progress_bar(store.counts(study)["finished"], len(items), progress) as bar:

@@ -1,7 +1,7 @@
 """Ray Tune, for more than one machine: the driver claims trials from the Optuna study, Ray runs them.
 
 The study stays the one store of record, written only by the driver: a `Searcher` claims planned keys
-through the store exactly as the optuna backend does (`store.claim` + `store.suggest` under the claim lock, the
+through the store exactly as the optuna backend does (`store.claim` + `sampling.suggest` under the claim lock, the
 study's sampler): first a
 wave as wide as the cluster, then one per finished trial, so TPE sees earlier results. Each Ray trial calls
 `run_item` through `trial.attempt` and reports its outcome as one JSON record; the searcher tells it back
@@ -33,6 +33,7 @@ from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search import Searcher
 
 from coatsearch.errors import UserError
+from coatsearch.runner import environment
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage import store
@@ -304,7 +305,7 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, 
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    state, run, value = attempt(space, item, params, dev, store.environment(dev), report=report, matched=matched)
+    state, run, value = attempt(space, item, params, dev, environment.probe(dev), report=report, matched=matched)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     sent = None if run is None else R.to_json(run)
     record = {"state": state, "run": sent, "value": value, "ray": {**where, "start": began, "end": time.time()}}

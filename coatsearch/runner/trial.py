@@ -118,7 +118,7 @@ def attempt(
 ) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
     """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
 
-    `env` is the worker's environment (store.environment); the record takes it with the trial's device."""
+    `env` is the worker's environment (runner.environment.probe); the record takes it with the trial's device."""
     try:
         value, run = run_item(space, item, params, device, progress, report, matched, admitted)
     except Pruned:

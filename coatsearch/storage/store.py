@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import os
-import platform
-import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -37,15 +34,14 @@ from optuna.trial import TrialState
 from coatsearch import fsafe
 from coatsearch.errors import UserError
 from coatsearch.space import search
-from coatsearch.space.objects import Dim, Space
-from coatsearch.storage import architectures, paths
+from coatsearch.space.objects import Space
 from coatsearch.storage import journal as J
+from coatsearch.storage import paths, sampling
 from coatsearch.storage import record as R
 from coatsearch.storage import trialcheck as TC
 from coatsearch.storage import trials as P
 from coatsearch.storage.lock import LOCK, claim, fail_stale, holds_key, locked  # noqa: F401 - the store's API
 from coatsearch.storage.paths import study_folder
-from coatsearch.version import __version__
 
 JOURNAL = paths.JOURNAL
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
@@ -111,7 +107,7 @@ def load_study(studies_dir: Path, name: str, space: Space | None = None, stream:
         raise UserError(f"no study '{name}' under {studies_dir}/ (expected {path}); run `coatsearch run` first")
     storage = open_storage(path)
     _study_id(storage, path, name)
-    sampler, pruner = (None, None) if space is None else (_sampler(space, stream), _pruner(space))
+    sampler, pruner = (None, None) if space is None else (sampling.sampler(space, stream), sampling.pruner(space))
     return optuna.load_study(study_name=current(storage, name), storage=storage, sampler=sampler, pruner=pruner)
 
 
@@ -162,7 +158,7 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
     path = storage_file(studies_dir, name)
     exists, stored = _stored_space(path, name)
     changed = P.check_space(stored, space, name, force_new_space) if stored is not None else False
-    sampler, pruner = _sampler(space), _pruner(space)
+    sampler, pruner = sampling.sampler(space), sampling.pruner(space)
     if exists and not changed:  # reopening appends nothing (optuna.create_study appends a create record every time)
         now = current(open_storage(path), name)
         study = optuna.load_study(study_name=now, storage=open_storage(path), sampler=sampler, pruner=pruner)
@@ -223,35 +219,6 @@ def _stored_space(path: Path, name: str) -> tuple[bool, dict | None]:
     return True, stored
 
 
-def _sampler(space: Space, stream: int = 0) -> optuna.samplers.BaseSampler:
-    """Optuna's sampler for `study.sampler` (dsl.sampler_problem checked that it fits the space). Grid: every
-    point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
-    return make_sampler(space.study.sampler, space.study.seeds[0] + stream)
-
-
-def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """Optuna's sampler called `name` (spec.StudySpec.sampler), seeded; grid and unknown names get random."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        make = {
-            "tpe": lambda: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
-            "gp": lambda: optuna.samplers.GPSampler(seed=seed),
-            "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
-            "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
-        }.get(name, lambda: optuna.samplers.RandomSampler(seed=seed))
-        return make()
-
-
-def _pruner(space: Space) -> optuna.pruners.BasePruner:
-    return {
-        "none": optuna.pruners.NopPruner,
-        "median": optuna.pruners.MedianPruner,
-        "hyperband": optuna.pruners.HyperbandPruner,
-    }[space.study.pruner]()
-
-
 def prepare(space: Space, studies_dir: Path, name: str, force_new_space: bool = False) -> tuple[optuna.Study, dict]:
     """The study created or reopened (`create_study`) and its candidates matched (`matched`): once per run."""
     study = create_study(space, studies_dir, name, force_new_space)
@@ -281,27 +248,6 @@ def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
         if new:
             study.set_user_attr(MATCHED, {**stored, **new})
     return out
-
-
-def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
-    """Fix the planned candidate and seed, and sample the candidate's search dimensions."""
-    trial.suggest_categorical("candidate", [c.name for c in space.candidates])
-    trial.suggest_categorical("seed", [*space.study.seeds, *space.study.fresh_seeds])
-    return {d.path: _suggest_dim(trial, d) for d in space.candidate(item.candidate).dims}
-
-
-def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
-    if d.kind == "choice":
-        choices = tuple(d.choices or ())  # a choice dimension always has choices (the spec checks it)
-        if len(choices) == 1:
-            return choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
-        labels: list[Any] = [search.label(c) for c in choices]
-        picked = trial.suggest_categorical(d.path, labels)
-        return choices[labels.index(picked)]
-    assert d.low is not None and d.high is not None  # a numeric dimension always has bounds (the spec checks it)
-    if d.kind == "int":
-        return trial.suggest_int(d.path, int(d.low), int(d.high), step=int(d.step or 1), log=d.log)
-    return trial.suggest_float(d.path, float(d.low), float(d.high), log=d.log)
 
 
 def tell(
@@ -367,10 +313,10 @@ def claim_point(
 ) -> tuple[optuna.Trial, P.PlanItem, dict[str, Any], Any] | None:  # fmt: skip
     """Claim the next planned trial and sample its point, rejecting (store.reject) every point the constraints or
     the budget refuse before it trains: (trial, item, params, the admitted Prepared or None), or None when done."""
-    fixed = fixed_points(space)
+    fixed = sampling.fixed_points(space)
     while (taken := claim(study, items, run_id, limit, study_folder, backend, fixed)) is not None:
         trial, item = taken
-        params = suggest(trial, space, item)
+        params = sampling.suggest(trial, space, item)
         cand = space.candidate(item.candidate)
         if not cand.dims:
             return trial, item, params, None
@@ -379,57 +325,6 @@ def claim_point(
         except search.Rejected as exc:
             reject(study, trial, item.key, exc.reason)
     return None
-
-
-def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
-    """A planned trial's enqueued point: a re-evaluation trial's architecture (reeval_point), the grid sampler's
-    next point (grid_points), else none ({}: Optuna's sampler samples it)."""
-    grid = grid_points(space)
-
-    def point(item: P.PlanItem, trials: list) -> dict | None:
-        if item.sample >= P.REEVAL:
-            return reeval_point(space, item, trials)
-        return grid(item, trials) if grid else {}
-
-    return point
-
-
-def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
-    """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
-    trials of its candidate, leaving out the networks a named candidate builds (it is re-evaluated as itself);
-    None while any trial on the study's seeds is unfinished, or with fewer architectures."""
-    rank, cand = item.sample - P.REEVAL, space.candidate(item.candidate)
-    main = {i.key: i for i in P.plan(space) if i.seed in space.study.seeds}  # the search and the named runs
-    held = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name != "RUNNING"}
-    if not set(main) <= held:
-        return None
-    finished = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE"]
-    done = [t for t in finished if main[t.user_attrs["key"]].candidate == cand.name and t.values]
-    fixed = {c.name for c in space.candidates if not c.dims}
-    named = [architectures.trial_structure(t) for t in finished if main[t.user_attrs["key"]].candidate in fixed]
-    builds = {search.identity(s) for s in named if s}
-    direction = space.study.direction if not space.study.objectives else space.study.directions[0]
-    ranked = architectures.ranked(done, cand, direction, exclude=builds)  # a named layout is re-evaluated as itself
-    return {"params": ranked[rank]} if rank < len(ranked) else None
-
-
-def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
-    """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
-    the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
-    if space.study.sampler != "grid":
-        return None
-    grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
-
-    def next_point(item: P.PlanItem, trials: list) -> dict | None:
-        points = grids.get((item.candidate, item.seed))
-        if points is None:
-            return {}
-        same = f"{item.candidate}/seed={item.seed}/"
-        used = {t.user_attrs.get("grid") for t in trials if str(t.user_attrs.get("key", "")).startswith(same)}
-        index = next((i for i in range(len(points)) if i not in used), None)
-        return None if index is None else {"params": points[index], "grid": index}
-
-    return next_point
 
 
 def _state(trial: optuna.trial.FrozenTrial) -> str:
@@ -483,42 +378,6 @@ def ran_by(study: optuna.Study, run_id: str) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id)
 
 
-def environment(device: Any) -> R.Environment:
-    """Hardware and library versions, stored with every trial."""
-    import timm
-    import torch
-
-    return R.Environment(
-        device=str(device),
-        host=socket.gethostname(),
-        pid=os.getpid(),
-        python=platform.python_version(),
-        platform=platform.platform(),
-        cpu=_cpu_name(),
-        cpu_count=os.cpu_count(),
-        torch_threads=torch.get_num_threads(),
-        gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        versions=MappingProxyType(
-            {
-                "coatsearch": __version__,
-                "torch": torch.__version__,
-                "timm": timm.__version__,
-                "optuna": optuna.__version__,
-            }
-        ),
-    )
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float) -> P.RunSummary:
     """Count the study's trials by outcome, against the plan."""
     n = counts(load_study(studies_dir, name))
@@ -534,27 +393,4 @@ def summary(space: Space, studies_dir: Path, name: str, ran: int, seconds: float
     )
 
 
-Scalar = str | int | float | bool | None
 Study = optuna.Study  # the type `load_study` returns, for annotations outside the store
-
-
-def flatten(attrs: Mapping[str, Any], prefix: str = "") -> dict[str, Scalar]:
-    """Nested attributes as dotted scalar keys: dicts flattened, lists of scalars joined with ', '."""
-    out: dict[str, Scalar] = {}
-    for key, value in attrs.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, f"{name}."))
-        elif isinstance(value, list | tuple):
-            if all(isinstance(v, str | int | float | bool) or v is None for v in value):
-                out[name] = ", ".join(_short(v) for v in value)
-            else:
-                out[name] = str(value)
-        else:
-            out[name] = value
-    return out
-
-
-def _short(value: Any) -> str:
-    """A list element as text: floats to 4 significant digits."""
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

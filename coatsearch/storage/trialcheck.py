@@ -30,7 +30,7 @@ ATTRS: dict[str, tuple[tuple[type, ...], bool]] = {
         k: (_STR, False)
         for k in ("device", "objective", "fail_reason", "run_id", "backend", "killed_by", "told", "rejected")
     },
-    "grid": ((int,), False),  # the grid sampler's point index (store.grid_points)
+    "grid": ((int,), False),  # the grid sampler's point index (sampling.grid_points)
     **{k: (_NUM, False) for k in ("params", "macs", "wall_s")},
     **{k: (_NUM, True) for k in ("budget_macs", "budget_error", "multiplier")},
     **{k: ((int,), True) for k in ("seed", "sample")},

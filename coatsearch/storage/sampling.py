@@ -1,0 +1,117 @@
+"""How a study samples: Optuna's sampler and pruner for the space, the candidate and seed every trial fixes with
+the search dimensions it samples, and the points claiming enqueues (a re-evaluation's architecture, the grid's next
+point). The store opens studies with these (`store.load_study`) and claims through them (`store.claim_point`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+from coatsearch.space import search
+from coatsearch.space.objects import Dim, Space
+from coatsearch.storage import architectures
+from coatsearch.storage import trials as P
+from coatsearch.storage.lock import holds_key
+
+
+def sampler(space: Space, stream: int = 0) -> optuna.samplers.BaseSampler:
+    """Optuna's sampler for `study.sampler` (space.schema's sampler check checked that it fits the space). Grid: every
+    point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
+    return make_sampler(space.study.sampler, space.study.seeds[0] + stream)
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    """Optuna's sampler called `name` (spec.StudySpec.sampler), seeded; grid and unknown names get random."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        make = {
+            "tpe": lambda: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
+            "gp": lambda: optuna.samplers.GPSampler(seed=seed),
+            "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
+            "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
+        }.get(name, lambda: optuna.samplers.RandomSampler(seed=seed))
+        return make()
+
+
+def pruner(space: Space) -> optuna.pruners.BasePruner:
+    return {
+        "none": optuna.pruners.NopPruner,
+        "median": optuna.pruners.MedianPruner,
+        "hyperband": optuna.pruners.HyperbandPruner,
+    }[space.study.pruner]()
+
+
+def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
+    """Fix the planned candidate and seed, and sample the candidate's search dimensions."""
+    trial.suggest_categorical("candidate", [c.name for c in space.candidates])
+    trial.suggest_categorical("seed", [*space.study.seeds, *space.study.fresh_seeds])
+    return {d.path: _suggest_dim(trial, d) for d in space.candidate(item.candidate).dims}
+
+
+def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
+    if d.kind == "choice":
+        choices = tuple(d.choices or ())  # a choice dimension always has choices (the spec checks it)
+        if len(choices) == 1:
+            return choices[0]  # a constant, not a parameter (Optuna needs one choice list per name)
+        labels: list[Any] = [search.label(c) for c in choices]
+        picked = trial.suggest_categorical(d.path, labels)
+        return choices[labels.index(picked)]
+    assert d.low is not None and d.high is not None  # a numeric dimension always has bounds (the spec checks it)
+    if d.kind == "int":
+        return trial.suggest_int(d.path, int(d.low), int(d.high), step=int(d.step or 1), log=d.log)
+    return trial.suggest_float(d.path, float(d.low), float(d.high), log=d.log)
+
+
+def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
+    """A planned trial's enqueued point: a re-evaluation trial's architecture (reeval_point), the grid sampler's
+    next point (grid_points), else none ({}: Optuna's sampler samples it)."""
+    grid = grid_points(space)
+
+    def point(item: P.PlanItem, trials: list) -> dict | None:
+        if item.sample >= P.REEVAL:
+            return reeval_point(space, item, trials)
+        return grid(item, trials) if grid else {}
+
+    return point
+
+
+def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
+    """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
+    trials of its candidate, leaving out the networks a named candidate builds (it is re-evaluated as itself);
+    None while any trial on the study's seeds is unfinished, or with fewer architectures."""
+    rank, cand = item.sample - P.REEVAL, space.candidate(item.candidate)
+    main = {i.key: i for i in P.plan(space) if i.seed in space.study.seeds}  # the search and the named runs
+    held = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name != "RUNNING"}
+    if not set(main) <= held:
+        return None
+    finished = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE"]
+    done = [t for t in finished if main[t.user_attrs["key"]].candidate == cand.name and t.values]
+    fixed = {c.name for c in space.candidates if not c.dims}
+    named = [architectures.trial_structure(t) for t in finished if main[t.user_attrs["key"]].candidate in fixed]
+    builds = {search.identity(s) for s in named if s}
+    direction = space.study.direction if not space.study.objectives else space.study.directions[0]
+    ranked = architectures.ranked(done, cand, direction, exclude=builds)  # a named layout is re-evaluated as itself
+    return {"params": ranked[rank]} if rank < len(ranked) else None
+
+
+def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
+    """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
+    the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
+    if space.study.sampler != "grid":
+        return None
+    grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
+
+    def next_point(item: P.PlanItem, trials: list) -> dict | None:
+        points = grids.get((item.candidate, item.seed))
+        if points is None:
+            return {}
+        same = f"{item.candidate}/seed={item.seed}/"
+        used = {t.user_attrs.get("grid") for t in trials if str(t.user_attrs.get("key", "")).startswith(same)}
+        index = next((i for i in range(len(points)) if i not in used), None)
+        return None if index is None else {"params": points[index], "grid": index}
+
+    return next_point
