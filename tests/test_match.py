@@ -84,3 +84,30 @@ def test_scale_rounds_and_is_pure():
     assert scale(vitc, 0.5, "width").stem.channels == (16, 24)  # 12 -> 16 (halves round up), 24 -> 24
     with pytest.raises(ValueError, match="known: width, depth, none"):
         scale(spec, 1.0, "height")
+
+
+class _Cand:
+    """A candidate as budget.prepare reads one (its Resolvable protocol)."""
+
+    def __init__(self, budget: Budget | None):
+        self.name, self.dims, self.budget = "C-C-T-T", (), budget
+
+    def resolve(self, params=None):
+        from coatsearch.vocab.specs import OptimSpec
+
+        return proxy("C-C-T-T"), OptimSpec(), self.budget
+
+
+@pytest.mark.parametrize("budget", [None, Budget(macs=30_000_000, tolerance=0.05, scale="width")])
+def test_a_prepared_candidate_is_its_match_and_reads_back_from_its_stored_record(budget):
+    from coatsearch.budget import prepare as C
+
+    p = C.prepare(_Cand(budget))
+    assert p.model is p.match.spec and p.macs == count(p.model).macs and p.ok
+    assert p.error is None if budget is None else abs(p.error) <= 0.05
+    record = C.to_record(p)
+    assert C.from_record(record) == p
+    # a study stored before the match was its own field holds one flat record: it reads back the same
+    match = dict(record.pop("match"))
+    flat = {**record, "model": match.pop("spec"), **match, "error": p.error}
+    assert C.from_record(flat) == p

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 from coatsearch.budget.count import count
@@ -36,21 +36,54 @@ class HasCandidates(Protocol):
 
 @dataclass(frozen=True)
 class Prepared:
-    """A candidate ready to train: the matched model, its optimizer, and how the budget was met."""
+    """A candidate ready to train: its name, optimizer and budget, and the match (budget.match.MatchResult) that
+    met the budget: the matched model and its size. Without a budget the match is the model as written."""
 
     name: str
-    model: S.ModelSpec
     optim: S.OptimSpec
     budget: S.Budget | None
-    macs: int
-    params: int
-    multiplier: float
-    error: float | None  # relative MACs error against the budget; None without a budget
-    ok: bool
-    reason: str
-    params_error: float | None = None  # relative params error; None without a params target
-    knob: float | None = None  # joint budget: the second knob (growth, or depth factor of a one-stage layout)
-    params_range: tuple[int, int] | None = None  # joint miss: params the layout reaches in the MACs band
+    match: MatchResult
+
+    @property
+    def model(self) -> S.ModelSpec:
+        return self.match.spec
+
+    @property
+    def macs(self) -> int:
+        return self.match.macs
+
+    @property
+    def params(self) -> int:
+        return self.match.params
+
+    @property
+    def multiplier(self) -> float:
+        return self.match.multiplier
+
+    @property
+    def error(self) -> float | None:
+        """Relative MACs error against the budget; None without a budget."""
+        return None if self.budget is None else self.match.error
+
+    @property
+    def ok(self) -> bool:
+        return self.match.ok
+
+    @property
+    def reason(self) -> str:
+        return self.match.reason
+
+    @property
+    def params_error(self) -> float | None:
+        return self.match.params_error
+
+    @property
+    def knob(self) -> float | None:
+        return self.match.knob
+
+    @property
+    def params_range(self) -> tuple[int, int] | None:
+        return self.match.params_range
 
 
 def prepare(cand: Resolvable, params: Mapping[str, Any] | None = None) -> Prepared:
@@ -58,23 +91,8 @@ def prepare(cand: Resolvable, params: Mapping[str, Any] | None = None) -> Prepar
     model, optim, budget = cand.resolve(params)
     if budget is None:
         c = count(model)
-        return Prepared(cand.name, model, optim, None, c.macs, c.params, 1.0, None, True, "")
-    res: MatchResult = solve(model, budget)
-    return Prepared(
-        cand.name,
-        res.spec,
-        optim,
-        budget,
-        res.macs,
-        res.params,
-        res.multiplier,
-        res.error,
-        res.ok,
-        res.reason,
-        res.params_error,
-        res.knob,
-        res.params_range,
-    )
+        return Prepared(cand.name, optim, None, MatchResult(model, c.macs, c.params, 1.0, 0.0, True, ""))
+    return Prepared(cand.name, optim, budget, solve(model, budget))
 
 
 def prepare_all(space: HasCandidates) -> list[Prepared]:
@@ -93,10 +111,15 @@ def to_record(p: Prepared) -> dict:
 
 
 def from_record(record: Mapping[str, Any]) -> Prepared:
-    """The Prepared that `to_record` wrote, validated back into frozen specs."""
+    """The Prepared that `to_record` wrote, validated back into frozen specs. Studies stored before the match was
+    its own field hold one flat record: its match fields are read as the match."""
     from pydantic import TypeAdapter
 
-    return TypeAdapter(Prepared).validate_python(dict(record))
+    rec = dict(record)
+    if "match" not in rec:
+        flat = {k: rec.pop(k) for k in [f.name for f in fields(MatchResult) if f.name != "spec"] if k in rec}
+        rec["match"] = {"spec": rec.pop("model"), **flat, "error": flat.get("error") or 0.0}
+    return TypeAdapter(Prepared).validate_python(rec)
 
 
 def stages_text(model: S.ModelSpec) -> str:
