@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from coatsearch.errors import UserError
-from coatsearch.training import curves, data, schedule
-from coatsearch.training import fit as train
+from coatsearch.training import curves, data, fit, schedule
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -36,7 +35,7 @@ def test_curve_steps():
 def test_points_are_clean_and_do_not_change_the_run(small):
     tr, ev = small
     seen = []
-    h = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64,
+    h = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64,
                   on_point=lambda s, p: seen.append(s))  # fmt: skip
     c = h.curve
     assert c.step == (0, 3, 6, 9, 12) and list(c.step) == seen and c.probe == 64
@@ -45,57 +44,57 @@ def test_points_are_clean_and_do_not_change_the_run(small):
     assert c.eval_acc[-1] == h.final_eval_acc  # the epoch-end eval reuses the point measured there
     probe = data.probe(tr, 64)
     net = tiny_net()
-    train.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
-    assert (c.train_loss[-1], c.train_acc[-1]) == train.evaluate(net, probe, CPU, 2 * OPT.batch_size)
-    plain = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
+    fit.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
+    assert (c.train_loss[-1], c.train_acc[-1]) == fit.evaluate(net, probe, CPU, 2 * OPT.batch_size)
+    plain = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
     assert plain.curve == curves.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
-    again = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
+    again = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
     assert again.curve == c and set(c.as_dict()) == {"step", "train_loss", "train_acc", "eval_loss", "eval_acc",
                                                      "probe", "lr_phase", "val_loss", "val_acc"}  # fmt: skip
 
 
 def test_epoch_evals_only_when_heard_and_the_clean_loss_is_the_last_probe_point(small):
     tr, ev = small
-    h = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
+    h = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
     assert h.eval_acc[:2] == (None, None) and h.eval_acc[-1] == h.curve.eval_acc[-1]  # no pruner: the curve only
     assert (h.clean_train_loss, h.clean_train_acc) == (h.curve.train_loss[-1], h.curve.train_acc[-1])
     heard: list = []
-    pruned = train.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64,
+    pruned = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64,
                        on_epoch=lambda e, s: heard.append(s.eval_acc))  # fmt: skip
     assert None not in pruned.eval_acc and heard == list(pruned.eval_acc) and pruned.curve == h.curve
     net = tiny_net()
-    plain = train.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)  # no curve: a pass over all 200
-    assert (plain.clean_train_loss, plain.clean_train_acc) == train.evaluate(net, tr, CPU, 2 * OPT.batch_size)
+    plain = fit.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)  # no curve: a pass over all 200
+    assert (plain.clean_train_loss, plain.clean_train_acc) == fit.evaluate(net, tr, CPU, 2 * OPT.batch_size)
 
 
 def test_max_steps_budget_ends_inside_an_epoch(small):
     tr, ev = small
-    h = train.fit(tiny_net(), tr, None, OPT, 99, seed=0, device=CPU, max_steps=6, measure_train=False)
+    h = fit.fit(tiny_net(), tr, None, OPT, 99, seed=0, device=CPU, max_steps=6, measure_train=False)
     assert h.steps == 6 and len(h.train_loss) == 2 and h.curve.step[-1] == 6 and h.eval_acc == (None, None)
     assert h.curve.eval_acc[-1] is None and h.images_per_s[-1] > 0
     with pytest.raises(UserError, match="max_steps"):
-        train.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, max_steps=0)
+        fit.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, max_steps=0)
     assert schedule.steps_per_epoch(200, 50) == 4 and schedule.steps_per_epoch(6, 128) == 1
 
 
 def test_stop_at_loss_target_or_cap(small):
     tr, ev = small
-    full = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, measure_train=False)
+    full = fit.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, measure_train=False)
     target = full.curve.train_loss[3]  # reached at step 6 for the first time, if losses fall
     first = next(s for s, v in zip(full.curve.step, full.curve.train_loss, strict=True) if s and v <= target)
-    h = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_loss=target)
+    h = fit.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_loss=target)
     assert h.stopped == "target" and h.steps == first and h.curve.step[-1] == first
     assert h.curve.train_loss == full.curve.train_loss[: len(h.curve.step)]  # the same run until the stop
     assert len(h.train_loss) == math.ceil(first / 4)
-    cap = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_loss=1e-6)
+    cap = fit.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_loss=1e-6)
     assert cap.stopped == "cap" and cap.steps == 16
-    acc = train.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_acc=0.05)
+    acc = fit.fit(tiny_net(), tr, ev, OPT, 4, seed=0, device=CPU, eval_every=2, stop_at_acc=0.05)
     assert acc.stopped == "target" and acc.steps == 2  # never at step 0
     for bad in ({"stop_at_loss": 0.0}, {"stop_at_acc": 1.5}, {"stop_at_loss": 0.1, "eval_every": 0}):
         with pytest.raises(UserError):
-            train.fit(tiny_net(), tr, ev, OPT, 1, seed=0, device=CPU, **bad)
+            fit.fit(tiny_net(), tr, ev, OPT, 1, seed=0, device=CPU, **bad)
     with pytest.raises(UserError, match="needs evaluation data"):
-        train.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, stop_at_acc=0.5)
+        fit.fit(tiny_net(), tr, None, OPT, 1, seed=0, device=CPU, stop_at_acc=0.5)
 
 
 def test_pairing_same_eval_images_and_subsets_across_candidates_and_seeds():
@@ -135,7 +134,7 @@ def test_batch_order_depends_on_seed_and_size_only(small):
     orders = []
     for net in (tiny_net(0), tiny_net(1)):  # two "candidates": different weights, same data order
         order = []
-        run = train._Run(net, tr, OPT, 4, 7, CPU, augment=False)
+        run = fit._Run(net, tr, OPT, 4, 7, CPU, augment=False)
         run.step = lambda i, idx, g, order=order: order.append(idx.tolist())
         run.epoch(0, 4, _Bar(), frozenset(), _Silent())  # type: ignore[arg-type]
         orders.append(order)
@@ -214,8 +213,8 @@ def test_points_after_the_compile_measure_the_compiled_model(small, monkeypatch)
         spies.append(Spy(model))
         return spies[-1], "compiled"
 
-    monkeypatch.setattr(train, "compile_model", fake_compile)
-    h = train.fit(tiny_net(), tr, ev, OptimSpec(lr=3e-3, batch_size=50, compile=True), 1, seed=0, device=CPU,
+    monkeypatch.setattr(fit, "compile_model", fake_compile)
+    h = fit.fit(tiny_net(), tr, ev, OptimSpec(lr=3e-3, batch_size=50, compile=True), 1, seed=0, device=CPU,
                   eval_every=2, probe=64)  # fmt: skip
     (spy,) = spies
     assert h.compile_mode == "compiled" and h.curve.step == (0, 2, 4)

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 from coatsearch.space.objects import load_space
 from coatsearch.storage import record as R
 from coatsearch.storage import store
-from coatsearch.storage import trials as trials_plan
+from coatsearch.storage import trials as P
 from tests.support.engine import run, trials
 from tests.tiny import TINY, tiny_variant
 
@@ -121,7 +121,7 @@ def test_kill_9_mid_trial_then_rerun_trains_it_again(tmp_path):
     killed = [t for t in trials(tmp_path) if t.state == TrialState.RUNNING]
     assert len(killed) == 1
     short = load_space(TINY)  # the short schedule, on purpose: recorded in place (the same study resumes)
-    record = {**trials_plan.space_record(short), "form": trials_plan.space_form(short)}
+    record = {**P.space_record(short), "form": P.space_form(short)}
     store.load_study(tmp_path, "s").set_user_attr("space", record)
     summary = run(TINY, tmp_path)
     states = {t.number: t.state for t in trials(tmp_path)}

@@ -1,4 +1,4 @@
-"""report.info and report.optim: trial records → plain tables (means, spreads, counts, EDF, optimizer gap)."""
+"""analysis.tables and analysis.optim: trial records → plain tables (means, spreads, counts, EDF, optimizer gap)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch import scores
-from coatsearch.analysis import paper, tables
-from coatsearch.analysis import speed_tables as speed
+from coatsearch.analysis import paper, speed_tables, tables
 from coatsearch.report import plots_speed
 from coatsearch.scores.base import Guard, Score, acc
 from coatsearch.storage import record as R
@@ -130,7 +129,7 @@ def test_the_speed_report_reads_its_keys_by_role(monkeypatch, tmp_path):
         run = R.completed(R.Identity(name, 0), R.Model(budget_macs=10), measured, R.Optimizer(), wall_s=40.0)
         recs.append(TrialRecord(i, 0.5, {"candidate": name, "seed": 0}, None, None, run))
     space = {"candidates": ["A", "B"], "study": {"objective": "generalization.eval_acc"}}
-    t = speed.table(space, recs)
+    t = speed_tables.table(space, recs)
     rows = {r["candidate"]: r for r in t["rows"]}
     assert rows["B"]["pace.train_ips"] == (300.0, None) and rows["A"]["pace.infer_latency_ms"] == (2.0, None)
     assert rows["A"]["cost_share"] == 0.1 and rows["A"]["infer_batch"] == ["32"] and rows["B"]["pareto"]

@@ -10,8 +10,7 @@ import torch
 from torch import nn
 
 from coatsearch.errors import UserError
-from coatsearch.training import data
-from coatsearch.training import fit as train
+from coatsearch.training import data, fit
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -25,7 +24,7 @@ def pools() -> tuple[data.TensorData, data.TensorData]:
     return tr, data.eval_subset(te, 200, None, seed=0)
 
 
-def metrics(h: train.History) -> dict:
+def metrics(h: fit.History) -> dict:
     """A history without its timings."""
     return {k: v for k, v in dataclasses.asdict(h).items() if k not in TIMING}
 
@@ -35,7 +34,7 @@ def metrics(h: train.History) -> dict:
 )
 def test_tiny_net_learns_synthetic(pools, optim):
     tr, ev = pools
-    h = train.fit(tiny_net(), tr, ev, optim, 3, seed=0, device=CPU)
+    h = fit.fit(tiny_net(), tr, ev, optim, 3, seed=0, device=CPU)
     assert len(h.train_loss) == 3 and h.steps == 3 * (2000 // 64) and not h.compiled
     assert h.final_eval_acc > 0.4 and h.final_train_acc > 0.4  # chance is 0.1
     assert h.train_loss[-1] < h.train_loss[0] and h.eval_loss[-1] < math.log(10)
@@ -46,17 +45,17 @@ def test_same_seed_same_metrics_other_seed_differs(pools):
     tr, ev = pools
     tr = data.subset(tr, 40, None, seed=0)
     optim = OptimSpec(lr=3e-3, batch_size=50, randaugment=True, mixup=0.4, label_smoothing=0.1, grad_clip=1.0)
-    runs = [train.fit(tiny_net(), tr, ev, optim, 2, seed=s, device=CPU) for s in (5, 5, 6)]
+    runs = [fit.fit(tiny_net(), tr, ev, optim, 2, seed=s, device=CPU) for s in (5, 5, 6)]
     assert metrics(runs[0]) == metrics(runs[1])
     assert metrics(runs[0]) != metrics(runs[2])
-    plain = train.fit(tiny_net(), tr, ev, optim, 2, seed=5, device=CPU, augment=False)
+    plain = fit.fit(tiny_net(), tr, ev, optim, 2, seed=5, device=CPU, augment=False)
     assert metrics(plain) != metrics(runs[0])
     assert all(math.isfinite(v) for v in runs[0].train_loss) and math.isfinite(runs[0].eval_loss[-1])
 
 
 def test_param_groups_exempt_norms_biases_and_no_weight_decay():
     net = tiny_net()
-    groups = train.param_groups(net, 0.05)
+    groups = fit.param_groups(net, 0.05)
     decay, no_decay = (g for g in groups)
     assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
     assert all(p.ndim > 1 for p in decay["params"]) and all(p.ndim <= 1 for p in no_decay["params"])
@@ -64,31 +63,31 @@ def test_param_groups_exempt_norms_biases_and_no_weight_decay():
     net.pos_embed = nn.Parameter(torch.zeros(1, 4, 8))
     net.no_weight_decay = lambda: {"pos_embed"}
     net[0].weight.requires_grad_(False)
-    decay, no_decay = train.param_groups(net, 0.05)
+    decay, no_decay = fit.param_groups(net, 0.05)
     assert any(p is net.pos_embed for p in no_decay["params"])
     assert not any(p is net[0].weight for g in (decay, no_decay) for p in g["params"])
-    opt = train.make_optimizer(tiny_net(), OptimSpec("sgd", weight_decay=1e-4))
+    opt = fit.make_optimizer(tiny_net(), OptimSpec("sgd", weight_decay=1e-4))
     assert isinstance(opt, torch.optim.SGD) and [g["weight_decay"] for g in opt.param_groups] == [1e-4, 0.0]
     assert opt.param_groups[0]["momentum"] == 0.9
-    adamw = train.make_optimizer(tiny_net(), OptimSpec())
+    adamw = fit.make_optimizer(tiny_net(), OptimSpec())
     assert adamw.param_groups[0]["betas"] == (0.9, 0.999)
     with pytest.raises(UserError, match="adamw, sgd"):
-        train.make_optimizer(tiny_net(), OptimSpec("lamb"))
+        fit.make_optimizer(tiny_net(), OptimSpec("lamb"))
 
 
 def test_warmup_takes_at_most_a_fifth_of_a_run(pools):
     tr, _ = pools  # 2000 images: 31 steps per epoch at batch 64
-    one_epoch = train._Run(tiny_net(), tr, OptimSpec(batch_size=64, warmup_epochs=1), 31, 0, CPU, False)
-    long = train._Run(tiny_net(), tr, OptimSpec(batch_size=64, warmup_epochs=1), 310, 0, CPU, False)
+    one_epoch = fit._Run(tiny_net(), tr, OptimSpec(batch_size=64, warmup_epochs=1), 31, 0, CPU, False)
+    long = fit._Run(tiny_net(), tr, OptimSpec(batch_size=64, warmup_epochs=1), 310, 0, CPU, False)
     assert (one_epoch.warmup, long.warmup) == (6, 31)  # round(0.2 x 31); one epoch of a ten-epoch run
 
 
 def test_schedule_warmup_then_cosine():
-    lrs = [train.lr_at(s, 100, 10, 1.0) for s in range(100)]
+    lrs = [fit.lr_at(s, 100, 10, 1.0) for s in range(100)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0) and lrs[10] == pytest.approx(1.0)
     assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False)) and lrs[-1] < 1e-3
-    assert train.lr_at(55, 100, 10, 1.0) == pytest.approx(0.5)
-    assert train.lr_at(0, 10, 0, 2.0) == pytest.approx(2.0)
+    assert fit.lr_at(55, 100, 10, 1.0) == pytest.approx(0.5)
+    assert fit.lr_at(0, 10, 0, 2.0) == pytest.approx(2.0)
 
 
 class NaNAfter(nn.Module):
@@ -106,19 +105,19 @@ class NaNAfter(nn.Module):
 
 def test_non_finite_loss_raises_at_the_step(pools):
     tr, _ = pools
-    with pytest.raises(train.NonFiniteLoss) as err:
-        train.fit(NaNAfter(at=40), tr, None, OptimSpec(batch_size=100), 3, seed=0, device=CPU)
+    with pytest.raises(fit.NonFiniteLoss) as err:
+        fit.fit(NaNAfter(at=40), tr, None, OptimSpec(batch_size=100), 3, seed=0, device=CPU)
     assert (err.value.epoch, err.value.step) == (2, 0)  # 20 steps per epoch: call 41 is epoch 2, step 0
 
 
 def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
-    monkeypatch.setattr(train, "JITTER", 0.0)
+    monkeypatch.setattr(fit, "JITTER", 0.0)
     x = torch.randn(6, 2, 16, 16)
     gen = torch.Generator().manual_seed(0)
-    out = train.augment_batch(x, gen, hflip=True)
-    again = train.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
+    out = fit.augment_batch(x, gen, hflip=True)
+    again = fit.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
     assert out.shape == x.shape and torch.equal(out, again)
-    p = 16 // train.SHIFT_FRACTION
+    p = 16 // fit.SHIFT_FRACTION
     padded = nn.functional.pad(x, (p, p, p, p))
     for img, src in zip(out, padded, strict=True):
         crops = [src[:, i : i + 16, j : j + 16] for i in range(2 * p + 1) for j in range(2 * p + 1)]
@@ -129,21 +128,21 @@ def test_evaluate_and_callbacks_and_progress(pools, capsys):
     tr, ev = pools
     tr = data.subset(tr, 20, None, seed=0)
     seen = []
-    h = train.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 2, seed=0, device=CPU, progress=True,
+    h = fit.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 2, seed=0, device=CPU, progress=True,
                   on_epoch=lambda e, s: seen.append((e, s.eval_acc)), measure_train=False)  # fmt: skip
     assert [e for e, _ in seen] == [0, 1] and seen[-1][1] == h.final_eval_acc
     assert h.final_train_loss is None and "epoch 2/2" in capsys.readouterr().err
     net = tiny_net().train()
-    loss, acc = train.evaluate(net, ev, CPU, batch_size=64)
+    loss, acc = fit.evaluate(net, ev, CPU, batch_size=64)
     assert 0 <= acc <= 1 and loss > 0 and net.training  # mode restored
-    no_eval = train.fit(tiny_net(), tr, None, OptimSpec(batch_size=64), 1, seed=0, device=CPU)
+    no_eval = fit.fit(tiny_net(), tr, None, OptimSpec(batch_size=64), 1, seed=0, device=CPU)
     assert no_eval.eval_acc == (None,) and no_eval.final_eval_acc is None
 
     def stop(e, s):
         raise KeyError("pruned")
 
     with pytest.raises(KeyError):
-        train.fit(tiny_net(), tr, None, OptimSpec(batch_size=64), 3, seed=0, device=CPU, on_epoch=stop)
+        fit.fit(tiny_net(), tr, None, OptimSpec(batch_size=64), 3, seed=0, device=CPU, on_epoch=stop)
 
 
 def test_compile_failure_falls_back_to_eager(pools, monkeypatch):
@@ -158,7 +157,7 @@ def test_compile_failure_falls_back_to_eager(pools, monkeypatch):
 
     monkeypatch.setattr(torch, "compile", broken_compile)
     with pytest.warns(UserWarning, match="torch.compile failed"):
-        h = train.fit(tiny_net(), tr, None, OptimSpec(batch_size=50, compile=True), 1, seed=0, device=CPU)
+        h = fit.fit(tiny_net(), tr, None, OptimSpec(batch_size=50, compile=True), 1, seed=0, device=CPU)
     assert not h.compiled and math.isfinite(h.final_train_loss)
 
 
@@ -166,28 +165,28 @@ def test_compile_failure_falls_back_to_eager(pools, monkeypatch):
 def test_real_compile_trains(pools):
     tr = data.subset(pools[0], 10, None, seed=0)
     optim = OptimSpec(batch_size=50, compile=True)
-    h = train.fit(tiny_net(), tr, None, optim, 1, seed=0, device=CPU, measure_train=False)
+    h = fit.fit(tiny_net(), tr, None, optim, 1, seed=0, device=CPU, measure_train=False)
     assert h.compiled and math.isfinite(h.train_loss[0])
 
 
 def test_pick_device():
-    assert train.pick_device("cpu") == CPU
-    assert train.pick_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert train.pick_device("auto") == train.pick_device(None)
+    assert fit.pick_device("cpu") == CPU
+    assert fit.pick_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert fit.pick_device("auto") == fit.pick_device(None)
     with pytest.raises(UserError):
-        train.pick_device("cuda:99")
+        fit.pick_device("cuda:99")
     with pytest.raises(UserError):
-        train.pick_device("bogus")
+        fit.pick_device("bogus")
 
 
 def test_small_and_empty_training_sets(pools):
     tr, _ = pools
     few = data.subset(tr, 3, (0, 1), seed=0)  # 6 images < batch: one full-data step per epoch
-    h = train.fit(tiny_net(), few, None, OptimSpec(batch_size=128), 2, seed=0, device=CPU)
+    h = fit.fit(tiny_net(), few, None, OptimSpec(batch_size=128), 2, seed=0, device=CPU)
     assert h.steps == 2
     empty = dataclasses.replace(few, x=few.x[:0], y=few.y[:0])
     with pytest.raises(UserError):
-        train.fit(tiny_net(), empty, None, OptimSpec(), 1, seed=0, device=CPU)
+        fit.fit(tiny_net(), empty, None, OptimSpec(), 1, seed=0, device=CPU)
 
 
 @pytest.mark.slow
@@ -203,10 +202,10 @@ def test_compiled_metrics_agree_with_eager_within_seed_noise():
     tr, te = data.load(DataSpec("synthetic"), 16, 1)
     tr, ev = data.subset(tr, 30, None, seed=0), data.eval_subset(te, 200, None, seed=0)
 
-    def run(seed: int, compile: bool) -> train.History:
+    def run(seed: int, compile: bool) -> fit.History:
         torch.manual_seed(seed)
         optim = OptimSpec(lr=3e-3, batch_size=50, compile=compile)
-        return train.fit(build(spec), tr, ev, optim, 3, seed=seed, device=CPU)
+        return fit.fit(build(spec), tr, ev, optim, 3, seed=seed, device=CPU)
 
     eager, other, compiled = run(0, False), run(1, False), run(0, True)
     assert (eager.compile_mode, compiled.compile_mode) == ("eager", "regional") and compiled.compiled

@@ -40,7 +40,7 @@ class Ident:
 
 
 def ident(record: Mapping[str, Any], sha256: str | None = None) -> Ident:
-    """The Ident of a space record (trials_plan.space_record, or a summary's space + environment)."""
+    """The Ident of a space record (storage.trials.space_record, or a summary's space + environment)."""
     study, data = record.get("study") or {}, record.get("data") or {}
     seeds = study.get("seeds")
     size = data.get("eval_size")

@@ -6,7 +6,7 @@ version, the stopping rules and the data (eval and test images). Its fingerprint
 in canonical JSON. `run` (and `plan --register`) writes it once; a later run whose analysis differs keeps the
 original and appends the deviation, which makes the study exploratory (docs/verdicts.md, "Registered analyses").
 
-The analysis is computed from a study's space record (trials_plan.space_record), the same for `run`, which
+The analysis is computed from a study's space record (storage.trials.space_record), the same for `run`, which
 registers, and for the report, which compares; so one function says what "the same analysis" means.
 """
 
@@ -113,7 +113,7 @@ def space_sha256(record: Mapping[str, Any]) -> str | None:
 
 
 def analysis(record: Mapping[str, Any], replicate_of: str | None = None) -> Analysis:
-    """The analysis of a study's space record (trials_plan.space_record, or the one stored with the study)."""
+    """The analysis of a study's space record (storage.trials.space_record, or the one stored with the study)."""
     from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 
     study, data = dict(record.get("study") or {}), dict(record.get("data") or {})
@@ -220,7 +220,7 @@ def register(
 class Registrar:
     """A study's registration against one run's space record: checked before the study is written, then kept."""
 
-    record: Mapping[str, Any]  # trials_plan.space_record of the space this run runs
+    record: Mapping[str, Any]  # storage.trials.space_record of the space this run runs
     folder: Path  # the study's folder
     study: str
 

@@ -20,7 +20,7 @@ from coatsearch import fsafe
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from coatsearch.planner.pilot import TrialTiming, run_pilots
-from coatsearch.storage import trials as trials_plan
+from coatsearch.storage import trials
 from coatsearch.storage.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
 
 if TYPE_CHECKING:  # types only: the API imports the planner
@@ -77,7 +77,7 @@ def make_plan(space: Space, study: str, processes: int, threads: int | None, *, 
     trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
     samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}
     seeds = len(space.study.seeds)
-    durations = [trial_s[i.candidate] for i in trials_plan.plan(space) if i.candidate in trial_s]  # re-evaluation too
+    durations = [trial_s[i.candidate] for i in trials.plan(space) if i.candidate in trial_s]  # re-evaluation too
     rows, keys = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
     claims = tuple(P.plan_claims(rows, keys, planned, seeds, earlier, effect, level))

@@ -36,7 +36,7 @@ EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its l
 
 @dataclass(frozen=True)
 class Earlier:
-    """What an earlier study of the space shows: candidate rows (report.info), mean curves per score, where from."""
+    """What an earlier study of the space shows: candidate rows (analysis.tables), mean curves per score, where from."""
 
     source: str  # "study" | "report" | "pilot"
     where: str
@@ -82,17 +82,17 @@ class ClaimPlan:
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
     from coatsearch.analysis import frames, paper
-    from coatsearch.analysis import tables as info
+    from coatsearch.analysis import tables as T
     from coatsearch.storage import store
     from coatsearch.storage.record import validation_view
 
     if not store.storage_file(studies_dir, name).exists():
         return None
-    space, records = info.load(store.load_study(studies_dir, name))
+    space, records = T.load(store.load_study(studies_dir, name))
     records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
-    rows = info.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
-    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in info.CURVE_SCORES}
+    rows = T.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
+    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in T.CURVE_SCORES}
     steps = steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:
@@ -256,7 +256,7 @@ def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
 
 def _converges(curve: dict, have: int | None) -> str:
     """Whether a run of `have` steps is expected to converge, from an earlier study's median run
-    (report.info.converged)."""
+    (analysis.tables.converged)."""
     from coatsearch.analysis.tables import converged
 
     curve = representative(curve)

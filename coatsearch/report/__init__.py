@@ -13,7 +13,7 @@ from typing import Any
 
 from coatsearch.analysis import calibration, frames, judging, looks, optim, paper, pareto, reproduce, spread
 from coatsearch.analysis import measures as M
-from coatsearch.analysis import tables as info
+from coatsearch.analysis import tables as T
 from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.claims import (
     ALPHA,
@@ -77,7 +77,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
 def summarize(
     study: str,
     space: dict,
-    records: info.Records,
+    records: T.Records,
     registered: str | None = None,
     earlier: looks.Found | None = None,
     original: Original | None = None,
@@ -100,7 +100,7 @@ def summarize(
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 
-def tables(study: str, space: dict, records: info.Records, j: judging.Judged) -> dict:
+def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> dict:
     """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
     edf_rows, noise, done = j.edf, j.noise, fr.complete
@@ -111,14 +111,14 @@ def tables(study: str, space: dict, records: info.Records, j: judging.Judged) ->
     return {
         "study": study,
         "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": reproduce.space_hash(space)},
-        "environment": info.environment(space, records),
+        "environment": T.environment(space, records),
         "images": j.images,  # which images served which purpose (judging.purposes)
         "registration": j.registration,  # the study against its registered analysis (judging.with_status)
-        "metrics": {k: vars(m) for k, m in info.METRICS.items()},
+        "metrics": {k: vars(m) for k, m in T.METRICS.items()},
         "candidates": rows,
         "size": spread.sizes(rows),
         "primary_acc": acc,
-        "primary_label": info.METRICS[acc].label if acc else "",
+        "primary_label": T.METRICS[acc].label if acc else "",
         "rankings": V.rankings(rows, noise),
         "v_table": V.v_table(rows),
         "claims": claims,
@@ -128,16 +128,16 @@ def tables(study: str, space: dict, records: info.Records, j: judging.Judged) ->
         TRANSFER_SCORE: paper.transfer(rows, done),
         "pairing": paper.pairing(done),
         "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
-        "curves": {score: _curves(space, fr, score) for score in info.CURVE_SCORES},
+        "curves": {score: _curves(space, fr, score) for score in T.CURVE_SCORES},
         "search_dims": dims,
         "edf": edf_rows,
         "edf_k": EDF_K,
         "optimizer_gap": gaps,
         "peak": optim.peak(runs) if runs is not None else [],
         "samples": optim.samples(records) if dims or vit else [],
-        LENGTH_SCORE: info.length_rows(space, records),
+        LENGTH_SCORE: T.length_rows(space, records),
         "has_vit": vit,
-        "failures": info.failures(records),
+        "failures": T.failures(records),
         "pareto": pareto.front(space, records),
         "rules": {
             "relation": V.RELATION_RULE,
@@ -161,7 +161,7 @@ def render(report: Report, figures: dict[str, str]) -> str:
 
 def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
     """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
-    return paper.mean_curves(space, fr.curves[score], fr.complete) or info.curves(space, fr.records, score)
+    return paper.mean_curves(space, fr.curves[score], fr.complete) or T.curves(space, fr.records, score)
 
 
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
@@ -172,7 +172,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     from coatsearch.storage.paths import report_folder
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
-    space, records = info.load(study)
+    space, records = T.load(study)
     earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space)
     registered, original = _registered(Path(studies_dir), study_name, space), _original(Path(studies_dir), study_name)
     report = summarize(study_name, space, records, registered, earlier, original)
@@ -205,7 +205,7 @@ class Original:
 
     study: str
     space: dict
-    records: info.Records
+    records: T.Records
     registered: str | None
     missing: str = ""
 
@@ -222,13 +222,13 @@ def _original(studies_dir: Path, name: str) -> Original | None:
         return None
     of = reg.analysis.replicate_of
     try:
-        space, records = info.load(store.load_study(studies_dir, of))
+        space, records = T.load(store.load_study(studies_dir, of))
         return Original(of, space, records, _registered(studies_dir, of, space))
     except UserError as exc:
         return Original(of, {}, [], None, missing=str(exc))
 
 
-def _replication(study: str, space: dict, records: info.Records, j: judging.Judged, original: Original | None) -> Any:
+def _replication(study: str, space: dict, records: T.Records, j: judging.Judged, original: Original | None) -> Any:
     """The replication section's Info (view_replication), None when the study is no replicate."""
     from coatsearch.report import view_replication as vr
     from coatsearch.space import search

@@ -13,7 +13,7 @@ from typing import Any
 
 import matplotlib
 
-from coatsearch.analysis import tables as info
+from coatsearch.analysis import tables as T
 
 matplotlib.use("Agg")
 
@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.analysis import speed_tables as speed  # noqa: E402
+from coatsearch.analysis import speed_tables  # noqa: E402
 from coatsearch.analysis.claims import (  # noqa: E402
     BASELINES,
     CAPACITY_SCORE,
@@ -309,7 +309,7 @@ FIGURES: dict[str, FigureSpec] = {
             lambda rows, s, path: robustness(rows, path),
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
-            compute=lambda space, fr: info.robustness_rows(space, fr.records),
+            compute=lambda space, fr: T.robustness_rows(space, fr.records),
         ),
         FigureSpec(
             "search_history",
@@ -338,7 +338,7 @@ FIGURES: dict[str, FigureSpec] = {
             "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
             "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "
             "MACs-matched is not speed-matched.",
-            compute=lambda space, fr: speed.table(space, fr.records, fr.acc),
+            compute=lambda space, fr: speed_tables.table(space, fr.records, fr.acc),
         ),
     )
 }

@@ -79,7 +79,7 @@ def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None
     is freed by the next run, as after kill -9. A SIGTERM to the parent (`kill PID`, a batch system) is
     taken as a Ctrl-C, so no worker outlives the parent and writes to a study nobody is running.
     A worker killed by a signal (the OOM killer's SIGKILL) has the signal recorded on its trial and is
-    replaced, so the study goes on (`claiming` caps the reruns of a trial that keeps killing its worker).
+    replaced, so the study goes on (`storage.lock` caps the reruns of a trial that keeps killing its worker).
     """
     ctx = mp.get_context("spawn")
     procs: list = []
@@ -155,7 +155,7 @@ def _worker(
             trial, item, params, admitted = taken
             try:
                 _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched)
-            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`claiming`)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`storage.lock`)
                 with contextlib.suppress(Exception):  # already told: nothing to mark
                     trial.set_user_attr("interrupted", True)
                 raise

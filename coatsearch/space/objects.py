@@ -154,7 +154,7 @@ def with_draw(space: Space, seeds: tuple[int, ...], test_draw: int) -> Space:
 
 def as_recorded(space: Space, record: Mapping[str, Any]) -> Space:
     """A space loaded from a study's recorded text, on the seeds and test draw the study recorded (its space
-    record, trials_plan.space_record): a replicate runs the same file on fresh ones (`reseeded`)."""
+    record, storage.trials.space_record): a replicate runs the same file on fresh ones (`reseeded`)."""
     if not record.get("reseeded"):
         return space
     seeds = tuple((record.get("study") or {}).get("seeds") or space.study.seeds)

@@ -56,7 +56,7 @@ class CandidateSpec:
     budget: Budget | None = None
     scores: ScoresSpec = field(default_factory=lambda: _scores.ScoresSpec())  # the registry's, when made
     # A/A studies (benchmarks/bench_aa.py) stand one architecture under several names; both default to None so
-    # that stored spaces compare unchanged (trials_plan.space_changes reads a missing key as None):
+    # that stored spaces compare unchanged (storage.trials.space_changes reads a missing key as None):
     label: Name | None = None  # the paper model it is recorded as (ViT_P, ViT_C, a layout); None: stem and layout
     init_offset: Annotated[int, Field(ge=0, le=2**20)] | None = None  # added to the trial seed for the model's
     # initialization only (data subset and batch order still follow the trial seed, so runs pair by seed); None: 0

@@ -54,7 +54,7 @@ def load(folder: Path) -> dict | None:
 def check(stored: dict | None, environment: dict) -> dict | None:
     """Predicted vs measured wall time of a study: the stored plan's prediction against the trials' elapsed time.
 
-    `environment` is the report's (report.info.environment): elapsed_s runs from the first trial's start to the
+    `environment` is the report's (analysis.tables.environment): elapsed_s runs from the first trial's start to the
     last one's end, and the plan predicts the same span (its pilot, which ran before, is not in either).
     """
     if not stored or stored.get("study_s") is None:
