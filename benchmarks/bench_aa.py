@@ -33,7 +33,9 @@ A study out of regime, inconclusive or not tested counts as not firm; the out-of
 each rate (an A/A rate over studies mostly out of regime says little). Rates carry their exact (Clopper-Pearson)
 95% interval (scipy.stats.binomtest). Results go to OUT/aa.json, and with --write to coatsearch/analysis/aa.json,
 which each report's calibration line reads. Studies run `--workers` at a time, each in one process with one
-thread; every subprocess has a timeout. The last line is `aa_firm_max=<highest firm rate over the families>`.
+thread; every subprocess has a timeout (`--timeout`, 900 s: a loaded machine needs more), and a study that
+timed out resumes its trials when the same `--out` runs it again. The last line is
+`aa_firm_max=<highest firm rate over the families>`.
 
 --resume TABLE extends an earlier table (the committed one, say) with studies numbered after its own, so that
 every study has fresh seeds: the counts of a union of independent studies are the sums of their counts, and the
@@ -41,7 +43,7 @@ rates and intervals are recomputed from the summed counts. The earlier table mus
 and seeds per study.
 
     python benchmarks/bench_aa.py [--studies 40] [--workers 2] [--out DIR] [--quick] [--write] [--plan]
-                                  [--resume TABLE]
+                                  [--resume TABLE] [--timeout S]
     python benchmarks/bench_aa.py --pvalues --out DIR   # (f)'s gap-contrast p values of DIR's studies: uniform?
 """
 
@@ -131,14 +133,14 @@ def space(index: int) -> dict:
     }
 
 
-def _cli(args: list[str], env: dict, log: Path) -> None:
+def _cli(args: list[str], env: dict, log: Path, timeout_s: float = TIMEOUT_S) -> None:
     """One `python -m coatsearch` call with a timeout; its output goes to `log`; raises on a non-zero exit."""
     with log.open("a", encoding="utf-8") as out:
         subprocess.run([sys.executable, "-m", "coatsearch", *args], cwd=ROOT, env=env, stdout=out,
-                       stderr=subprocess.STDOUT, timeout=TIMEOUT_S, check=True)  # fmt: skip
+                       stderr=subprocess.STDOUT, timeout=timeout_s, check=True)  # fmt: skip
 
 
-def one_study(index: int, out: Path, small: bool = False, threads: int = 1) -> dict:
+def one_study(index: int, out: Path, small: bool = False, threads: int = 1, timeout_s: float = TIMEOUT_S) -> dict:
     """Generate, run and report A/A study `index`; the verdict and why of each claim, and wall seconds."""
     name, start = f"aa_{index}", time.perf_counter()
     path = out / "spaces" / f"{name}.yaml"
@@ -152,8 +154,8 @@ def one_study(index: int, out: Path, small: bool = False, threads: int = 1) -> d
     row: dict = {"study": name, "index": index, "claims": {}}
     try:
         _cli(["run", str(path), "--study", name, "--workers", "1", "--device", "cpu", "--no-plan", "--no-report",
-              "--quiet", *dirs], env, log)  # fmt: skip
-        _cli(["report", name, *dirs], env, log)
+              "--quiet", *dirs], env, log, timeout_s)  # fmt: skip
+        _cli(["report", name, *dirs], env, log, timeout_s)
         summary = json.loads((out / "reports" / name / "summary.json").read_text(encoding="utf-8"))
         row["claims"] = {c["id"]: {"verdict": c["verdict"], "why": c.get("why", "")} for c in summary["claims"]}
     except (subprocess.SubprocessError, OSError, ValueError, KeyError) as exc:
@@ -309,11 +311,12 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/analysis/aa.json")
     ap.add_argument("--plan", action="store_true", help="print `coatsearch plan` of one A/A study, then stop")
     ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds one run or report may take")
     ap.add_argument("--pvalues", action="store_true", help="test (f)'s gap-contrast p values in --out for uniformity")
     args = ap.parse_args()
     n = args.studies if args.studies is not None else 3 if args.quick else 40
-    if not 1 <= n <= 10_000 or not 1 <= args.workers <= 64:
-        sys.exit("--studies: 1..10000 and --workers: 1..64")
+    if not 1 <= n <= 10_000 or not 1 <= args.workers <= 64 or not 60 <= args.timeout <= 86_400:
+        sys.exit("--studies: 1..10000, --workers: 1..64 and --timeout: 60..86400 seconds")
     if args.write and args.quick:
         sys.exit("--write: the committed table takes full runs only, not --quick")
     out = args.out or Path(tempfile.mkdtemp(prefix="coatsearch-aa-", dir="/tmp"))
@@ -335,7 +338,7 @@ def main() -> None:
     start, rows = time.perf_counter(), []
     command = ("python benchmarks/bench_aa.py " + " ".join(sys.argv[1:])).strip()
     with cf.ThreadPoolExecutor(args.workers) as pool:
-        for row in pool.map(lambda i: one_study(i, out, args.quick), range(first, first + n)):
+        for row in pool.map(lambda i: one_study(i, out, args.quick, timeout_s=args.timeout), range(first, first + n)):
             rows.append(row)
             codes = " ".join(f"{c}:{v['verdict']}" for c, v in row["claims"].items()) or row.get("error", "")
             print(f"  {row['study']}: {row['wall_s']:.0f} s  {codes}", flush=True)
