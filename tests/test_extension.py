@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -88,11 +89,11 @@ UNTRAINED = Score(
 )
 
 
-def draw_untrained(rows: list[dict], summary: dict, path: Path) -> str | None:
-    """Bars of the untrained eval accuracy per candidate."""
+def draw_untrained(info: Any, report: Any, path: Path) -> str | None:
+    """Bars of the untrained eval accuracy per candidate, from the candidates section (its rows' table)."""
     import matplotlib.pyplot as plt
 
-    have = [r for r in rows if "untrained.eval_acc" in r["metrics"]]
+    have = [r for r in report["candidates"] if "untrained.eval_acc" in r["metrics"]]
     if not have:
         return None
     fig, ax = plt.subplots(figsize=(4, 3))

@@ -10,7 +10,6 @@ import pytest
 
 from coatsearch import scores
 from coatsearch.analysis import paper, speed_tables, tables
-from coatsearch.report import plots_speed
 from coatsearch.scores.base import Guard, Score, acc
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
@@ -135,7 +134,6 @@ def test_the_speed_report_reads_its_keys_by_role(monkeypatch, tmp_path):
     assert rows["A"]["cost_share"] == 0.1 and rows["A"]["infer_batch"] == ["32"] and rows["B"]["pareto"]
     assert [(s["key"], s["fast"], s["ratio"]) for s in t["spread"]] == [("pace.train_ips", "B", 3.0),
                                                                          ("pace.infer_ips", "B", 3.0)]  # fmt: skip
-    assert plots_speed.draw(t, tmp_path / "speed.png") == "speed.png"
 
 
 def test_a_role_is_declared_once_and_a_missing_one_names_those_declared():

@@ -78,7 +78,7 @@ def test_unmatched_candidates_get_no_spread():
 
 
 def test_figure_is_drawn(tmp_path):
-    assert plots_speed.draw(SP.table(SPACE, _records()), tmp_path / "acc_vs_speed.png") == "acc_vs_speed.png"
+    assert plots_speed.draw(_speed(SP.table(SPACE, _records())), tmp_path / "acc_vs_speed.png") == "acc_vs_speed.png"
     assert (tmp_path / "acc_vs_speed.png").stat().st_size > 1000
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -232,3 +233,12 @@ def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
             ]
             out.append({"candidate": c, "label": c if len(recipes) == 1 else f"{c} ({rec})", "runs": runs})
     return out
+
+
+def matched_points(gen: Mapping[str, Any]) -> dict | None:
+    """The matched-loss reading's points, JSON-ready (what matched_loss.png draws), from `matched`: every run's
+    curve points, the ladder readings and the common level; None without step curves."""
+    if gen["matched"] is None:
+        return None
+    return {"curves": gen["curves"].to_dict("records"), "matched": gen["matched"].to_dict("records"),
+            "level": gen["level"]}  # fmt: skip

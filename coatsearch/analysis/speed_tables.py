@@ -34,13 +34,13 @@ def pareto(points: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[
     return [not dominated(a) for a in signed]
 
 
-def by_network(rows: list[dict], key: str) -> list[float]:
-    """Each row's throughput `key` for the Pareto front: pooled over the rows of the same network (model label,
-    stages, MACs and params; e.g. one model under two optimizers), whose differences in speed are timing noise."""
+def by_network(networks: Sequence[str], values: Sequence[float]) -> list[float]:
+    """Each row's throughput for the Pareto front: pooled over the rows of the same network (model label, stages,
+    MACs and params; e.g. one model under two optimizers), whose differences in speed are timing noise."""
     nets: dict[str, list[float]] = {}
-    for r in rows:
-        nets.setdefault(r.get("network") or r["candidate"], []).append(r[key][0])
-    return [statistics.fmean(nets[r.get("network") or r["candidate"]]) for r in rows]
+    for net, v in zip(networks, values, strict=True):
+        nets.setdefault(net, []).append(v)
+    return [statistics.fmean(nets[net]) for net in networks]
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float | None]:
@@ -79,7 +79,8 @@ def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
     rows = [_row(name, runs[name], acc) for name in order(space, records) if name in runs]
     front = [r for r in rows if r["acc"] is not None and r["candidate"] not in BASELINES]  # layouts only
     infer = role("infer_ips")
-    on = pareto([(r["acc"][0], x) for r, x in zip(front, by_network(front, infer), strict=True)], (True, True))
+    speeds = by_network([r["network"] for r in front], [r[infer][0] for r in front])
+    on = pareto([(r["acc"][0], x) for r, x in zip(front, speeds, strict=True)], (True, True))
     for row, flag in zip(front, on, strict=True):
         row["pareto"] = flag
     label = METRICS[acc].label if acc else ""

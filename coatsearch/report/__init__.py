@@ -11,7 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coatsearch.analysis import calibration, frames, judging, looks, optim, paper, pareto, reproduce, spread
+from coatsearch.analysis import (
+    calibration,
+    frames,
+    judging,
+    looks,
+    optim,
+    paper,
+    pareto,
+    reproduce,
+    speed_tables,
+    spread,
+)
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import tables as T
 from coatsearch.analysis import verdicts as V
@@ -19,7 +30,6 @@ from coatsearch.analysis.claims import (
     ALPHA,
     CAPACITY_SCORE,
     EDF_K,
-    GEN_SCORE,
     LENGTH_SCORE,
     ROBUSTNESS_SCORE,
     SPEED_SCORE,
@@ -49,27 +59,22 @@ FIGURES = "figures"  # the section listing the figures written beside the report
 SECTIONS: tuple[Section, ...] = (  # in report order
     Section("header", vst.header, md.header),
     Section("setup", vst.setup, md.setup),
-    Section("candidates", vst.candidates, md.candidates, (GEN_SCORE, "acc_vs_params", "curves", ROBUSTNESS_SCORE)),
+    Section("candidates", vst.candidates, md.candidates),
     Section(FIGURES, lambda ctx: None, md.figures),
-    Section(
-        "search",
-        lambda ctx: ctx.tables.get("search"),
-        mdsearch.section,
-        ("search_history", "search_slices", "search_pareto"),
-    ),
+    Section("search", lambda ctx: ctx.tables.get("search"), mdsearch.section),
     Section("rankings", vst.rankings, md.rankings),
     Section("v_table", vst.v_table, md.v_table),
-    Section("matched", vm.matched, mdm.matched, ("matched_loss",)),
+    Section("matched", vm.matched, mdm.matched),
     Section(CAPACITY_SCORE, vm.capacity, mdm.capacity),
     Section(TRANSFER_SCORE, vm.transfer, mdm.transfer),
-    Section(SPEED_SCORE, vs.speed, mds.section, ("acc_vs_speed",)),
+    Section(SPEED_SCORE, vs.speed, mds.section),
     Section("pareto", vs.pareto, mds.pareto),
-    Section("claims", vc.verdicts, mdc.verdicts, ("paired_diffs",)),
+    Section("claims", vc.verdicts, mdc.verdicts),
     Section("looks", mdl.view, mdl.section),
     Section("replication", lambda ctx: ctx.tables.get("replication"), mdr.section),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),
-    Section("optimizability", vc.optimizability, mdc.optimizability, ("edf", LENGTH_SCORE)),
+    Section("optimizability", vc.optimizability, mdc.optimizability),
     Section("failures", vc.failures, mdc.failures),
 )
 
@@ -148,7 +153,9 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
             "calibration": calibration.figures() if rows else None,
             "aa": calibration.aa_figures() if rows else None,
         },
-        **plots.tables(space, fr),  # the figure registry's own tables (e.g. robustness)
+        ROBUSTNESS_SCORE: T.robustness_rows(space, fr.records),
+        SPEED_SCORE: speed_tables.table(space, fr.records, fr.acc),
+        "matched_loss": paper.matched_points(fr.matched),  # curve points and ladder readings: the Fig. 1 figure
     }
 
 
@@ -180,7 +187,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
         fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
-    figures = plots.render_all(summary, folder)
+    figures = plots.render_all(report, folder)
     path = folder / "report.md"
     fsafe.write(path, render(report, figures))  # atomic, no link followed (coatsearch.fsafe)
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")

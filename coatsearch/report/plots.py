@@ -1,7 +1,8 @@
-"""Figures of a report, rendered from the computed tables with matplotlib's object API on the Agg canvas.
+"""Figures of a report, drawn with matplotlib's object API on the Agg canvas from the Info of the section that shows
+them (the one the Markdown renders) and, for the candidates' and matched-loss figures, from the report tables that
+Info was built from. Figures compute nothing: every table is built once by `report.tables`.
 
-`FIGURES` is the figure registry: a new figure is one draw function here plus one `FigureSpec` entry (with a
-`compute` function when it draws a table nothing else in the report computes).
+`FIGURES` is the figure registry: a new figure is one draw function here plus one `FigureSpec` entry.
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ from typing import Any
 
 import matplotlib
 
-from coatsearch.analysis import tables as T
-
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.analysis import speed_tables  # noqa: E402
 from coatsearch.analysis.claims import (  # noqa: E402
     BASELINES,
     CAPACITY_SCORE,
@@ -194,10 +192,13 @@ def edf(rows: list[dict], k: float, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def length(rows: list[dict], path: Path) -> str | None:
-    """Eval accuracy vs schedule length per candidate (training-length stability)."""
-    if not rows:
+def length(length: Any, path: Path) -> str | None:
+    """Eval accuracy vs schedule length per candidate (training-length stability), from the optimizability
+    section's `Length` (view_claims): each candidate at the lengths it ran."""
+    if length is None:
         return None
+    rows = [{"candidate": r.candidate, "epochs": [e for e, a in zip(length.epochs, r.accs, strict=True) if a],
+             "eval_acc": [a for a in r.accs if a]} for r in length.rows]  # fmt: skip
     fig, ax = _accuracy_lines(rows, "epochs", "eval_acc")
     ax.set(xlabel="schedule length (epochs)", title="Training-length stability")
     return _save(fig, path)
@@ -229,14 +230,12 @@ def _accuracy_lines(rows: list[dict], x: str, y: str) -> tuple[Figure, Any]:
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """One report figure: its file `<name>.png`, the summary table it draws, its draw function and caption."""
+    """One report figure: its file `<name>.png`, the report section that shows it, its draw function, caption."""
 
     name: str
-    table: str  # key of the summary table it draws
-    draw: Callable[[Any, dict, Path], str | None]  # (that table, whole summary, path) -> file name; None: no data
+    section: str  # the report.SECTIONS entry whose Info it draws; no Info there (no data): no figure
+    draw: Callable[[Any, Any, Path], str | None]  # (that Info, the report, path) -> file name; None: no data
     caption: str  # the text under it in report.md
-    compute: Callable[[dict, Any], Any] | None = None  # (space record, report.frames.Frames) -> its table, if only
-    # this figure uses it (the frames hold the records and every table the report builds once)
 
 
 FIGURES: dict[str, FigureSpec] = {
@@ -245,7 +244,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             GEN_SCORE,
             "candidates",
-            lambda rows, s, path: generalization(rows, path),
+            lambda info, r, path: generalization(r["candidates"], path),
             "End of each run: the clean train loss where it ended (x) vs its final eval accuracy (y), mean ± sd "
             "over runs per candidate. A run stopped at a loss target ends just below it, so x is mostly the target "
             "and its spread is noise: this is not CoAtNet Fig. 1 (which compares at matched training loss; see "
@@ -253,8 +252,8 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "curves",
-            "curves",
-            lambda tables, s, path: curves(tables, [r["candidate"] for r in s["candidates"]], path),
+            "candidates",
+            lambda info, r, path: curves(r["curves"], [row.candidate for row in info.rows], path),
             "Training curves, one line per run (never a mean over runs that stop or are measured at different "
             "steps), one style per candidate and recipe: clean train loss on the fixed probe and eval accuracy "
             "on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
@@ -262,7 +261,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "acc_vs_params",
             "candidates",
-            lambda rows, s, path: acc_vs_params(rows, claim_measures(s), path),
+            lambda info, r, path: acc_vs_params(r["candidates"], claim_measures(r), path),
             "Each judged claim's own measure (mean ± sd over runs; one panel per measure) against parameters: "
             "candidates matched to one MACs budget differ in params (the Size note under Candidates says whether the "
             "MACs are matched); the regime baselines are the dotted lines (the floor a claim's key candidates must "
@@ -270,8 +269,8 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "edf",
-            "edf",
-            lambda rows, s, path: edf(rows, s["edf_k"], path) if s["search_dims"] else None,
+            "optimizability",
+            lambda o, r, path: edf(list(o.edf.rows), o.edf.k, path) if o.edf else None,
             "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
             "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. A curve with fewer than "
             f"{EDF_RUNS} runs is drawn as its runs (dots, the best ringed): too few for an EDF. The AdamW − SGD "
@@ -279,84 +278,77 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "matched_loss",
-            "matched_loss",
-            lambda frames, s, path: plots_measures.draw(frames, path),
+            "matched",
+            lambda info, r, path: plots_measures.draw(r["matched_loss"], path) if r["matched_loss"] else None,
             "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
             "(CoAtNet Fig. 1): faint lines are runs' measured points after step 0, markers the mean of the "
             "uncensored readings at each ladder level (hollow where some runs are censored: never reached, or no "
             "two measured points close in loss bracket the level; nothing is interpolated from step 0), × the end "
             "of a run short of the ladder, the dashed line claim (a)'s common level (the lowest level at or below "
             "0.1 nats every run of its key candidates reached).",
-            compute=lambda space, fr: plots_measures.frames(fr.matched),
         ),
         FigureSpec(
             "paired_diffs",
             "claims",
-            lambda claims, s, path: plots_claims.draw(claims, path),
+            lambda v, r, path: plots_claims.draw([c.verdict for c in v.claims], path),
             "The per-seed paired differences behind every firm verdict: for each relation (claim (f): its gap "
             "contrast) the seeds' differences a − b in the better direction (dots), their mean with the verdict's "
             "95% interval (black), zero (grey) and, for '≈'/'≥' relations, ± the margin (red).",
         ),
         FigureSpec(
             LENGTH_SCORE,
-            LENGTH_SCORE,
-            lambda rows, s, path: length(rows, path),
+            "optimizability",
+            lambda o, r, path: length(o.length, path),
             "Eval accuracy vs schedule length (training-length stability).",
         ),
         FigureSpec(
             ROBUSTNESS_SCORE,
-            ROBUSTNESS_SCORE,
-            lambda rows, s, path: robustness(rows, path),
+            "candidates",
+            lambda info, r, path: robustness(r[ROBUSTNESS_SCORE], path),
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
-            compute=lambda space, fr: T.robustness_rows(space, fr.records),
         ),
         FigureSpec(
             "search_history",
             "search",
-            lambda found, s, path: plots_search.history(found, path),
+            lambda found, r, path: plots_search.history(found, path),
             "Search progress per searched candidate: each trial's objective (dots) and the best so far (steps), "
             "against the trial number (left) and the wall time since the search's first trial started (right).",
         ),
         FigureSpec(
             "search_slices",
             "search",
-            lambda found, s, path: plots_search.slices(found, path),
+            lambda found, r, path: plots_search.slices(found, path),
             "Slice plot: every complete trial's objective against each sampled dimension of the search.",
         ),
         FigureSpec(
             "search_pareto",
             "search",
-            lambda found, s, path: plots_search.front(found, path),
+            lambda found, r, path: plots_search.front(found, path),
             "Multi-objective search: every measured architecture at its mean of the first objective (up) against "
             "the second (across); the Pareto front circled and joined.",
         ),
         FigureSpec(
             "acc_vs_speed",
             SPEED_SCORE,
-            lambda table, s, path: plots_speed.draw(table, path),
+            lambda speed, r, path: plots_speed.draw(speed, path),
             "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
             "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "
             "MACs-matched is not speed-matched.",
-            compute=lambda space, fr: speed_tables.table(space, fr.records, fr.acc),
         ),
     )
 }
 
 
-def tables(space: dict, fr: Any) -> dict[str, Any]:
-    """The summary tables only figures draw, computed by their registry entries from the report's frames."""
-    return {f.table: f.compute(space, fr) for f in FIGURES.values() if f.compute is not None}
-
-
-def render_all(summary: dict, folder: Path) -> dict[str, str]:
-    """Write every registered figure the summary has data for; remove stale ones. Returns {figure: file name}."""
+def render_all(report: Any, folder: Path) -> dict[str, str]:
+    """Write every registered figure whose section has an Info (report.Report.infos) and data; remove stale ones.
+    Returns {figure: file name}."""
     folder.mkdir(parents=True, exist_ok=True)
     made = {}
     for name, fig in FIGURES.items():
         path = folder / f"{name}.png"
-        table = summary.get(fig.table)
-        file = fig.draw(table, summary, path) if table else None
+        info = report.infos.get(fig.section)
+        file = fig.draw(info, report, path) if info is not None else None
         if file:
             made[name] = file
         else:

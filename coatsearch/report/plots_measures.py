@@ -86,16 +86,8 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     return fig
 
 
-def frames(gen: dict) -> dict | None:
-    """The matched-loss figure's table, JSON-ready, from the report's reading (paper.matched): curve points, ladder
-    readings and the common level."""
-    if gen["matched"] is None:
-        return None
-    return {"curves": gen["curves"].to_dict("records"), "matched": gen["matched"].to_dict("records"),
-            "level": gen["level"]}  # fmt: skip
-
-
 def draw(table: dict, path: Path) -> str | None:
-    """`matched_loss` from the table `frames` made; its file name, or None without curves."""
+    """`matched_loss` from the report's table of curve points and readings (analysis.paper.matched_points); its
+    file name, or None without curves."""
     curves, at = pd.DataFrame(table["curves"]), pd.DataFrame(table["matched"])
     return matched_loss(curves, at, path, table["level"])

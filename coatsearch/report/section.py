@@ -1,7 +1,8 @@
 """The report as sections: each computes one frozen Info from the report's context, then formats it as Markdown.
 
-A `Section` is (name, compute, markdown, figures): `compute(ctx)` reads the context built once per report and
-returns its Info, or None when it has no data (the section is left out); `markdown(info)` only formats.
+A `Section` is (name, compute, markdown): `compute(ctx)` reads the context built once per report and returns its
+Info, or None when it has no data (the section is left out); `markdown(info)` only formats, and the figures that
+name the section (plots.FIGURES) draw the same Info.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ class Section:
     name: str
     compute: Callable[[Context], Any]
     markdown: Callable[[Any], str]
-    figures: tuple[str, ...] = ()  # the plots.FIGURES drawn from this section's data
 
 
 @dataclass(frozen=True)

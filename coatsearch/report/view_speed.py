@@ -27,6 +27,8 @@ class SpeedRow:
     acc: Pair | None
     pareto: bool
     n: int
+    network: str = ""  # model label, stages, MACs, params: rows of one network share one speed on the front
+    ranked: bool = False  # a layout with an accuracy: weighed for the Pareto front (baselines are not)
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ def speed(ctx: Context) -> Speed | None:
         return None
     train, infer, lat, iqr = (m.key for m in SCORES[SPEED_SCORE].metrics[:4])  # the speed score's rates, in order
     rows = tuple(SpeedRow(r["candidate"], r["macs"][0], r["params"][0], r[train], r[infer], r[lat], r[iqr],
-                          r["acc"], bool(r.get("pareto")), r["n"]) for r in sp["rows"])  # fmt: skip
+                          r["acc"], bool(r.get("pareto")), r["n"], r["network"], "pareto" in r)
+                 for r in sp["rows"])  # fmt: skip
 
     def pick(key: str) -> tuple[str, ...]:
         return tuple(sorted({v for r in sp["rows"] for v in r[key]}))
