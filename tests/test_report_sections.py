@@ -84,8 +84,8 @@ def test_the_candidates_section_picks_measured_columns_and_guards(censored):
 def test_sections_with_their_data_are_in_and_verdicts_read_their_metric(censored):
     r = censored.infos["rankings"]
     assert r.rule.startswith("Neighbours are compared") and any(line.label == "gen. eval acc" for line in r.lines)
-    claims = {c.verdict["id"]: c for c in censored.infos["claims"].claims}
-    assert claims["a"].verdict["verdict"] == "inconclusive"
+    claims = {c.id: c for c in censored.infos["claims"].claims}
+    assert claims["a"].verdict == "inconclusive"
     assert claims["c"].evidence[0].metric is SCORES["transfer"].metrics[3]  # the gain, from the registry
     t = censored.infos["transfer"]
     assert [m.key for m in t.columns] == [m.key for m in SCORES["transfer"].metrics]

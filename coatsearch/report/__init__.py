@@ -184,7 +184,11 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space)
     registered, original = _registered(Path(studies_dir), study_name, space), _original(Path(studies_dir), study_name)
     report = summarize(study_name, space, records, registered, earlier, original)
-    summary = {"version": SUMMARY_VERSION, **report.summary, "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"])}
+    summary = {
+        "version": SUMMARY_VERSION,
+        **report.summary,
+        "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"]),
+    }
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
         fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written

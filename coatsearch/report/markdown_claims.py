@@ -7,7 +7,18 @@ from typing import Any
 
 from coatsearch.analysis import claims as C
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
-from coatsearch.report.view_claims import Edf, Evidence, Failures, Gap, Length, Optimizability, Verdicts
+from coatsearch.report.view_claims import (
+    Claim,
+    Edf,
+    Evidence,
+    Failures,
+    Gap,
+    Length,
+    Optimizability,
+    Part,
+    Power,
+    Verdicts,
+)
 
 VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supported", "inconclusive": "❔ inconclusive",
                 "not tested at this scale": "➖ not tested at this scale"}  # fmt: skip
@@ -16,26 +27,24 @@ VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supporte
 def verdicts(vs: Verdicts) -> str:
     """Claim verdicts: the method, rule and its calibration, a summary table, then the evidence of each claim."""
     head = ["claim", "paper", "verdict", "why"]
-    body = [[f"({v['id']}) {v['title']}", v["chain"], mark(v), v["why"]] for v in (c.verdict for c in vs.claims)]
+    body = [[f"({c.id}) {c.title}", c.chain, mark(c), c.why] for c in vs.claims]
     out = ["## Claim verdicts", "", f"Method: {vs.method}", "", f"Rule: {vs.rule}", ""]
     out += [_calibration(vs), "", table(head, body)]
     for c in vs.claims:
-        v = c.verdict
-        out += ["", f"### ({v['id']}) {v['title']}", "", f"Paper: {v['chain']} — {v['source']}."]
-        out += [f"Note: {n}." for n in v["notes"]]
+        out += ["", f"### ({c.id}) {c.title}", "", f"Paper: {c.chain} — {c.source}."]
+        out += [f"Note: {n}." for n in c.notes]
         for e in c.evidence:
             out += ["", *_evidence(e)]
-        if v.get("parts"):
-            out += ["", _parts(v["parts"])]
+        if c.parts:
+            out += ["", _parts(c.parts)]
     return "\n".join(out)
 
 
-def mark(v: Mapping[str, Any]) -> str:
+def mark(c: Claim) -> str:
     """A verdict with the parts it rests on and, when firm, the proxy scale it was reached at."""
-    text = VERDICT_MARK[v["verdict"]] + (f" ({v['scope']})" if v.get("scope") else "")
-    text += f", {v['scale']}" if v.get("scale") else ""
-    status = v.get("status")
-    return text + (f"; **{status}**" + (f" ({v['status_why']})" if v.get("status_why") else "") if status else "")
+    text = VERDICT_MARK[c.verdict] + (f" ({c.scope})" if c.scope else "")
+    text += f", {c.scale}" if c.scale else ""
+    return text + (f"; **{c.status}**" + (f" ({c.status_why})" if c.status_why else "") if c.status else "")
 
 
 def _calibration(vs: Verdicts) -> str:
@@ -84,25 +93,25 @@ def _aa_line(aa: Mapping[str, Any] | None) -> str:
     )
 
 
-def _evidence(ev: Evidence) -> list[str]:
-    e, metric = ev.table, ev.metric
+def _evidence(e: Evidence) -> list[str]:
+    metric = e.metric
     better = "smaller is better" if metric.better == "lower" else "larger is better"
-    rho = "n/a (pairs only)" if e["rho"] is None else f"{e['rho']:+.2f}"
-    rho += f" (exact permutation p = {e['rho_p']:.3f}, description only)" if e.get("rho_p") is not None else ""
-    out = [f"**{e['label']}** ({e['unit']}, {better}): {e['verdict']} — {e['why']}. "
+    rho = "n/a (pairs only)" if e.rho is None else f"{e.rho:+.2f}"
+    rho += f" (exact permutation p = {e.rho_p:.3f}, description only)" if e.rho_p is not None else ""
+    out = [f"**{e.label}** ({e.unit}, {better}): {e.verdict} — {e.why}. "
            f"Spearman rho vs the paper's order = {rho}.", ""]  # fmt: skip
-    body = [[m["name"], m["candidate"], fmt_stat(m["stat"], metric), m["stat"].n] for m in e["members"]]
+    body = [[m.name, m.candidate, fmt_stat(m.stat, metric), m.stat.n] for m in e.members]
     out += [table(["paper name", "candidate", "mean ± sd", "runs"], body), ""]
     digits = metric.digits + 1
     body = [
-        [f"{p['a']} vs {p['b']}", p["paper"], p["n"], fmt_num(p["d"], digits, signed=True), fmt_num(p["sd"], digits),
-         _ci(p["ci"], digits), _p(p["p_holm"]), p["status"]]
-        for p in e["pairs"]
+        [f"{p.a} vs {p.b}", p.paper, p.n, fmt_num(p.d, digits, signed=True), fmt_num(p.sd, digits),
+         _ci(p.ci, digits), _p(p.p_holm), p.status]
+        for p in e.pairs
     ]  # fmt: skip
     head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
             "Holm p", "relation"]  # fmt: skip
-    out += [table(head, body), "", _power(e.get("power"), metric), "", _regime(ev)]
-    out += ["", "Equivalence: " + e["equivalence"]] if e.get("equivalence") else []
+    out += [table(head, body), "", _power(e.power, metric), "", _regime(e)]
+    out += ["", "Equivalence: " + e.equivalence] if e.equivalence else []
     return out
 
 
@@ -114,40 +123,38 @@ def _ci(ci: Sequence[float] | None, digits: int) -> str:
     return "–" if ci is None else f"[{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]"
 
 
-def _power(p: dict | None, metric: Any) -> str:
+def _power(p: Power | None, metric: Any) -> str:
     if p is None:
         return "Power: not stated (fewer than 2 paired seeds, or no noise estimate)."
     unit = "points" if metric.unit == "%" else metric.unit
     text = (
-        f"Power: smallest detectable difference {p['mdd']:.{metric.digits + 1}f} {unit} at n = {p['n']} paired "
-        f"seeds, sd of a paired difference {p['sd_diff']:.{metric.digits + 1}f} (pooled over {p['k']} candidates, "
-        f"{p['df']} df), α = {p['alpha']:.3g} (Holm's first step), {100 * p['power']:.0f}% power. "
+        f"Power: smallest detectable difference {p.mdd:.{metric.digits + 1}f} {unit} at n = {p.n} paired "
+        f"seeds, sd of a paired difference {p.sd_diff:.{metric.digits + 1}f} (pooled over {p.k} candidates, "
+        f"{p.df} df), α = {p.alpha:.3g} (Holm's first step), {100 * p.power:.0f}% power. "
     )
-    if p["effect"] is None:
-        return text + f"Paper's effect: no number in accuracy points for this measure — {p['effect_note']}."
-    need = f"about {p['seeds_needed']} seeds would" if p["seeds_needed"] else "more than 1000 seeds would be needed"
-    verdict = "the study can resolve it" if p["resolvable"] else f"the study cannot resolve it; {need}"
-    return text + f"Paper's effect: {p['effect']:g} points ({p['effect_note']}): {verdict}."
+    if p.effect is None:
+        return text + f"Paper's effect: no number in accuracy points for this measure — {p.effect_note}."
+    need = f"about {p.seeds_needed} seeds would" if p.seeds_needed else "more than 1000 seeds would be needed"
+    verdict = "the study can resolve it" if p.resolvable else f"the study cannot resolve it; {need}"
+    return text + f"Paper's effect: {p.effect:g} points ({p.effect_note}): {verdict}."
 
 
-def _regime(ev: Evidence) -> str:
-    e = ev.table
-
+def _regime(e: Evidence) -> str:
     def runs(field: str) -> str:
-        return ", ".join(ev.fired[field]) or "none"
+        return ", ".join(e.fired[field]) or "none"
 
-    conv = "needed" if e["needs_convergence"] else "not needed by this claim"
+    conv = "needed" if e.needs_convergence else "not needed by this claim"
     text = (
         f"Regime checks: failed to train (within {C.CHANCE_POINTS:g} points of chance; shown, left out of means "
         f"and pairs): {runs('failed')}; not converged (convergence {conv}): {runs('not_converged')}; "
         f"convergence not checkable (curve too short or missing): {runs('unchecked')}."
     )
-    return text + (" Out of regime: " + "; ".join(e["out_of_regime"]) + "." if e["out_of_regime"] else "")
+    return text + (" Out of regime: " + "; ".join(e.out_of_regime) + "." if e.out_of_regime else "")
 
 
-def _parts(parts: list[dict]) -> str:
-    body = [[p["what"], p.get("n", "–"), fmt_num(p["d"], 2, signed=True), _ci(p.get("ci"), 2), p["needed"], _p(p["p"]),
-             p["status"] + (f" — {p['reason']}" if p.get("reason") else "")] for p in parts]  # fmt: skip
+def _parts(parts: tuple[Part, ...]) -> str:
+    body = [[p.what, p.n, fmt_num(p.d, 2, signed=True), _ci(p.ci, 2), p.needed, _p(p.p),
+             p.status + (f" — {p.reason}" if p.reason else "")] for p in parts]  # fmt: skip
     head = ["part", "n (seeds / runs per curve)", "measured difference", "95% CI", "needed", "Holm p", "status"]
     return table(head, body)
 

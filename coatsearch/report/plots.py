@@ -290,7 +290,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "paired_diffs",
             "claims",
-            lambda v, r, path: plots_claims.draw([c.verdict for c in v.claims], path),
+            lambda v, r, path: plots_claims.draw(v.claims, path),
             "The per-seed paired differences behind every firm verdict: for each relation (claim (f): its gap "
             "contrast) the seeds' differences a − b in the better direction (dots), their mean with the verdict's "
             "95% interval (black), zero (grey) and, for '≈'/'≥' relations, ± the margin (red).",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -16,21 +18,21 @@ from coatsearch.report.figstyle import DPI  # noqa: E402
 FIRM = ("supported", "not supported")
 
 
-def rows_of(claim: dict) -> list[dict]:
-    """One row per relation (or claim (f) part) a firm verdict rests on: label, per-seed values, mean, CI, margin."""
-    if claim.get("parts"):
-        return [{"label": p["short"], "values": list((p.get("per_seed") or {}).values()), "d": p["d"],
-                 "ci": p.get("ci"), "margin": None} for p in claim["parts"] if p.get("per_seed")]  # fmt: skip
-    pairs = claim["evidence"][0]["pairs"] if claim.get("evidence") else []
-    return [{"label": f"{p['a']} − {p['b']} ({p['paper']}, {p['status']})", "values": [v for _, v in p["per_seed"]],
-             "d": p["d"], "ci": p.get("ci"), "margin": None if p["key"] else p["margin"]}
-            for p in pairs if p.get("per_seed")]  # fmt: skip
+def rows_of(claim: Any) -> list[dict]:
+    """One row per relation (or claim (f) part) a firm verdict rests on: label, per-seed values, mean, CI, margin;
+    from the claims section's `Claim` (view_claims)."""
+    if claim.parts:
+        return [{"label": p.short, "values": list(p.per_seed), "d": p.d, "ci": p.ci, "margin": None}
+                for p in claim.parts if p.per_seed]  # fmt: skip
+    pairs = claim.evidence[0].pairs if claim.evidence else ()
+    return [{"label": f"{p.a} − {p.b} ({p.paper}, {p.status})", "values": list(p.per_seed), "d": p.d, "ci": p.ci,
+             "margin": None if p.key else p.margin} for p in pairs if p.per_seed]  # fmt: skip
 
 
-def figure(claims: list[dict]) -> Figure | None:
+def figure(claims: Sequence[Any]) -> Figure | None:
     """One panel per firm verdict: each relation's per-seed differences (dots), mean and 95% interval (bar),
     zero (solid) and the '≈'/'≥' margin (dotted); None without a firm verdict that has per-seed values."""
-    panels = [(c, rows) for c in claims if c["verdict"] in FIRM and (rows := rows_of(c))]
+    panels = [(c, rows) for c in claims if c.verdict in FIRM and (rows := rows_of(c))]
     if not panels:
         return None
     fig = Figure(figsize=(8, 1.2 + sum(0.6 * len(r) + 0.9 for _, r in panels)), layout="constrained")
@@ -46,13 +48,13 @@ def figure(claims: list[dict]) -> Figure | None:
         ax.axvline(0, color="grey", lw=1)
         ax.set_yticks(range(len(rows)), [r["label"] for r in rows], fontsize=8)
         ax.set_ylim(-0.7, len(rows) - 0.3)
-        ax.set_title(f"({claim['id']}) {claim['verdict']}: per-seed paired differences (points)", fontsize=9)
+        ax.set_title(f"({claim.id}) {claim.verdict}: per-seed paired differences (points)", fontsize=9)
         ax.grid(alpha=0.3, axis="x")
     axes[-1].set_xlabel("a − b, better direction: seeds (dots), mean and 95% interval (black), ± margin (red)")
     return fig
 
 
-def draw(claims: list[dict], path: Path) -> str | None:
+def draw(claims: Sequence[Any], path: Path) -> str | None:
     """Write `figure` to `path`; its file name, or None (nothing written) without a firm verdict."""
     fig = figure(claims)
     if fig is None:

@@ -15,25 +15,127 @@ Row = Mapping[str, Any]  # one row of a computed table, as the summary holds it
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One measure's evidence for a claim (verdicts.evidence) and the metric it reads."""
+class Member:
+    """One paper name a claim reads, the candidate that stands for it, and its measure over runs."""
 
-    table: Row
+    name: str
+    candidate: str
+    stat: Stat
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """One relation's test paired by seed: a − b in the better direction, its interval, Holm p and status."""
+
+    a: str
+    b: str
+    paper: str  # the paper's relation ('>', '≈', '≥')
+    n: int
+    d: float | None
+    sd: float | None
+    ci: tuple[float, float] | None
+    p_holm: float | None
+    status: str
+    per_seed: tuple[float, ...]  # each seed's difference
+    key: bool  # a key relation (the claim's firm order) rather than a '≈'/'≥' one
+    margin: float | None
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the study could have detected: the smallest difference at 80% power, and the paper's effect."""
+
+    mdd: float
+    n: int
+    sd_diff: float
+    k: int
+    df: int
+    alpha: float
+    power: float
+    effect: float | None
+    effect_note: str
+    seeds_needed: int | None
+    resolvable: bool
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measure's evidence for a claim (verdicts.evidence): members, paired tests, power, regime checks."""
+
+    label: str
+    unit: str
+    verdict: str
+    why: str
     metric: Metric
+    rho: float | None
+    rho_p: float | None
+    members: tuple[Member, ...]
+    pairs: tuple[PairTest, ...]
+    power: Power | None
+    equivalence: str
+    needs_convergence: bool
+    out_of_regime: tuple[str, ...]
     fired: Mapping[str, tuple[str, ...]]  # guard field -> "model k/runs" where that regime check fired
 
 
 def _evidence(e: Row) -> Evidence:
     fired = {f: tuple(f"{g['name']} {g[f]}/{g['runs']}" for g in e["guards"] if g[f]) for f in GUARD_FIELDS}
-    return Evidence(e, METRICS[e["key"]], fired)
+    pairs = tuple(PairTest(p["a"], p["b"], p["paper"], p["n"], p["d"], p["sd"], _pair(p["ci"]), p["p_holm"],
+                           p["status"], tuple(v for _, v in p.get("per_seed") or ()), bool(p["key"]), p["margin"])
+                  for p in e["pairs"])  # fmt: skip
+    members = tuple(Member(m["name"], m["candidate"], m["stat"]) for m in e["members"])
+    power = Power(**{k: e["power"][k] for k in Power.__dataclass_fields__}) if e.get("power") else None
+    return Evidence(e["label"], e["unit"], e["verdict"], e["why"], METRICS[e["key"]], e["rho"], e.get("rho_p"),
+                    members, pairs, power, e.get("equivalence") or "", bool(e["needs_convergence"]),
+                    tuple(e["out_of_regime"]), fired)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a multi-part claim ((f): gap contrast, EDF): what it measures, its test and status."""
+
+    what: str
+    short: str
+    n: Any  # seeds, or runs per curve ('–' where not counted)
+    d: float | None
+    ci: tuple[float, float] | None
+    needed: str
+    p: float | None
+    status: str
+    reason: str
+    per_seed: tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim's verdict (verdicts.all_claims) and its evidence per measure."""
+    """One claim's verdict (verdicts.all_claims): the paper's chain, verdict and why, and its evidence and parts."""
 
-    verdict: Row
+    id: str
+    title: str
+    chain: str
+    source: str
+    verdict: str
+    why: str
+    notes: tuple[str, ...]
+    scope: str | None
+    scale: str | None
+    status: str | None  # confirmatory / exploratory
+    status_why: str | None
     evidence: tuple[Evidence, ...]
+    parts: tuple[Part, ...]
+
+
+def _claim(v: Row) -> Claim:
+    parts = tuple(Part(p["what"], p["short"], p.get("n", "–"), p["d"], _pair(p.get("ci")), p["needed"], p["p"],
+                       p["status"], p.get("reason") or "", tuple((p.get("per_seed") or {}).values()))
+                  for p in v.get("parts") or ())  # fmt: skip
+    return Claim(v["id"], v["title"], v["chain"], v["source"], v["verdict"], v["why"], tuple(v["notes"]),
+                 v.get("scope"), v.get("scale"), v.get("status"), v.get("status_why"),
+                 tuple(_evidence(e) for e in v["evidence"]), parts)  # fmt: skip
+
+
+def _pair(ci: Any) -> tuple[float, float] | None:
+    return None if ci is None else (ci[0], ci[1])
 
 
 @dataclass(frozen=True)
@@ -66,7 +168,7 @@ def verdicts(ctx: Context) -> Verdicts | None:
     c = rules.get("calibration")
     cal = tuple(Calibrated(k, v, c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
                 for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
-    claims = tuple(Claim(v, tuple(_evidence(e) for e in v["evidence"])) for v in found)
+    claims = tuple(_claim(v) for v in found)
     aa = rules.get("aa")
     return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims, aa)
 
