@@ -16,7 +16,7 @@ from coatsearch.errors import UserError
 from coatsearch.report import escape
 from coatsearch.report.markdown import header, table
 from coatsearch.report.markdown_claims import failures
-from coatsearch.report.view_claims import Failures
+from coatsearch.report.view_claims import Failure, Failures
 from coatsearch.report.view_study import Header
 from coatsearch.storage import store
 from coatsearch.training import data as D
@@ -167,8 +167,7 @@ def test_a_hostile_cell_stays_in_its_row(text):
 
 
 def test_failure_reasons_and_candidate_names_cannot_split_rows():
-    rows = [{"number": 3, "candidate": "C|T\nX", "seed": 0, "state": "FAIL", "reason": "boom\n```\n| x |"}]
-    md = failures(Failures(tuple(rows)))
+    md = failures(Failures((Failure(3, "C|T\nX", 0, "FAIL", "boom\n```\n| x |"),)))
     body = md.split("\n\n")[1].splitlines()
     assert len(body) == 3 and "C\\|T X" in body[2] and "boom ``` \\| x \\|" in body[2], md
 

@@ -65,10 +65,10 @@ def test_the_matched_section_names_its_level_and_the_candidate_out_of_regime(cen
 
 def test_the_failures_section_lists_a_failed_trial_with_its_reason(censored):
     f = censored.infos["failures"]
-    by_candidate = {r["candidate"]: r for r in f.rows}
-    assert by_candidate["C-C-C-C"]["state"] == "FAIL" and by_candidate["C-C-C-C"]["seed"] == 3
-    assert by_candidate["C-C-C-C"]["reason"] == "budget not met: too small"
-    assert by_candidate["C-T-T-T"]["reason"].startswith("interrupted (worker died)")  # FAIL without a reason
+    by_candidate = {r.candidate: r for r in f.rows}
+    assert by_candidate["C-C-C-C"].state == "FAIL" and by_candidate["C-C-C-C"].seed == 3
+    assert by_candidate["C-C-C-C"].reason == "budget not met: too small"
+    assert by_candidate["C-T-T-T"].reason.startswith("interrupted (worker died)")  # FAIL without a reason
     assert "budget not met: too small" in mdc.failures(f)
 
 

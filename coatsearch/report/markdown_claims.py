@@ -17,6 +17,8 @@ from coatsearch.report.view_claims import (
     Optimizability,
     Part,
     Power,
+    Run,
+    SampleRow,
     Verdicts,
 )
 
@@ -166,12 +168,12 @@ def optimizability(o: Optimizability) -> str:
     return "\n\n".join(["## Optimizability (ViT_C paper §4)", acc, *(b for b in blocks if b)])
 
 
-def _run(r: Mapping[str, Any] | None) -> str:
+def _run(r: Run | None) -> str:
     if r is None:
         return "–"
-    given = (f"{k} {r[key]:.3g}" if r[key] is not None else "" for k, key in (("lr", "lr"), ("wd", "weight_decay")))
+    given = (f"{k} {v:.3g}" if v is not None else "" for k, v in (("lr", r.lr), ("wd", r.weight_decay)))
     hp = ", ".join(h for h in given if h)
-    return f"{r['acc']:.1f} ({hp + '; ' if hp else ''}trial {r['number']})"
+    return f"{r.acc:.1f} ({hp + '; ' if hp else ''}trial {r.number})"
 
 
 def _gap(gap: Gap | None) -> str:
@@ -179,12 +181,12 @@ def _gap(gap: Gap | None) -> str:
         return ""
     body = [
         [
-            g["model_label"],
-            _run(g["adamw"]),
-            _run(g["sgd"]),
-            fmt_num(g["gap"], 1, signed=True),
-            g["n_adamw"],
-            g["n_sgd"],
+            g.model_label,
+            _run(g.adamw),
+            _run(g.sgd),
+            fmt_num(g.gap, 1, signed=True),
+            g.n_adamw,
+            g.n_sgd,
         ]
         for g in gap.rows
     ]
@@ -197,7 +199,7 @@ def _edf(edf: Edf | None) -> str:
     if edf is None:
         return ""
     k = edf.k
-    body = [[e["label"], e["model_label"], e["optimizer"], e["n"], f"{100 * e['within_k']:.0f}%"] for e in edf.rows]
+    body = [[e.label, e.model_label, e.optimizer, e.n, f"{100 * e.within_k:.0f}%"] for e in edf.rows]
     head = ["curve", "model", "optimizer", "runs", f"runs within {k:g} points of the best run"]
     text = (
         f"Sampled: {', '.join(edf.dims)}. Steepness = share of runs within {k:g} points of top-1 error of "
@@ -217,23 +219,23 @@ def _length(length: Length | None) -> str:
     return "\n\n".join(["### Training-length stability", text, table(head, body)])
 
 
-def _peak(peak: tuple[Mapping[str, Any], ...] | None) -> str:
+def _peak(peak: tuple[Run, ...] | None) -> str:
     if peak is None:
         return ""
-    body = [[p["model_label"], p["candidate"], p["optimizer"], _run(p)] for p in peak]
+    body = [[p.model_label, p.candidate, p.optimizer, _run(p)] for p in peak]
     return "\n\n".join(["### Peak performance", table(["model", "candidate", "optimizer", "best acc (%)"], body)])
 
 
-def _samples(samples: tuple[Mapping[str, Any], ...] | None) -> str:
+def _samples(samples: tuple[SampleRow, ...] | None) -> str:
     if samples is None:
         return ""
-    body = [[r["candidate"], r["model_label"], r["optimizer"], r["complete"], r["not_complete"],
-             ", ".join(r["dims"]) or "–"] for r in samples]  # fmt: skip
+    body = [[r.candidate, r.model_label, r.optimizer, r.complete, r.not_complete, ", ".join(r.dims) or "–"]
+            for r in samples]  # fmt: skip
     head = ["candidate", "model", "optimizer", "complete runs", "not complete", "sampled"]
     return "\n\n".join(["### Hyperparameter samples used", table(head, body)])
 
 
 def failures(f: Failures) -> str:
     """Failed, interrupted, pruned and unfinished trials with their reasons."""
-    body = [[r["number"], r["candidate"], r["seed"], r["state"], r["reason"]] for r in f.rows]
+    body = [[r.number, r.candidate, r.seed, r.state, r.reason] for r in f.rows]
     return "\n\n".join(["## Failed and pruned trials", table(["trial", "candidate", "seed", "state", "reason"], body)])

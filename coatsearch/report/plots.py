@@ -7,7 +7,7 @@ Info was built from. Figures compute nothing: every table is built once by `repo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,27 +161,28 @@ def acc_vs_params(rows: list[dict], keys: list[str], path: Path) -> str | None:
     return _save(fig, path)
 
 
-def edf(rows: list[dict], k: float, path: Path) -> str | None:
-    """EDF of Δerror from the best run of the same model and optimizer, one panel per optimizer.
+def edf(rows: Sequence[Any], k: float, path: Path) -> str | None:
+    """EDF of Δerror from the best run of the same model and optimizer, one panel per optimizer, from the
+    optimizability section's `EdfCurve`s (view_claims).
 
     A curve with fewer than EDF_RUNS runs is drawn as its runs (dots, the best one ringed), not as a step EDF.
     """
     if not rows:
         return None
-    opts = sorted({r["optimizer"] for r in rows})
+    opts = sorted({r.optimizer for r in rows})
     fig = Figure(figsize=(5.5 * len(opts), 4.5), layout="constrained")
     for ax, opt in zip(fig.subplots(1, len(opts), squeeze=False)[0], opts, strict=True):
-        mine = [(i, r) for i, r in enumerate(rows) if r["optimizer"] == opt]
+        mine = [(i, r) for i, r in enumerate(rows) if r.optimizer == opt]
         for j, (i, r) in enumerate(mine):
-            label = f"{r['label']} (n={r['n']})"
-            if r["n"] >= EDF_RUNS:
-                ax.step([0.0, *r["delta"]], [0.0, *r["fraction"]], where="post", color=f"C{i % 10}", label=label)
+            label = f"{r.label} (n={r.n})"
+            if r.n >= EDF_RUNS:
+                ax.step([0.0, *r.delta], [0.0, *r.fraction], where="post", color=f"C{i % 10}", label=label)
                 continue
-            y = [(j + 1) / (len(mine) + 1)] * r["n"]  # one row of dots per curve
-            ax.plot(r["delta"], y, "o", color=f"C{i % 10}", label=label + ": runs, best ringed")
-            ax.plot([min(r["delta"])], y[:1], "o", ms=12, mfc="none", color=f"C{i % 10}")
+            y = [(j + 1) / (len(mine) + 1)] * r.n  # one row of dots per curve
+            ax.plot(r.delta, y, "o", color=f"C{i % 10}", label=label + ": runs, best ringed")
+            ax.plot([min(r.delta)], y[:1], "o", ms=12, mfc="none", color=f"C{i % 10}")
         ax.axvline(k, color="grey", ls=":", lw=1, label=f"{k:g} points")
-        few = any(r["n"] < EDF_RUNS for _, r in mine)
+        few = any(r.n < EDF_RUNS for _, r in mine)
         ax.set(xlabel="Δ top-1 error from the best run, same model and optimizer (points)")
         ax.set(ylabel=f"runs (curves with < {EDF_RUNS} runs)" if few else "cumulative fraction of runs")
         ax.set(title=f"Hyperparameter EDF ({opt})", ylim=(0, 1.02))
@@ -270,7 +271,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "edf",
             "optimizability",
-            lambda o, r, path: edf(list(o.edf.rows), o.edf.k, path) if o.edf else None,
+            lambda o, r, path: edf(o.edf.rows, o.edf.k, path) if o.edf else None,
             "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
             "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. A curve with fewer than "
             f"{EDF_RUNS} runs is drawn as its runs (dots, the best ringed): too few for an EDF. The AdamW − SGD "

@@ -174,10 +174,54 @@ def verdicts(ctx: Context) -> Verdicts | None:
 
 
 @dataclass(frozen=True)
+class Run:
+    """One run as a block cites it: its model, candidate, optimizer, accuracy (%), lr, weight decay, trial."""
+
+    model_label: str
+    candidate: str
+    optimizer: str
+    acc: float
+    lr: float | None
+    weight_decay: float | None
+    number: int
+
+
+def _run(r: Row | None) -> Run | None:
+    return None if r is None else Run(r["model_label"], r["candidate"], r["optimizer"], r["acc"], r["lr"],
+                                      r["weight_decay"], r["number"])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GapRow:
+    """One model's best AdamW and SGD runs (None: none complete), the gap AdamW − SGD and the runs of each."""
+
+    model_label: str
+    adamw: Run | None
+    sgd: Run | None
+    gap: float | None
+    n_adamw: int
+    n_sgd: int
+
+
+@dataclass(frozen=True)
 class Gap:
     """The optimizer gap: per model, its best AdamW and SGD runs and the gap (optim.optimizer_gap rows)."""
 
-    rows: tuple[Row, ...]
+    rows: tuple[GapRow, ...]
+
+
+@dataclass(frozen=True)
+class EdfCurve:
+    """One model and optimizer's runs: Δ error from its best run (sorted) with the cumulative fraction, and the
+    share within K."""
+
+    label: str
+    model_label: str
+    optimizer: str
+    n: int
+    within_k: float
+    delta: tuple[float, ...]
+    fraction: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -186,7 +230,19 @@ class Edf:
 
     dims: tuple[str, ...]
     k: float
-    rows: tuple[Row, ...]
+    rows: tuple[EdfCurve, ...]
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    """One candidate's hyperparameter samples: complete and other runs, and the dimensions it sampled."""
+
+    candidate: str
+    model_label: str
+    optimizer: str
+    complete: int
+    not_complete: int
+    dims: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -215,19 +271,25 @@ class Optimizability:
     gap: Gap | None
     edf: Edf | None
     length: Length | None
-    peak: tuple[Row, ...] | None
-    samples: tuple[Row, ...] | None
+    peak: tuple[Run, ...] | None
+    samples: tuple[SampleRow, ...] | None
 
 
 def optimizability(ctx: Context) -> Optimizability | None:
     """The optimizability blocks; None when the study has none of them, or no ViT, search or length runs."""
     t = ctx.tables
     gaps, dims = t["optimizer_gap"], tuple(t["search_dims"])
-    gap = Gap(tuple(gaps)) if gaps and any(g["n_sgd"] and g["n_adamw"] for g in gaps) else None
-    edf = Edf(dims, t["edf_k"], tuple(t["edf"])) if t["edf"] and dims else None
-    peak = tuple(t["peak"]) if t["peak"] and (t["has_vit"] or dims) else None
+    rows = tuple(GapRow(g["model_label"], _run(g["adamw"]), _run(g["sgd"]), g["gap"], g["n_adamw"], g["n_sgd"])
+                 for g in gaps)  # fmt: skip
+    gap = Gap(rows) if any(g.n_sgd and g.n_adamw for g in rows) else None
+    curves = tuple(EdfCurve(e["label"], e["model_label"], e["optimizer"], e["n"], e["within_k"], tuple(e["delta"]),
+                            tuple(e["fraction"])) for e in t["edf"])  # fmt: skip
+    edf = Edf(dims, t["edf_k"], curves) if curves and dims else None
+    peak = tuple(r for p in t["peak"] if (r := _run(p))) if t["peak"] and (t["has_vit"] or dims) else None
+    samples = tuple(SampleRow(r["candidate"], r["model_label"], r["optimizer"], r["complete"], r["not_complete"],
+                              tuple(r["dims"])) for r in t["samples"])  # fmt: skip
     info = Optimizability((t["primary_label"], t["primary_acc"]) if t["primary_acc"] else None, gap, edf,
-                          _length(t[LENGTH_SCORE]), peak, tuple(t["samples"]) or None)  # fmt: skip
+                          _length(t[LENGTH_SCORE]), peak, samples or None)  # fmt: skip
     shown = any(b is not None for b in (gap, edf, info.length, peak, info.samples))
     return info if shown and (t["has_vit"] or dims or t[LENGTH_SCORE]) else None
 
@@ -247,12 +309,26 @@ def _length(rows: list[dict]) -> Length | None:
 
 
 @dataclass(frozen=True)
-class Failures:
-    """Failed, interrupted, pruned and unfinished trials: number, candidate, seed, state, reason each."""
+class Failure:
+    """A trial that did not complete: its number, candidate, seed, state and why."""
 
-    rows: tuple[Row, ...]
+    number: int
+    candidate: str
+    seed: Any
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Failed, interrupted, pruned and unfinished trials."""
+
+    rows: tuple[Failure, ...]
 
 
 def failures(ctx: Context) -> Failures | None:
     """The failed trials; None when every trial completed."""
-    return Failures(tuple(ctx.tables["failures"])) if ctx.tables["failures"] else None
+    rows = tuple(
+        Failure(r["number"], r["candidate"], r["seed"], r["state"], r["reason"]) for r in ctx.tables["failures"]
+    )
+    return Failures(rows) if rows else None
