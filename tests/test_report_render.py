@@ -131,3 +131,19 @@ def test_report_writes_the_note_only_with_note(tmp_path, capsys):
     assert main([*args, "--note"]) == 0
     text = (tmp_path / "r" / "fab" / "report.md").read_text()
     assert get_note(load_study(tmp_path / "studies", "fab")) == text and journal.read_bytes() != before
+
+
+def test_the_calibration_table_gives_each_claims_a_a_rate_from_the_committed_table():
+    """The A/A column is the committed analysis/aa.json as it stands: studies, rate and exact interval per claim."""
+    from coatsearch.analysis import calibration
+
+    aa = calibration.aa_figures()
+    assert aa is not None and aa["studies"] >= 40  # the table is committed for this rule version
+    text = render(summarize("fab", SPACE, layout_records(AGREE)), {})
+    assert f"A/A column: {aa['studies']} studies standing one architecture" in text
+    assert f"{len(aa['commands'])} run(s), each later one `--resume` on fresh seeds" in text
+    b = aa["families"]["b"]
+    lo, hi = b["ci95"]
+    cell = f"{100 * b['rate']:.1f}% of {b['n']} [{100 * lo:.1f}%, {100 * hi:.1f}%], {b['out_of_regime']} out of regime"
+    assert re.search(r"^\| \(b\) .*" + re.escape(cell), text, re.M)
+    assert "/work/" not in text  # no work folder of the benchmark's in a report

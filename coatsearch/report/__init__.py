@@ -71,7 +71,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section(SPEED_SCORE, vs.speed, mds.section),
     Section("pareto", vs.pareto, mds.pareto),
     Section("claims", vc.verdicts, mdc.verdicts),
-    Section("looks", mdl.view, mdl.section),
+    Section("looks", vc.looks, mdl.section),
     Section("replication", lambda ctx: ctx.tables.get("replication"), mdr.section),
     Section("untested", vm.untested, mdm.untested),
     Section("edges", vm.edges, mdm.edges),

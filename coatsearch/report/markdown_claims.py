@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from coatsearch.analysis import claims as C
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.view_claims import (
+    Aa,
     Claim,
     Edf,
     Evidence,
@@ -56,10 +57,9 @@ def _calibration(vs: Verdicts) -> str:
         )
     head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)",
             "A/A through the trainer: firm (exact 95% CI)"]  # fmt: skip
-    body = [[f"({c.claim})", f"{100 * v['null_firm']:.1f}% of {v['null_n']}", f"{100 * v['null_firm_upper95']:.1f}%",
-             "–" if v["power"] is None else f"{100 * v['power']:.0f}% of {v['power_n']}", f"{c.effect_sigma:g}",
-             _aa(vs.aa, c.claim)]
-            for c, v in ((c, c.figures) for c in vs.calibration)]  # fmt: skip
+    body = [[f"({c.claim})", f"{100 * c.null_firm:.1f}% of {c.null_n}", f"{100 * c.null_firm_upper95:.1f}%",
+             "–" if c.power is None else f"{100 * c.power:.0f}% of {c.power_n}", f"{c.effect_sigma:g}",
+             _aa(vs.aa, c.claim)] for c in vs.calibration]  # fmt: skip
     text = (
         f"Calibration of this rule (`coatsearch.analysis.calibration`, rule version {vs.rule_version}): simulated "
         "studies of the shipped profiles built as trial records (their step grids, dense points and stops, readings "
@@ -72,26 +72,26 @@ def _calibration(vs: Verdicts) -> str:
     return "\n\n".join([text, _aa_line(vs.aa), table(head, body)])
 
 
-def _aa(aa: Mapping[str, Any] | None, claim: str) -> str:
+def _aa(aa: Aa | None, claim: str) -> str:
     """One claim's A/A cell: 'x.x% of n [lo, hi], k out of regime', or '–' where no A/A study judged it."""
-    f = (aa or {}).get("families", {}).get(claim)
-    if not f or not f["n"]:
+    f = aa.families.get(claim) if aa else None
+    if f is None or not f.n or f.rate is None or f.ci95 is None:
         return "–"
-    lo, hi = f["ci95"]
-    return (f"{100 * f['rate']:.1f}% of {f['n']} [{100 * lo:.1f}%, {100 * hi:.1f}%], "
-            f"{f['out_of_regime']} out of regime")  # fmt: skip
+    lo, hi = f.ci95
+    return f"{100 * f.rate:.1f}% of {f.n} [{100 * lo:.1f}%, {100 * hi:.1f}%], {f.out_of_regime} out of regime"
 
 
-def _aa_line(aa: Mapping[str, Any] | None) -> str:
+def _aa_line(aa: Aa | None) -> str:
     """What the A/A column is: studies with one architecture under every name, trained and reported for real."""
     if not aa:
         return ("A/A through the real trainer: not measured for this rule version "
                 "(run `python benchmarks/bench_aa.py --write`).")  # fmt: skip
     return (
-        f"A/A column: {aa['studies']} studies standing one architecture under every name a claim reads (each "
-        f"name its own initialization, {aa['seeds_per_study']} seeds a study), trained by `coatsearch run` and "
-        f"judged by `coatsearch report` (`{aa['command']}`, {aa['date']}): every firm verdict there is false; "
-        "out-of-regime studies count as not firm."
+        f"A/A column: {aa.studies} studies standing one architecture under every name a claim reads (each "
+        f"name its own initialization, {aa.seeds_per_study} seeds a study), trained by `coatsearch run` and "
+        f"judged by `coatsearch report` (`python benchmarks/bench_aa.py`, {aa.runs} run(s), each later one "
+        f"`--resume` on fresh seeds; {aa.date}): every firm verdict there is false; out-of-regime studies count as "
+        "not firm."
     )
 
 

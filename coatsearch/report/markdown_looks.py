@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from coatsearch.analysis.looks import Look, Looks
 from coatsearch.report.markdown import table
-from coatsearch.report.section import Context
 
 HEAD = ["source", "where", "space", "profile", "space sha256", "seeds", "images", "verdict", "p", "spends test α"]
 
@@ -34,9 +33,3 @@ def section(info: Looks) -> str:
         if c.earlier:
             out += ["", table(HEAD, [_row(x) for x in c.earlier])]
     return "\n".join(out)
-
-
-def view(ctx: Context) -> Looks | None:
-    """The earlier-looks section's Info: the summary's table, None when no claim was judged."""
-    t = ctx.tables.get("looks")
-    return t if t is not None and t.claims else None

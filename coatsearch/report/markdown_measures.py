@@ -115,11 +115,11 @@ def edges(e: Edges) -> str:
     """Paired-data check and warnings where a best lr or weight decay sits at the edge of its sampled range."""
     out = []
     for p in e.pairing:
-        same = "the same training subset for every candidate" if p["paired"] else "DIFFERENT subsets across candidates"
-        sets = f"{p['eval_sets']} eval set(s) across all runs"
-        if p["eval_sets"] > 1 and p.get("eval_paired"):
+        same = "the same training subset for every candidate" if p.paired else "DIFFERENT subsets across candidates"
+        sets = f"{p.eval_sets} eval set(s) across all runs"
+        if p.eval_sets > 1 and p.eval_paired:
             sets += ", one per seed, shared by its candidates"
-        out.append(f"- `{p['score']}`: {sets}; per seed ({p['seeds']} seeds), {same} (recorded fingerprints).")
+        out.append(f"- `{p.score}`: {sets}; per seed ({p.seeds} seeds), {same} (recorded fingerprints).")
     warn = [f"- ⚠ {w}" for w in e.warnings]
     parts = []
     if out:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.claims import LENGTH_SCORE
+from coatsearch.analysis.looks import Looks
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.section import Context
 from coatsearch.report.view_study import GUARD_FIELDS
@@ -143,8 +144,40 @@ class Calibrated:
     """One claim's calibration: null studies' firm share and bound, power, and the effect it was measured at."""
 
     claim: str
-    figures: Row  # null_firm, null_n, null_firm_upper95, power, power_n
+    null_firm: float
+    null_n: int
+    null_firm_upper95: float
+    power: float | None
+    power_n: int | None
     effect_sigma: float
+
+
+@dataclass(frozen=True)
+class AaFamily:
+    """One claim's A/A studies: how many judged it, the firm share with its exact 95% interval, out of regime."""
+
+    n: int
+    rate: float | None
+    ci95: tuple[float, float] | None
+    out_of_regime: int
+
+
+@dataclass(frozen=True)
+class Aa:
+    """A/A studies through the real trainer (calibration.aa_figures): one architecture under every name."""
+
+    studies: int
+    seeds_per_study: int
+    runs: int  # runs of the benchmark that made the table (each later one `--resume` on fresh seeds)
+    date: str
+    families: Mapping[str, AaFamily]
+
+
+def _aa(aa: Row | None) -> Aa | None:
+    if not aa:
+        return None
+    fams = {c: AaFamily(f["n"], f["rate"], _pair(f["ci95"]), f["out_of_regime"]) for c, f in aa["families"].items()}
+    return Aa(aa["studies"], aa["seeds_per_study"], len(aa.get("commands") or [aa["command"]]), aa["date"], fams)
 
 
 @dataclass(frozen=True)
@@ -157,7 +190,7 @@ class Verdicts:
     n_seeds: Any
     calibration: tuple[Calibrated, ...] | None
     claims: tuple[Claim, ...]
-    aa: Row | None = None  # A/A studies through the real trainer (calibration.aa_figures); None: not measured
+    aa: Aa | None = None  # None: not measured for this rule version
 
 
 def verdicts(ctx: Context) -> Verdicts | None:
@@ -166,11 +199,12 @@ def verdicts(ctx: Context) -> Verdicts | None:
     if not found:
         return None
     c = rules.get("calibration")
-    cal = tuple(Calibrated(k, v, c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
+    cal = tuple(Calibrated(k, v["null_firm"], v["null_n"], v["null_firm_upper95"], v["power"], v["power_n"],
+                           c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
                 for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
     claims = tuple(_claim(v) for v in found)
-    aa = rules.get("aa")
-    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims, aa)
+    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims,
+                    _aa(rules.get("aa")))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -332,3 +366,10 @@ def failures(ctx: Context) -> Failures | None:
         Failure(r["number"], r["candidate"], r["seed"], r["state"], r["reason"]) for r in ctx.tables["failures"]
     )
     return Failures(rows) if rows else None
+
+
+def looks(ctx: Context) -> Looks | None:
+    """The earlier-looks section's Info (analysis.looks.table, built once with the summary); None when no claim
+    was judged."""
+    t = ctx.tables.get("looks")
+    return t if t is not None and t.claims else None

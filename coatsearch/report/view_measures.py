@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from coatsearch.analysis.claims import CAPACITY_SCORE, TRANSFER_SCORE
 from coatsearch.analysis.tables import METRICS, Metric, Stat
@@ -153,14 +152,28 @@ def untested(ctx: Context) -> Untested | None:
 
 
 @dataclass(frozen=True)
+class Pairing:
+    """One score's paired-data check: eval sets over all runs (one per seed, shared by its candidates, when
+    `eval_paired`), the seeds, and whether every candidate trained on the same subset per seed."""
+
+    score: str
+    eval_sets: int
+    eval_paired: bool
+    seeds: int
+    paired: bool
+
+
+@dataclass(frozen=True)
 class Edges:
     """The paired-data check per score and the hyperparameter range warnings."""
 
-    pairing: tuple[Mapping[str, Any], ...]  # score, eval_sets, seeds, paired
+    pairing: tuple[Pairing, ...]
     warnings: tuple[str, ...]
 
 
 def edges(ctx: Context) -> Edges | None:
     """Paired data and range warnings; None when there is neither."""
     pairing, warn = ctx.tables.get("pairing") or [], ctx.tables.get("edge_warnings") or []
-    return Edges(tuple(pairing), tuple(w["message"] for w in warn)) if pairing or warn else None
+    checks = tuple(Pairing(p["score"], p["eval_sets"], bool(p.get("eval_paired")), p["seeds"], p["paired"])
+                   for p in pairing)  # fmt: skip
+    return Edges(checks, tuple(w["message"] for w in warn)) if pairing or warn else None
