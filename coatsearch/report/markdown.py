@@ -11,7 +11,7 @@ from coatsearch.analysis.claims import CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import Metric, Stat
 from coatsearch.report import escape
-from coatsearch.report.view_study import Candidates, Figures, Header, Rankings, Setup, Splits
+from coatsearch.report.view_study import Candidates, Figures, Header, Images, Rankings, Setup, Splits
 
 
 def fmt_stat(s: Stat | None, m: Metric) -> str:
@@ -54,25 +54,24 @@ def header(h: Header) -> str:
     return "\n".join(out)
 
 
-def _images(images: Mapping[str, Any] | None) -> list[str]:
-    """The setup's lines on which images served which purpose (judging.purposes)."""
-    if not images:
+def _images(images: Images | None) -> list[str]:
+    """The setup's lines on which images served which purpose."""
+    if images is None:
         return []
-    if images["state"] == "exploratory" and not images["runs"]:
-        return [f"- Images: {images['line']} (the runs record no validation/test split)"]
-    draws = ", ".join(map(str, images["draws"])) or "–"
-    out = [f"- Images ({images['state']}, test draw {draws}): {images['line']}"]
-    if images.get("sampling"):
-        out.append(f"- Test sampling: {images['sampling']}.")
-    for r in images["runs"]:
-
-        def part(n: list, fp: list) -> str:
-            count = "/".join(map(str, n)) if n else "?"
-            return f"{count} (`{'`, `'.join(map(str, fp))}`)"
-
-        out.append(f"  - `{r['run']}`: validation {part(r['validation'], r['validation_fp'])}, test "
-                   f"{part(r['test'], r['test_fp'])}")  # fmt: skip
+    if images.state == "exploratory" and not images.runs:
+        return [f"- Images: {images.line} (the runs record no validation/test split)"]
+    draws = ", ".join(map(str, images.draws)) or "–"
+    out = [f"- Images ({images.state}, test draw {draws}): {images.line}"]
+    out += [f"- Test sampling: {images.sampling}."] if images.sampling else []
+    for r in images.runs:
+        out.append(f"  - `{r.run}`: validation {_part(r.validation, r.validation_fp)}, test "
+                   f"{_part(r.test, r.test_fp)}")  # fmt: skip
     return out
+
+
+def _part(n: tuple[Any, ...], fp: tuple[Any, ...]) -> str:
+    count = "/".join(map(str, n)) if n else "?"
+    return f"{count} (`{'`, `'.join(map(str, fp))}`)"
 
 
 def setup(e: Setup) -> str:
@@ -118,10 +117,9 @@ def _wall(e: Setup) -> list[str]:
 def _hardware(e: Setup) -> list[str]:
     out = []
     for h in e.hardware:
-        gpu = h.get("gpu") or "none"
         out.append(
-            f"- Hardware: {h.get('cpu')} ({h.get('cpu_count')} cores, {h.get('torch_threads')} torch threads), "
-            f"GPU {gpu}, device `{h.get('device')}`, host `{h.get('host')}`"
+            f"- Hardware: {h.cpu} ({h.cpu_count} cores, {h.torch_threads} torch threads), "
+            f"GPU {h.gpu or 'none'}, device `{h.device}`, host `{h.host}`"
         )
     for v in e.versions:
         out.append("- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))

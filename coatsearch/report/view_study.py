@@ -50,6 +50,40 @@ class Subset:
 
 
 @dataclass(frozen=True)
+class ImageRun:
+    """One score's recorded images: validation and test counts with their fingerprints (judging.purposes)."""
+
+    run: str
+    validation: tuple[Any, ...]
+    validation_fp: tuple[Any, ...]
+    test: tuple[Any, ...]
+    test_fp: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Images:
+    """Which images served which purpose: the state, its line, the test draws, the sampling, per score."""
+
+    state: str  # confirmatory | exploratory
+    line: str
+    draws: tuple[Any, ...]
+    sampling: str | None
+    runs: tuple[ImageRun, ...]
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Where trials ran: host, CPU, cores, torch threads, GPU and device (None where not recorded)."""
+
+    host: str | None
+    cpu: str | None
+    cpu_count: int | None
+    torch_threads: int | None
+    gpu: str | None
+    device: str | None
+
+
+@dataclass(frozen=True)
 class Setup:
     """Data, input shape, seeds, objectives, trial counts, wall time, hardware, versions, subsets."""
 
@@ -64,11 +98,11 @@ class Setup:
     wall_total_s: float
     wall_per_trial: Stat | None
     elapsed_s: float | None
-    hardware: tuple[Mapping[str, Any], ...]
+    hardware: tuple[Hardware, ...]
     versions: tuple[Mapping[str, Any], ...]
     subsets: tuple[Subset, ...]
     space_file: tuple[str | None, str | None, str | None] = (None, None, None)  # source, profile, sha256 as run
-    images: Mapping[str, Any] | None = None  # judging.purposes: which images served which purpose
+    images: Images | None = None  # which images served which purpose
     registration: str | None = None  # the study against its registered analysis: confirmatory or exploratory
 
 
@@ -83,10 +117,20 @@ def setup(ctx: Context) -> Setup:
                tuple(r["epochs"]) if isinstance(r["epochs"], list) else (r["epochs"],), r["dataset"])
         for r in e["subsets"]
     )  # fmt: skip
+    hardware = tuple(Hardware(h.get("host"), h.get("cpu"), h.get("cpu_count"), h.get("torch_threads"), h.get("gpu"),
+                              h.get("device")) for h in e["hardware"])  # fmt: skip
     return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
-                 e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], tuple(e["hardware"]),
+                 e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], hardware,
                  tuple(e["versions"]), subsets, tuple(ctx.tables["space"].get(k) for k in ("source", "profile",
-                 "sha256")), ctx.tables.get("images"), ctx.tables.get("registration"))  # fmt: skip
+                 "sha256")), _images(ctx.tables.get("images")), ctx.tables.get("registration"))  # fmt: skip
+
+
+def _images(i: Mapping[str, Any] | None) -> Images | None:
+    if not i:
+        return None
+    runs = tuple(ImageRun(r["run"], tuple(r["validation"]), tuple(r["validation_fp"]), tuple(r["test"]),
+                          tuple(r["test_fp"])) for r in i["runs"])  # fmt: skip
+    return Images(i["state"], i["line"], tuple(i["draws"]), i.get("sampling"), runs)
 
 
 @dataclass(frozen=True)
