@@ -46,6 +46,7 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
 def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monkeypatch):
     from coatsearch.analysis import calibration
     from coatsearch.report import markdown_claims
+    from coatsearch.report.view_claims import aa_info
 
     rows = [{"study": f"s{i}", "wall_s": 1.0, "claims": {"f": {"verdict": v, "why": w}}}
             for i, (v, w) in enumerate(
@@ -61,10 +62,10 @@ def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monke
     path.write_text(json.dumps(result))
     shown = calibration.aa_figures()
     assert "verdicts" not in shown and shown["families"]["f"]["firm"] == 1
-    cell = markdown_claims._aa(shown, "f")
+    cell = markdown_claims._aa(aa_info(shown), "f")
     assert cell.startswith("33.3% of 3 [") and cell.endswith("1 out of regime")
-    assert markdown_claims._aa(shown, "a") == "–"
-    assert "trained by `coatsearch run`" in markdown_claims._aa_line(shown)
+    assert markdown_claims._aa(aa_info(shown), "a") == "–"
+    assert "trained by `coatsearch run`" in markdown_claims._aa_line(aa_info(shown))
 
 
 def _rows(verdicts: list[tuple[str, str]], first: int = 0) -> list[dict]:

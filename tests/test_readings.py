@@ -14,6 +14,7 @@ from coatsearch.analysis import speed_tables as SP
 from coatsearch.analysis import verdicts as V
 from coatsearch.report import markdown_claims as MC
 from coatsearch.report import plots_claims as PC
+from coatsearch.report.view_claims import claim_info
 from coatsearch.training import curves as curve
 from coatsearch.training import data, fit, schedule
 from coatsearch.vocab import specs as S
@@ -235,7 +236,8 @@ def test_claim_f_names_the_parts_its_verdict_rests_on_and_where_each_lr_came_fro
     f = next(c for c in judging.judge_records(space, _fixed_only()).claims if c["id"] == "f")
     assert f["verdict"] == "supported" and f["scope"] == "optimizer-gap part only; EDF parts not run"
     assert [p["status"] for p in f["parts"]] == ["holds", "not run"]
-    assert MC.mark(f).startswith("✅ supported (optimizer-gap part only; EDF parts not run), at this proxy scale")
+    mark = MC.mark(claim_info(f))
+    assert mark.startswith("✅ supported (optimizer-gap part only; EDF parts not run), at this proxy scale")
     assert "ViT_P sgd lr 0.05" in f["notes"][0] and "one lr per optimizer (AdamW, SGD) shared by both" in f["notes"][0]
     assert len(f["parts"][0]["per_seed"]) == 3
 
@@ -244,11 +246,12 @@ def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
     space = {"study": {"objective": "accuracy.eval_acc"}}
     claims = judging.judge_records(space, _fixed_only()).claims
     dense, _ = _claim_a(_study(DENSE))
-    fig = PC.figure([*claims, dense])
+    fig = PC.figure([claim_info(c) for c in (*claims, dense)])
     assert fig is not None and len(fig.axes) == 2  # (a) and (f): both firm
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["gap contrast"]
-    assert PC.figure([{**dense, "verdict": "inconclusive"}]) is None
-    assert PC.draw(claims, tmp_path / "p.png") == "p.png" and (tmp_path / "p.png").stat().st_size > 5000
+    assert PC.figure([claim_info({**dense, "verdict": "inconclusive"})]) is None
+    infos = [claim_info(c) for c in claims]
+    assert PC.draw(infos, tmp_path / "p.png") == "p.png" and (tmp_path / "p.png").stat().st_size > 5000
 
 
 def test_curves_are_drawn_per_run_and_the_pareto_front_pools_one_network():

@@ -126,7 +126,8 @@ class Claim:
     parts: tuple[Part, ...]
 
 
-def _claim(v: Row) -> Claim:
+def claim_info(v: Row) -> Claim:
+    """The claims section's Info of one judged claim (a row of verdicts.all_claims)."""
     parts = tuple(Part(p["what"], p["short"], p.get("n", "–"), p["d"], _pair(p.get("ci")), p["needed"], p["p"],
                        p["status"], p.get("reason") or "", tuple((p.get("per_seed") or {}).values()))
                   for p in v.get("parts") or ())  # fmt: skip
@@ -173,7 +174,8 @@ class Aa:
     families: Mapping[str, AaFamily]
 
 
-def _aa(aa: Row | None) -> Aa | None:
+def aa_info(aa: Row | None) -> Aa | None:
+    """The A/A Info of calibration.aa_figures (None: not measured for this rule version)."""
     if not aa:
         return None
     fams = {c: AaFamily(f["n"], f["rate"], _pair(f["ci95"]), f["out_of_regime"]) for c, f in aa["families"].items()}
@@ -202,9 +204,9 @@ def verdicts(ctx: Context) -> Verdicts | None:
     cal = tuple(Calibrated(k, v["null_firm"], v["null_n"], v["null_firm_upper95"], v["power"], v["power_n"],
                            c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
                 for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
-    claims = tuple(_claim(v) for v in found)
+    claims = tuple(claim_info(v) for v in found)
     return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims,
-                    _aa(rules.get("aa")))  # fmt: skip
+                    aa_info(rules.get("aa")))  # fmt: skip
 
 
 @dataclass(frozen=True)
