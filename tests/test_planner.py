@@ -306,3 +306,21 @@ def test_claim_f_without_an_earlier_study_uses_the_prior():
     rows, keys = _vit_rows()
     (f,) = [c for c in P.plan_claims(rows, keys, {}, 4, None, None) if c.claim == "f"]
     assert f.sd_diff == P.PRIOR_SD_DIFF["points"] and "prior" in f.noise_source and f.regime[0].startswith("unknown")
+
+
+def test_spawned_pilots_run_at_the_threads_the_runs_workers_will_have(monkeypatch):
+    """`--workers 2` with no thread count: the run's workers share the cores out (1 each on 2 cores); the pilot's
+    spawned processes must too, not keep the default of every core each (it then predicted 5x the run's time)."""
+    import os
+
+    from coatsearch.planner import pilot
+    from coatsearch.training.tuning import spawned_threads
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert (spawned_threads(2, None), spawned_threads(1, None), spawned_threads(2, 3)) == (1, 2, 3)
+    seen = []
+    monkeypatch.setattr(pilot, "_in_pool", lambda tasks, args, space, processes: seen.append(args) or [])
+    from types import SimpleNamespace
+
+    pilot.run_pilots(None, [SimpleNamespace(name="a"), SimpleNamespace(name="b")], 0, "cpu", 2, None)
+    assert seen == [(0, "cpu", 1)]

@@ -224,7 +224,10 @@ def run_pilots(
     """
     if processes <= 1 or len(preps) <= 1:
         return pilot_many(space, preps, seed, device, threads)
-    done = [t for part in _in_pool([[p] for p in preps], (seed, device, threads), space, processes) for t in part]
+    from coatsearch.training.tuning import spawned_threads
+
+    each = spawned_threads(processes, threads)  # as the run's spawned workers will have
+    done = [t for part in _in_pool([[p] for p in preps], (seed, device, each), space, processes) for t in part]
     order = {p.name: i for i, p in enumerate(preps)}
     return sorted(done, key=lambda t: order[t.candidate])
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import multiprocessing.connection
-import os
 import signal
 import time
 import uuid
@@ -54,7 +53,9 @@ def run(
     if workers <= 1:
         ran = _in_process(args, threads)
     else:
-        _spawn(args, workers, threads or max(1, (os.cpu_count() or 1) // workers), study)
+        from coatsearch.training.tuning import spawned_threads
+
+        _spawn(args, workers, spawned_threads(workers, threads), study)
         ran = store.ran_by(study, run_id)
     return store.summary(space, studies_dir, name, ran, time.perf_counter() - start)
 

@@ -188,6 +188,13 @@ class Workers:
         return f"workers auto: {self.processes} process(es) x {self.threads} thread(s) ({where}: {rates})"
 
 
+def spawned_threads(processes: int, threads: int | None) -> int:
+    """Intra-op threads of each of `processes` spawned workers: `threads` when given, else the cores shared out
+    evenly. The run's spawned workers and the planner's spawned timing pilots both size themselves by it, so the
+    pilot times what the run will do."""
+    return threads or max(1, (os.cpu_count() or 1) // max(1, processes))
+
+
 def cache_file() -> Path:
     """Where the per-machine choice is cached (COATSEARCH_CACHE overrides ~/.cache/coatsearch)."""
     root = os.environ.get("COATSEARCH_CACHE") or Path.home() / ".cache" / "coatsearch"
