@@ -198,9 +198,9 @@ def length(length: Any, path: Path) -> str | None:
     section's `Length` (view_claims): each candidate at the lengths it ran."""
     if length is None:
         return None
-    rows = [{"candidate": r.candidate, "epochs": [e for e, a in zip(length.epochs, r.accs, strict=True) if a],
-             "eval_acc": [a for a in r.accs if a]} for r in length.rows]  # fmt: skip
-    fig, ax = _accuracy_lines(rows, "epochs", "eval_acc")
+    lines = [(r.candidate, [e for e, a in zip(length.epochs, r.accs, strict=True) if a], [a for a in r.accs if a])
+             for r in length.rows]  # fmt: skip
+    fig, ax = _accuracy_lines(lines)
     ax.set(xlabel="schedule length (epochs)", title="Training-length stability")
     return _save(fig, path)
 
@@ -209,20 +209,20 @@ def robustness(rows: list[dict], path: Path) -> str | None:
     """Eval accuracy vs corruption severity per candidate (mean over corruptions; severity 0 is clean)."""
     if not rows:
         return None
-    fig, ax = _accuracy_lines(rows, "severity", "acc")
+    fig, ax = _accuracy_lines([(r["candidate"], r["severity"], r["acc"]) for r in rows])
     kinds = ", ".join(rows[0]["corruptions"])
     ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", title="Robustness to corruptions")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return _save(fig, path)
 
 
-def _accuracy_lines(rows: list[dict], x: str, y: str) -> tuple[Figure, Any]:
-    """One eval-accuracy line (mean ± sd per point) per candidate row, over the row's `x` values."""
+def _accuracy_lines(lines: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> tuple[Figure, Any]:
+    """One eval-accuracy line (mean ± sd per point) per (candidate, x values, Stats at them)."""
     fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.subplots()
-    for i, r in enumerate(rows):
-        ys, err = [a.mean for a in r[y]], [a.sd or 0 for a in r[y]]
-        ax.errorbar(r[x], ys, yerr=err, capsize=3, label=r["candidate"], **_style(i, r["candidate"]))
+    for i, (name, xs, accs) in enumerate(lines):
+        ys, err = [a.mean for a in accs], [a.sd or 0 for a in accs]
+        ax.errorbar(xs, ys, yerr=err, capsize=3, label=name, **_style(i, name))
     ax.set(ylabel="eval accuracy (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
