@@ -89,15 +89,15 @@ UNTRAINED = Score(
 )
 
 
-def draw_untrained(info: Any, report: Any, path: Path) -> str | None:
-    """Bars of the untrained eval accuracy per candidate, from the candidates section (its rows' table)."""
+def draw_untrained(info: Any, path: Path) -> str | None:
+    """Bars of the untrained eval accuracy per candidate, from the candidates section's Info (its rows)."""
     import matplotlib.pyplot as plt
 
-    have = [r for r in report["candidates"] if "untrained.eval_acc" in r["metrics"]]
+    have = [r for r in info.rows if "untrained.eval_acc" in r.metrics]
     if not have:
         return None
     fig, ax = plt.subplots(figsize=(4, 3))
-    ax.bar([r["candidate"] for r in have], [r["metrics"]["untrained.eval_acc"].mean for r in have])
+    ax.bar([r.candidate for r in have], [r.metrics["untrained.eval_acc"].mean for r in have])
     ax.set_ylabel("untrained eval acc (%)")
     fig.savefig(path)
     plt.close(fig)

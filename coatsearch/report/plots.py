@@ -1,6 +1,6 @@
 """Figures of a report, drawn with matplotlib's object API on the Agg canvas from the Info of the section that shows
-them (the one the Markdown renders) and, for the candidates' and matched-loss figures, from the report tables that
-Info was built from. Figures compute nothing: every table is built once by `report.tables`.
+them, the one its Markdown renders. Figures compute nothing: every table is built once by `report.tables`, and
+each Info once from them.
 
 `FIGURES` is the figure registry: a new figure is one draw function here plus one `FigureSpec` entry.
 """
@@ -48,8 +48,9 @@ def _style(i: int, name: str = "") -> dict:
     return {"marker": MARKERS[i % len(MARKERS)], "color": f"C{i % 10}"}
 
 
-def generalization(rows: list[dict], path: Path) -> str | None:
-    """Final train loss (x) vs eval accuracy (y) per candidate, with error bars over runs (CoAtNet Fig. 1)."""
+def generalization(rows: Sequence[Any], path: Path) -> str | None:
+    """Final train loss (x) vs eval accuracy (y) per candidate, with error bars over runs (CoAtNet Fig. 1), from
+    the candidates section's rows."""
     scores = [s for s in (GEN_SCORE, CAPACITY_SCORE) if _has(rows, f"{s}.train_loss", f"{s}.eval_acc")]
     if not scores:
         return None
@@ -58,12 +59,12 @@ def generalization(rows: list[dict], path: Path) -> str | None:
         lx, ly = f"{score}.train_loss", f"{score}.eval_acc"
         losses = []
         for i, r in enumerate(rows):
-            if lx not in r["metrics"] or ly not in r["metrics"]:
+            if lx not in r.metrics or ly not in r.metrics:
                 continue
-            x, y = r["metrics"][lx], r["metrics"][ly]
+            x, y = r.metrics[lx], r.metrics[ly]
             losses.append(x.mean)
             ax.errorbar(x.mean, y.mean, xerr=x.sd or 0, yerr=y.sd or 0, capsize=3, ls="none", ms=7,
-                        label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
+                        label=r.candidate, **_style(i, r.candidate))  # fmt: skip
         if losses and min(losses) > 0 and max(losses) / min(losses) > 20:
             ax.set_xscale("log")
         ax.set(
@@ -76,43 +77,31 @@ def generalization(rows: list[dict], path: Path) -> str | None:
     return _save(fig, path)
 
 
-def _has(rows: list[dict], *keys: str) -> bool:
-    return any(all(k in r["metrics"] for k in keys) for r in rows)
+def _has(rows: Sequence[Any], *keys: str) -> bool:
+    return any(all(k in r.metrics for k in keys) for r in rows)
 
 
-def _runs(c: dict) -> list[dict]:
-    """A curves entry's per-run curves (report.paper.mean_curves), or the entry itself (older per-epoch means)."""
-    return c["runs"] if isinstance(c.get("runs"), list) else [c]
-
-
-def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str | None:
-    """Per-epoch train loss and eval accuracy per candidate, one row of panels per score."""
-    scores = [s for s, t in tables.items() if t]
-    if not scores:
+def curves(sets: Sequence[Any], names: list[str], path: Path) -> str | None:
+    """Train loss and eval accuracy per run, one row of panels per score (the candidates section's `CurveSet`s)."""
+    if not sets:
         return None
-    fig = Figure(figsize=(11, 3.8 * len(scores)), layout="constrained")
-    axes = fig.subplots(len(scores), 2, squeeze=False)
-    for (ax_loss, ax_acc), score in zip(axes, scores, strict=True):
-        x = "step" if "step" in _runs(tables[score][0])[0] else "epoch"  # per-epoch ones from older studies
+    fig = Figure(figsize=(11, 3.8 * len(sets)), layout="constrained")
+    axes = fig.subplots(len(sets), 2, squeeze=False)
+    for (ax_loss, ax_acc), cs in zip(axes, sets, strict=True):
         seen: dict[str, int] = {}
-        for c in tables[score]:
-            k = seen[c["candidate"]] = seen.get(c["candidate"], -1) + 1  # a candidate's k-th recipe: its own dashes
-            style = {
-                **_style(names.index(c["candidate"]), c["candidate"]),
-                "ms": 3,
-                "ls": ("-", "--", ":", "-.")[k % 4],
-            }
-            label = c.get("label", c["candidate"])  # per recipe where a candidate's runs differ in lr/wd
-            for j, run in enumerate(_runs(c)):  # each run its own line: never a mean over a shrinking set
-                one = {**style, "label": label if j == 0 else None, "lw": 0.9, "alpha": 0.8, "ms": 2}
-                ax_loss.plot(run[x], run["train_loss"], **one)
-                ax_acc.plot(run[x], run["eval_acc"], **one)
-        title = titles().get(score, score)
-        what = "clean, fixed probe" if x == "step" else "running mean"
-        xlabel = "optimizer step" if x == "step" else "epoch"
+        for c in cs.lines:
+            k = seen[c.candidate] = seen.get(c.candidate, -1) + 1  # a candidate's k-th recipe: its own dashes
+            style = {**_style(names.index(c.candidate), c.candidate), "ms": 3, "ls": ("-", "--", ":", "-.")[k % 4]}
+            for j, run in enumerate(c.runs):  # each run its own line: never a mean over a shrinking set
+                one = {**style, "label": c.label if j == 0 else None, "lw": 0.9, "alpha": 0.8, "ms": 2}
+                ax_loss.plot(list(run.x), list(run.train_loss), **one)
+                ax_acc.plot(list(run.x), list(run.eval_acc), **one)
+        title = titles().get(cs.score, cs.score)
+        what = "clean, fixed probe" if cs.axis == "step" else "running mean"
+        xlabel = "optimizer step" if cs.axis == "step" else "epoch"
         ax_loss.set(xlabel=xlabel, ylabel=f"train loss (nats, {what})", title=f"{title}: train loss")
         ax_acc.set(xlabel=xlabel, ylabel="eval accuracy (%)", title=f"{title}: eval accuracy")
-        if x == "step":
+        if cs.axis == "step":
             ax_loss.set_yscale("log")
         for ax in (ax_loss, ax_acc):
             ax.grid(alpha=0.3)
@@ -121,36 +110,24 @@ def curves(tables: dict[str, list[dict]], names: list[str], path: Path) -> str |
     return _save(fig, path)
 
 
-def claim_measures(s: dict) -> list[str]:
-    """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
-    keys = [c["evidence"][0]["key"] for c in s.get("claims") or [] if c.get("evidence")]
-    keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
-    return keys or ([s["primary_acc"]] if s.get("primary_acc") else [])
-
-
-def acc_vs_params(rows: list[dict], keys: list[str], path: Path) -> str | None:
+def acc_vs_params(rows: Sequence[Any], keys: Sequence[str], path: Path) -> str | None:
     """Each claim's measure (mean ± sd over runs) against params, one panel per measure: the matched candidates
     as points, the regime baselines as horizontal lines (their params are far off the budget)."""
-    keys = [k for k in keys if any(k in r["metrics"] and "params" in r["metrics"] for r in rows)]
+    keys = [k for k in keys if any(k in r.metrics and "params" in r.metrics for r in rows)]
     if not keys:
         return None
     fig = Figure(figsize=(5.5 * len(keys), 4.5), layout="constrained")
     for ax, key in zip(fig.subplots(1, len(keys), squeeze=False)[0], keys, strict=True):
         for i, r in enumerate(rows):
-            if key not in r["metrics"] or "params" not in r["metrics"]:
+            if key not in r.metrics or "params" not in r.metrics:
                 continue
-            y = r["metrics"][key]
-            if r["candidate"] in BASELINES:
-                ax.axhline(
-                    y.mean,
-                    label=f"{r['candidate']} ({y.mean:.1f}%)",
-                    lw=1,
-                    ls=":",
-                    color=_style(i, r["candidate"])["color"],
-                )
+            y = r.metrics[key]
+            if r.candidate in BASELINES:
+                color = _style(i, r.candidate)["color"]
+                ax.axhline(y.mean, label=f"{r.candidate} ({y.mean:.1f}%)", lw=1, ls=":", color=color)
                 continue
-            ax.errorbar(r["metrics"]["params"].mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7,
-                        label=r["candidate"], **_style(i, r["candidate"]))  # fmt: skip
+            ax.errorbar(r.metrics["params"].mean, y.mean, yerr=y.sd or 0, capsize=3, ls="none", ms=7,
+                        label=r.candidate, **_style(i, r.candidate))  # fmt: skip
         ax.set(
             xlabel="parameters (millions)",
             ylabel=f"{METRICS[key].label} (%)",
@@ -205,12 +182,13 @@ def length(length: Any, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def robustness(rows: list[dict], path: Path) -> str | None:
-    """Eval accuracy vs corruption severity per candidate (mean over corruptions; severity 0 is clean)."""
+def robustness(rows: Sequence[Any], path: Path) -> str | None:
+    """Eval accuracy vs corruption severity per candidate (mean over corruptions; severity 0 is clean), from the
+    candidates section's `RobustnessRow`s."""
     if not rows:
         return None
-    fig, ax = _accuracy_lines([(r["candidate"], r["severity"], r["acc"]) for r in rows])
-    kinds = ", ".join(rows[0]["corruptions"])
+    fig, ax = _accuracy_lines([(r.candidate, list(r.severity), r.accs) for r in rows])
+    kinds = ", ".join(rows[0].corruptions)
     ax.set(xlabel=f"corruption severity (0 = clean; mean over {kinds})", title="Robustness to corruptions")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return _save(fig, path)
@@ -235,7 +213,7 @@ class FigureSpec:
 
     name: str
     section: str  # the report.SECTIONS entry whose Info it draws; no Info there (no data): no figure
-    draw: Callable[[Any, Any, Path], str | None]  # (that Info, the report, path) -> file name; None: no data
+    draw: Callable[[Any, Path], str | None]  # (that Info, path) -> file name; None: no data
     caption: str  # the text under it in report.md
 
 
@@ -245,7 +223,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             GEN_SCORE,
             "candidates",
-            lambda info, r, path: generalization(r["candidates"], path),
+            lambda info, path: generalization(info.rows, path),
             "End of each run: the clean train loss where it ended (x) vs its final eval accuracy (y), mean ± sd "
             "over runs per candidate. A run stopped at a loss target ends just below it, so x is mostly the target "
             "and its spread is noise: this is not CoAtNet Fig. 1 (which compares at matched training loss; see "
@@ -254,7 +232,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "curves",
             "candidates",
-            lambda info, r, path: curves(r["curves"], [row.candidate for row in info.rows], path),
+            lambda info, path: curves(info.curves, [row.candidate for row in info.rows], path),
             "Training curves, one line per run (never a mean over runs that stop or are measured at different "
             "steps), one style per candidate and recipe: clean train loss on the fixed probe and eval accuracy "
             "on the fixed eval set at each curve step (per epoch for studies recorded before step curves).",
@@ -262,7 +240,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "acc_vs_params",
             "candidates",
-            lambda info, r, path: acc_vs_params(r["candidates"], claim_measures(r), path),
+            lambda info, path: acc_vs_params(info.rows, info.measures, path),
             "Each judged claim's own measure (mean ± sd over runs; one panel per measure) against parameters: "
             "candidates matched to one MACs budget differ in params (the Size note under Candidates says whether the "
             "MACs are matched); the regime baselines are the dotted lines (the floor a claim's key candidates must "
@@ -271,7 +249,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "edf",
             "optimizability",
-            lambda o, r, path: edf(o.edf.rows, o.edf.k, path) if o.edf else None,
+            lambda o, path: edf(o.edf.rows, o.edf.k, path) if o.edf else None,
             "Hyperparameter EDF: cumulative fraction of runs within Δ points of top-1 error of the best run of "
             "the same model and optimizer (ViT_C paper Fig. 5); steeper = more stable. A curve with fewer than "
             f"{EDF_RUNS} runs is drawn as its runs (dots, the best ringed): too few for an EDF. The AdamW − SGD "
@@ -280,7 +258,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "matched_loss",
             "matched",
-            lambda info, r, path: plots_measures.draw(r["matched_loss"], path) if r["matched_loss"] else None,
+            lambda m, path: plots_measures.draw(m.points, path) if m.points else None,
             "Eval accuracy against clean train loss (log scale, falling to the right), one trajectory per candidate "
             "(CoAtNet Fig. 1): faint lines are runs' measured points after step 0, markers the mean of the "
             "uncensored readings at each ladder level (hollow where some runs are censored: never reached, or no "
@@ -291,7 +269,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "paired_diffs",
             "claims",
-            lambda v, r, path: plots_claims.draw(v.claims, path),
+            lambda v, path: plots_claims.draw(v.claims, path),
             "The per-seed paired differences behind every firm verdict: for each relation (claim (f): its gap "
             "contrast) the seeds' differences a − b in the better direction (dots), their mean with the verdict's "
             "95% interval (black), zero (grey) and, for '≈'/'≥' relations, ± the margin (red).",
@@ -299,40 +277,40 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             LENGTH_SCORE,
             "optimizability",
-            lambda o, r, path: length(o.length, path),
+            lambda o, path: length(o.length, path),
             "Eval accuracy vs schedule length (training-length stability).",
         ),
         FigureSpec(
             ROBUSTNESS_SCORE,
             "candidates",
-            lambda info, r, path: robustness(r[ROBUSTNESS_SCORE], path),
+            lambda info, path: robustness(info.robustness, path),
             "Eval accuracy vs corruption severity (mean over Gaussian noise, blur, contrast, shift and rotation; "
             "severity 0 is the clean eval set), using the model of the score named by `robustness.source`.",
         ),
         FigureSpec(
             "search_history",
             "search",
-            lambda found, r, path: plots_search.history(found, path),
+            lambda found, path: plots_search.history(found, path),
             "Search progress per searched candidate: each trial's objective (dots) and the best so far (steps), "
             "against the trial number (left) and the wall time since the search's first trial started (right).",
         ),
         FigureSpec(
             "search_slices",
             "search",
-            lambda found, r, path: plots_search.slices(found, path),
+            lambda found, path: plots_search.slices(found, path),
             "Slice plot: every complete trial's objective against each sampled dimension of the search.",
         ),
         FigureSpec(
             "search_pareto",
             "search",
-            lambda found, r, path: plots_search.front(found, path),
+            lambda found, path: plots_search.front(found, path),
             "Multi-objective search: every measured architecture at its mean of the first objective (up) against "
             "the second (across); the Pareto front circled and joined.",
         ),
         FigureSpec(
             "acc_vs_speed",
             SPEED_SCORE,
-            lambda speed, r, path: plots_speed.draw(speed, path),
+            lambda speed, path: plots_speed.draw(speed, path),
             "Eval accuracy (mean ± sd) against measured throughput on the study's device (log scale; left: "
             "inference, right: training), the Pareto front dashed and circled (regime baselines left out): "
             "MACs-matched is not speed-matched.",
@@ -342,14 +320,14 @@ FIGURES: dict[str, FigureSpec] = {
 
 
 def render_all(report: Any, folder: Path) -> dict[str, str]:
-    """Write every registered figure whose section has an Info (report.Report.infos) and data; remove stale ones.
-    Returns {figure: file name}."""
+    """Write every registered figure whose section has an Info (report.Report.infos) and data, drawn from that
+    Info alone; remove stale ones. Returns {figure: file name}."""
     folder.mkdir(parents=True, exist_ok=True)
     made = {}
     for name, fig in FIGURES.items():
         path = folder / f"{name}.png"
         info = report.infos.get(fig.section)
-        file = fig.draw(info, report, path) if info is not None else None
+        file = fig.draw(info, path) if info is not None else None
         if file:
             made[name] = file
         else:

@@ -86,8 +86,8 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     return fig
 
 
-def draw(table: dict, path: Path) -> str | None:
-    """`matched_loss` from the report's table of curve points and readings (analysis.paper.matched_points); its
-    file name, or None without curves."""
-    curves, at = pd.DataFrame(table["curves"]), pd.DataFrame(table["matched"])
-    return matched_loss(curves, at, path, table["level"])
+def draw(points: Any, path: Path) -> str | None:
+    """`matched_loss` from the matched section's `MatchedPoints` (view_measures: every run's curve points, the
+    ladder readings, the common level); its file name, or None without curves."""
+    curves, at = pd.DataFrame(list(points.curves)), pd.DataFrame(list(points.readings))
+    return matched_loss(curves, at, path, points.level)

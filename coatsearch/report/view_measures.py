@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from coatsearch.analysis.claims import CAPACITY_SCORE, TRANSFER_SCORE
 from coatsearch.analysis.tables import METRICS, Metric, Stat
@@ -57,6 +58,17 @@ class Matched:
     key: tuple[str, ...]
     out_of_regime: tuple[str, ...]
     censored: tuple[str, ...] = ()  # runs that reached the common level but whose reading there is censored
+    points: MatchedPoints | None = None  # what matched_loss.png draws (None without step curves)
+
+
+@dataclass(frozen=True)
+class MatchedPoints:
+    """Every run's measured curve points, the ladder readings and the common level (analysis.paper.matched_points):
+    CoAtNet Fig. 1 as the matched-loss figure draws it."""
+
+    curves: tuple[Mapping[str, Any], ...]  # candidate, run, step, train_loss, eval_acc
+    readings: tuple[Mapping[str, Any], ...]  # candidate, run, level, eval_acc, censored (reached, where recorded)
+    level: float | None
 
 
 def matched(ctx: Context) -> Matched | None:
@@ -69,7 +81,11 @@ def matched(ctx: Context) -> Matched | None:
                  for r in g["table"])  # fmt: skip
     return Matched(tuple(METRICS[k] for k in SIZE_KEYS), tuple(g["levels"]), g["level"], bool(g["table"]), rows,
                    tuple(_sized(ctx, c) for c in g["never"]), tuple(g["key"]), tuple(g["out_of_regime"]),
-                   tuple(g.get("censored") or ()))  # fmt: skip
+                   tuple(g.get("censored") or ()), _points(ctx.tables["matched_loss"]))  # fmt: skip
+
+
+def _points(table: Mapping[str, Any] | None) -> MatchedPoints | None:
+    return MatchedPoints(tuple(table["curves"]), tuple(table["matched"]), table["level"]) if table else None
 
 
 @dataclass(frozen=True)

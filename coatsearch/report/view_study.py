@@ -1,4 +1,7 @@
-"""The study sections' Infos, computed from the report context: header, setup, candidates, rankings, depth splits."""
+"""The study sections' Infos, computed from the report context: header, setup, candidates, rankings, depth splits.
+
+The candidates Info also carries what its figures draw (each run's curves, the robustness lines, the claims'
+measures), so that report.md and those figures read one Info."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.claims import BASELINES
+from coatsearch.analysis.claims import BASELINES, ROBUSTNESS_SCORE
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.plots import FIGURES
@@ -143,6 +146,45 @@ class CandidateRow:
     size: tuple[Stat | None, ...]  # params, MACs, budget error
     n: int
     scores: tuple[Stat | None, ...]  # one per column
+    metrics: Mapping[str, Stat]  # every metric it measured (mean ± sd over runs): what its figures plot
+
+
+@dataclass(frozen=True)
+class CurveRun:
+    """One run's measured curve: x (steps, or epochs for studies recorded before step curves), clean train loss
+    (nats) and eval accuracy (%) at each point."""
+
+    x: tuple[float, ...]
+    train_loss: tuple[float, ...]
+    eval_acc: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class CurveLine:
+    """A candidate's runs of one recipe (`label` names the recipe where its runs differ in lr/wd)."""
+
+    candidate: str
+    label: str
+    runs: tuple[CurveRun, ...]
+
+
+@dataclass(frozen=True)
+class CurveSet:
+    """One score's training curves: the x axis ("step" or "epoch") and a line per candidate and recipe."""
+
+    score: str
+    axis: str
+    lines: tuple[CurveLine, ...]
+
+
+@dataclass(frozen=True)
+class RobustnessRow:
+    """A candidate's eval accuracy (%) at each corruption severity (0: clean), mean over corruptions and runs."""
+
+    candidate: str
+    severity: tuple[int, ...]
+    accs: tuple[Stat, ...]
+    corruptions: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -157,10 +199,13 @@ class Candidates:
     sizes: Sizes | None
     params_ratio: float | None  # largest / smallest params of the budget-matched candidates
     fired: Mapping[str, tuple[str, ...]]  # guard field -> "candidate group k/runs" where it fired
+    measures: tuple[str, ...] = ()  # the accuracy measures (%) the judged claims decide on (acc_vs_params.png)
+    curves: tuple[CurveSet, ...] = ()  # the scores' training curves, each run its own line (curves.png)
+    robustness: tuple[RobustnessRow, ...] = ()  # accuracy against corruption severity (robustness.png)
 
 
 def candidates(ctx: Context) -> Candidates:
-    """The candidates table and its notes from the candidate rows."""
+    """The candidates table and its notes from the candidate rows, with what the section's figures draw."""
     rows = ctx.tables["candidates"]
     keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
     z = ctx.tables.get("size")
@@ -168,7 +213,10 @@ def candidates(ctx: Context) -> Candidates:
         tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys),
         tuple(_candidate(r, keys) for r in rows),
         tuple(ctx.tables["search_dims"]), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
-        z.big[1] / z.small[1] if z else None, _fired(rows),
+        z.big[1] / z.small[1] if z else None, _fired(rows), claim_measures(ctx.tables),
+        tuple(_curve_set(score, c) for score, c in ctx.tables["curves"].items() if c),
+        tuple(RobustnessRow(r["candidate"], tuple(r["severity"]), tuple(r["acc"]), tuple(r["corruptions"]))
+              for r in ctx.tables[ROBUSTNESS_SCORE]),
     )  # fmt: skip
 
 
@@ -177,7 +225,25 @@ def _candidate(r: dict, keys: list[str]) -> CandidateRow:
     label = r["layout"] + (f" ({r['model_label']})" if r["model_label"] != r["layout"] else "")
     m = r["metrics"]
     return CandidateRow(r["candidate"], label, r["stages"], tuple(m.get(k) for k in (*SIZE_KEYS, "budget_error")),
-                        r["n"], tuple(m.get(k) for k in keys))  # fmt: skip
+                        r["n"], tuple(m.get(k) for k in keys), m)  # fmt: skip
+
+
+def claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
+    """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
+    keys = [c["evidence"][0]["key"] for c in tables.get("claims") or [] if c.get("evidence")]
+    keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
+    return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
+
+
+def _curve_set(score: str, entries: list[dict]) -> CurveSet:
+    """A score's curves table (analysis.paper.mean_curves: runs kept apart; older studies: one per-epoch mean per
+    candidate) as typed lines."""
+    runs_of = [e["runs"] if isinstance(e.get("runs"), list) else [e] for e in entries]
+    axis = "step" if "step" in runs_of[0][0] else "epoch"
+    lines = tuple(CurveLine(e["candidate"], e.get("label", e["candidate"]),
+                            tuple(CurveRun(tuple(r[axis]), tuple(r["train_loss"]), tuple(r["eval_acc"])) for r in rs))
+                  for e, rs in zip(entries, runs_of, strict=True))  # fmt: skip
+    return CurveSet(score, axis, lines)
 
 
 def _fired(rows: list[dict]) -> dict[str, tuple[str, ...]]:
