@@ -147,3 +147,33 @@ def test_the_calibration_table_gives_each_claims_a_a_rate_from_the_committed_tab
     cell = f"{100 * b['rate']:.1f}% of {b['n']} [{100 * lo:.1f}%, {100 * hi:.1f}%], {b['out_of_regime']} out of regime"
     assert re.search(r"^\| \(b\) .*" + re.escape(cell), text, re.M)
     assert "/work/" not in text  # no work folder of the benchmark's in a report
+
+
+def _with_kernels(records, kernels):
+    """The records with their environments' torch CPU kernel instruction set replaced by `kernels`."""
+    from dataclasses import replace
+
+    return [r if r.run.environment is None else
+            replace(r, run=replace(r.run, environment=replace(r.run.environment, cpu_kernels=kernels)))
+            for r in records]  # fmt: skip
+
+
+def test_the_hardware_line_names_the_cpu_kernels_where_the_runs_recorded_them():
+    records = layout_records(AGREE)
+    before = render(summarize("s", SPACE, records), {})
+    assert "- Hardware: Test CPU (2 cores, 2 torch threads), GPU none" in before  # older records: as before
+    after = render(summarize("s", SPACE, _with_kernels(records, "AVX512")), {})
+    assert "- Hardware: Test CPU (2 cores, 2 torch threads, AVX512 kernels), GPU none" in after
+    assert after.replace(", AVX512 kernels", "") == before  # the one difference
+
+
+def test_a_worker_records_the_instruction_set_torch_dispatches_its_cpu_kernels_to():
+    import torch
+
+    from coatsearch.runner.environment import probe
+    from coatsearch.storage import record as R
+
+    env = probe(torch.device("cpu"))
+    assert env.cpu_kernels == torch.backends.cpu.get_cpu_capability() and env.cpu_kernels
+    run = R.failed(R.Identity("c", 0, 0, "c/seed=0/sample=0"), "x", environment=env)
+    assert R.from_json(R.to_json(run)).environment == env  # stored and read back

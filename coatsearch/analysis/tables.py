@@ -268,8 +268,9 @@ def _hardware(r: TrialRecord) -> dict:
     env = r.run.environment
     if env is None:
         return {"host": None, "cpu": None, "cpu_count": None, "torch_threads": None, "gpu": None, "device": None}
-    return {"host": env.host, "cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
-            "gpu": env.gpu, "device": env.device}  # fmt: skip
+    out = {"host": env.host, "cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
+           "gpu": env.gpu, "device": env.device}  # fmt: skip
+    return {**out, "cpu_kernels": env.cpu_kernels} if env.cpu_kernels else out  # older records: as before
 
 
 def _distinct(records: Records, get: Callable[[TrialRecord], dict]) -> list[dict]:

@@ -117,8 +117,9 @@ def _wall(e: Setup) -> list[str]:
 def _hardware(e: Setup) -> list[str]:
     out = []
     for h in e.hardware:
+        kernels = f", {h.cpu_kernels} kernels" if h.cpu_kernels else ""
         out.append(
-            f"- Hardware: {h.cpu} ({h.cpu_count} cores, {h.torch_threads} torch threads), "
+            f"- Hardware: {h.cpu} ({h.cpu_count} cores, {h.torch_threads} torch threads{kernels}), "
             f"GPU {h.gpu or 'none'}, device `{h.device}`, host `{h.host}`"
         )
     for v in e.versions:

@@ -84,6 +84,7 @@ class Hardware:
     torch_threads: int | None
     gpu: str | None
     device: str | None
+    cpu_kernels: str | None = None  # torch's CPU kernel instruction set (not recorded by older studies)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def setup(ctx: Context) -> Setup:
         for r in e["subsets"]
     )  # fmt: skip
     hardware = tuple(Hardware(h.get("host"), h.get("cpu"), h.get("cpu_count"), h.get("torch_threads"), h.get("gpu"),
-                              h.get("device")) for h in e["hardware"])  # fmt: skip
+                              h.get("device"), h.get("cpu_kernels")) for h in e["hardware"])  # fmt: skip
     return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
                  e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], hardware,
                  tuple(e["versions"]), subsets, tuple(ctx.tables["space"].get(k) for k in ("source", "profile",

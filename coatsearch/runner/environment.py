@@ -30,6 +30,7 @@ def probe(device: Any) -> R.Environment:
         cpu_count=os.cpu_count(),
         torch_threads=torch.get_num_threads(),
         gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        cpu_kernels=torch.backends.cpu.get_cpu_capability(),  # CPUs that dispatch differently round differently
         versions=MappingProxyType(
             {
                 "coatsearch": __version__,

@@ -87,6 +87,7 @@ class Environment:
     torch_threads: int | None = None
     gpu: str | None = None
     versions: Mapping[str, str] = field(default_factory=_none)
+    cpu_kernels: str | None = None  # the instruction set torch's CPU kernels dispatch to (AVX2, AVX512, ...)
 
 
 @dataclass(frozen=True)
