@@ -14,7 +14,7 @@ import pytest
 from coatsearch.analysis import looks as L
 from coatsearch.analysis import looks_found as F
 from coatsearch.report import write_report
-from tests.report_records import SPACE, layout_records, make_study
+from tests.report_records import MEANS, SPACE, layout_records, make_study, seeded
 
 SHA = {k: k * 64 for k in "abc"}
 SPLIT = {"validation": "v", "test": "t", "test_draw": 0}
@@ -103,6 +103,7 @@ def _judged(p: float, images: str = "split") -> dict:
 
 
 THIS = L.Ident("fab", SHA["a"], "default", (0, 1), (), "synthetic", 200)
+OTHER_DATA = seeded(MEANS, 1.3)  # another space version's runs on the same seeds: the same order, another p
 
 
 def test_holm_over_the_looks_that_spend_alpha_on_known_values() -> None:
@@ -138,6 +139,20 @@ def test_readings_with_the_same_space_hash_profile_and_seeds_are_one_look() -> N
     assert [(x.where, x.profile, x.seeds) for x in kept] == [("study s", "default", (0, 1)), ("s", "quick", (0, 1)),
                                                              ("s", "default", (0, 1, 2))]  # fmt: skip
     assert L.adjust(_judged(0.01), THIS, kept).looks == 4
+
+
+def test_an_earlier_space_version_that_read_this_studys_data_is_this_look_and_any_other_reading_is_not() -> None:
+    """A rerun after a comment-only edit of the space file (another hash, the same profile and seeds) that trained
+    bit for bit alike reads the same verdict and p: no second chance at a false verdict, so not another look."""
+    mine = {"a": ("supported", 0.02)}
+    rerun = [_look(0.02, SHA["b"], where="h1"), _look(0.05, SHA["b"], where="h2")]  # one hash: one look
+    assert L.unique(rerun, THIS, mine) == []  # one of its readings is this one's: the whole look is this one
+    other = [_look(0.0200001, SHA["b"]), _look(0.02, SHA["c"], verdict="inconclusive"),
+             _look(0.02, "d" * 64, seeds=(0, 1, 2)), _look(0.02, "e" * 64, profile="quick"),
+             _look(0.02, "f" * 64, claim="d"),
+             _look(0.02, "0" * 64, space="pilot", pilot=True, spends=False)]  # fmt: skip
+    assert L.unique(other, THIS, mine) == other  # another p, verdict, seeds, profile or claim: another look
+    assert L.unique(rerun, THIS, {"a": ("supported", None)}) == rerun[:1]  # nothing tested: nothing to match
 
 
 def test_a_look_without_a_split_is_on_validation_images_only_within_this_validation_set() -> None:
@@ -180,7 +195,7 @@ def test_committed_summary_versions_are_looks_with_their_space_hash(tmp_path: Pa
     assert all(x.where.startswith("reports/fab/summary.json @ ") for x in a) and found.notes == ()
     assert a[0].p == pytest.approx(_p(s, "a")) and a[0].verdict == "supported" and a[0].spends
     # a new version of the space: the studies folder's fab and the history's first version are one look
-    make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records()))
+    make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records(OTHER_DATA)))
     row = _claim(_summary(write_report("fab-new", studies, reports).parent), "a")
     # the second version is also the reports folder's summary as it stands: found there first
     assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report", SHA["b"]), ("study", SHA["a"])]
@@ -208,7 +223,7 @@ def test_an_unreadable_study_is_noted_and_left_out(tmp_path: Path) -> None:
 
 def test_a_report_left_in_the_reports_folder_is_a_look_and_a_linked_one_is_noted(tmp_path: Path) -> None:
     studies, reports = tmp_path / "studies", tmp_path / "reports"
-    make_study(studies, "gone", _space(SHA["b"]), _split(layout_records()))
+    make_study(studies, "gone", _space(SHA["b"]), _split(layout_records(OTHER_DATA)))
     write_report("gone", studies, reports)
     shutil.rmtree(studies / "gone")  # its study is gone; its report is on record
     (reports / "linked").mkdir()

@@ -4,7 +4,10 @@ A look is one reading of one claim of one space (its `name`): a study's verdict 
 claim's order holding, the intersection-union test of the chain: the largest Holm-adjusted p of the key relations
 on the deciding (first measured) measure, 1 for a key relation measured the wrong way (claim (f): its tested
 parts). The earlier looks come from `analysis/looks_found.py` (the studies folder and the committed reports' git
-history); looks with the same space hash, profile and seeds are one look (a regenerated report is not another).
+history); looks with the same space hash, profile and seeds are one look (a regenerated report is not another),
+and so are an earlier reading on this study's profile and seeds and this one when their verdict and p agree to
+every digit: the same data re-read (a rerun that trained bit for bit alike after an edit of the space file's
+comments, say), which gives a false verdict no second chance.
 
 A look spends test α when it read test images: its records split validation from test images (a look without a
 split read the eval draw, which is a prefix of the validation images when it had no more images than this study's
@@ -110,13 +113,30 @@ def key(x: Look | Ident) -> tuple:
     return (x.sha256, x.profile, x.seeds)
 
 
-def unique(looks: Sequence[Look], this: Ident) -> list[Look]:
-    """One look per (space hash, profile, seeds, claim), the first found; this study's own readings left out."""
+def same_reading(x: Look, this: Ident, readings: Mapping[str, tuple[Any, float | None]]) -> bool:
+    """Whether `x` read this study's data: a reading of this study's space (not a pilot), profile and seeds whose
+    verdict and p (`readings`: claim -> this look's (verdict, p)) equal this look's to every digit."""
+    mine = readings.get(x.claim)
+    return (
+        mine is not None
+        and mine[1] is not None
+        and not x.pilot
+        and (x.space, x.profile, x.seeds) == (this.space, this.profile, this.seeds)
+        and (x.verdict, x.p) == mine
+    )
+
+
+def unique(looks: Sequence[Look], this: Ident, readings: Mapping[str, tuple[Any, float | None]] | None = None
+           ) -> list[Look]:  # fmt: skip
+    """One look per (space hash, profile, seeds, claim), the first found; this study's own readings left out: those
+    of its space hash, profile and seeds, and every look of a (space hash, profile, seeds) one of whose readings
+    is this study's reading of the claim (same_reading)."""
+    same = {(*key(x), x.claim) for x in looks if same_reading(x, this, readings or {})}
     seen, out = {key(this)}, []
     done: set[tuple] = set()
     for x in looks:
         k = (*key(x), x.claim)
-        if key(x) in seen or k in done:
+        if key(x) in seen or k in done or k in same:
             continue
         done.add(k)
         out.append(x)
@@ -197,5 +217,5 @@ def table(space: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], found: 
     if found is None:
         return None
     this = ident(space)
-    earlier = unique(found.looks, this)
+    earlier = unique(found.looks, this, {str(c.get("id")): (c.get("verdict"), claim_p(c)) for c in claims})
     return Looks(this, found.notes, tuple(adjust(c, this, earlier) for c in claims))

@@ -23,7 +23,9 @@ def section(info: Looks) -> str:
         "",
         "Earlier readings of the same claims of this space on record: the other studies in the studies folder "
         "(other profiles, space versions, pilot spaces naming the claim) and the committed versions of the "
-        "reports' summary.json. Readings with the same space hash, profile and seeds are one look. A look spends "
+        "reports' summary.json. Readings with the same space hash, profile and seeds are one look; so are an "
+        "earlier reading of this space, profile and seeds and this one when their verdict and p agree to every "
+        "digit (the same data re-read, as after an edit of the space file's comments). A look spends "
         "test α when it read test images and its space does not pilot the claim; this look's p is Holm-adjusted "
         'over the looks that spend test α (docs/verdicts.md, "Earlier looks").',
     ]
