@@ -1,4 +1,4 @@
-"""Measured speed of every paper_layouts candidate (issue 23): the `speed` score's method, three runs each.
+"""Measured speed of every paper_layouts candidate: the `speed` score's method, three runs each.
 
 Each run builds the matched candidate afresh and times it with coatsearch.training.throughput (the score's defaults:
 1 warm-up step, 4 timed training steps at the run's batch 128, 4 timed inference steps at batch 128, 20 batch-1

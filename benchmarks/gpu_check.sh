@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 22 as one prepared run on the CUDA machine (/work/shared/GPU.md describes it):
+# The GPU checks as one prepared run on the CUDA machine (/work/shared/GPU.md describes it):
 # the CUDA tests, the CUDA benchmarks (img/s and fraction of bf16 peak per paper_layouts candidate at the
 # `full` profile's batch size; fit vs a bare loop) and a short `full`-profile study end to end.
 #

@@ -1,4 +1,4 @@
-"""Predicted GPU-hours of a space's profile (issue 21): its runs counted by the planner, priced at a peak fraction.
+"""Predicted GPU-hours of a space's profile: its runs counted by the planner, priced at a peak fraction.
 
 Every candidate's trial goes through the real score code with the planner's recorder (no training); each run's
 trained and evaluated images x the model's MACs give FLOPs (coatsearch.planner.gpu), divided by the H200's

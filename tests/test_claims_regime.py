@@ -1,4 +1,4 @@
-"""Issue 20's defects on fabricated studies, judged from the records up (report.judging), and claim (f)."""
+"""Regime and verdict defects on fabricated studies, judged from the records up (report.judging), and claim (f)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile and broken input (issue 12): every case exits 2 with one line, no traceback, and writes nothing."""
+"""Hostile and broken input: every case exits 2 with one line, no traceback, and writes nothing."""
 
 import os
 import signal

@@ -1,4 +1,4 @@
-"""Issue 24, classes 1, 2, 4 and 9: links, study-destroying commands, hangs and half-written files.
+"""Links, study-destroying commands, hangs and half-written files.
 
 Each test asserts the contract: exit 2 with one line and nothing written (or a clean run), outside files
 unchanged by hash, no hang (a deadline), and no trial lost (counts before and after).

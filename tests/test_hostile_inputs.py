@@ -1,4 +1,4 @@
-"""Issue 24, classes 6, 7, 8 and 10: bad caches and environment, hostile images, Markdown that breaks, API bounds."""
+"""Bad caches and environment, hostile images, Markdown that breaks, API bounds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 34, classes 4 and 6: numbers the DSL, the CLI and the API check alike (one line, exit 2, nothing
+"""Numbers the DSL, the CLI and the API check alike (one line, exit 2, nothing
 written), and resources: workers capped, depth matching bounded, candidate names limited. No training."""
 
 from __future__ import annotations

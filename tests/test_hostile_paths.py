@@ -1,4 +1,4 @@
-"""Issue 34, classes 1, 2, 3, 5 and 7: writes beside another study, repair's own files, a changed space resumed,
+"""Writes beside another study, repair's own files, a changed space resumed,
 a damaged plan.json, and report lines that must be true. No training: studies are fabricated (report_records)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 24, classes 3 and 5: trials whose worker was killed, and records other Optuna clients wrote.
+"""Trials whose worker was killed, and records other Optuna clients wrote.
 
 A killed trial is rerun at most KILL_RETRIES times, then recorded as failed and the study goes on;
 foreign or malformed trials are left out with one note line each, never crash, never block.

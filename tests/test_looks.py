@@ -1,4 +1,4 @@
-"""Every look on record (issue 31 part 3): earlier studies and committed reports of a space, one look per
+"""Every look on record: earlier studies and committed reports of a space, one look per
 space hash + profile + seeds, pilots and validation looks spending no test α, this look Holm-adjusted over the rest."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The joint budget (issue 23): width and a second knob solved so MACs and params both land in their bands."""
+"""The joint budget: width and a second knob solved so MACs and params both land in their bands."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Multi-objective studies (issue 23): study.objectives runs an Optuna multi-objective study; a Pareto front."""
+"""Multi-objective studies: study.objectives runs an Optuna multi-objective study; a Pareto front."""
 
 from __future__ import annotations
 

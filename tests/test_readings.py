@@ -1,4 +1,4 @@
-"""Readings bracketed by measured points (issue 30): dense curve points where the ladder is crossed, training
+"""Readings bracketed by measured points: dense curve points where the ladder is crossed, training
 one rung past it, the lr phase at each point, and the report's censoring of readings no measured pair brackets."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "coatsearch"
 READERS = [*(PACKAGE / "analysis").glob("*.py"), *(PACKAGE / "report").glob("*.py")]  # analysis and rendering
 METRIC_KEY = re.compile(r"[\"'](?:" + "|".join(scores.SCORES) + r")\.[a-z_0-9]+[\"']")  # e.g. "capacity.eval_acc"
 CLAIMS = "analysis/claims.py"  # the papers' claims: the data that names the measures each claim reads
-# Modules that still name score metrics (issue 19 part 4 is not finished there): at most this many each. A new
+# Modules that still name score metrics: at most this many each. A new
 # literal anywhere else fails; lower a count when a module stops naming one.
 PENDING: dict[str, int] = {}
 # Strict, for every module out of PENDING: no score named at all, as a key ("speed.train_ips"), a key's start
@@ -34,7 +34,7 @@ CLEANED = (
     "report/markdown_speed.py",
     "analysis/paper.py",
     "analysis/verdicts.py",
-)  # once in PENDING, now strict (issue 19 part 4)
+)  # once in PENDING, now strict
 
 
 def _name(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""The report as sections (issue 19 part 3): each section's Info from fabricated records, and render only formats."""
+"""The report as sections: each section's Info from fabricated records, and render only formats."""
 
 from __future__ import annotations
 

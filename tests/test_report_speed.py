@@ -1,4 +1,4 @@
-"""The report's speed table, Pareto front and >1.5x note (issue 23), from fabricated records (no timing)."""
+"""The report's speed table, Pareto front and >1.5x note, from fabricated records (no timing)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `speed` score (issue 23): measured train/inference throughput and batch-1 latency; never asserts timings."""
+"""The `speed` score: measured train/inference throughput and batch-1 latency; never asserts timings."""
 
 import math
 

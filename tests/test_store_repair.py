@@ -1,4 +1,4 @@
-"""A study remembers its space, and a damaged journal is reported in one line and repaired (issue 12, 5 and 6)."""
+"""A study remembers its space, and a damaged journal is reported in one line and repaired."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""The Pareto front of a multi-objective study (`study.objectives`, issue 23): computed, then rendered.
+"""The Pareto front of a multi-objective study (`study.objectives`): computed, then rendered.
 
 Per candidate, the mean over its complete runs of each objective; a candidate is on the front when no other
 is at least as good in every objective (in its direction) and better in one. Single-objective studies have

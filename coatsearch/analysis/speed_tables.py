@@ -1,4 +1,4 @@
-"""The report's measured speed (issue 23): a per-candidate speed table, its Pareto front and the >1.5x note.
+"""The report's measured speed: a per-candidate speed table, its Pareto front and the >1.5x note.
 
 Computed from the trial records alone: the keys the speed score declares by role (`Score.roles`, found through
 `scores.role`), never by name. Rows are keyed by those keys; plots_speed.py draws the figure and

@@ -1,4 +1,4 @@
-"""Regime baselines (issue 11): a linear classifier on pixels and a small plain CNN, never budget-matched.
+"""Regime baselines: a linear classifier on pixels and a small plain CNN, never budget-matched.
 
 A layout that trains worse than a linear model on raw pixels is out of the regime the papers describe;
 the report uses `baseline-linear` as that floor and shows both baselines beside every candidate.

@@ -1,4 +1,4 @@
-"""Markdown of the report's measured speed and Pareto front (issue 23): the Infos view_speed.py computed."""
+"""Markdown of the report's measured speed and Pareto front: the Infos view_speed.py computed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-seed paired differences behind every firm verdict (issue 30), claim (f)'s gap contrast included."""
+"""The per-seed paired differences behind every firm verdict, claim (f)'s gap contrast included."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The accuracy-vs-measured-throughput figure (issue 23): one panel per rate, the Pareto front marked."""
+"""The accuracy-vs-measured-throughput figure: one panel per rate, the Pareto front marked."""
 
 from __future__ import annotations
 

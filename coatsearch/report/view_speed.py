@@ -1,4 +1,4 @@
-"""The measured-speed and Pareto-front sections' Infos (issue 23), from the tables speed.py and pareto.py computed."""
+"""The measured-speed and Pareto-front sections' Infos, from the tables speed.py and pareto.py computed."""
 
 from __future__ import annotations
 

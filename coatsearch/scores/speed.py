@@ -1,4 +1,4 @@
-"""Measured speed (issue 23): training and inference images/s and batch-1 latency of the trial's model, on its device.
+"""Measured speed: training and inference images/s and batch-1 latency of the trial's model, on its device.
 
 A fresh model of the trial's matched spec is timed by coatsearch.training.throughput (warm-up, then timed repeats, as
 timm's benchmark.py), at the worker's thread count, the run's memory format and batch size, compiled when the
