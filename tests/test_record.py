@@ -124,3 +124,18 @@ def test_the_flat_form_is_plain_data_split_and_joined():
                                                                                               "lr": 0.1}}  # fmt: skip
     assert data["model"] is None and data["environment"] is None and data["extra"] == {"note": "n"}
     assert R.from_json(data).optimizer == R.optimizer({"optimizer": "sgd", "lr": 0.1})
+
+
+def test_a_worker_records_the_instruction_set_torch_dispatches_its_cpu_kernels_to():
+    import torch
+
+    from coatsearch.runner.environment import probe
+
+    env = probe(torch.device("cpu"))
+    assert env.cpu_kernels == torch.backends.cpu.get_cpu_capability() and env.cpu_kernels
+    run = R.failed(R.Identity("c", 0, 0, "c/seed=0/sample=0"), "x", environment=env)
+    assert R.from_json(R.to_json(run)).environment == env  # stored and read back
+    flat = R.flat(run)  # version 1's flat form: the field kept when set, left out when not (as v1 wrote it)
+    assert flat["env"]["cpu_kernels"] == env.cpu_kernels and R.read(flat, "FAIL", {}).environment == env
+    unset = R.flat(dataclasses.replace(run, environment=dataclasses.replace(env, cpu_kernels=None)))
+    assert "cpu_kernels" not in unset["env"]

@@ -165,15 +165,3 @@ def test_the_hardware_line_names_the_cpu_kernels_where_the_runs_recorded_them():
     after = render(summarize("s", SPACE, _with_kernels(records, "AVX512")), {})
     assert "- Hardware: Test CPU (2 cores, 2 torch threads, AVX512 kernels), GPU none" in after
     assert after.replace(", AVX512 kernels", "") == before  # the one difference
-
-
-def test_a_worker_records_the_instruction_set_torch_dispatches_its_cpu_kernels_to():
-    import torch
-
-    from coatsearch.runner.environment import probe
-    from coatsearch.storage import record as R
-
-    env = probe(torch.device("cpu"))
-    assert env.cpu_kernels == torch.backends.cpu.get_cpu_capability() and env.cpu_kernels
-    run = R.failed(R.Identity("c", 0, 0, "c/seed=0/sample=0"), "x", environment=env)
-    assert R.from_json(R.to_json(run)).environment == env  # stored and read back
