@@ -40,7 +40,8 @@ timed out resumes its trials when the same `--out` runs it again. The last line 
 --resume TABLE extends an earlier table (the committed one, say) with studies numbered after its own, so that
 every study has fresh seeds: the counts of a union of independent studies are the sums of their counts, and the
 rates and intervals are recomputed from the summed counts. The earlier table must have the same rule version, α
-and seeds per study.
+and seeds per study. The table keeps every state it stood in before (`history`): a report made under one cites
+that state, and tests/test_reproducible.py checks each committed report's A/A column against them.
 
     python benchmarks/bench_aa.py [--studies 40] [--workers 2] [--out DIR] [--quick] [--write] [--plan]
                                   [--resume TABLE] [--timeout S]
@@ -188,15 +189,18 @@ def rates(counts: dict) -> dict:
 
 
 def merged(earlier: dict, later: dict) -> dict:
-    """Two tables of independent A/A studies as one: counts summed, rates and intervals from the sums."""
+    """Two tables of independent A/A studies as one: counts summed, rates and intervals from the sums; the earlier
+    table's states kept in `history`, so that a report made under one of them can still be checked."""
+    from coatsearch.analysis import calibration
+
     fams = {c: rates({k: earlier["families"][c][k] + later["families"][c][k] for k in COUNTS}) for c in CLAIMS}
     studies = earlier["studies"] + later["studies"]
     spent = earlier["study_s"] * earlier["studies"] + later["study_s"] * later["studies"]
     return {**later, "studies": studies, "failed_studies": earlier["failed_studies"] + later["failed_studies"],
             "wall_s": round(earlier["wall_s"] + later["wall_s"], 1), "study_s": round(spent / max(1, studies), 1),
             "commands": [*earlier.get("commands", [earlier["command"]]), later["command"]], "families": fams,
-            "verdicts": earlier["verdicts"] + later["verdicts"],
-            "errors": earlier["errors"] + later["errors"]}  # fmt: skip
+            "verdicts": earlier["verdicts"] + later["verdicts"], "errors": earlier["errors"] + later["errors"],
+            "history": calibration.aa_states(earlier)}  # fmt: skip
 
 
 def earlier_table(path: Path) -> dict:

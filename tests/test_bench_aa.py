@@ -85,6 +85,18 @@ def test_a_resumed_table_has_the_counts_and_intervals_of_all_its_studies():
     assert [v["study"] for v in joined["verdicts"]] == ["s0", "s1", "s2", "s3", "s4"]
 
 
+def test_a_resumed_table_keeps_every_state_it_stood_in_as_reports_cite_them():
+    from coatsearch.analysis import calibration
+
+    first = bench_aa.table(_rows([("supported", "")]), 1.0, "first")
+    second = bench_aa.merged(first, bench_aa.table(_rows([("inconclusive", "0 of 1")], 1), 1.0, "second"))
+    third = bench_aa.merged(second, bench_aa.table(_rows([("not supported", "")], 2), 1.0, "third"))
+    states = calibration.aa_states(third)
+    assert [s["studies"] for s in states] == [1, 2, 3] and [s["families"]["f"]["firm"] for s in states] == [1, 1, 2]
+    assert states[:2] == [calibration.aa_cited(first), calibration.aa_cited(second)]  # as a report cited them
+    assert not any(k in s for s in states for k in calibration.AA_DETAIL)  # no rows or nested history cited
+
+
 def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):
     path = tmp_path / "aa.json"
     path.write_text(json.dumps({**bench_aa.table(_rows([("supported", "")]), 1.0, "x"), "seeds_per_study": 5}))

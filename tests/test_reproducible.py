@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from coatsearch.analysis import calibration
 from coatsearch.analysis import reproduce as RP
 from coatsearch.space.objects import load_space
 from coatsearch.storage.trials import space_record
@@ -38,6 +39,25 @@ def test_every_committed_report_was_made_from_its_shipped_space_file():
     """Fails for a report whose space file changed after it, or that predates space hashes: rerun the space."""
     assert sorted(p.parent.name for p in (ROOT / "reports").glob("*/summary.json"))  # the test has reports to check
     assert RP.problems(ROOT / "reports", ROOT) == []
+
+
+def test_every_committed_reports_a_a_column_is_a_state_of_the_committed_a_a_table():
+    """A report made before the A/A table grew cites the state it was made under; figures of no state fail."""
+    table = json.loads(calibration.AA_TABLE.read_text(encoding="utf-8"))
+    cited = [json.loads(p.read_text())["rules"].get("aa") for p in (ROOT / "reports").glob("*/summary.json")]
+    assert cited and all(cited)  # every committed report carries the column
+    assert RP.aa_problems(ROOT / "reports", table) == []
+
+
+def test_a_report_citing_an_earlier_state_passes_and_altered_figures_fail(tmp_path):
+    old = {"studies": 2, "date": "d1", "families": {"f": {"firm": 0}}}
+    table = {"studies": 3, "date": "d2", "families": {"f": {"firm": 1}}, "verdicts": [], "history": [old]}
+    for name, aa in [("early", old), ("now", calibration.aa_cited(table)), ("made-up", {**old, "date": "d0"})]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"rules": {"aa": aa}}), encoding="utf-8")
+    assert RP.aa_problems(tmp_path, table) == [
+        "made-up: its A/A column (2 studies, d0) is no state of the A/A table (states at 2, 3 studies)"
+    ]
 
 
 def test_a_report_of_the_space_as_it_stands_passes(tmp_path):

@@ -165,16 +165,31 @@ def figures() -> dict | None:
             "n_seeds": "4-10", "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA, "scenarios": per}  # fmt: skip
 
 
+AA_DETAIL = ("verdicts", "errors", "history")  # an A/A table's per-study rows and earlier states: never cited
+
+
+def aa_cited(data: dict) -> dict:
+    """An A/A table as a report cites it (summary.json `rules.aa`): its figures, without per-study verdicts,
+    errors or the states the table stood in before it grew (`history`, oldest first)."""
+    return {k: v for k, v in data.items() if k not in AA_DETAIL}
+
+
+def aa_states(data: dict) -> list[dict]:
+    """Every state an A/A table has stood in, oldest first, each as a report cites it: a report made before the
+    table grew cites the state it was made under (its study count and date), and stays true."""
+    return [*data.get("history", []), aa_cited(data)]
+
+
 def aa_figures() -> dict | None:
     """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
-    trained and reported for real) for this rule version, without its per-study verdicts; None if stale or missing."""
+    trained and reported for real) for this rule version, as a report cites them; None if stale or missing."""
     try:
         data = json.loads(AA_TABLE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if data.get("rule_version") != RULE_VERSION:
         return None
-    return {k: v for k, v in data.items() if k not in ("verdicts", "errors")}
+    return aa_cited(data)
 
 
 def summary(data: dict) -> str:

@@ -7,6 +7,9 @@ no longer hashes to the recorded value: a changed space then needs a real rerun,
 Figures quoted in Markdown (README, docs) name their source in an HTML comment just before the number:
 `<!-- reports/vit_stems: claims.f.evidence.0.parts.0.d -->+2.68`. `quote_problems` checks each such number
 against that summary.json value at the number's printed precision.
+
+`aa_problems` checks each report's A/A column against the A/A table's states: the table grows by `--resume`
+runs, and a report made before it grew cites the state it was made under.
 """
 
 from __future__ import annotations
@@ -72,6 +75,23 @@ def problems(reports: Path, root: Path) -> list[str]:
             continue
         if why := report_problem(summary, root):
             out.append(f"{path.parent.name}: {why}")
+    return out
+
+
+def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
+    """'NAME: why' for every summary.json under `reports` whose A/A column (`rules.aa`) is not a state the A/A
+    `table` has stood in (calibration.aa_states): figures no benchmark run produced. A report without the column
+    (made under another rule version) is not checked here."""
+    from coatsearch.analysis.calibration import aa_states
+
+    states = {json.dumps(s, sort_keys=True): s["studies"] for s in aa_states(dict(table))}
+    out = []
+    for path in sorted(reports.glob("*/summary.json")):
+        cited = (json.loads(path.read_text(encoding="utf-8")).get("rules") or {}).get("aa")
+        if cited and json.dumps(cited, sort_keys=True) not in states:
+            known = ", ".join(str(n) for n in states.values())
+            out.append(f"{path.parent.name}: its A/A column ({cited.get('studies')} studies, {cited.get('date')}) "
+                       f"is no state of the A/A table (states at {known} studies)")  # fmt: skip
     return out
 
 
