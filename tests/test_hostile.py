@@ -405,18 +405,39 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
     assert _workers_in(tmp_path) == []  # the parent terminated and joined its workers
 
 
-def test_a_sigterm_while_workers_start_is_held_until_every_worker_is_registered():
-    # a worker half-started when the parent unwinds dies of a truncated spawn pipe, printing a traceback
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_ctrl_c_or_sigterm_while_workers_start_is_held_until_every_worker_is_registered(sig):
+    # a worker half-started when the parent unwinds dies of a truncated spawn pipe, printing a traceback; an
+    # ignored SIGINT was discarded instead, and the run went on to its end (exit 0 after a Ctrl-C)
     from coatsearch.runner import interrupts
 
     reached = []
     with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
         with interrupts.children_ignore_sigint():
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), sig)
             reached.append("after the signal")  # the block runs on: the signal is held
         reached.append("after the block")  # never: the held signal is raised at the block's end
     assert reached == ["after the signal"]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask is restored
+
+
+def test_a_child_started_in_the_block_has_sigint_blocked_and_sigterm_not():
+    import multiprocessing as mp
+
+    from coatsearch.runner import interrupts
+
+    with interrupts.children_ignore_sigint():
+        child = mp.get_context("spawn").Process(target=time.sleep, args=(30,))
+        child.start()
+    try:
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        blocked = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+        assert blocked >> (signal.SIGINT - 1) & 1 and not blocked >> (signal.SIGTERM - 1) & 1
+    finally:
+        child.terminate()  # SIGTERM still stops it
+        child.join(30)
+    assert child.exitcode == -signal.SIGTERM
 
 
 # ------------------------------------------------------------------------------ 4. the data must match the space

@@ -237,7 +237,7 @@ def _in_pool(
 ) -> list[list[TrialTiming]]:
     """pilot_many on each share, in a pool of `processes` spawned processes; Ctrl-C or SIGTERM stops them all.
 
-    As the run's workers (backends.optuna_backend): the pool starts with SIGINT ignored, so a Ctrl-C reaches this
+    As the run's workers (backends.optuna_backend): the pool starts with SIGINT blocked, so a Ctrl-C reaches this
     process only; a SIGTERM is taken as a Ctrl-C; leaving an error or interrupt terminates every pool process.
     """
     import multiprocessing as mp

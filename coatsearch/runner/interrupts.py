@@ -1,7 +1,8 @@
 """How a parent that spawns worker processes treats Ctrl-C and SIGTERM (the run's workers, the plan's pilots).
 
-Children start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only, which then
-stops them; a SIGTERM to the parent (`kill PID`, a batch system) is taken as a Ctrl-C, so no child outlives it.
+Children start with SIGINT blocked (the signal mask is inherited through spawn), so a Ctrl-C reaches the parent
+only, which then stops them; a SIGTERM to the parent (`kill PID`, a batch system) is taken as a Ctrl-C, so no
+child outlives it.
 Handlers can be set from the main thread only; elsewhere both are no-ops.
 """
 
@@ -11,6 +12,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from multiprocessing import resource_tracker
 
 
 def _main() -> bool:
@@ -32,21 +34,31 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 @contextmanager
 def children_ignore_sigint() -> Iterator[None]:
-    """Start child processes within the block: they inherit SIGINT ignored; this process's handler is restored.
+    """Start child processes within the block: they inherit SIGINT blocked, so a Ctrl-C never reaches them.
 
-    A SIGTERM within the block is held until its end, then raised again: a child half-started (its spawn data
-    half-written) when the parent unwound would die of a truncated pipe, printing a traceback nobody asked for.
+    A Ctrl-C or a SIGTERM within the block is held until its end, then raised again: a child half-started (its
+    spawn data half-written) when the parent unwound would die of a truncated pipe, printing a traceback nobody
+    asked for. This thread blocks SIGINT (the mask a spawned child inherits and keeps) and a handler holds what
+    other threads receive; SIGTERM is held by the handler alone, so that the children can still be stopped by it.
+    An ignored SIGINT, as children used to inherit, would be discarded: a Ctrl-C while the workers started was
+    lost, and the run went on to its end.
     """
     if not _main():
         yield
         return
     held: list[int] = []
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: held.append(signum))
+
+    def hold(signum: int, frame: object) -> None:
+        held.append(signum)
+
+    resource_tracker.ensure_running()  # started later, it would unblock SIGINT here (CPython bpo-33613)
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        signal.signal(signal.SIGTERM, previous_term)
-    if held:
-        signal.raise_signal(signal.SIGTERM)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a SIGINT pending in this thread is raised here
+    for signum in dict.fromkeys(held):
+        signal.raise_signal(signum)

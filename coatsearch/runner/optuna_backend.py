@@ -75,7 +75,7 @@ def _in_process(args: tuple, threads: int | None) -> int:
 def _spawn(args: tuple, workers: int, threads: int, study: optuna.Study) -> None:
     """Run `workers` worker processes to the end; Ctrl-C stops them quietly (the parent prints one line).
 
-    The workers start with SIGINT ignored (inherited through spawn), so a Ctrl-C reaches the parent only,
+    The workers start with SIGINT blocked (the mask is inherited through spawn), so a Ctrl-C reaches the parent only,
     which then terminates them (SIGTERM, which a worker turns into a quiet exit); a trial they leave RUNNING
     is freed by the next run, as after kill -9. A SIGTERM to the parent (`kill PID`, a batch system) is
     taken as a Ctrl-C, so no worker outlives the parent and writes to a study nobody is running.
@@ -110,7 +110,7 @@ def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: i
 
 
 def _start(ctx: SpawnContext, procs: list, args: tuple, threads: int, streams: Iterable[int]) -> None:
-    """Start one more worker process per sampler stream (SIGINT ignored in them: see `_spawn`)."""
+    """Start one more worker process per sampler stream (SIGINT blocked in them: see `_spawn`)."""
     with interrupts.children_ignore_sigint():
         for stream in streams:
             procs.append(ctx.Process(target=_worker_entry, args=((*args, stream), threads)))
