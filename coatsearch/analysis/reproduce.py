@@ -66,16 +66,7 @@ def report_problem(summary: Mapping[str, Any], root: Path) -> str:
 
 def problems(reports: Path, root: Path) -> list[str]:
     """'reports/NAME: why' for every summary.json under `reports` not made from its space file as it stands."""
-    out = []
-    for path in sorted(reports.glob("*/summary.json")):
-        try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            out.append(f"{path.parent.name}: summary.json cannot be read ({exc})")
-            continue
-        if why := report_problem(summary, root):
-            out.append(f"{path.parent.name}: {why}")
-    return out
+    return _each_summary(reports, lambda summary: report_problem(summary, root))
 
 
 def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
@@ -85,13 +76,29 @@ def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
     from coatsearch.analysis.calibration import aa_states
 
     states = {json.dumps(s, sort_keys=True): s["studies"] for s in aa_states(dict(table))}
+    known = ", ".join(str(n) for n in states.values())
+
+    def problem(summary: Mapping[str, Any]) -> str:
+        cited = (summary.get("rules") or {}).get("aa")
+        if not cited or json.dumps(cited, sort_keys=True) in states:
+            return ""
+        return (f"its A/A column ({cited.get('studies')} studies, {cited.get('date')}) is no state of the A/A "
+                f"table (states at {known} studies)")  # fmt: skip
+
+    return _each_summary(reports, problem)
+
+
+def _each_summary(reports: Path, problem: Callable[[Mapping[str, Any]], str]) -> list[str]:
+    """'NAME: why' for every summary.json under `reports` that cannot be read or in which `problem` finds a why."""
     out = []
     for path in sorted(reports.glob("*/summary.json")):
-        cited = (json.loads(path.read_text(encoding="utf-8")).get("rules") or {}).get("aa")
-        if cited and json.dumps(cited, sort_keys=True) not in states:
-            known = ", ".join(str(n) for n in states.values())
-            out.append(f"{path.parent.name}: its A/A column ({cited.get('studies')} studies, {cited.get('date')}) "
-                       f"is no state of the A/A table (states at {known} studies)")  # fmt: skip
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            out.append(f"{path.parent.name}: summary.json cannot be read ({exc})")
+            continue
+        if why := problem(summary):
+            out.append(f"{path.parent.name}: {why}")
     return out
 
 
