@@ -84,6 +84,11 @@ def test_a_tiny_study_records_and_reports_the_baselines(tmp_path):
         assert row["state"] == "COMPLETE" and row["arch"] == arch and row["model_label"] == f"{arch} baseline"
         assert 0.0 <= row["generalization.eval_acc"] <= 1.0 and 0.0 <= row["transfer.finetune_acc"] <= 1.0
         assert row["macs"] > 0 and pd.isna(row["budget_error"]) and not pd.isna(table.loc["C-T", "budget_error"])
+    # the linear baseline alone records its fair floor: the best linear classifier, chosen on validation images
+    linear = table.loc["baseline-linear"]
+    assert 0.0 <= linear["generalization.floor_acc"] <= 1.0 and linear["generalization.floor_choice"]
+    assert linear["generalization.val_floor_acc"] >= linear["generalization.val_acc"]  # the recipe run competes
+    assert pd.isna(table.loc["baseline-cnn"].get("generalization.floor_acc"))
     report = res.report.read_text(encoding="utf-8")
     assert "**baseline-linear** is a linear classifier" in report
     assert re.search(r"^\| baseline-cnn +\| \(cnn baseline\) +\|", report, flags=re.M)

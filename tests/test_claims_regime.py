@@ -71,24 +71,30 @@ def _loss(candidate: str, losses: list[float]):
     return edit
 
 
-def test_censored_key_candidate_puts_claim_a_out_of_regime():
-    """b1c4749's rule read every candidate at 0.316 nats (C-T-T-T's lowest) and judged (a) there."""
-    j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", [2.0, 1.0, 0.6, 0.4, 0.3, 0.3])))
+def test_censored_model_that_must_learn_puts_claim_a_out_of_regime_a_predicted_loser_does_not():
+    """b1c4749's rule read every candidate at 0.316 nats (the slowest fitter's lowest) and judged (a) there."""
+    stuck = [2.0, 1.0, 0.6, 0.4, 0.3, 0.3]
+    j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-C-C-C", stuck)))
     a = next(c for c in j.claims if c["id"] == "a")
     assert a["verdict"] == "inconclusive"
     assert a["why"] == (
-        "out of regime — C-T-T-T never fit below 0.316 nats; every run of a key candidate must reach "
+        "out of regime — C-C-C-C never fit below 0.316 nats; every run of a model that must learn must reach "
         "0.1 nats, where train accuracy exceeds eval accuracy"
     )
     assert j.gen["level"] == pytest.approx(0.1) and j.gen["key"][:2] == ["ViT_REL", "C-C-C-C"]
-    assert not any(u.startswith("C-C-C-C") for u in j.gen["out_of_regime"])
+    # C-T-T-T, which the paper predicts to generalize worse, does not gate (a): it is named and left unread
+    j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", stuck)))
+    a = next(c for c in j.claims if c["id"] == "a")
+    assert "out of regime" not in a["why"] and j.gen["out_of_regime"] == []
+    assert any(n.startswith("C-T-T-T never fit below 0.316 nats: not read") for n in j.gen["censored"])
+    assert "C-T-T-T" not in [m["name"] for m in a["evidence"][0]["members"]]
 
 
 def test_claim_a_never_vanishes_when_every_candidate_is_censored():
     """b1c4749's rule dropped (a) from the report: no candidate reached the ladder, so no verdict at all."""
     a = _judge(_gen(), _loss("*", [2.3, 2.2, 2.1, 2.0, 1.9, 1.8]))["a"]
     assert a["verdict"] == "inconclusive" and a["evidence"] == []
-    assert a["why"].startswith("out of regime — ViT_REL never reached the ladder; C-C-C-C never reached the ladder")
+    assert a["why"].startswith("out of regime — C-C-C-C never reached the ladder; C-C-C-T never reached the ladder")
 
 
 def test_a_claim_with_one_model_measured_is_not_tested_not_dropped():
@@ -147,17 +153,21 @@ def test_claim_f_without_fixed_recipes_is_not_decided_by_best_runs():
     assert all(p["status"] == "holds" for p in f["parts"][1:])  # 8 vs 8 runs: Fisher can reach its Holm level
 
 
-def test_claim_f_is_out_of_regime_when_a_cells_mean_run_does_not_beat_the_linear_baseline():
-    def linear(acc: float, seed: int) -> dict:
-        metrics = with_derived({"accuracy.eval_acc": acc})
+def test_claim_f_gates_each_stem_at_its_better_optimizer_never_the_predicted_loser():
+    def linear(acc: float, seed: int, fair: float | None = None) -> dict:
+        metrics = with_derived({"accuracy.eval_acc": acc, **({"accuracy.floor_acc": fair} if fair else {})})
         return record(900 + seed, "baseline-linear", seed, metrics, label="linear baseline", optimizer="adamw")
 
     assert _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s) for s in range(3))])["verdict"] == "supported"
-    # ViT_P SGD runs 0.754, 0.757, 0.772 (mean 76.1%), best above 0.77: out of regime on its mean, whatever its best
+    # ViT_P SGD runs 0.754, 0.757, 0.772 (mean 76.1%) sit below a 77% floor: the paper predicts that cell to be bad,
+    # so it never gates; each stem at AdamW (85-87%) beats the floor by an interval
     low = _stem([*fixed_runs(0.10, 0.005), *(linear(0.77, s) for s in range(3))])
-    assert low["verdict"] == "inconclusive"
-    assert low["why"].startswith("out of regime — ViT_P SGD: mean run 76.1% over 3 seed(s) is not above the linear "
-                                 "baseline's 77.0% on the same seeds")  # fmt: skip
-    assert "ViT_C" not in low["why"].split("(")[0] and "AdamW" not in low["why"].split("(")[0]
-    one = _stem([*fixed_runs(0.10, 0.005), linear(0.90, 0)])  # a baseline on seed 0 only: that seed is compared
-    assert one["why"].startswith("out of regime — ViT_P AdamW: mean run 85.0% over 1 seed(s)")
+    assert low["verdict"] == "supported" and "out of regime" not in low["why"]
+    # the fair floor (the best linear classifier chosen on validation images) replaces the recipe run's accuracy
+    fair = _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s, fair=0.90) for s in range(3))])
+    assert fair["verdict"] == "inconclusive"
+    assert fair["why"].startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
+                                  "linear floor: -4.")  # fmt: skip
+    one = _stem([*fixed_runs(0.10, 0.005), linear(0.70, 0)])  # a baseline on seed 0 only: no interval
+    assert one["why"].startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
+                                 "linear floor: +15.0 points over 1 seed(s), no interval")  # fmt: skip

@@ -23,6 +23,18 @@ class Claim:
     margin_note: str = "the paper gives no numbers: 1 point by convention"  # how the margin was derived
 
 
+def top_group(chain: str) -> tuple[str, ...]:
+    """The names a chain ranks first, joined by '≈' alone: the models that must learn for its claim to be in regime
+    ('C-C-C-C ≈ C-C-C-T ≥ …' -> C-C-C-C, C-C-C-T). The paper's predicted losers never gate a claim."""
+    tokens = chain.split()
+    names, out = tokens[0::2], [tokens[0]]
+    for sym, name in zip(tokens[1::2], names[1:], strict=True):
+        if sym != "≈":
+            break
+        out.append(name)
+    return tuple(out)
+
+
 def half_effect(effect: float) -> float:
     """The margin derived from a paper's numbers: half its smallest strict difference (docs/verdicts.md)."""
     return round(effect / 2, 2)

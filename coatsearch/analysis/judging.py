@@ -53,7 +53,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     dims = optim.search_dims(fr.records)
     edf_rows = M.edf(runs) if describe and runs is not None and dims else []
     noise = V.noises(rows)
-    stems = stem.stem_tables(fr.complete, runs) if runs is not None else None
+    stems = stem.stem_tables(fr.complete, runs, acc) if runs is not None else None
     found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
     images = purposes(fr.complete)
     found = [with_status(with_scale(space, fr.complete, with_purposes(c, images), acc), registered) for c in found]

@@ -66,6 +66,35 @@ def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) ->
     return out
 
 
+@dataclass(frozen=True)
+class AboveFloor:
+    """A model against its floor, paired by seed: mean difference (points), one-sided lower bound, p, n."""
+
+    n: int
+    d: float
+    low: float | None  # one-sided (1 − alpha) lower bound of the mean difference; None below 2 seeds or no spread
+    p: float | None  # one-sided p of "not above the floor"
+
+    @property
+    def above(self) -> bool:
+        """Whether the model is shown to beat the floor: the lower bound lies above 0."""
+        return self.low is not None and self.low > 0
+
+
+def above_floor(model: dict, floor: dict, alpha: float) -> AboveFloor:
+    """Whether `model` ({seed: value}) beats `floor` ({seed: value}) over the seeds both have: a one-sided Student t
+    interval of the paired differences (n − 1 df), so two point estimates never decide a regime."""
+    d = np.array([model[s] - floor[s] for s in model if s in floor], dtype=float)
+    n = len(d)
+    mean = float(d.mean()) if n else math.nan
+    if n < 2 or float(d.std(ddof=1)) == 0.0:
+        exact = n >= 2 and mean > 0  # no spread: every seed beats the floor by the same margin
+        return AboveFloor(n, mean, mean if exact else None, 0.0 if exact else None)
+    res = st.ttest_1samp(d, 0.0, alternative="greater")
+    low = float(res.confidence_interval(1 - alpha).low)
+    return AboveFloor(n, mean, low, float(res.pvalue))
+
+
 def holm(pvalues: list[float | None]) -> list[float | None]:
     """Holm step-down adjusted p-values over the tested (non-None) ones; None stays None."""
     given = {i: p for i, p in enumerate(pvalues) if p is not None}

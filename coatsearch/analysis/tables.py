@@ -399,3 +399,9 @@ def jsonable(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def floor_key(key: str) -> str | None:
+    """The fair-floor metric that guards an accuracy measure: its score's `floor_acc` when that is registered."""
+    fk = f"{key.split('.', 1)[0]}.floor_acc"
+    return fk if fk in METRICS and METRICS[key].unit == "%" else None

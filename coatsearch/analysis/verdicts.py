@@ -13,7 +13,7 @@ from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.paper import MATCHED_KEY, NOT_TESTED
 from coatsearch.analysis.stem import STEM_RULE, stem_claim
-from coatsearch.analysis.tables import METRICS, Metric, group_of
+from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
 from coatsearch.scores import SCORES, ranked, v_accs
 
 RANKED = ranked()  # the ranked metrics, from the score registry
@@ -32,6 +32,15 @@ RELATION_RULE = (
     "no correction): '>' the interval excludes 0; '≈' the 90% interval lies within ± the equivalence margin "
     f"(1 point; {C.LOSS_MARGIN} nats for losses); '?' neither, or fewer than 2 paired seeds."
 )
+FLOOR_RULE = (
+    "A model that must learn (the names the paper ranks first; for claim (f), each stem at its better optimizer) "
+    "is in regime on an accuracy measure only where it beats the fair linear floor on the same seeds: the one-sided "
+    f"{100 * (1 - C.ALPHA):g}% lower bound of its mean paired difference to the floor (Student t, n − 1 df) lies "
+    "above 0. The fair floor is the best linear classifier on that score's own training images, chosen on the "
+    "validation images among an L2 path of logistic regressions without augmentation and the space's recipe run "
+    "(training.floor); where the linear model cannot reach a matched-loss level, the matched reading is held "
+    "against that floor, its best accuracy."
+)
 VERDICT_RULE = (
     "A claim's strict relations (> or ≫ in the paper's order, between neighbouring measured models) are its key "
     "relations; its '≈' and '≥' relations are tested for violation beyond the margin (one-sided t: '≥' violated "
@@ -41,20 +50,22 @@ VERDICT_RULE = (
     f"direction at Holm-adjusted p < {C.VERDICT_ALPHA} and no '≈'/'≥' relation is violated. **not supported**: a "
     "key relation is significantly reversed or a '≈'/'≥' relation is significantly violated (the report names it). "
     "**inconclusive**: anything else, with the reason; a run with fewer than 2 paired seeds is never tested, so "
-    "n = 1 is never firm. **inconclusive — out of regime**: a key candidate failed to train (every run within "
+    "n = 1 is never firm. **inconclusive — out of regime**: a model that must learn (the names the paper ranks "
+    "first; never a predicted loser) failed to train (every run within "
     f"{C.CHANCE_POINTS:g} points of chance); on every accuracy measure (%), the matched-loss reading "
-    "included, a key candidate not above the linear baseline on that same measure at the same reading (no "
-    "linear-baseline value there: not checkable, so out of regime); a key candidate that still rises (> "
+    "included, a model that must learn not shown above the fair linear floor on the same seeds (the floor rule "
+    "below; no linear-baseline value there: not checkable, so out of regime); one that still rises (> "
     f"{C.PLATEAU_POINTS:g} point over the last third of its curve), or whose convergence cannot be checked (curve "
     "too short or missing), where the claim needs convergence; for "
     "transfer, pretraining that helped no key candidate (mean fine-tune − scratch gain ≤ 0); for claim (a), a "
-    f"key candidate with a run that never fits to {C.FIT_LOSS:g} nats (the matched level is chosen over claim "
+    f"model that must learn with a run that never fits to {C.FIT_LOSS:g} nats (the matched level is chosen over claim "
     f"(a)'s key candidates only, at or below {C.FIT_LOSS:g} nats, where train accuracy exceeds eval accuracy). "
     "A claim some of whose models the study has is never dropped: with fewer than two of them measured it is "
     "'not tested at this scale', with the reason. "
     "Spearman rho with its exact permutation p-value is description only. "
     "The first measure decides; a second measure with the opposite firm verdict makes the claim inconclusive. "
-    f"Claim (f) (report.stem): {STEM_RULE}"
+    f"Claim (f) (report.stem): {STEM_RULE} "
+    f"Floor rule: {FLOOR_RULE}"
 )
 
 
@@ -185,30 +196,51 @@ def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) ->
             "resolvable": None if effect is None else mdd <= effect}  # fmt: skip
 
 
-def floor_of(key: str, rows: list[dict]) -> float | None:
-    """The linear baseline's mean on an accuracy measure (%), the matched-loss reading included; else None."""
+def floor_by_seed(key: str, rows: list[dict]) -> dict | None:
+    """The linear baseline's floor on an accuracy measure per seed (%): its fair floor where recorded, else its own
+    value on the measure; None without one."""
     if METRICS[key].unit != "%":
         return None
-    base = next((r for r in rows if r["candidate"] == C.BASELINES[0] and key in r["metrics"]), None)
-    return base["metrics"][key].mean if base is not None else None
+    base = next((r for r in rows if r["candidate"] == C.BASELINES[0]), None)
+    if base is None:
+        return None
+    fk = floor_key(key)
+    got = base["by_seed"].get(fk) if fk else None
+    return got or base["by_seed"].get(key)
+
+
+def floor_of(key: str, rows: list[dict]) -> float | None:
+    """The linear baseline's mean floor on an accuracy measure (%), the matched-loss reading included; else None."""
+    by_seed = floor_by_seed(key, rows)
+    return float(sum(by_seed.values()) / len(by_seed)) if by_seed else None
+
+
+def must_learn(claim: C.Claim, named: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """The measured models a claim's regime is gated on: the paper's top group (claims.top_group), else its best
+    measured name."""
+    top = C.top_group(claim.chain)
+    return [(n, r) for n, r in named if n in top] or named[:1]
 
 
 def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], where: str) -> list[str]:
-    """The regime guard against the linear baseline on the claim's own measure, at the same reading."""
+    """The regime guard against the fair linear floor on the claim's own measure, by interval (FLOOR_RULE)."""
     metric = METRICS[key]
     if metric.unit != "%":
         return []
-    floor, label = floor_of(key, rows), metric.label + (f" {where}" if where else "")
-    have = [(n, row["metrics"][key].mean) for n, row in named if key in row["metrics"]]
-    if floor is None:
+    floor, label = floor_by_seed(key, rows), metric.label + (f" {where}" if where else "")
+    have = [(n, row["by_seed"][key]) for n, row in named if key in row["by_seed"]]
+    if not floor:
         ran = any(r["candidate"] == C.BASELINES[0] for r in rows)
         return [f"regime not checkable: no linear-baseline value on {label}"] if ran and have else []
-    low = [(n, v) for n, v in have if v <= floor]
-    if not low:
-        return []
-    span = f"{min(v for _, v in low):.1f}–{max(v for _, v in low):.1f}%" if len(low) > 1 else f"{low[0][1]:.1f}%"
-    who = "every key candidate" if len(low) == len(have) else ", ".join(n for n, _ in low)
-    return [f"{who} below the linear baseline on {label} ({span} vs {floor:.1f}%)"]
+    out = []
+    for name, by_seed in have:
+        test = S.above_floor(by_seed, floor, C.ALPHA)
+        if test.above:
+            continue
+        low = "no interval (fewer than 2 paired seeds)" if test.low is None else f"lower bound {test.low:+.1f}"
+        out.append(f"{name} not shown above the fair linear floor on {label} ({test.d:+.1f} points over "
+                   f"{test.n} seed(s), {low})")  # fmt: skip
+    return out
 
 
 def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict], where: str = "") -> list[str]:
@@ -262,12 +294,15 @@ def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tu
 
 
 def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise: Any, rho: Any,
-             extra: tuple[str, ...] = (), where: str = "") -> dict:  # fmt: skip
-    """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict."""
+             extra: tuple[str, ...] = (), where: str = "", gate: list | None = None) -> dict:  # fmt: skip
+    """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict.
+
+    `gate`: the models the regime guards read (default: must_learn of the claim), never the predicted losers."""
     metric = METRICS[key]
     judge(pairs)
     pw = power(claim, key, pairs, noise) if rho is not None else None
-    reasons = [*extra, *regime(claim, named, key, rows, where if key == MATCHED_KEY else "")]
+    gated = must_learn(claim, named) if gate is None else gate
+    reasons = [*extra, *regime(claim, gated, key, rows, where if key == MATCHED_KEY else "")]
     verdict, why = _verdict(pairs, pw, reasons)
     equiv = equivalence_note(pairs, claim)
     guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
@@ -398,7 +433,9 @@ def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe: bool
             continue
         pairs = [_pair((a["candidate"], a), (b["candidate"], b), ">", key, nz.get(key), claim) for a, b in both]
         named = [(r["candidate"], r) for pair in both for r in pair]
-        found.append(evidence(claim, key, pairs, named, rows, nz.get(key), (None, None) if describe else None))
+        gate = [(on["candidate"], on) for on, _ in both]  # the models with relative attention must learn
+        found.append(evidence(claim, key, pairs, named, rows, nz.get(key), (None, None) if describe else None,
+                              gate=gate))  # fmt: skip
     return _combine(claim, found, [])
 
 

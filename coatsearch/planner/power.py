@@ -96,7 +96,7 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     steps = steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:
-        tables = stem.stem_tables(fr.complete, fr.runs)
+        tables = stem.stem_tables(fr.complete, fr.runs, fr.acc)
         part = stem.gap_contrast(tables["cells"])
         if (sd := stem.contrast_sd(part)) is not None:
             gap = StemNoise(sd, part["n"], tuple(stem.below_linear(tables["cells"], tables["linear"])))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.scores.base import Context, Guard, Score, acc, loss
+from coatsearch.scores.base import Context, Guard, Score, acc, floor, loss
 from coatsearch.vocab import specs as S
 
 
@@ -20,6 +20,7 @@ SCORE = Score(
     metrics=(
         loss("accuracy.train_loss", "recipe train loss"),
         acc("accuracy.eval_acc", "recipe eval acc", ranked=True),
+        floor("accuracy"),
     ),
     curves=lambda spec: ("accuracy",),
     epochs=lambda spec: (spec.epochs,),

@@ -37,6 +37,11 @@ def loss(key: str, label: str, *, ranked: bool = False) -> Metric:
     return Metric(key, label, "nats", 1, 3, "lower", 0.01, True, ranked)
 
 
+def floor(score: str) -> Metric:
+    """The fair linear floor of a score's runs (training.floor), recorded by the linear baseline alone."""
+    return acc(f"{score}.floor_acc", "fair linear floor", table=False)
+
+
 @dataclass(frozen=True)
 class Guard:
     """One training run of a score as the report's regime guards read it: its name (the curve it records), the

@@ -6,7 +6,7 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 
 from __future__ import annotations
 
-from coatsearch.scores.base import Context, Guard, Score, acc, loss
+from coatsearch.scores.base import Context, Guard, Score, acc, floor, loss
 from coatsearch.vocab import specs as S
 
 
@@ -24,6 +24,7 @@ SCORE = Score(
     metrics=(
         loss("capacity.train_loss", "cap. train loss", ranked=True),
         acc("capacity.eval_acc", "cap. eval acc", ranked=True),
+        floor("capacity"),
     ),
     curves=lambda spec: ("capacity",),
     epochs=lambda spec: (spec.epochs,),

@@ -6,7 +6,7 @@ The report reads eval accuracy at matched training loss from the curve (report.m
 
 from __future__ import annotations
 
-from coatsearch.scores.base import Context, Guard, Metric, Score, acc, loss
+from coatsearch.scores.base import Context, Guard, Metric, Score, acc, floor, loss
 from coatsearch.vocab import specs as S
 
 
@@ -29,6 +29,7 @@ SCORE = Score(
         loss("generalization.train_loss", "gen. train loss"),
         acc("generalization.eval_acc", "gen. eval acc", ranked=True),
         Metric("generalization.gap", "gen. gap (train − eval acc)", "points", 100, 1, "lower", 0.5, ranked=True),
+        floor("generalization"),
     ),
     curves=lambda spec: ("generalization",),
     epochs=lambda spec: (spec.epochs,),

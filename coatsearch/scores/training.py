@@ -20,6 +20,7 @@ from coatsearch.models import build
 from coatsearch.scores.base import Context
 from coatsearch.training import data as D
 from coatsearch.training.fit import History, fit
+from coatsearch.training.floor import RECIPE, Floor, linear_floor
 from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
 from coatsearch.vocab import specs as S
 
@@ -118,6 +119,7 @@ def single(
     train_loss, train_acc = hist.clean_train_loss, measured(hist.clean_train_acc, "clean train acc")
     eval_loss, eval_acc = hist.eval_loss[-1], final_eval_acc(hist)  # clean: an eval-mode pass over the train set
     val_acc = final_val_acc(hist)
+    floor = fair_floor(ctx, name, train_set, validation, held, Floor(val_acc, eval_acc, RECIPE))
     return {
         f"{name}.train_loss": train_loss,
         f"{name}.train_acc": train_acc,
@@ -128,8 +130,21 @@ def single(
         f"{name}.val_acc": val_acc,
         f"{name}.val_gap": train_acc - val_acc,
         **run_facts(name, hist, train_set, held, validation),
+        **floor,
         f"curves.{name}": curves(hist),
     }
+
+
+def fair_floor(
+    ctx: Context, name: str, train_set: D.TensorData, validation: D.TensorData, held: D.TensorData, recipe: Floor
+) -> dict:
+    """For the linear baseline only: `<name>.floor_acc` (test images) and `.val_floor_acc` of the best linear
+    classifier on this run's images, chosen on the validation images (training.floor), and `.floor_choice`."""
+    if ctx.inp.model.arch != "linear":
+        return {}
+    best, _ = linear_floor(train_set, validation, held, recipe)
+    return {f"{name}.floor_acc": best.test_acc, f"{name}.val_floor_acc": best.val_acc,
+            f"{name}.floor_choice": best.choice}  # fmt: skip
 
 
 def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorData, validation: D.TensorData) -> dict:
