@@ -44,23 +44,23 @@ def _stepped(values: dict, losses: dict[str, list[float]]) -> list:
 
 @pytest.fixture(scope="module")
 def censored():
-    """A study whose key candidate C-T-T-T never fits below 0.3 nats: claim (a) is out of regime."""
-    return summarize("fab", SPACE, _stepped(_gen(), {"C-T-T-T": [2.0, 1.0, 0.6, 0.4, 0.3, 0.3]}))
+    """A study whose C-C-C-T, a model claim (a) needs to learn, never fits below 0.3 nats: (a) is out of regime."""
+    return summarize("fab", SPACE, _stepped(_gen(), {"C-C-C-T": [2.0, 1.0, 0.6, 0.4, 0.3, 0.3]}))
 
 
 def test_the_matched_section_names_its_level_and_the_candidate_out_of_regime(censored):
     m = censored.infos["matched"]
     assert m.level == pytest.approx(0.1) and m.levels[0] > m.levels[-1] and m.reached
     assert m.key[:2] == ("ViT_REL", "C-C-C-C")
-    (reason,) = [u for u in m.out_of_regime if u.startswith("C-T-T-T")]
-    assert reason == "C-T-T-T never fit below 0.316 nats"
+    (reason,) = [u for u in m.out_of_regime if u.startswith("C-C-C-T")]
+    assert reason == "C-C-C-T never fit below 0.316 nats"
     rows = {r.at.candidate: r for r in m.rows}
-    assert rows["C-T-T-T"].eval_acc is None and rows["C-T-T-T"].censored_runs == rows["C-T-T-T"].runs == 3
+    assert rows["C-C-C-T"].eval_acc is None and rows["C-C-C-T"].censored_runs == rows["C-C-C-T"].runs == 3
     assert rows["C-C-C-C"].censored_runs == 0 and rows["C-C-C-C"].eval_acc == pytest.approx(85.1, abs=0.3)
     assert rows["C-C-C-C"].at.size[0].mean == pytest.approx(1.506)  # params (M): trials 1, 6, 11
     text = mdm.matched(m)
-    assert "Out of regime for claim (a): " in text and "C-T-T-T never fit below 0.316 nats" in text
-    assert "3/3" in text  # C-T-T-T: censored at the common level in all 3 runs
+    assert "Out of regime for claim (a): " in text and "C-C-C-T never fit below 0.316 nats" in text
+    assert "3/3" in text  # C-C-C-T: censored at the common level in all 3 runs
 
 
 def test_the_failures_section_lists_a_failed_trial_with_its_reason(censored):
