@@ -34,7 +34,7 @@ from coatsearch.analysis.tables import METRICS
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 
-RULE_VERSION = "2026-12-02.alpha03"  # bump when the verdict rule changes; the table below must be regenerated
+RULE_VERSION = "2026-12-04.floor"  # bump when the verdict rule changes; the table below must be regenerated
 TABLE = Path(__file__).with_name("calibration.json")
 AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
 FIRM = ("supported", "not supported")
@@ -51,7 +51,8 @@ def setting(case: str, scenario: Sim.Scenario) -> Sim.Setting:
     """The simulation setting of a case ('null' or 'power') in a scenario."""
     if case == "null":
         return Sim.Setting(scenario=scenario)
-    return Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, scenario=scenario)
+    effect = EFFECT if scenario.effect is None else scenario.effect
+    return Sim.Setting(effect=effect, stem_effect=STEM_EFFECT, scenario=scenario)
 
 
 def verdicts(space: dict, records: list[TrialRecord]) -> dict[str, str]:
@@ -136,7 +137,8 @@ def calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLIC
     for sc in Sim.SCENARIOS:
         null = simulate("null", sc, replicates, seed, workers)
         alt = simulate("power", sc, power_replicates, seed, workers)
-        out["scenarios"][sc.name] = {"per_claim": rates(null, alt), "null": null, "power": alt}
+        effect = EFFECT if sc.effect is None else sc.effect
+        out["scenarios"][sc.name] = {"per_claim": rates(null, alt), "null": null, "power": alt, "effect_sigma": effect}
     return out
 
 
