@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy import stats as st
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import judging, stem
 from coatsearch.analysis import verdicts as V
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, record, seeded, vit_records, with_derived
@@ -75,7 +76,7 @@ def test_censored_key_candidate_puts_claim_a_out_of_regime():
     """b1c4749's rule read every candidate at 0.316 nats (C-T-T-T's lowest) and judged (a) there."""
     j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", [2.0, 1.0, 0.6, 0.4, 0.3, 0.3])))
     a = next(c for c in j.claims if c["id"] == "a")
-    assert a["verdict"] == "inconclusive"
+    assert a["verdict"] == K.OUT_OF_REGIME and a["reason"].startswith("C-T-T-T never fit below 0.316 nats")
     assert a["why"] == (
         "out of regime — C-T-T-T never fit below 0.316 nats; every run of a key candidate must reach "
         "0.1 nats, where train accuracy exceeds eval accuracy"
@@ -87,7 +88,8 @@ def test_censored_key_candidate_puts_claim_a_out_of_regime():
 def test_claim_a_never_vanishes_when_every_candidate_is_censored():
     """b1c4749's rule dropped (a) from the report: no candidate reached the ladder, so no verdict at all."""
     a = _judge(_gen(), _loss("*", [2.3, 2.2, 2.1, 2.0, 1.9, 1.8]))["a"]
-    assert a["verdict"] == "inconclusive" and a["evidence"] == []
+    assert a["verdict"] == K.OUT_OF_REGIME and a["evidence"] == []
+    assert a["estimate"] is None and a["decide"].startswith("a profile in regime")
     assert a["why"].startswith("out of regime — ViT_REL never reached the ladder; C-C-C-C never reached the ladder")
 
 
@@ -137,13 +139,16 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     assert edf[0]["reason"] == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(3)}"
     assert "needs about" in good["why"]
     assert _stem(fixed_runs(0.0, 0.10))["verdict"] == "not supported"  # ViT_C loses 10 points with SGD
-    assert _stem(fixed_runs(0.003, 0.005))["verdict"] == "inconclusive"
+    same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
+    assert same["verdict"] == K.UNRESOLVED and same["detectable"]["mdd"] < same["detectable"]["effect"] == 4.6
+    assert same["estimate"]["n"] == 3 and same["decide"].startswith(("about", "more than", "a larger effect"))
+    assert good["estimate"]["d"] == gap["d"] and good["decide"] == K.DECIDED
 
 
 def test_claim_f_without_fixed_recipes_is_not_decided_by_best_runs():
     f = _stem(vit_records())  # one seed, 8 sampled lr/wd per cell: no fixed recipe on 2 seeds
     assert f["parts"][0]["status"] == "not tested" and "sampled lr/wd confound seed and recipe" in f["why"]
-    assert f["verdict"] == "inconclusive"
+    assert f["verdict"] == K.UNDERPOWERED and f["decide"].startswith("at least 2 paired seeds")
     assert all(p["status"] == "holds" for p in f["parts"][1:])  # 8 vs 8 runs: Fisher can reach its Holm level
 
 
@@ -155,7 +160,7 @@ def test_claim_f_is_out_of_regime_when_a_cells_mean_run_does_not_beat_the_linear
     assert _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s) for s in range(3))])["verdict"] == "supported"
     # ViT_P SGD runs 0.754, 0.757, 0.772 (mean 76.1%), best above 0.77: out of regime on its mean, whatever its best
     low = _stem([*fixed_runs(0.10, 0.005), *(linear(0.77, s) for s in range(3))])
-    assert low["verdict"] == "inconclusive"
+    assert low["verdict"] == K.OUT_OF_REGIME and low["reason"].startswith("ViT_P SGD: mean run 76.1%")
     assert low["why"].startswith("out of regime — ViT_P SGD: mean run 76.1% over 3 seed(s) is not above the linear "
                                  "baseline's 77.0% on the same seeds")  # fmt: skip
     assert "ViT_C" not in low["why"].split("(")[0] and "AdamW" not in low["why"].split("(")[0]
