@@ -165,6 +165,8 @@ def stem_claim(tables: dict | None) -> dict | None:
         reason = low[0] + (f" (and {len(low) - 1} more)" if len(low) > 1 else "")
     elif verdict == K.UNDERPOWERED:
         reason += f"; {K.blind(pw)}"
+    elif verdict == K.UNRESOLVED:
+        reason += "; the study could have detected the paper's effect"
     gap = parts[0]
     est = K.estimate("gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)", gap["d"], gap["ci"], gap["n"],
                      "points")  # fmt: skip

@@ -333,9 +333,8 @@ def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list
         have = ", ".join(resolved) or "none"
         labels = ", ".join(METRICS[k].label for k in claim.measures)
         why = f"fewer than two of its models measured on {labels} (measured models: {have})"
-        found = {"verdict": NOT_TESTED, "why": why, "reason": why, "estimate": None,
-                 "detectable": K.detectable(None, "points"), "decide": f"a study that measures two or more of its "
-                 f"models on {labels}"}  # fmt: skip
+        found = {"verdict": NOT_TESTED, "why": why, "reason": why, "estimate": None, "detectable": None,
+                 "decide": f"a study that measures two or more of its models on {labels}"}  # fmt: skip
     return {**_head(claim), **found, "evidence": [], "notes": notes}
 
 
