@@ -29,8 +29,8 @@ shared data part cancels in the pairing, as it does between real candidates, and
 Replicates are independent: study i runs seeds SEEDS*i .. SEEDS*i + SEEDS - 1 (its own subsets, batch orders and
 inits); the validation images are one draw, and each seed samples its own test images (`test_sampling: per_seed`).
 
-A study out of regime, inconclusive or not tested counts as not firm; the out-of-regime share is printed beside
-each rate (an A/A rate over studies mostly out of regime says little). Rates carry their exact (Clopper-Pearson)
+A study out of regime, underpowered, unresolved or not tested counts as not firm; the out-of-regime share is printed
+beside each rate (an A/A rate over studies mostly out of regime says little). Rates carry their exact (Clopper-Pearson)
 95% interval (scipy.stats.binomtest). Results go to OUT/aa.json, and with --write to coatsearch/analysis/aa.json,
 which each report's calibration line reads. Studies run `--workers` at a time, each in one process with one
 thread; every subprocess has a timeout (`--timeout`, 900 s: a loaded machine needs more), and a study that

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy import stats as st
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import judging, stem
 from coatsearch.analysis import verdicts as V
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, record, seeded, vit_records, with_derived
@@ -76,7 +77,7 @@ def test_censored_model_that_must_learn_puts_claim_a_out_of_regime_a_predicted_l
     stuck = [2.0, 1.0, 0.6, 0.4, 0.3, 0.3]
     j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-C-C-C", stuck)))
     a = next(c for c in j.claims if c["id"] == "a")
-    assert a["verdict"] == "inconclusive"
+    assert a["verdict"] == K.OUT_OF_REGIME and a["reason"].startswith("C-C-C-C never fit below 0.316 nats")
     assert a["why"] == (
         "out of regime — C-C-C-C never fit below 0.316 nats; every run of a model that must learn must reach "
         "0.1 nats, where train accuracy exceeds eval accuracy"
@@ -93,7 +94,8 @@ def test_censored_model_that_must_learn_puts_claim_a_out_of_regime_a_predicted_l
 def test_claim_a_never_vanishes_when_every_candidate_is_censored():
     """b1c4749's rule dropped (a) from the report: no candidate reached the ladder, so no verdict at all."""
     a = _judge(_gen(), _loss("*", [2.3, 2.2, 2.1, 2.0, 1.9, 1.8]))["a"]
-    assert a["verdict"] == "inconclusive" and a["evidence"] == []
+    assert a["verdict"] == K.OUT_OF_REGIME and a["evidence"] == []
+    assert a["estimate"] is None and a["decide"].startswith("a profile in regime")
     assert a["why"].startswith("out of regime — C-C-C-C never reached the ladder; C-C-C-T never reached the ladder")
 
 
@@ -143,13 +145,16 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     assert edf[0]["reason"] == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(3)}"
     assert "needs about" in good["why"]
     assert _stem(fixed_runs(0.0, 0.10))["verdict"] == "not supported"  # ViT_C loses 10 points with SGD
-    assert _stem(fixed_runs(0.003, 0.005))["verdict"] == "inconclusive"
+    same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
+    assert same["verdict"] == K.UNRESOLVED and same["detectable"]["mdd"] < same["detectable"]["effect"] == 4.6
+    assert same["estimate"]["n"] == 3 and same["decide"].startswith(("about", "more than", "a larger effect"))
+    assert good["estimate"]["d"] == gap["d"] and good["decide"] == K.DECIDED
 
 
 def test_claim_f_without_fixed_recipes_is_not_decided_by_best_runs():
     f = _stem(vit_records())  # one seed, 8 sampled lr/wd per cell: no fixed recipe on 2 seeds
     assert f["parts"][0]["status"] == "not tested" and "sampled lr/wd confound seed and recipe" in f["why"]
-    assert f["verdict"] == "inconclusive"
+    assert f["verdict"] == K.UNDERPOWERED and f["decide"].startswith("at least 2 paired seeds")
     assert all(p["status"] == "holds" for p in f["parts"][1:])  # 8 vs 8 runs: Fisher can reach its Holm level
 
 
@@ -165,7 +170,7 @@ def test_claim_f_gates_each_stem_at_its_better_optimizer_never_the_predicted_los
     assert low["verdict"] == "supported" and "out of regime" not in low["why"]
     # the fair floor (the best linear classifier chosen on validation images) replaces the recipe run's accuracy
     fair = _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s, fair=0.90) for s in range(3))])
-    assert fair["verdict"] == "inconclusive"
+    assert fair["verdict"] == K.OUT_OF_REGIME
     assert fair["why"].startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
                                   "linear floor: -4.")  # fmt: skip
     one = _stem([*fixed_runs(0.10, 0.005), linear(0.70, 0)])  # a baseline on seed 0 only: no interval

@@ -169,7 +169,7 @@ def test_sparse_curves_leave_claim_a_unread_with_the_reason():
     assert gen["level"] == pytest.approx(0.1)  # every run reached 0.1 nats: the level stands
     assert any("C-C-C-C: 3 of 3 readings at 0.1 nats censored (bracket starts at the untrained" in r
                for r in gen["out_of_regime"])  # fmt: skip
-    assert a["verdict"] == "inconclusive" and "censored" in a["why"]
+    assert a["verdict"] == "out of regime" and "censored" in a["why"]
     dense, gen = _claim_a(_study(DENSE))
     assert dense["verdict"] == "supported" and gen["censored"] == [] and gen["out_of_regime"] == []
     table = {r["candidate"]: r for r in gen["table"]}
@@ -179,7 +179,7 @@ def test_sparse_curves_leave_claim_a_unread_with_the_reason():
 def test_matched_readings_below_the_linear_baseline_put_the_claim_out_of_regime():
     """13009d6 had no floor for the matched-loss reading: 'supported' here, from networks below a linear model."""
     a, _ = _claim_a(_study(DENSE, linear_acc=0.85))
-    assert a["verdict"] == "inconclusive"
+    assert a["verdict"] == "out of regime"
     assert "C-C-C-C not shown above the fair linear floor on gen. eval acc at matched loss at 0.1 nats (" in a["why"]
     assert "C-C-C-T not shown above" in a["why"] and "C-T-T-T" not in a["why"]  # the models that must learn only
     assert V.floor_of("generalization.matched_acc", judging.judge_records(SPACE, _study(DENSE)).rows) is not None
@@ -193,7 +193,7 @@ def test_convergence_not_checkable_is_out_of_regime_where_the_claim_needs_it():
         m.pop("curves.accuracy", None)
 
     d = next(c for c in V.all_claims(tables.candidate_rows(SPACE, edit_runs(recs, no_curve)), None) if c["id"] == "d")
-    assert d["verdict"] == "inconclusive" and "convergence not checkable for 3 of 3 run(s)" in d["why"]
+    assert d["verdict"] == "out of regime" and "convergence not checkable for 3 of 3 run(s)" in d["why"]
     kept = next(c for c in V.all_claims(tables.candidate_rows(SPACE, recs), None) if c["id"] == "d")
     assert kept["verdict"] == "supported"
 
@@ -204,7 +204,7 @@ def test_firm_verdicts_carry_their_scale_and_margins_are_derived():
                                 _study(DENSE), a, None)  # fmt: skip
     assert scaled["scale"].startswith("at this proxy scale: fashion_mnist, ") and "32x32x1" in scaled["scale"]
     assert "500 training images" in scaled["scale"] and "3 seeds, 100 steps a run" in scaled["scale"]
-    assert judging.with_scale({}, [], {"verdict": "inconclusive"}, None) == {"verdict": "inconclusive"}
+    assert judging.with_scale({}, [], {"verdict": "unresolved"}, None) == {"verdict": "unresolved"}
     claims = {c.id: c for c in C.CHAIN_CLAIMS}
     assert claims["d"].margin == pytest.approx(0.3) and "V2 − V1 = 0.6" in claims["d"].margin_note
     assert claims["a"].margin == 1.0 and "not numbers" in claims["a"].margin_note
@@ -249,7 +249,7 @@ def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
     fig = PC.figure([claim_info(c) for c in (*claims, dense)])
     assert fig is not None and len(fig.axes) == 2  # (a) and (f): both firm
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["gap contrast"]
-    assert PC.figure([claim_info({**dense, "verdict": "inconclusive"})]) is None
+    assert PC.figure([claim_info({**dense, "verdict": "unresolved"})]) is None
     infos = [claim_info(c) for c in claims]
     assert PC.draw(infos, tmp_path / "p.png") == "p.png" and (tmp_path / "p.png").stat().st_size > 5000
 

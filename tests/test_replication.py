@@ -13,6 +13,7 @@ import pytest
 
 import coatsearch
 from coatsearch import api, cli, replication
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import judging, registration
 from coatsearch.errors import UserError
 from coatsearch.report import view_replication as vr
@@ -65,9 +66,9 @@ def test_a_replicate_not_firm_or_firm_the_other_way_does_not_replicate() -> None
     assert other.replicate.verdict == "not supported" and other.outcome == vr.NOT_REPLICATED
     assert "firm the other way" in other.why
     loose = _replication(AGREE, noisy(AGREE))["a"]
-    assert loose.replicate.verdict == "inconclusive" and loose.outcome == vr.NOT_REPLICATED and "not firm" in loose.why
+    assert loose.replicate.verdict == "unresolved" and loose.outcome == vr.NOT_REPLICATED and "not firm" in loose.why
     nothing = _replication(noisy(AGREE), AGREE)["a"]
-    assert nothing.original.verdict == "inconclusive" and nothing.replicate.verdict == "supported"
+    assert nothing.original.verdict == "unresolved" and nothing.replicate.verdict == "supported"
     assert nothing.outcome == vr.NOTHING  # a firm replicate of an unfirm original is no replication
     same = _replication(AGREE, AGREE, by=0)["a"]  # the replicate reran the original's seeds
     assert same.outcome == vr.NOT_REPLICATED and "not fresh" in same.why
@@ -77,9 +78,9 @@ def test_the_rule_reads_only_the_two_verdicts_and_freshness() -> None:
     assert vr.outcome("supported", "supported")[0] == vr.REPLICATED
     assert vr.outcome("not supported", "not supported")[0] == vr.REPLICATED
     assert vr.outcome("supported", "not supported")[0] == vr.NOT_REPLICATED
-    assert vr.outcome("not supported", "inconclusive")[0] == vr.NOT_REPLICATED
+    assert vr.outcome("not supported", "unresolved")[0] == vr.NOT_REPLICATED
     assert vr.outcome("supported", None)[0] == vr.NOT_REPLICATED
-    assert vr.outcome("inconclusive", "supported")[0] == vr.NOTHING
+    assert vr.outcome("underpowered", "supported")[0] == vr.NOTHING
     assert vr.outcome("supported", "supported", "seed(s) 0")[0] == vr.NOT_REPLICATED
 
 
@@ -220,12 +221,17 @@ def test_replicate_end_to_end_on_the_tiny_space(tmp_path: Path, capsys: pytest.C
     df = api.results("tiny-quick-rep", studies)
     assert set(df["seed"]) == {4}
     summary = json.loads((reports / "tiny-quick-rep" / "summary.json").read_text())
-    assert summary["images"]["draws"] == [1] and summary["registration"].startswith("confirmatory")
+    assert summary["images"]["draws"] == [1]
+    possible = any(c["verdict"] in K.POSSIBLE for c in summary["claims"])  # 'confirmatory' only where firm could be
+    assert summary["registration"].startswith("confirmatory" if possible else K.REGISTERED_ONLY)
     rep = summary["replication"]
     assert (rep["original"], rep["seeds"], rep["original_draws"], rep["fresh"]) == ("tiny-quick", [4], [0], "")
     d = next(c for c in rep["claims"] if c["id"] == "d")  # V2 > V1: the tiny runs stay near chance, never firm
-    assert d["outcome"] == vr.NOTHING and d["original"]["status"] == d["replicate"]["status"] == "confirmatory"
-    unfirm = {"not tested at this scale", "inconclusive"}
+    assert d["outcome"] == vr.NOTHING
+    for side in ("original", "replicate"):
+        want = "confirmatory" if d[side]["verdict"] in K.POSSIBLE else K.REGISTERED_ONLY
+        assert d[side]["status"] == want, d[side]
+    unfirm = {"not tested at this scale", *K.NOT_FIRM}
     assert {d[k]["verdict"] for k in ("original", "replicate", "pooled")} <= unfirm
     text = (reports / "tiny-quick-rep" / "report.md").read_text()
     assert "## Replication of tiny-quick" in text and "### (d) estimates" in text

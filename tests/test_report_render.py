@@ -29,7 +29,7 @@ def test_layout_study_report(tmp_path):
     assert path == tmp_path / "reports" / "fab" / "report.md"
     text = path.read_text()
     for heading in ("# coatsearch report: fab", "## Setup", "## Candidates", "## Figures", "## Rankings",
-                    "## Depth splits V0/V1/V2", "## Claim verdicts", "## Failed and pruned trials"):  # fmt: skip
+                    "## Depth splits V0/V1/V2", "## Claim details", "## Failed and pruned trials"):  # fmt: skip
         assert heading in text
     assert "**Proxy scale.** no scale at all" in text
     assert "Trials: 23 — 21 complete, 1 failed, 1 interrupted" in text  # 7 candidates × 3 seeds, 2 failures
@@ -77,7 +77,7 @@ def test_vit_study_report_has_optimizability(tmp_path):
 def test_render_skips_sections_without_data():
     text = render(summarize("empty", {}, []), {})
     assert "No trial completed" in text
-    for absent in ("## Rankings", "## Claim verdicts", "## Figures", "## Optimizability"):
+    for absent in ("## Rankings", "## Claim details", "## Verdicts", "## Regime", "## Figures", "## Optimizability"):
         assert absent not in text
 
 

@@ -17,9 +17,10 @@ from coatsearch.scores import SCORES
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, seeded, vit_records
 
 REPORT = Path(__file__).resolve().parents[1] / "coatsearch" / "report"
-MARKDOWN = ("markdown.py", "markdown_claims.py", "markdown_measures.py", "markdown_speed.py")
+MARKDOWN = ("markdown.py", "markdown_answer.py", "markdown_claims.py", "markdown_measures.py", "markdown_speed.py")
 NUMERIC = {"pandas", "numpy", "scipy", "statistics", "math"}  # computing libraries a renderer must not import
-FORMATTERS = {"escape", "markdown", "claims"}  # cell escaping, the table formatter, the papers' constants
+FORMATTERS = {"escape", "markdown", "markdown_answer", "claims", "categories"}  # cell escaping, the table and
+# verdict formatters, the papers' constants and the verdict categories' names
 COMPUTING = {"sorted", "min", "max", "sum", "any", "all", "filter", "round", "next"}  # picks, sorts, counts
 
 
@@ -85,7 +86,7 @@ def test_sections_with_their_data_are_in_and_verdicts_read_their_metric(censored
     r = censored.infos["rankings"]
     assert r.rule.startswith("Neighbours are compared") and any(line.label == "gen. eval acc" for line in r.lines)
     claims = {c.id: c for c in censored.infos["claims"].claims}
-    assert claims["a"].verdict == "inconclusive"
+    assert claims["a"].verdict == "out of regime"
     assert claims["c"].evidence[0].metric is SCORES["transfer"].metrics[3]  # the gain, from the registry
     t = censored.infos["transfer"]
     assert [m.key for m in t.columns] == [m.key for m in SCORES["transfer"].metrics]
@@ -112,7 +113,7 @@ def test_the_optimizability_section_reads_the_vit_runs():
 
 def test_sections_are_listed_once_and_every_figure_draws_a_sections_info():
     names = [s.name for s in SECTIONS]
-    assert len(names) == len(set(names)) and names[:3] == ["header", "setup", "candidates"]
+    assert len(names) == len(set(names)) and names[:4] == ["header", "answer", "regime", "about"]
     assert {f.section for f in plots.FIGURES.values()} <= set(names) - {"figures"}
 
 

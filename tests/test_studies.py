@@ -40,7 +40,10 @@ def test_paper_layouts_quick_trains_on_fashion_mnist_and_reports(tmp_path):
     assert "## Generalization at matched training loss" in report and "not tested at this scale" in report
     claims = {c["id"]: c for c in json.loads((tmp_path / "r" / "paper_layouts-quick" / "summary.json").read_text())[
         "claims"]}  # fmt: skip
-    assert claims["a"]["verdict"] == "inconclusive"  # one seed: never firm, and never dropped (b1c4749 dropped it)
+    assert claims["a"]["verdict"] in (
+        "underpowered",
+        "out of regime",
+    )  # one seed: never firm, and never dropped (b1c4749 dropped it)
     assert "(a) Generalization" in report
     assert "## Measured speed" in report and (tmp_path / "r" / "paper_layouts-quick" / "acc_vs_speed.png").exists()
     assert "MACs and params are both matched" in report

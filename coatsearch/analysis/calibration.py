@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as st
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import judging
 from coatsearch.analysis import simulate as Sim
@@ -37,8 +38,8 @@ from coatsearch.storage.record import TrialRecord
 RULE_VERSION = "2026-12-04.floor"  # bump when the verdict rule changes; the table below must be regenerated
 TABLE = Path(__file__).with_name("calibration.json")
 AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
-FIRM = ("supported", "not supported")
-CODE = {"supported": "s", "not supported": "n", "inconclusive": "i", NOT_TESTED: "t"}
+FIRM = K.FIRM
+CODE = {K.SUPPORTED: "s", K.NOT_SUPPORTED: "n", **dict.fromkeys(K.NOT_FIRM, "i"), NOT_TESTED: "t"}  # i: not firm
 CLAIMS = "abcdef"
 EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
 STEM_EFFECT = float(C.STEM_CLAIM.paper_effect or 0.0)  # points: (f)'s gap interaction in the power studies
@@ -92,7 +93,7 @@ def simulate(case: str, sc: Sim.Scenario, replicates: int, seed: int = 0, worker
         done = [_codes(parts[0])]
     codes = [done[i % workers][i // workers] for i in range(replicates)]
     counts: dict[str, dict[str, int]] = {}
-    word = {v: k for k, v in CODE.items()}
+    word = {"s": K.SUPPORTED, "n": K.NOT_SUPPORTED, "i": "not firm", "t": NOT_TESTED}  # CODE's letters, read back
     for row in codes:
         for cid, letter in zip(CLAIMS, row, strict=True):
             if letter != "-":
@@ -280,7 +281,7 @@ def _paths() -> dict[str, tuple]:
     m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.GAIN
     big, step = 2 * EFFECT * m, EFFECT * Sim.sigma(acc)  # points: two key steps of (a); one key step of (d), (e)
     fail, transfer, clash = "every run failed to train", C.CHAIN_CLAIMS[2].measures, C.CHAIN_CLAIMS[1].measures[1]
-    linear, norel, out = C.BASELINES[0], f"C-C-T-T-{C.NOREL_TAG}", "inconclusive"
+    linear, norel, out = C.BASELINES[0], f"C-C-T-T-{C.NOREL_TAG}", K.OUT_OF_REGIME
     return {
         "(a) ≈ violated": ("layouts", ("C-C-C-C",), lambda a: shift_curve(a, -big / 2), "a", "not supported",
                            "'≈' relation violated"),
@@ -294,7 +295,7 @@ def _paths() -> dict[str, tuple]:
                               "key relation significantly reversed"),
         "(c) key reversed": ("layouts-full", ("C-T-T-T",), lambda a: shift(a, transfer, 12.0), "c",
                              "not supported", "key relation significantly reversed"),
-        "(b) second-measure clash": ("layouts-full", ("*",), lambda a: reverse(a, clash), "b", out,
+        "(b) second-measure clash": ("layouts-full", ("*",), lambda a: reverse(a, clash), "b", K.UNRESOLVED,
                                      f"{METRICS[clash].label} says not supported"),
         "(f) reversed": ("stems", ("ViT_C-sgd-fixed",), lambda a: shift(a, acc, -3 * STEM_EFFECT), "f",
                          "not supported", "1 part(s) significantly reversed"),

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import frames, optim, paper, stem, tables
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import verdicts as V
@@ -59,7 +60,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     found = [with_status(with_scale(space, fr.complete, with_purposes(c, images), acc), registered) for c in found]
     claims, untested = paper.untestable(space, found)
     return Judged(fr, gen, rows, acc, dims, runs, edf_rows, noise, stems, claims, untested, images,
-                  registered or UNREGISTERED)  # fmt: skip
+                  registration_line(registered or UNREGISTERED, claims))  # fmt: skip
 
 
 def purposes(done: Sequence) -> dict:
@@ -107,22 +108,42 @@ def with_purposes(claim: dict, images: dict) -> dict:
     """The claim under the study's image rule (`purposes`): refused (not decided), else tagged with the state
     (an exploratory one says why in the claim's status: `with_status`)."""
     if images["state"] == "refused":
-        return {**claim, "verdict": "inconclusive", "why": images["line"], "scope": "", "images": "refused"}
+        return {
+            **claim,
+            "verdict": K.UNRESOLVED,
+            "why": images["line"],
+            "reason": images["line"].partition(":")[0],
+            "decide": "a study whose objectives read validation images only",
+            "scope": "",
+            "images": "refused",
+        }
     return {**claim, "images": "exploratory" if images["state"] == "exploratory" else "split"}
 
 
-FIRM = ("supported", "not supported")
+FIRM = K.FIRM
 UNREGISTERED = "exploratory: no registered analysis"
 
 
 def with_status(claim: dict, registered: str | None) -> dict:
-    """The claim marked confirmatory (its study matches its registration and its runs split validation from test
-    images) or exploratory, with the reasons (`status`, `status_why`)."""
+    """The claim marked confirmatory (its study matches its registration, its runs split validation from test
+    images, and a firm verdict was possible: categories.POSSIBLE), registered only (no firm verdict possible) or
+    exploratory, with the reasons (`status`, `status_why`)."""
     why = [registered or UNREGISTERED] if not (registered or "").startswith("confirmatory") else []
     if claim.get("images") != "split":
         why.append(EXPLORATORY if claim.get("images") == "exploratory" else "its measure was selected on test images")
-    status = "exploratory" if why else "confirmatory"
-    return {**claim, "status": status, "status_why": "; ".join(w.removeprefix("exploratory: ") for w in why)}
+    if why:
+        return {**claim, "status": "exploratory",
+                "status_why": "; ".join(w.removeprefix("exploratory: ") for w in why)}  # fmt: skip
+    status = K.status_word(True, claim["verdict"])
+    return {**claim, "status": status, "status_why": "" if status == "confirmatory" else claim["verdict"]}
+
+
+def registration_line(line: str, claims: Sequence[dict]) -> str:
+    """The study's registration line as the report shows it: 'confirmatory' only when some claim could reach a
+    firm verdict (categories.POSSIBLE), else 'registered (no firm verdict possible)'."""
+    if not line.startswith("confirmatory") or any(c["verdict"] in K.POSSIBLE for c in claims):
+        return line
+    return K.REGISTERED_ONLY + line.removeprefix("confirmatory")
 
 
 def with_scale(space: dict, done: Sequence, claim: dict, acc: str | None) -> dict:

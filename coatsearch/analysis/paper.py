@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import measures as M
 from coatsearch.analysis.tables import Records
@@ -22,7 +23,7 @@ from coatsearch.storage.record import TrialRecord
 
 MATCHED_KEY = next(k for k in derived() if k.endswith(".matched_acc"))  # the generalization score's derived metric
 GEN = C.GEN_SCORE  # the score whose step curves claim (a) is read off
-NOT_TESTED = "not tested at this scale"
+NOT_TESTED = K.NOT_TESTED  # the category of a claim a space marks untestable
 
 
 def levels_of(space: dict) -> tuple[float, ...]:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import optim
@@ -157,17 +158,42 @@ def stem_claim(tables: dict | None) -> dict | None:
         part["p"], part["status"] = q, "holds" if firm and part["d"] > 0 else "reversed" if firm else "unresolved"
     decisive = [parts[0], *tested[1:]] if tested and tested[0] is parts[0] else [parts[0], *tested]
     held, bad = (sum(p["status"] == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
-    verdict = "not supported" if bad else "supported" if held == len(decisive) else "inconclusive"  # can't resolve
-    why = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
-    why += "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
+    result = K.NOT_SUPPORTED if bad else K.SUPPORTED if held == len(decisive) else None  # can't resolve: left out
+    reason = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
+    why = reason + "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
     scope = _scope(parts, decisive)
     low = below_linear(tables["cells"], tables.get("linear", {}))
+    pw = gap_power(parts[0], max(len(tested), 1))
+    verdict = K.category(result, bool(low), pw)
     if low:
-        verdict, why = "inconclusive", "out of regime — " + "; ".join(low) + f" ({why})"
+        why = "out of regime — " + "; ".join(low) + f" ({why})"
+        reason = low[0] + (f" (and {len(low) - 1} more)" if len(low) > 1 else "")
+    elif verdict == K.UNDERPOWERED:
+        reason += f"; {K.blind(pw)}"
+    elif verdict == K.UNRESOLVED:
+        reason += "; the study could have detected the paper's effect"
+    gap = parts[0]
+    est = K.estimate("gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)", gap["d"], gap["ci"], gap["n"],
+                     "points")  # fmt: skip
     claim = C.STEM_CLAIM
     head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
-    return {**head, "verdict": verdict, "why": why, "evidence": [], "notes": [lr_source(tables["cells"])],
-            "parts": parts, "scope": scope if verdict != "inconclusive" else ""}  # fmt: skip
+    return {**head, **K.fields(verdict, reason, est, pw, "points"), "why": why, "evidence": [],
+            "notes": [lr_source(tables["cells"])], "parts": parts,
+            "scope": scope if verdict in K.FIRM else ""}  # fmt: skip
+
+
+def gap_power(part: dict, family: int) -> dict | None:
+    """The gap contrast's smallest detectable difference at its seeds and Holm's first level, beside the paper's
+    4.6-point interaction; None with fewer than 2 seeds or no spread."""
+    values = list((part.get("per_seed") or {}).values())
+    n = len(values)
+    if n < 2 or float(np.std(values, ddof=1)) == 0.0:
+        return None
+    sd, alpha, effect = float(np.std(values, ddof=1)), C.VERDICT_ALPHA / family, C.STEM_CLAIM.paper_effect
+    mdd = S.detectable(sd, n, n - 1, alpha, C.POWER)
+    need = S.seeds_needed(sd, effect, 2, alpha, C.POWER) if effect else None
+    return {"n": n, "sd_diff": sd, "df": n - 1, "k": 2, "alpha": alpha, "mdd": mdd, "effect": effect,
+            "seeds_needed": need}  # fmt: skip
 
 
 EDF_NOT_RUN = {"what": f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "short": "EDF",

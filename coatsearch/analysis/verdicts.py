@@ -9,6 +9,7 @@ from typing import Any
 
 from scipy import stats as st
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.paper import MATCHED_KEY, NOT_TESTED
@@ -49,9 +50,8 @@ VERDICT_RULE = (
     f"family-wise error stays ≤ α = {C.VERDICT_ALPHA}. **supported**: every key relation holds in the paper's "
     f"direction at Holm-adjusted p < {C.VERDICT_ALPHA} and no '≈'/'≥' relation is violated. **not supported**: a "
     "key relation is significantly reversed or a '≈'/'≥' relation is significantly violated (the report names it). "
-    "**inconclusive**: anything else, with the reason; a run with fewer than 2 paired seeds is never tested, so "
-    "n = 1 is never firm. **inconclusive — out of regime**: a model that must learn (the names the paper ranks "
-    "first; never a predicted loser) failed to train (every run within "
+    "A run with fewer than 2 paired seeds is never tested, so n = 1 is never firm. **out of regime**: a model "
+    "that must learn (the names the paper ranks first; never a predicted loser) failed to train (every run within "
     f"{C.CHANCE_POINTS:g} points of chance); on every accuracy measure (%), the matched-loss reading "
     "included, a model that must learn not shown above the fair linear floor on the same seeds (the floor rule "
     "below; no linear-baseline value there: not checkable, so out of regime); one that still rises (> "
@@ -63,8 +63,8 @@ VERDICT_RULE = (
     "A claim some of whose models the study has is never dropped: with fewer than two of them measured it is "
     "'not tested at this scale', with the reason. "
     "Spearman rho with its exact permutation p-value is description only. "
-    "The first measure decides; a second measure with the opposite firm verdict makes the claim inconclusive. "
-    f"Claim (f) (report.stem): {STEM_RULE} "
+    "The first measure decides; a second measure with the opposite firm verdict makes the claim unresolved. "
+    f"{K.CATEGORY_RULE} Claim (f) (report.stem): {STEM_RULE} "
     f"Floor rule: {FLOOR_RULE}"
 )
 
@@ -181,8 +181,9 @@ def judge(pairs: list[dict]) -> None:
             p["status"] = "non-inferior" if lo_hi and lo_hi[0] > -m else "not resolved"
 
 
-def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) -> dict | None:
-    """Smallest detectable difference of the key relations at the study's n, noise and α; the paper's effect."""
+def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None, need: bool = True) -> dict | None:
+    """Smallest detectable difference of the key relations at the study's n, noise and α; the paper's effect
+    (need=False leaves out the seeds the effect needs: the category needs only the detectable difference)."""
     key_pairs = [p for p in pairs if p["key"]]
     n = min((p["n"] for p in key_pairs), default=0)
     if noise is None or n < 2:
@@ -190,9 +191,9 @@ def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None) ->
     alpha = C.VERDICT_ALPHA / len(pairs)  # Holm's first step: the strictest level a relation of the family is tested at
     mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, C.POWER)
     effect = claim.paper_effect if METRICS[key].unit in ("%", "points") else None
-    need = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect else None
+    seeds = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect and need else None
     return {"n": n, "sd_diff": noise.sd_diff, "df": noise.df, "k": noise.k, "alpha": alpha, "power": C.POWER,
-            "mdd": mdd, "effect": effect, "effect_note": claim.effect_note, "seeds_needed": need,
+            "mdd": mdd, "effect": effect, "effect_note": claim.effect_note, "seeds_needed": seeds, "sized": need,
             "resolvable": None if effect is None else mdd <= effect}  # fmt: skip
 
 
@@ -266,33 +267,6 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
     return out
 
 
-def _verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]) -> tuple[str, str]:
-    key = [p for p in pairs if p["key"]]
-    rev = [f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed"]
-    bad = [f"key relation significantly reversed: {', '.join(rev)}"] if rev else []
-    bad += [f"'{p['paper']}' relation violated beyond its margin: {p['a']} {p['paper']} {p['b']} "
-            f"({p['d']:+.2f}, margin {p['margin']:g})" for p in pairs if p["status"] == "violated"]  # fmt: skip
-    if out_of_regime:
-        return "inconclusive", "out of regime — " + "; ".join(out_of_regime)
-    if bad:
-        return "not supported", "; ".join(bad)
-    if not key:
-        return "inconclusive", "no strict relation of the paper's order is measurable with these candidates"
-    held, a = sum(p["status"] == "holds" for p in key), C.VERDICT_ALPHA
-    if held == len(key):
-        verdict, why = "supported", f"all {held} key relation(s) hold at Holm-adjusted p < {a}"
-    else:
-        verdict, why = "inconclusive", f"{held} of {len(key)} key relation(s) hold at Holm-adjusted p < {a}"
-        if min(p["n"] for p in key) < 2:
-            why += "; fewer than 2 paired seeds: no test"
-    if pw and pw["resolvable"] is False:
-        need = f"more than {S.MAX_SEEDS} seeds would"
-        need = f"about {pw['seeds_needed']} seeds would" if pw["seeds_needed"] else need
-        why += (f"; the study cannot resolve the paper's effect (smallest detectable {pw['mdd']:.2f} at n = "
-                f"{pw['n']} vs the paper's {pw['effect']:g} points; {need} resolve it)")  # fmt: skip
-    return verdict, why
-
-
 def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise: Any, rho: Any,
              extra: tuple[str, ...] = (), where: str = "", gate: list | None = None) -> dict:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict.
@@ -300,10 +274,11 @@ def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: lis
     `gate`: the models the regime guards read (default: must_learn of the claim), never the predicted losers."""
     metric = METRICS[key]
     judge(pairs)
-    pw = power(claim, key, pairs, noise) if rho is not None else None
+    pw = power(claim, key, pairs, noise, need=rho is not None)
     gated = must_learn(claim, named) if gate is None else gate
     reasons = [*extra, *regime(claim, gated, key, rows, where if key == MATCHED_KEY else "")]
-    verdict, why = _verdict(pairs, pw, reasons)
+    found = K.measure_verdict(pairs, pw, reasons, "points" if metric.unit == "%" else metric.unit)
+    pw = pw if rho is not None else None
     equiv = equivalence_note(pairs, claim)
     guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
     members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
@@ -311,8 +286,7 @@ def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: lis
     rho = rho or (None, None)
     return {"key": key, "label": metric.label, "unit": metric.unit, "rho": rho[0], "rho_p": rho[1],
             "members": members, "pairs": pairs, "power": pw, "guards": guards, "out_of_regime": reasons,
-            "needs_convergence": claim.needs_convergence, "verdict": verdict,
-            "why": why, "equivalence": equiv}  # fmt: skip
+            "needs_convergence": claim.needs_convergence, **found, "equivalence": equiv}  # fmt: skip
 
 
 def equivalence_note(pairs: list[dict], claim: C.Claim) -> str:
@@ -366,27 +340,36 @@ def _head(claim: C.Claim) -> dict:
 
 
 def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None:
-    """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it inconclusive."""
+    """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it unresolved."""
     if not found:
         return None
-    verdict, why = found[0]["verdict"], found[0]["why"]
-    firm = {"supported": "not supported", "not supported": "supported"}
-    clash = [e for e in found[1:] if firm.get(verdict) == e["verdict"]]
+    first = found[0]
+    verdict = {k: first[k] for k in ANSWER}
+    clash = [e for e in found[1:] if e["verdict"] in K.FIRM and first["verdict"] in K.FIRM
+             and e["verdict"] != first["verdict"]]  # fmt: skip
     if clash:
-        verdict = "inconclusive"
-        why = f"{found[0]['label']} says {found[0]['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
-    return {**_head(claim), "verdict": verdict, "why": why, "evidence": found, "notes": notes}
+        why = f"{first['label']} says {first['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
+        verdict.update(verdict=K.UNRESOLVED, why=why, reason=f"its measures disagree: {why}",
+                       decide=f"a replicate on fresh seeds, or a registered choice of measure ({first['label']} "
+                              "decides as registered)")  # fmt: skip
+    return {**_head(claim), **verdict, "evidence": found, "notes": notes}
+
+
+ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # what a judged claim carries
 
 
 def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> dict:
     """A claim some of whose models the study has but cannot judge: out of regime, or not tested, with why."""
     if extra:
-        verdict, why = "inconclusive", "out of regime — " + "; ".join(extra)
+        why = "out of regime — " + "; ".join(extra)
+        found = {**K.fields(K.OUT_OF_REGIME, extra[0], None, None, "points"), "why": why}
     else:
         have = ", ".join(resolved) or "none"
         labels = ", ".join(METRICS[k].label for k in claim.measures)
-        verdict, why = NOT_TESTED, f"fewer than two of its models measured on {labels} (measured models: {have})"
-    return {**_head(claim), "verdict": verdict, "why": why, "evidence": [], "notes": notes}
+        why = f"fewer than two of its models measured on {labels} (measured models: {have})"
+        found = {"verdict": NOT_TESTED, "why": why, "reason": why, "estimate": None, "detectable": None,
+                 "decide": f"a study that measures two or more of its models on {labels}"}  # fmt: skip
+    return {**_head(claim), **found, "evidence": [], "notes": notes}
 
 
 def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe: bool = True,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from coatsearch.analysis.categories import REGISTERED_ONLY
 from coatsearch.planner import Plan
+from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from coatsearch.planner.pilot import FitTiming
 from coatsearch.planner.power import ClaimPlan
@@ -52,8 +54,19 @@ def render(plan: Plan) -> str:
     if plan.budget_s is not None:
         lines += ["", budget_line(plan)]
     if plan.registration:
-        lines += ["", *plan.registration]
+        lines += ["", *registration_lines(plan)]
     return "\n".join(lines)
+
+
+def registration_lines(plan: Plan) -> tuple[str, ...]:
+    """The registration block, its last line 'confirmatory' only when some claim could reach a firm verdict at the
+    planned seeds (analysis.categories): with one seed, or every claim underpowered or out of regime, it reads
+    'registered (no firm verdict possible)'."""
+    *head, last = plan.registration
+    could = plan.seeds >= 2 and any(P.decidable(c, plan.seeds) is not False for c in plan.claims if c.measure)
+    if last.startswith("confirmatory") and not could:
+        last = REGISTERED_ONLY + last.removeprefix("confirmatory")
+    return (*head, last)
 
 
 def _num(x: float | None, unit: str) -> str:

@@ -38,6 +38,7 @@ from coatsearch.analysis.claims import (
 )
 from coatsearch.analysis.tables import jsonable
 from coatsearch.report import markdown as md
+from coatsearch.report import markdown_answer as mda
 from coatsearch.report import markdown_claims as mdc
 from coatsearch.report import markdown_looks as mdl
 from coatsearch.report import markdown_measures as mdm
@@ -45,6 +46,7 @@ from coatsearch.report import markdown_replication as mdr
 from coatsearch.report import markdown_search as mdsearch
 from coatsearch.report import markdown_speed as mds
 from coatsearch.report import plots, view_search
+from coatsearch.report import view_answer as va
 from coatsearch.report import view_claims as vc
 from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
@@ -59,6 +61,9 @@ FIGURES = "figures"  # the section listing the figures written beside the report
 
 SECTIONS: tuple[Section, ...] = (  # in report order
     Section("header", vst.header, md.header),
+    Section("answer", va.answer, mda.answer),  # the answer and the verdict table: first, without scrolling
+    Section("regime", va.regime, mda.regime),
+    Section("about", vst.about, md.about),
     Section("setup", vst.setup, md.setup),
     Section("candidates", vst.candidates, md.candidates),
     Section(FIGURES, lambda ctx: None, md.figures),
@@ -68,15 +73,17 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section("matched", vm.matched, mdm.matched),
     Section(CAPACITY_SCORE, vm.capacity, mdm.capacity),
     Section(TRANSFER_SCORE, vm.transfer, mdm.transfer),
-    Section(SPEED_SCORE, vs.speed, mds.section),
-    Section("pareto", vs.pareto, mds.pareto),
     Section("claims", vc.verdicts, mdc.verdicts),
-    Section("looks", vc.looks, mdl.section),
     Section("replication", lambda ctx: ctx.tables.get("replication"), mdr.section),
     Section("untested", vm.untested, mdm.untested),
-    Section("edges", vm.edges, mdm.edges),
     Section("optimizability", vc.optimizability, mdc.optimizability),
     Section("failures", vc.failures, mdc.failures),
+    # the appendix: how the verdicts are reached, earlier looks, speed and pairing
+    Section("appendix", vc.verdicts, mdc.appendix),
+    Section("looks", vc.looks, mdl.section),
+    Section(SPEED_SCORE, vs.speed, mds.section),
+    Section("pareto", vs.pareto, mds.pareto),
+    Section("edges", vm.edges, mdm.edges),
 )
 
 

@@ -43,8 +43,13 @@ def fmt_num(x: float | None, digits: int = 1, signed: bool = False) -> str:
 
 
 def header(h: Header) -> str:
-    """Title, description and proxy scale."""
-    out = [f"# coatsearch report: {h.study}", ""]
+    """The title."""
+    return f"# coatsearch report: {h.study}"
+
+
+def about(h: Header) -> str:
+    """Description, proxy scale and the space it ran."""
+    out = ["## About this study", ""]
     if h.description is not None:
         out += [escape.block(h.description), ""]
     if h.scale is not None:

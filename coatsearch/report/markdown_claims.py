@@ -7,6 +7,7 @@ from typing import Any
 
 from coatsearch.analysis import claims as C
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
+from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable, estimate
 from coatsearch.report.view_claims import (
     Aa,
     Claim,
@@ -23,19 +24,20 @@ from coatsearch.report.view_claims import (
     Verdicts,
 )
 
-VERDICT_MARK = {"supported": "✅ supported", "not supported": "❌ not supported", "inconclusive": "❔ inconclusive",
-                "not tested at this scale": "➖ not tested at this scale"}  # fmt: skip
-
 
 def verdicts(vs: Verdicts) -> str:
-    """Claim verdicts: the method, rule and its calibration, a summary table, then the evidence of each claim."""
-    head = ["claim", "paper", "verdict", "why"]
-    body = [[f"({c.id}) {c.title}", c.chain, mark(c), c.why] for c in vs.claims]
-    out = ["## Claim verdicts", "", f"Method: {vs.method}", "", f"Rule: {vs.rule}", ""]
-    out += [_calibration(vs), "", table(head, body)]
+    """Each claim's details: its verdict, reason, estimate, power, what would decide it, then its evidence."""
+    out = ["## Claim details", "", "Method, rule and calibration: see the appendix at the end."]
     for c in vs.claims:
-        out += ["", f"### ({c.id}) {c.title}", "", f"Paper: {c.chain} — {c.source}."]
-        out += [f"Note: {n}." for n in c.notes]
+        out += ["", f"### ({c.id}) {c.title}", "", f"Paper: {c.chain} — {c.source}.", "", f"- Verdict: {mark(c)}"]
+        if c.reason:
+            out += [
+                f"- Reason: {c.reason}",
+                f"- Estimate: {estimate(c.estimate)}",
+                f"- Detectable (80% power): {detectable(c.detectable)}",
+                f"- What would decide it: {c.decide}",
+            ]
+        out += [f"- Detail: {c.why}", *(f"- Note: {n}" for n in c.notes)]
         for e in c.evidence:
             out += ["", *_evidence(e)]
         if c.parts:
@@ -43,9 +45,15 @@ def verdicts(vs: Verdicts) -> str:
     return "\n".join(out)
 
 
+def appendix(vs: Verdicts) -> str:
+    """The appendix: the method, the verdict rule and its calibration."""
+    return "\n".join(["## Appendix: method, rule and calibration", "", f"Method: {vs.method}", "",
+                      f"Rule (also {DOCS_LINK}): {vs.rule}", "", _calibration(vs)])  # fmt: skip
+
+
 def mark(c: Claim) -> str:
     """A verdict with the parts it rests on and, when firm, the proxy scale it was reached at."""
-    text = VERDICT_MARK[c.verdict] + (f" ({c.scope})" if c.scope else "")
+    text = VERDICT_MARK.get(c.verdict, c.verdict) + (f" ({c.scope})" if c.scope else "")
     text += f", {c.scale}" if c.scale else ""
     return text + (f"; **{c.status}**" + (f" ({c.status_why})" if c.status_why else "") if c.status else "")
 

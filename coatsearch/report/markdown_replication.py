@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coatsearch.report.markdown import fmt_num, table
-from coatsearch.report.markdown_claims import VERDICT_MARK
+from coatsearch.report.markdown_answer import VERDICT_MARK
 from coatsearch.report.view_replication import REPLICATED, ClaimReplication, Estimate, Replication, Side
 
 OUTCOME_MARK = {REPLICATED: "✅ replicated"}

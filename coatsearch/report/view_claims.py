@@ -10,6 +10,7 @@ from coatsearch.analysis.claims import LENGTH_SCORE
 from coatsearch.analysis.looks import Looks
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.section import Context
+from coatsearch.report.view_answer import Detectable, Estimate, detectable_of, estimate_of
 from coatsearch.report.view_study import GUARD_FIELDS
 
 Row = Mapping[str, Any]  # one row of a computed table, as the summary holds it
@@ -120,10 +121,14 @@ class Claim:
     notes: tuple[str, ...]
     scope: str | None
     scale: str | None
-    status: str | None  # confirmatory / exploratory
+    status: str | None  # confirmatory / registered (no firm verdict possible) / exploratory
     status_why: str | None
     evidence: tuple[Evidence, ...]
     parts: tuple[Part, ...]
+    reason: str = ""  # the verdict's one-line reason (analysis.categories)
+    estimate: Estimate | None = None  # the deciding estimate with its interval
+    detectable: Detectable | None = None  # the smallest detectable difference beside the paper's effect
+    decide: str = ""  # what would decide it
 
 
 def claim_info(v: Row) -> Claim:
@@ -133,7 +138,8 @@ def claim_info(v: Row) -> Claim:
                   for p in v.get("parts") or ())  # fmt: skip
     return Claim(v["id"], v["title"], v["chain"], v["source"], v["verdict"], v["why"], tuple(v["notes"]),
                  v.get("scope"), v.get("scale"), v.get("status"), v.get("status_why"),
-                 tuple(_evidence(e) for e in v["evidence"]), parts)  # fmt: skip
+                 tuple(_evidence(e) for e in v["evidence"]), parts, v.get("reason") or "", estimate_of(v),
+                 detectable_of(v), v.get("decide") or "")  # fmt: skip
 
 
 def _pair(ci: Any) -> tuple[float, float] | None:

@@ -22,7 +22,7 @@ NOTHING = "original not firm: nothing to replicate"
 REPLICATION_RULE = (
     "A claim is **replicated** only when the original's verdict is firm (supported or not supported) and the "
     "replicate's own test, on fresh seeds and a fresh test draw judged alone by the same rule, reaches the same firm "
-    "verdict. A replicate whose own test is inconclusive, firm the other way, or not fresh (a seed or test draw "
+    "verdict. A replicate whose own test is not firm, firm the other way, or not fresh (a seed or test draw "
     "shared with the original) does not replicate it. An original that is not firm has nothing to replicate. The "
     "pooled estimate (both studies' seeds, paired by seed) is description: it never decides the outcome."
 )

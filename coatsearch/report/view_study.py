@@ -40,6 +40,12 @@ def header(ctx: Context) -> Header:
                   sp.get("source"))  # fmt: skip
 
 
+def about(ctx: Context) -> Header | None:
+    """The header's description, scale and space for the 'about' section; None when the record has none."""
+    h = header(ctx)
+    return h if any(x is not None for x in (h.description, h.scale, h.space)) else None
+
+
 @dataclass(frozen=True)
 class Subset:
     """One score's training subset: images per class, classes (None: all), images used, epochs, data set."""
