@@ -1,24 +1,28 @@
-"""Training throughput of every paper_layouts candidate in each mode, against the machine's peak measured in
-the same run.
+"""Training throughput of every paper_layouts candidate in each mode, against the machine's peak.
 
 Modes: eager, eager + channels_last, compiled (whole model), compiled + channels_last, regional +
 channels_last (each stage block compiled on its own, as `compile: auto` does on CPU) and, on CUDA,
-captured + channels_last (`mode="reduce-overhead"`: the step's kernels replayed as CUDA graphs, as
-`compile: auto` does on CUDA). Each mode trains the matched candidate (fused AdamW, the profile's batch
-size, random inputs of the space's shape, resident on the device; no host sync inside the timed steps) for
-WARMUP untimed steps (compiling happens there; its time is printed) and then STEPS timed steps. Achieved
-GFLOP/s = 6 x MACs x images/s (forward 2 x MACs, backward about twice the forward). The peak is a large
-square matmul: fp32 on CPU, bf16 on CUDA (where training runs bf16 autocast and channels_last). The last
-line is `fraction_of_peak=<mean over candidates of the best mode's GFLOP/s / peak GFLOP/s>`; each row also
-prints its best mode's fraction.
+captured + channels_last (the whole step, augmentation to optimizer, replayed as one CUDA graph: what `compile:
+auto` does on CUDA, training.capture) and compiled + captured + channels_last (`compile: true` on CUDA). Each mode
+trains the matched candidate (fused AdamW, the profile's batch size, random inputs of the space's
+shape, resident on the device; no host sync inside the timed steps) for WARMUP untimed steps (compiling and
+capturing happen there; its time is printed) and then STEPS timed steps. Achieved GFLOP/s = 6 x MACs x images/s
+(forward 2 x MACs, backward about twice the forward). On CPU the peak is a large fp32 matmul measured in the same
+run; on CUDA it is one stated peak, the H200's dense bf16 datasheet figure the planner prices GPU time at
+(planner.gpu.H200_BF16_PEAK; a measured bf16 matmul is printed beside it). Each row is printed (flushed) as it is
+measured, with its best mode's fraction of the peak; the last lines are `capture_ratio=<mean over candidates of
+captured / eager img/s>` (on CUDA, the planner's tuning.CUDA_CAPTURE_SPEEDUP) and `fraction_of_peak=<mean over
+candidates of the best mode's GFLOP/s / peak GFLOP/s>`. A SIGTERM (a time limit) prints them for the rows done.
 
     python benchmarks/bench_throughput.py [--device cpu|cuda] [--profile full] [--candidates C-C-T-T,...]
-                                          [--modes eager,...]
+                                          [--modes eager,...] [--dry-run]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import signal
 import time
 from pathlib import Path
 
@@ -27,13 +31,14 @@ import torch.nn.functional as F
 
 from coatsearch.budget.prepare import prepare
 from coatsearch.models import build
+from coatsearch.planner.gpu import H200_BF16_PEAK
 from coatsearch.space.objects import load_space
-from coatsearch.training import fit, tuning
+from coatsearch.training import capture, fit, tuning
 from coatsearch.training.curves import autocast
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 MODES = ("eager", "channels_last", "compiled", "compiled+channels_last", "regional+channels_last")
-CUDA_MODES = ("eager", "channels_last", "compiled+channels_last", "captured+channels_last")
+CUDA_MODES = ("channels_last", "captured+channels_last", "compiled+captured+channels_last")
 WARMUP, STEPS = 3, 20
 
 
@@ -66,32 +71,48 @@ def prepare_mode(model, mode: str):
         for block in tuning.regions(model):
             block.compile(dynamic=False)
         return model
-    if mode.startswith(("compiled", "captured")):
+    if mode.startswith("compiled"):
         tuning.configure_dynamo()
-        return torch.compile(model, dynamic=False, mode="reduce-overhead" if mode.startswith("captured") else None)
+        return torch.compile(model, dynamic=False)
     return model
 
 
-def measure(spec, mode: str, device: torch.device, steps: int, batch: int) -> tuple[float, float]:
-    """(training images/s, compile seconds) of one candidate in one mode."""
+def captured_step(model, optim, mode: str, device: torch.device, batch: int, x, y):
+    """One step of a captured slot (training.capture) over (x, y): forward, loss, backward and fused AdamW, the work
+    of the other modes' step (no augmentation, mixup, label smoothing or clipping), with the run's weight decay."""
+    o = dataclasses.replace(optim, batch_size=batch, optimizer="adamw")
+    recipe = capture.Recipe(batch, 0.0, 0.0, False, False, True, ("adamw", float(o.weight_decay)))
+    slot_mode = "compiled+captured" if "compiled" in mode else "captured"
+    slot = capture.Slot(model, recipe, x, y, slot_mode,
+                        lambda net, lr: fit.make_optimizer(net, o, lr, capturable=device.type == "cuda"),
+                        fit.augment_draws, fit.augment_apply)  # fmt: skip
+    gen, idx = torch.Generator(device=device).manual_seed(1), torch.arange(batch, device=device)
+    return lambda: slot.step(x, y, idx, gen, float(o.lr), 0.5)
+
+
+def measure(spec, optim, mode: str, device: torch.device, steps: int, batch: int) -> tuple[float, float]:
+    """(training images/s, compile or capture seconds) of one candidate in one mode."""
     torch.manual_seed(0)
     fmt = torch.channels_last if "channels_last" in mode else torch.contiguous_format
     model = build(spec).to(device, memory_format=fmt)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
-    run = prepare_mode(model, mode)
     x = torch.randn(batch, spec.in_chans, spec.image_size, spec.image_size, device=device)
     x = x.contiguous(memory_format=fmt)
     y = torch.randint(0, spec.num_classes, (batch,), device=device)
+    if "captured" in mode:
+        step = captured_step(model, optim, mode, device, batch, x, y)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+        run = prepare_mode(model, mode)
 
-    def step() -> None:
-        with autocast(device):
-            loss = F.cross_entropy(run(x).float(), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        def step() -> None:
+            with autocast(device):
+                loss = F.cross_entropy(run(x).float(), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
 
     start = time.perf_counter()
-    for _ in range(WARMUP):
+    for _ in range(max(WARMUP, capture.WARMUP + 1)):  # a captured step records its graph after its warm-up
         step()
     sync(device)
     warm = time.perf_counter() - start
@@ -100,44 +121,61 @@ def measure(spec, mode: str, device: torch.device, steps: int, batch: int) -> tu
         step()
     sync(device)
     per_step = (time.perf_counter() - start) / steps
-    return batch / per_step, max(0.0, warm - WARMUP * per_step)
+    return batch / per_step, max(0.0, warm - max(WARMUP, capture.WARMUP + 1) * per_step)
 
 
-def main() -> None:
-    """Measure every candidate in every mode; print a table, the peak and the fraction of it reached."""
+def main(argv: list[str] | None = None) -> None:
+    """Measure every candidate in every mode; print a table, the peak, the capture ratio and the fraction of peak."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--candidates", help="comma-separated names (default: all of paper_layouts)")
     ap.add_argument("--profile", default=None, help="space profile (default: full on CUDA, default on CPU)")
     ap.add_argument("--modes", default=None, help=f"comma-separated (default CPU: {','.join(MODES)}; CUDA: "
-                    f"{','.join(CUDA_MODES)})")  # fmt: skip
+                    f"{','.join(CUDA_MODES)}); the first is the baseline of the ratios")  # fmt: skip
     ap.add_argument("--steps", type=int, default=STEPS)
     ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
-    args = ap.parse_args()
+    ap.add_argument("--dry-run", action="store_true", help="check the arguments and the space, measure nothing")
+    args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = fit.pick_device(args.device)
+    device = fit.parse_device(args.device) if args.dry_run else fit.pick_device(args.device)
     profile = args.profile or ("full" if device.type == "cuda" else "default")
     space = load_space(SPACE, profile)
     names = args.candidates.split(",") if args.candidates else [c.name for c in space.candidates]
     modes = (args.modes or ",".join(CUDA_MODES if device.type == "cuda" else MODES)).split(",")
-    peak = peak_gflops(device)
-    batch = space.candidate(names[0]).resolve()[1].batch_size
+    optims = {n: space.candidate(n).resolve()[1] for n in names}  # a name the profile lacks stops here
+    if args.dry_run:
+        print(f"bench_throughput: {len(names)} candidate(s) of {SPACE.name} profile {profile}, modes {modes}: ok")
+        return
+    peak = H200_BF16_PEAK / 1e9 if device.type == "cuda" else peak_gflops(device)
+    batch = optims[names[0]].batch_size
+    measured = f"; measured bf16 matmul {peak_gflops(device):.0f} GFLOP/s" if device.type == "cuda" else ""
     print(f"device {device}, threads {torch.get_num_threads()}, profile {profile}, batch {batch}, "
-          f"peak {peak:.1f} GFLOP/s ({'bf16' if device.type == 'cuda' else 'fp32'} matmul)")  # fmt: skip
-    print(f"{'candidate':10} {'MACs':>7} " + " ".join(f"{m:>24}" for m in modes) + "  best/eager  of peak")
-    fractions = []
-    for name in names:
-        spec = prepare(space.candidate(name)).model
-        macs = prepare(space.candidate(name)).macs
-        rates = {m: measure(spec, m, device, args.steps, batch) for m in modes}
-        cells = [f"{r:7.0f} img/s {6 * macs * r / 1e9:5.1f} GF ({c:3.0f}s)" for r, c in rates.values()]
-        best = max(r for r, _ in rates.values())
-        ratio = best / rates["eager"][0] if "eager" in rates else float("nan")
-        fractions.append(6 * macs * best / 1e9 / peak)
-        print(f"{name:10} {macs / 1e6:6.2f}M " + " ".join(f"{c:>24}" for c in cells), end="")
-        print(f"  {ratio:.2f}x  {fractions[-1]:.4f}")
-    print(f"fraction_of_peak={sum(fractions) / len(fractions):.4f}")
+          f"peak {peak:.1f} GFLOP/s ({'H200 dense bf16, datasheet' if device.type == 'cuda' else 'fp32 matmul'})"
+          f"{measured}", flush=True)  # fmt: skip
+    print(f"{'candidate':10} {'MACs':>7} " + " ".join(f"{m:>24}" for m in modes) + "  best/first  of peak", flush=True)
+    fractions: list[float] = []
+    ratios: list[float] = []
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a time limit: print what was measured
+    try:
+        for name in names:
+            prep = prepare(space.candidate(name))
+            rates = {m: measure(prep.model, optims[name], m, device, args.steps, batch) for m in modes}
+            cells = [f"{r:7.0f} img/s {6 * prep.macs * r / 1e9:5.1f} GF ({c:3.0f}s)" for r, c in rates.values()]
+            best = max(r for r, _ in rates.values())
+            first = rates[modes[0]][0]
+            fractions.append(6 * prep.macs * best / 1e9 / peak)
+            captured = [r for m, (r, _) in rates.items() if m.startswith("captured")]
+            if captured:
+                ratios.append(captured[0] / first)
+            print(f"{name:10} {prep.macs / 1e6:6.2f}M " + " ".join(f"{c:>24}" for c in cells)
+                  + f"  {best / first:.2f}x  {fractions[-1]:.4f}", flush=True)  # fmt: skip
+    except KeyboardInterrupt:
+        print(f"interrupted after {len(fractions)} of {len(names)} candidates", flush=True)
+    if ratios:
+        print(f"capture_ratio={sum(ratios) / len(ratios):.3f}", flush=True)
+    if fractions:
+        print(f"fraction_of_peak={sum(fractions) / len(fractions):.5f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every candidate's trial goes through the real score code with the planner's recorder (no training); each run's
 trained and evaluated images x the model's MACs give FLOPs (coatsearch.planner.gpu), divided by the H200's
-dense bf16 peak x FRACTION. The fraction is an assumption until a GPU measures it. Prints per candidate one
+dense bf16 peak x FRACTION. The fraction is an assumption until a GPU measures it: bench_throughput.py --device
+cuda prints it as `fraction_of_peak=`, a fraction of the same stated peak. Prints per candidate one
 trial's runs and GPU seconds, and as its last line `gpu_hours=<the study, trials one after another>`.
 
     python benchmarks/gpu_plan.py spaces/paper_layouts.yaml --profile full --fraction 0.002

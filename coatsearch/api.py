@@ -161,7 +161,7 @@ def run(
     from coatsearch.storage.paths import report_folder, study_folder
     from coatsearch.storage.store import counts as store_counts
     from coatsearch.training.datacheck import check_matches
-    from coatsearch.training.fit import pick_device
+    from coatsearch.training.fit import parse_device, pick_device
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
     name, studies = study_name(sp, study), Path(studies_dir)
@@ -175,7 +175,10 @@ def run(
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:
         report_folder(Path(reports_dir), name, studies)
-    pick_device(device)
+    if backend == "optuna":
+        pick_device(device)  # this machine must have it
+    elif device != "auto":
+        parse_device(device)  # Ray: the cluster's nodes must have it (ray_backend checks its GPUs)
     d = sp  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
     _check_matched(sp)
@@ -319,7 +322,8 @@ WORKER_MB = 1024  # memory one training worker process needs at least (torch, da
 
 def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool,
              done: int = 0) -> tuple[int, int | None]:  # fmt: skip
-    """(processes, threads per process) for the optuna engine; "auto" probes (or reads the cached probe).
+    """(processes, threads per process) for the optuna engine; "auto" probes the CPU (or reads the cached probe), or
+    on CUDA sizes several processes per GPU from its memory and the host's cores (tuning.cuda_workers).
 
     Never more processes than trials left to run (planned minus the `done` ones, at most `trials`) nor than the
     available memory holds at WORKER_MB each: a larger `workers` is lowered with a one-line note.
@@ -337,7 +341,13 @@ def _workers(space: Space, workers: int | str, trials: int | None, device: str, 
             why = f"{left} trial(s) left" if cap == left else f"memory for {cap} ({WORKER_MB} MB each)"
             print(f"coatsearch: note: --workers {workers} lowered to {cap}: {why}", file=sys.stderr)
         return min(int(workers), cap), None
-    if pick_device(device).type != "cpu":  # one accelerator: one process feeds it, with every core
+    dev = pick_device(device)
+    if dev.type == "cuda":  # several processes share each GPU (tuning.cuda_workers)
+        procs, threads, note = tuning.cuda_workers(left, dev)
+        if say:
+            print(f"coatsearch: {note}", file=sys.stderr)
+        return procs, threads
+    if dev.type != "cpu":  # one other accelerator: one process feeds it, with every core
         return 1, None
     choice = tuning.auto_workers(left)
     if say:

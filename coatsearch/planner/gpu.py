@@ -5,7 +5,8 @@ records each run's steps, batch and curve points (planner.pilot.Recorder, withou
 is counted as multiply-adds: a training image costs TRAIN_FLOPS_PER_MAC x the model's MACs (forward, and a
 backward of twice the forward), an evaluated image EVAL_FLOPS_PER_MAC x MACs. Seconds = FLOPs / (peak x
 fraction). The fraction is an assumption to state (small models at 32x32 are launch-bound and reach a tiny
-share of the peak) until a GPU measures it (`benchmarks/bench_throughput.py --device cuda` prints both).
+share of the peak) until a GPU measures it (`benchmarks/bench_throughput.py --device cuda` prints it as
+`fraction_of_peak=`, a fraction of this same H200_BF16_PEAK).
 Scores that train nothing (robustness: eval passes only; speed: a few steps) are left out and named.
 """
 

@@ -52,8 +52,8 @@ class FitTiming:
     step_s: float  # one eager optimizer step, measured
     point_s: float  # one curve point, measured
     setup_s: float  # everything else of the fit (moving data, building the optimizer, the last eval), measured
-    compile_s: float  # expected compile cost of this model here (tuning.compile_cost)
-    speedup: float  # expected eager / compiled step time (tuning.SPEEDUP_PRIOR)
+    compile_s: float  # expected cost of compiling (CPU) or capturing (CUDA) this model here (tuning.step_priors)
+    speedup: float  # expected eager / compiled or captured step time (tuning.step_priors)
     expected_steps: float | None = None  # a run that stops at a target: its median steps in an earlier study
 
 
@@ -105,7 +105,7 @@ class Recorder:
             FitTiming(
                 phase, total, max(1, len(curve_steps(total, kw.get("eval_every")))) + dense, batch, len(train),
                 kw.get("stop_at_loss") is not None or kw.get("stop_at_acc") is not None, str(optim.compile),
-                step_s, point_s, setup_s, tuning.compile_cost(kind, sig), tuning.SPEEDUP_PRIOR.get(kind, 1.3),
+                step_s, point_s, setup_s, *tuning.step_priors(kind, sig, str(optim.compile)),
             )
         )  # fmt: skip
         self.spent += time.perf_counter() - begin
@@ -134,13 +134,13 @@ class Recorder:
 
         Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
-        from coatsearch.training.curves import eval_tensors
+        from coatsearch.training.curves import eval_batch, eval_tensors
         from coatsearch.training.data import PROBE_MAX
         from coatsearch.training.tuning import signature
 
         key = ("point", signature(model), batch)
         if key not in self.cache:
-            net, size = model.to(self.device), 2 * batch  # the Meter evaluates in batches of twice the training batch
+            net, size = model.to(self.device), eval_batch(self.device, batch)  # the Meter's evaluation batch
             x, y, times = train.x[:size].to(self.device), train.y[:size].to(self.device), []
             for _ in range(POINT_PILOT + 1):  # the first pass warms up; the median of the rest is timed
                 start = time.perf_counter()
@@ -187,6 +187,10 @@ def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
 
     cand = space.candidate(prep.name)
     rec = Recorder(device)
+    if device.type == "cuda":  # each pilot's own peak, not the largest so far in this process
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(device)
     start = time.perf_counter()
     measure(TrialInput(prep.model, prep.optim, space.data, cand.scores, seed), device, fit=rec)
     wall = time.perf_counter() - start

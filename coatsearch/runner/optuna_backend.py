@@ -118,10 +118,10 @@ def _start(ctx: SpawnContext, procs: list, args: tuple, threads: int, streams: I
 
 
 def _worker_entry(args: tuple, threads: int) -> None:
-    import torch
+    from coatsearch.training.tuning import set_worker_threads
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # the parent's terminate(): unwind, clean up
-    torch.set_num_threads(threads)
+    set_worker_threads(threads)  # intra-op and compile threads: this worker's share of the cores
     try:
         _worker(*args)
     except KeyboardInterrupt:  # stopped by the parent: exit quietly; the next run frees the trial left RUNNING
@@ -140,13 +140,19 @@ def _worker(
     stream: int = 0,
 ) -> int:
     """Claim and run planned trials until none is left (or `limit` trials of this run started), sampling with
-    the space's sampler on its own seed stream (`store.load_study`)."""
+    the space's sampler on its own seed stream (`store.load_study`). On CUDA worker `stream` pins its GPU
+    (`tuning.worker_device`: the workers spread over the GPUs)."""
     from coatsearch.runner.trial import progress_bar
     from coatsearch.training.fit import pick_device
+    from coatsearch.training.tuning import worker_device
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = store.load_study(studies_dir, name, space, stream)
-    device = pick_device(device_name)
+    device = pick_device(worker_device(device_name, stream))
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.set_device(device)  # its graphs, streams and caches live there
     items = {i.key: i for i in P.plan(space)}
     env = environment.probe(device)
     ran = 0

@@ -39,6 +39,8 @@ from coatsearch.storage import record as R
 from coatsearch.storage import store
 from coatsearch.storage import trials as P
 
+GPU_FRACTION = 0.25  # default GPU share of a CUDA trial: these models (about 1M parameters, 32x32 images) need a
+# fraction of a GPU, so four trials share each (tuning.cuda_processes sizes the optuna backend's the same way)
 MAX_FAILURES = 2  # retries of a trial whose worker process died (not of trials that fail on their own)
 SCORE, STEP = "score", "epochs_done"  # what ASHA reads: objective score after STEP epochs
 
@@ -61,13 +63,14 @@ def run(
     `prepared`: the study and its matched candidates when the caller made them (`coatsearch.api.run`).
     """
     start = time.perf_counter()
-    cpus, gpus = _resources(device, cpus, gpus)
+    _resources(device, cpus, gpus, 0.0)  # a bad count stops here, before Ray starts
     _check_address(address)
     folder = store.folder(Path(studies_dir).resolve(), name)
     study, matched = prepared or store.prepare(space, Path(studies_dir), name)  # shipped to the workers once
     run_id = uuid.uuid4().hex[:12]
     searcher = StudySearcher(space, study, folder, run_id, trials)
     with _connected(address), _bar(study, searcher.items, progress) as bar:
+        cpus, gpus = _resources(device, cpus, gpus, ray.cluster_resources().get("GPU", 0))
         slots = _slots(cpus, gpus)
         searcher.bar = bar
         try:
@@ -87,12 +90,17 @@ def _bar(study: optuna.Study, items: dict, progress: bool) -> AbstractContextMan
     return progress_bar(store.counts(study)["finished"], len(items), progress)
 
 
-def _resources(device: str, cpus: float | None, gpus: float | None) -> tuple[float, float]:
-    """Per-trial CPUs and GPUs: 1 CPU, and 1 GPU when the device is CUDA, unless given."""
-    from coatsearch.training.fit import pick_device
+def _resources(device: str, cpus: float | None, gpus: float | None, cluster_gpus: float) -> tuple[float, float]:
+    """Per-trial CPUs and GPUs unless given: 1 CPU, and GPU_FRACTION of a GPU for a CUDA device, which "auto" is
+    when the cluster has GPUs (`cluster_gpus`): the driver's own machine, often without one, does not decide."""
+    from coatsearch.training.fit import parse_device
 
+    if device == "auto":
+        kind = "cuda" if cluster_gpus > 0 else "cpu"
+    else:
+        kind = parse_device(device).type
     cpus = 1.0 if cpus is None else float(cpus)
-    gpus = (1.0 if pick_device(device).type == "cuda" else 0.0) if gpus is None else float(gpus)
+    gpus = (GPU_FRACTION if kind == "cuda" else 0.0) if gpus is None else float(gpus)
     if cpus <= 0 or gpus < 0:
         raise UserError(f"--cpus-per-trial must be > 0 and --gpus-per-trial >= 0 (got {cpus:g}, {gpus:g})")
     return cpus, gpus
@@ -294,14 +302,14 @@ def outcome(result: dict | None, error: bool, logs: Path) -> tuple[str, R.RunRec
 def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, matched: dict) -> None:
     """One Ray trial: run the claimed item, report per-epoch scores, then one record of the outcome."""
     began = time.time()
-    import torch
 
     from coatsearch.runner.trial import attempt, epoch_reporter
     from coatsearch.training.fit import pick_device
+    from coatsearch.training.tuning import set_worker_threads
 
     if os.path.isdir(cwd):
         os.chdir(cwd)  # relative paths in the space (data roots) mean what they meant to the driver
-    torch.set_num_threads(threads)
+    set_worker_threads(threads)  # intra-op and compile threads: the trial's CPUs
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])

@@ -72,12 +72,13 @@ def run(ctx: Context, spec: RobustnessSpec) -> dict:
     """Clean and corrupted eval accuracy of the source score's model; one mean per corruption, per severity."""
     import dataclasses
 
+    from coatsearch.training.curves import eval_batch
     from coatsearch.training.fit import evaluate
 
     if spec.source not in ctx.models:
         raise ValueError(f"robustness: source score '{spec.source}' trained no model in this trial")
     model, held, validation = ctx.models[spec.source]
-    batch = ctx.inp.optim.batch_size
+    batch = eval_batch(ctx.device, ctx.inp.optim.batch_size)  # the device's evaluation batch, as curve points
     levels = list(range(1, spec.severities + 1))
 
     def acc_at(images: TensorData, name: str, severity: int) -> float:

@@ -149,7 +149,7 @@ def fair_floor(
 
 def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorData, validation: D.TensorData) -> dict:
     """What a run records besides its scores: data sizes and fingerprints (train, test = `eval_*`, validation),
-    steps, epochs, time, compile mode, stop."""
+    steps, epochs, time, compile mode (and a compile fallback, when one happened), stop."""
     out = {
         f"{name}.images": len(train_set),
         f"{name}.eval_images": len(held),
@@ -164,6 +164,8 @@ def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorD
     }
     if hist.stopped is not None:
         out[f"{name}.stopped"] = hist.stopped
+    if hist.fallback is not None:  # a compile or capture error the run went on eagerly after
+        out[f"{name}.compile_fallback"] = hist.fallback
     return out
 
 

@@ -43,6 +43,7 @@ FACTS = ("fingerprint", "_images")  # what transfer keeps of its runs' facts: wh
 def run(ctx: Context, spec: TransferSpec) -> dict:
     """Pretrain, fine-tune, train the two baselines; accuracies, the gain, how pretraining stopped, and curves."""
     from coatsearch.scores import training as T
+    from coatsearch.training.curves import eval_batch
 
     pre, fin = spec.pretrain, spec.finetune
     optim = ctx.inp.optim
@@ -61,7 +62,7 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
     ctx.models["transfer"] = (tuned, held_b, val_b)
     scratch = T.model(ctx, len(train_b.classes), no_drop=False)
     hist_s = T.train(ctx, "scratch", scratch, train_b, held_b, optim, fin, augment=True, validation=val_b)
-    probe = linear_probe(source, train_b, held_b, ctx.device, optim.batch_size)
+    probe = linear_probe(source, train_b, held_b, ctx.device, eval_batch(ctx.device, optim.batch_size))
     tuned_acc, scratch_acc = T.final_eval_acc(hist_b), T.final_eval_acc(hist_s)
     val_tuned, val_scratch = T.final_val_acc(hist_b), T.final_val_acc(hist_s)
     return {
@@ -81,12 +82,19 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
         "transfer.images": len(train_a) + len(train_b),
         "transfer.seconds": sum(hist_a.seconds) + sum(hist_b.seconds) + sum(hist_s.seconds),
         "transfer.compile": "/".join(h.compile_mode for h in (hist_a, hist_b, hist_s)),  # pretrain/finetune/scratch
+        **_fallbacks({"pretrain": hist_a, "finetune": hist_b, "scratch": hist_s}),
         **{k: v for k, v in T.run_facts("pretrain", hist_a, train_a, held_a, val_a).items() if k.endswith(FACTS)},
         **{k: v for k, v in T.run_facts("finetune", hist_b, train_b, held_b, val_b).items() if k.endswith(FACTS)},
         "curves.pretrain": T.curves(hist_a),
         "curves.transfer": T.curves(hist_b),
         "curves.scratch": T.curves(hist_s),
     }
+
+
+def _fallbacks(runs: dict) -> dict:
+    """`transfer.compile_fallback` naming each run that went on eagerly after a compile or capture error; {} if none."""
+    told = [f"{name}: {h.fallback}" for name, h in runs.items() if h.fallback]
+    return {"transfer.compile_fallback": "; ".join(told)} if told else {}
 
 
 def copy_body(source: torch.nn.Module, target: torch.nn.Module) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -156,6 +156,30 @@ def autocast(device: torch.device) -> AbstractContextManager[object]:
     return contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def full_precision(device: torch.device) -> Iterator[None]:
+    """fp32 without TF32 (what measuring runs in): on CUDA cuDNN's convolutions and cuBLAS's matmuls may otherwise
+    round fp32 inputs to TF32 (10-bit mantissa); restored on exit. Nothing to do elsewhere."""
+    if device.type != "cuda":
+        yield
+        return
+    back = torch.backends
+    if hasattr(back.cudnn, "conv") and hasattr(back.cuda.matmul, "fp32_precision"):  # torch >= 2.9: the new API only
+        saved = (back.cudnn.conv.fp32_precision, back.cuda.matmul.fp32_precision)
+        back.cudnn.conv.fp32_precision, back.cuda.matmul.fp32_precision = "ieee", "ieee"
+        try:
+            yield
+        finally:
+            back.cudnn.conv.fp32_precision, back.cuda.matmul.fp32_precision = saved
+        return
+    old = (back.cudnn.allow_tf32, back.cuda.matmul.allow_tf32)
+    back.cudnn.allow_tf32 = back.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        back.cudnn.allow_tf32, back.cuda.matmul.allow_tf32 = old
+
+
 def channels_last(device: torch.device) -> torch.memory_format:
     """The memory format models and batches use: channels_last on CPU and CUDA (faster convolutions there)."""
     return torch.channels_last if device.type in ("cpu", "cuda") else torch.contiguous_format
@@ -176,7 +200,10 @@ def eval_tensors(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int, pad: bool = False
 ) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of `model` on device tensors: eval mode, inference_mode, channels_last
-    batches, one sync at the end.
+    batches, fp32 on every device (no autocast, no TF32: `full_precision`), one sync at the end.
+
+    fp32 because a bf16 logit of 10-20 is rounded to 0.06-0.125, about 0.03 nats an image at the ladder's 0.1-nat
+    rungs: measured points mean the same on CPU and CUDA, while training runs bf16 autocast on CUDA.
 
     `pad`: every batch has `batch_size` rows, the last one filled with zero images that are not counted, so a
     compiled model sees one input shape (each new shape is a recompile of every compiled region; in eval mode
@@ -187,7 +214,7 @@ def eval_tensors(
     loss = torch.zeros((), device=x.device)
     hits = torch.zeros((), device=x.device, dtype=torch.int64)
     cl = channels_last(x.device)
-    with autocast(x.device):
+    with full_precision(x.device):
         for i in range(0, len(y), batch_size):
             xb, yb = x[i : i + batch_size], y[i : i + batch_size]
             if pad and len(yb) < batch_size:

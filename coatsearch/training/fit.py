@@ -2,8 +2,14 @@
 
 The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. Models
 and batches are channels_last on CPU and CUDA (on CPU, oneDNN's convolutions, depthwise ones above all, run
-about 1.3x faster so). On CUDA it runs bf16 autocast, and it never syncs per step: losses and hits go into device
-buffers that are read once per epoch, at curve points and every CHECK_EVERY_CUDA steps (non-finite check).
+about 1.3x faster so). On CUDA it trains under bf16 autocast with cudnn.benchmark (shapes are fixed), the whole
+step captured as one CUDA graph unless `compile` is false (training.capture), and it syncs per step only where
+the CPU reads per step too: losses and hits go into device buffers that are read once per epoch, at curve points,
+every CHECK_EVERY_CUDA steps (non-finite check) and, while a run's dense points can fall due, every step, so
+dense points land on the same step on both devices. Measuring is fp32 on every device (curves.eval_tensors).
+
+A compile or capture error at any step, or in a compiled evaluation, does not fail the run: it goes on eagerly
+from where it was, with a warning, and the History records the fallback.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from torch import nn
 from tqdm import tqdm
 
 from coatsearch.errors import UserError
+from coatsearch.training import capture
 from coatsearch.training.curves import Curve, Meter, Point, Stop, autocast, channels_last, eval_tensors
 from coatsearch.training.data import PROBE_MAX, TensorData
 from coatsearch.training.schedule import curve_steps, steps_per_epoch
@@ -108,9 +115,10 @@ class History:
     curve: Curve = Curve()  # step-level points on the fixed probe and eval set (see coatsearch.training.curves)
     stopped: str | None = None  # with a stop target: "target" (reached) or "cap" (the step budget ran out)
     steps_per_epoch: int = 0
-    compile_mode: str = "eager"  # how the run ended up running: eager, regional, compiled or reduce-overhead
+    compile_mode: str = "eager"  # how the run ended up running: eager, regional, compiled, captured, compiled+captured
     val_loss: tuple[float | None, ...] = ()  # per epoch, on the validation images (when eval_loss is measured)
     val_acc: tuple[float | None, ...] = ()
+    fallback: str | None = None  # a compile or capture error the run went on eagerly after: mode, step, error
 
     @property
     def final_train_loss(self) -> float | None:
@@ -138,22 +146,29 @@ class History:
         return sum(self.seconds)
 
 
-def pick_device(name: str | None) -> torch.device:
-    """ "auto"/None: CUDA when available, else CPU; otherwise the named device, if this machine has it."""
-    if name in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def parse_device(name: str) -> torch.device:
+    """The device `name` (cpu, cuda, cuda:N, mps) names, not checked against this machine (a Ray driver without a
+    GPU sends trials to nodes with one); a UserError for anything else."""
     try:
         dev = torch.device(name)
     except (RuntimeError, ValueError) as err:
         raise UserError(f"unknown device {name!r}: {err}") from err
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise UserError(f"device {name!r} is not supported (use auto, cpu, cuda or cuda:N)")
+    return dev
+
+
+def pick_device(name: str | None) -> torch.device:
+    """ "auto"/None: CUDA when available, else CPU; otherwise the named device, if this machine has it."""
+    if name in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = parse_device(name)
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if (dev.index or 0) >= count:
             raise UserError(f"device {name!r} is not available (this machine has {count} CUDA devices)")
     elif dev.type == "mps" and not torch.backends.mps.is_available():
         raise UserError(f"device {name!r} is not available")
-    elif dev.type not in ("cpu", "cuda", "mps"):
-        raise UserError(f"device {name!r} is not supported (use auto, cpu, cuda or cuda:N)")
     return dev
 
 
@@ -177,16 +192,29 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [g for g in groups if g["params"]]
 
 
-def make_optimizer(model: nn.Module, optim: OptimSpec) -> torch.optim.Optimizer:
-    """AdamW (betas 0.9/0.999) or SGD (momentum 0.9) over `param_groups`, with fused kernels on CPU/CUDA."""
+def make_optimizer(
+    model: nn.Module, optim: OptimSpec, lr: torch.Tensor | None = None, capturable: bool = False
+) -> torch.optim.Optimizer:
+    """AdamW (betas 0.9/0.999) or SGD (momentum 0.9) over `param_groups`, with fused kernels on CPU/CUDA.
+
+    `lr`: a 0-d tensor every group reads (a captured step's input), else optim.lr; `capturable`: AdamW keeps its
+    step count on the device (CUDA-graph capture; SGD has none)."""
     groups = param_groups(model, optim.weight_decay)
     kind = next(model.parameters()).device.type
-    fast = {"fused": True} if kind in ("cpu", "cuda") else {"foreach": True}
+    fast: dict[str, Any] = {"fused": True} if kind in ("cpu", "cuda") else {"foreach": True}
+    rate: float | torch.Tensor = optim.lr if lr is None else lr
     if optim.optimizer == "adamw":
-        return torch.optim.AdamW(groups, lr=optim.lr, betas=(0.9, 0.999), **fast)
-    if optim.optimizer == "sgd":
-        return torch.optim.SGD(groups, lr=optim.lr, momentum=0.9, **fast)
-    raise UserError(f"unknown optimizer {optim.optimizer!r}; known: adamw, sgd")
+        opt: torch.optim.Optimizer = torch.optim.AdamW(
+            groups, lr=rate, betas=(0.9, 0.999), **fast, **({"capturable": True} if capturable else {})
+        )
+    elif optim.optimizer == "sgd":
+        opt = torch.optim.SGD(groups, lr=rate, momentum=0.9, **fast)
+    else:
+        raise UserError(f"unknown optimizer {optim.optimizer!r}; known: adamw, sgd")
+    if lr is not None:
+        for g in opt.param_groups:
+            g["lr"] = lr  # one tensor for every group
+    return opt
 
 
 def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
@@ -201,26 +229,73 @@ def augment_batch(x: torch.Tensor, gen: torch.Generator, hflip: bool = True) -> 
 
     All images in one gather; the zero padding is the dataset mean once inputs are normalized.
     """
+    return augment_apply(x, augment_draws(x.shape, gen, hflip, x.device))
+
+
+def augment_draws(
+    shape: torch.Size | tuple[int, ...], gen: torch.Generator, hflip: bool, device: torch.device,
+    out: tuple[torch.Tensor, ...] | None = None,
+) -> tuple[torch.Tensor, ...]:  # fmt: skip
+    """The random draws of `augment_batch` for a batch of `shape`: (row shift, column shift, flip, scale, shift),
+    flip an empty tensor without `hflip`; into the tensors `out` when given (a captured step's static inputs)."""
+    b, _, h, _ = shape
+    p = max(1, h // SHIFT_FRACTION)
+    o = out or (None,) * 5
+    dy = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=device, out=o[0])
+    dx = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=device, out=o[1])
+    flip = torch.rand((b, 1, 1), generator=gen, device=device, out=o[2]) if hflip else torch.empty(0, device=device)
+    scale = torch.rand((b, 1, 1, 1), generator=gen, device=device, out=o[3])
+    shift = torch.rand((b, 1, 1, 1), generator=gen, device=device, out=o[4])
+    return dy, dx, flip, scale, shift
+
+
+def augment_apply(x: torch.Tensor, draws: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """`augment_batch` of `x` with the given `augment_draws` (no random generator: it can be captured)."""
     b, c, h, w = x.shape
     p, dev = max(1, h // SHIFT_FRACTION), x.device
+    dy, dx, flip, scale, shift = draws
     xp = F.pad(x, (p, p, p, p)).flatten(2)  # (B, C, (H+2p)(W+2p))
-    dy = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=dev)
-    dx = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=dev)
     cols = torch.arange(w, device=dev).view(1, 1, w)
-    if hflip:
-        flip = torch.rand((b, 1, 1), generator=gen, device=dev) < 0.5
-        cols = torch.where(flip, w - 1 - cols, cols)
+    if flip.numel():
+        cols = torch.where(flip < 0.5, w - 1 - cols, cols)
     rows = dy + torch.arange(h, device=dev).view(1, h, 1)
     idx = (rows * (w + 2 * p) + dx + cols).flatten(1)  # (B, H*W) into the padded image
     out = xp.gather(2, idx[:, None].expand(b, c, h * w)).view(b, c, h, w)
-    scale = 1 + JITTER * (2 * torch.rand((b, 1, 1, 1), generator=gen, device=dev) - 1)
-    shift = JITTER * (2 * torch.rand((b, 1, 1, 1), generator=gen, device=dev) - 1)
-    return out * scale + shift
+    return out * (1 + JITTER * (2 * scale - 1)) + JITTER * (2 * shift - 1)
 
 
 def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_size: int) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of `model` on `data`, in eval mode without gradients."""
     return eval_tensors(model, data.x.to(device), data.y.to(device), batch_size)
+
+
+def _warn_fallback(mode: str, where: str, err: Exception) -> str:
+    """Warn that a run in `mode` goes on eagerly after `err` at `where`; the line a History records."""
+    what = {"captured": "CUDA-graph capture", "compiled+captured": "torch.compile or CUDA-graph capture"}
+    text = f"{type(err).__name__}: {err}"
+    warnings.warn(f"{what.get(mode, 'torch.compile')} failed at {where}, training eagerly: {text}", stacklevel=4)
+    return f"{mode} -> eager at {where}: {text[:300]}"
+
+
+class _Guarded(nn.Module):
+    """What a run measures with: its compiled model, or the eager one after a compile error there (recorded)."""
+
+    def __init__(self, run: _Run):
+        super().__init__()
+        self.net = run.net  # a submodule: eval() and train() reach it
+        object.__setattr__(self, "run", run)  # not a submodule
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        run: _Run = self.__dict__["run"]
+        if run.mode in ("eager", "captured"):  # captured: the step is a graph, the model is eager
+            return run.net(x)
+        try:
+            return run.run_model(x)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as err:  # noqa: BLE001 - any compile error: measure eagerly
+            run.fall_back(err, None)
+            return run.net(x)
 
 
 class _Run:
@@ -245,17 +320,47 @@ class _Run:
         self.steps = steps_per_epoch(len(train), optim.batch_size)
         self.total = total
         self.warmup = min(round(WARMUP_MAX * self.total), round(optim.warmup_epochs * self.steps))
-        self.opt = make_optimizer(model, optim)
         self.shuffle = torch.Generator().manual_seed(seed)
         self.aug_gen = torch.Generator(device=device).manual_seed(seed + 1)
         self.mix_rng = random.Random(seed + 2)
         self.randaug = augment and optim.randaugment
         self.mixup = optim.mixup if augment else 0.0
         self.hflip = train.hflip
-        self.auto = AutoCompile(model, device, total, runs) if optim.compile == "auto" else None
-        self.run_model, self.mode, self.compile_pending = model, "eager", optim.compile is True
+        self.mode = "eager"
+        self.fallback: str | None = None  # what a compile or capture error made the run do (History.fallback)
+        self.slot = self._slot(capture.mode_for(device, optim.compile, total))
+        self.net = self.slot.net if self.slot is not None else self.model  # the module that trains
+        self.opt = self.slot.opt if self.slot is not None else make_optimizer(self.model, optim)
+        self.run_model: nn.Module = self.slot.run_model if self.slot is not None else self.model
+        self.guard = _Guarded(self)
+        auto = optim.compile == "auto" and self.slot is None and not self.cuda  # CUDA's auto is capture
+        self.auto = AutoCompile(model, device, total, runs) if auto else None
+        self.compile_pending = optim.compile is True and self.slot is None and self.fallback is None
+        if self.cuda:
+            torch.backends.cudnn.benchmark = True  # fixed shapes: each is benchmarked once
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
+
+    def _slot(self, mode: str | None) -> capture.Slot | None:
+        """The run's captured-step slot when `mode` captures; None (eager, the error recorded) when making it fails."""
+        if mode is None:
+            return None
+        o = self.optim
+        recipe = capture.Recipe(self.batch, float(o.label_smoothing), float(o.grad_clip), self.mixup > 0,
+                                self.randaug, self.hflip, (o.optimizer, float(o.weight_decay)))  # fmt: skip
+
+        def make_opt(net: nn.Module, lr: torch.Tensor) -> torch.optim.Optimizer:
+            return make_optimizer(net, o, lr, capturable=self.cuda)
+
+        try:
+            slot = capture.slot_for(self.model, recipe, self.x, self.y, mode, make_opt, augment_draws, augment_apply)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as err:  # noqa: BLE001 - recorded; the run trains eagerly
+            self.fallback = _warn_fallback(mode, "step 0", err)
+            return None
+        self.mode = mode
+        return slot
 
     def lr_phase(self, step: int) -> float:
         """The lr of the step that ended after `step` steps over the peak lr (0 at step 0 or with a zero peak)."""
@@ -266,7 +371,24 @@ class _Run:
     @property
     def eval_model(self) -> nn.Module:
         """The model to measure with: the one that trains (compiled once its first compiled step ran)."""
-        return self.model if self.compile_pending else self.run_model
+        return self.net if self.compile_pending else self.guard
+
+    def fall_back(self, err: Exception, step: int | None) -> None:
+        """Go on eagerly after a compile or capture error at `step` (None: in a measurement); warn and record it."""
+        told = _warn_fallback(self.mode, f"step {step}" if step is not None else "evaluation", err)
+        self.fallback = self.fallback or told
+        if self.slot is not None:
+            capture.drop(self.slot)  # its model and optimizer go on training eagerly
+            self.slot = None
+        uncompile(self.net)
+        self.run_model, self.mode, self.compile_pending = self.net, "eager", False
+        self.opt.zero_grad(set_to_none=True)
+
+    def close(self) -> None:
+        """The run is over: the caller's model gets the trained weights, eager (a later fit decides again)."""
+        if self.net is not self.model:
+            self.model.load_state_dict(self.net.state_dict())
+        uncompile(self.model)
 
     def _loss(self, xb: torch.Tensor, yb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(loss, logits) of one batch with mixup / label smoothing as configured, backward done."""
@@ -282,37 +404,49 @@ class _Run:
         loss.backward()
         return loss, logits
 
-    def _first_compiled(self, xb: torch.Tensor, yb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first step under torch.compile (speed.compile_model), falling back to eager with a warning."""
-        self.compile_pending, started = False, time.perf_counter()
+    def _compiled_loss(self, xb: torch.Tensor, yb: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """`_loss`, compiling first when due (speed.compile_model); a compile error at any step falls back."""
         try:
-            self.run_model, self.mode = compile_model(self.model, self.device)
-            out = self._loss(xb, yb)
-            if self.auto is not None:
-                self.auto.compiled(time.perf_counter() - started)
-            return out
+            if self.compile_pending:
+                self.compile_pending, started = False, time.perf_counter()
+                self.mode = "compiled"  # until compile_model says how
+                self.run_model, self.mode = compile_model(self.net, self.device)
+                out = self._loss(xb, yb)
+                if self.auto is not None:
+                    self.auto.compiled(time.perf_counter() - started)
+                return out
+            return self._loss(xb, yb)
         except torch.OutOfMemoryError:
             raise
         except Exception as err:
-            warnings.warn(f"torch.compile failed, training eagerly: {type(err).__name__}: {err}", stacklevel=4)
-            uncompile(self.model)
-            self.run_model, self.mode = self.model, "eager"
-            self.opt.zero_grad(set_to_none=True)
+            if self.mode == "eager":
+                raise
+            self.fall_back(err, step)
             return self._loss(xb, yb)
 
     def step(self, i: int, idx: torch.Tensor, global_step: int) -> None:
         """One optimizer step on the images `idx`; loss and hits go to the device buffers."""
+        lr = lr_at(global_step, self.total, self.warmup, self.optim.lr)
+        if self.slot is not None:
+            try:
+                lam = self.mix_rng.betavariate(self.mixup, self.mixup) if self.mixup > 0 else 1.0
+                gen = self.aug_gen if self.randaug else None
+                self.losses[i], self.hits[i] = self.slot.step(self.x, self.y, idx, gen, lr, lam)
+                return
+            except torch.OutOfMemoryError:
+                raise
+            except Exception as err:  # noqa: BLE001 - recorded; this step is taken again eagerly
+                self.fall_back(err, global_step)
         started = self.auto.tick() if self.auto is not None else 0.0
         xb, yb = self.x[idx], self.y[idx]
         if self.randaug:
             xb = augment_batch(xb, self.aug_gen, self.hflip)
         xb = xb.contiguous(memory_format=self.cl)
-        lr = lr_at(global_step, self.total, self.warmup, self.optim.lr)
         for g in self.opt.param_groups:
             g["lr"] = lr
-        loss, logits = self._first_compiled(xb, yb) if self.compile_pending else self._loss(xb, yb)
+        loss, logits = self._compiled_loss(xb, yb, global_step)
         if self.optim.grad_clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.optim.grad_clip, foreach=True)
+            nn.utils.clip_grad_norm_(self.net.parameters(), self.optim.grad_clip, foreach=True)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         self.losses[i] = loss.detach()
@@ -326,18 +460,26 @@ class _Run:
         if bad.any():
             raise NonFiniteLoss(epoch, lo + int(bad.nonzero()[0, 0]))
 
+    def read_every(self, meter: Meter) -> int:
+        """Steps between reads of the batch losses: 1 on CPU, and on CUDA while a dense point can fall due (so it
+        falls on the CPU's step); CHECK_EVERY_CUDA otherwise."""
+        if not self.cuda:
+            return 1
+        dense = meter.dense
+        return 1 if dense is not None and dense.probe > dense.bottom else CHECK_EVERY_CUDA
+
     def epoch(self, e: int, n: int, bar: tqdm, points: frozenset[int], meter: Meter) -> tuple[float, float, float, int]:
         """Train up to n steps of epoch e; `meter(step)` after each curve step (regular or dense) may stop it.
 
         Returns (running loss, running accuracy, training seconds, steps done); curve points are not timed.
         """
-        self.model.train()
-        start, every, checked, paused, done = time.perf_counter(), CHECK_EVERY_CUDA if self.cuda else 1, 0, 0.0, n
+        self.net.train()
+        start, checked, paused, done = time.perf_counter(), 0, 0.0, n
         perm = torch.randperm(len(self.y), generator=self.shuffle).to(self.device, non_blocking=True)
         for i in range(n):
             self.step(i, perm[i * self.batch : (i + 1) * self.batch], e * self.steps + i)
             due = False
-            if (i + 1) % every == 0:
+            if i + 1 - checked >= self.read_every(meter):
                 self.check(e, checked, i + 1)
                 due = meter.feed(self.losses[checked : i + 1])
                 checked = i + 1
@@ -430,10 +572,11 @@ def fit(
     cols = {f: tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__}  # History's names
     stopped = ("target" if meter.reached else "cap") if stop.active else None
     curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
-    uncompile(run.model)  # the caller gets its eager model back (a later fit decides again)
-    compiled = run.mode != "eager"
+    run.close()  # the caller's model gets the trained weights, eager
+    compiled = run.mode not in ("eager", "captured")
     return History(**cols, clean_train_loss=clean[0], clean_train_acc=clean[1], steps=taken, compiled=compiled,
-                   curve=curve, stopped=stopped, steps_per_epoch=run.steps, compile_mode=run.mode)  # fmt: skip
+                   curve=curve, stopped=stopped, steps_per_epoch=run.steps, compile_mode=run.mode,
+                   fallback=run.fallback)  # fmt: skip
 
 
 def _epochs(

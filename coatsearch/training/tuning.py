@@ -12,15 +12,25 @@ cores) wall-timed steps read about 5x slower while the compile prior stays an id
 
 How it compiles (`compile_model`): on CPU regionally, each block of the model's stages on its own
 (`nn.Module.compile`), so the identical blocks of a stage share one graph and compile once (PyTorch's
-recipe for cutting compile time); the stem and head stay eager. On CUDA the whole model with
-`mode="reduce-overhead"` (CUDA graphs: one launch per step for these small models). Compiled graphs go to
-torch's persistent caches (inductor FX graph cache, AOT autograd cache) in one folder every worker shares
+recipe for cutting compile time); the stem and head stay eager. On CUDA `compile: auto` does not compile: it
+captures the whole step as a CUDA graph (training.capture), which removes the launch overhead these small models
+are bound by, for the cost of a step; `compile: true` compiles the whole model and captures it so. Compiled graphs
+go to torch's persistent caches (inductor FX graph cache, AOT autograd cache) in one folder every worker shares
 (`compile_cache_dir`), so a second process or a later study pays seconds, not a full compile.
 
-`--workers auto` times a few training steps of a small conv net at each thread count that divides the cores
-and picks the processes x threads with the highest total rate (k processes at t threads are taken to run
+The planner's CUDA priors (`step_priors`) are the captured step's speed-up over eager, CUDA_CAPTURE_SPEEDUP, as
+`benchmarks/bench_throughput.py --device cuda` measures it (its `capture_ratio=` line), and its cost,
+CUDA_CAPTURE_S; its GPU-time count prices FLOPs at one stated peak (planner.gpu.H200_BF16_PEAK), the peak
+bench_throughput's `fraction_of_peak=` is a fraction of.
+
+`--workers auto` on the CPU times a few training steps of a small conv net at each thread count that divides the
+cores and picks the processes x threads with the highest total rate (k processes at t threads are taken to run
 k times as fast as one: separate processes share nothing but memory bandwidth). The choice is cached per
-machine in ~/.cache/coatsearch/workers.json.
+machine in ~/.cache/coatsearch/workers.json. On CUDA one process of batch-32 steps cannot keep a large GPU
+busy, so several share each GPU (`cuda_processes`: from the GPUs' memory and the host's cores), each pinned to
+one GPU (`worker_device`) with its share of the cores for intra-op and compile threads (`set_worker_threads`).
+Without MPS their kernels time-slice the GPU (the host work of one overlaps the GPU work of another); with an
+MPS control daemon running they also run at once (`mps_running`).
 """
 
 from __future__ import annotations
@@ -40,7 +50,14 @@ if TYPE_CHECKING:  # torch is imported where a model is timed or compiled
 
 COMPILE_PRIOR_S = {"cpu": 90.0, "cuda": 45.0}  # first compile of an architecture (train graph), before measured
 CACHED_PRIOR_S = {"cpu": 9.0, "cuda": 5.0}  # a compile served by the persistent caches (3-9 s measured on CPU)
-SPEEDUP_PRIOR = {"cpu": 1.3, "cuda": 1.5}  # eager step time / compiled step time assumed by `auto`
+SPEEDUP_PRIOR = {"cpu": 1.3}  # eager step time / compiled step time assumed by `auto` on the CPU
+# CUDA, ASSUMED until a GPU measures them (docs/measurements.md): the captured step's speed-up over eager for the
+# paper_layouts candidates at batch 32 (bench_throughput's `capture_ratio=`; eager is launch-bound there, about 1 ms
+# of host work for a step the GPU does in well under that) and what capturing costs beyond its eager warm-up
+# steps: one recording, tens of milliseconds for these models, so the planner captures what the run captures (runs
+# of more than a few dozen steps; the run itself captures from capture.MIN_STEPS).
+CUDA_CAPTURE_SPEEDUP = 3.0
+CUDA_CAPTURE_S = 0.05
 PROBE_STEPS = 4  # eager steps timed (after one warm-up step) before `compile: auto` decides
 RECOMPILE_LIMIT = 64  # dynamo graphs kept per code object (timm blocks are shared by every candidate)
 _COMPILED: dict[tuple, float] = {}  # (device type, model signature) -> measured compile seconds, this process
@@ -49,6 +66,15 @@ _COMPILED: dict[tuple, float] = {}  # (device type, model signature) -> measured
 def signature(model: nn.Module) -> tuple:
     """What makes two models share compiled graphs: their class and every parameter's name and shape."""
     return (type(model).__qualname__, tuple((n, tuple(p.shape)) for n, p in model.named_parameters()))
+
+
+def step_priors(device_type: str, sig: tuple, compile_setting: str) -> tuple[float, float]:
+    """(seconds it costs, eager / faster step time) of how a run with `compile_setting` ("auto", "True") speeds up
+    here, for the planner: CUDA captures (and compiles first under "True"), the CPU compiles."""
+    if device_type == "cuda":
+        cost = CUDA_CAPTURE_S + (compile_cost(device_type, sig) if compile_setting == "True" else 0.0)
+        return cost, CUDA_CAPTURE_SPEEDUP
+    return compile_cost(device_type, sig), SPEEDUP_PRIOR.get(device_type, SPEEDUP_PRIOR["cpu"])
 
 
 def compile_cost(device_type: str, sig: tuple) -> float:
@@ -98,7 +124,7 @@ class AutoCompile:
         self.decided, self.eager_s = True, self.spent / PROBE_STEPS
         kind = self.device.type
         cost, cached = compile_cost(kind, self.sig), CACHED_PRIOR_S.get(kind, CACHED_PRIOR_S["cpu"])
-        speedup = SPEEDUP_PRIOR.get(kind, 1.3)
+        speedup = SPEEDUP_PRIOR.get(kind, SPEEDUP_PRIOR["cpu"])
         return worth_compiling(self.total - self.seen, self.eager_s, cost, speedup, self.runs, min(cached, cost))
 
     def compiled(self, first_step_s: float) -> None:
@@ -147,14 +173,14 @@ def regions(model: nn.Module) -> list[nn.Module]:
 
 
 def compile_model(model: nn.Module, device: torch.device) -> tuple[nn.Module, str]:
-    """(the module to train, mode): CUDA: the whole model, "reduce-overhead"; else its `regions` compiled in
-    place, "regional" (the whole model, "compiled", when it has no regions)."""
+    """(the module to train, mode): CUDA: the whole model, "compiled" (a run captures it: training.capture); else
+    its `regions` compiled in place, "regional" (the whole model, "compiled", when it has no regions)."""
     import torch
 
     configure_dynamo()
     if device.type == "cuda":
         # torch.compile of a Module returns an OptimizedModule (a Module); its stub says Callable
-        return torch.compile(model, mode="reduce-overhead", dynamic=False), "reduce-overhead"  # type: ignore[return-value]
+        return torch.compile(model, dynamic=False), "compiled"  # type: ignore[return-value]
     blocks = regions(model)
     if not blocks:
         return torch.compile(model, dynamic=False), "compiled"  # type: ignore[return-value]  # as above
@@ -186,6 +212,69 @@ class Workers:
         rates = ", ".join(f"{t} thread{'s' * (t > 1)}: {r:.0f} img/s" for t, r in sorted(self.rates.items()))
         where = "cached probe" if self.cached else "probe"
         return f"workers auto: {self.processes} process(es) x {self.threads} thread(s) ({where}: {rates})"
+
+
+GPU_WORKER_MB = 6144  # GPU memory a training process may take: context, data, model, 2,048-image eval batches, graphs
+GPU_WORKER_CORES = 2  # host cores a GPU process needs: its Python loop, and its share of compile threads
+GPU_PROCESSES_MAX = 8  # processes per GPU: more only add contexts to time-slice
+
+
+def cuda_processes(gpus: int, gpu_mb: float, cores: int, trials: int) -> int:
+    """How many training processes `--workers auto` runs on `gpus` GPUs of `gpu_mb` MB each (the smallest) and
+    `cores` host cores, for `trials` trials left: per GPU as many as its memory holds at GPU_WORKER_MB each (at
+    most GPU_PROCESSES_MAX), in all at most one per GPU_WORKER_CORES cores and one per trial; at least one."""
+    per_gpu = max(1, min(GPU_PROCESSES_MAX, int(gpu_mb // GPU_WORKER_MB)))
+    return max(1, min(per_gpu * max(1, gpus), cores // GPU_WORKER_CORES, trials))
+
+
+def cuda_workers(trials: int, device: torch.device, cores: int | None = None) -> tuple[int, int, str]:
+    """(processes, threads each, a note line) for `--workers auto` on CUDA: `cuda_processes` of this machine's
+    GPUs (only the named one for cuda:N) and cores; the note says whether MPS runs."""
+    import torch
+
+    cores = cores or os.cpu_count() or 1
+    ids = [device.index] if device.index is not None else list(range(torch.cuda.device_count()))
+    mb = min(torch.cuda.get_device_properties(i).total_memory for i in ids) / 2**20
+    procs = cuda_processes(len(ids), mb, cores, trials)
+    threads = max(1, cores // procs)
+    mps = "MPS running: their kernels run at once"
+    if not mps_running():
+        mps = "MPS not running: they time-slice each GPU (`nvidia-cuda-mps-control -d` lets kernels run at once)"
+    note = (f"workers auto: {procs} process(es) x {threads} thread(s) on {len(ids)} GPU(s) of {mb / 1024:.0f} GiB "
+            f"and {cores} cores; {mps}")  # fmt: skip
+    return procs, threads, note
+
+
+def mps_running() -> bool:
+    """Whether an NVIDIA MPS control daemon is running for this user: its pipe folder holds a `control` pipe."""
+    folder = os.environ.get("CUDA_MPS_PIPE_DIRECTORY") or "/tmp/nvidia-mps"
+    return os.path.exists(os.path.join(folder, "control"))
+
+
+def worker_device(name: str, stream: int, count: int | None = None) -> str:
+    """The device worker number `stream` trains on: for "cuda" or "auto" on a machine with `count` GPUs (None: this
+    machine's), `cuda:{stream % count}`, so the workers spread over the GPUs; any other name as given."""
+    if name not in ("cuda", "auto"):
+        return name
+    if count is None:
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return f"cuda:{stream % count}" if count > 0 else name
+
+
+def set_worker_threads(threads: int) -> None:
+    """A worker process's intra-op threads and torch.compile's compile threads: its share of the cores (inductor
+    would otherwise start a compile pool as large as the machine in every worker)."""
+    import sys
+
+    import torch
+
+    torch.set_num_threads(threads)
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(threads)  # read when inductor's config is first imported
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.compile_threads = threads  # type: ignore[attr-defined]
 
 
 def spawned_threads(processes: int, threads: int | None) -> int:
