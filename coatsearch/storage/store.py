@@ -267,7 +267,7 @@ def tell(
                 trial.set_user_attr("fail_reason", run.fail_reason)
         study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
     except OSError as exc:  # a full disk, a file size limit: name the journal, not only the errno
-        journal = getattr(getattr(study._storage, "_backend", None), "_file_path", "the study journal")
+        journal = _journal_of(study)
         raise UserError(f"{journal}: cannot be written ({exc.strerror or exc}); the trial runs again") from None
     except optuna.exceptions.UpdateFinishedTrialError:
         print(
@@ -275,6 +275,17 @@ def tell(
             "its result is not this run's and is left out (the trial runs again)",
             file=sys.stderr,
         )
+
+
+def _journal_of(study: optuna.Study) -> Path | str:
+    """The journal this process opened that holds `study` (for an error message; 'the study journal' if none)."""
+    for path, storage in _OPEN.items():
+        try:
+            storage.get_study_id_from_name(study.study_name)
+            return path
+        except (KeyError, OSError):
+            continue
+    return "the study journal"
 
 
 def report_epoch(trial: optuna.Trial, epoch: int, value: float) -> bool:
