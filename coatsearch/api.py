@@ -143,6 +143,7 @@ def run(
     force_new_space: bool = False,
     plan_first: bool = False,
     replicate_of: str | None = None,
+    log: str | None = None,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -157,13 +158,17 @@ def run(
     Before the first trial the analysis is registered (studies_dir/<study>/registration.json,
     coatsearch.analysis.registration; `replicate_of`: the study this one replicates); a resumed run with another
     analysis records the deviation.
+    `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking).
     """
+    from coatsearch.runner import tracking
     from coatsearch.storage.paths import report_folder, study_folder
     from coatsearch.storage.store import counts as store_counts
     from coatsearch.training.datacheck import check_matches
     from coatsearch.training.fit import pick_device
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
+    tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
+    sp = sp if log is None else dataclasses.replace(sp, log=log)
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")

@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the study was run with another version of this space: record this one and keep the old trials",
     )
+    help_log = "track each trial live in <study>/tensorboard or <study>/mlruns (extras; default: the space's log:)"
+    run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
     run.set_defaults(func=_run)
 
     _study_commands(sub)
@@ -280,6 +282,7 @@ def _run(args: argparse.Namespace) -> int:
         gpus_per_trial=args.gpus_per_trial,
         force_new_space=args.force_new_space,
         plan_first=not args.no_plan,
+        log=args.log,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "

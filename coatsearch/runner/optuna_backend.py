@@ -155,7 +155,7 @@ def _worker(
         while (taken := store.claim_point(study, space, items, run_id, limit, folder)) is not None:
             trial, item, params, admitted = taken
             try:
-                _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched)
+                _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched, folder)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`storage.lock`)
                 with contextlib.suppress(Exception):  # already told: nothing to mark
                     trial.set_user_attr("interrupted", True)
@@ -176,12 +176,18 @@ def _run_trial(
     env: Any,
     progress: bool,
     matched: dict | None = None,
+    folder: Path | None = None,
 ) -> None:
-    """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason."""
+    """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason.
+
+    With a `folder` and the space's `log`, the trial is tracked live (runner.tracking) in that study folder."""
+    from coatsearch.runner import tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
 
     report = epoch_reporter(space, _pruning_sink(trial))
-    outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
+    with tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker:
+        outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
+        tracking.finish(tracker, *outcome)
     store.tell(study, trial, *outcome)
 
 
