@@ -97,7 +97,7 @@ def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: i
             mp.connection.wait([p.sentinel for p in alive], timeout=5.0)
             for p in [p for p in procs if p.exitcode is not None and p.exitcode < 0]:
                 procs.remove(p)
-                lock.mark(study, store.folder(args[1], args[2]), p.pid, "killed_by", f"signal {-p.exitcode}")
+                store.mark(study, store.folder(args[1], args[2]), p.pid, "killed_by", f"signal {-p.exitcode}")
                 if replaced < limit:  # every planned trial killed its worker each time: stop
                     replaced += 1
                     _start(ctx, procs, args, threads, [workers + replaced - 1])
