@@ -8,6 +8,7 @@ import pytest
 
 import coatsearch
 from coatsearch.cli import main
+from coatsearch.errors import UserError
 from coatsearch.runner import tracking
 from coatsearch.storage import store
 from coatsearch.storage.trials import PlanItem
@@ -91,3 +92,16 @@ def test_a_backend_whose_extra_is_missing_is_one_line_with_nothing_written(tmp_p
     assert main(["run", str(bad), "--studies-dir", str(tmp_path / "s"), "--no-plan", "--quiet"]) == 2
     assert "log tensorboard: needs the tensorboard extra" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+def test_log_in_the_space_file_is_read_and_is_not_the_spaces_identity(tmp_path):
+    from coatsearch.storage.trials import space_form
+
+    path = tmp_path / "space.yaml"
+    path.write_text(TINY.read_text() + "log: mlflow\n")
+    tracked, plain = coatsearch.load_space(path), coatsearch.load_space(TINY)
+    assert (tracked.log, plain.log) == ("mlflow", "none")
+    assert space_form(tracked) == space_form(plain)  # turning tracking on or off continues the study
+    path.write_text(TINY.read_text() + "log: wandb\n")
+    with pytest.raises(UserError, match="field 'log': Input should be 'none', 'tensorboard' or 'mlflow'"):
+        coatsearch.load_space(path)
