@@ -105,3 +105,24 @@ def test_log_in_the_space_file_is_read_and_is_not_the_spaces_identity(tmp_path):
     path.write_text(TINY.read_text() + "log: wandb\n")
     with pytest.raises(UserError, match="field 'log': Input should be 'none', 'tensorboard' or 'mlflow'"):
         coatsearch.load_space(path)
+
+
+@pytest.mark.slow
+def test_ray_trials_are_tracked_in_the_study_folder_too(tmp_path):
+    import dataclasses
+
+    import ray
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from coatsearch.runner import ray_backend
+
+    space = dataclasses.replace(coatsearch.load_space(TINY), log="tensorboard")
+    ray_backend.run(space, tmp_path, "t", progress=False)
+    assert not ray.is_initialized()
+    for r in store.records(store.load_study(tmp_path, "t")):
+        ea = EventAccumulator(str(tmp_path / "t" / "tensorboard" / tracking.run_name(PlanItem(r.params["candidate"], 0),
+                                                                                       r.number)))  # fmt: skip
+        ea.Reload()
+        steps, losses = _curve(r, "generalization")
+        got = ea.Scalars("generalization/train_loss")
+        assert [e.step for e in got] == steps and [e.value for e in got] == pytest.approx(losses, rel=1e-6)
