@@ -5,19 +5,24 @@ in a fresh process, so it pays the first data load of its worker. Inside the sam
 spent in training steps (`fit._Run.step`) and in evaluation passes (`curves.eval_tensors`: curve points,
 epoch evaluations, the clean train pass, robustness) and prints everything else as fixed cost. On CUDA each
 timed call is synchronized. The last line is `overhead=<trial wall / (training steps + evaluation passes)>`.
+With `--log tensorboard|mlflow` the trial is tracked as `coatsearch run --log` tracks it (runner.tracking, into
+the temporary study folder), and the time spent inside the tracker (its curve points and its end) is printed too.
 
     python benchmarks/bench_trial.py [--candidate C-C-T-T] [--profile default] [--device cpu|cuda] [--threads N]
+                                     [--log none|tensorboard|mlflow]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from coatsearch.runner import tracking
 from coatsearch.runner import trial as T
 from coatsearch.space.objects import load_space
 from coatsearch.storage import record as R
@@ -62,12 +67,18 @@ def main() -> None:
     ap.add_argument("--profile", default="default")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
+    ap.add_argument("--log", choices=tracking.CHOICES, default="none", help="track the trial (runner.tracking)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = fit.pick_device(args.device)
-    space = load_space(SPACE, args.profile)
+    space = dataclasses.replace(load_space(SPACE, args.profile), log=args.log)
+    tracking.check(args.log)
     timer = Timer(device)
+    timer.spent["tracking"] = 0.0
+    for cls in (tracking.TensorBoard, tracking.MLflow):
+        cls.point = timer.wrap("tracking", cls.point)  # type: ignore[method-assign]
+        cls.finish = timer.wrap("tracking", cls.finish)  # type: ignore[method-assign]
     fit._Run.step = timer.wrap("train", fit._Run.step)
     fit.eval_tensors = curves.eval_tensors = timer.wrap("eval", curves.eval_tensors)
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,7 +86,9 @@ def main() -> None:
         matched = store.matched(study, space, store.folder(Path(tmp), "bench"))
         item = PlanItem(args.candidate, space.study.seeds[0])
         start = time.perf_counter()
-        state, run, _ = T.attempt(space, item, {}, device, R.Environment(), matched=matched)
+        with tracking.tracked(space, store.folder(Path(tmp), "bench"), item, {}, 0) as tracker:
+            state, run, value = T.attempt(space, item, {}, device, R.Environment(), matched=matched)
+            tracking.finish(tracker, state, run, value)
         wall = time.perf_counter() - start
     if state != "COMPLETE":
         raise SystemExit(f"trial {state}: {run.fail_reason if run else None}")
@@ -84,6 +97,8 @@ def main() -> None:
     tr, ev = timer.spent["train"], timer.spent["eval"]
     print(f"trial wall {wall:.1f} s = training steps {tr:.1f} s + evaluation passes {ev:.1f} s", end="")
     print(f" + the rest (data, build, subsets) {wall - useful:.1f} s")
+    if args.log != "none":
+        print(f"tracking ({args.log}): {timer.spent['tracking']:.2f} s inside the tracker of {wall:.1f} s")
     print(f"overhead={wall / useful:.3f}")
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from coatsearch.storage.store import Study
     from coatsearch.vocab.specs import ModelSpec
 
-FORMATS = ("csv", "parquet", "json", "yaml")  # yaml: the best architectures as candidate entries (--best K)
+FORMATS = ("csv", "parquet", "json", "yaml", "timm")  # yaml, timm: the best architectures (--best K)
 WORKERS_MAX = 64  # workers / --workers: parallel training processes on one machine
 TRIALS_MAX = 100_000  # trials / --trials: trials started by one command
 ENGINES = ("optuna", "ray")
@@ -143,6 +143,7 @@ def run(
     force_new_space: bool = False,
     plan_first: bool = False,
     replicate_of: str | None = None,
+    log: str | None = None,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -157,13 +158,17 @@ def run(
     Before the first trial the analysis is registered (studies_dir/<study>/registration.json,
     coatsearch.analysis.registration; `replicate_of`: the study this one replicates); a resumed run with another
     analysis records the deviation.
+    `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking).
     """
+    from coatsearch.runner import tracking
     from coatsearch.storage.paths import report_folder, study_folder
     from coatsearch.storage.store import counts as store_counts
     from coatsearch.training.datacheck import check_matches
     from coatsearch.training.fit import parse_device, pick_device
 
     sp = space if isinstance(space, Space) else load_space(space, profile)
+    tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
+    sp = sp if log is None else dataclasses.replace(sp, log=log)
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
@@ -487,7 +492,9 @@ def export(
     """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path. With
     `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.storage.found);
     `save_weights` also retrains each on its best trial's seed and values and saves its trained weights beside
-    the YAML, `<stem>.<architecture>.pt` (coatsearch.runner.weights; `coatsearch.load_weights` loads one back).
+    the YAML, `<stem>.<architecture>.safetensors` (coatsearch.runner.weights; `coatsearch.load_weights` loads one
+    back). fmt "timm" with `best` K: each retrained and its weights written into the study folder for
+    `coatsearch.timm_models.register` (returns that folder).
 
     The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
     this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
@@ -497,8 +504,14 @@ def export(
 
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
-    if (fmt == "yaml") != (best is not None):
-        raise UserError("--best K goes with --format yaml (candidate entries); csv, parquet and json are tables")
+    if (fmt in ("yaml", "timm")) != (best is not None):
+        raise UserError("--best K goes with --format yaml or timm (architectures); csv, parquet and json are tables")
+    if fmt == "timm":
+        from coatsearch import timm_models
+
+        if out is not None or save_weights:
+            raise UserError("--format timm writes the weights into the study folder: no --out, no --save-weights")
+        return timm_models.export(study, int(best or 0), studies_dir, device)
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir) if best is None else None  # a missing study stops here
     if save_weights and best is None:

@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the study was run with another version of this space: record this one and keep the old trials",
     )
+    help_log = "track each trial live in <study>/tensorboard or <study>/mlruns (extras; default: the space's log:)"
+    run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
     run.set_defaults(func=_run)
 
     _study_commands(sub)
@@ -175,13 +177,14 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
-    export.add_argument("--best", type=_bounded(1, TRIALS_MAX), help="with --format yaml: the K best architectures")
+    help_best = "with --format yaml or timm: the K best architectures"
+    export.add_argument("--best", type=_bounded(1, TRIALS_MAX), help=help_best)
     export.add_argument(
         "--save-weights",
         action="store_true",
-        help="with --best: retrain each on its best trial's seed and save its weights beside --out",
+        help="with --best: retrain each on its best trial's seed and save its weights (safetensors) beside --out",
     )
-    export.add_argument("--device", default="cpu", help="with --save-weights: the device the retrain runs on")
+    export.add_argument("--device", default="cpu", help="with --save-weights or --format timm: the retrain's device")
     help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
     _study_parser(sub, "repair", help_repair, _repair)
     dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
@@ -279,6 +282,7 @@ def _run(args: argparse.Namespace) -> int:
         gpus_per_trial=args.gpus_per_trial,
         force_new_space=args.force_new_space,
         plan_first=not args.no_plan,
+        log=args.log,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "

@@ -15,9 +15,11 @@ with a warning: every write, a rename's copy included, is of the stored records.
 from __future__ import annotations
 
 import copy
+import functools
 import ipaddress
 import json
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -164,12 +166,26 @@ def _with_names(system: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str,
     """System attributes plus optuna's metric-names entry from the space record, when the study set none."""
     names = metric_names(user)
     out = dict(system)
-    if names and _METRIC_NAMES not in out:
-        out[_METRIC_NAMES] = names
+    if names and _metric_names_key() not in out:
+        out[_metric_names_key()] = names
     return out
 
 
-_METRIC_NAMES = optuna.study.study._SYSTEM_ATTR_METRIC_NAMES  # what optuna.Study.set_metric_names writes
+@functools.cache
+def _metric_names_key() -> str:
+    """The study system attribute that optuna.Study.set_metric_names writes, found through public calls only."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            storage = optuna.storages.InMemoryStorage()
+            study = optuna.create_study(storage=storage)
+            study.set_metric_names(["value"])
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    (key,) = storage.get_study_system_attrs(storage.get_study_id_from_name(study.study_name))
+    return key
 
 
 def _delegate(name: str) -> Any:

@@ -67,7 +67,7 @@ def test_the_signal_recorded_by_the_parent_is_the_reason(tmp_path):
     space, st, items, folder = _tiny(tmp_path)
     for _ in range(lock.KILL_RETRIES + 1):
         trial, _item = store.claim(st, items, "r", None, folder)
-        assert lock.mark(st, os.getpid(), "killed_by", "signal 9") == 1
+        assert store.mark(st, folder, os.getpid(), "killed_by", "signal 9") == 1
         _killed(st, trial)
     store.claim(st, items, "r", None, folder)
     assert any(r.run.fail_reason == "worker killed (signal 9; out of memory?) on 3 attempts" for r in store.records(st))

@@ -349,32 +349,6 @@ def test_no_sampled_point_escapes_a_constraint_whichever_path_samples_it():
     assert search.admit(space, cand, {"model.layout.0": "C", "model.layout.1": "T"}).model.layout == "C-T"
 
 
-def test_save_weights_retrains_the_found_architecture_and_loads_back(study, tmp_path, capsys):
-    import torch
-
-    from coatsearch.storage import found
-
-    out = tmp_path / "found.yaml"
-    assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--best", "1", "--format", "yaml",
-                 "--out", str(out), "--save-weights"]) == 0  # fmt: skip
-    [(tm, _, _)] = found.best("ts", 1, study / "studies")
-    pt = out.with_name(f"found.{tm.architecture}.pt")
-    assert out.exists() and pt.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-    content = torch.load(pt, weights_only=True)
-    assert (content["trial"], content["seed"], content["architecture"]) == (tm.number, tm.seed, tm.architecture)
-    assert content["retrained"] == pytest.approx(tm.value)  # seeded on the CPU: the recorded objective again
-    assert f"retrained on seed {tm.seed}" in capsys.readouterr().out
-    net = coatsearch.load_weights(pt)
-    untrained = coatsearch.build(study="ts", trial=tm.number, studies_dir=study / "studies").eval()
-    assert sum(p.numel() for p in net.parameters()) == tm.prepared.params
-    x = torch.randn(4, 1, 16, 16, generator=torch.Generator().manual_seed(0))
-    untrained.load_state_dict(content["state_dict"])  # the saved weights in the model the study builds
-    with torch.no_grad():
-        assert torch.equal(net(x), untrained(x))
-        assert not torch.equal(net(x), coatsearch.build(study="ts", trial=tm.number,
-                                                        studies_dir=study / "studies").eval()(x))  # fmt: skip
-
-
 def test_save_weights_without_best_exits_2_with_nothing_written(study, tmp_path, capsys):
     out = tmp_path / "x.csv"
     assert main(["export", "ts", "--studies-dir", str(study / "studies"), "--out", str(out), "--save-weights"]) == 2

@@ -97,7 +97,7 @@ def _watch(ctx: SpawnContext, procs: list, args: tuple, threads: int, workers: i
             mp.connection.wait([p.sentinel for p in alive], timeout=5.0)
             for p in [p for p in procs if p.exitcode is not None and p.exitcode < 0]:
                 procs.remove(p)
-                lock.mark(study, p.pid, "killed_by", f"signal {-p.exitcode}")
+                store.mark(study, store.folder(args[1], args[2]), p.pid, "killed_by", f"signal {-p.exitcode}")
                 if replaced < limit:  # every planned trial killed its worker each time: stop
                     replaced += 1
                     _start(ctx, procs, args, threads, [workers + replaced - 1])
@@ -161,7 +161,7 @@ def _worker(
         while (taken := store.claim_point(study, space, items, run_id, limit, folder)) is not None:
             trial, item, params, admitted = taken
             try:
-                _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched)
+                _run_trial(space, study, trial, item, params, admitted, device, env, progress, matched, folder)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: an interruption, not a kill (`storage.lock`)
                 with contextlib.suppress(Exception):  # already told: nothing to mark
                     trial.set_user_attr("interrupted", True)
@@ -182,12 +182,18 @@ def _run_trial(
     env: Any,
     progress: bool,
     matched: dict | None = None,
+    folder: Path | None = None,
 ) -> None:
-    """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason."""
+    """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason.
+
+    With a `folder` and the space's `log`, the trial is tracked live (runner.tracking) in that study folder."""
+    from coatsearch.runner import tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
 
     report = epoch_reporter(space, _pruning_sink(trial))
-    outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
+    with tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker:
+        outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
+        tracking.finish(tracker, *outcome)
     store.tell(study, trial, *outcome)
 
 

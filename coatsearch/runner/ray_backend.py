@@ -183,7 +183,13 @@ def _tuner(
     cpus, gpus, slots = resources
     threads = max(1, int(cpus))
     fn = tune.with_parameters(
-        _trainable, space=space, device=device, threads=threads, cwd=os.getcwd(), matched=matched or {}
+        _trainable,
+        space=space,
+        device=device,
+        threads=threads,
+        cwd=os.getcwd(),
+        matched=matched or {},
+        folder=str(storage.parent),
     )
     return tune.Tuner(
         tune.with_resources(fn, {"cpu": cpus, "gpu": gpus}),
@@ -299,10 +305,14 @@ def outcome(result: dict | None, error: bool, logs: Path) -> tuple[str, R.RunRec
     return "FAIL", None, None  # never ran (the run stopped first): no reason, so the key is free
 
 
-def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, matched: dict) -> None:
-    """One Ray trial: run the claimed item, report per-epoch scores, then one record of the outcome."""
+def _trainable(
+    config: dict, space: Space, device: str, threads: int, cwd: str, matched: dict, folder: str = "."
+) -> None:
+    """One Ray trial: run the claimed item, report per-epoch scores, then one record of the outcome (tracked live in
+    the study `folder` with the space's `log`, runner.tracking)."""
     began = time.time()
 
+    from coatsearch.runner import tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
     from coatsearch.training.fit import pick_device
     from coatsearch.training.tuning import set_worker_threads
@@ -313,7 +323,9 @@ def _trainable(config: dict, space: Space, device: str, threads: int, cwd: str, 
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    state, run, value = attempt(space, item, params, dev, environment.probe(dev), report=report, matched=matched)
+    with tracking.tracked(space, Path(folder), item, params, config.get("number")) as tracker:
+        state, run, value = attempt(space, item, params, dev, environment.probe(dev), report=report, matched=matched)
+        tracking.finish(tracker, state, run, value)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     sent = None if run is None else R.to_json(run)
     record = {"state": state, "run": sent, "value": value, "ray": {**where, "start": began, "end": time.time()}}

@@ -1,17 +1,19 @@
-"""Trained weights of the found architectures (`export STUDY --best K --format yaml --save-weights`).
+"""Trained weights of the found architectures (`export STUDY --best K --format yaml|timm --save-weights`).
 
 A trial keeps no weights when it trains (a search trains hundreds of models; keeping each would multiply the
 study's size), so each exported architecture's best trial is trained again: the same solved model, sampled
 values, scores, data subset, step budget and seed, on the device asked for. Training is seeded, so on the CPU
-the retrained objective is the recorded one; the file records both, and `export` prints both. The file, a
-`torch.save` of plain data (weights_only-loadable), holds the state_dict of the objective's score model, the
-solved model spec, and where it came from; it is written atomically (`coatsearch.fsafe`), never through a link.
-`load(path)` builds the model from the spec in the file and loads the weights: nothing else is needed.
+the retrained objective is the recorded one; the file records both, and `export` prints both. The file is
+safetensors (never a pickle: nothing is unpickled to read it): the tensors are the score model's state_dict,
+its metadata the solved model spec and where it came from, as JSON strings. It is written atomically
+(`coatsearch.fsafe`), never through a link. `load(path)` builds the model from the spec in the file and loads
+the weights; timm loads the same file through a pretrained_cfg `file` entry (`coatsearch.timm_models`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,14 @@ from coatsearch.errors import UserError
 from coatsearch.storage.found import TrialModel, study_space
 from coatsearch.vocab import specs as S
 
-FORMAT = "coatsearch.runner.weights/1"
+FORMAT = "coatsearch.runner.weights/2"  # /1 was a torch.save pickle, never read
+SUFFIX = ".safetensors"
+PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # a pickle (protocol 2+) and torch.save's zip container
 
 
 def path_for(yaml_path: Path, architecture: str) -> Path:
-    """Where an exported architecture's weights go: beside the YAML, `<stem>.<architecture>.pt`."""
-    return yaml_path.with_name(f"{yaml_path.stem}.{architecture}.pt")
+    """Where an exported architecture's weights go: beside the YAML, `<stem>.<architecture>.safetensors`."""
+    return yaml_path.with_name(f"{yaml_path.stem}.{architecture}{SUFFIX}")
 
 
 def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: str = "cpu") -> dict[str, Any]:
@@ -72,26 +76,55 @@ def _classes(model: S.ModelSpec, net: nn.Module) -> S.ModelSpec:
 
 
 def save(path: Path, content: dict[str, Any]) -> Path:
-    """Write a retrained architecture's file atomically (no link followed; a failed write leaves none)."""
+    """Write a retrained architecture's safetensors file atomically (no link followed; a failed write leaves none)."""
+    from safetensors.torch import save_file
+
     from coatsearch import fsafe
 
+    tensors = {k: v.contiguous() for k, v in content["state_dict"].items()}
+    meta = {k: json.dumps(v) for k, v in content.items() if k != "state_dict"}
     with fsafe.replacing(path) as tmp:
-        torch.save(content, tmp)
+        save_file(tensors, str(tmp), metadata=meta)
     return path
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """A weights file's content (`retrain`'s form): a one-line UserError for a link, a pickle or another file."""
+    from safetensors import SafetensorError, safe_open
+
+    from coatsearch import fsafe
+
+    path = fsafe.check_plain(Path(path))
+    try:
+        with open(path, "rb") as fh:
+            start = fh.read(4)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
+    if start.startswith(PICKLE_MAGIC):
+        raise UserError(f"{path}: is a pickle (torch.save), which coatsearch never loads; export the weights "
+                        f"again with --save-weights (safetensors)")  # fmt: skip
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            state = {k: f.get_tensor(k) for k in f.keys()}
+        content = {k: json.loads(v) for k, v in meta.items()}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a coatsearch weights file ({exc})") from None
+    if content.get("format") != FORMAT or not isinstance(content.get("model"), dict):
+        raise UserError(f"{path}: not a coatsearch weights file (safetensors with format {FORMAT} expected)")
+    return {**content, "state_dict": state}
+
+
+def spec(content: dict[str, Any]) -> S.ModelSpec:
+    """The solved model spec a weights file's content records."""
+    return TypeAdapter(S.ModelSpec).validate_python(content["model"])
 
 
 def load(path: str | Path, device: str = "cpu") -> nn.Module:
     """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode."""
-    from coatsearch import fsafe
     from coatsearch.models import build
 
-    fsafe.check_plain(Path(path))
-    try:
-        content = torch.load(Path(path), map_location=device, weights_only=True)
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise UserError(f"{path}: not a coatsearch weights file ({exc})") from None
-    if not isinstance(content, dict) or content.get("format") != FORMAT:
-        raise UserError(f"{path}: not a coatsearch weights file (format {FORMAT} expected)")
-    net = build(TypeAdapter(S.ModelSpec).validate_python(content["model"]))
+    content = read(path)
+    net = build(spec(content))
     net.load_state_dict(content["state_dict"])
     return net.to(device).eval()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import torch
 
@@ -19,6 +20,7 @@ from coatsearch.errors import UserError
 from coatsearch.models import build
 from coatsearch.scores.base import Context
 from coatsearch.training import data as D
+from coatsearch.training import listeners
 from coatsearch.training.fit import History, fit
 from coatsearch.training.floor import RECIPE, Floor, linear_floor
 from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
@@ -74,6 +76,8 @@ def train(
     report = ctx.report
     hook = (lambda epoch, stats: report(phase, epoch, stats.val_acc)) if report else None
     run = functools.partial(ctx.fit, phase) if ctx.fit is not None else fit  # the planner's pilot takes the phase
+    heard = listeners.on_point(phase)  # a tracked trial's curve points, as they are measured
+    tracked: dict[str, Any] = {"on_point": heard} if heard is not None else {}  # the pilot's fit takes none
     return run(
         net,
         train_set,
@@ -92,6 +96,7 @@ def train(
         stop_at_acc=stop_at_acc,
         levels=levels,
         validate=validation,
+        **tracked,
     )
 
 

@@ -130,6 +130,7 @@ class Space:
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[str, ...] = ()  # the claims this space pilots (registration, report looks)
     reseeded: bool = False  # seeds and test draw set apart from the file (a replicate's: with_draw)
+    log: str = "none"  # live tracking of each trial (runner.tracking): none, tensorboard or mlflow; not its identity
 
     def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -182,6 +183,7 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
         study=doc.study,
         untestable=dict(doc.untestable),
         pilots=tuple(doc.pilots),
+        log=doc.log,
     )
 
 

@@ -103,6 +103,7 @@ class SpaceDoc:
     study: StudySpec = StudySpec()
     untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
+    log: Literal["none", "tensorboard", "mlflow"] = "none"  # live tracking of each trial (`run --log` overrides it)
 
 
 _DOCUMENT: dict[type, TypeAdapter] = {}  # the score registry's current ScoresSpec -> the validator built for it

@@ -27,6 +27,7 @@ from coatsearch.storage.trialcheck import problem
 
 if TYPE_CHECKING:  # types only: this module imports no optuna at run time
     import optuna
+    from optuna.storages import BaseStorage
 
 LOCK = "claim.lock"
 KILL_RETRIES = 2  # reruns of a trial whose worker was killed, before it is recorded as failed
@@ -70,13 +71,16 @@ def claim(
     study_folder: Path,
     backend: str = "optuna",
     fixed: Callable[[ItemT, list], Mapping[str, Any] | None] | None = None,
+    *,
+    storage: BaseStorage,
 ) -> tuple[optuna.Trial, ItemT] | None:
     """Under the claim lock: fail stale and foreign waiting trials, then take the next free key as RUNNING.
 
     `fixed(item, trials)`: the grid sampler's next point for a planned trial ({"params", "grid"}: its values as
-    Optuna labels and its index), enqueued with it; None when that trial's grid is used up (it is skipped)."""
+    Optuna labels and its index), enqueued with it; None when that trial's grid is used up (it is skipped).
+    `storage`: the one the store opened on the study's journal (`store.claim` hands it in)."""
     with locked(study_folder):
-        fail_stale(study)
+        fail_stale(study, storage)
         trials = study.get_trials(deepcopy=False)
         mine = [t for t in trials if t.user_attrs.get("run_id") == run_id and not _rejected(t)]
         if limit is not None and len(mine) >= limit:
@@ -111,14 +115,14 @@ def _rejected(t: optuna.trial.FrozenTrial) -> bool:
     return t.state.name == "PRUNED" and isinstance(t.user_attrs.get("rejected"), str)
 
 
-def fail_stale(study: optuna.Study) -> None:
+def fail_stale(study: optuna.Study, storage: BaseStorage) -> None:
     """Tell FAIL each RUNNING trial whose process is gone, and each foreign or unplanned WAITING trial."""
     host = socket.gethostname()
     trials = study.get_trials(deepcopy=False)
     for t in trials:
         why = problem(t)
         if t.state.name == "WAITING" and why:
-            _fail(study, t, f"left out by coatsearch: {why}")
+            _fail(study, storage, t, f"left out by coatsearch: {why}")
             print(f"coatsearch: note: trial {t.number}: {why}; told FAIL and left out", file=sys.stderr)
         if t.state.name != "RUNNING" or why:
             continue
@@ -127,7 +131,7 @@ def fail_stale(study: optuna.Study) -> None:
             kills = 1 + sum(_killed(o) and o.user_attrs.get("key") == t.user_attrs["key"] for o in trials)
             how = t.user_attrs.get("killed_by") or "process gone"
             reason = f"worker killed ({how}; out of memory?) on {kills} attempts" if kills > KILL_RETRIES else None
-            _fail(study, t, reason)
+            _fail(study, storage, t, reason)
 
 
 def _killed(t: optuna.trial.FrozenTrial) -> bool:
@@ -136,19 +140,34 @@ def _killed(t: optuna.trial.FrozenTrial) -> bool:
     return t.state.name == "FAIL" and "fail_reason" not in attrs and not attrs.get("interrupted")
 
 
-def _fail(study: optuna.Study, t: optuna.trial.FrozenTrial, reason: str | None) -> None:
-    storage = study._storage  # the trial is not this process's: write through the storage
+def _fail(study: optuna.Study, storage: BaseStorage, t: optuna.trial.FrozenTrial, reason: str | None) -> None:
+    """Tell another worker's trial FAIL (with `fail_reason` first when given), through Optuna's public calls:
+    `Study.tell` for a RUNNING trial, the storage's documented `set_trial_state_values` for a WAITING one."""
+    trial_id = _trial_id(storage, study, t.number)
     if reason is not None:
-        storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
-    storage.set_trial_state_values(t._trial_id, type(t.state).FAIL)  # optuna's TrialState, not imported here
+        storage.set_trial_user_attr(trial_id, "fail_reason", reason)
+    fail = type(t.state).FAIL  # optuna's TrialState, not imported here
+    if t.state.name == "RUNNING":
+        study.tell(t.number, state=fail, skip_if_finished=True)
+    else:
+        storage.set_trial_state_values(trial_id, fail)
 
 
-def mark(study: optuna.Study, pid: int, key: str, value: object) -> int:
+def _trial_id(storage: BaseStorage, study: optuna.Study, number: int) -> int:
+    """The storage id of the study's trial `number` (BaseStorage's documented look-ups).
+
+    `optuna.Trial.set_user_attr` needs the trial object of the process that asked for it; another process's
+    trial is written through the storage the store opened on the study's journal, by this id.
+    """
+    return storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(study.study_name), number)
+
+
+def mark(study: optuna.Study, storage: BaseStorage, pid: int, key: str, value: object) -> int:
     """Set user attribute `key` on every RUNNING trial of worker `pid` on this host; how many there were."""
     host, n = socket.gethostname(), 0
     for t in study.get_trials(deepcopy=False):
         if t.state.name == "RUNNING" and not problem(t) and t.user_attrs["worker"] == {"host": host, "pid": pid}:
-            study._storage.set_trial_user_attr(t._trial_id, key, value)
+            storage.set_trial_user_attr(_trial_id(storage, study, t.number), key, value)
             n += 1
     return n
 

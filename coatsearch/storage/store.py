@@ -36,11 +36,11 @@ from coatsearch.errors import UserError
 from coatsearch.space import search
 from coatsearch.space.objects import Space
 from coatsearch.storage import journal as J
-from coatsearch.storage import paths, sampling
+from coatsearch.storage import lock, paths, sampling
 from coatsearch.storage import record as R
 from coatsearch.storage import trialcheck as TC
 from coatsearch.storage import trials as P
-from coatsearch.storage.lock import LOCK, claim, fail_stale, holds_key, locked  # noqa: F401 - the store's API
+from coatsearch.storage.lock import LOCK, holds_key, locked  # noqa: F401 - the store's API
 from coatsearch.storage.paths import study_folder
 
 JOURNAL = paths.JOURNAL
@@ -84,6 +84,25 @@ def _lock(path: Path) -> J.Lock:
 def check_journal(path: Path) -> None:
     """Raise a one-line UserError at the journal's first damaged line, naming `coatsearch repair`."""
     J.check(Path(path), _lock(path))
+
+
+def claim(
+    study: optuna.Study,
+    items: Mapping[str, lock.ItemT],
+    run_id: str,
+    limit: int | None,
+    study_folder: Path,
+    backend: str = "optuna",
+    fixed: Any = None,
+) -> tuple[optuna.Trial, lock.ItemT] | None:
+    """Claim the next planned trial (`storage.lock.claim`), through the storage this process opened on the journal."""
+    storage = open_storage(Path(study_folder) / JOURNAL)
+    return lock.claim(study, items, run_id, limit, study_folder, backend, fixed, storage=storage)
+
+
+def mark(study: optuna.Study, study_folder: Path, pid: int, key: str, value: object) -> int:
+    """Set user attribute `key` on worker `pid`'s RUNNING trials (`storage.lock.mark`); how many there were."""
+    return lock.mark(study, open_storage(Path(study_folder) / JOURNAL), pid, key, value)
 
 
 def repair(studies_dir: Path, name: str) -> J.Repaired:
@@ -267,7 +286,7 @@ def tell(
                 trial.set_user_attr("fail_reason", run.fail_reason)
         study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
     except OSError as exc:  # a full disk, a file size limit: name the journal, not only the errno
-        journal = getattr(getattr(study._storage, "_backend", None), "_file_path", "the study journal")
+        journal = _journal_of(study)
         raise UserError(f"{journal}: cannot be written ({exc.strerror or exc}); the trial runs again") from None
     except optuna.exceptions.UpdateFinishedTrialError:
         print(
@@ -275,6 +294,17 @@ def tell(
             "its result is not this run's and is left out (the trial runs again)",
             file=sys.stderr,
         )
+
+
+def _journal_of(study: optuna.Study) -> Path | str:
+    """The journal this process opened that holds `study` (for an error message; 'the study journal' if none)."""
+    for path, storage in _OPEN.items():
+        try:
+            storage.get_study_id_from_name(study.study_name)
+            return path
+        except (KeyError, OSError):
+            continue
+    return "the study journal"
 
 
 def report_epoch(trial: optuna.Trial, epoch: int, value: float) -> bool:

@@ -1,0 +1,199 @@
+"""Live tracking of trials in TensorBoard or MLflow (`run --log tensorboard|mlflow`, or `log:` in the space file).
+
+Each trial is one run, named `<candidate>-seed<seed>[-s<sample>]-t<trial number>` and grouped by study: a folder
+under `<study>/tensorboard/`, or a run of the MLflow experiment named after the study in the file store
+`<study>/mlruns`. While the trial trains, each curve point of each training run (score phase) is written as it is
+measured (`training.listeners`): `<phase>/train_loss`, `train_acc`, `eval_loss`, `eval_acc`, `val_acc` and `lr`
+(the trial's peak lr times the schedule's phase) at its step. When it ends: its hyperparameters (candidate, seed,
+sampled values, optimizer), architecture (layout, stages, params, MACs), final scalar metrics and state.
+Tracking never fails a trial: an error of the tracker is one note line, and the trial goes on untracked.
+The extras: `pip install "coatsearch[tensorboard]"` or `"coatsearch[mlflow]"` (mlflow-skinny: the client and
+the file store, not the server); `mlflow ui --backend-store-uri studies/<study>/mlruns` or
+`tensorboard --logdir studies/<study>/tensorboard` opens them. MLflow keeps its file store in maintenance mode
+behind `MLFLOW_ALLOW_FILE_STORE`, which this module sets (unless set already) in the processes that track.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from coatsearch.errors import UserError
+from coatsearch.space.objects import Space
+from coatsearch.storage import record as R
+from coatsearch.storage.trials import PlanItem
+from coatsearch.training import listeners
+from coatsearch.training.curves import Point
+
+CHOICES = ("none", "tensorboard", "mlflow")
+EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow"}  # backend -> the module it needs (and its extra's name)
+FOLDERS = {"tensorboard": "tensorboard", "mlflow": "mlruns"}  # backend -> its folder inside the study folder
+
+
+class Tracker(Protocol):
+    """One trial's run in a tracking backend."""
+
+    def point(self, phase: str, step: int, p: Point) -> None: ...
+    def finish(self, state: str, run: R.RunRecord | None, value: Any) -> None: ...
+
+
+def check(log: str, what: str = "--log") -> None:
+    """A one-line UserError for an unknown backend or one whose extra is not installed."""
+    if log not in CHOICES:
+        raise UserError(f"{what}: {log!r} is not a tracking backend; allowed: {', '.join(CHOICES)}")
+    if log != "none" and importlib.util.find_spec(EXTRAS[log]) is None:
+        raise UserError(f"{what} {log}: needs the {log} extra: pip install 'coatsearch[{EXTRAS[log]}]'")
+
+
+def run_name(item: PlanItem, number: int | None) -> str:
+    """A trial's run name: candidate, seed, sample (when sampled) and trial number."""
+    sample = f"-s{item.sample}" if item.sample else ""
+    return f"{item.candidate}-seed{item.seed}{sample}" + (f"-t{number}" if number is not None else "")
+
+
+@contextmanager
+def tracked(
+    space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any], number: int | None
+) -> Iterator[Tracker | None]:
+    """Around one trial: its tracker (None with `log: none`), hearing every curve point measured in the block."""
+    tracker = _open(space, Path(folder), item, params, number) if space.log != "none" else None
+    with listeners.listening(_guarded(tracker) if tracker is not None else None):
+        yield tracker
+
+
+def _guarded(tracker: Tracker) -> listeners.Listener:
+    """The tracker's `point`, whose errors are a note once, never the trial's failure."""
+    said: list[bool] = []
+
+    def point(phase: str, step: int, p: Point) -> None:
+        try:
+            tracker.point(phase, step, p)
+        except Exception as exc:  # noqa: BLE001 - tracking is a by-product of training, never its end
+            if not said:
+                said.append(True)
+                print(f"coatsearch: note: tracking: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+    return point
+
+
+def _open(space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any], number: int | None) -> Tracker | None:
+    """The backend's tracker for one trial; None (with a note) when it cannot start."""
+    name = run_name(item, number)
+    hparams = {"candidate": item.candidate, "seed": item.seed, "sample": item.sample, "study": folder.name}
+    hparams |= {k: v for k, v in params.items() if k not in hparams}
+    peak = float(params.get("train.lr") or _peak_lr(space, item.candidate))
+    try:
+        if space.log == "tensorboard":
+            return TensorBoard(folder / FOLDERS["tensorboard"] / name, hparams, peak)
+        return MLflow(folder / FOLDERS["mlflow"], folder.name, name, hparams, peak)
+    except Exception as exc:  # noqa: BLE001 - see _guarded
+        print(f"coatsearch: note: tracking {name} in {space.log} failed to start: {exc}", file=sys.stderr)
+        return None
+
+
+def _peak_lr(space: Space, candidate: str) -> float:
+    """The candidate's peak learning rate (its `train.lr`), which the curve points' lr phase scales."""
+    train = getattr(space.candidate(candidate).definition, "train", None)
+    return float(getattr(train, "lr", 0.0) or 0.0)
+
+
+def _values(p: Point, peak: float) -> dict[str, float]:
+    """A curve point's scalars by name (the measured ones, finite)."""
+    out = {"train_loss": p.train_loss, "train_acc": p.train_acc, "eval_loss": p.eval_loss, "eval_acc": p.eval_acc,
+           "val_acc": p.val_acc, "lr": p.lr_phase * peak}  # fmt: skip
+    return {k: float(v) for k, v in out.items() if isinstance(v, int | float) and math.isfinite(v)}
+
+
+def _scalar(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _final(state: str, run: R.RunRecord | None, value: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """(architecture and optimizer as hyperparameters, final scalar metrics) of a finished trial."""
+    arch: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    if run is not None and run.model is not None:
+        m = run.model
+        arch = {"layout": m.layout, "stages": m.stages, "model_params": m.params, "macs": m.macs, "label": m.label}
+    if run is not None and run.optimizer is not None:
+        o = run.optimizer
+        arch |= {f"optim.{k}": v for k, v in {"name": o.name, **o.settings}.items() if _scalar(v) or isinstance(v, str)}
+    if run is not None:
+        metrics = {f"{s}.{k}": float(v) for s, group in run.metrics.items() for k, v in group.items() if _scalar(v)}
+    values = value if isinstance(value, list) else [value]
+    metrics |= {f"value{i or ''}": float(v) for i, v in enumerate(values) if _scalar(v)}
+    return arch, metrics
+
+
+class TensorBoard:
+    """A trial's event files in `<study>/tensorboard/<run>/` (torch.utils.tensorboard's SummaryWriter)."""
+
+    def __init__(self, logdir: Path, hparams: dict[str, Any], peak: float) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer, self.hparams, self.peak = SummaryWriter(log_dir=str(logdir)), hparams, peak
+
+    def point(self, phase: str, step: int, p: Point) -> None:
+        for key, v in _values(p, self.peak).items():
+            self.writer.add_scalar(f"{phase}/{key}", v, step)
+        self.writer.flush()  # written while the trial trains, not when it ends
+
+    def finish(self, state: str, run: R.RunRecord | None, value: Any) -> None:
+        arch, metrics = _final(state, run, value)
+        hp = {k: v if _scalar(v) or isinstance(v, str) else str(v) for k, v in {**self.hparams, **arch}.items()}
+        self.writer.add_text("architecture", "\n".join(f"{k}: {v}" for k, v in arch.items()) or "-")
+        self.writer.add_text("state", state)
+        self.writer.add_hparams(hp, {f"final/{k}": v for k, v in metrics.items()}, run_name=".")
+        self.writer.close()
+
+
+class MLflow:
+    """A trial's run in the MLflow file store `<study>/mlruns`, experiment = the study (MlflowClient)."""
+
+    def __init__(self, store: Path, experiment: str, name: str, hparams: dict[str, Any], peak: float) -> None:
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        self.client, self.peak = MlflowClient(tracking_uri=store.resolve().as_uri()), peak
+        found = self.client.get_experiment_by_name(experiment)
+        if found is None:
+            try:
+                exp_id = self.client.create_experiment(experiment)
+            except MlflowException:  # another worker created it meanwhile
+                exp_id = self.client.get_experiment_by_name(experiment).experiment_id  # type: ignore[union-attr]
+        else:
+            exp_id = found.experiment_id
+        tags = {k: str(v) for k, v in hparams.items() if k in ("candidate", "seed", "sample", "study")}
+        self.run_id = self.client.create_run(exp_id, run_name=name, tags=tags).info.run_id
+        for k, v in hparams.items():
+            self.client.log_param(self.run_id, k, v)
+
+    def point(self, phase: str, step: int, p: Point) -> None:
+        for key, v in _values(p, self.peak).items():
+            self.client.log_metric(self.run_id, f"{phase}/{key}", v, step=step)
+
+    def finish(self, state: str, run: R.RunRecord | None, value: Any) -> None:
+        arch, metrics = _final(state, run, value)
+        for k, v in arch.items():
+            self.client.log_param(self.run_id, k, v)
+        for k, v in metrics.items():
+            self.client.log_metric(self.run_id, f"final/{k}", v)
+        status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state, "FAILED")
+        self.client.set_terminated(self.run_id, status)
+
+
+def finish(tracker: Tracker | None, state: str, run: R.RunRecord | None, value: Any) -> None:
+    """End a trial's run with its outcome (nothing without a tracker); an error is a note line."""
+    if tracker is None:
+        return
+    try:
+        tracker.finish(state, run, value)
+    except Exception as exc:  # noqa: BLE001 - see _guarded
+        print(f"coatsearch: note: tracking: {type(exc).__name__}: {exc}", file=sys.stderr)
