@@ -16,15 +16,14 @@ from coatsearch.analysis import judging, paper
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import simulate as Sim
 from coatsearch.analysis import stats as S
+from coatsearch.analysis import verdicts as V
 from coatsearch.training import curves, schedule
 from coatsearch.vocab.specs import rung_below
 
-# In regime, at EFFECT σ, these claims reach 80% power. (a) does not (28% of 100 in the committed table): the default
-# profile's fast layouts (C-C-C-C, C-C-C-T) fit 500 images in ~130 steps with probe losses that jump 2-5x between
-# points, so most studies censor their readings and (a) is out of regime, as the committed report is. Nor does (f)
-# (59%): the paper's 4.6-point interaction on 5 seeds against a per-seed contrast sd of 1.6 points at α = 0.03.
-# Their power is printed (test_null_studies_...), not asserted.
-POWERED = "bcde"
+# In regime, at EFFECT σ, these claims reach 80% power. (f) does not (58%): the paper's 4.6-point interaction on 5
+# seeds against a per-seed contrast sd of 1.6 points at α = 0.03. (d) and (e) are decided by no shipped CPU profile
+# (declared untestable there): their guard paths are exercised below. Power is printed (test_null_studies_...).
+POWERED = "abc"
 
 
 @pytest.fixture(scope="module")
@@ -117,9 +116,10 @@ def test_dense_points_are_placed_as_curve_dense_places_them():
     assert got == want and len(got) > len(g.points[: g.taken(probe[list(g.points)])])  # dense points were added
 
 
-def test_fast_models_are_read_from_step_0_or_across_wide_brackets_and_censored():
-    """C-C-C-C fits 500 images in ~140 steps and its probe jumps between points: in a study some of its readings
-    are censored (bracket from step 0 or wider than MAX_SPAN), as in the committed report; C-T-T-T's are read."""
+def test_readings_are_censored_only_where_brackets_start_untrained_or_span_too_wide():
+    """On the default's 6,000 images the fast layouts cross 0.1 nats at ~900-1,000 steps with smooth probes, so
+    their readings are mostly read, as in the committed report (0 of 18 censored); a curve measured only at its
+    regular points brackets the crossing from the untrained model and is censored."""
     prof = Sim.profile("layouts")
     recs = [r for i in range(3) for r in Sim.study(np.random.default_rng(i), prof, Sim.Setting(stress=False))]
 
@@ -127,37 +127,37 @@ def test_fast_models_are_read_from_step_0_or_across_wide_brackets_and_censored()
         runs = [r.run.curves[paper.GEN] for r in recs if r.candidate == cand]
         return [M.crossing(c["step"], c["train_loss"], c["eval_acc"], C.FIT_LOSS).censored for c in runs]
 
-    assert sum(censored("C-C-C-C")) >= 6 and sum(censored("C-T-T-T")) <= 2
+    assert len(censored("C-C-C-C")) == 18 and sum(censored("C-C-C-C")) <= 4 and sum(censored("ViT_REL")) <= 4
     stops = [r.run.curves[paper.GEN]["step"][-1] for r in recs if r.candidate == "C-C-C-C"]
-    assert max(stops) < 400  # early stops one rung below the ladder, far before the 2,000-step cap
+    assert max(stops) < 3000  # early stops one rung below the ladder, before the 3,000-step cap
     sparse = Sim.gen_curve(np.random.default_rng(3), Sim.Grid((0, 200, 400), 0.065), 65.0, 40.0, True)
     read = M.crossing(sparse["step"], sparse["train_loss"], sparse["eval_acc"], C.FIT_LOSS)
     assert read.why == M.FROM_INIT  # without dense points the only bracket starts at the untrained model
 
 
 def test_the_baselines_sit_where_the_committed_reports_put_them():
+    """The fair linear floor sits 0.5 points below the models' mean in the real scenario, 15 below in regime."""
     prof = Sim.profile("layouts")
-    for sc, lo, hi in ((Sim.REAL, 5.0, 16.0), (Sim.IN_REGIME, -30.0, -8.0)):
+    for sc, lo, hi in ((Sim.REAL, -3.0, 2.0), (Sim.IN_REGIME, -30.0, -8.0)):
         recs = Sim.study(np.random.default_rng(1), prof, Sim.Setting(scenario=sc, stress=False, probe_sd=0.1))
         j = judging.judge_records(prof.record, recs, describe=False)
-        read = {r["candidate"]: r["eval_acc"] for r in j.gen["table"]}
-        models = [v for k, v in read.items() if k not in C.BASELINES]
-        assert lo < read[C.BASELINES[0]] - float(np.mean(models)) < hi, (sc.name, read)
+        models = [r["eval_acc"] for r in j.gen["table"] if r["candidate"] not in C.BASELINES]
+        floor = V.floor_of(paper.MATCHED_KEY, j.rows)
+        assert floor is not None and lo < floor - float(np.mean(models)) < hi, (sc.name, floor, models)
 
 
 def test_d_and_e_are_simulated_on_the_accuracy_score_of_the_candidates_that_run_it():
-    prof = Sim.profile("layouts")
+    prof = Sim.profile("layouts-all")
     recs = Sim.study(np.random.default_rng(0), prof, Sim.Setting(stress=False))
     keys = {r.candidate: set(r.run.keys()) for r in recs}
-    assert Sim.ACC in keys["V1"] and not any(k.startswith(f"{paper.GEN}.") for k in keys["V1"])
-    assert Sim.ACC not in keys["C-C-C-C"] and Sim.ACC in keys["C-C-T-T"]
+    assert Sim.ACC in keys["V1"] and Sim.ACC in keys["C-C-T-T"] and Sim.ACC in keys[f"C-C-T-T-{C.NOREL_TAG}"]
     assert C.CHAIN_CLAIMS[3].measures[0] == C.REL_CLAIM.measures[0] == Sim.ACC != prof.space.study.objective
 
 
 def test_a_claim_whose_measure_changes_is_simulated_on_the_new_one(monkeypatch):
     claims = tuple(dataclasses.replace(c, measures=(Sim.GEN_ACC,)) if c.id == "d" else c for c in C.CHAIN_CLAIMS)
     monkeypatch.setattr(C, "CHAIN_CLAIMS", claims)
-    assert Sim.GEN_ACC in Sim.measures(Sim.profile("layouts"))[paper.GEN]
+    assert Sim.GEN_ACC in Sim.measures(Sim.profile("layouts-all"))[paper.GEN]
     assert Sim.places()[Sim.GEN_ACC]["V1"] == 1
 
 
@@ -168,10 +168,11 @@ def test_the_rule_can_fail_calibration():
         prof.space.study, seeds=(0,))))  # fmt: skip
     rows = [K.verdicts(one.record, Sim.study(np.random.default_rng(i), one, Sim.Setting(effect=6.0))) for i in range(3)]
     assert all(v in (*judging.K.NOT_FIRM, paper.NOT_TESTED) for row in rows for v in row.values())
-    assert any(v == judging.K.UNDERPOWERED for row in rows for v in row.values())  # one seed: no test
-    weak = [K.verdicts(prof.record, Sim.study(np.random.default_rng(i), prof, Sim.Setting(effect=1.0, stress=False)))
+    # one seed: no test, and no interval against the floor
+    assert any(v in (judging.K.UNDERPOWERED, judging.K.OUT_OF_REGIME) for row in rows for v in row.values())
+    weak = [K.verdicts(prof.record, Sim.study(np.random.default_rng(i), prof, Sim.Setting(effect=0.3, stress=False)))
             for i in range(6)]  # fmt: skip
-    assert sum(row["d"] == "supported" for row in weak) < 0.8 * len(weak)
+    assert sum(row["a"] == "supported" for row in weak) < 0.8 * len(weak)
     assert K.upper(3, 40) > 0.05 and K.upper(0, 1000) < 0.0031  # Clopper-Pearson, one-sided
 
 

@@ -49,6 +49,9 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: spaces/ lives here
 PROFILES = {"layouts": ("spaces/paper_layouts.yaml", "default"), "stems": ("spaces/vit_stems.yaml", "default"),
             "layouts-full": ("spaces/paper_layouts.yaml", "full")}  # fmt: skip
 DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "bc"}  # the claims each simulated profile calibrates
+# Profiles the refutation paths (calibration.PATHS) also edit, never in the calibration table: every layout of
+# paper_layouts at its full profile, judged on (a), (d) and (e), whose paths need the models the CPU default lacks.
+PATH_PROFILES = {"layouts-all": ("spaces/paper_layouts.yaml", "full", "ade")}
 LIFTED = {"layouts-full": ("b",)}  # no shipped profile judges (b): it is simulated at the full profile's schedule
 FULL_PER_CLASS = 6000  # Fashion-MNIST's training images per class: a subset with per_class null takes them all
 L0, CHANCE = 2.45, 10.0  # an untrained model's train loss (nats) and eval accuracy (%), as the committed curves start
@@ -191,12 +194,13 @@ class Profile:
 
 @lru_cache(maxsize=8)
 def profile(key: str) -> Profile:
-    """A shipped profile (PROFILES), loaded by api.load_space; claims it marks untestable but LIFTED are judged."""
-    path, name = PROFILES[key]
+    """A shipped profile (PROFILES or PATH_PROFILES), loaded by api.load_space; claims it marks untestable but LIFTED
+    are judged."""
+    path, name, claims = (*PROFILES[key], DECIDES[key]) if key in PROFILES else PATH_PROFILES[key]
     space = load_space(ROOT / path, name)
     rec = space_record(space)
     rec["untestable"] = {k: v for k, v in rec["untestable"].items() if k not in LIFTED.get(key, ())}
-    return Profile(key, space, rec, DECIDES[key])
+    return Profile(key, space, rec, claims)
 
 
 def optim_of(cand: Candidate | Baseline) -> S.OptimSpec:
