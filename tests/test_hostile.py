@@ -473,7 +473,8 @@ def test_a_child_started_in_the_block_has_sigint_blocked_and_sigterm_not(inherit
         child.start()
     try:
         status = Path(f"/proc/{child.pid}/status").read_text()
-        masks = {line.split(":")[0]: int(line.split()[1], 16) for line in status.splitlines() if line[:6] in ("SigBlk", "SigIgn")}
+        lines = [line.split() for line in status.splitlines() if line[:6] in ("SigBlk", "SigIgn")]
+        masks = {name.rstrip(":"): int(bits, 16) for name, bits in lines}
         sigint, sigterm = 1 << (signal.SIGINT - 1), 1 << (signal.SIGTERM - 1)
         stopped = masks["SigBlk"] if inherited == "terminal" else masks["SigIgn"]  # blocked, or left ignored
         assert stopped & sigint and not masks["SigBlk"] & sigterm and not masks["SigIgn"] & sigterm

@@ -48,6 +48,9 @@ class NonFiniteLoss(NonFinite):
         super().__init__(f"non-finite {what} at {where}")
         self.epoch, self.step, self.what = epoch, step, what
 
+    def __reduce__(self) -> tuple:
+        return type(self), (self.epoch, self.step, self.what)  # it crosses process boundaries (spawned pilots)
+
 
 def check_finite(metrics: Mapping[str, Any]) -> None:
     """Raise NonFinite for the first NaN or infinite number among a trial's metrics (scalars and lists of them)."""
