@@ -135,12 +135,14 @@ def _space(reg: Registration, original: str, space_file: str | Path | None) -> S
     given = space_file if space_file is not None else reg.source
     if not given:
         raise UserError(f"study '{original}': its registration records no space file; pass --space FILE")
+    from coatsearch import fsafe
+    from coatsearch.space.load import MAX_BYTES
+
     path = Path(given)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: the space file of '{original}' cannot be read ({exc.strerror or exc}); "
-                        "pass --space FILE") from None  # fmt: skip
+    try:  # bounded: a FIFO or /dev/zero named here, or as the registration's source, is one line
+        raw = fsafe.read_named(path, MAX_BYTES, "space file")
+    except UserError as exc:
+        raise UserError(f"{exc} (the space file of '{original}'; pass --space FILE)") from None
     now, registered = hashlib.sha256(raw).hexdigest(), reg.analysis.space_sha256
     if registered is None:
         raise UserError(f"study '{original}': its registration records no space sha256; nothing to check against")

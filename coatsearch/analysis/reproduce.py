@@ -50,12 +50,13 @@ def report_problem(summary: Mapping[str, Any], root: Path) -> str:
         return "no space file recorded (space.source)"
     if not isinstance(recorded, str) or not recorded:
         return f"no space hash recorded (space.sha256) for {source}: regenerate the report from a run of the space"
+    from coatsearch import fsafe
+    from coatsearch.space.load import MAX_BYTES
+
     path = Path(source) if Path(source).is_absolute() else root / source
     try:
-        raw = path.read_bytes()
+        raw = fsafe.read_named(path, MAX_BYTES, "space file")
         load_space(path, str(profile or "default"))
-    except OSError as exc:
-        return f"space file {source} cannot be read ({exc.strerror or exc})"
     except UserError as exc:
         return f"space file {source}, profile {profile}: {exc}"
     now = sha256_bytes(raw)
@@ -73,8 +74,10 @@ def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
     """'NAME: why' for every summary.json under `reports` whose A/A column (`rules.aa`) is not a state the A/A
     `table` has stood in (calibration.aa_states): figures no benchmark run produced. A report without the column
     (made under another rule version) is not checked here."""
+    from coatsearch.analysis import aa_table
     from coatsearch.analysis.calibration import aa_states
 
+    aa_table.check(table, "the A/A table")
     states = {json.dumps(s, sort_keys=True): s["studies"] for s in aa_states(dict(table))}
     known = ", ".join(str(n) for n in states.values())
 
@@ -90,14 +93,20 @@ def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
 
 def _each_summary(reports: Path, problem: Callable[[Mapping[str, Any]], str]) -> list[str]:
     """'NAME: why' for every summary.json under `reports` that cannot be read or in which `problem` finds a why."""
+    from coatsearch import fsafe
+
     out = []
     for path in sorted(reports.glob("*/summary.json")):
         try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            summary = fsafe.read_json(path)  # bounded: regular, size, depth; a mapping
+            why = problem(summary)
+        except UserError as exc:
             out.append(f"{path.parent.name}: summary.json cannot be read ({exc})")
             continue
-        if why := problem(summary):
+        except (AttributeError, TypeError, KeyError) as exc:  # a value of the wrong kind inside
+            out.append(f"{path.parent.name}: summary.json is damaged ({type(exc).__name__}: {exc})")
+            continue
+        if why:
             out.append(f"{path.parent.name}: {why}")
     return out
 

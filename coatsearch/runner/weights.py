@@ -36,13 +36,14 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     from coatsearch import scores
     from coatsearch.scores.base import Context, TrialInput
     from coatsearch.storage import store
+    from coatsearch.training.fit import pick_device
 
     space = study_space(store.load_study(Path(studies_dir), study_name))
     cand = space.candidate(tm.candidate)
     prep = tm.prepared
     runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
     inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, int(tm.seed or 0), runs)
-    ctx = Context(inp, torch.device(device))
+    ctx = Context(inp, pick_device(device))  # the one device check, as --device
     metrics: dict[str, Any] = {}
     for score, section in scores.enabled(cand.scores):
         metrics.update(score.run(ctx, section))
@@ -58,7 +59,7 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
         "architecture": tm.architecture,
         "seed": tm.seed,
         "objective": key,
-        "recorded": tm.value,
+        "recorded": tm.measured,  # the same metric as "retrained" (the trial value may be another: validation)
         "retrained": float(metrics[key]) if isinstance(metrics.get(key), int | float) else None,
         "model": TypeAdapter(S.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
@@ -81,17 +82,40 @@ def save(path: Path, content: dict[str, Any]) -> Path:
 
 
 def load(path: str | Path, device: str = "cpu") -> nn.Module:
-    """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode."""
+    """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode.
+
+    The device is checked first (`fit.pick_device`, as `--device`), the file is a regular file read to the CPU,
+    and the spec is built on torch's meta device (no memory) and its shapes compared with the stored weights
+    before the real model is built: a small file naming a huge model is one line, not gigabytes.
+    """
     from coatsearch import fsafe
     from coatsearch.models import build
+    from coatsearch.training.fit import pick_device
 
-    fsafe.check_plain(Path(path))
+    if not isinstance(path, str | Path) or not str(path):
+        raise UserError(f"path: {path!r} is not allowed; allowed: a weights file's path (a str or Path)")
+    dev = pick_device(device)
+    fsafe.check_named(Path(path), "weights file")  # regular: no FIFO, no device
     try:
-        content = torch.load(Path(path), map_location=device, weights_only=True)
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise UserError(f"{path}: not a coatsearch weights file ({exc})") from None
-    if not isinstance(content, dict) or content.get("format") != FORMAT:
+        content = torch.load(Path(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch's own message advises weights_only=False: never for a file of unknown origin
+        raise UserError(f"{path}: not a coatsearch weights file ({type(exc).__name__})") from None
+    if (
+        not isinstance(content, dict)
+        or content.get("format") != FORMAT
+        or not isinstance(content.get("state_dict"), dict)
+    ):
         raise UserError(f"{path}: not a coatsearch weights file (format {FORMAT} expected)")
-    net = build(TypeAdapter(S.ModelSpec).validate_python(content["model"]))
+    try:
+        spec = TypeAdapter(S.ModelSpec).validate_python(content["model"])
+        with torch.device("meta"):
+            shapes = {k: tuple(v.shape) for k, v in build(spec).state_dict().items()}
+    except Exception as exc:
+        raise UserError(f"{path}: its model spec cannot be built ({type(exc).__name__}: {exc})"[:300]) from None
+    stored = {k: tuple(v.shape) for k, v in content["state_dict"].items() if isinstance(v, torch.Tensor)}
+    if stored != shapes:
+        wrong = sorted(set(stored) ^ set(shapes)) or [k for k in shapes if stored[k] != shapes[k]]
+        raise UserError(f"{path}: its weights do not fit its model spec ({len(wrong)} tensors differ: {wrong[0]})")
+    net = build(spec)
     net.load_state_dict(content["state_dict"])
-    return net.to(device).eval()
+    return net.to(dev).eval()
