@@ -55,6 +55,10 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
     from coatsearch.space.load import where
     from coatsearch.space.objects import load_space as _load
 
+    if not isinstance(path, str | Path):
+        raise UserError(f"space: {path!r} is not allowed; allowed: a space file's path (a str or Path) or a Space")
+    if profile is not None and not isinstance(profile, str):
+        raise UserError(f"profile: {profile!r} is not allowed; allowed: a profile's name (a str)")
     space = _load(path, profile or "default")
     for i, cand in enumerate(space.candidates):
         prep = cand.prepared  # matched now, kept on the candidate: run, plan and show never solve it again
@@ -92,8 +96,11 @@ def build(
         if spec is not None or study is None or trial is None:
             raise UserError("build takes a spec, or study= and trial= together")
         from coatsearch.storage.found import trial_model
+        from coatsearch.storage.paths import check_name
+        from coatsearch.vocab import numbers
 
-        return _build(trial_model(study, trial, studies_dir).prepared.model)
+        trial = checked("trial", numbers.count, trial, 0, TRIALS_MAX)  # `show --trial`'s check: '3' is refused
+        return _build(trial_model(check_name(study), trial, studies_dir).prepared.model)
     if spec is None:
         raise UserError("build needs a spec, a candidate, or study= and trial=")
     return _build(spec.spec if isinstance(spec, Candidate | Baseline) else spec)
@@ -116,6 +123,17 @@ def count(model_or_spec: nn.Module | ModelSpec | Candidate | Baseline, image_siz
     first = next((p for p in module.parameters() if p.dim() == 4), None)
     channels = int(first.shape[1]) if first is not None else 3
     return complexity.measure(module, image_size, channels, device=next(module.parameters()).device)
+
+
+def _space_arg(space: Any, profile: str | None) -> Space:
+    """`space` (a Space, or a file loaded under `profile`); a Space loaded under another profile than a given
+    `profile` is refused, never run under its own silently."""
+    if not isinstance(space, Space):
+        return load_space(space, profile)
+    if profile is not None and profile != space.profile:
+        raise UserError(f"profile: {profile!r}, but the Space was loaded under profile {space.profile!r}; load it "
+                        f"with coatsearch.load_space(path, {profile!r}), or leave out profile")  # fmt: skip
+    return space
 
 
 def study_name(space: Space, study: str | None = None) -> str:
@@ -164,7 +182,7 @@ def run(
     from coatsearch.training.datacheck import check_matches
     from coatsearch.training.fit import pick_device
 
-    sp = space if isinstance(space, Space) else load_space(space, profile)
+    sp = _space_arg(space, profile)
     name, studies = study_name(sp, study), Path(studies_dir)
     if backend not in ENGINES:
         raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
@@ -274,7 +292,7 @@ def plan(
     from coatsearch.planner import power, predict
     from coatsearch.vocab import numbers
 
-    sp = space if isinstance(space, Space) else load_space(space, profile)
+    sp = _space_arg(space, profile)
     name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
     budget_s = predict.parse_duration(budget) if isinstance(budget, str) else budget
     if budget_s is not None:
@@ -559,9 +577,9 @@ def load_weights(path: str | Path, device: str = "cpu") -> nn.Module:
 def _best_yaml(study: str, best: int, studies_dir: str | Path) -> str:
     """The `best` architectures' candidate entries (checked before anything is written)."""
     from coatsearch.storage import found
+    from coatsearch.vocab import numbers
 
-    if not 1 <= best <= TRIALS_MAX:
-        raise UserError(f"--best {best}: out of range; allowed: 1..{TRIALS_MAX}")
+    best = checked("best", numbers.count, best, 1, TRIALS_MAX)  # `--best`'s check: 1.5 and True are refused
     models = found.best(study, best, studies_dir)
     return found.yaml_text(study, models, "objective")
 

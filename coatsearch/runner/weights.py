@@ -85,10 +85,12 @@ def load(path: str | Path, device: str = "cpu") -> nn.Module:
     """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode.
 
     The device is checked first (`fit.pick_device`, as `--device`), the file is a regular file read to the CPU,
-    and the spec is built on torch's meta device (no memory) and its shapes compared with the stored weights
-    before the real model is built: a small file naming a huge model is one line, not gigabytes.
+    and the spec's size is bounded (its MACs lower bound, as a space file's) and its parameters counted part by
+    part on torch's meta device (budget.count) against the stored values before the real model is built: a
+    small file naming a huge model is one line, not gigabytes.
     """
     from coatsearch import fsafe
+    from coatsearch.budget.count import count
     from coatsearch.models import build
     from coatsearch.training.fit import pick_device
 
@@ -106,16 +108,22 @@ def load(path: str | Path, device: str = "cpu") -> nn.Module:
         or not isinstance(content.get("state_dict"), dict)
     ):
         raise UserError(f"{path}: not a coatsearch weights file (format {FORMAT} expected)")
+    stored = sum(v.numel() for v in content["state_dict"].values() if isinstance(v, torch.Tensor))
     try:
         spec = TypeAdapter(S.ModelSpec).validate_python(content["model"])
-        with torch.device("meta"):
-            shapes = {k: tuple(v.shape) for k, v in build(spec).state_dict().items()}
+        floor, params = spec.macs_floor(), 0
+        if floor <= S.MACS_MAX:
+            params = count(spec).params  # counted part by part on the meta device: nothing is allocated
     except Exception as exc:
-        raise UserError(f"{path}: its model spec cannot be built ({type(exc).__name__}: {exc})"[:300]) from None
-    stored = {k: tuple(v.shape) for k, v in content["state_dict"].items() if isinstance(v, torch.Tensor)}
-    if stored != shapes:
-        wrong = sorted(set(stored) ^ set(shapes)) or [k for k in shapes if stored[k] != shapes[k]]
-        raise UserError(f"{path}: its weights do not fit its model spec ({len(wrong)} tensors differ: {wrong[0]})")
+        raise UserError(f"{path}: its model spec cannot be read ({type(exc).__name__}: {exc})"[:300]) from None
+    if floor > S.MACS_MAX or params > stored:
+        size = f"at least {floor:.3g} MACs" if floor > S.MACS_MAX else f"{params:,} parameters"
+        raise UserError(
+            f"{path}: its weights do not fit its model spec ({stored:,} values stored, the spec has {size})"
+        )
     net = build(spec)
-    net.load_state_dict(content["state_dict"])
+    try:
+        net.load_state_dict(content["state_dict"])
+    except RuntimeError as exc:
+        raise UserError(f"{path}: its weights do not fit its model spec ({str(exc).splitlines()[0][:160]})") from None
     return net.to(dev).eval()
