@@ -362,7 +362,8 @@ def test_save_weights_retrains_the_found_architecture_and_loads_back(study, tmp_
     assert out.exists() and pt.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     content = torch.load(pt, weights_only=True)
     assert (content["trial"], content["seed"], content["architecture"]) == (tm.number, tm.seed, tm.architecture)
-    assert content["retrained"] == pytest.approx(tm.value)  # seeded on the CPU: the recorded objective again
+    # seeded on the CPU: the recorded metric again, the same one (the trial value is another: validation images)
+    assert content["recorded"] == tm.measured and content["retrained"] == pytest.approx(tm.measured)
     assert f"retrained on seed {tm.seed}" in capsys.readouterr().out
     net = coatsearch.load_weights(pt)
     untrained = coatsearch.build(study="ts", trial=tm.number, studies_dir=study / "studies").eval()
