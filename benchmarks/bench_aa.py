@@ -50,7 +50,6 @@ that state, and tests/test_reproducible.py checks each committed report's A/A co
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as cf
 import datetime as dt
 import json
@@ -204,11 +203,17 @@ def merged(earlier: dict, later: dict) -> dict:
 
 
 def earlier_table(path: Path) -> dict:
-    """The table --resume extends; exits when it was made under another rule, α or seeds per study."""
-    from coatsearch.analysis import calibration, claims
+    """The table --resume extends, read with the bounded reader and checked against the A/A table's schema; exits
+    in one line when it cannot be read, is damaged, or was made under another rule, α or seeds per study."""
+    from coatsearch import fsafe
+    from coatsearch.analysis import aa_table, calibration, claims
+    from coatsearch.errors import UserError
 
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
+        old = aa_table.check(fsafe.read_json(path, named=True), path)
+    except UserError as exc:
+        sys.exit(f"--resume: {exc}")
+    try:
         same = (old["rule_version"], old["alpha"], old["seeds_per_study"]) == (
             calibration.RULE_VERSION, claims.VERDICT_ALPHA, SEEDS)  # fmt: skip
         if not same or set(old["families"]) != set(CLAIMS):
@@ -266,10 +271,12 @@ def table(rows: list[dict], wall_s: float, command: str) -> dict:
 
 
 def _write(path: Path, result: dict) -> None:
-    """Replace `path` with the table atomically (a killed run leaves the last complete one; never through a link)."""
+    """Replace `path` with the table atomically (a killed run leaves the last complete one; never through a link),
+    after checking it against the A/A table's schema (a table no report may cite is never written)."""
     from coatsearch import fsafe
+    from coatsearch.analysis import aa_table
 
-    fsafe.write(path, json.dumps(result, indent=1) + "\n")
+    fsafe.write(path, json.dumps(aa_table.check(result, path), indent=1) + "\n")
 
 
 def gap_pvalues(out: Path) -> list[float]:
@@ -307,20 +314,22 @@ def _pct(x: float | None) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--studies", type=int, default=None, help="A/A studies (default 40; --quick: 3)")
-    ap.add_argument("--workers", type=int, default=2, help="studies run at once, one process of one thread each")
+    from coatsearch.cli_types import Parser, argtype, bounded
+    from coatsearch.vocab import numbers
+
+    ap = Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("--studies", type=bounded(1, 10_000), default=None, help="A/A studies (default 40; --quick: 3)")
+    ap.add_argument("--workers", type=bounded(1, 64), default=2, help="studies run at once, one process each")
     ap.add_argument("--out", type=Path, default=None, help="work folder (default: a new one under /tmp)")
     ap.add_argument("--quick", action="store_true", help="a smoke test: 3 studies, 60-step runs (never --write)")
     ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/analysis/aa.json")
     ap.add_argument("--plan", action="store_true", help="print `coatsearch plan` of one A/A study, then stop")
     ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
-    ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds one run or report may take")
+    ap.add_argument("--timeout", type=argtype(lambda t: numbers.parse_real(t, 59.999, 86_400)), default=TIMEOUT_S,
+                    help="seconds one run or report may take (60..86400)")  # fmt: skip
     ap.add_argument("--pvalues", action="store_true", help="test (f)'s gap-contrast p values in --out for uniformity")
     args = ap.parse_args()
     n = args.studies if args.studies is not None else 3 if args.quick else 40
-    if not 1 <= n <= 10_000 or not 1 <= args.workers <= 64 or not 60 <= args.timeout <= 86_400:
-        sys.exit("--studies: 1..10000, --workers: 1..64 and --timeout: 60..86400 seconds")
     if args.write and args.quick:
         sys.exit("--write: the committed table takes full runs only, not --quick")
     out = args.out or Path(tempfile.mkdtemp(prefix="coatsearch-aa-", dir="/tmp"))

@@ -20,7 +20,6 @@ TPE is better).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
@@ -28,12 +27,16 @@ from coatsearch.analysis import replay
 
 DATA = Path(__file__).resolve().parent / "data"
 SPACE, TABLE = DATA / "search_grid.yaml", DATA / "search_grid.csv"
+TRIALS_MAX = 100  # trials a replay runs (the table holds 30 admitted points; every loop is bounded)
+REPEATS_MAX = 1_000
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=20)
-    ap.add_argument("--repeats", type=int, default=100)
+    from coatsearch.cli_types import Parser, bounded
+
+    ap = Parser(description=__doc__.splitlines()[0])  # the CLI's number check and one-line errors
+    ap.add_argument("--trials", type=bounded(1, TRIALS_MAX), default=20, help=f"1..{TRIALS_MAX}")
+    ap.add_argument("--repeats", type=bounded(2, REPEATS_MAX), default=100, help=f"2..{REPEATS_MAX} (an interval)")
     args = ap.parse_args()
     measured = replay.table_from_csv(SPACE, TABLE)
     means = [statistics.fmean(v) for v in measured.values.values()]

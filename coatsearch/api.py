@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from coatsearch.errors import UserError
 from coatsearch.space.objects import Baseline, Candidate, Space
 from coatsearch.storage.trials import RunSummary
+from coatsearch.storage.trials import plan as plan_of
 
 if TYPE_CHECKING:
     import pandas
@@ -54,6 +55,10 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
     from coatsearch.space.load import where
     from coatsearch.space.objects import load_space as _load
 
+    if not isinstance(path, str | Path):
+        raise UserError(f"space: {path!r} is not allowed; allowed: a space file's path (a str or Path) or a Space")
+    if profile is not None and not isinstance(profile, str):
+        raise UserError(f"profile: {profile!r} is not allowed; allowed: a profile's name (a str)")
     space = _load(path, profile or "default")
     for i, cand in enumerate(space.candidates):
         prep = cand.prepared  # matched now, kept on the candidate: run, plan and show never solve it again
@@ -91,8 +96,11 @@ def build(
         if spec is not None or study is None or trial is None:
             raise UserError("build takes a spec, or study= and trial= together")
         from coatsearch.storage.found import trial_model
+        from coatsearch.storage.paths import check_name
+        from coatsearch.vocab import numbers
 
-        return _build(trial_model(study, trial, studies_dir).prepared.model)
+        trial = checked("trial", numbers.count, trial, 0, TRIALS_MAX)  # `show --trial`'s check: '3' is refused
+        return _build(trial_model(check_name(study), trial, studies_dir).prepared.model)
     if spec is None:
         raise UserError("build needs a spec, a candidate, or study= and trial=")
     return _build(spec.spec if isinstance(spec, Candidate | Baseline) else spec)
@@ -115,6 +123,17 @@ def count(model_or_spec: nn.Module | ModelSpec | Candidate | Baseline, image_siz
     first = next((p for p in module.parameters() if p.dim() == 4), None)
     channels = int(first.shape[1]) if first is not None else 3
     return complexity.measure(module, image_size, channels, device=next(module.parameters()).device)
+
+
+def _space_arg(space: Any, profile: str | None) -> Space:
+    """`space` (a Space, or a file loaded under `profile`); a Space loaded under another profile than a given
+    `profile` is refused, never run under its own silently."""
+    if not isinstance(space, Space):
+        return load_space(space, profile)
+    if profile is not None and profile != space.profile:
+        raise UserError(f"profile: {profile!r}, but the Space was loaded under profile {space.profile!r}; load it "
+                        f"with coatsearch.load_space(path, {profile!r}), or leave out profile")  # fmt: skip
+    return space
 
 
 def study_name(space: Space, study: str | None = None) -> str:
@@ -166,7 +185,7 @@ def run(
     from coatsearch.training.datacheck import check_matches
     from coatsearch.training.fit import parse_device, pick_device
 
-    sp = space if isinstance(space, Space) else load_space(space, profile)
+    sp = _space_arg(space, profile)
     tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
     sp = sp if log is None else dataclasses.replace(sp, log=log)
     name, studies = study_name(sp, study), Path(studies_dir)
@@ -182,8 +201,12 @@ def run(
         report_folder(Path(reports_dir), name, studies)
     if backend == "optuna":
         pick_device(device)  # this machine must have it
-    elif device != "auto":
-        parse_device(device)  # Ray: the cluster's nodes must have it (ray_backend checks its GPUs)
+    else:  # Ray: the cluster's nodes must have the device (ray_backend checks its GPUs); its resources and cluster
+        from coatsearch.runner import ray_backend  # address are checked before the journal, lock or registration exist
+
+        if device != "auto":
+            parse_device(device)
+        ray_backend.preflight(device, address, cpus_per_trial, gpus_per_trial)
     d = sp  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
     _check_matched(sp)
@@ -277,7 +300,7 @@ def plan(
     from coatsearch.planner import power, predict
     from coatsearch.vocab import numbers
 
-    sp = space if isinstance(space, Space) else load_space(space, profile)
+    sp = _space_arg(space, profile)
     name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
     budget_s = predict.parse_duration(budget) if isinstance(budget, str) else budget
     if budget_s is not None:
@@ -518,6 +541,7 @@ def export(
         raise UserError("--save-weights goes with --best K --format yaml (the found architectures' weights)")
     text = _best_yaml(study, best, studies_dir) if best is not None else ""
     writable(path, Path(studies_dir), "--out", "the export", study)
+    fsafe.check_plain(path)  # a link or special file there: refused before anything is trained or written
     if save_weights:
         assert best is not None
         return _save_weights(study, best, path, text, studies_dir, device)
@@ -546,15 +570,21 @@ def _save_weights(study: str, best: int, path: Path, text: str, studies_dir: str
     from coatsearch.runner import weights
     from coatsearch.storage import found
     from coatsearch.storage.paths import writable
+    from coatsearch.training.fit import pick_device
 
-    files = []
-    for tm, _, _ in found.best(study, best, studies_dir):
-        target = weights.path_for(path, tm.architecture)
-        writable(target, Path(studies_dir), "--out", "the weights", study)
-        files.append((target, weights.retrain(study, tm, studies_dir, device)))
-    fsafe.write(path, text)
+    pick_device(device)  # a device this machine lacks: one line before anything is trained
+    models = [tm for tm, _, _ in found.best(study, best, studies_dir)]
+    targets = [weights.path_for(path, tm.architecture) for tm in models]
+    for target in [path, *targets]:  # every file checked before any is written: no half-done export
+        writable(target, Path(studies_dir), "--out", "the weights" if target != path else "the export", study)
+        fsafe.check_plain(target)
+    files = [
+        (target, weights.retrain(study, tm, studies_dir, device)) for tm, target in zip(models, targets, strict=True)
+    ]
     for target, content in files:
         weights.save(target, content)
+    fsafe.write(path, text)  # last: the YAML names weights that are all written
+    for target, content in files:
         print(f"{target}: trial {content['trial']} ({content['architecture']}) retrained on seed {content['seed']}: "
               f"{content['objective']} {content['retrained']} (recorded {content['recorded']})")  # fmt: skip
     return path
@@ -570,9 +600,9 @@ def load_weights(path: str | Path, device: str = "cpu") -> nn.Module:
 def _best_yaml(study: str, best: int, studies_dir: str | Path) -> str:
     """The `best` architectures' candidate entries (checked before anything is written)."""
     from coatsearch.storage import found
+    from coatsearch.vocab import numbers
 
-    if not 1 <= best <= TRIALS_MAX:
-        raise UserError(f"--best {best}: out of range; allowed: 1..{TRIALS_MAX}")
+    best = checked("best", numbers.count, best, 1, TRIALS_MAX)  # `--best`'s check: 1.5 and True are refused
     models = found.best(study, best, studies_dir)
     return found.yaml_text(study, models, "objective")
 
@@ -593,10 +623,13 @@ class Status:
     eta_s: float | None  # remaining trials × mean wall time, spread over the running workers (at least 1)
     predicted_s: float | None = None  # the whole study's wall time as its stored plan predicted it (plan.json)
     plan_eta_s: float | None = None  # the plan's prediction for the remaining trials (their share of predicted_s)
+    left: int | None = None  # planned trials not finished that can still run (None: counted from `planned`)
 
     @property
     def remaining(self) -> int | None:
-        """Planned trials not yet finished (running ones included)."""
+        """Planned trials not yet finished (running ones included) that can still run."""
+        if self.left is not None:
+            return self.left
         return None if self.planned is None else max(0, self.planned - self.complete - self.failed - self.pruned)
 
 
@@ -609,12 +642,13 @@ def status(study: str, studies_dir: str | Path = "studies") -> Status:
     n = record.count(trials)
     walls = [w for t in trials if t.state == "COMPLETE" and (w := t.run.number("wall_s")) is not None]
     mean = sum(walls) / len(walls) if walls else None
-    planned = _planned(st.user_attrs)
-    left = None if planned is None else max(0, planned - n["complete"] - n["failed"] - n["pruned"])
+    space = _planned(st.user_attrs)
+    planned = None if space is None else len(plan_of(space))
+    left = None if space is None else _left(space, st)
     eta = None if mean is None or left is None else left * mean / max(1, n["running"])
     counts = (n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"], n["waiting"])
     predicted, plan_eta = _plan_eta(Path(studies_dir), study, left)
-    return Status(study, planned, *counts, mean, eta, predicted, plan_eta)
+    return Status(study, planned, *counts, mean, eta, predicted, plan_eta, left)
 
 
 def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | None, float | None]:
@@ -629,8 +663,25 @@ def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | 
     return float(stored["study_s"]), None if share is None else share * float(stored["study_s"])
 
 
-def _planned(user_attrs: Mapping[str, Any]) -> int | None:
-    """How many trials the study's space plans, None when it cannot be read.
+def _left(space: Space, st: Any) -> int:
+    """Planned trials not finished that can still run: a grid used up, or a re-evaluation rank beyond the
+    architectures the finished search found, never will (the run skips them), so they are not left."""
+    from coatsearch.storage import sampling
+    from coatsearch.storage.lock import holds_key
+    from coatsearch.storage.trials import REEVAL
+
+    trials = st.get_trials(deepcopy=False)
+    done = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name in ("COMPLETE", "FAIL", "PRUNED")}
+    running = any(t.state.name in ("RUNNING", "WAITING") for t in trials)
+    point = sampling.fixed_points(space)
+    open_items = [i for i in plan_of(space) if i.key not in done]
+    search = [i for i in open_items if i.sample < REEVAL and point(i, trials) is not None]
+    again = [i for i in open_items if i.sample >= REEVAL and (search or running or point(i, trials) is not None)]
+    return len(search) + len(again)
+
+
+def _planned(user_attrs: Mapping[str, Any]) -> Space | None:
+    """The space the study plans its trials from, as recorded; None when it cannot be read.
 
     The space text recorded with the study comes first (it is what ran, and it does not depend on the working
     directory); studies without it fall back to the space file at its recorded path. The seeds and test draw are
@@ -638,7 +689,7 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
     """
     from coatsearch.space.objects import as_recorded
     from coatsearch.space.objects import load_space as _load
-    from coatsearch.storage.trials import plan, stored_space_record
+    from coatsearch.storage.trials import stored_space_record
 
     record = stored_space_record(user_attrs)
     text, source = record.get("space_yaml"), record.get("source")
@@ -646,6 +697,6 @@ def _planned(user_attrs: Mapping[str, Any]) -> int | None:
         return None
     text = text if isinstance(text, str) and text else None  # "" when the file could not be read at the start
     try:
-        return len(plan(as_recorded(_load(source, record.get("profile") or "default", text), record)))
+        return as_recorded(_load(source, record.get("profile") or "default", text), record)
     except UserError:
         return None

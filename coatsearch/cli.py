@@ -8,11 +8,10 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 from coatsearch import cli_replication
 from coatsearch.api import EFFECT_MAX, ENGINES, FORMATS, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX, Status
-from coatsearch.cli_types import REPORTS, STUDIES
+from coatsearch.cli_types import REPORTS, STUDIES, Parser
 from coatsearch.cli_types import argtype as _type
 from coatsearch.cli_types import bounded as _bounded
 from coatsearch.cli_types import workers as _workers
@@ -49,12 +48,7 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line (no usage block) and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        """Print `prog: error: message` on one line and exit 2."""
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+_Parser = Parser  # argparse, but an error is one line: the benchmarks parse with it too
 
 
 _positive = _type(numbers.parse_real)  # an argparse type: a finite number > 0

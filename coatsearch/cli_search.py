@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ from coatsearch.space import search
 from coatsearch.space.objects import Candidate, Space
 
 SAMPLE = 8  # architectures `show` lists without --all
+LIST_MAX = 20  # values of a dimension `show` lists (more: the first and the last)
 RANDOM_POINTS = 50  # points `show` solves for a space with a continuous structural dimension
 
 
@@ -29,16 +31,23 @@ def _one(space: Space, cand: Candidate, everything: bool) -> str:
              f"per seed):"]  # fmt: skip
     for d in cand.dims:
         values = d.values()
-        shown = ", ".join(map(str, values)) if values is not None else f"{d.low}..{d.high}{' log' if d.log else ''}"
+        if values is None:
+            shown = f"{d.low}..{d.high}{' log' if d.log else ''}"
+        else:  # a long list is shown by its ends (an int range may hold billions)
+            shown = ", ".join(map(str, values)) if len(values) <= LIST_MAX else f"{values[0]}, ..., {values[-1]}"
         lines.append(f"  {d.path}: {shown} ({len(values) if values is not None else 'continuous'})")
     if total is None:
         found = _survey_random(space, cand)
         lines.append(f"  a continuous structural dimension: {found.points} random points solved, "
                      f"{len(found.architectures)} distinct architectures admitted{_why(found)}")  # fmt: skip
     else:
+        if total > search.POINTS_MAX:
+            print(f"coatsearch: note: candidate '{cand.name}': {total:,} structural points; show solves at most "
+                  f"{search.POINTS_MAX:,} of them, for at most {search.SURVEY_S:g} s", file=sys.stderr)  # fmt: skip
         found = search.survey(space, cand)
-        lines.append(f"  {total} structural points; {len(found.architectures)} distinct architectures pass the "
-                     f"constraints and the budget solve{_why(found)}")  # fmt: skip
+        part = f"of the first {found.points:,} (stopped {found.stopped}) " if found.stopped else ""
+        lines.append(f"  {total:,} structural points; {len(found.architectures)} distinct architectures {part}pass "
+                     f"the constraints and the budget solve{_why(found)}")  # fmt: skip
     archs = list(found.architectures.items())
     shown_archs = archs if everything else archs[:SAMPLE]
     more = "" if len(shown_archs) == len(archs) else f" (first {len(shown_archs)} of {len(archs)}; --all lists all)"

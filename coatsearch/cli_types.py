@@ -5,13 +5,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from coatsearch.api import WORKERS_MAX
 from coatsearch.vocab import numbers
 
 STUDIES = Path("studies")
 REPORTS = Path("reports")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but an error is one line (no usage block) and exit status 2 (the CLI's and the benchmarks')."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `prog: error: message` on one line and exit 2."""
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def bounded(low: int, high: int) -> Callable[[str], int]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import functools
 import ipaddress
-import json
 import sys
 import warnings
 from collections.abc import Mapping
@@ -264,13 +263,17 @@ def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
     The one place reporting writes to the journal, and only when asked (`coatsearch report --note`); an
     unchanged note is not written again. False, with a note line, when optuna-dashboard is missing.
     """
+    from coatsearch import fsafe
     from coatsearch.storage import store
 
-    summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
-    verdicts = {v["id"]: v["verdict"] for v in summary["claims"]}
+    summary = fsafe.read_json(report.parent / "summary.json")  # bounded; a mapping
+    try:
+        verdicts = {str(v["id"]): str(v["verdict"]) for v in summary["claims"]}
+    except (KeyError, TypeError) as exc:
+        raise UserError(f"{report.parent / 'summary.json'}: no claim verdicts ({type(exc).__name__}: {exc})") from None
     study = store.load_study(Path(studies_dir), study_name)
     try:
-        save_note(study, report.read_text(encoding="utf-8"), verdicts)
+        save_note(study, fsafe.read_bytes(report, fsafe.JSON_MAX).decode("utf-8", "replace"), verdicts)
     except ImportError:
         print("coatsearch: note: optuna-dashboard is not installed; the note was not saved", file=sys.stderr)
         return False

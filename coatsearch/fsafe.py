@@ -1,25 +1,33 @@
-"""Files inside a study or report folder: one rule for reading and writing them.
+"""Files inside a study or report folder, and files a user names: one rule for reading and writing them.
 
 - No symbolic link is followed: a link where coatsearch reads or writes a file is refused in one line
   (a cloned repository can commit links, so `reports/S/report.md -> ~/.bashrc` must not be written through).
 - No special file is opened: FIFOs, devices and sockets are refused (a FIFO would block, `/dev/zero` never ends).
+- Every read is bounded: the file's kind and size are checked with stat before it is opened (without blocking),
+  at most `limit` bytes are read, and JSON nested deeper than JSON_DEPTH is refused, so `/dev/zero`, a FIFO, a
+  huge or deeply nested file is one line, never a hang, a MemoryError or a RecursionError. A file the user names
+  (`--space`, `--resume`, a weights file) may be reached through a link; one inside a study or report folder not.
 - Every write goes to a temporary file in the same folder, is flushed to disk, then renamed over the target:
   a write that fails (a full disk, `ulimit -f`) leaves the previous file as it was and names the file.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from coatsearch.errors import UserError
 
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 _KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+JSON_MAX = 16_000_000  # bytes of a JSON file coatsearch reads (a report's summary.json, a table, a registration)
+JSON_DEPTH = 64  # nesting of a JSON file coatsearch reads (a report's summary.json has 7)
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the mode open() would give them (mkstemp makes them 0600)
 
@@ -43,17 +51,76 @@ def check_plain(path: Path) -> Path:
     return Path(path)
 
 
-def read_bytes(path: Path) -> bytes:
-    """The bytes of a regular file that is not a link (opened without following links, never blocking)."""
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file that is not a link (opened without following links, never blocking), of at most
+    `limit` bytes (None: any size)."""
     check_plain(path)
+    return _read(Path(path), limit, os.O_NOFOLLOW)
+
+
+def read_named(path: Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of a file the user names (links followed): a regular file of at most `limit` bytes, else one line."""
+    return _read(check_named(path, what), limit, 0, what)
+
+
+def check_named(path: Path, what: str = "file") -> Path:
+    """`path` if it names a regular file (links followed), checked with stat: a one-line UserError otherwise."""
+    path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        st = os.stat(path)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        raise UserError(f"{path}: is {kind}; a {what} is a regular file")
+    return path
+
+
+def _read(path: Path, limit: int | None, flags: int, what: str = "file") -> bytes:
+    """Open without blocking, check the kind and size again on the open file, read at most limit + 1 bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
     except OSError as exc:
         raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped between the check and the open
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):  # swapped between the check and the open
             raise UserError(f"{path}: is not a regular file; remove it")
-        return fh.read()
+        if limit is not None and st.st_size > limit:
+            raise UserError(f"{path}: {st.st_size:,} bytes; a {what} here may have at most {limit:,}")
+        raw = fh.read() if limit is None else fh.read(limit + 1)
+    if limit is not None and len(raw) > limit:  # grew meanwhile
+        raise UserError(f"{path}: more than {limit:,} bytes; a {what} here may have at most {limit:,}")
+    return raw
+
+
+def parse_json(raw: bytes | str, where: object, kind: type = dict, depth: int = JSON_DEPTH) -> Any:
+    """JSON text parsed: a value of `kind` nested at most `depth` deep; a one-line UserError naming `where` else."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise UserError(f"{where}: JSON nested too deeply (at most {depth} levels)") from None
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise UserError(f"{where}: not a JSON file ({str(exc).splitlines()[0][:120]})") from None
+    if not isinstance(value, kind):
+        raise UserError(f"{where}: holds a JSON {type(value).__name__}, expected a {_JSON_NAMES.get(kind, kind)}")
+    stack = [(value, 1)]
+    while stack:  # iterative: a deep value cannot overflow this check
+        node, level = stack.pop()
+        if level > depth:
+            raise UserError(f"{where}: JSON nested too deeply (at most {depth} levels)")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack += [(c, level + 1) for c in children if isinstance(c, dict | list)]
+    return value
+
+
+def read_json(path: Path, kind: type = dict, limit: int = JSON_MAX, *, named: bool = False) -> Any:
+    """A JSON file read with the bounds above (`named`: a file the user names, links followed); one line else."""
+    raw = read_named(path, limit, "JSON file") if named else read_bytes(path, limit)
+    return parse_json(raw, path, kind)
+
+
+_JSON_NAMES: dict[type, str] = {dict: "mapping (an object)", list: "list (an array)"}
 
 
 @contextmanager

@@ -53,6 +53,19 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
     return tuple(numbers.parse_int(p, 0, SEED_MAX) for p in parts)
 
 
+def checked_seeds(seeds: Any) -> int | tuple[int, ...] | None:
+    """`seeds` as `--seeds` takes it (`numbers`: a count 1..SEEDS_MAX, not True or 2.7; or seeds 0..SEED_MAX, a
+    list or tuple), else the CLI's one-line UserError."""
+    from coatsearch.api import checked
+    from coatsearch.vocab import numbers
+
+    if seeds is None:
+        return None
+    if isinstance(seeds, list | tuple):
+        return tuple(checked("seeds", numbers.count, s, 0, SEED_MAX) for s in seeds)
+    return checked("seeds", numbers.count, seeds, 1, SEEDS_MAX)
+
+
 def replicate(
     study: str,
     seeds: int | tuple[int, ...] | None = None,
@@ -91,8 +104,10 @@ def prepare(
     """The replicate of `original` as it would run (nothing written): its space, fresh seeds and test draw."""
     from coatsearch.analysis import registration
     from coatsearch.storage import store
+    from coatsearch.storage.paths import check_name
 
-    studies = Path(studies_dir)
+    seeds = checked_seeds(seeds)
+    studies, original = Path(studies_dir), check_name(original, "study")
     name = original + SUFFIX
     store.folder(studies, name)  # a name too long or a bad folder stops here
     reg = _registration_of(studies, original)
@@ -135,12 +150,14 @@ def _space(reg: Registration, original: str, space_file: str | Path | None) -> S
     given = space_file if space_file is not None else reg.source
     if not given:
         raise UserError(f"study '{original}': its registration records no space file; pass --space FILE")
+    from coatsearch import fsafe
+    from coatsearch.space.load import MAX_BYTES
+
     path = Path(given)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: the space file of '{original}' cannot be read ({exc.strerror or exc}); "
-                        "pass --space FILE") from None  # fmt: skip
+    try:  # bounded: a FIFO or /dev/zero named here, or as the registration's source, is one line
+        raw = fsafe.read_named(path, MAX_BYTES, "space file")
+    except UserError as exc:
+        raise UserError(f"{exc} (the space file of '{original}'; pass --space FILE)") from None
     now, registered = hashlib.sha256(raw).hexdigest(), reg.analysis.space_sha256
     if registered is None:
         raise UserError(f"study '{original}': its registration records no space sha256; nothing to check against")

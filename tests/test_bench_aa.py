@@ -103,7 +103,7 @@ def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):
     with pytest.raises(SystemExit, match=r"--resume: .* 5 seeds per study"):
         bench_aa.earlier_table(path)
     path.write_text("{not json")
-    with pytest.raises(SystemExit, match="not an A/A table"):
+    with pytest.raises(SystemExit, match="--resume: .*aa.json: not a JSON file"):
         bench_aa.earlier_table(path)
     path.write_text(json.dumps(bench_aa.table(_rows([("supported", "")]), 1.0, "x")))
     assert bench_aa.earlier_table(path)["studies"] == 1

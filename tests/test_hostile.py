@@ -1,5 +1,6 @@
 """Hostile and broken input: every case exits 2 with one line, no traceback, and writes nothing."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -405,6 +406,16 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
     assert _workers_in(tmp_path) == []  # the parent terminated and joined its workers
 
 
+@contextlib.contextmanager
+def _sigint_as(handler):
+    """SIGINT as a terminal (Python's handler) or a background shell (`cmd &`: ignored) hands it; restored after."""
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_ctrl_c_or_sigterm_while_workers_start_is_held_until_every_worker_is_registered(sig):
     # a worker half-started when the parent unwinds dies of a truncated spawn pipe, printing a traceback; an
@@ -412,28 +423,61 @@ def test_a_ctrl_c_or_sigterm_while_workers_start_is_held_until_every_worker_is_r
     from coatsearch.runner import interrupts
 
     reached = []
-    with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
-        with interrupts.children_ignore_sigint():
-            os.kill(os.getpid(), sig)
-            reached.append("after the signal")  # the block runs on: the signal is held
-        reached.append("after the block")  # never: the held signal is raised at the block's end
-    assert reached == ["after the signal"]
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    with _sigint_as(signal.default_int_handler):  # as from a terminal, however pytest itself was started
+        with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
+            with interrupts.children_ignore_sigint():
+                os.kill(os.getpid(), sig)
+                reached.append("after the signal")  # the block runs on: the signal is held
+            reached.append("after the block")  # never: the held signal is raised at the block's end
+        assert reached == ["after the signal"]
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask is restored
 
 
-def test_a_child_started_in_the_block_has_sigint_blocked_and_sigterm_not():
+def test_a_sigint_inherited_ignored_stays_ignored_and_sigterm_still_stops_the_block():
+    # a background job (`python -m pytest &`, `coatsearch run ... &`) starts with SIGINT ignored: the parent chose
+    # that, so the blocks neither take SIGINT over nor turn the ignored signal into an interrupt
+    from coatsearch.runner import interrupts
+
+    with _sigint_as(signal.SIG_IGN):
+        reached = []
+        with interrupts.sigterm_as_interrupt(), interrupts.children_ignore_sigint():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append("after the signal")
+        reached.append("after the block")  # the ignored SIGINT stopped nothing
+        assert reached == ["after the signal", "after the block"]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
+            with interrupts.children_ignore_sigint():
+                os.kill(os.getpid(), signal.SIGTERM)  # held, then raised as an interrupt
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an ignored SIGTERM: the same rule
+    try:
+        with interrupts.sigterm_as_interrupt(), interrupts.children_ignore_sigint():
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("inherited", ["terminal", "background"])
+def test_a_child_started_in_the_block_has_sigint_blocked_and_sigterm_not(inherited):
     import multiprocessing as mp
 
     from coatsearch.runner import interrupts
 
-    with interrupts.children_ignore_sigint():
+    handler = signal.default_int_handler if inherited == "terminal" else signal.SIG_IGN
+    with _sigint_as(handler), interrupts.children_ignore_sigint():
         child = mp.get_context("spawn").Process(target=time.sleep, args=(30,))
         child.start()
     try:
         status = Path(f"/proc/{child.pid}/status").read_text()
-        blocked = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
-        assert blocked >> (signal.SIGINT - 1) & 1 and not blocked >> (signal.SIGTERM - 1) & 1
+        lines = [line.split() for line in status.splitlines() if line[:6] in ("SigBlk", "SigIgn")]
+        masks = {name.rstrip(":"): int(bits, 16) for name, bits in lines}
+        sigint, sigterm = 1 << (signal.SIGINT - 1), 1 << (signal.SIGTERM - 1)
+        stopped = masks["SigBlk"] if inherited == "terminal" else masks["SigIgn"]  # blocked, or left ignored
+        assert stopped & sigint and not masks["SigBlk"] & sigterm and not masks["SigIgn"] & sigterm
     finally:
         child.terminate()  # SIGTERM still stops it
         child.join(30)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
@@ -32,6 +33,7 @@ from coatsearch.analysis import simulate as Sim
 from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.paper import GEN, MATCHED_KEY, NOT_TESTED
 from coatsearch.analysis.tables import METRICS
+from coatsearch.errors import UserError
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 
@@ -150,11 +152,8 @@ def scenario(name: str) -> Sim.Scenario:
 
 def table() -> dict | None:
     """The committed calibration of this rule version (calibration.json), or None when it is stale or missing."""
-    try:
-        data = json.loads(TABLE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if data.get("rule_version") == RULE_VERSION else None
+    data = _committed(TABLE)
+    return data if data is not None and data.get("rule_version") == RULE_VERSION else None
 
 
 def figures() -> dict | None:
@@ -163,8 +162,14 @@ def figures() -> dict | None:
     data = table()
     if data is None:
         return None
-    per = {name: sc["per_claim"] for name, sc in data["scenarios"].items()}
-    return {**{k: v for k, v in data.items() if k != "scenarios"}, "per_claim": per[Sim.IN_REGIME.name],
+    try:
+        per = {name: sc["per_claim"] for name, sc in data["scenarios"].items()}
+        in_regime = per[Sim.IN_REGIME.name]
+    except (KeyError, TypeError, AttributeError) as exc:  # a damaged table: not cited
+        print(f"coatsearch: note: {TABLE.name}: no per-claim figures ({type(exc).__name__}: {exc}); left out",
+              file=sys.stderr)  # fmt: skip
+        return None
+    return {**{k: v for k, v in data.items() if k != "scenarios"}, "per_claim": in_regime,
             "n_seeds": "4-10", "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA, "scenarios": per}  # fmt: skip
 
 
@@ -186,13 +191,30 @@ def aa_states(data: dict) -> list[dict]:
 def aa_figures() -> dict | None:
     """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
     trained and reported for real) for this rule version, as a report cites them; None if stale or missing."""
+    from coatsearch.analysis import aa_table
+
+    data = _committed(AA_TABLE)
+    if data is None:
+        return None
     try:
-        data = json.loads(AA_TABLE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        aa_table.check(data, AA_TABLE.relative_to(AA_TABLE.parents[2]))
+    except UserError as exc:  # damaged: never cited as fact
+        print(f"coatsearch: note: {exc}; the A/A column is left out", file=sys.stderr)
         return None
-    if data.get("rule_version") != RULE_VERSION:
+    return aa_cited(data) if data.get("rule_version") == RULE_VERSION else None
+
+
+def _committed(path: Path) -> dict | None:
+    """A committed table read with the bounded reader (None when missing; a damaged one is a note, then None)."""
+    from coatsearch import fsafe
+
+    if not path.exists():
         return None
-    return aa_cited(data)
+    try:
+        return fsafe.read_json(path, named=True)
+    except UserError as exc:
+        print(f"coatsearch: note: {exc}; it is left out", file=sys.stderr)
+        return None
 
 
 def summary(data: dict) -> str:

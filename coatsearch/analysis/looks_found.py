@@ -11,7 +11,6 @@ the report.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ from coatsearch.errors import UserError
 
 GIT_TIMEOUT_S = 20.0  # each git call; past it the history is left out with a note
 HISTORY_MAX = 500  # commits of summary.json files read at most (newest first)
+HISTORY_BYTES = 256_000_000  # distinct summary.json versions read from the history at most, in all
 JOURNAL = "journal.log"
 
 
@@ -81,12 +81,10 @@ def from_reports(reports_dir: Path, this: L.Ident) -> L.Found:
     notes: list[str] = []
     for path in sorted(reports_dir.glob("*/summary.json")) if reports_dir.is_dir() else ():
         try:
-            text = fsafe.read_bytes(path).decode("utf-8", "replace")
+            text = fsafe.read_bytes(path, fsafe.JSON_MAX).decode("utf-8", "replace")
             looks += summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
-        except (AttributeError, TypeError, ValueError):  # a summary.json of another format: not a look
-            continue
     return L.Found(tuple(looks), tuple(notes))
 
 
@@ -121,21 +119,34 @@ def _versions(root: Path) -> list[tuple[str, str, str]] | None:
 
 
 def _blobs(top: Path, versions: list[tuple[str, str, str]]) -> list[str | None]:
-    """The text of each (commit, path) version, read in one `git cat-file --batch` (None: deleted there)."""
-    data = _run(top, ("cat-file", "--batch"), "".join(f"{c}:{p}\n" for c, _, p in versions).encode()) or b""
-    out: list[str | None] = []
+    """The text of each (commit, path) version (None: deleted there, or past the bounds).
+
+    One `git cat-file --batch-check` gives every version's object and size; then one `--batch` reads each distinct
+    object of at most fsafe.JSON_MAX bytes, while their total stays within HISTORY_BYTES, so a huge summary.json
+    anywhere in the history costs nothing (it is read by no one), and the whole read is bounded.
+    """
+    from coatsearch import fsafe
+
+    specs = "".join(f"{c}:{p}\n" for c, _, p in versions).encode()
+    checked = _run(top, ("cat-file", "--batch-check"), specs) or b""
+    heads = [line.split() for line in checked.decode("utf-8", "replace").splitlines()]
+    if len(heads) != len(versions):
+        return [None] * len(versions)
+    objects: dict[str, int] = {}
+    for head in heads:
+        if len(head) == 3 and head[2].isdigit() and int(head[2]) <= fsafe.JSON_MAX and head[0] not in objects:
+            if sum(objects.values()) + int(head[2]) <= HISTORY_BYTES:
+                objects[head[0]] = int(head[2])
+    data = _run(top, ("cat-file", "--batch"), "".join(f"{o}\n" for o in objects).encode()) or b""
+    text: dict[str, str] = {}
     at = 0
-    for _ in versions:
+    for obj, size in objects.items():
         end = data.find(b"\n", at)
-        head = data[at:end].split() if end >= 0 else []
-        if len(head) != 3:  # "<spec> missing", or the batch failed
-            out.append(None)
-            at = end + 1 if end >= 0 else len(data)
-            continue
-        size = int(head[2])
-        out.append(data[end + 1 : end + 1 + size].decode("utf-8", "replace"))
+        if end < 0 or len(data) < end + 1 + size:
+            break
+        text[obj] = data[end + 1 : end + 1 + size].decode("utf-8", "replace")
         at = end + 1 + size + 1
-    return out
+    return [text.get(head[0]) if len(head) == 3 else None for head in heads]
 
 
 def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
@@ -147,25 +158,34 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
     if top is None or versions is None:
         return L.Found((), (f"report history: not read ({reports_dir} is not in a git checkout, or git is absent)",))
     looks: list[L.Look] = []
+    notes: list[str] = []
     for (commit, date, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
         try:
             looks += summary_looks(text, f"{path} @ {commit[:12]} ({date})", this)
-        except (AttributeError, TypeError, ValueError):  # a summary.json of another format: not a look
-            continue
-    return L.Found(tuple(looks))
+        except UserError as exc:
+            notes.append(f"{exc}; its looks are left out")
+    return L.Found(tuple(looks), tuple(notes))
 
 
 def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
-    """The looks one summary.json holds (none when it is of another space, or not a summary)."""
+    """The looks one summary.json holds (none when it is of another space, or not a summary); a UserError naming
+    `where` when it is damaged (too deep, a list where a mapping belongs)."""
+    from coatsearch import fsafe
+
     try:
-        summary = json.loads(text or "")
-    except ValueError:
-        return []
+        summary = fsafe.parse_json(text or "", where, object)
+    except UserError as exc:
+        if "not a JSON file" in str(exc):  # another kind of file: not a look
+            return []
+        raise
     if not isinstance(summary, dict) or not isinstance(summary.get("space"), dict):
         return []
-    env, mine = summary.get("environment") or {}, (summary.get("looks") or {}).get("this") or {}
-    record = {**summary["space"], "study": env.get("study") or {}, "data": env.get("data") or {},
-              "pilots": mine.get("pilots") or ()}  # fmt: skip
-    claims = [c for c in summary.get("claims") or () if isinstance(c, dict)]
-    sha = summary["space"].get("sha256")
-    return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), claims, this)
+    try:
+        env, mine = summary.get("environment") or {}, (summary.get("looks") or {}).get("this") or {}
+        record = {**summary["space"], "study": env.get("study") or {}, "data": env.get("data") or {},
+                  "pilots": mine.get("pilots") or ()}  # fmt: skip
+        claims = [c for c in summary.get("claims") or () if isinstance(c, dict)]
+        sha = summary["space"].get("sha256")
+        return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), claims, this)
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        raise UserError(f"{where}: a damaged summary ({type(exc).__name__}: {exc})") from None

@@ -50,12 +50,16 @@ def report_problem(summary: Mapping[str, Any], root: Path) -> str:
         return "no space file recorded (space.source)"
     if not isinstance(recorded, str) or not recorded:
         return f"no space hash recorded (space.sha256) for {source}: regenerate the report from a run of the space"
+    from coatsearch import fsafe
+    from coatsearch.space.load import MAX_BYTES
+
     path = Path(source) if Path(source).is_absolute() else root / source
     try:
-        raw = path.read_bytes()
+        raw = fsafe.read_named(path, MAX_BYTES, "space file")
+    except UserError as exc:
+        return f"space file {source} cannot be read ({str(exc).removeprefix(f'{path}: ')})"
+    try:
         load_space(path, str(profile or "default"))
-    except OSError as exc:
-        return f"space file {source} cannot be read ({exc.strerror or exc})"
     except UserError as exc:
         return f"space file {source}, profile {profile}: {exc}"
     now = sha256_bytes(raw)
@@ -90,14 +94,20 @@ def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
 
 def _each_summary(reports: Path, problem: Callable[[Mapping[str, Any]], str]) -> list[str]:
     """'NAME: why' for every summary.json under `reports` that cannot be read or in which `problem` finds a why."""
+    from coatsearch import fsafe
+
     out = []
     for path in sorted(reports.glob("*/summary.json")):
         try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            summary = fsafe.read_json(path)  # bounded: regular, size, depth; a mapping
+            why = problem(summary)
+        except UserError as exc:
             out.append(f"{path.parent.name}: summary.json cannot be read ({exc})")
             continue
-        if why := problem(summary):
+        except (AttributeError, TypeError, KeyError) as exc:  # a value of the wrong kind inside
+            out.append(f"{path.parent.name}: summary.json is damaged ({type(exc).__name__}: {exc})")
+            continue
+        if why:
             out.append(f"{path.parent.name}: {why}")
     return out
 

@@ -186,13 +186,18 @@ def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
     from coatsearch.scores import TrialInput, measure
 
     cand = space.candidate(prep.name)
+    from coatsearch.training.fit import NonFinite
+
     rec = Recorder(device)
     if device.type == "cuda":  # each pilot's own peak, not the largest so far in this process
         import torch
 
         torch.cuda.reset_peak_memory_stats(device)
     start = time.perf_counter()
-    measure(TrialInput(prep.model, prep.optim, space.data, cand.scores, seed), device, fit=rec)
+    try:
+        measure(TrialInput(prep.model, prep.optim, space.data, cand.scores, seed), device, fit=rec)
+    except NonFinite:  # it diverges at once: the trial will fail there too, and its time is what it took so far
+        pass
     wall = time.perf_counter() - start
     return TrialTiming(prep.name, tuple(rec.fits), max(0.0, wall - rec.spent), peak_mb(device), wall)
 
@@ -239,23 +244,8 @@ def run_pilots(
 def _in_pool(
     shares: list[list[Prepared]], args: tuple[int, str, int | None], space: Space, processes: int
 ) -> list[list[TrialTiming]]:
-    """pilot_many on each share, in a pool of `processes` spawned processes; Ctrl-C or SIGTERM stops them all.
+    """pilot_many on each share over `processes` spawned processes (`runner.spawned`: a pilot process that dies or
+    raises is seen at once, Ctrl-C or SIGTERM stops them all, none outlives this one)."""
+    from coatsearch.runner.spawned import run_spawned
 
-    As the run's workers (backends.optuna_backend): the pool starts with SIGINT blocked, so a Ctrl-C reaches this
-    process only; a SIGTERM is taken as a Ctrl-C; leaving an error or interrupt terminates every pool process.
-    """
-    import multiprocessing as mp
-
-    from coatsearch.runner import interrupts
-
-    with interrupts.sigterm_as_interrupt():
-        with interrupts.children_ignore_sigint():
-            pool = mp.get_context("spawn").Pool(min(processes, len(shares)))
-        try:
-            jobs = [pool.apply_async(pilot_many, (space, share, *args)) for share in shares]
-            out = [job.get() for job in jobs]
-            pool.close()  # done: let the processes end on their own
-            pool.join()
-            return out
-        finally:
-            pool.terminate()  # an interrupt or error: no pilot process outlives this one (a no-op after join)
+    return run_spawned(pilot_many, [(space, share, *args) for share in shares], processes)

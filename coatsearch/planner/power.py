@@ -10,9 +10,10 @@ between neighbouring measured models, tested at Holm's first level α / relation
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
+import os
 import statistics
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
 from coatsearch.analysis import stem
 from coatsearch.analysis import verdicts as V
+from coatsearch.errors import UserError
 from coatsearch.scores import METRICS
 from coatsearch.storage.record import TrialRecord
 
@@ -117,15 +119,28 @@ def steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
 
 
 def from_report(reports_dir: Path, name: str) -> Earlier | None:
-    """An earlier study's rows, curves and run steps from its report's summary.json; None when absent or unreadable.
+    """An earlier study's rows, curves and run steps from its report's summary.json; None when absent, and None with a
+    note line when unreadable or damaged (read with fsafe's bounds: regular file, size, depth).
 
     Its steps per candidate and curve score are the last step of the mean curve: the longest of its runs.
     """
+    from coatsearch import fsafe
+
     path = Path(reports_dir) / name / "summary.json"
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not os.path.lexists(path):
         return None
+    try:
+        return _earlier_of(fsafe.read_json(path), path)
+    except UserError as exc:
+        why = str(exc)
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        why = f"{path}: a damaged summary ({type(exc).__name__}: {exc})"
+    print(f"coatsearch: note: {why}; the plan does not use its noise", file=sys.stderr)
+    return None
+
+
+def _earlier_of(summary: dict, path: Path) -> Earlier | None:
+    """The Earlier of a report's summary.json (None without candidate rows)."""
     rows, curves = summary.get("candidates") or [], summary.get("curves") or {}
     steps: dict[str, dict[str, float]] = {}
     for score, means in curves.items():  # a candidate's longest run: an upper estimate

@@ -300,13 +300,10 @@ def _history(done: Sequence[TrialRecord], scale: float, maximize: bool) -> tuple
 def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candidate: bool = False) -> tuple[Arch, ...]:
     """The measured architectures (or candidates), best mean first: mean ± sd over seeds, the runs of one seed
     averaged first (`n`: runs)."""
-    groups: dict[str, list[TrialRecord]] = {}
-    for r in done:
-        if r.value is None or r.run.model is None:
-            continue
-        groups.setdefault(r.candidate if by_candidate else search.architecture(r.run), []).append(r)
+    from coatsearch.storage.architectures import by_mean
+
     out = []
-    for name, rs in groups.items():
+    for name, rs, _ in by_mean(done, maximize, (lambda r: r.candidate) if by_candidate else None):
         per_seed: dict[Any, list[float]] = {}
         for r in rs:  # one network on one seed trains alike whichever point built it: one value per seed
             per_seed.setdefault(r.seed, []).append(float(r.value or 0.0) * scale)
@@ -317,7 +314,7 @@ def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candida
         sd = statistics.stdev(vals) if len(vals) > 1 else None
         seeds = tuple(sorted({r.seed for r in rs if r.seed is not None}))
         out.append(Arch(name, m.layout, m.stages, block, m.params, m.macs, statistics.fmean(vals), sd, len(rs), seeds))
-    return tuple(sorted(out, key=lambda a: -a.mean if maximize else a.mean))
+    return tuple(out)  # in by_mean's order: the one ranking `export --best` takes too
 
 
 def _dims(cand: Any) -> list[Any]:

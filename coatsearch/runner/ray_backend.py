@@ -106,6 +106,13 @@ def _resources(device: str, cpus: float | None, gpus: float | None, cluster_gpus
     return cpus, gpus
 
 
+def preflight(device: str, address: str | None, cpus: float | None, gpus: float | None) -> None:
+    """Every check `run` makes before it writes: the trial resources and the cluster address (`api.run` calls it
+    before the study's journal, lock and registration exist)."""
+    _resources(device, cpus, gpus, 0.0)  # the counts alone: the cluster's GPUs are not known before Ray starts
+    _check_address(address)
+
+
 def _check_address(address: str | None) -> None:
     """Fail fast on a HOST:PORT nobody listens on (ray.init would retry it for minutes)."""
     if address in (None, "auto"):

@@ -40,13 +40,14 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     from coatsearch import scores
     from coatsearch.scores.base import Context, TrialInput
     from coatsearch.storage import store
+    from coatsearch.training.fit import pick_device
 
     space = study_space(store.load_study(Path(studies_dir), study_name))
     cand = space.candidate(tm.candidate)
     prep = tm.prepared
     runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
     inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, int(tm.seed or 0), runs)
-    ctx = Context(inp, torch.device(device))
+    ctx = Context(inp, pick_device(device))  # the one device check, as --device
     metrics: dict[str, Any] = {}
     for score, section in scores.enabled(cand.scores):
         metrics.update(score.run(ctx, section))
@@ -62,7 +63,7 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
         "architecture": tm.architecture,
         "seed": tm.seed,
         "objective": key,
-        "recorded": tm.value,
+        "recorded": tm.measured,  # the same metric as "retrained" (the trial value may be another: validation)
         "retrained": float(metrics[key]) if isinstance(metrics.get(key), int | float) else None,
         "model": TypeAdapter(S.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
@@ -121,10 +122,39 @@ def spec(content: dict[str, Any]) -> S.ModelSpec:
 
 
 def load(path: str | Path, device: str = "cpu") -> nn.Module:
-    """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode."""
-    from coatsearch.models import build
+    """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode.
 
+    The device is checked first (`fit.pick_device`, as `--device`), the file is a regular safetensors file read to
+    the CPU (`read`: never a pickle), and the spec's size is bounded (its MACs lower bound, as a space file's) and its
+    parameters counted part by part on torch's meta device (budget.count) against the stored values before the real
+    model is built: a small file naming a huge model is one line, not gigabytes.
+    """
+    from coatsearch import fsafe
+    from coatsearch.budget.count import count
+    from coatsearch.models import build
+    from coatsearch.training.fit import pick_device
+
+    if not isinstance(path, str | Path) or not str(path):
+        raise UserError(f"path: {path!r} is not allowed; allowed: a weights file's path (a str or Path)")
+    dev = pick_device(device)
+    fsafe.check_named(Path(path), "weights file")  # regular: no FIFO, no device
     content = read(path)
-    net = build(spec(content))
-    net.load_state_dict(content["state_dict"])
-    return net.to(device).eval()
+    stored = sum(v.numel() for v in content["state_dict"].values() if isinstance(v, torch.Tensor))
+    try:
+        model_spec = spec(content)
+        floor, params = model_spec.macs_floor(), 0
+        if floor <= S.MACS_MAX:
+            params = count(model_spec).params  # counted part by part on the meta device: nothing is allocated
+    except Exception as exc:
+        raise UserError(f"{path}: its model spec cannot be read ({type(exc).__name__}: {exc})"[:300]) from None
+    if floor > S.MACS_MAX or params > stored:
+        size = f"at least {floor:.3g} MACs" if floor > S.MACS_MAX else f"{params:,} parameters"
+        raise UserError(
+            f"{path}: its weights do not fit its model spec ({stored:,} values stored, the spec has {size})"
+        )
+    net = build(model_spec)
+    try:
+        net.load_state_dict(content["state_dict"])
+    except RuntimeError as exc:
+        raise UserError(f"{path}: its weights do not fit its model spec ({str(exc).splitlines()[0][:160]})") from None
+    return net.to(dev).eval()

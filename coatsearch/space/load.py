@@ -124,7 +124,13 @@ def sampler_problem(doc: D.SpaceDoc) -> str:
     if sampler == "grid" and (cont := next((p for p, d in dims.items() if d.values() is None), None)):
         return f"grid needs a finite space, and '{cont}' is a continuous range (give it choices or an int step)"
     if sampler == "grid":
-        sizes = [S.grid_size(c.search) for c in doc.candidates if c.search]
+        from coatsearch.space.search import POINTS_MAX
+
+        sized = [(S.grid_size(c.search), c.name) for c in doc.candidates if c.search]  # counted, not listed
+        sizes = [n for n, _ in sized]
+        if sized and max(sized)[0] > POINTS_MAX:
+            return (f"the grid of candidate '{max(sized)[1]}' holds {max(sized)[0]:,} points; the grid sampler plans "
+                    f"at most {POINTS_MAX:,} (use fewer choices, or the random, tpe or gp sampler)")  # fmt: skip
         if sizes and doc.study.samples > min(sizes):
             return f"study.samples ({doc.study.samples}) is more than the grid holds ({min(sizes)} points)"
     return ""

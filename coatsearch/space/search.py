@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from coatsearch.space.objects import Baseline, Candidate, Dim, Space
 
 POINTS_MAX = 100_000  # points of a finite space `show --all` and the grid sampler enumerate
+SURVEY_S = 60.0  # seconds `show` spends solving the points of one searched candidate at most
 REJECT_MAX = 50  # rejected samples in a row for one planned trial before it is recorded as failed
 
 
@@ -143,10 +144,23 @@ def size(cand: Candidate | Baseline) -> int | None:
 
 
 def points(cand: Candidate) -> Iterator[dict[str, Any]]:
-    """Every structural point of a finite space, in a fixed order (the `model.*` dimensions sorted by path)."""
+    """Every structural point of a finite space, in a fixed order (the `model.*` dimensions sorted by path; the
+    last varies fastest, as itertools.product), made one at a time: nothing is listed ahead (a product would
+    first copy every dimension's values)."""
     dims = model_dims(cand)
-    for combo in itertools.product(*(d.values() or [] for d in dims)):
-        yield {d.path: v for d, v in zip(dims, combo, strict=True)}
+    values = [d.values() or () for d in dims]
+    if not all(values):
+        return
+    at = [0] * len(values)
+    while True:
+        yield {d.path: v[i] for d, v, i in zip(dims, values, at, strict=True)}
+        k = len(at) - 1
+        while k >= 0 and at[k] == len(values[k]) - 1:
+            at[k] = 0
+            k -= 1
+        if k < 0:
+            return
+        at[k] += 1
 
 
 @dataclass(frozen=True)
@@ -157,14 +171,24 @@ class Survey:
     total: int | None  # points the space holds (None: continuous)
     rejected: Mapping[str, int]  # why -> count
     architectures: Mapping[str, tuple[dict, Prepared]] = field(default_factory=dict)  # name -> (first point, prep)
+    stopped: str = ""  # why it looked at fewer than `total` points ("": it looked at all)
 
 
-def survey(space: Space, cand: Candidate, limit: int | None = None) -> Survey:
-    """Admit every point (or the first `limit`), counting rejections by kind and distinct architectures."""
+def survey(space: Space, cand: Candidate, limit: int | None = None, seconds: float = SURVEY_S) -> Survey:
+    """Admit every point (or the first `limit`, at most POINTS_MAX, for at most `seconds`), counting rejections by
+    kind and distinct architectures; `stopped` says why it looked at fewer points than the space holds."""
+    import time
+
     rejected: Counter[str] = Counter()
     archs: dict[str, tuple[dict, Prepared]] = {}
-    seen = 0
-    for point in itertools.islice(points(cand), limit if limit is not None else POINTS_MAX):
+    seen, cap, began, stopped = 0, min(limit if limit is not None else POINTS_MAX, POINTS_MAX), time.monotonic(), ""
+    for point in points(cand):
+        if seen >= cap:
+            stopped = f"at the first {cap:,} points (POINTS_MAX)" if cap == POINTS_MAX else f"at the first {cap:,}"
+            break
+        if time.monotonic() - began > seconds:
+            stopped = f"after {seconds:g} s"
+            break
         seen += 1
         try:
             prep = admit(space, cand, point)
@@ -172,7 +196,7 @@ def survey(space: Space, cand: Candidate, limit: int | None = None) -> Survey:
             rejected[exc.reason.split(":", 1)[0]] += 1
             continue
         archs.setdefault(arch_name(prep.model.layout, structure(prep.model)), (point, prep))
-    return Survey(seen, size(cand), dict(rejected), archs)
+    return Survey(seen, size(cand), dict(rejected), archs, stopped)
 
 
 def architecture(run: Any) -> str:

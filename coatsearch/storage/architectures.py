@@ -3,7 +3,8 @@ distinct architectures ranked by mean objective (what a re-evaluation trial enqu
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import statistics
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.space import search
@@ -36,3 +37,23 @@ def ranked(
     order = sorted(groups.values(), key=lambda ts: sign * sum(t.values[0] for t in ts) / len(ts))
     best = [min(ts, key=lambda t: sign * t.values[0]) for ts in order]
     return [{p: t.params[p] for p in paths if p in t.params} for t in best]
+
+
+def by_mean(
+    records: Iterable[Any], maximize: bool, key: Callable[[Any], str] | None = None
+) -> list[tuple[str, list[Any], float]]:
+    """(architecture, its records, mean) of the records with a value and a model, best mean first: the one ranking
+    of the report's architecture table and `export --best`. A mean is over seeds, each seed's runs averaged first
+    (one network on one seed trains alike whichever point built it); `key` groups otherwise (default: the
+    architecture, `search.architecture`). The caller passes the search's trials, not re-evaluations."""
+    groups: dict[str, list[Any]] = {}
+    for r in records:
+        if r.value is not None and r.run.model is not None:
+            groups.setdefault(key(r) if key else search.architecture(r.run), []).append(r)
+    out = []
+    for name, rs in groups.items():
+        per_seed: dict[Any, list[float]] = {}
+        for r in rs:
+            per_seed.setdefault(r.seed, []).append(float(r.value))
+        out.append((name, rs, statistics.fmean(statistics.fmean(v) for v in per_seed.values())))
+    return sorted(out, key=lambda g: -g[2] if maximize else g[2])

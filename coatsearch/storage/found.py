@@ -11,7 +11,6 @@ space with the same input.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ class TrialModel:
     architecture: str
     seed: int | None = None  # the trial's seed (a retrain for its weights runs on it)
     value: float | None = None  # the trial's recorded objective value
+    measured: float | None = None  # its recorded value of the study's first metric key (what a retrain measures)
 
 
 def study_space(study: Any) -> Space:
@@ -75,30 +75,32 @@ def _rebuild(space: Space, r: TrialRecord) -> TrialModel:
             f"trial {r.number}: rebuilt at {prep.macs} MACs and {prep.params} params, but it recorded {model.macs} "
             f"and {model.params} (the solver changed since the study ran?)"
         )
-    return TrialModel(r.number, cand.name, params, prep, search.architecture(r.run) or cand.name, r.seed, r.value)
+    return TrialModel(r.number, cand.name, params, prep, search.architecture(r.run) or cand.name, r.seed, r.value,
+                      r.run.number(space.study.keys[0]))  # fmt: skip
 
 
 def best(study_name: str, k: int, studies_dir: str | Path = "studies") -> list[tuple[TrialModel, float, int]]:
     """The `k` best architectures of the study's searched candidates by mean objective over their runs: each
     one's best trial's model, its mean and its run count. A UserError when the study holds fewer than `k`."""
     from coatsearch.storage import store
+    from coatsearch.storage.architectures import by_mean
+    from coatsearch.storage.trials import REEVAL
 
     study = store.load_study(Path(studies_dir), study_name)
     space = study_space(study)
+
     searched = {c.name for c in space.candidates if search.searches_model(c)}
-    groups: dict[str, list[TrialRecord]] = {}
-    for r in store.records(study, say=False):
-        if r.state == "COMPLETE" and r.value is not None and r.params.get("candidate") in searched:
-            groups.setdefault(search.architecture(r.run), []).append(r)
-    if k > len(groups):
-        raise UserError(f"--best {k}: study '{study_name}' holds {len(groups)} searched architectures")
+    runs = [r for r in store.records(study, say=False) if r.state == "COMPLETE" and r.params.get("candidate")
+            in searched and (r.run.identity.sample or 0) < REEVAL]  # fmt: skip  # the search's runs, as the report
     direction = space.study.directions[0] if space.study.objectives else space.study.direction
     sign = -1.0 if direction == "maximize" else 1.0
-    order = sorted(groups.values(), key=lambda rs: sign * statistics.fmean(float(r.value or 0) for r in rs))[:k]
+    order = by_mean(runs, direction == "maximize")  # the report's ranking (view_search: the architecture table)
+    if k > len(order):
+        raise UserError(f"--best {k}: study '{study_name}' holds {len(order)} searched architectures")
     out = []
-    for rs in order:
+    for _, rs, mean in order[:k]:
         top = min(rs, key=lambda r: sign * float(r.value or 0))
-        out.append((_rebuild(space, top), statistics.fmean(float(r.value or 0) for r in rs), len(rs)))
+        out.append((_rebuild(space, top), mean, len(rs)))
     return out
 
 

@@ -20,7 +20,9 @@ NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def check_name(name: str, what: str = "study name") -> str:
-    """Return `name` if it is one safe path component; a one-line UserError otherwise."""
+    """Return `name` if it is one safe path component (a str); a one-line UserError otherwise."""
+    if not isinstance(name, str):
+        raise UserError(f"{what} {name!r} is not allowed: a study name is a str of letters, digits, '_', '.' or '-'")
     if not name:
         raise UserError(f"{what} is empty; use letters, digits, '_', '.' or '-'")
     if len(name) > NAME_MAX:

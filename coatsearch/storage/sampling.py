@@ -47,8 +47,8 @@ def pruner(space: Space) -> optuna.pruners.BasePruner:
 
 def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
     """Fix the planned candidate and seed, and sample the candidate's search dimensions."""
-    trial.suggest_categorical("candidate", [c.name for c in space.candidates])
-    trial.suggest_categorical("seed", [*space.study.seeds, *space.study.fresh_seeds])
+    for name, choices in P.fixed_choices(space).items():  # the resume check compares these (store._stale_choices)
+        trial.suggest_categorical(name, choices)
     return {d.path: _suggest_dim(trial, d) for d in space.candidate(item.candidate).dims}
 
 

@@ -202,9 +202,9 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
 
 
 def _stale_choices(study: optuna.Study, space: Space) -> bool:
-    """Whether the study's trials fixed `candidate` or `seed` choices other than the space's (Optuna would refuse
-    every new trial); a study an older coatsearch recorded a changed space into holds such trials."""
-    want: dict[str, list[Any]] = {"candidate": [c.name for c in space.candidates], "seed": list(space.study.seeds)}
+    """Whether the study's trials fixed `candidate` or `seed` choices other than the ones the space plans (Optuna
+    would refuse every new trial); a study an older coatsearch recorded a changed space into holds such trials."""
+    want = P.fixed_choices(space)  # re-evaluation seeds included, as the trials suggest them
     for t in study.get_trials(deepcopy=False):
         for key, choices in want.items():
             dist = t.distributions.get(key)

@@ -56,11 +56,20 @@ def plan(space: Space) -> tuple[PlanItem, ...]:
     return main + again
 
 
+def fixed_choices(space: Space) -> dict[str, list[Any]]:
+    """The choices every trial fixes (`candidate`, `seed`) as the space plans them, re-evaluation seeds included:
+    what a trial suggests (storage.sampling) and what the resume check compares a study's trials with."""
+    return {"candidate": [c.name for c in space.candidates], "seed": [*space.study.seeds, *space.study.fresh_seeds]}
+
+
 def space_record(space: Space) -> dict:
     """The study-level record of what was run: space file text, profile, scale and settings."""
-    try:
-        raw = Path(space.source).read_bytes()
-    except OSError:
+    from coatsearch import fsafe
+    from coatsearch.space.load import MAX_BYTES
+
+    try:  # the file the space was loaded from, read with the space file's bound
+        raw = fsafe.read_named(Path(space.source), MAX_BYTES, "space file") if space.source else b""
+    except UserError:
         raw = b""
     text = raw.decode("utf-8", errors="replace")
     return {

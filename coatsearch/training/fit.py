@@ -55,6 +55,9 @@ class NonFiniteLoss(NonFinite):
         super().__init__(f"non-finite {what} at {where}")
         self.epoch, self.step, self.what = epoch, step, what
 
+    def __reduce__(self) -> tuple:
+        return type(self), (self.epoch, self.step, self.what)  # it crosses process boundaries (spawned pilots)
+
 
 def check_finite(metrics: Mapping[str, Any]) -> None:
     """Raise NonFinite for the first NaN or infinite number among a trial's metrics (scalars and lists of them)."""
@@ -151,24 +154,43 @@ def parse_device(name: str) -> torch.device:
     GPU sends trials to nodes with one); a UserError for anything else."""
     try:
         dev = torch.device(name)
-    except (RuntimeError, ValueError) as err:
-        raise UserError(f"unknown device {name!r}: {err}") from err
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise UserError(f"unknown device {name!r}: {err}") from None
     if dev.type not in ("cpu", "cuda", "mps"):
         raise UserError(f"device {name!r} is not supported (use auto, cpu, cuda or cuda:N)")
     return dev
 
 
 def pick_device(name: str | None) -> torch.device:
-    """ "auto"/None: CUDA when available, else CPU; otherwise the named device, if this machine has it."""
+    """ "auto"/None: CUDA when available, else CPU; otherwise the named device, if this machine has it.
+
+    The one device check (`--device`, `device=` of the API, `load_weights`): anything else is a one-line UserError
+    naming the devices this machine has.
+    """
     if name in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = parse_device(name)
-    if dev.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if (dev.index or 0) >= count:
-            raise UserError(f"device {name!r} is not available (this machine has {count} CUDA devices)")
-    elif dev.type == "mps" and not torch.backends.mps.is_available():
-        raise UserError(f"device {name!r} is not available")
+    try:
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0  # no driver: 0, never an error
+    except RuntimeError:
+        count = 0
+    mps = torch.backends.mps.is_available()
+    here = (
+        "auto, cpu"
+        + (", cuda" + "".join(f", cuda:{i}" for i in range(count)) if count else "")
+        + (", mps" if mps else "")
+    )
+    if not isinstance(name, str):
+        raise UserError(f"device: {name!r} is not allowed; allowed here: {here}")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise UserError(f"device {name!r} is unknown; allowed here: {here}") from None
+    if dev.type == "cuda" and (dev.index or 0) >= count:
+        raise UserError(
+            f"device {name!r} is not available (this machine has {count} CUDA devices); allowed here: {here}"
+        )
+    if (dev.type == "mps" and not mps) or dev.type not in ("cpu", "cuda", "mps"):
+        raise UserError(f"device {name!r} is not available; allowed here: {here}")
     return dev
 
 

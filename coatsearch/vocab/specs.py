@@ -419,18 +419,19 @@ class SearchDim:
             return "choice"
         return "int" if isinstance(self.low, int) and isinstance(self.high, int) else "float"
 
-    def values(self) -> list[Any] | None:
-        """Every value of a finite dimension (choices, or an int range), None for a continuous one."""
+    def values(self) -> Sequence[Any] | None:
+        """Every value of a finite dimension (choices, or an int range: a `range`, never a list of a billion ints),
+        None for a continuous one."""
         if self.kind == "choice":
             return list(self.choices or ())
         if self.kind == "int" and not self.log:
             assert self.low is not None and self.high is not None
-            return list(range(int(self.low), int(self.high) + 1, int(self.step or 1)))
+            return range(int(self.low), int(self.high) + 1, int(self.step or 1))
         return None
 
 
 def grid_size(dims: Mapping[str, SearchDim | None]) -> int:
-    """How many points a finite set of dimensions (path -> SearchDim, None for none) holds."""
+    """How many points a finite set of dimensions (path -> SearchDim, None for none) holds; counted, never listed."""
     total = 1
     for d in dims.values():
         if d is not None:
