@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 POINTS_MAX = 100_000  # points of a finite space `show --all` and the grid sampler enumerate
 REJECT_MAX = 50  # rejected samples in a row for one planned trial before it is recorded as failed
+UNTRAINED = frozenset({"REJECTED", "REUSED"})  # record states of sampled points that trained nothing
 
 
 class Rejected(Exception):
