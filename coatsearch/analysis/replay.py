@@ -58,7 +58,7 @@ def table(study_name: str, studies_dir: str | Path) -> Table:
     space = found.study_space(study)
     rows = [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
              search.architecture(r.run)) for r in store.records(study, say=False)]  # fmt: skip
-    return _table(space, rows, f"study '{study_name}'")
+    return table_from_rows(space, rows, f"study '{study_name}'")
 
 
 def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
@@ -73,10 +73,10 @@ def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
              None if pd.isna(row.get("reuse_of", float("nan"))) else int(row["reuse_of"]),
              "" if pd.isna(row.get("architecture", float("nan"))) else str(row["architecture"]))
             for row in frame.to_dict("records")]  # fmt: skip
-    return _table(load_space(space_file), rows, str(csv_file))
+    return table_from_rows(load_space(space_file), rows, str(csv_file))
 
 
-def _table(space: Any, rows: Sequence[Row], where: str) -> Table:
+def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
     """The table from the trial rows of the space's first searched candidate; a reused point (REUSED, `reuse`:
     the trial it reused) reads its source's measurement on that seed and builds its source's network."""
     cands = [c for c in space.candidates if search.searches_model(c)]

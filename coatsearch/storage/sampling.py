@@ -147,8 +147,14 @@ def measured_by(trials: Sequence[Any], seed: Any, net: str, number: int) -> Any 
 
 def constrain(trial: optuna.Trial, violated: bool) -> None:
     """Mark a trial feasible or not through Optuna's constraint (`Trial.set_constraint`), which TPE, GP and
-    NSGA-II read; set on every trial told, so the samplers see one constraint on all of them."""
-    trial.set_constraint(CONSTRAINT, 1.0 if violated else 0.0)
+    NSGA-II read; set on every trial told, so the samplers see one constraint on all of them. CMA-ES reads no
+    constraint (Optuna warns on each trial that has one): its trials carry none."""
+    if not _cmaes(trial.study):
+        trial.set_constraint(CONSTRAINT, 1.0 if violated else 0.0)
+
+
+def _cmaes(study: optuna.Study) -> bool:
+    return isinstance(study.sampler, optuna.samplers.CmaEsSampler)
 
 
 def worst(study: optuna.Study) -> list[float] | None:
@@ -162,7 +168,10 @@ def worst(study: optuna.Study) -> list[float] | None:
 
 def constrained(study: optuna.Study) -> bool:
     """Whether every complete trial of the study carries the constraint (a study begun before it was recorded
-    goes on without it: GP refuses a mix of constrained and unconstrained trials)."""
+    goes on without it: GP refuses a mix of constrained and unconstrained trials). A CMA-ES study records none
+    but is told rejected points at the worst value all the same."""
+    if _cmaes(study):
+        return True
     return all(CONSTRAINT in t.constraints for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE")
 
 
