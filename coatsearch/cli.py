@@ -198,6 +198,9 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
     replay.add_argument("--trials", type=_bounded(1, 10_000), default=20)
     replay.add_argument("--repeats", type=_bounded(2, 1_000), default=50)
+    replay.add_argument(
+        "--pruner", help="comma-separated: sha, hyperband: random search with it on the learning curves"
+    )
     help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
     report.add_argument("--note", action="store_true", help=help_note)
     _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
@@ -379,6 +382,14 @@ def _replay(args: argparse.Namespace) -> int:
     measured = replay.table(args.study, args.studies_dir)
     curves = replay.replay(measured, args.sampler.split(","), args.trials, args.repeats)
     print(replay.text(curves))
+    if args.pruner:
+        from coatsearch.analysis import fidelity
+
+        table = fidelity.curves_of(args.study, args.studies_dir)
+        found = [
+            fidelity.measure(table, p, args.trials, args.repeats, measured.maximize) for p in args.pruner.split(",")
+        ]
+        print(fidelity.text(found))
     return 0
 
 

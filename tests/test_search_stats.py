@@ -212,3 +212,18 @@ def test_replay_refuses_a_repeat_count_of_zero(capsys):
     assert len(err.splitlines()) == 1 and "--repeats" in err
     with pytest.raises(UserError, match="at least 2 repeats"):
         replay.replay(SimpleNamespace(), ["random"], 5, 0)
+
+
+def test_successive_halving_on_a_table_of_curves_with_known_answers():
+    from coatsearch.analysis import fidelity
+
+    honest = {f"n{i:02d}": [[i / 12] * 8] for i in range(12)}  # early points rank as the final ones do
+    for pruner in fidelity.PRUNERS:
+        f = fidelity.measure(honest, pruner, 12, 20, maximize=True)
+        assert f.same_best == 1.0 and 0 < f.cost < 1  # the best is never pruned; the others stop early
+    liars = {f"n{i:02d}": [[1 - i / 12] * 7 + [i / 12]] for i in range(12)}  # early ranking reversed
+    f = fidelity.measure(liars, "sha", 12, 20, maximize=True)
+    assert f.same_best < 1.0
+    assert "same best as full fidelity" in fidelity.text([f])
+    with pytest.raises(fidelity.UserError):
+        fidelity.measure(honest, "median", 12, 20, True)
