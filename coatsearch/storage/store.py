@@ -335,12 +335,20 @@ def claim_point(
     return None
 
 
+_NAMED: dict[tuple[str, str], Any] = {}  # (candidate, spec hash) -> its matched Prepared, read once per process
+
+
 def _named(study: optuna.Study, cand: Any) -> Any:
     """A named candidate's matched Prepared as the study stored it (`matched`), else its own."""
     from coatsearch.budget import prepare as C
 
     rec = (study.user_attrs.get(MATCHED) or {}).get(cand.name)
-    return C.from_record(rec["prepared"]) if rec else cand.prepared
+    if not rec:
+        return cand.prepared
+    key = (cand.name, str(rec.get("spec")))
+    if key not in _NAMED:
+        _NAMED[key] = C.from_record(rec["prepared"])
+    return _NAMED[key]
 
 
 def reuse(study: optuna.Study, trial: optuna.Trial, key: str, source: optuna.trial.FrozenTrial) -> None:
