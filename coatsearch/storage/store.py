@@ -10,7 +10,10 @@ Storage invariants (every backend goes through this module, so they hold for all
   so the next run trains it again.
 - Claiming happens under the claim lock, so K workers never run one key twice.
 - A trial's result is ONE user attribute, its `record` (coatsearch.storage.record, JSON), written just before its
-  state (`tell`); records, once told, are never rewritten. Claiming adds `key`, `run_id`, `backend`, `worker`.
+  state (`tell`), with Optuna's constraint between them (`sampling.constrain`); records, once told, are never
+  rewritten. Claiming adds `key`, `run_id`, `backend`, `worker`.
+- A sampled point that trains nothing keeps no key: a rejected one (`rejected`, `reject`), or one whose network
+  another trial measures on its seed (`reuse`, `again`: the planned trial samples again; `store.reuse`).
 - A `TrialRecord` read from the storage is frozen and a copy: later writes to the storage never change it.
 Journals written before the record (7eb0683, b1c4749: one flat attribute per metric) open through `record.read`.
 """
