@@ -71,9 +71,18 @@ def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
     rows = [({k: v for k, v in row.items() if not pd.isna(v)}, row["state"],
              None if pd.isna(row["value"]) else row["value"], row.get("sample"), row.get("number"),
              None if pd.isna(row.get("reuse_of", float("nan"))) else int(row["reuse_of"]),
-             "" if pd.isna(row.get("architecture", float("nan"))) else str(row["architecture"]))
-            for row in frame.to_dict("records")]  # fmt: skip
+             _network(row)) for row in frame.to_dict("records")]  # fmt: skip
     return table_from_rows(load_space(space_file), rows, str(csv_file))
+
+
+def _network(row: Mapping[str, Any]) -> str:
+    """A table row's network: its recorded structure read through today's identity rule (`search.identity`), so
+    a table exported before the rule still names twins alike; else its `architecture` cell."""
+    struct, layout = row.get("structure"), row.get("layout")
+    if isinstance(struct, str) and struct:
+        return search.arch_name(layout if isinstance(layout, str) else "", search.identity(struct))
+    arch = row.get("architecture")
+    return arch if isinstance(arch, str) else ""
 
 
 def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
