@@ -1,4 +1,4 @@
-"""Command line: show | plan | run | replicate | report | status | export | replay | repair | dashboard."""
+"""Command line: show | plan | run | enumerate | replicate | report | status | export | replay | repair | dashboard."""
 
 from __future__ import annotations
 
@@ -106,9 +106,38 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
     run.set_defaults(func=_run)
 
+    enum = sub.add_parser("enumerate", help="measure every network of a finite searched space once per seed")
+    enum.add_argument("space", type=Path)
+    enum.add_argument("--profile", default="default", help="quick | default | full, as the space defines")
+    enum.add_argument("--study", help="study name (default: the space's name, plus -PROFILE, plus -enumerate)")
+    enum.add_argument("--workers", type=_workers, help="worker processes (as for run; default auto)")
+    enum.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda | cuda:N")
+    enum.add_argument("--studies-dir", type=Path, default=STUDIES)
+    enum.add_argument("--reports-dir", type=Path, default=REPORTS)
+    enum.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    enum.add_argument("--quiet", action="store_true", help="no progress bars")
+    enum.set_defaults(func=_enumerate)
+
     _study_commands(sub)
     cli_replication.add_command(sub)
     return p
+
+
+def _enumerate(args: argparse.Namespace) -> int:
+    """`run` with the space set to its grid of every point once per seed (cli_search.enumerated)."""
+    from coatsearch import api
+    from coatsearch.cli_search import enumerated
+
+    space = enumerated(api.load_space(args.space, args.profile), str(args.space))
+    profile = "" if args.profile == "default" else f"-{args.profile}"
+    res = api.run(space, args.study or f"{space.name}{profile}-enumerate", "optuna", args.workers or "auto",
+                  args.device, studies_dir=args.studies_dir, reports_dir=args.reports_dir,
+                  report=not args.no_report, progress=not args.quiet, plan_first=False)  # fmt: skip
+    print(f"study {res.study}: {res.complete} trained of {res.planned} planned points (a point whose network was "
+          f"measured on its seed reuses it); {res.seconds:.0f} s; storage {res.storage}")  # fmt: skip
+    if res.report is not None:
+        print(f"report: {res.report}")
+    return 0
 
 
 def _plan_command(sub: argparse._SubParsersAction) -> None:
@@ -164,7 +193,10 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     replay = _study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
     replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
     replay.add_argument("--trials", type=_bounded(1, 10_000), default=20)
-    replay.add_argument("--repeats", type=_bounded(2, 1_000), default=10)
+    replay.add_argument("--repeats", type=_bounded(2, 1_000), default=50)
+    replay.add_argument(
+        "--pruner", help="comma-separated: sha, hyperband: random search with it on the learning curves"
+    )
     help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
     report.add_argument("--note", action="store_true", help=help_note)
     _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
@@ -348,6 +380,14 @@ def _replay(args: argparse.Namespace) -> int:
     measured = replay.table(args.study, args.studies_dir)
     curves = replay.replay(measured, args.sampler.split(","), args.trials, args.repeats)
     print(replay.text(curves))
+    if args.pruner:
+        from coatsearch.analysis import fidelity
+
+        table = fidelity.curves_of(args.study, args.studies_dir)
+        found = [
+            fidelity.measure(table, p, args.trials, args.repeats, measured.maximize) for p in args.pruner.split(",")
+        ]
+        print(fidelity.text(found))
     return 0
 
 

@@ -1,5 +1,6 @@
 """The command line's search views: what a searched candidate's space holds (`show`), a trial's model
-(`show STUDY --trial N`), and the best architectures as candidate entries (`export STUDY --best K`)."""
+(`show STUDY --trial N`), the best architectures as candidate entries (`export STUDY --best K`), and the space
+set to measure every network once per seed (`enumerate`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import Any
 
 from coatsearch.space import search
 from coatsearch.space.objects import Candidate, Space
+from coatsearch.vocab.specs import SAMPLES_MAX
 
 SAMPLE = 8  # architectures `show` lists without --all
 LIST_MAX = 20  # values of a dimension `show` lists (more: the first and the last)
 RANDOM_POINTS = 50  # points `show` solves for a space with a continuous structural dimension
+ENUMERATE_MAX = SAMPLES_MAX  # points of one searched candidate `enumerate` plans per seed
 
 
 def show_search(space: Space, everything: bool) -> str:
@@ -117,3 +120,35 @@ def show_trial(study: str, number: int, studies_dir: Any) -> str:
         f"{p.macs / 1e6:.2f}M MACs",
         str(build(p.model)),
     ])  # fmt: skip
+
+
+def enumerated(space: Space, where: str) -> Space:
+    """The space set to measure every network of its searched candidates once per seed: the grid sampler over
+    every point, on every seed, no re-evaluation (a point whose network was measured on that seed reuses it,
+    `store.reuse`). One-line UserError for a space with no searched candidate, a continuous dimension, or more
+    points than ENUMERATE_MAX; nothing is written."""
+    import dataclasses
+    import math
+
+    from coatsearch.errors import UserError
+
+    searched = [c for c in space.candidates if isinstance(c, Candidate) and c.dims]
+    if not searched:
+        raise UserError(f"{where}: no candidate has search dimensions; enumerate measures every network of a "
+                        "searched candidate (allowed: a space with a `search:` candidate)")  # fmt: skip
+    sizes = []
+    for cand in searched:
+        endless = [d.path for d in cand.dims if d.values() is None]
+        if endless:
+            raise UserError(f"{where}: candidate '{cand.name}': {endless[0]} is continuous, so the space holds "
+                            f"infinitely many points; allowed: choice lists and integer ranges, at most "
+                            f"{ENUMERATE_MAX} points a candidate")  # fmt: skip
+        sizes.append(math.prod(len(d.values() or ()) for d in cand.dims))
+        if sizes[-1] > ENUMERATE_MAX:
+            structural = search.size(cand) or 0
+            raise UserError(f"{where}: candidate '{cand.name}' holds {sizes[-1]} points ({structural} structural, so "
+                            f"at most {structural} networks), more than the {ENUMERATE_MAX} points enumerate "
+                            f"measures; allowed: at most {ENUMERATE_MAX} points a candidate ({ENUMERATE_MAX} "
+                            f"networks at {len(space.study.seeds)} seeds)")  # fmt: skip
+    study = dataclasses.replace(space.study, sampler="grid", samples=max(sizes), reevaluate=None)
+    return dataclasses.replace(space, study=study)

@@ -65,7 +65,9 @@ def test_records_are_frozen_copies(tmp_path):
     journal = store.storage_file(tmp_path, "s")
     lines = len(journal.read_text().splitlines())
     store.tell(study, trial, "COMPLETE", run, 0.5)
-    assert len(journal.read_text().splitlines()) == lines + 2  # the record (one attribute), then the state
+    # the record (one attribute), Optuna's constraint (what the samplers read rejections by), then the state
+    assert len(journal.read_text().splitlines()) == lines + 3
+    assert study.trials[0].constraints == {sampling.CONSTRAINT: 0.0}
     (rec,) = store.records(study)
     assert rec.state == "COMPLETE" and rec.value == 0.5 and rec.candidate == "C-C" and rec.seed == 0
     assert rec.run.keys() == ("generalization.eval_acc",) and rec.run.value("generalization.eval_acc") == 0.5

@@ -41,7 +41,7 @@ def _claims_of(studies_dir: Path, name: str) -> tuple[dict, list[dict]]:
 
     study = store.load_study(studies_dir, name)
     space = store.space_of(study)
-    records = [r for r in search.regroup(store.records(study, say=False)) if r.state != "REJECTED"]
+    records = [r for r in search.regroup(store.records(study, say=False)) if r.state not in search.UNTRAINED]
     return space, judging.judge_records(space, records, describe=False).claims
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +27,27 @@ class Curve:
 
     sampler: str
     points: tuple[tuple[int, float, float, float], ...]
+    found: tuple[float, ...] = ()  # the table mean of each replay's final incumbent (one per search seed)
 
 
 @dataclass(frozen=True)
 class Table:
     """A finite searched candidate measured in full: point (its stored values, dimension order) -> the values
-    its seeds measured, the points rejected before training, and the objective's direction."""
+    its seeds measured (a point whose network another point measured on a seed reads that measurement), the
+    network each admitted point builds, the points rejected before training, and the objective's direction."""
 
     candidate: Any
     values: dict[tuple, list[float]]
     rejected: frozenset[tuple]
     maximize: bool
+    networks: Mapping[tuple, str] = field(default_factory=dict)  # point -> network ({}: each point its own)
+
+    def network(self, point: tuple) -> str:
+        """The network a point builds (the point itself where the table does not say)."""
+        return self.networks.get(point) or repr(point)
+
+
+Row = tuple[Mapping[str, Any], str, Any, Any, Any, Any, str]  # params, state, value, sample, number, reuse, network
 
 
 def table(study_name: str, studies_dir: str | Path) -> Table:
@@ -46,8 +56,9 @@ def table(study_name: str, studies_dir: str | Path) -> Table:
 
     study = store.load_study(Path(studies_dir), study_name)
     space = found.study_space(study)
-    rows = [(r.params, r.state, r.value, r.run.identity.sample) for r in store.records(study, say=False)]
-    return _table(space, rows, f"study '{study_name}'")
+    rows = [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
+             search.architecture(r.run)) for r in store.records(study, say=False)]  # fmt: skip
+    return table_from_rows(space, rows, f"study '{study_name}'")
 
 
 def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
@@ -58,34 +69,58 @@ def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
 
     frame = pd.read_csv(csv_file)
     rows = [({k: v for k, v in row.items() if not pd.isna(v)}, row["state"],
-             None if pd.isna(row["value"]) else row["value"], row.get("sample"))
-            for row in frame.to_dict("records")]  # fmt: skip
-    return _table(load_space(space_file), rows, str(csv_file))
+             None if pd.isna(row["value"]) else row["value"], row.get("sample"), row.get("number"),
+             None if pd.isna(row.get("reuse_of", float("nan"))) else int(row["reuse_of"]),
+             _network(row)) for row in frame.to_dict("records")]  # fmt: skip
+    return table_from_rows(load_space(space_file), rows, str(csv_file))
 
 
-def _table(space: Any, rows: Sequence[tuple[Mapping[str, Any], str, Any, Any]], where: str) -> Table:
-    """The table from (params, state, value, sample) rows of the space's first searched candidate."""
+def _network(row: Mapping[str, Any]) -> str:
+    """A table row's network: its recorded structure read through today's identity rule (`search.identity`), so
+    a table exported before the rule still names twins alike; else its `architecture` cell."""
+    struct, layout = row.get("structure"), row.get("layout")
+    if isinstance(struct, str) and struct:
+        return search.arch_name(layout if isinstance(layout, str) else "", search.identity(struct))
+    arch = row.get("architecture")
+    return arch if isinstance(arch, str) else ""
+
+
+def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
+    """The table from the trial rows of the space's first searched candidate; a reused point (REUSED, `reuse`:
+    the trial it reused) reads its source's measurement on that seed and builds its source's network."""
     cands = [c for c in space.candidates if search.searches_model(c)]
     if not cands or search.size(cands[0]) is None:
         raise UserError(f"{where}: replay needs a searched candidate with a finite space")
     cand = cands[0]
     paths = [d.path for d in search.model_dims(cand)]
-    values: dict[tuple, list[float]] = {}
+    per: dict[tuple, dict[Any, float]] = {}
+    networks: dict[tuple, str] = {}
     rejected: set[tuple] = set()
-    for params, state, value, sample in rows:
+    measured: dict[Any, tuple[float, str]] = {}  # trial number -> (value, network): what a reuse reads
+    reused: list[tuple[tuple, Any, Any]] = []
+    for params, state, value, sample, number, reuse, net in rows:
         if params.get("candidate") != cand.name or (sample or 0) >= REEVAL:
             continue
         key = tuple(params.get(p) for p in paths)
         if state == "REJECTED":
             rejected.add(key)
         elif state == "COMPLETE" and value is not None:
-            values.setdefault(key, []).append(float(value))
+            per.setdefault(key, {})[params.get("seed")] = float(value)
+            networks[key] = net or networks.get(key, "")
+            measured[number] = (float(value), net)
+        elif state == "REUSED" and reuse is not None:
+            reused.append((key, params.get("seed"), reuse))
+    for key, seed, source in reused:
+        if source in measured:
+            per.setdefault(key, {}).setdefault(seed, measured[source][0])
+            networks[key] = networks.get(key) or measured[source][1]
+    values = {k: list(v.values()) for k, v in per.items()}
     total = search.size(cand) or 0
     if len(values) + len(rejected - set(values)) < total:
         raise UserError(f"{where} measured or rejected {len(values) + len(rejected)} of the {total} "
                         "points; replay needs every point (run the space with study.sampler: grid)")  # fmt: skip
     direction = space.study.directions[0] if space.study.objectives else space.study.direction
-    return Table(cand, values, frozenset(rejected), direction == "maximize")
+    return Table(cand, values, frozenset(rejected), direction == "maximize", {k: n for k, n in networks.items() if n})
 
 
 def replay(measured: Table, samplers: Sequence[str], trials: int, repeats: int) -> list[Curve]:
@@ -93,50 +128,71 @@ def replay(measured: Table, samplers: Sequence[str], trials: int, repeats: int) 
     bad = [s for s in samplers if s not in SAMPLERS]
     if bad:
         raise UserError(f"--sampler {bad[0]}: replay takes {', '.join(SAMPLERS)} (single objective, choice lists)")
-    best = (max if measured.maximize else min)(statistics.fmean(v) for v in measured.values.values())
-    return [_curve(s, measured.candidate, measured.values, best, measured.maximize, trials, repeats) for s in samplers]
+    if repeats < 2:
+        raise UserError(f"--repeats {repeats}: a replay needs at least 2 repeats (an interval over them)")
+    return [_curve(s, measured, trials, repeats) for s in samplers]
 
 
-def _curve(sampler: str, cand: Any, values: dict, best: float, maximize: bool, trials: int, repeats: int) -> Curve:
-    from scipy import stats as st
+def _curve(sampler: str, measured: Table, trials: int, repeats: int) -> Curve:
+    from coatsearch.analysis.search_stats import mean_ci
 
-    runs = [_one(sampler, cand, values, best, maximize, trials, seed) for seed in range(repeats)]
+    best = _best(measured)
+    runs = [_one(sampler, measured, trials, seed) for seed in range(repeats)]
     points = []
     for n in range(1, trials + 1):
-        at = [run[n - 1] for run in runs]
-        mean = statistics.fmean(at)
-        half = float(st.t.ppf(0.975, len(at) - 1)) * statistics.stdev(at) / len(at) ** 0.5 if len(at) > 1 else 0.0
-        points.append((n, mean, mean - half, mean + half))
-    return Curve(sampler, tuple(points))
+        m, lo, hi = mean_ci([abs(best - run[n - 1]) for run in runs])
+        points.append((n, m, lo, hi))
+    return Curve(sampler, tuple(points), tuple(run[-1] for run in runs))
 
 
-def _one(sampler: str, cand: Any, values: dict, best: float, maximize: bool, trials: int, seed: int) -> list[float]:
-    """One replay: the regret after each counted trial (a point not in the table is rejected, not counted)."""
+def _best(measured: Table) -> float:
+    return (max if measured.maximize else min)(statistics.fmean(v) for v in measured.values.values())
+
+
+def _one(sampler: str, measured: Table, trials: int, seed: int) -> list[float]:
+    """One replay: the incumbent's table mean after each counted trial. As in a study, a rejected point costs no
+    trial, and a point whose network this replay drew already is told that value and asks again, at most
+    sampling.REUSE_MAX times for one trial (after which the trial ends as that reuse)."""
     import optuna
 
-    from coatsearch.storage.sampling import make_sampler
+    from coatsearch.storage.sampling import REUSE_MAX, constrain, make_sampler, tell_rejected
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    dims = search.model_dims(cand)
+    dims, values, maximize = search.model_dims(measured.candidate), measured.values, measured.maximize
     dists: dict[str, optuna.distributions.BaseDistribution] = {
         d.path: optuna.distributions.CategoricalDistribution([search.label(v) for v in d.values() or ()]) for d in dims
     }
     study = optuna.create_study(direction="maximize" if maximize else "minimize", sampler=make_sampler(sampler, seed))
-    rng, regrets, incumbent = random.Random(seed), [], None  # incumbent: (observed value, point)
-    for _ in range(trials * ASKS_PER_TRIAL):
+    rng, incumbent = random.Random(seed), None  # incumbent: (observed value, point)
+    means: list[float] = []
+    drawn: dict[str, float] = {}  # network -> the value this replay observed for it
+    rejects = reuses = 0
+    while len(means) < trials:
         trial = study.ask(dists)
         key = tuple(trial.params[d.path] for d in dims)
-        if key not in values:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)  # rejected: a constraint or the budget
+        if key not in values:  # rejected: a constraint or the budget, told as a study tells it
+            tell_rejected(study, trial)
+            rejects += 1
+            if rejects > trials * ASKS_PER_TRIAL:
+                raise UserError(f"replay of {sampler}: fewer than {trials} admissible points in "
+                                f"{trials * ASKS_PER_TRIAL} asks")  # fmt: skip
             continue
-        value = rng.choice(values[key])  # one seed's measurement, as a real trial would give
-        study.tell(trial, value)
-        if incumbent is None or (value > incumbent[0] if maximize else value < incumbent[0]):
-            incumbent = (value, key)
-        regrets.append(abs(best - statistics.fmean(values[incumbent[1]])))  # the incumbent's table mean
-        if len(regrets) == trials:
-            return regrets
-    raise UserError(f"replay of {sampler}: fewer than {trials} admissible points in {trials * ASKS_PER_TRIAL} asks")
+        net = measured.network(key)
+        constrain(trial, False)
+        if net in drawn:  # measured already: told its value, trains nothing
+            study.tell(trial, drawn[net])
+            reuses += 1
+            if reuses < REUSE_MAX:
+                continue
+        else:
+            drawn[net] = rng.choice(values[key])  # one seed's measurement, as a real trial would give
+            study.tell(trial, drawn[net])
+            if incumbent is None or (drawn[net] > incumbent[0] if maximize else drawn[net] < incumbent[0]):
+                incumbent = (drawn[net], key)
+        reuses = 0
+        assert incumbent is not None
+        means.append(statistics.fmean(values[incumbent[1]]))  # the incumbent's table mean
+    return means
 
 
 def text(curves: list[Curve], scale: float = 100.0) -> str:
@@ -149,4 +205,12 @@ def text(curves: list[Curve], scale: float = 100.0) -> str:
         cells = [f"{m * scale:.2f} [{lo * scale:.2f}, {hi * scale:.2f}]".ljust(22) for n, m, lo, hi in c.points
                  if n in marks]  # fmt: skip
         lines.append(f"{c.sampler:<8} " + "  ".join(cells))
+    lines.append(f"best found after {trials} trials over the search seeds (table mean, points): median "
+                 "[10th, 90th percentile] (min..max)")  # fmt: skip
+    for c in curves:
+        q = statistics.quantiles([v * scale for v in c.found], n=10, method="inclusive") if len(c.found) > 1 else []
+        mid = statistics.median(c.found) * scale if c.found else float("nan")
+        spread = f" [{q[0]:.2f}, {q[-1]:.2f}]" if q else ""
+        lines.append(f"{c.sampler:<8} {mid:.2f}{spread} ({min(c.found) * scale:.2f}..{max(c.found) * scale:.2f}) "
+                     f"over {len(c.found)} seeds")  # fmt: skip
     return "\n".join(lines)

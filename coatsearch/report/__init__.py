@@ -104,7 +104,7 @@ def summarize(
     from coatsearch.space import search
 
     found = view_search.compute(space, records)
-    records = [r for r in search.regroup(records) if r.state != "REJECTED"]  # the search section counts those
+    records = [r for r in search.regroup(records) if r.state not in search.UNTRAINED]  # the search section counts those
     j = judging.judge_records(space, records, registered=registered)
     t = tables(study, space, records, j)
     more = {"search": found, "looks": looks.table(space, t["claims"], earlier),
@@ -256,7 +256,7 @@ def _replication(study: str, space: dict, records: T.Records, j: judging.Judged,
         return None
     if original.missing:
         return vr.missing(study, original.study, original.missing)
-    theirs = [r for r in search.regroup(original.records) if r.state != "REJECTED"]
+    theirs = [r for r in search.regroup(original.records) if r.state not in search.UNTRAINED]
     return vr.compute(study, space, records, j, original.study, original.space, theirs, original.registered)
 
 

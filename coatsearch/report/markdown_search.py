@@ -7,9 +7,10 @@ import math
 from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.report import escape
 from coatsearch.report.markdown import table
-from coatsearch.report.view_search import IMPORTANCE_SEEDS, SAME, Arch, Searched, SearchInfo
+from coatsearch.report.view_search import IMPORTANCE_SEEDS, NOT_SHOWN, SAME, Arch, Searched, SearchInfo
 
 SEEDS = len(IMPORTANCE_SEEDS)
+UNDEFINED = "undefined (never varied)"  # the importance of a dimension the trials held at one value
 
 
 def section(s: SearchInfo) -> str:
@@ -32,6 +33,12 @@ def _searched(s: SearchInfo, one: Searched) -> list[str]:
     held = f"holds {one.size} structural points; " if one.size is not None else ""
     out.append(f"The space {held}the search measured {one.measured} distinct architectures in {one.trials} trials.")
     out.append(_rejected(one))
+    if one.mapped is not None:
+        out.append(_mapped(one))
+    if one.random is not None:
+        out.append(_random(s, one))
+    if one.fidelity is not None:
+        out.append(_fidelity(one))
     if one.history:
         out.append(_history(s, one))
     if one.top:
@@ -44,7 +51,9 @@ def _searched(s: SearchInfo, one: Searched) -> list[str]:
     if one.reevaluation:
         out.append(_reevaluated(s, one))
     if one.importance:
-        body = [[f"`{p}`", _pm(m, sd, 2)] for p, m, sd in one.importance]
+        body = [
+            [f"`{p}`", _pm(m, sd, 2) if m is not None else "undefined (never varied)"] for p, m, sd in one.importance
+        ]
         note = f"Importance of each dimension (fANOVA, `optuna.importance`; ± sd over {SEEDS} forest seeds):"
         out.append(note + "\n\n" + table(["dimension", "importance"], body))
     return out
@@ -61,9 +70,14 @@ def _reevaluated(s: SearchInfo, one: Searched) -> str:
         ci = f" [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}]" if p.ci else ""
         test = f", p = {p.p:.3g}, Holm {p.p_holm:.3g}" if p.p is not None and p.p_holm is not None else ""
         can = f"; it could detect {p.detectable:.2f} points at 80% power" if p.detectable is not None else ""
-        lines.append(f"- search found `{p.found}` ({p.stages}), {p.verdict} the best named candidate `{p.named}`: "
+        if p.verdict == NOT_SHOWN:
+            could = f"could detect {p.detectable:.2f} points" if p.detectable is not None else "too few seeds to test"
+            verdict, can = f"{NOT_SHOWN} ({could})", ""
+        else:
+            verdict = p.verdict
+        lines.append(f"- search found `{p.found}` ({p.stages}), {verdict} the best named candidate `{p.named}`: "
                      f"{p.found_mean:.2f}{s.unit} vs {p.named_mean:.2f}{s.unit}, d = {p.d:+.2f}{ci} points over "
-                     f"{p.n} fresh seeds (t test, noise pooled over the re-evaluated networks{test}){can}")  # fmt: skip
+                     f"{p.n} fresh seeds (paired t test on this pair's own noise{test}){can}")  # fmt: skip
     head = (
         "Re-evaluation (`study.reevaluate`): the top architectures and every named candidate retrained on fresh "
         "seeds the search never saw, compared paired by seed with the best named candidate on those seeds "
@@ -91,6 +105,35 @@ def _front(s: SearchInfo, one: Searched) -> str:
 
 def _digits(x: float) -> int:
     return 2 if abs(x) >= 1 else 4
+
+
+def _mapped(one: Searched) -> str:
+    m = one.mapped
+    return (f"{m.points} sampled points passed the constraints and the budget; these points mapped to {m.networks} "
+            f"networks: {m.trained} trained, {m.reused} reused a network already measured on their seed (nothing "
+            "trained twice; a reuse is counted once, in the run it reused).")  # fmt: skip
+
+
+def _random(s: SearchInfo, one: Searched) -> str:
+    r = one.random
+    if r.baseline is None:
+        return f"Random-search baseline: not computed: {r.note}."
+    b = r.baseline
+    found = (f" This search's best `{escape.cell(r.found)}` has table mean {r.found_mean:.2f}{s.unit}: regret "
+             f"{r.regret:.2f} points." if r.found_mean is not None and r.regret is not None else "")  # fmt: skip
+    return (f"Random search at the same budget ({b.k} trials a seed, on the table of all {b.networks} networks "
+            f"measured whole): expected best {b.mean:.2f}{s.unit} [{b.ci[0]:.2f}, {b.ci[1]:.2f}] (one random search: "
+            f"{b.spread[0]:.2f}–{b.spread[1]:.2f}, 10th–90th percentile); the best network {b.best:.2f}{s.unit}, "
+            f"so random search's regret is {b.regret:.2f} points.{found}")  # fmt: skip
+
+
+def _fidelity(one: Searched) -> str:
+    t = one.fidelity
+    ci = f" [{t.ci[0]:+.2f}, {t.ci[1]:+.2f}]" if t.ci else " (no interval under 5 networks)"
+    p = f", p = {t.p:.3g}" if t.p is not None else ""
+    return (f"Fidelity: Kendall's τ between the search's objective and the re-evaluation's on the {t.n} networks "
+            f"measured at both: {t.tau:+.2f}{ci}{p} (scipy.stats.kendalltau; 95% interval after Fieller et al. "
+            "1957).")  # fmt: skip
 
 
 def _rejected(one: Searched) -> str:

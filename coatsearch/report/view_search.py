@@ -7,6 +7,7 @@ their architectures) and the space record; pure apart from the in-memory Optuna 
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -14,9 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.analysis.tables import METRICS
+from coatsearch.report.view_search_checks import checks
 from coatsearch.space import search
 from coatsearch.storage.record import TrialRecord
 from coatsearch.storage.trials import REEVAL
@@ -54,10 +57,15 @@ class Searched:
     history: tuple[tuple[int, float, float, float], ...]  # (trial number, elapsed s, value, best so far)
     top: tuple[Arch, ...]
     measured: int  # distinct architectures measured
-    importance: tuple[tuple[str, float, float | None], ...]  # (path, mean, sd over forest seeds)
+    importance: tuple[
+        tuple[str, float | None, float | None], ...
+    ]  # (path, mean, sd over forest seeds; None: never varied)
     slices: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (path, (value, objective) per trial)
     reevaluation: tuple[Paired, ...] = ()  # each re-evaluated architecture against the best named candidate
     front: tuple[Point, ...] = ()  # multi-objective studies: every measured architecture, on the front or not
+    mapped: Any = None  # view_search_checks.Mapped: points -> networks
+    random: Any = None  # view_search_checks.Random: the random-search baseline and the search's regret
+    fidelity: Any = None  # analysis.search_stats.Tau: the search's objective against the re-evaluation
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class Point:
 
 POWER = 0.8  # the power at which the re-evaluation states the difference it could have detected
 SAME = "the same network as"  # a re-evaluated architecture that a named candidate builds too (search.identity)
+NOT_SHOWN = "not shown to differ from"  # a comparison that is not firm: it states what it could have detected
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,7 @@ class Paired:
     ci: tuple[float, float] | None
     p: float | None
     p_holm: float | None
-    verdict: str  # "better than", "worse than", "no better than", or SAME (`named`: the candidate it is)
+    verdict: str  # "better than", "worse than", NOT_SHOWN, or SAME (`named`: the candidate it is)
     detectable: float | None = None  # the smallest true d found at 80% power (the first Holm step's level)
 
 
@@ -123,6 +132,9 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchI
     fresh = set(fresh_seeds(seeds, int((study.get("reevaluate") or {}).get("seeds") or 0)))
     objs = _objectives(study)
     searched = tuple(_searched(n, cands.get(n), records, objective, scale, maximize, fresh, objs) for n in names)
+    searched = tuple(dataclasses.replace(one, **checks(space, one.candidate, records, one.top[0].name if one.top
+                                                        else "", objective, scale, maximize, fresh))
+                     for one in searched)  # fmt: skip
     named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
     return SearchInfo(
         objective,
@@ -226,9 +238,9 @@ def _by_seed(records: Sequence[TrialRecord], name_of: Any, read: Any) -> dict[st
 def _reevaluation(
     again: Sequence[TrialRecord], named: Sequence[TrialRecord], key: str, scale: float, maximize: bool
 ) -> tuple[Paired, ...]:
-    """Each re-evaluated architecture against the best named candidate, paired by fresh seed under the claims'
-    rule (report.stats: the noise pooled over every re-evaluated network, its t interval and p), Holm-adjusted
-    over the architectures compared, firm at VERDICT_ALPHA.
+    """Each re-evaluated architecture against the best named candidate, paired by fresh seed (report.stats: the
+    pair's own paired noise, its t interval and p), Holm-adjusted over the architectures compared, firm at
+    VERDICT_ALPHA.
 
     The best named candidate is chosen on the trial values (the validation images, where the study has a split),
     and every comparison reads `key`, the objective on the test images: no choice sees the images that judge it.
@@ -251,19 +263,19 @@ def _reevaluation(
     best = max(chosen, key=lambda n: sign * statistics.fmean(chosen[n].values()))
     stages = {search.architecture(r.run): r.run.model.stages for r in again if r.run.model is not None}
     same = {search.architecture(r.run): r.candidate for r in named}
-    pooled = S.noise({**names, **{a: v for a, v in found.items() if a not in same}})
     out, tested = [], []
     for arch, vals in found.items():
         if (twin := same.get(arch)) in names:  # the search found a named layout again
             out.append(Paired(arch, stages.get(arch, ""), twin, statistics.fmean(vals.values()),
                               statistics.fmean(names[twin].values()), 0, 0.0, None, None, None, SAME))  # fmt: skip
-        else:
-            tested.append((arch, vals, S.paired(vals, names[best], sign, pooled, ALPHA)))
+        else:  # the pair's own paired noise: never one sd pooled over unlike networks
+            own = S.noise({arch: vals, best: names[best]})
+            tested.append((arch, vals, own, S.paired(vals, names[best], sign, own, ALPHA)))
     level = VERDICT_ALPHA / max(1, len(tested))  # the first Holm step's
-    for (arch, vals, res), q in zip(tested, S.holm([res["p"] for *_, res in tested]), strict=True):
+    for (arch, vals, own, res), q in zip(tested, S.holm([res["p"] for *_, res in tested]), strict=True):
         firm = q is not None and q < VERDICT_ALPHA
-        can = S.detectable(pooled.sd_diff, res["n"], pooled.df, level, POWER) if pooled and res["n"] >= 2 else None
-        verdict = "no better than" if not firm else ("better than" if res["d"] > 0 else "worse than")
+        can = S.detectable(own.sd_diff, res["n"], own.df, level, POWER) if own and res["n"] >= 2 else None
+        verdict = NOT_SHOWN if not firm else ("better than" if res["d"] > 0 else "worse than")
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
                           statistics.fmean(names[best].values()), res["n"], res["d"], res["ci"], res["p"], q,
                           verdict, can))  # fmt: skip
@@ -298,8 +310,9 @@ def _history(done: Sequence[TrialRecord], scale: float, maximize: bool) -> tuple
 
 
 def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candidate: bool = False) -> tuple[Arch, ...]:
-    """The measured architectures (or candidates), best mean first: mean ± sd over seeds, the runs of one seed
-    averaged first (`n`: runs)."""
+    """The measured architectures (or candidates), grouped as architectures.by_mean groups them and ranked on equal
+    seeds as `export --best` ranks them (search_stats.rank): mean ± sd over seeds, the runs of one seed averaged
+    first (`n`: runs)."""
     from coatsearch.storage.architectures import by_mean
 
     out = []
@@ -314,7 +327,8 @@ def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candida
         sd = statistics.stdev(vals) if len(vals) > 1 else None
         seeds = tuple(sorted({r.seed for r in rs if r.seed is not None}))
         out.append(Arch(name, m.layout, m.stages, block, m.params, m.macs, statistics.fmean(vals), sd, len(rs), seeds))
-    return tuple(out)  # in by_mean's order: the one ranking `export --best` takes too
+    order = SS.rank({a.name: dict.fromkeys(a.seeds or (None,), a.mean) for a in out}, maximize)  # equal seeds
+    return tuple(sorted(out, key=lambda a: order.index(a.name)))
 
 
 def _dims(cand: Any) -> list[Any]:
@@ -330,14 +344,20 @@ def _slices(
     )
 
 
-def _importance(cand: Any, done: Sequence[TrialRecord], maximize: bool) -> tuple[tuple[str, float, float | None], ...]:
-    """fANOVA importance of each sampled dimension over the complete trials, mean and sd over forest seeds."""
+def _importance(
+    cand: Any, done: Sequence[TrialRecord], maximize: bool
+) -> tuple[tuple[str, float | None, float | None], ...]:
+    """fANOVA importance of each sampled dimension over the complete trials, mean and sd over forest seeds; a
+    dimension the trials never varied has no importance (None: undefined, not zero)."""
     import optuna
 
     dims = {d.path: _distribution(d) for d in _dims(cand)}
     trials = [r for r in done if all(p in r.params for p in dims)]
     if len(dims) < 1 or len(trials) < 3:
         return ()
+    varied = {p for p in dims if len({search.label(r.params[p]) for r in trials}) > 1}  # else: undefined
+    if not varied:
+        return tuple((p, None, None) for p in dims)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
     for r in trials:
@@ -353,8 +373,11 @@ def _importance(cand: Any, done: Sequence[TrialRecord], maximize: bool) -> tuple
             return ()
         for p in dims:
             runs[p].append(float(found.get(p, 0.0)))
-    rows = [(p, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None) for p, v in runs.items()]
-    return tuple(sorted(rows, key=lambda row: -row[1]))
+    rows: list[tuple[str, float | None, float | None]] = [
+        (p, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None) if p in varied else (p, None, None)
+        for p, v in runs.items()
+    ]
+    return tuple(sorted(rows, key=lambda row: -row[1] if row[1] is not None else 1.0))
 
 
 def _distribution(d: Any) -> Any:

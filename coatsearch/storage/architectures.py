@@ -22,8 +22,9 @@ def trial_structure(trial: Any) -> str | None:
 def ranked(
     trials: Sequence[Any], cand: Candidate | Baseline, direction: str, exclude: Collection[str] = ()
 ) -> list[dict[str, Any]]:
-    """The architectures of complete Optuna trials, best mean objective first: each one's sampled values as
-    Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation trial enqueues it.
+    """The architectures of complete Optuna trials, best first on equal seeds (search_stats.rank): each one's
+    sampled values as Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation
+    trial enqueues it.
     Trials of one network (`identity`) are one architecture; networks in `exclude` (identities) are left out."""
     paths = [d.path for d in cand.dims]
     model = [d.path for d in search.model_dims(cand)]
@@ -33,9 +34,16 @@ def ranked(
         key = search.identity(struct) if struct else str(tuple(t.params.get(p) for p in model))
         if key not in exclude:
             groups.setdefault(key, []).append(t)
+    from coatsearch.analysis.search_stats import rank
+
     sign = -1.0 if direction == "maximize" else 1.0
-    order = sorted(groups.values(), key=lambda ts: sign * sum(t.values[0] for t in ts) / len(ts))
-    best = [min(ts, key=lambda t: sign * t.values[0]) for ts in order]
+    by_seed: dict[str, dict[Any, float]] = {}
+    for key, ts in groups.items():
+        seeds: dict[Any, list[float]] = {}
+        for t in ts:
+            seeds.setdefault(t.params.get("seed"), []).append(t.values[0])
+        by_seed[key] = {s: sum(v) / len(v) for s, v in seeds.items()}
+    best = [min(groups[key], key=lambda t: sign * t.values[0]) for key in rank(by_seed, direction == "maximize")]
     return [{p: t.params[p] for p in paths if p in t.params} for t in best]
 
 

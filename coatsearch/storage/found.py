@@ -11,6 +11,7 @@ space with the same input.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,8 @@ def _rebuild(space: Space, r: TrialRecord) -> TrialModel:
 def best(study_name: str, k: int, studies_dir: str | Path = "studies") -> list[tuple[TrialModel, float, int]]:
     """The `k` best architectures of the study's searched candidates by mean objective over their runs: each
     one's best trial's model, its mean and its run count. A UserError when the study holds fewer than `k`."""
+    from coatsearch.analysis.search_stats import rank
     from coatsearch.storage import store
-    from coatsearch.storage.architectures import by_mean
     from coatsearch.storage.trials import REEVAL
 
     study = store.load_study(Path(studies_dir), study_name)
@@ -94,14 +95,27 @@ def best(study_name: str, k: int, studies_dir: str | Path = "studies") -> list[t
             in searched and (r.run.identity.sample or 0) < REEVAL]  # fmt: skip  # the search's runs, as the report
     direction = space.study.directions[0] if space.study.objectives else space.study.direction
     sign = -1.0 if direction == "maximize" else 1.0
-    order = by_mean(runs, direction == "maximize")  # the report's ranking (view_search: the architecture table)
-    if k > len(order):
-        raise UserError(f"--best {k}: study '{study_name}' holds {len(order)} searched architectures")
+    groups: dict[str, list[TrialRecord]] = {}
+    for r in runs:
+        if r.value is not None:
+            groups.setdefault(search.architecture(r.run), []).append(r)
+    if k > len(groups):
+        raise UserError(f"--best {k}: study '{study_name}' holds {len(groups)} searched architectures")
+    by_seed = {a: _per_seed(rs) for a, rs in groups.items()}
     out = []
-    for _, rs, mean in order[:k]:
+    for arch in rank(by_seed, direction == "maximize")[:k]:  # compared on equal seeds, as the report ranks them
+        rs = groups[arch]
         top = min(rs, key=lambda r: sign * float(r.value or 0))
-        out.append((_rebuild(space, top), mean, len(rs)))
+        out.append((_rebuild(space, top), statistics.fmean(by_seed[arch].values()), len(rs)))
     return out
+
+
+def _per_seed(rs: list[TrialRecord]) -> dict[Any, float]:
+    """An architecture's value on each seed (the runs of one seed averaged)."""
+    seeds: dict[Any, list[float]] = {}
+    for r in rs:
+        seeds.setdefault(r.seed, []).append(float(r.value or 0))
+    return {seed: statistics.fmean(v) for seed, v in seeds.items()}
 
 
 def entry(tm: TrialModel) -> dict[str, Any]:

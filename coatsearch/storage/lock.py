@@ -111,8 +111,10 @@ def holds_key(t: optuna.trial.FrozenTrial) -> bool:
 
 
 def _rejected(t: optuna.trial.FrozenTrial) -> bool:
-    """A sampled point refused before training (store.reject): it trained nothing and keeps no key."""
-    return t.state.name == "PRUNED" and isinstance(t.user_attrs.get("rejected"), str)
+    """A sampled point refused before training (store.reject), or one whose network was measured already and
+    after which the planned trial samples again (store.reuse): it trained nothing and keeps no key."""
+    finished = t.state.name in ("PRUNED", "COMPLETE")
+    return finished and (isinstance(t.user_attrs.get("rejected"), str) or t.user_attrs.get("again") == 1)
 
 
 def fail_stale(study: optuna.Study, storage: BaseStorage) -> None:

@@ -95,7 +95,7 @@ class RunRecord:
     """What one trial produced: identity, model, metrics and curves per score, optimizer, timing, environment."""
 
     version: int = VERSION
-    state: str = "COMPLETE"  # COMPLETE | FAIL | PRUNED | REJECTED | RUNNING | WAITING (as told, or as stored)
+    state: str = "COMPLETE"  # COMPLETE | FAIL | PRUNED | REJECTED | REUSED | RUNNING | WAITING (as told, or as stored)
     identity: Identity = Identity()
     model: Model | None = None  # None: the trial failed before its model was matched
     metrics: Mapping[str, Mapping[str, Any]] = field(
@@ -387,6 +387,7 @@ def count(trials: Iterable[TrialRecord]) -> dict[str, int]:
         "interrupted": sum(t.interrupted for t in ts),
         "pruned": sum(t.state == "PRUNED" for t in ts),
         "rejected": sum(t.state == "REJECTED" for t in ts),  # sampled points refused before training
+        "reused": sum(t.state == "REUSED" for t in ts),  # sampled points whose network was measured on that seed
         "running": sum(t.state == "RUNNING" for t in ts),
         "waiting": sum(t.state == "WAITING" for t in ts),
     }
@@ -408,6 +409,8 @@ def row(t: TrialRecord) -> dict[str, Any]:
         "key": run.identity.key,
         "architecture": _architecture(run),
     }
+    if run.extra.get("reuse") is not None:  # a sampled point whose network another trial measured (store.reuse)
+        row["reuse_of"] = run.extra["reuse"]
     if run.model is not None:
         m = _plain(run.model)
         row.update({"model_label": m.pop("label"), **{k: _cell(v) for k, v in m.items()}})

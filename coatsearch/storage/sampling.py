@@ -4,7 +4,10 @@ point). The store opens studies with these (`store.load_study`) and claims throu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import optuna
@@ -88,7 +91,7 @@ def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
     held = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name != "RUNNING"}
     if not set(main) <= held:
         return None
-    finished = [t for t in trials if t.user_attrs.get("key") in main and t.state.name == "COMPLETE"]
+    finished = [t for t in trials if t.user_attrs.get("key") in main and measured(t)]
     done = [t for t in finished if main[t.user_attrs["key"]].candidate == cand.name and t.values]
     fixed = {c.name for c in space.candidates if not c.dims}
     named = [architectures.trial_structure(t) for t in finished if main[t.user_attrs["key"]].candidate in fixed]
@@ -115,3 +118,84 @@ def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | Non
         return None if index is None else {"params": points[index], "grid": index}
 
     return next_point
+
+
+NETWORK = "network"  # user attribute: what a trial measures (`network`), set when it is claimed
+REUSE = "reuse"  # user attribute: the number of the trial whose measurement a sampled point reused
+CONSTRAINT = "rejected"  # the Optuna constraint every told trial carries: 1 for a rejected point, 0 otherwise
+REUSE_MAX = 20  # reused points for one planned trial before it ends as a reuse itself
+
+
+def network(cand: Any, prep: Any) -> str:
+    """What a trial measures, as a short hash: the solved network's identity (`search.identity`), its training
+    settings and its scores. Two points with one hash on one seed would train the same thing twice."""
+    model = prep.model
+    ident = search.identity(search.structure(model)) if model.stages else repr(model)
+    text = json.dumps({"network": ident, "optim": asdict(prep.optim), "scores": asdict(cand.scores)},
+                      sort_keys=True, default=str)  # fmt: skip
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def measured_by(trials: Sequence[Any], seed: Any, net: str, number: int) -> Any | None:
+    """The trial other than `number` that measures network `net` on `seed`: a complete measurement first, else
+    one still training (None when no trial does). Reused and rejected points measure nothing."""
+    same = [t for t in trials if t.number != number and t.user_attrs.get(NETWORK) == net
+            and t.params.get("seed") == seed and _measures(t)]  # fmt: skip
+    done = [t for t in same if measured(t)]
+    return (done or [t for t in same if t.state.name in ("RUNNING", "WAITING")] or [None])[0]
+
+
+def constrain(trial: optuna.Trial, violated: bool) -> None:
+    """Mark a trial feasible or not through Optuna's constraint (`Trial.set_constraint`), which TPE, GP and
+    NSGA-II read; set on every trial told, so the samplers see one constraint on all of them. CMA-ES reads no
+    constraint (Optuna warns on each trial that has one): its trials carry none."""
+    if not _cmaes(trial.study):
+        trial.set_constraint(CONSTRAINT, 1.0 if violated else 0.0)
+
+
+def _cmaes(study: optuna.Study) -> bool:
+    return isinstance(study.sampler, optuna.samplers.CmaEsSampler)
+
+
+def worst(study: optuna.Study) -> list[float] | None:
+    """The worst value of each objective the study measured (what a rejected point is told), None before any."""
+    done = [t.values for t in study.get_trials(deepcopy=False) if measured(t)]
+    if not done:
+        return None
+    ways = [d == optuna.study.StudyDirection.MAXIMIZE for d in study.directions]
+    return [min(v[i] for v in done) if up else max(v[i] for v in done) for i, up in enumerate(ways)]
+
+
+def constrained(study: optuna.Study) -> bool:
+    """Whether every complete trial of the study carries the constraint (a study begun before it was recorded
+    goes on without it: GP refuses a mix of constrained and unconstrained trials). A CMA-ES study records none
+    but is told rejected points at the worst value all the same."""
+    if _cmaes(study):
+        return True
+    return all(CONSTRAINT in t.constraints for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE")
+
+
+def tell_rejected(study: optuna.Study, trial: optuna.Trial) -> None:
+    """Tell Optuna a point refused before training. With the constraint recorded (`constrained`) it is told
+    COMPLETE at the worst value measured so far with the constraint violated: TPE, GP and NSGA-II read it as
+    infeasible, CMA-ES (no constraint model) as the worst point. Before any value is measured, or in a study
+    begun without the constraint, it is told PRUNED (TPE reads it; GP, NSGA-II and CMA-ES skip it)."""
+    ok = constrained(study)
+    values = worst(study) if ok else None
+    if ok:
+        constrain(trial, True)
+    if values is not None:
+        trial.set_user_attr("told", "COMPLETE")
+        study.tell(trial, values, state=optuna.trial.TrialState.COMPLETE)
+    else:
+        study.tell(trial, None, state=optuna.trial.TrialState.PRUNED)
+
+
+def measured(t: Any) -> bool:
+    """Whether an Optuna trial is a measurement: complete, neither a rejected point nor a reuse."""
+    return t.state.name == "COMPLETE" and bool(t.values) and _measures(t)
+
+
+def _measures(t: Any) -> bool:
+    """Whether a trial trains its point: neither a rejected point nor a reuse."""
+    return "rejected" not in t.user_attrs and REUSE not in t.user_attrs

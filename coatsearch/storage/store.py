@@ -10,7 +10,10 @@ Storage invariants (every backend goes through this module, so they hold for all
   so the next run trains it again.
 - Claiming happens under the claim lock, so K workers never run one key twice.
 - A trial's result is ONE user attribute, its `record` (coatsearch.storage.record, JSON), written just before its
-  state (`tell`); records, once told, are never rewritten. Claiming adds `key`, `run_id`, `backend`, `worker`.
+  state (`tell`), with Optuna's constraint between them (`sampling.constrain`); records, once told, are never
+  rewritten. Claiming adds `key`, `run_id`, `backend`, `worker`.
+- A sampled point that trains nothing keeps no key: a rejected one (`rejected`, `reject`), or one whose network
+  another trial measures on its seed (`reuse`, `again`: the planned trial samples again; `store.reuse`).
 - A `TrialRecord` read from the storage is frozen and a copy: later writes to the storage never change it.
 Journals written before the record (7eb0683, b1c4749: one flat attribute per metric) open through `record.read`.
 """
@@ -284,6 +287,8 @@ def tell(
             trial.set_user_attr(R.ATTR, R.to_json(replace(run, state=state)))
             if run.fail_reason is not None:
                 trial.set_user_attr("fail_reason", run.fail_reason)
+        if state in ("COMPLETE", "PRUNED") and sampling.constrained(study):
+            sampling.constrain(trial, False)
         study.tell(trial, value if state == "COMPLETE" else None, state=TrialState[state])
     except OSError as exc:  # a full disk, a file size limit: name the journal, not only the errno
         journal = _journal_of(study)
@@ -319,7 +324,7 @@ TrialRecord = R.TrialRecord  # one stored trial, as everything downstream reads 
 def record(trial: optuna.trial.FrozenTrial) -> R.TrialRecord:
     """A frozen TrialRecord from one Optuna trial, through the record's migration-on-read (a copy)."""
     params = copy.deepcopy(dict(trial.params))
-    done = trial.state == TrialState.COMPLETE
+    done = _state(trial) == "COMPLETE"
     return R.TrialRecord(
         number=trial.number,
         value=trial.values[0] if done and trial.values else None,
@@ -348,26 +353,71 @@ def claim_point(
         trial, item = taken
         params = sampling.suggest(trial, space, item)
         cand = space.candidate(item.candidate)
-        if not cand.dims:
+        if not cand.dims:  # a named candidate always trains: it is the reference sampled points reuse
+            trial.set_user_attr(sampling.NETWORK, sampling.network(cand, _named(study, cand)))
             return trial, item, params, None
         try:
-            return trial, item, params, search.admit(space, cand, params)
+            admitted = search.admit(space, cand, params)
         except search.Rejected as exc:
             reject(study, trial, item.key, exc.reason)
+            continue
+        trial.set_user_attr(sampling.NETWORK, net := sampling.network(cand, admitted))
+        if (source := sampling.measured_by(study.get_trials(deepcopy=False), item.seed, net, trial.number)) is None:
+            return trial, item, params, admitted
+        reuse(study, trial, item.key, source)
     return None
 
 
+_NAMED: dict[tuple[str, str], Any] = {}  # (candidate, spec hash) -> its matched Prepared, read once per process
+
+
+def _named(study: optuna.Study, cand: Any) -> Any:
+    """A named candidate's matched Prepared as the study stored it (`matched`), else its own."""
+    from coatsearch.budget import prepare as C
+
+    rec = (study.user_attrs.get(MATCHED) or {}).get(cand.name)
+    if not rec:
+        return cand.prepared
+    key = (cand.name, str(rec.get("spec")))
+    if key not in _NAMED:
+        _NAMED[key] = C.from_record(rec["prepared"])
+    return _NAMED[key]
+
+
+def reuse(study: optuna.Study, trial: optuna.Trial, key: str, source: optuna.trial.FrozenTrial) -> None:
+    """Record a sampled point whose network trial `source` measures on the same seed: nothing trains. Optuna is
+    told the measured values (a point still training is told PRUNED), so the sampler learns them, and the planned
+    trial samples again; after sampling.REUSE_MAX such points the planned trial ends as this reuse (its key taken)."""
+    trial.set_user_attr(sampling.REUSE, source.number)
+    trial.set_user_attr("told", "COMPLETE")
+    before = sum(t.user_attrs.get("again") == 1 and t.user_attrs.get("key") == key
+                 for t in study.get_trials(deepcopy=False))  # fmt: skip
+    if before < sampling.REUSE_MAX:
+        trial.set_user_attr("again", 1)
+    if source.state == TrialState.COMPLETE:
+        if sampling.constrained(study):
+            sampling.constrain(trial, False)
+        study.tell(trial, list(source.values), state=TrialState.COMPLETE)
+    else:
+        study.tell(trial, None, state=TrialState.PRUNED)
+
+
 def _state(trial: optuna.trial.FrozenTrial) -> str:
-    """The trial's state name; a PRUNED trial carrying `rejected` is a point refused at sampling (REJECTED)."""
-    if trial.state == TrialState.PRUNED and isinstance(trial.user_attrs.get(REJECTED), str):
+    """The trial's state name; a point refused at sampling is REJECTED (told PRUNED, or COMPLETE at the worst
+    value with Optuna's constraint violated), a point whose network was measured already is REUSED."""
+    finished = trial.state in (TrialState.PRUNED, TrialState.COMPLETE)
+    if finished and isinstance(trial.user_attrs.get(REJECTED), str):
         return "REJECTED"
+    if finished and sampling.REUSE in trial.user_attrs:
+        return "REUSED"
     return trial.state.name
 
 
 def reject(study: optuna.Study, trial: optuna.Trial, key: str, why: str) -> None:
-    """Record a sampled point refused before training: told PRUNED (samplers learn it is bad) with `rejected`;
-    its key stays free, so the planned trial samples again, at most search.REJECT_MAX times in all, after which
-    it is recorded as failed with the last reason (the study goes on with the other trials)."""
+    """Record a sampled point refused before training, with `rejected`, as `sampling.tell_rejected` tells it (the
+    samplers learn it through Optuna's constraint); its key stays free, so the planned trial samples again, at most
+    search.REJECT_MAX times in all, after which it is recorded as failed with the last reason (the study goes on
+    with the other trials)."""
     from coatsearch.space.search import REJECT_MAX
 
     trial.set_user_attr(REJECTED, why)
@@ -380,7 +430,7 @@ def reject(study: optuna.Study, trial: optuna.Trial, key: str, why: str) -> None
         trial.set_user_attr("fail_reason", reason)
         study.tell(trial, None, state=TrialState.FAIL)
         return
-    study.tell(trial, None, state=TrialState.PRUNED)
+    sampling.tell_rejected(study, trial)
 
 
 def records(study: optuna.Study, say: bool = True) -> tuple[R.TrialRecord, ...]:

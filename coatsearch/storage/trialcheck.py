@@ -31,6 +31,9 @@ ATTRS: dict[str, tuple[tuple[type, ...], bool]] = {
         for k in ("device", "objective", "fail_reason", "run_id", "backend", "killed_by", "told", "rejected")
     },
     "grid": ((int,), False),  # the grid sampler's point index (sampling.grid_points)
+    "network": (_STR, False),  # what the trial measures (sampling.network)
+    "reuse": ((int,), False),  # the trial whose measurement a sampled point reused (store.reuse)
+    "again": ((int,), False),  # 1: a reused point after which its planned trial sampled again
     **{k: (_NUM, False) for k in ("params", "macs", "wall_s")},
     **{k: (_NUM, True) for k in ("budget_macs", "budget_error", "multiplier")},
     **{k: ((int,), True) for k in ("seed", "sample")},

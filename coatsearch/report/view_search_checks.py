@@ -1,0 +1,107 @@
+"""The search section's checks of a search (computed here, formatted in markdown_search): how many sampled points
+mapped to how many networks, the random-search baseline at the same budget with the search's regret where the
+space is measured whole (analysis.search_stats, on the table `replay` reads), and the Kendall tau between the
+search's objective and the re-evaluation on the networks measured at both."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch.analysis import search_stats as SS
+from coatsearch.space import search
+from coatsearch.storage.record import TrialRecord
+from coatsearch.storage.trials import REEVAL
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """The search's sampled points that passed the constraints and the budget, and the networks they built."""
+
+    points: int  # admitted points (trained or reused)
+    trained: int  # points that trained their network on their seed
+    reused: int  # points whose network was measured on that seed already (nothing trained)
+    networks: int  # distinct networks among them
+
+
+@dataclass(frozen=True)
+class Random:
+    """Random search at the search's budget on the measured table, and what the search itself found there."""
+
+    baseline: SS.Baseline | None  # display units; None: the table is not measured whole
+    found: str  # the network the search ranks first
+    found_mean: float | None  # its table mean (display units)
+    regret: float | None  # the search's regret against the best network of the table
+    note: str  # why there is no baseline ("" with one)
+
+
+def mapped(mine: Sequence[TrialRecord], records: Sequence[TrialRecord]) -> Mapped:
+    """Points -> networks over the search's own trials (re-evaluations left out)."""
+    by_number = {r.number: r for r in records}
+    search_runs = [r for r in mine if (r.run.identity.sample or 0) < REEVAL]
+    trained = [r for r in search_runs if r.state == "COMPLETE"]
+    reused = [r for r in search_runs if r.state == "REUSED"]
+    nets = {search.architecture(r.run) for r in trained}
+    for r in reused:
+        source = by_number.get(r.run.extra.get("reuse"))  # type: ignore[arg-type]
+        nets.add(search.architecture(source.run) if source is not None else f"trial {r.run.extra.get('reuse')}")
+    return Mapped(len(trained) + len(reused), len(trained), len(reused), len(nets - {""}))
+
+
+def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], found: str, k: int, scale: float,
+                    maximize: bool) -> Random:  # fmt: skip
+    """The random baseline at `k` trials, from the table of a space measured whole (every point trained,
+    reused or rejected on the study's seeds); the note says what is missing otherwise."""
+    from coatsearch.analysis import replay
+    from coatsearch.errors import UserError
+    from coatsearch.space.objects import load_space
+
+    try:
+        built = load_space(str(space.get("source") or "space.yaml"), str(space.get("profile") or "default"),
+                           text=str(space["space_yaml"]))  # fmt: skip
+        rows = [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
+                 search.architecture(r.run)) for r in records]  # fmt: skip
+        table = replay.table_from_rows(built, rows, "the study")
+    except UserError as exc:
+        why = str(exc).removeprefix("the study ").removeprefix("the study: ")
+        return Random(None, found, None, None, f"{why}; `coatsearch enumerate` measures it")
+    except Exception as exc:  # noqa: BLE001 - an old or foreign space record: the section goes on without it
+        return Random(None, found, None, None, f"the recorded space cannot be read back ({type(exc).__name__})")
+    nets = SS.networks(table.networks, {p: [v * scale for v in vs] for p, vs in table.values.items()})
+    base = SS.random_baseline(nets, k, maximize)
+    means = {n.name: n.mean for n in nets}
+    at = means.get(found)
+    return Random(base, found, at, base.regret_of(at, maximize) if at is not None else None, "")
+
+
+def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list[float]]) -> SS.Tau | None:
+    """Kendall's tau between the search's objective and the re-evaluation's, per network (means over seeds)."""
+    first = {n: statistics.fmean(v) for n, v in search_values.items() if v}
+    second = {n: statistics.fmean(v) for n, v in target.items() if v}
+    return SS.kendall(first, second)
+
+
+def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], found: str, key: str,
+           scale: float, maximize: bool, fresh: set[int]) -> dict[str, Any]:  # fmt: skip
+    """The checks of the search over candidate `name`, as Searched's fields: `mapped`, `random`, `fidelity`."""
+    ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
+    k = int((space.get("study") or {}).get("samples") or 1)
+    named = [r for r in records if r.state == "COMPLETE" and not r.searched()]
+    searched_values: dict[str, list[float]] = {}
+    target: dict[str, list[float]] = {}
+    for r in ours + named:
+        if r.state != "COMPLETE" or r.value is None:
+            continue
+        net = r.candidate if not r.searched() else search.architecture(r.run)
+        again = (r.run.identity.sample or 0) >= REEVAL or (not r.searched() and r.seed in fresh)
+        if not again:
+            searched_values.setdefault(net, []).append(float(r.value) * scale)
+        elif (v := r.run.number(key)) is not None:
+            target.setdefault(net, []).append(v * scale)
+    return {
+        "mapped": mapped(ours, records),
+        "random": random_baseline(space, records, found, k, scale, maximize) if found else None,
+        "fidelity": fidelity(searched_values, target),
+    }
