@@ -38,7 +38,13 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
     assert table["studies"] == 2 and table["failed_studies"] == 0, table["errors"]
     f = table["families"]["f"]
     assert f["n"] == 2 and 0 <= f["rate"] <= 1 and 0 <= f["ci95"][0] <= f["rate"] <= f["ci95"][1] <= 1
-    assert {v["f"] for v in table["verdicts"]} <= {"supported", "not supported", "inconclusive"}
+    assert {v["f"] for v in table["verdicts"]} <= {
+        "supported",
+        "not supported",
+        "out of regime",
+        "underpowered",
+        "unresolved",
+    }
     space = yaml.safe_load((tmp_path / "spaces" / "aa_1.yaml").read_text())
     assert space["study"]["seeds"] == [3, 4, 5]
 

@@ -47,7 +47,8 @@ def test_save_weights_writes_safetensors_that_load_back(studies, saved, capsys):
         meta = {k: json.loads(v) for k, v in f.metadata().items()}
         state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
     assert (meta["trial"], meta["seed"], meta["architecture"]) == (tm.number, tm.seed, tm.architecture)
-    assert meta["retrained"] == pytest.approx(tm.value)  # seeded on the CPU: the recorded objective again
+    # seeded on the CPU: the recorded metric again, the same one (the trial value is another: validation images)
+    assert meta["recorded"] == tm.measured and meta["retrained"] == pytest.approx(tm.measured)
     net = coatsearch.load_weights(path)
     untrained = coatsearch.build(study="ts", trial=tm.number, studies_dir=studies).eval()
     assert sum(p.numel() for p in net.parameters()) == tm.prepared.params

@@ -14,7 +14,7 @@ import coatsearch
 from coatsearch.dashboard import serve
 from coatsearch.errors import UserError
 from coatsearch.report import escape
-from coatsearch.report.markdown import header, table
+from coatsearch.report.markdown import about, table
 from coatsearch.report.markdown_claims import failures
 from coatsearch.report.view_claims import Failure, Failures
 from coatsearch.report.view_study import Header
@@ -173,7 +173,7 @@ def test_failure_reasons_and_candidate_names_cannot_split_rows():
 
 
 def test_an_unclosed_fence_in_the_description_cannot_swallow_the_report():
-    md = header(Header("s", "Intro\n```python\nnever closed\n  ~~~", "x", None, None, None))
+    md = about(Header("s", "Intro\n```python\nnever closed\n  ~~~", "x", None, None, None))
     assert not any(line.lstrip().startswith(("```", "~~~")) for line in md.splitlines()), md
     assert "\\```python" in md and "never closed" in md
     assert escape.block("plain *text*") == "plain *text*"  # ordinary Markdown is kept

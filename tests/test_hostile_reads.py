@@ -85,11 +85,10 @@ def _weights(tmp_path: Path, stages: int, depth: int, width: int) -> Path:
     from tests.tiny import MODEL
 
     spec = dataclasses.replace(MODEL, stages=tuple(S.StageSpec("C", depth, width, 1) for _ in range(stages)))
-    path = tmp_path / "w.pt"
+    path = tmp_path / f"w{stages}x{depth}x{width}.safetensors"
     content = {"format": weights.FORMAT, "model": TypeAdapter(S.ModelSpec).dump_python(spec, mode="json"),
                "state_dict": {"head.weight": torch.zeros(2, 2)}}  # fmt: skip
-    torch.save(content, path)
-    return path
+    return weights.save(path, content)
 
 
 def test_load_weights_of_a_small_file_naming_a_huge_model_is_one_line_before_it_is_built(tmp_path):

@@ -155,7 +155,7 @@ def test_a_device_this_machine_lacks_is_one_line_naming_what_it_has(tmp_path, de
         coatsearch.load_weights(path, device=device)
     with pytest.raises(UserError, match=r"allowed here: auto, cpu"):  # the same check as --device
         pick_device(device)
-    with pytest.raises(UserError, match=r"not a coatsearch weights file \(UnpicklingError\)"):  # no torch advice
+    with pytest.raises(UserError, match=r"not a coatsearch weights file \("):  # one line, no torch advice
         coatsearch.load_weights(path)
 
 

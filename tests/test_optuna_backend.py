@@ -32,7 +32,7 @@ def test_end_to_end_records_every_score_and_resumes(tmp_path):
     assert {t.params["candidate"] for t in done} == {"C-C", "C-T"}
     for t in done:
         a = R.flat(store.record(t).run)
-        assert set(t.user_attrs) == {"key", "run_id", "backend", "worker", "record"}  # the result: one attribute
+        assert set(t.user_attrs) == {"key", "run_id", "backend", "worker", "record", "network"}  # the result: one
         assert t.value == a["generalization.val_acc"] and 0.0 <= t.value <= 1.0  # the objective reads validation
         assert a["generalization.gap"] == pytest.approx(a["generalization.train_acc"] - a["generalization.eval_acc"])
         assert len(a["curves.generalization"]["epoch_eval_acc"]) == 2 and a["curves.generalization"]["step"][0] == 0

@@ -282,7 +282,7 @@ def test_the_shipped_layout_search_space_searches_the_paper_choices():
         assert paths == {"model.layout.1", "model.layout.2", "model.layout.3", "model.depths",
                          "model.block.head_size", "model.block.downsample", "model.block.rel_pos"}  # fmt: skip
         assert search.size(cand) == 192 and space.conv_before_attention and space.study.reevaluate is not None
-    paper = load_space(root / "spaces" / "paper_layouts.yaml")
+    paper = load_space(root / "spaces" / "paper_layouts.yaml", "full")  # the joint budget (the CPU default: 3M MACs)
     budget = paper.candidate("C-C-T-T").definition.budget
     assert space.candidate("C-C-T-T").definition.budget == budget  # the same joint MACs + params budget
 

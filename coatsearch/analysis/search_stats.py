@@ -16,7 +16,8 @@ import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from coatsearch.storage.architectures import rank  # noqa: F401  (one ranking, in the storage stage: export uses it)
 
 RANDOM_DRAWS = 4000  # simulated random searches behind one baseline (seeded: the same table gives the same figure)
 
@@ -128,10 +129,3 @@ def kendall(first: Mapping[str, float], second: Mapping[str, float]) -> Tau | No
         z, se = math.atanh(max(-0.999999, min(0.999999, tau))), math.sqrt(0.437 / (len(common) - 4))
         ci = (math.tanh(z - 1.96 * se), math.tanh(z + 1.96 * se))
     return Tau(len(common), tau, ci, p)
-
-
-def rank(by_seed: Mapping[str, Mapping[Any, float]], maximize: bool) -> list[str]:
-    """Networks best first, compared on equal seeds: those measured on the most seeds first, each by its mean over
-    its seeds (one value a seed), so a network seen once never outranks one measured on every seed by luck."""
-    sign = -1.0 if maximize else 1.0
-    return sorted(by_seed, key=lambda n: (-len(by_seed[n]), sign * statistics.fmean(by_seed[n].values()), n))

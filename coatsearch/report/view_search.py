@@ -311,7 +311,7 @@ def _history(done: Sequence[TrialRecord], scale: float, maximize: bool) -> tuple
 
 def _archs(done: Sequence[TrialRecord], scale: float, maximize: bool, by_candidate: bool = False) -> tuple[Arch, ...]:
     """The measured architectures (or candidates), grouped as architectures.by_mean groups them and ranked on equal
-    seeds as `export --best` ranks them (search_stats.rank): mean ± sd over seeds, the runs of one seed averaged
+    seeds as `export --best` ranks them (architectures.rank): mean ± sd over seeds, the runs of one seed averaged
     first (`n`: runs)."""
     from coatsearch.storage.architectures import by_mean
 

@@ -124,7 +124,7 @@ def sampler_problem(doc: D.SpaceDoc) -> str:
     if sampler == "grid" and (cont := next((p for p, d in dims.items() if d.values() is None), None)):
         return f"grid needs a finite space, and '{cont}' is a continuous range (give it choices or an int step)"
     if sampler == "grid":
-        from coatsearch.space.search import POINTS_MAX
+        from coatsearch.vocab.specs import POINTS_MAX
 
         sized = [(S.grid_size(c.search), c.name) for c in doc.candidates if c.search]  # counted, not listed
         sizes = [n for n, _ in sized]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from coatsearch.budget.prepare import Prepared
     from coatsearch.space.objects import Baseline, Candidate, Dim, Space
 
-POINTS_MAX = 100_000  # points of a finite space `show --all` and the grid sampler enumerate
+POINTS_MAX = S.POINTS_MAX  # points of a finite space `show --all` and the grid sampler enumerate
 SURVEY_S = 60.0  # seconds `show` spends solving the points of one searched candidate at most
 REJECT_MAX = 50  # rejected samples in a row for one planned trial before it is recorded as failed
 UNTRAINED = frozenset({"REJECTED", "REUSED"})  # record states of sampled points that trained nothing

@@ -4,7 +4,7 @@ distinct architectures ranked by mean objective (what a re-evaluation trial enqu
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.space import search
@@ -22,7 +22,7 @@ def trial_structure(trial: Any) -> str | None:
 def ranked(
     trials: Sequence[Any], cand: Candidate | Baseline, direction: str, exclude: Collection[str] = ()
 ) -> list[dict[str, Any]]:
-    """The architectures of complete Optuna trials, best first on equal seeds (search_stats.rank): each one's
+    """The architectures of complete Optuna trials, best first on equal seeds (rank, below): each one's
     sampled values as Optuna stored them (those of its best trial, `train.*` ones included), so a re-evaluation
     trial enqueues it.
     Trials of one network (`identity`) are one architecture; networks in `exclude` (identities) are left out."""
@@ -34,7 +34,6 @@ def ranked(
         key = search.identity(struct) if struct else str(tuple(t.params.get(p) for p in model))
         if key not in exclude:
             groups.setdefault(key, []).append(t)
-    from coatsearch.analysis.search_stats import rank
 
     sign = -1.0 if direction == "maximize" else 1.0
     by_seed: dict[str, dict[Any, float]] = {}
@@ -65,3 +64,10 @@ def by_mean(
             per_seed.setdefault(r.seed, []).append(float(r.value))
         out.append((name, rs, statistics.fmean(statistics.fmean(v) for v in per_seed.values())))
     return sorted(out, key=lambda g: -g[2] if maximize else g[2])
+
+
+def rank(by_seed: Mapping[str, Mapping[Any, float]], maximize: bool) -> list[str]:
+    """Networks best first, compared on equal seeds: those measured on the most seeds first, each by its mean over
+    its seeds (one value a seed), so a network seen once never outranks one measured on every seed by luck."""
+    sign = -1.0 if maximize else 1.0
+    return sorted(by_seed, key=lambda n: (-len(by_seed[n]), sign * statistics.fmean(by_seed[n].values()), n))

@@ -83,8 +83,8 @@ def _rebuild(space: Space, r: TrialRecord) -> TrialModel:
 def best(study_name: str, k: int, studies_dir: str | Path = "studies") -> list[tuple[TrialModel, float, int]]:
     """The `k` best architectures of the study's searched candidates by mean objective over their runs: each
     one's best trial's model, its mean and its run count. A UserError when the study holds fewer than `k`."""
-    from coatsearch.analysis.search_stats import rank
     from coatsearch.storage import store
+    from coatsearch.storage.architectures import rank
     from coatsearch.storage.trials import REEVAL
 
     study = store.load_study(Path(studies_dir), study_name)

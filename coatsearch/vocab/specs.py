@@ -46,6 +46,7 @@ SAMPLES_MAX = 10_000  # sampled configurations per candidate and seed
 LENGTHS_MAX = 20  # schedule lengths of the length score
 RATIO_MAX = 16.0  # MBConv and MLP expansion ratios
 MACS_MAX = 10**12  # multiply-adds per image: a budget, or a model's lower-bound count at load
+POINTS_MAX = 100_000  # points of a finite space `show --all` and the grid sampler enumerate
 NAME_MAX = 64  # characters in a candidate name (it is in every trial key, table and figure label)
 
 Width = Annotated[int, Field(gt=0, le=WIDTH_MAX)]
