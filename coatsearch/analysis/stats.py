@@ -80,6 +80,11 @@ class AboveFloor:
         """Whether the model is shown to beat the floor: the lower bound lies above 0."""
         return self.low is not None and self.low > 0
 
+    @property
+    def bound(self) -> str:
+        """The lower bound as a regime reason states it (or why there is none)."""
+        return "no interval (fewer than 2 paired seeds)" if self.low is None else f"lower bound {self.low:+.1f}"
+
 
 def above_floor(model: dict, floor: dict, alpha: float) -> AboveFloor:
     """Whether `model` ({seed: value}) beats `floor` ({seed: value}) over the seeds both have: a one-sided Student t

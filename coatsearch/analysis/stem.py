@@ -242,7 +242,6 @@ def below_linear(cells: dict[str, dict], linear: dict) -> list[str]:
         test = S.above_floor(cell["by_seed"], linear, C.ALPHA)
         if test.above or test.n == 0:  # no linear run on this stem's seeds: nothing to hold it against
             continue
-        low = "no interval (fewer than 2 paired seeds)" if test.low is None else f"lower bound {test.low:+.1f}"
         out.append(f"{label} at its better optimizer ({_OPT[opt]}) not shown above the fair linear floor: "
-                   f"{test.d:+.1f} points over {test.n} seed(s), {low}")  # fmt: skip
+                   f"{test.d:+.1f} points over {test.n} seed(s), {test.bound}")  # fmt: skip
     return out

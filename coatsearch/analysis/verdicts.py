@@ -238,9 +238,8 @@ def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], wher
         test = S.above_floor(by_seed, floor, C.ALPHA)
         if test.above:
             continue
-        low = "no interval (fewer than 2 paired seeds)" if test.low is None else f"lower bound {test.low:+.1f}"
         out.append(f"{name} not shown above the fair linear floor on {label} ({test.d:+.1f} points over "
-                   f"{test.n} seed(s), {low})")  # fmt: skip
+                   f"{test.n} seed(s), {test.bound})")  # fmt: skip
     return out
 
 
