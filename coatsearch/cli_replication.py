@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from coatsearch.analysis import registration
-from coatsearch.api import TRIALS_MAX, WORKERS_MAX
 from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
 from coatsearch.replication import SUFFIX, parse_seeds, replicate
 from coatsearch.storage import store
+from coatsearch.vocab.bounds import TRIALS_MAX, WORKERS_MAX
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
