@@ -185,7 +185,7 @@ def run(
     analysis records the deviation.
     `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking).
     """
-    from coatsearch.planner.study import eta_first
+    from coatsearch.planner.runs import eta_first
     from coatsearch.runner import tracking
     from coatsearch.runner.workers import processes
     from coatsearch.storage.paths import report_folder, study_folder
@@ -255,7 +255,7 @@ def plan(
     """
     from coatsearch import planner
     from coatsearch.planner import power, predict
-    from coatsearch.planner.study import pilot_study, trials_held
+    from coatsearch.planner.runs import pilot_study, trials_held
     from coatsearch.runner.workers import processes
     from coatsearch.vocab import numbers
 
