@@ -149,3 +149,25 @@ def test_the_rule_tells_references_from_prose():
                      "coatsearch.api.nope", "scores.register_score", "coatsearch.storage.found"}  # fmt: skip
     assert [t for t in sorted(found) if not (_file_exists(t) if t.endswith(".py") else resolves(t))] == [
         "coatsearch.api.nope", "curve.Dense", "dsl.py", "report.stats.paired", "train.fit"]  # fmt: skip
+
+
+LAB_NOTES = re.compile(
+    r"load averages?|load avg|loadavg"  # a machine's load at one moment: say "shared" and what ran beside it
+    r"|\b20\d\d-\d\d-\d\d\b(?!\.\w)"  # a date of work (a rule version, 2026-12-04.floor, is a name)
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",  # a commit hash
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))  # fmt: skip
+def test_docs_hold_no_lab_notes(path):
+    """A measurement names its command, machine type and figure; not the load, the day or the commit it ran at."""
+    found = [(n, m.group(0)) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             for m in LAB_NOTES.finditer(line)]  # fmt: skip
+    assert found == []
+
+
+def test_the_lab_notes_rule():
+    text = "load average 5–6; 2026-12-01; (deb71fd); rule 2026-12-04.floor; 0.1 nats; sha256 of the space; cafe"
+    assert [m.group(0) for m in LAB_NOTES.finditer(text)] == ["load average", "2026-12-01", "deb71fd"]
