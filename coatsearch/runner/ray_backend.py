@@ -319,7 +319,7 @@ def _trainable(
     the study `folder` with the space's `log`, runner.tracking)."""
     began = time.time()
 
-    from coatsearch.runner import tracking
+    from coatsearch.runner import resume, tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
     from coatsearch.training.fit import pick_device
     from coatsearch.training.tuning import set_worker_threads
@@ -330,8 +330,10 @@ def _trainable(
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    with tracking.tracked(space, Path(folder), item, params, config.get("number")) as tracker:
-        state, run, value = attempt(space, item, params, dev, environment.probe(dev), report=report, matched=matched)
+    with resume.trial(space, Path(folder), item) as done, tracking.tracked(space, Path(folder), item, params,
+                                                                          config.get("number")) as tracker:  # fmt: skip
+        state, run, value = done(attempt(space, item, params, dev, environment.probe(dev), report=report,
+                                         matched=matched))  # fmt: skip
         tracking.finish(tracker, state, run, value)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     sent = None if run is None else R.to_json(run)

@@ -1,0 +1,64 @@
+"""Killed trials resume: each trial's checkpoints in the study folder, the record's note, their removal when done.
+
+Around one trial, `trial(space, folder, item)` turns on `training.checkpoint` with the space's `checkpoint:`
+settings, in `<study>/checkpoints/<candidate>/seed=<seed>/sample=<sample>/` (the trial's key: the same for the
+trial that runs again after a kill). When the trial ends with an outcome (completed, failed or pruned), its
+record says which training runs resumed and from which step (`extra.resumed`), and the folder is removed unless
+`checkpoint.keep`. A trial whose worker is killed leaves its folder, and the next `coatsearch run` goes on from
+it. Ray trials take the same path inside their Ray worker (the folder of the study on that machine); Ray's own
+`train.Checkpoint` is not used, so a restored Tune run restarts the trial and resumes it from this folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from coatsearch.space.objects import Space
+from coatsearch.storage import record as R
+from coatsearch.storage.trials import PlanItem
+from coatsearch.training import checkpoint
+
+FOLDER = "checkpoints"  # inside the study folder
+Outcome = tuple[str, R.RunRecord | None, Any]
+
+
+def folder_of(study_folder: Path, item: PlanItem) -> Path:
+    """Where the checkpoints of planned trial `item` go."""
+    return Path(study_folder) / FOLDER / item.candidate / f"seed={item.seed}" / f"sample={item.sample}"
+
+
+@contextmanager
+def trial(space: Space, study_folder: Path | None, item: PlanItem) -> Iterator[Callable[[Outcome], Outcome]]:
+    """Checkpoint the trial's long training runs; yields `done(outcome)`, which notes a resume in the record and
+    removes the checkpoints (unless kept). Without a study folder or with `checkpoint.every: 0`, nothing."""
+    spec = space.checkpoint
+    where = folder_of(study_folder, item) if study_folder is not None and spec.every > 0 else None
+    policy = checkpoint.Policy(where, spec.every, spec.min_steps) if where is not None else None
+    with checkpoint.trial(policy) as state:
+
+        def done(outcome: Outcome) -> Outcome:
+            status, run, value = outcome
+            if state is not None and state.resumed and run is not None:
+                run = replace(run, extra={**run.extra, "resumed": [dict(r) for r in state.resumed]})
+            if where is not None and not spec.keep:
+                remove(where)
+            return status, run, value
+
+        yield done
+
+
+def remove(where: Path) -> None:
+    """Remove a trial's checkpoint folder (never through a link); a failure is a note line."""
+    try:
+        if where.is_symlink():
+            raise OSError("it is a symbolic link; remove it")
+        if where.exists():
+            shutil.rmtree(where)
+    except OSError as exc:
+        print(f"coatsearch: note: {where}: its checkpoints could not be removed ({exc})", file=sys.stderr)
