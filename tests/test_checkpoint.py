@@ -23,7 +23,8 @@ EDITS = (
     ("  - {name: C-C, layout: C-C}\n", ""),
     ("batch_size: 64, warmup_epochs: 0}", "batch_size: 16, warmup_epochs: 1, compile: false}"),
     ("generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 20, epochs: 30, eval_every: 40}"),
-    ("study: {seeds: [0], baselines: false}", "study: {seeds: [0], baselines: false}\ncheckpoint: {every: 20, min_steps: 1}"),
+    ("study: {seeds: [0], baselines: false}",
+     "study: {seeds: [0], baselines: false}\ncheckpoint: {every: 20, min_steps: 1}"),
 )  # fmt: skip
 TIMING = ("seconds", "per_s", "wall", "throughput", "_time")  # what no two runs share, interrupted or not
 
@@ -136,3 +137,40 @@ def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_a
     (tmp_path / "c" / "fit1.safetensors").symlink_to(tmp_path / "elsewhere")
     _, state = _fit(pools, policy)
     assert state.resumed == [] and "symbolic link" in capsys.readouterr().err
+
+
+def _checkpointed(tmp_path: Path, setting: str) -> Path:
+    """tiny.yaml with `checkpoint: <setting>`."""
+    study = "study: {seeds: [0], baselines: false}"
+    return tiny_variant(tmp_path, (study, f"{study}\ncheckpoint: {setting}"))
+
+
+def test_a_trial_keeps_its_checkpoints_on_request_and_otherwise_removes_them(tmp_path):
+    from coatsearch.space.objects import load_space
+    from coatsearch.training import checkpoint
+
+    item = PlanItem("C-T", 0)
+    for keep in (False, True):
+        space = load_space(_checkpointed(tmp_path, f"{{every: 3, keep: {str(keep).lower()}}}"))
+        with resume.trial(space, tmp_path / "s", item) as done:
+            where = resume.folder_of(tmp_path / "s", item)
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "fit1.safetensors").write_bytes(b"")
+            assert done(("COMPLETE", None, 1.0)) == ("COMPLETE", None, 1.0)
+        assert where.exists() is keep
+    with resume.trial(load_space(_checkpointed(tmp_path, "{every: 0}")), tmp_path / "off", item):
+        assert checkpoint.for_fit(10**6) is None  # every: 0 saves nothing
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [("{every: -1}", "every"), ("{every: '500'}", "every"), ("{min_steps: 0}", "min_steps"), ("{keep: 1}", "keep"),
+     ("{evry: 5}", "evry"), ("500", "checkpoint")],
+)  # fmt: skip
+def test_a_bad_checkpoint_setting_is_a_one_line_user_error(tmp_path, value, words):
+    from coatsearch.errors import UserError
+    from coatsearch.space.objects import load_space
+
+    with pytest.raises(UserError) as err:
+        load_space(_checkpointed(tmp_path, value))
+    assert words in str(err.value) and "\n" not in str(err.value).strip()

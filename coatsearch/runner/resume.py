@@ -5,8 +5,9 @@ settings, in `<study>/checkpoints/<candidate>/seed=<seed>/sample=<sample>/` (the
 trial that runs again after a kill). When the trial ends with an outcome (completed, failed or pruned), its
 record says which training runs resumed and from which step (`extra.resumed`), and the folder is removed unless
 `checkpoint.keep`. A trial whose worker is killed leaves its folder, and the next `coatsearch run` goes on from
-it. Ray trials take the same path inside their Ray worker (the folder of the study on that machine); Ray's own
-`train.Checkpoint` is not used, so a restored Tune run restarts the trial and resumes it from this folder.
+it. Ray trials take the same path inside their Ray worker, and each save also goes to Ray (`on_save`: the Ray
+backend reports the folder through `tune.report(checkpoint=...)`); a trial Ray restores after its worker died
+gets Ray's copy back into its folder (`restored`) before it trains, on whichever machine it lands.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from coatsearch import fsafe
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
@@ -34,12 +36,23 @@ def folder_of(study_folder: Path, item: PlanItem) -> Path:
 
 
 @contextmanager
-def trial(space: Space, study_folder: Path | None, item: PlanItem) -> Iterator[Callable[[Outcome], Outcome]]:
+def trial(
+    space: Space,
+    study_folder: Path | None,
+    item: PlanItem,
+    on_save: Callable[[Path, int], None] | None = None,
+    restored: Path | None = None,
+) -> Iterator[Callable[[Outcome], Outcome]]:
     """Checkpoint the trial's long training runs; yields `done(outcome)`, which notes a resume in the record and
-    removes the checkpoints (unless kept). Without a study folder or with `checkpoint.every: 0`, nothing."""
+    removes the checkpoints (unless kept). Without a study folder or with `checkpoint.every: 0`, nothing.
+
+    `on_save(folder, step)` hears each save; `restored`: a folder of the trial's checkpoints (Ray's copy) that
+    replaces the trial's own before it trains."""
     spec = space.checkpoint
     where = folder_of(study_folder, item) if study_folder is not None and spec.every > 0 else None
-    policy = checkpoint.Policy(where, spec.every, spec.min_steps) if where is not None else None
+    if where is not None and restored is not None:
+        bring_back(Path(restored), where)
+    policy = checkpoint.Policy(where, spec.every, spec.min_steps, on_save) if where is not None else None
     with checkpoint.trial(policy) as state:
 
         def done(outcome: Outcome) -> Outcome:
@@ -62,3 +75,9 @@ def remove(where: Path) -> None:
             shutil.rmtree(where)
     except OSError as exc:
         print(f"coatsearch: note: {where}: its checkpoints could not be removed ({exc})", file=sys.stderr)
+
+
+def bring_back(source: Path, where: Path) -> None:
+    """Copy the checkpoint files of `source` (Ray's copy of a trial's folder) into `where` through the safe writer."""
+    for f in sorted(source.glob("fit*.safetensors")):
+        fsafe.write(where / f.name, fsafe.read_bytes(f))

@@ -8,7 +8,7 @@ BatchNorm buffers), the optimizer's state, every random stream the loop draws fr
 dropout and drop path use, and CUDA's on a GPU; the batch order's generator as the epoch began; the augmentation
 generator; the mixup RNG), the epoch's batch losses and hits so far, the curve points and epoch rows so far, the
 dense-point window and the position (epoch, step in it). Tensors are safetensors (never a pickle), the rest one
-JSON metadata entry. `policy.on_save(folder)` hears each save (the Ray backend hands the folder to Ray's checkpoints).
+JSON metadata entry. `policy.on_save(folder, step)` hears each save (the Ray backend hands the folder to Ray).
 
 When the trial runs again, `resume` puts each run's file back into the fresh run before its first step: the steps
 it skips are the steps the file holds, so on the CPU (eager, `compile: false`) the record equals an uninterrupted
@@ -48,7 +48,7 @@ class Policy:
     folder: Path
     every: int = 500
     min_steps: int = 2000
-    on_save: Callable[[Path], None] | None = None  # told the folder after each save (Ray's checkpoint API)
+    on_save: Callable[[Path, int], None] | None = None  # told (folder, step) after each save (Ray's checkpoints)
 
 
 @dataclass
@@ -124,7 +124,7 @@ class Saver:
         self.save(run, meter, epoch, done)
         self.last = step
         if self.owner.policy.on_save is not None:
-            self.owner.policy.on_save(self.path.parent)
+            self.owner.policy.on_save(self.path.parent, step)
         return time.perf_counter() - began
 
     def save(self, run: Any, meter: Any, epoch: int, done: int) -> None:
