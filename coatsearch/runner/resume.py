@@ -12,6 +12,7 @@ gets Ray's copy back into its folder (`restored`) before it trains, on whichever
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -60,14 +61,15 @@ def trial(
             if state is not None and state.resumed and run is not None:
                 run = replace(run, extra={**run.extra, "resumed": [dict(r) for r in state.resumed]})
             if where is not None and not spec.keep:
-                remove(where)
+                remove(where, where.parents[2])  # and <study>/checkpoints/<candidate>/seed=<seed> when emptied
             return status, run, value
 
         yield done
 
 
-def remove(where: Path) -> None:
-    """Remove a trial's checkpoint folder (never through a link); a failure is a note line."""
+def remove(where: Path, top: Path | None = None) -> None:
+    """Remove a trial's checkpoint folder (never through a link), a failure a note line; then its parents up to
+    `top` that are left empty (quietly: another trial may be making its folder there)."""
     try:
         if where.is_symlink():
             raise OSError("it is a symbolic link; remove it")
@@ -75,6 +77,12 @@ def remove(where: Path) -> None:
             shutil.rmtree(where)
     except OSError as exc:
         print(f"coatsearch: note: {where}: its checkpoints could not be removed ({exc})", file=sys.stderr)
+        return
+    up = where.parent
+    with contextlib.suppress(OSError):
+        while top is not None and up.is_relative_to(top) and not up.is_symlink():
+            up.rmdir()  # only an empty folder goes (an OSError otherwise, which ends the walk)
+            up = up.parent
 
 
 def bring_back(source: Path, where: Path) -> None:

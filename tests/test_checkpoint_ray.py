@@ -1,0 +1,77 @@
+"""Ray's checkpoint API: a Ray trial whose worker dies after a checkpoint is restored by Ray and resumes from it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import ray
+import torch
+
+from coatsearch.runner import optuna_backend
+from coatsearch.runner import ray_backend as engine
+from coatsearch.space.objects import load_space
+from coatsearch.storage import store
+from tests.test_checkpoint import EDITS, ROOT, _untimed
+from tests.tiny import tiny_variant
+
+MARK = "COATSEARCH_TEST_DIE_ONCE"  # names a file: the first Ray worker that saves a checkpoint makes it and dies
+
+
+def die_after_first_save() -> None:
+    """Ray worker setup hook: after the first checkpoint of the test (Ray has it: `tune.report` returned), remove
+    the trial's own folder, so only Ray's copy can resume it, and end the worker process as a crash would."""
+    from coatsearch.training import checkpoint
+
+    mark = os.environ.get(MARK)
+    if not mark:
+        return
+    real = checkpoint.Saver.tick
+
+    def tick(self, run, meter, epoch, done):  # noqa: ANN001, ANN202 - the patched method's own signature
+        before = self.last
+        spent = real(self, run, meter, epoch, done)
+        if self.last != before and not os.path.exists(mark):
+            Path(mark).touch()
+            shutil.rmtree(self.path.parent)
+            os._exit(1)
+        return spent
+
+    checkpoint.Saver.tick = tick
+
+
+def _complete(studies: Path):
+    [rec] = [r for r in store.records(store.load_study(studies, "s")) if r.state == "COMPLETE"]
+    return rec
+
+
+@pytest.mark.slow
+def test_a_ray_trial_whose_worker_died_resumes_from_rays_checkpoint_to_the_uninterrupted_record(tmp_path):
+    space = load_space(tiny_variant(tmp_path, *EDITS))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the Ray trial with 1 CPU runs
+    try:
+        optuna_backend.run(space, tmp_path / "optuna", "s", device="cpu", progress=False)
+    finally:
+        torch.set_num_threads(before)
+    mark = tmp_path / "died"
+    env = {MARK: str(mark), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    hook = f"{__name__}.die_after_first_save"
+    ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": env, "worker_process_setup_hook": hook})
+    try:
+        summary = engine.run(space, tmp_path / "ray", "s", device="cpu", progress=False)
+    finally:
+        ray.shutdown()
+    assert mark.exists()  # the worker died once, after its first checkpoint
+    assert (summary.complete, summary.failed) == (1, 0)
+    whole, again = _complete(tmp_path / "optuna"), _complete(tmp_path / "ray")
+    [(fit, step)] = [(r["fit"], r["step"]) for r in again.run.extra["resumed"]]
+    assert fit == 1 and step == 20  # its own folder was removed: Ray's copy of the first checkpoint resumed it
+    assert "resumed" not in whole.run.extra
+    assert _untimed(again.run.curves) == _untimed(whole.run.curves)  # bit for bit on the CPU
+    assert _untimed(again.run.metrics) == _untimed(whole.run.metrics)
+    assert again.value == whole.value
+    assert not list((tmp_path / "ray" / "s" / "ray").glob("run-*/trial-*/checkpoint_*"))  # Ray's copies went too
+    assert not (tmp_path / "ray" / "s" / "checkpoints" / "C-T").exists()
