@@ -16,17 +16,8 @@ import coatsearch
 from coatsearch.runner import resume
 from coatsearch.storage import store
 from coatsearch.storage.trials import PlanItem
+from tests.support.checkpoint import EDITS, ROOT, STUDY, untimed
 from tests.tiny import tiny_variant
-
-ROOT = Path(__file__).resolve().parent.parent
-EDITS = (
-    ("  - {name: C-C, layout: C-C}\n", ""),
-    ("batch_size: 64, warmup_epochs: 0}", "batch_size: 16, warmup_epochs: 1, compile: false}"),
-    ("generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 20, epochs: 30, eval_every: 40}"),
-    ("study: {seeds: [0], baselines: false}",
-     "study: {seeds: [0], baselines: false}\ncheckpoint: {every: 20, min_steps: 1}"),
-)  # fmt: skip
-TIMING = ("seconds", "per_s", "wall", "throughput", "_time")  # what no two runs share, interrupted or not
 
 
 def _run(space: Path, studies: Path, study: str) -> None:
@@ -42,13 +33,6 @@ def _run(space: Path, studies: Path, study: str) -> None:
 def _complete(studies: Path, study: str):
     [rec] = [r for r in store.records(store.load_study(studies, study)) if r.state == "COMPLETE"]
     return rec
-
-
-def _untimed(value):
-    """`value` without the entries that time the run (nested mappings walked)."""
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {k: _untimed(v) for k, v in value.items() if not any(t in k for t in TIMING)}
-    return value
 
 
 def _kill_after_a_checkpoint(space: Path, studies: Path, study: str) -> Path:
@@ -83,8 +67,8 @@ def test_a_killed_trial_resumes_from_its_checkpoint_to_the_uninterrupted_record(
     [(fit, step)] = [(r["fit"], r["step"]) for r in again.run.extra["resumed"]]
     assert fit == 1 and step >= 20 and step % 20 == 0  # the matched-loss run, from a checkpoint past its start
     assert "resumed" not in whole.run.extra and not where.exists()
-    assert _untimed(again.run.curves) == _untimed(whole.run.curves)  # bit for bit on the CPU
-    assert _untimed(again.run.metrics) == _untimed(whole.run.metrics)
+    assert untimed(again.run.curves) == untimed(whole.run.curves)  # bit for bit on the CPU
+    assert untimed(again.run.metrics) == untimed(whole.run.metrics)
     assert again.value == whole.value
 
 
@@ -141,8 +125,7 @@ def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_a
 
 def _checkpointed(tmp_path: Path, setting: str) -> Path:
     """tiny.yaml with `checkpoint: <setting>`."""
-    study = "study: {seeds: [0], baselines: false}"
-    return tiny_variant(tmp_path, (study, f"{study}\ncheckpoint: {setting}"))
+    return tiny_variant(tmp_path, (STUDY, f"{STUDY}\ncheckpoint: {setting}"))
 
 
 def test_a_trial_keeps_its_checkpoints_on_request_and_otherwise_removes_them(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,32 +13,8 @@ from coatsearch.runner import optuna_backend
 from coatsearch.runner import ray_backend as engine
 from coatsearch.space.objects import load_space
 from coatsearch.storage import store
-from tests.test_checkpoint import EDITS, ROOT, _untimed
+from tests.support.checkpoint import DIE_ONCE, EDITS, ROOT, untimed
 from tests.tiny import tiny_variant
-
-MARK = "COATSEARCH_TEST_DIE_ONCE"  # names a file: the first Ray worker that saves a checkpoint makes it and dies
-
-
-def die_after_first_save() -> None:
-    """Ray worker setup hook: after the first checkpoint of the test (Ray has it: `tune.report` returned), remove
-    the trial's own folder, so only Ray's copy can resume it, and end the worker process as a crash would."""
-    from coatsearch.training import checkpoint
-
-    mark = os.environ.get(MARK)
-    if not mark:
-        return
-    real = checkpoint.Saver.tick
-
-    def tick(self, run, meter, epoch, done):  # noqa: ANN001, ANN202 - the patched method's own signature
-        before = self.last
-        spent = real(self, run, meter, epoch, done)
-        if self.last != before and not os.path.exists(mark):
-            Path(mark).touch()
-            shutil.rmtree(self.path.parent)
-            os._exit(1)
-        return spent
-
-    checkpoint.Saver.tick = tick
 
 
 def _complete(studies: Path):
@@ -57,8 +32,8 @@ def test_a_ray_trial_whose_worker_died_resumes_from_rays_checkpoint_to_the_unint
     finally:
         torch.set_num_threads(before)
     mark = tmp_path / "died"
-    env = {MARK: str(mark), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    hook = f"{__name__}.die_after_first_save"
+    env = {DIE_ONCE: str(mark), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    hook = "tests.support.checkpoint.die_after_first_save"
     ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": env, "worker_process_setup_hook": hook})
     try:
         summary = engine.run(space, tmp_path / "ray", "s", device="cpu", progress=False)
@@ -70,8 +45,8 @@ def test_a_ray_trial_whose_worker_died_resumes_from_rays_checkpoint_to_the_unint
     [(fit, step)] = [(r["fit"], r["step"]) for r in again.run.extra["resumed"]]
     assert fit == 1 and step == 20  # its own folder was removed: Ray's copy of the first checkpoint resumed it
     assert "resumed" not in whole.run.extra
-    assert _untimed(again.run.curves) == _untimed(whole.run.curves)  # bit for bit on the CPU
-    assert _untimed(again.run.metrics) == _untimed(whole.run.metrics)
+    assert untimed(again.run.curves) == untimed(whole.run.curves)  # bit for bit on the CPU
+    assert untimed(again.run.metrics) == untimed(whole.run.metrics)
     assert again.value == whole.value
     assert not list((tmp_path / "ray" / "s" / "ray").glob("run-*/trial-*/checkpoint_*"))  # Ray's copies went too
     assert not (tmp_path / "ray" / "s" / "checkpoints" / "C-T").exists()
