@@ -81,7 +81,7 @@ def pools():
     return data.subset(tr, 30, None, seed=0), data.eval_subset(te, 100, None, seed=0)  # 300 images: 4 steps an epoch
 
 
-def _fit(pools, policy, seed: int = 0, mixup: float = 0.2):
+def _fit(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | str = False):
     """A short fit with mixup, augmentation and curve points, under checkpoint `policy` (None: none)."""
     import dataclasses
 
@@ -89,7 +89,7 @@ def _fit(pools, policy, seed: int = 0, mixup: float = 0.2):
     from coatsearch.vocab.specs import OptimSpec
     from tests.support.training import CPU, tiny_net
 
-    optim = OptimSpec(lr=3e-3, batch_size=64, mixup=mixup, compile=False)
+    optim = OptimSpec(lr=3e-3, batch_size=64, mixup=mixup, compile=compile)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -121,6 +121,25 @@ def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_a
     (tmp_path / "c" / "fit1.safetensors").symlink_to(tmp_path / "elsewhere")
     _, state = _fit(pools, policy)
     assert state.resumed == [] and "symbolic link" in capsys.readouterr().err
+
+
+def test_a_captured_run_resumes_into_its_slot_in_place_or_into_a_fresh_one(pools, tmp_path, monkeypatch):
+    from coatsearch.training import capture, checkpoint
+
+    monkeypatch.setattr(capture, "DEVICES", ("cuda", "cpu"))  # the CPU's stand-in graph (tests/test_capture.py)
+    capture.clear()
+    try:
+        plain, _ = _fit(pools, None, compile="auto")
+        assert plain["compile_mode"] == "captured"
+        policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+        assert _fit(pools, policy, compile="auto")[0] == plain
+        for fresh in (False, True):  # the slot of the last fit (its state copied into), then a new slot
+            if fresh:
+                capture.clear()
+            again, state = _fit(pools, policy, compile="auto")
+            assert again == plain and state.resumed == [{"fit": 1, "step": 10}]
+    finally:
+        capture.clear()
 
 
 def _checkpointed(tmp_path: Path, setting: str) -> Path:
