@@ -6,14 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
-import ray
 import torch
 
 from coatsearch.runner import optuna_backend
 from coatsearch.runner import ray_backend as engine
 from coatsearch.space.objects import load_space
 from coatsearch.storage import store
-from tests.support.checkpoint import DIE_ONCE, EDITS, ROOT, untimed
+from tests.support.checkpoint import DIE_ONCE, EDITS, ROOT, dying_trainable, untimed
 from tests.tiny import tiny_variant
 
 
@@ -23,7 +22,7 @@ def _complete(studies: Path):
 
 
 @pytest.mark.slow
-def test_a_ray_trial_whose_worker_died_resumes_from_rays_checkpoint_to_the_uninterrupted_record(tmp_path):
+def test_a_ray_trial_whose_worker_died_resumes_from_rays_checkpoint_to_the_uninterrupted_record(tmp_path, monkeypatch):
     space = load_space(tiny_variant(tmp_path, *EDITS))
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # as the Ray trial with 1 CPU runs
@@ -32,13 +31,10 @@ def test_a_ray_trial_whose_worker_died_resumes_from_rays_checkpoint_to_the_unint
     finally:
         torch.set_num_threads(before)
     mark = tmp_path / "died"
-    env = {DIE_ONCE: str(mark), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    hook = "tests.support.checkpoint.die_after_first_save"
-    ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": env, "worker_process_setup_hook": hook})
-    try:
-        summary = engine.run(space, tmp_path / "ray", "s", device="cpu", progress=False)
-    finally:
-        ray.shutdown()
+    monkeypatch.setenv(DIE_ONCE, str(mark))  # Ray's workers inherit the environment
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(engine, "_trainable", dying_trainable)  # pickled by reference: the workers import it
+    summary = engine.run(space, tmp_path / "ray", "s", device="cpu", progress=False)
     assert mark.exists()  # the worker died once, after its first checkpoint
     assert (summary.complete, summary.failed) == (1, 0)
     whole, again = _complete(tmp_path / "optuna"), _complete(tmp_path / "ray")

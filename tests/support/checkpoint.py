@@ -1,5 +1,5 @@
-"""What the checkpoint tests share: a tiny space long enough to checkpoint, the record without its timings, and the
-Ray worker hook that dies once after a checkpoint."""
+"""What the checkpoint tests share: a tiny space long enough to checkpoint, the record without its timings, and a
+Ray trainable whose worker dies once after a checkpoint."""
 
 from __future__ import annotations
 
@@ -26,13 +26,22 @@ def untimed(value):
     return value
 
 
+def dying_trainable(config: dict, **kw) -> None:
+    """The Ray backend's trainable in a worker process that dies after the test's first checkpoint."""
+    from coatsearch.runner import ray_backend
+
+    die_after_first_save()
+    ray_backend._trainable(config, **kw)
+
+
 def die_after_first_save() -> None:
-    """Ray worker setup hook: after the first checkpoint of the test (Ray has it: `tune.report` returned), remove
-    the trial's own folder, so only Ray's copy can resume it, and end the worker process as a crash would."""
+    """After the first checkpoint of the test (the file named by DIE_ONCE not there yet; Ray has the checkpoint:
+    `tune.report` returned), remove the trial's own folder, so only Ray's copy can resume it, and end the worker
+    process as a crash would."""
     from coatsearch.training import checkpoint
 
     mark = os.environ.get(DIE_ONCE)
-    if not mark:
+    if not mark or getattr(checkpoint.Saver.tick, "dies", False):
         return
     real = checkpoint.Saver.tick
 
@@ -45,4 +54,5 @@ def die_after_first_save() -> None:
             os._exit(1)
         return spent
 
+    tick.dies = True  # type: ignore[attr-defined]
     checkpoint.Saver.tick = tick
