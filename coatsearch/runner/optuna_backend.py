@@ -186,13 +186,15 @@ def _run_trial(
 ) -> None:
     """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason.
 
-    With a `folder` and the space's `log`, the trial is tracked live (runner.tracking) in that study folder."""
-    from coatsearch.runner import tracking
+    With a `folder`, the trial's long runs are checkpointed there and a killed one resumes (runner.resume), and
+    with the space's `log` it is tracked live (runner.tracking)."""
+    from coatsearch.runner import resume, tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
 
     report = epoch_reporter(space, _pruning_sink(trial))
-    with tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker:
-        outcome = attempt(space, item, params, device, env, progress, report, matched, admitted)
+    with resume.trial(space, folder, item) as done, tracking.tracked(space, folder or Path("."), item, params,
+                                                                      trial.number) as tracker:  # fmt: skip
+        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted))
         tracking.finish(tracker, *outcome)
     store.tell(study, trial, *outcome)
 

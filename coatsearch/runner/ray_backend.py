@@ -21,7 +21,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -43,6 +43,7 @@ GPU_FRACTION = 0.25  # default GPU share of a CUDA trial: these models (about 1M
 # fraction of a GPU, so four trials share each (tuning.cuda_processes sizes the optuna backend's the same way)
 MAX_FAILURES = 2  # retries of a trial whose worker process died (not of trials that fail on their own)
 SCORE, STEP = "score", "epochs_done"  # what ASHA reads: objective score after STEP epochs
+SAVED = "checkpoint_step"  # a result that carries a checkpoint: the step it holds (ASHA and the searcher skip it)
 
 
 def run(
@@ -212,6 +213,7 @@ def _tuner(
             name=f"run-{run_id}",
             storage_path=str(storage),
             failure_config=tune.FailureConfig(max_failures=MAX_FAILURES),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),  # a trial's latest checkpoint is all it resumes
             verbose=0,
         ),
     )
@@ -276,6 +278,11 @@ class StudySearcher(Searcher):
             self.on_trial_result(trial_id, result)
         trial = self.open.pop(trial_id)
         store.tell(self.study, trial, *outcome(result, error, self.folder / "ray"))
+        if not self.space.checkpoint.keep:  # Ray's copies of the trial's checkpoints go with the trial's own
+            from coatsearch.runner.resume import remove
+
+            for ray_copy in (self.folder / "ray" / f"run-{self.run_id}" / f"trial-{trial.number}").glob("checkpoint_*"):
+                remove(ray_copy)
         self.bar(trial.number)
 
     def close(self) -> int:
@@ -319,7 +326,7 @@ def _trainable(
     the study `folder` with the space's `log`, runner.tracking)."""
     began = time.time()
 
-    from coatsearch.runner import tracking
+    from coatsearch.runner import resume, tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
     from coatsearch.training.fit import pick_device
     from coatsearch.training.tuning import set_worker_threads
@@ -330,10 +337,21 @@ def _trainable(
     dev = pick_device(device)
     report = epoch_reporter(space, lambda epoch, value: tune.report({STEP: epoch + 1, SCORE: value}))
     item, params = P.PlanItem(**config["item"]), json.loads(config["params"])
-    with tracking.tracked(space, Path(folder), item, params, config.get("number")) as tracker:
-        state, run, value = attempt(space, item, params, dev, environment.probe(dev), report=report, matched=matched)
+    ray_copy = tune.get_checkpoint()  # a trial Ray restored after its worker died: its last checkpoint
+    with (
+        ray_copy.as_directory() if ray_copy is not None else nullcontext(None) as restored,
+        resume.trial(space, Path(folder), item, _to_ray, restored) as done,
+        tracking.tracked(space, Path(folder), item, params, config.get("number")) as tracker,
+    ):
+        state, run, value = done(attempt(space, item, params, dev, environment.probe(dev), report=report,
+                                         matched=matched))  # fmt: skip
         tracking.finish(tracker, state, run, value)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     sent = None if run is None else R.to_json(run)
     record = {"state": state, "run": sent, "value": value, "ray": {**where, "start": began, "end": time.time()}}
     tune.report({SCORE: value, "record": json.dumps(record)})
+
+
+def _to_ray(where: Path, step: int) -> None:
+    """Hand a trial's checkpoint folder to Ray (persisted in the run's storage; a retried trial gets it back)."""
+    tune.report({SAVED: step}, checkpoint=tune.Checkpoint.from_directory(str(where)))

@@ -131,6 +131,7 @@ class Space:
     pilots: tuple[str, ...] = ()  # the claims this space pilots (registration, report looks)
     reseeded: bool = False  # seeds and test draw set apart from the file (a replicate's: with_draw)
     log: str = "none"  # live tracking of each trial (runner.tracking): none, tensorboard or mlflow; not its identity
+    checkpoint: D.CheckpointSpec = field(default_factory=D.CheckpointSpec)  # trial checkpoints; not its identity
 
     def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -184,6 +185,7 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
         untestable=dict(doc.untestable),
         pilots=tuple(doc.pilots),
         log=doc.log,
+        checkpoint=doc.checkpoint,
     )
 
 

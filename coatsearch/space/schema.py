@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, TypeAdapter
+from pydantic import AfterValidator, Field, Strict, TypeAdapter
 
 from coatsearch import scores as _scores
 from coatsearch.scores import ScoresSpec
@@ -83,6 +83,17 @@ ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 
 
 
 @dataclass(frozen=True, kw_only=True)
+class CheckpointSpec:
+    """Trial checkpoints (training.checkpoint): every `every` steps of runs of `min_steps` or more; 0: never."""
+
+    __pydantic_config__ = FORBID
+
+    every: Annotated[int, Strict(), Field(ge=0, le=10_000_000)] = 500
+    min_steps: Annotated[int, Strict(), Field(ge=1, le=10_000_000)] = 2000
+    keep: Annotated[bool, Strict()] = False  # keep a trial's checkpoints once it has finished
+
+
+@dataclass(frozen=True, kw_only=True)
 class SpaceDoc:
     """A whole space file, after the profile was applied and the shared sections merged into each candidate."""
 
@@ -104,6 +115,7 @@ class SpaceDoc:
     untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
     log: Literal["none", "tensorboard", "mlflow"] = "none"  # live tracking of each trial (`run --log` overrides it)
+    checkpoint: CheckpointSpec = CheckpointSpec()  # how long trials save and resume their state
 
 
 _DOCUMENT: dict[type, TypeAdapter] = {}  # the score registry's current ScoresSpec -> the validator built for it

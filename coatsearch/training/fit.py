@@ -29,9 +29,10 @@ from torch import nn
 from tqdm import tqdm
 
 from coatsearch.errors import UserError
-from coatsearch.training import capture
+from coatsearch.training import capture, checkpoint
 from coatsearch.training.curves import Curve, Meter, Point, Stop, autocast, channels_last, eval_tensors
 from coatsearch.training.data import PROBE_MAX, TensorData
+from coatsearch.training.devices import parse_device, pick_device  # noqa: F401 - their home was here
 from coatsearch.training.schedule import curve_steps, steps_per_epoch
 from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
 from coatsearch.vocab.specs import OptimSpec
@@ -147,51 +148,6 @@ class History:
     def total_seconds(self) -> float:
         """Training time over all epochs (evaluation excluded)."""
         return sum(self.seconds)
-
-
-def parse_device(name: str) -> torch.device:
-    """The device `name` (cpu, cuda, cuda:N, mps) names, not checked against this machine (a Ray driver without a
-    GPU sends trials to nodes with one); a UserError for anything else."""
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, ValueError, TypeError) as err:
-        raise UserError(f"unknown device {name!r}: {err}") from None
-    if dev.type not in ("cpu", "cuda", "mps"):
-        raise UserError(f"device {name!r} is not supported (use auto, cpu, cuda or cuda:N)")
-    return dev
-
-
-def pick_device(name: str | None) -> torch.device:
-    """ "auto"/None: CUDA when available, else CPU; otherwise the named device, if this machine has it.
-
-    The one device check (`--device`, `device=` of the API, `load_weights`): anything else is a one-line UserError
-    naming the devices this machine has.
-    """
-    if name in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0  # no driver: 0, never an error
-    except RuntimeError:
-        count = 0
-    mps = torch.backends.mps.is_available()
-    here = (
-        "auto, cpu"
-        + (", cuda" + "".join(f", cuda:{i}" for i in range(count)) if count else "")
-        + (", mps" if mps else "")
-    )
-    if not isinstance(name, str):
-        raise UserError(f"device: {name!r} is not allowed; allowed here: {here}")
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise UserError(f"device {name!r} is unknown; allowed here: {here}") from None
-    if dev.type == "cuda" and (dev.index or 0) >= count:
-        raise UserError(
-            f"device {name!r} is not available (this machine has {count} CUDA devices); allowed here: {here}"
-        )
-    if (dev.type == "mps" and not mps) or dev.type not in ("cpu", "cuda", "mps"):
-        raise UserError(f"device {name!r} is not available; allowed here: {here}")
-    return dev
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -362,6 +318,8 @@ class _Run:
             torch.backends.cudnn.benchmark = True  # fixed shapes: each is benchmarked once
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
+        self.saver = checkpoint.for_fit(total)  # a long run of a checkpointed trial saves its state (None: not)
+        self.epoch_shuffle = self.shuffle.get_state()  # the batch order's generator as the epoch began
 
     def _slot(self, mode: str | None) -> capture.Slot | None:
         """The run's captured-step slot when `mode` captures; None (eager, the error recorded) when making it fails."""
@@ -490,15 +448,19 @@ class _Run:
         dense = meter.dense
         return 1 if dense is not None and dense.probe > dense.bottom else CHECK_EVERY_CUDA
 
-    def epoch(self, e: int, n: int, bar: tqdm, points: frozenset[int], meter: Meter) -> tuple[float, float, float, int]:
-        """Train up to n steps of epoch e; `meter(step)` after each curve step (regular or dense) may stop it.
+    def epoch(
+        self, e: int, n: int, bar: tqdm, points: frozenset[int], meter: Meter, first: int = 0
+    ) -> tuple[float, float, float, int]:
+        """Train steps `first`..n-1 of epoch e (`first` > 0: a resumed run's); `meter(step)` after each curve step
+        (regular or dense) may stop it; the saver (training.checkpoint) saves the run's state when due.
 
         Returns (running loss, running accuracy, training seconds, steps done); curve points are not timed.
         """
         self.net.train()
-        start, checked, paused, done = time.perf_counter(), 0, 0.0, n
+        start, checked, paused, done = time.perf_counter(), first, 0.0, n
+        self.epoch_shuffle = self.shuffle.get_state()
         perm = torch.randperm(len(self.y), generator=self.shuffle).to(self.device, non_blocking=True)
-        for i in range(n):
+        for i in range(first, n):
             self.step(i, perm[i * self.batch : (i + 1) * self.batch], e * self.steps + i)
             due = False
             if i + 1 - checked >= self.read_every(meter):
@@ -516,6 +478,8 @@ class _Run:
                 if stop:
                     done = i + 1
                     break
+            if self.saver is not None and checked == i + 1:  # the losses so far are read: a checkpoint may fall due
+                paused += self.saver.tick(self, meter, e, i + 1)
         self.check(e, checked, done)
         loss, hits = self.losses[:done].mean().item(), self.hits[:done].sum().item()  # the epoch's one sync
         return loss, hits / (done * self.batch), time.perf_counter() - start - paused, done
@@ -578,9 +542,10 @@ def fit(
     if stop.active and not points:
         raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
     meter = Meter(run, evaluate, probe, stop, on_point, levels if points else None, validate)
-    if 0 in points:
+    at = checkpoint.resume(run, meter, (optim, seed, run.total, augment, eval_every, probe, stop, levels), EpochStats)
+    if 0 in points and at is None:
         meter(0)
-    rows = _epochs(run, meter, points, progress, on_epoch)
+    rows = _epochs(run, meter, points, progress, on_epoch, at)
     taken = meter.points[-1].step if meter.reached else run.total
     clean: tuple[float | None, float | None] = (None, None)
     if measure_train:
@@ -602,22 +567,31 @@ def fit(
 
 
 def _epochs(
-    run: _Run, meter: Meter, points: frozenset[int], progress: bool, on_epoch: Callable[[int, EpochStats], None] | None
+    run: _Run,
+    meter: Meter,
+    points: frozenset[int],
+    progress: bool,
+    on_epoch: Callable[[int, EpochStats], None] | None,
+    at: tuple[int, int] | None = None,
 ) -> list[EpochStats]:
-    """The training loop over epochs until the step budget or a stop target; one EpochStats per epoch."""
-    rows: list[EpochStats] = []
+    """The training loop over epochs until the step budget or a stop target; one EpochStats per epoch; from
+    checkpoint position `at` (epoch, steps done in it) when resumed, its epochs' rows heard again by `on_epoch`."""
+    rows: list[EpochStats] = run.saver.rows if run.saver is not None else []  # a checkpoint saves the rows so far
+    for e, stats in enumerate(rows if on_epoch is not None else []):
+        on_epoch(e, stats)  # type: ignore[misc]  # not None here
+    first_epoch, first = at or (0, 0)
     epochs = math.ceil(run.total / run.steps)
     with tqdm(total=run.total, disable=not progress, file=sys.stderr, leave=False, desc="fit") as bar:
-        for e in range(epochs):
+        for e in range(first_epoch, epochs):
             bar.set_description(f"epoch {e + 1}/{epochs}")
             n = min(run.steps, run.total - e * run.steps)
-            loss, acc, secs, done = run.epoch(e, n, bar, points, meter)
+            loss, acc, secs, done = run.epoch(e, n, bar, points, meter, first if e == first_epoch else 0)
             listened = on_epoch is not None or e == epochs - 1 or meter.reached
             ev = meter.eval_at(e * run.steps + done) if listened else (None, None, None, None)
             if ev[0] is not None:
                 _finite_pair(ev[:2], e, "eval")  # type: ignore[arg-type]  # measured together: all are set
                 _finite_pair(ev[2:], e, "validation")  # type: ignore[arg-type]
-            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / secs, ev[2], ev[3])
+            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / max(secs, 1e-9), ev[2], ev[3])
             rows.append(stats)
             bar.set_postfix(
                 loss=f"{loss:.4f}", acc=f"{acc:.3f}", **({"eval": f"{ev[1]:.3f}"} if ev[1] is not None else {})

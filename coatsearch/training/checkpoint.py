@@ -1,0 +1,253 @@
+"""Trial checkpoints: a long training run saves its whole state every N steps and resumes from it after a kill.
+
+A runner opens `trial(policy)` around one trial; each `fit` inside it asks `for_fit` for its saver (None outside a
+trial or for a run shorter than `policy.min_steps`). The k-th training run of the trial keeps one file,
+`<policy.folder>/fit<k>.safetensors`, rewritten through the safe writer (fsafe.replacing) at the first step whose
+losses are read once `policy.every` steps have passed since the last save. It holds the model (parameters and
+BatchNorm buffers), the optimizer's state, every random stream the loop draws from (torch's CPU generator, which
+dropout and drop path use, and CUDA's on a GPU; the batch order's generator as the epoch began; the augmentation
+generator; the mixup RNG), the epoch's batch losses and hits so far, the curve points and epoch rows so far, the
+dense-point window and the position (epoch, step in it). Tensors are safetensors (never a pickle), the rest one
+JSON metadata entry. `policy.on_save(folder, step)` hears each save (the Ray backend hands the folder to Ray).
+
+When the trial runs again, `resume` puts each run's file back into the fresh run before its first step: the steps
+it skips are the steps the file holds, so on the CPU (eager, `compile: false`) the record equals an uninterrupted
+run's bit for bit (tests/test_checkpoint.py). The optimizer's moments are restored in the memory format of their
+parameters (channels_last for convolutions): CPU's fused AdamW and SGD read a moment's raw memory in its
+parameter's order, so a moment restored contiguous beside a channels_last weight is a silently wrong update.
+A file is used only when written for the same run: the same architecture and initial weights, optimizer settings,
+seed, step budget, training and evaluation data (`fingerprint`); a damaged or foreign file is a note line, removed,
+and that run starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from coatsearch import fsafe
+from coatsearch.training.curves import Point
+
+FORMAT = "coatsearch.training.checkpoint/1"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Where one trial's checkpoints go and how often: every `every` steps of runs of `min_steps` steps or more."""
+
+    folder: Path
+    every: int = 500
+    min_steps: int = 2000
+    on_save: Callable[[Path, int], None] | None = None  # told (folder, step) after each save (Ray's checkpoints)
+
+
+@dataclass
+class Trial:
+    """One trial's checkpointing: its policy, how many training runs started, which resumed (fit, step)."""
+
+    policy: Policy
+    fits: int = 0
+    resumed: list[dict[str, int]] = field(default_factory=list)
+
+
+_TRIAL: ContextVar[Trial | None] = ContextVar("coatsearch_checkpoint_trial", default=None)
+
+
+@contextmanager
+def trial(policy: Policy | None) -> Iterator[Trial | None]:
+    """Checkpoint the training runs inside the block under `policy` (None: none)."""
+    state = Trial(policy) if policy is not None else None
+    token = _TRIAL.set(state)
+    try:
+        yield state
+    finally:
+        _TRIAL.reset(token)
+
+
+def for_fit(total: int) -> Saver | None:
+    """The saver of the current trial's next training run of `total` steps; None outside a trial or when short."""
+    t = _TRIAL.get()
+    if t is None:
+        return None
+    t.fits += 1  # every run counts, so the k-th run is the same one when the trial runs again
+    if total < t.policy.min_steps:
+        return None
+    return Saver(t, t.policy.folder / f"fit{t.fits}.safetensors")
+
+
+def resume(run: Any, meter: Any, parts: tuple[Any, ...], row: type) -> tuple[int, int] | None:
+    """Restore a fresh `fit._Run` and its `curves.Meter` from the run's checkpoint, if it has one written for this
+    run (`parts`: the fit arguments it must share); (epoch, steps done in it), else None (start afresh)."""
+    if run.saver is None:
+        return None
+    return run.saver.load(run, meter, fingerprint(run, meter, parts), row)
+
+
+def fingerprint(run: Any, meter: Any, parts: tuple[Any, ...]) -> str:
+    """What a checkpoint must belong to: parameter names, shapes and initial values, `parts`, batch and data."""
+    h = hashlib.sha256(repr((parts, run.batch, run.steps)).encode())
+    for name, t in run.net.state_dict().items():
+        h.update(f"{name}{tuple(t.shape)}".encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    for t in (run.x[: min(len(run.x), 256)], run.y, meter.ey, meter.vy):
+        if t is not None:
+            h.update(repr(tuple(t.shape)).encode())
+            h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+class Saver:
+    """One training run's checkpoint file: `tick` saves the run's state when due, `load` puts it back."""
+
+    def __init__(self, owner: Trial, path: Path) -> None:
+        self.owner, self.path, self.every, self.key = owner, path, owner.policy.every, ""
+        self.last = 0  # the step of the last save (or of the resume)
+        self.rows: list = []  # the run's epoch rows so far (fit's loop appends to this list)
+
+    def tick(self, run: Any, meter: Any, epoch: int, done: int) -> float:
+        """Save after `done` steps of `epoch` when `every` steps have passed since the last save and the run goes
+        on; the seconds it took (0 when not due)."""
+        step = epoch * run.steps + done
+        if step - self.last < self.every or step >= run.total:
+            return 0.0
+        began = time.perf_counter()
+        self.save(run, meter, epoch, done)
+        self.last = step
+        if self.owner.policy.on_save is not None:
+            self.owner.policy.on_save(self.path.parent, step)
+        return time.perf_counter() - began
+
+    def save(self, run: Any, meter: Any, epoch: int, done: int) -> None:
+        """Write the state after `done` steps of epoch `epoch` (a `fit._Run` and its `curves.Meter`)."""
+        tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in run.net.state_dict().items()}
+        scalars: dict[str, dict[str, Any]] = {}
+        for i, (p, _) in enumerate(_params(run.opt)):
+            for k, v in run.opt.state.get(p, {}).items():
+                if torch.is_tensor(v):
+                    tensors[f"opt.{i}.{k}"] = v.detach().cpu().contiguous()
+                else:
+                    scalars.setdefault(str(i), {})[k] = v
+        tensors["rng.torch"] = torch.get_rng_state()
+        tensors["rng.shuffle"] = run.epoch_shuffle
+        tensors["rng.augment"] = run.aug_gen.get_state().cpu()
+        if run.cuda:
+            tensors["rng.cuda"] = torch.cuda.get_rng_state(run.device).cpu()
+        tensors["epoch.losses"] = run.losses[:done].detach().cpu().contiguous()
+        tensors["epoch.hits"] = run.hits[:done].detach().cpu().contiguous()
+        dense = meter.dense
+        meta = {
+            "format": FORMAT,
+            "key": self.key,
+            "epoch": epoch,
+            "done": done,
+            "step": epoch * run.steps + done,
+            "params": len(_params(run.opt)),
+            "opt_scalars": scalars,
+            "mix_rng": run.mix_rng.getstate(),
+            "points": [asdict(p) for p in meter.points],
+            "rows": [asdict(r) for r in self.rows],
+            "dense": dense and {"window": list(dense.window), "last": dense.last, "probe": dense.probe},
+        }
+        from safetensors.torch import save_file
+
+        with fsafe.replacing(self.path) as tmp:
+            save_file(tensors, str(tmp), metadata={"state": json.dumps(meta)})
+
+    def load(self, run: Any, meter: Any, key: str, row: type) -> tuple[int, int] | None:
+        """Restore the run from its file when there is one for this run (`key`): (epoch, steps done in it).
+
+        A damaged file or one of another run is a note line and removed; None: the run starts afresh."""
+        self.key = key
+        if not self.path.exists() and not self.path.is_symlink():
+            return None
+        try:
+            tensors, meta = _read(self.path)
+            if meta.get("key") != key:
+                raise ValueError("it belongs to another architecture, seed, optimizer or data")
+            if meta.get("params") != len(_params(run.opt)):
+                raise ValueError("its optimizer has another number of parameters")
+            _restore(run, meter, tensors, meta)
+            self.rows[:] = [row(**r) for r in meta["rows"]]
+        except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: a note, and the run starts afresh
+            print(f"coatsearch: note: {self.path}: {exc}; this training run starts afresh", file=sys.stderr)
+            self.path.unlink(missing_ok=True)
+            return None
+        self.last = int(meta["step"])
+        self.owner.resumed.append({"fit": self.owner.fits, "step": self.last})
+        return int(meta["epoch"]), int(meta["done"])
+
+
+def _params(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor, dict]]:
+    """The optimizer's parameters in state_dict order, each with its group."""
+    return [(p, g) for g in opt.param_groups for p in g["params"]]
+
+
+def _read(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """A checkpoint's tensors and metadata (no link followed; never unpickled)."""
+    from safetensors import safe_open
+
+    fsafe.check_plain(path)
+    with safe_open(str(path), framework="pt") as f:
+        meta = fsafe.parse_json((f.metadata() or {}).get("state", "{}"), path)
+        tensors = {k: f.get_tensor(k).clone() for k in f.keys()}  # noqa: SIM118 - owned copies, not the file
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"not a coatsearch checkpoint ({FORMAT} expected)")
+    return tensors, meta
+
+
+def _restore(run: Any, meter: Any, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+    """Put a checkpoint's state into a fresh `fit._Run` and `curves.Meter`."""
+    run.net.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})  # copied in place
+    _restore_optimizer(run.opt, tensors, meta["opt_scalars"])
+    torch.set_rng_state(tensors["rng.torch"])
+    run.shuffle.set_state(tensors["rng.shuffle"])
+    run.aug_gen.set_state(tensors["rng.augment"].to(run.aug_gen.device))
+    if run.cuda and "rng.cuda" in tensors:
+        torch.cuda.set_rng_state(tensors["rng.cuda"], run.device)
+    version, internal, gauss = meta["mix_rng"]
+    run.mix_rng.setstate((version, tuple(internal), gauss))
+    done = int(meta["done"])
+    run.losses[:done] = tensors["epoch.losses"].to(run.device)
+    run.hits[:done] = tensors["epoch.hits"].to(run.device)
+    meter.points[:] = [Point(**p) for p in meta["points"]]
+    if meter.dense is not None and meta["dense"] is not None:
+        meter.dense.window.clear()
+        meter.dense.window.extend(meta["dense"]["window"])
+        meter.dense.last, meter.dense.probe = meta["dense"]["last"], meta["dense"]["probe"]
+    if meter.on_point is not None:  # a tracked run hears the points it skips
+        for p in meter.points:
+            meter.on_point(p.step, p)
+
+
+def _restore_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], scalars: dict) -> None:
+    """The optimizer's state back, each tensor in its parameter's memory format and device.
+
+    A state tensor that exists (a captured step's) is copied into; a new one of a parameter's shape is made
+    `empty_like` it (channels_last stays channels_last: CPU's fused kernels read raw memory), and a step count goes
+    where torch keeps it (on the parameter's device for fused or capturable optimizers, else on the CPU)."""
+    params = _params(opt)
+    for name, v in tensors.items():
+        if not name.startswith("opt."):
+            continue
+        _, i, key = name.split(".", 2)
+        p, group = params[int(i)]
+        old = opt.state[p].get(key)
+        if torch.is_tensor(old) and old.shape == v.shape:
+            old.copy_(v)
+        elif v.shape == p.shape:
+            opt.state[p][key] = torch.empty_like(p, dtype=v.dtype).copy_(v)
+        else:
+            on_device = group.get("fused") or group.get("capturable")
+            opt.state[p][key] = v.to(p.device if on_device else torch.device("cpu"))
+    for i, s in scalars.items():
+        opt.state[params[int(i)][0]].update(s)

@@ -1,0 +1,58 @@
+"""What the checkpoint tests share: a tiny space long enough to checkpoint, the record without its timings, and a
+Ray trainable whose worker dies once after a checkpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = "study: {seeds: [0], baselines: false}"
+EDITS = (
+    ("  - {name: C-C, layout: C-C}\n", ""),
+    ("batch_size: 64, warmup_epochs: 0}", "batch_size: 16, warmup_epochs: 1, compile: false}"),
+    ("generalization: {per_class: 20, epochs: 2}", "generalization: {per_class: 20, epochs: 30, eval_every: 40}"),
+    (STUDY, f"{STUDY}\ncheckpoint: {{every: 20, min_steps: 1}}"),
+)  # tiny.yaml, one candidate: its generalization run is 360 steps, a checkpoint every 20
+TIMING = ("seconds", "per_s", "wall", "throughput", "_time")  # what no two runs share, interrupted or not
+DIE_ONCE = "COATSEARCH_TEST_DIE_ONCE"  # names a file: the first Ray worker that saves a checkpoint makes it and dies
+
+
+def untimed(value):
+    """`value` without the entries that time the run (nested mappings walked)."""
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {k: untimed(v) for k, v in value.items() if not any(t in k for t in TIMING)}
+    return value
+
+
+def dying_trainable(config: dict, **kw) -> None:
+    """The Ray backend's trainable in a worker process that dies after the test's first checkpoint."""
+    from coatsearch.runner import ray_backend
+
+    die_after_first_save()
+    ray_backend._trainable(config, **kw)
+
+
+def die_after_first_save() -> None:
+    """After the first checkpoint of the test (the file named by DIE_ONCE not there yet; Ray has the checkpoint:
+    `tune.report` returned), remove the trial's own folder, so only Ray's copy can resume it, and end the worker
+    process as a crash would."""
+    from coatsearch.training import checkpoint
+
+    mark = os.environ.get(DIE_ONCE)
+    if not mark or getattr(checkpoint.Saver.tick, "dies", False):
+        return
+    real = checkpoint.Saver.tick
+
+    def tick(self, run, meter, epoch, done):  # the patched method's own signature
+        before = self.last
+        spent = real(self, run, meter, epoch, done)
+        if self.last != before and not os.path.exists(mark):
+            Path(mark).touch()
+            shutil.rmtree(self.path.parent)
+            os._exit(1)
+        return spent
+
+    tick.dies = True  # type: ignore[attr-defined]
+    checkpoint.Saver.tick = tick
