@@ -236,3 +236,15 @@ def test_figures_the_readme_and_docs_quote_come_from_the_committed_reports():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         found += RP.quote_problems(path.read_text(encoding="utf-8"), summary_of, path.name)
     assert found == []
+
+
+def test_ci_and_the_readme_run_the_committed_checks():
+    """The `committed` marker is registered, and the test command CI runs (the README's, verbatim) selects no
+    marker away: the checks of the committed reports run there with the rest."""
+    import tomllib
+
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert any(m.startswith("committed:") for m in markers["markers"]) and "-m" not in markers["addopts"].split()
+    for path in (ROOT / ".ci" / "run", ROOT / "README.md"):
+        commands = [line for line in path.read_text(encoding="utf-8").splitlines() if "python -m pytest" in line]
+        assert commands and all(" -m " not in c.split("python -m pytest", 1)[1] for c in commands), path
