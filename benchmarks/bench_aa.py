@@ -190,7 +190,7 @@ def rates(counts: dict) -> dict:
 def merged(earlier: dict, later: dict) -> dict:
     """Two tables of independent A/A studies as one: counts summed, rates and intervals from the sums; the earlier
     table's states kept in `history`, so that a report made under one of them can still be checked."""
-    from coatsearch.analysis import calibration
+    from coatsearch.analysis import rule_tables
 
     fams = {c: rates({k: earlier["families"][c][k] + later["families"][c][k] for k in COUNTS}) for c in CLAIMS}
     studies = earlier["studies"] + later["studies"]
@@ -199,14 +199,14 @@ def merged(earlier: dict, later: dict) -> dict:
             "wall_s": round(earlier["wall_s"] + later["wall_s"], 1), "study_s": round(spent / max(1, studies), 1),
             "commands": [*earlier.get("commands", [earlier["command"]]), later["command"]], "families": fams,
             "verdicts": earlier["verdicts"] + later["verdicts"], "errors": earlier["errors"] + later["errors"],
-            "history": calibration.aa_states(earlier)}  # fmt: skip
+            "history": rule_tables.aa_states(earlier)}  # fmt: skip
 
 
 def earlier_table(path: Path) -> dict:
     """The table --resume extends, read with the bounded reader and checked against the A/A table's schema; exits
     in one line when it cannot be read, is damaged, or was made under another rule, α or seeds per study."""
     from coatsearch import fsafe
-    from coatsearch.analysis import aa_table, calibration, claims
+    from coatsearch.analysis import aa_table, claims, rule_tables
     from coatsearch.errors import UserError
 
     try:
@@ -215,9 +215,9 @@ def earlier_table(path: Path) -> dict:
         sys.exit(f"--resume: {exc}")
     try:
         same = (old["rule_version"], old["alpha"], old["seeds_per_study"]) == (
-            calibration.RULE_VERSION, claims.VERDICT_ALPHA, SEEDS)  # fmt: skip
+            rule_tables.RULE_VERSION, claims.VERDICT_ALPHA, SEEDS)  # fmt: skip
         if not same or set(old["families"]) != set(CLAIMS):
-            allowed = f"rule {calibration.RULE_VERSION}, α {claims.VERDICT_ALPHA}, {SEEDS} seeds, claims {list(CLAIMS)}"
+            allowed = f"rule {rule_tables.RULE_VERSION}, α {claims.VERDICT_ALPHA}, {SEEDS} seeds, claims {list(CLAIMS)}"
             sys.exit(f"--resume: {path} was made under rule {old['rule_version']}, α {old['alpha']}, "
                      f"{old['seeds_per_study']} seeds per study, claims {sorted(old['families'])} (allowed: "
                      f"{allowed})")  # fmt: skip
@@ -251,11 +251,11 @@ def plan(out: Path, small: bool) -> str:
 
 def table(rows: list[dict], wall_s: float, command: str) -> dict:
     """The A/A table: per claim family its counts, firm rate and exact 95% interval; settings and wall time."""
-    from coatsearch.analysis import calibration, claims
+    from coatsearch.analysis import claims, rule_tables
 
     ok = [r for r in rows if "error" not in r]
     return {
-        "rule_version": calibration.RULE_VERSION,
+        "rule_version": rule_tables.RULE_VERSION,
         "alpha": claims.VERDICT_ALPHA,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": command,

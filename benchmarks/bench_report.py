@@ -16,7 +16,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState, create_trial
 
-from coatsearch.analysis import simulate, tables
+from coatsearch.analysis import simulate
 from coatsearch.analysis.tables import jsonable
 from coatsearch.report import plots, render, summarize
 from coatsearch.storage import record, store
@@ -45,7 +45,7 @@ def main() -> None:
         folder = Path(tmp)
         make(folder)
         start = time.perf_counter()
-        space, records = tables.load(store.load_study(folder, "bench"))
+        space, records = store.read(store.load_study(folder, "bench"))
         summary = summarize("bench", space, records)
         text = render(summary, {})
         json.dumps(jsonable(summary))

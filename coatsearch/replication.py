@@ -4,13 +4,12 @@ A replicate runs the original's registered space file and profile unchanged, on 
 default as many as it registered, numbered after the largest seed it used, re-evaluation seeds included) and on
 the next test draw it never used, into the study `<STUDY>-rep`, registered with `replicate_of` = STUDY. Its report
 sets each claim's verdict beside the original's and a pooled one (report.view_replication). Everything is checked
-before anything is written: a missing or unregistered study, seeds the original used, a space file whose sha256
-is not the registered one are each one line (UserError).
+before anything is written: a missing or unregistered study, seeds the original used, a space file whose identity
+(space.identity: content, or bytes for older registrations) is not the registered one are each one line (UserError).
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,10 +157,13 @@ def _space(reg: Registration, original: str, space_file: str | Path | None) -> S
         raw = fsafe.read_named(path, MAX_BYTES, "space file")
     except UserError as exc:
         raise UserError(f"{exc} (the space file of '{original}'; pass --space FILE)") from None
-    now, registered = hashlib.sha256(raw).hexdigest(), reg.analysis.space_sha256
+    from coatsearch.space.identity import file_ids
+
+    ids, registered = file_ids(raw, path), reg.analysis.space_sha256
     if registered is None:
         raise UserError(f"study '{original}': its registration records no space sha256; nothing to check against")
-    if now != registered:
+    if registered not in ids.values():  # its content hash, or its bytes' for a study registered before those
+        now = ids.get("content", ids["bytes"])
         raise UserError(
             f"{path}: the space file changed since '{original}' was registered (sha256 {registered[:12]}… "
             f"registered, {now[:12]}… now); a replicate runs the registered analysis: restore the file"

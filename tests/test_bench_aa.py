@@ -50,7 +50,7 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
 
 
 def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monkeypatch):
-    from coatsearch.analysis import calibration
+    from coatsearch.analysis import rule_tables
     from coatsearch.report import markdown_claims
     from coatsearch.report.view_claims import aa_info
 
@@ -62,11 +62,11 @@ def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monke
     assert (f["n"], f["firm"], f["out_of_regime"], result["failed_studies"]) == (3, 1, 1, 1)
     assert f["ci95"][0] < 1 / 3 < f["ci95"][1] and f["ci95"][1] < 0.95  # exact (Clopper-Pearson) 95% interval
     path = tmp_path / "aa.json"
-    monkeypatch.setattr(calibration, "AA_TABLE", path)
+    monkeypatch.setattr(rule_tables, "AA_TABLE", path)
     path.write_text(json.dumps({**result, "rule_version": "older"}))
-    assert calibration.aa_figures() is None  # a table of another rule version is never shown
+    assert rule_tables.aa_figures() is None  # a table of another rule version is never shown
     path.write_text(json.dumps(result))
-    shown = calibration.aa_figures()
+    shown = rule_tables.aa_figures()
     assert "verdicts" not in shown and shown["families"]["f"]["firm"] == 1
     cell = markdown_claims._aa(aa_info(shown), "f")
     assert cell.startswith("33.3% of 3 [") and cell.endswith("1 out of regime")
@@ -92,15 +92,15 @@ def test_a_resumed_table_has_the_counts_and_intervals_of_all_its_studies():
 
 
 def test_a_resumed_table_keeps_every_state_it_stood_in_as_reports_cite_them():
-    from coatsearch.analysis import calibration
+    from coatsearch.analysis import rule_tables
 
     first = bench_aa.table(_rows([("supported", "")]), 1.0, "first")
     second = bench_aa.merged(first, bench_aa.table(_rows([("inconclusive", "0 of 1")], 1), 1.0, "second"))
     third = bench_aa.merged(second, bench_aa.table(_rows([("not supported", "")], 2), 1.0, "third"))
-    states = calibration.aa_states(third)
+    states = rule_tables.aa_states(third)
     assert [s["studies"] for s in states] == [1, 2, 3] and [s["families"]["f"]["firm"] for s in states] == [1, 1, 2]
-    assert states[:2] == [calibration.aa_cited(first), calibration.aa_cited(second)]  # as a report cited them
-    assert not any(k in s for s in states for k in calibration.AA_DETAIL)  # no rows or nested history cited
+    assert states[:2] == [rule_tables.aa_cited(first), rule_tables.aa_cited(second)]  # as a report cited them
+    assert not any(k in s for s in states for k in rule_tables.AA_DETAIL)  # no rows or nested history cited
 
 
 def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):

@@ -1,9 +1,12 @@
-"""The verdict rule's calibration (report.calibration): simulated studies of the shipped profiles (report.simulate)
-as records, judged by the report's path. `python -m pytest -s tests/test_calibration.py -k null` prints the figures."""
+"""The verdict rule's calibration (analysis.calibration): simulated studies of the shipped profiles
+(analysis.simulate) as records, judged by the report's path; reports read the committed table (analysis.rule_tables).
+`python -m pytest -s tests/test_calibration.py -k null` prints the figures. The checks of the committed table carry
+the `committed` marker."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -12,11 +15,12 @@ from scipy import stats as st
 
 from coatsearch.analysis import calibration as K
 from coatsearch.analysis import claims as C
-from coatsearch.analysis import judging, paper
+from coatsearch.analysis import judging, paper, rule_tables
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import simulate as Sim
 from coatsearch.analysis import stats as S
 from coatsearch.analysis import verdicts as V
+from coatsearch.errors import UserError
 from coatsearch.training import curves, schedule
 from coatsearch.vocab.specs import rung_below
 
@@ -28,11 +32,21 @@ POWERED = "abc"
 
 @pytest.fixture(scope="module")
 def table() -> dict:
-    committed = K.table()
+    committed = rule_tables.table()
     assert committed is not None, f"calibration.json is stale: regenerate it for rule {K.RULE_VERSION}"
     return committed
 
 
+@pytest.mark.committed
+def test_the_committed_table_carries_the_constants_a_report_cites(table):
+    """A report reads the table without the simulator: the constants it prints beside the figures are in it."""
+    assert {k: table[k] for k in rule_tables.CITED} == K.constants()
+    shown = rule_tables.figures()
+    assert shown is not None and shown["per_claim"] == table["scenarios"][Sim.IN_REGIME.name]["per_claim"]
+    assert shown["stem_effect_sigma"] == K.STEM_EFFECT / Sim.STEM_SIGMA and "codes" not in json.dumps(shown)
+
+
+@pytest.mark.committed
 def test_committed_table_regenerates_through_the_record_pipeline(table):
     """A stride of the committed replicates, rerun from their own seeds through report.judging, match exactly."""
     for name, sc in table["scenarios"].items():
@@ -42,6 +56,7 @@ def test_committed_table_regenerates_through_the_record_pipeline(table):
                 assert K.code(K.replicate(case, K.scenario(name), i, table["seed"])) == codes[i], (name, case, i)
 
 
+@pytest.mark.committed
 def test_rates_follow_from_the_replicates(table):
     for sc in table["scenarios"].values():
         assert K.rates(sc["null"], sc["power"]) == sc["per_claim"]  # JSON keeps floats exactly
@@ -50,6 +65,7 @@ def test_rates_follow_from_the_replicates(table):
             assert sum(c in "sn" for c in codes) / sum(c != "-" for c in codes) == v["null_firm"]
 
 
+@pytest.mark.committed
 def test_null_studies_give_firm_verdicts_with_a_95_percent_upper_bound_of_at_most_5_percent(table):
     print("\ncalibration per claim (rule " + table["rule_version"] + "):\n" + K.summary(table))
     assert set(table["scenarios"]) == {s.name for s in Sim.SCENARIOS} and table["replicates"] >= 1000
@@ -62,6 +78,7 @@ def test_null_studies_give_firm_verdicts_with_a_95_percent_upper_bound_of_at_mos
             assert v["null_firm_upper95"] <= 0.05, (name, cid, K.summary(table))
 
 
+@pytest.mark.committed
 def test_paper_order_is_supported_when_the_profile_can_decide_it(table):
     """In regime, the POWERED claims at EFFECT σ (f: the paper's 4.6 points) reach 80% and are rarely refuted."""
     assert table["effect_sigma"] == K.EFFECT and table["stem_effect_points"] == K.STEM_EFFECT
@@ -69,6 +86,14 @@ def test_paper_order_is_supported_when_the_profile_can_decide_it(table):
     for cid in POWERED:
         assert per[cid]["power"] >= 0.80, (cid, K.summary(table))
         assert per[cid]["alt_not_supported"] <= 0.03 * per[cid]["power_n"], cid
+
+
+def test_the_simulator_says_in_one_line_that_it_needs_a_checkout(tmp_path, monkeypatch):
+    """From an installed wheel the shipped spaces/ are absent: one line, not a traceback from the loader."""
+    Sim.need_checkout()  # this checkout has them
+    monkeypatch.setattr(Sim, "ROOT", tmp_path)
+    with pytest.raises(UserError, match=r"reads the shipped space files of a coatsearch checkout .*run it from a"):
+        Sim.need_checkout()
 
 
 def test_every_refutation_path_fires():

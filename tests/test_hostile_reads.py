@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from coatsearch import fsafe
-from coatsearch.analysis import aa_table, calibration, looks_found
+from coatsearch.analysis import aa_table, looks_found, rule_tables
 from coatsearch.analysis import looks as L
 from coatsearch.errors import UserError
 from coatsearch.planner import power
@@ -112,14 +112,14 @@ def test_a_damaged_aa_table_is_a_note_and_never_cited(tmp_path, monkeypatch, cap
     # a damaged aa.json made every report exit 1, or was cited as fact ("A/A column: -2 studies")
     table = tmp_path / "aa.json"
     table.write_text(content)
-    monkeypatch.setattr(calibration, "AA_TABLE", table)
-    assert calibration.aa_figures() is None
+    monkeypatch.setattr(rule_tables, "AA_TABLE", table)
+    assert rule_tables.aa_figures() is None
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("coatsearch: note:") and why in err, err
 
 
 def test_an_aa_table_with_a_negative_study_count_is_refused_before_it_is_cited_or_written(tmp_path):
-    data = json.loads(calibration.AA_TABLE.read_text())
+    data = json.loads(rule_tables.AA_TABLE.read_text())
     assert aa_table.check(data, "aa.json") == data  # the committed table holds
     with pytest.raises(UserError, match="field 'studies': Input should be greater than or equal to 1"):
         aa_table.check({**data, "studies": -2}, "aa.json")
@@ -222,7 +222,7 @@ def test_bench_search_arguments_are_one_line_before_anything_runs(args, expected
 )  # fmt: skip
 def test_bench_aa_arguments_and_resumed_tables_are_one_line_before_any_study_runs(tmp_path, fifo, args, expected):
     # --resume /dev/zero grew to 3.4 GB, a FIFO hung, and a table missing a key ran a whole study, then died
-    table = json.loads(calibration.AA_TABLE.read_text())
+    table = json.loads(rule_tables.AA_TABLE.read_text())
     table.pop("failed_studies")
     (tmp_path / "missing.json").write_text(json.dumps(table))
     args = [str(fifo) if a == "FIFO" else str(tmp_path / "missing.json") if a == "MISSING" else a for a in args]

@@ -63,6 +63,34 @@ def test_analysis_and_planner_load_neither_torch_nor_matplotlib():
     assert out.stdout.strip() == "[]"
 
 
+LAB = ("coatsearch.analysis.simulate", "coatsearch.analysis.calibration")  # the rule authors' lab: never on the path
+
+
+def _reachable(start: str) -> set[str]:
+    """Every module `start` may import, lazy imports included (the whole graph's edges)."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += [d for d in FULL.get(m, ()) if d in FULL]
+    return seen
+
+
+def test_importing_the_report_loads_no_simulator():
+    code = f"import coatsearch.report, sys; print(sorted(m for m in {LAB!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_command_reaches_the_simulator_or_the_calibration_generator():
+    """The report, the API and the CLI (lazy imports included) read the committed tables (analysis.rule_tables);
+    the simulator and its generator run only as `python -m coatsearch.analysis.calibration`, tests and benchmarks."""
+    for start in ("coatsearch.report", "coatsearch.api", "coatsearch.cli", "coatsearch.__main__"):
+        assert not set(LAB) & _reachable(start), start
+    assert "coatsearch.analysis.rule_tables" in _reachable("coatsearch.report")
+
+
 def test_report_and_dashboard_import_no_backend():
     readers = [m for m in GRAPH if m.startswith("coatsearch.report") or m == "coatsearch.dashboard"]
     assert readers

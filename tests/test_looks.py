@@ -13,7 +13,7 @@ import pytest
 
 from coatsearch.analysis import looks as L
 from coatsearch.analysis import looks_found as F
-from coatsearch.report import write_report
+from coatsearch.report import judged_claims, write_report
 from tests.report_records import MEANS, SPACE, layout_records, make_study, seeded
 
 SHA = {k: k * 64 for k in "abc"}
@@ -196,7 +196,7 @@ def test_committed_summary_versions_are_looks_with_their_space_hash(tmp_path: Pa
     assert a[0].p == pytest.approx(_p(s, "a")) and a[0].verdict == "supported" and a[0].spends
     # a new version of the space: the studies folder's fab and the history's first version are one look
     make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records(OTHER_DATA)))
-    row = _claim(_summary(write_report("fab-new", studies, reports).parent), "a")
+    row = _claim(_summary(write_report("fab-new", studies, reports, history=True).parent), "a")
     # the second version is also the reports folder's summary as it stands: found there first
     assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report", SHA["b"]), ("study", SHA["a"])]
     assert row["looks"] == 3 and row["spending"] == 3
@@ -208,8 +208,35 @@ def test_reports_outside_a_git_checkout_are_noted_not_an_error(tmp_path: Path) -
     assert found.looks == () and "report history: not read" in found.notes[0]
     studies = tmp_path / "studies"
     make_study(studies, "fab", _space(), _split(layout_records()))
-    text = write_report("fab", studies, tmp_path / "reports").read_text()
-    assert "Note: report history: not read" in text
+    text = write_report("fab", studies, tmp_path / "reports", history=True).read_text()
+    assert "Note: report history: not read (" in text and "not in a git checkout" in text
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_without_history_asked_for_the_report_runs_no_git_and_cites_no_commit(tmp_path: Path, monkeypatch) -> None:
+    """By default the earlier looks read the studies and reports folders only, even inside a git checkout."""
+    repo = tmp_path / "repo"
+    studies, reports = repo / "studies", repo / "reports"
+    _git(tmp_path, "init", "-q", str(repo))
+    make_study(studies, "fab-quick", _space(profile="quick"), _split(layout_records()))
+    write_report("fab-quick", studies, reports)
+    _git(repo, "add", "reports")
+    _git(repo, "commit", "-qm", "first")
+    shutil.rmtree(reports / "fab-quick")  # on record only in the history now
+    shutil.rmtree(studies / "fab-quick")
+
+    def no_git(*args, **kw):
+        raise AssertionError(f"git ran: {args}")
+
+    monkeypatch.setattr(F.subprocess, "run", no_git)
+    make_study(studies, "fab", _space(), _split(layout_records()))
+    s = _summary(write_report("fab", studies, reports).parent)
+    assert s["looks"]["notes"] == [F.NOT_ASKED]
+    assert all(c["earlier"] == [] for c in s["looks"]["claims"])
+    assert " @ " not in (reports / "fab" / "report.md").read_text()  # no commit cited
+    monkeypatch.undo()
+    s = _summary(write_report("fab", studies, reports, history=True).parent)  # asked for: the history is read
+    assert {x["source"] for c in s["looks"]["claims"] for x in c["earlier"]} == {"report history"}
 
 
 def test_an_unreadable_study_is_noted_and_left_out(tmp_path: Path) -> None:
@@ -217,7 +244,7 @@ def test_an_unreadable_study_is_noted_and_left_out(tmp_path: Path) -> None:
     make_study(studies, "fab", _space(), _split(layout_records()))
     (studies / "broken").mkdir()
     (studies / "broken" / "journal.log").write_text("{not json\n")
-    found = F.from_studies(studies, "fab", L.ident(_space()))
+    found = F.from_studies(studies, "fab", L.ident(_space()), judged_claims)
     assert found.looks == () and found.notes[0].startswith("study broken: not read (")
 
 

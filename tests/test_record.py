@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis import tables
 from coatsearch.report import render, summarize
 from coatsearch.storage import record as R
 from coatsearch.storage import record_flat, store
@@ -58,7 +57,7 @@ def test_an_older_journal_opens_as_typed_records(tmp_path, commit):
 def test_a_migrated_record_written_back_as_one_attribute_reports_the_same(tmp_path, commit):
     shutil.copytree(OLD[commit], tmp_path / "studies")
     study = store.load_study(tmp_path / "studies", "tiny-quick")
-    space, old = tables.load(study)
+    space, old = store.read(study)
     new = [dataclasses.replace(r, run=R.read({R.ATTR: R.to_json(r.run)}, r.state, r.params)) for r in old]
     assert [n.run for n in new] == [o.run for o in old]  # the record, written and read back, is the same
     assert render(summarize("s", space, old), {}) == render(summarize("s", space, new), {})

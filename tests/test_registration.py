@@ -27,7 +27,7 @@ def test_the_fingerprint_is_the_sha256_of_the_canonical_analysis(tmp_path: Path)
     assert changed == [] and reg.trials_before == 0
     a = reg.analysis
     assert (a.space, a.profile, a.seeds, a.candidates) == ("tiny", "quick", (0,), ("C-C", "C-T"))
-    assert a.space_sha256 == rec["space_sha256"] and a.alpha == VERDICT_ALPHA and a.claims["d"]["margin"] == 0.3
+    assert a.space_sha256 == rec["space_content_sha256"] and a.alpha == VERDICT_ALPHA and a.claims["d"]["margin"] == 0.3
     assert a.stopping["runs"]["transfer.finetune"]["max_steps"] == 2 and a.data["eval_size"] == 100
     import hashlib
 
@@ -43,6 +43,25 @@ def test_an_unchanged_analysis_keeps_the_registration(tmp_path: Path) -> None:
     again, changed = registration.register(_record(), tmp_path, "s")
     assert changed == [] and again == first and (tmp_path / "registration.json").read_bytes() == before
     line = registration.verdict_line(again, registration.analysis(_record()))
+    assert line.startswith("confirmatory: matches the registration")
+
+
+def test_a_comment_edit_keeps_a_study_confirmatory_and_a_registration_of_the_file_bytes_still_matches(
+    tmp_path: Path,
+) -> None:
+    """The space's identity is its parsed content: a comment edit is no deviation. A registration made before
+    content hashes (the file's bytes) matches the same file's record and keeps its fingerprint."""
+    first, _ = registration.register(_record(), tmp_path / "a", "s")
+    edited = tiny_variant(tmp_path, ("# A two-candidate space", "# An edited comment.\n\n# A two-candidate space"))
+    again, changed = registration.register(_record(edited), tmp_path / "a", "s")
+    assert changed == [] and again == first
+    rec = _record()
+    old = registration.analysis(rec).model_copy(update={"space_sha256": rec["space_sha256"]})  # the bytes' hash
+    registration.save(registration.Registration(study="s", fingerprint=registration.fingerprint(old),
+                                                registered_at="t", analysis=old), tmp_path / "b")  # fmt: skip
+    kept, changed = registration.register(rec, tmp_path / "b", "s")
+    assert changed == [] and kept.analysis.space_sha256 == rec["space_sha256"]
+    line = registration.verdict_line(kept, registration.analysis(rec, None, kept.analysis))
     assert line.startswith("confirmatory: matches the registration")
 
 

@@ -124,7 +124,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, capsys
     err = _refused(["tiny-quick", "--seeds", "0,5", *dirs], capsys, tmp_path)
     assert "seed(s) 0 already used by 'tiny-quick'" in err
     assert "listed twice" in _refused(["tiny-quick", "--seeds", "5,5", *dirs], capsys, tmp_path)
-    path.write_text(path.read_text() + "\n# edited after registration\n")
+    # a value edited after registration (a comment-only edit is the same space: space.identity)
+    path.write_text(path.read_text().replace("{per_class: 10, epochs: 1}", "{per_class: 10, epochs: 2}"))
     err = _refused(["tiny-quick", *dirs], capsys, tmp_path)
     assert "the space file changed since 'tiny-quick' was registered" in err and "sha256" in err
     bare = tmp_path / "bare"

@@ -138,16 +138,16 @@ def test_the_calibration_table_gives_each_claims_a_a_rate_from_the_committed_tab
     cited only under the rule version it was measured for; under another rule the report says it is not measured."""
     import json
 
-    from coatsearch.analysis import calibration
+    from coatsearch.analysis import rule_tables
 
-    measured_under = json.loads(calibration.AA_TABLE.read_text(encoding="utf-8"))["rule_version"]
-    current = measured_under == calibration.RULE_VERSION  # else the calibration rows of that rule are not committed
+    measured_under = json.loads(rule_tables.AA_TABLE.read_text(encoding="utf-8"))["rule_version"]
+    current = measured_under == rule_tables.RULE_VERSION  # else the calibration rows of that rule are not committed
     if not current:  # the table predates this rule: never cited as its figures
-        assert calibration.aa_figures() is None
+        assert rule_tables.aa_figures() is None
         text = render(summarize("fab", SPACE, layout_records(AGREE)), {})
         assert "A/A through the real trainer: not measured for this rule version" in text
-        monkeypatch.setattr(calibration, "RULE_VERSION", measured_under)  # the column as that rule's reports cite it
-    aa = calibration.aa_figures()
+        monkeypatch.setattr(rule_tables, "RULE_VERSION", measured_under)  # the column as that rule's reports cite it
+    aa = rule_tables.aa_figures()
     assert aa is not None and aa["studies"] >= 40  # the table is committed for its rule version
     text = render(summarize("fab", SPACE, layout_records(AGREE)), {})
     assert f"A/A column: {aa['studies']} studies standing one architecture" in text

@@ -1,15 +1,21 @@
-"""A committed report is what its shipped space file produces: its summary.json records the file's sha256 and
-profile, and the figures Markdown quotes from a report come from its summary.json (report.reproduce)."""
+"""A committed report is what its shipped space file produces: its summary.json records the space's identity and
+profile, and the figures Markdown quotes from a report come from its summary.json (analysis.reproduce).
+
+The checks of the committed reports, tables and docs carry the `committed` marker: `-m "not committed"` leaves them
+out while editing; CI (.ci/run, the README's test command) runs every test, these included."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis import calibration
 from coatsearch.analysis import reproduce as RP
+from coatsearch.analysis import rule_tables
+from coatsearch.space import identity
 from coatsearch.space.objects import load_space
 from coatsearch.storage.trials import space_record
 
@@ -32,18 +38,20 @@ def _made_from_file(tmp_path: Path) -> dict:
     (tmp_path / "spaces").mkdir(exist_ok=True)
     (tmp_path / SPACE).write_bytes((ROOT / SPACE).read_bytes())
     record = space_record(load_space(tmp_path / SPACE, "default"))
-    return {"source": SPACE, "profile": "default", "sha256": RP.space_hash(record)}
+    return {"source": SPACE, "profile": "default", "sha256": identity.space_hash(record)}
 
 
+@pytest.mark.committed
 def test_every_committed_report_was_made_from_its_shipped_space_file():
     """Fails for a report whose space file changed after it, or that predates space hashes: rerun the space."""
     assert sorted(p.parent.name for p in (ROOT / "reports").glob("*/summary.json"))  # the test has reports to check
     assert RP.problems(ROOT / "reports", ROOT) == []
 
 
+@pytest.mark.committed
 def test_every_committed_reports_a_a_column_is_a_state_of_the_committed_a_a_table():
     """A report made before the A/A table grew cites the state it was made under; figures of no state fail."""
-    table = json.loads(calibration.AA_TABLE.read_text(encoding="utf-8"))
+    table = json.loads(rule_tables.AA_TABLE.read_text(encoding="utf-8"))
     rules = [json.loads(p.read_text())["rules"] for p in (ROOT / "reports").glob("*/summary.json")]
     assert rules
     for r in rules:  # a report made under the table's rule carries the column; one under another rule never does
@@ -55,7 +63,7 @@ def test_every_committed_reports_a_a_column_is_a_state_of_the_committed_a_a_tabl
 def test_a_report_citing_an_earlier_state_passes_and_altered_figures_fail(tmp_path):
     old = {"studies": 2, "date": "d1", "families": {"f": {"firm": 0}}}
     table = {"studies": 3, "date": "d2", "families": {"f": {"firm": 1}}, "verdicts": [], "history": [old]}
-    for name, aa in [("early", old), ("now", calibration.aa_cited(table)), ("made-up", {**old, "date": "d0"})]:
+    for name, aa in [("early", old), ("now", rule_tables.aa_cited(table)), ("made-up", {**old, "date": "d0"})]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(json.dumps({"rules": {"aa": aa}}), encoding="utf-8")
     assert RP.aa_problems(tmp_path, table) == [
@@ -97,13 +105,87 @@ def test_a_missing_space_file_or_profile_fails(tmp_path, space, words):
     assert words in why
 
 
-def test_the_space_record_hashes_the_file_bytes_and_older_records_their_text(tmp_path):
+def test_the_space_record_holds_the_content_hash_and_older_records_read(tmp_path):
     record = space_record(load_space(ROOT / SPACE, "default"))
-    assert record["space_sha256"] == RP.sha256_bytes((ROOT / SPACE).read_bytes())
-    assert RP.space_hash(record) == record["space_sha256"]
-    older = {k: v for k, v in record.items() if k != "space_sha256"}  # a study recorded before the hash
-    assert RP.space_hash(older) == record["space_sha256"]  # its recorded text is the file's bytes (UTF-8, LF)
-    assert RP.space_hash({"space_yaml": ""}) is None and RP.space_hash({}) is None
+    raw = (ROOT / SPACE).read_bytes()
+    assert record["space_sha256"] == identity.bytes_sha256(raw)  # the file's bytes, as before
+    assert record["space_content_sha256"] == identity.content_sha256(raw.decode()) == identity.space_hash(record)
+    older = {k: v for k, v in record.items() if k != "space_content_sha256"}  # a study recorded before content hashes
+    assert identity.space_hash(older) == record["space_sha256"]
+    oldest = {k: v for k, v in older.items() if k != "space_sha256"}  # before any hash: its recorded text
+    assert identity.space_hash(oldest) == record["space_sha256"]  # the text is the file's bytes (UTF-8, LF)
+    assert identity.space_hash({"space_yaml": ""}) is None and identity.space_hash({}) is None
+    assert identity.space_ids(record) == {record["space_sha256"], record["space_content_sha256"]}
+
+
+def test_comments_formatting_and_key_order_keep_the_identity_and_a_value_changes_it():
+    text = "name: s\nstudy:\n  seeds: [0, 1]  # two\n  lr: 0.001\n"
+    same = "# a comment\n\nstudy: {lr: 1.0e-3,\n  seeds: [0, 1]}\nname: 's'\n"
+    assert identity.content_sha256(text) == identity.content_sha256(same)
+    assert identity.content_sha256(text) != identity.content_sha256(text.replace("0.001", "0.002"))
+    assert identity.file_ids(b"a: [\n")["bytes"] and "content" not in identity.file_ids(b"a: [\n")  # not YAML
+
+
+def _comment_edit(path: Path) -> None:
+    """A comment and a blank line put before the file's first line: nothing a study runs changes."""
+    path.write_bytes(b"# an edit of comments only\n\n" + path.read_bytes())
+
+
+def test_a_comment_only_edit_of_every_shipped_space_file_keeps_its_report_standing(tmp_path):
+    """Every shipped space file, copied, reported as the report writes it, then edited in its comments only."""
+    files = sorted((ROOT / "spaces").glob("*.yaml"))
+    assert files
+    for src in files:
+        rel = f"spaces/{src.name}"
+        (tmp_path / "spaces").mkdir(exist_ok=True)
+        (tmp_path / rel).write_bytes(src.read_bytes())
+        record = space_record(load_space(tmp_path / rel, "default"))
+        folder = tmp_path / "reports" / src.stem
+        folder.mkdir(parents=True)
+        summary = {"space": {"source": rel, "profile": "default", "sha256": identity.space_hash(record)}}
+        (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert RP.problems(tmp_path / "reports", tmp_path) == []
+    for src in files:
+        _comment_edit(tmp_path / "spaces" / src.name)
+    assert RP.problems(tmp_path / "reports", tmp_path) == []
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)  # fmt: skip
+
+
+@pytest.mark.committed
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_comment_only_edit_of_every_shipped_space_file_keeps_the_committed_reports_standing(tmp_path):
+    """The committed reports recorded their space files' bytes: in a checkout holding those files (a copy of the
+    shipped ones, committed), a comment-only edit of every one keeps every report standing; a value edit does not."""
+    shutil.copytree(ROOT / "spaces", tmp_path / "spaces")
+    for path in (ROOT / "reports").glob("*/summary.json"):
+        (tmp_path / "reports" / path.parent.name).mkdir(parents=True)
+        shutil.copy(path, tmp_path / "reports" / path.parent.name / "summary.json")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "spaces", "reports")
+    _git(tmp_path, "commit", "-qm", "as shipped")
+    assert RP.problems(tmp_path / "reports", tmp_path) == []
+    for path in sorted((tmp_path / "spaces").glob("*.yaml")):
+        _comment_edit(path)
+    assert RP.problems(tmp_path / "reports", tmp_path) == []
+    path = tmp_path / SPACE
+    path.write_bytes(path.read_bytes().replace(b"epochs: 50", b"epochs: 60", 1))
+    assert any(p.startswith("vit_stems: spaces/vit_stems.yaml changed since") for p in RP.problems(
+        tmp_path / "reports", tmp_path))  # fmt: skip
+
+
+def test_a_report_of_the_file_bytes_reads_and_a_value_edit_fails_without_history(tmp_path):
+    """A report made before content hashes (the file's bytes) stands while the file does; outside a checkout a
+    comment edit cannot be told from a change, so it is one."""
+    record = space_record(load_space(ROOT / SPACE, "default"))
+    reports = _tree(tmp_path, {"source": SPACE, "profile": "default", "sha256": record["space_sha256"]})
+    assert RP.problems(reports, tmp_path) == []
+    _comment_edit(tmp_path / SPACE)
+    (why,) = RP.problems(reports, tmp_path)
+    assert why.startswith("vit_stems: spaces/vit_stems.yaml changed since the report was made (sha256 ")
 
 
 def test_the_report_records_and_shows_the_space_hash(tmp_path):
@@ -112,10 +194,11 @@ def test_the_report_records_and_shows_the_space_hash(tmp_path):
     record = space_record(load_space(ROOT / SPACE, "default"))
     report = summarize("s", record, [])
     sp = report.summary["space"]
-    assert sp["sha256"] == record["space_sha256"] and sp["profile"] == "default" and sp["source"] == str(ROOT / SPACE)
+    sha = record["space_content_sha256"]
+    assert sp["sha256"] == sha and sp["profile"] == "default" and sp["source"] == str(ROOT / SPACE)
     from coatsearch.report import render
 
-    assert f"- Space file: `{ROOT / SPACE}`, profile `default`, sha256 `{record['space_sha256']}`" in render(report, {})
+    assert f"- Space file: `{ROOT / SPACE}`, profile `default`, sha256 `{sha}`" in render(report, {})
 
 
 def test_quoted_figures_are_checked_against_the_report_they_name():
@@ -142,6 +225,7 @@ def test_quoted_figures_are_checked_against_the_report_they_name():
     ]
 
 
+@pytest.mark.committed
 def test_figures_the_readme_and_docs_quote_come_from_the_committed_reports():
     """Every marked quote in README.md and docs/*.md matches the committed summary.json it names."""
 
@@ -152,3 +236,15 @@ def test_figures_the_readme_and_docs_quote_come_from_the_committed_reports():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         found += RP.quote_problems(path.read_text(encoding="utf-8"), summary_of, path.name)
     assert found == []
+
+
+def test_ci_and_the_readme_run_the_committed_checks():
+    """The `committed` marker is registered, and the test command CI runs (the README's, verbatim) selects no
+    marker away: the checks of the committed reports run there with the rest."""
+    import tomllib
+
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert any(m.startswith("committed:") for m in markers["markers"]) and "-m" not in markers["addopts"].split()
+    for path in (ROOT / ".ci" / "run", ROOT / "README.md"):
+        commands = [line for line in path.read_text(encoding="utf-8").splitlines() if "python -m pytest" in line]
+        assert commands and all(" -m " not in c.split("python -m pytest", 1)[1] for c in commands), path

@@ -9,7 +9,10 @@ where the committed reports put them ("real": paper_layouts' default, where the 
 the matched reading and most accuracy runs still rise). Null studies have no order effect; power studies move the
 models EFFECT σ apart at every key relation of (a)-(e) (≈ / ≥ neighbours within a quarter of a margin) and give (f)
 the paper's gap interaction (4.6 points). A claim's figures come from the profile that decides it (simulate.DECIDES).
-The committed table (calibration.json) is keyed by RULE_VERSION; tests rerun a stride of it.
+The committed table (calibration.json) is keyed by RULE_VERSION and carries every constant a report prints beside
+its figures (constants()); reports read it through analysis/rule_tables.py and never import this generator or the
+simulator. Tests rerun a stride of it. The simulator reads the shipped spaces/ of a checkout: from an installed
+wheel, `python -m coatsearch.analysis.calibration` says so in one line (simulate.need_checkout).
 """
 
 from __future__ import annotations
@@ -32,20 +35,19 @@ from coatsearch.analysis import judging
 from coatsearch.analysis import simulate as Sim
 from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.paper import GEN, MATCHED_KEY, NOT_TESTED
+from coatsearch.analysis.rule_tables import RULE_VERSION, TABLE
 from coatsearch.analysis.tables import METRICS
 from coatsearch.errors import UserError
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 
-RULE_VERSION = "2026-12-04.floor"  # bump when the verdict rule changes; the table below must be regenerated
-TABLE = Path(__file__).with_name("calibration.json")
-AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
 FIRM = K.FIRM
 CODE = {K.SUPPORTED: "s", K.NOT_SUPPORTED: "n", **dict.fromkeys(K.NOT_FIRM, "i"), NOT_TESTED: "t"}  # i: not firm
 CLAIMS = "abcdef"
 EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
 STEM_EFFECT = float(C.STEM_CLAIM.paper_effect or 0.0)  # points: (f)'s gap interaction in the power studies
 REPLICATES, POWER_REPLICATES = 1000, 100
+N_SEEDS = "4-10"  # the seeds per candidate of the simulated profiles, as a report prints them
 # The profiles each scenario simulates: "real" moves only what the committed paper_layouts default report measured.
 SCENARIO_PROFILES = {Sim.IN_REGIME.name: tuple(Sim.PROFILES), Sim.REAL.name: ("layouts",)}
 
@@ -136,7 +138,7 @@ def calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLIC
                            "power_replicates": power_replicates, "effect_sigma": EFFECT,
                            "stem_effect_points": STEM_EFFECT, "profiles": profiles(),
                            "scenario_profiles": {k: list(v) for k, v in SCENARIO_PROFILES.items()},
-                           "scenarios": {}}  # fmt: skip
+                           **constants(), "scenarios": {}}  # fmt: skip
     for sc in Sim.SCENARIOS:
         null = simulate("null", sc, replicates, seed, workers)
         alt = simulate("power", sc, power_replicates, seed, workers)
@@ -145,76 +147,15 @@ def calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLIC
     return out
 
 
+def constants() -> dict[str, Any]:
+    """The constants a report prints beside the table's figures (rule_tables.CITED), written into the table so
+    that reading it needs no simulator: the scenario a report cites, the seed counts, (f)'s effect in its σ."""
+    return {"in_regime": Sim.IN_REGIME.name, "n_seeds": N_SEEDS, "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA}
+
+
 def scenario(name: str) -> Sim.Scenario:
     """The scenario of that name."""
     return next(s for s in Sim.SCENARIOS if s.name == name)
-
-
-def table() -> dict | None:
-    """The committed calibration of this rule version (calibration.json), or None when it is stale or missing."""
-    data = _committed(TABLE)
-    return data if data is not None and data.get("rule_version") == RULE_VERSION else None
-
-
-def figures() -> dict | None:
-    """The committed table's per-claim figures (in regime) and settings, without the per-replicate verdicts, for
-    reports; `scenarios` holds every scenario's per-claim figures."""
-    data = table()
-    if data is None:
-        return None
-    try:
-        per = {name: sc["per_claim"] for name, sc in data["scenarios"].items()}
-        in_regime = per[Sim.IN_REGIME.name]
-    except (KeyError, TypeError, AttributeError) as exc:  # a damaged table: not cited
-        print(f"coatsearch: note: {TABLE.name}: no per-claim figures ({type(exc).__name__}: {exc}); left out",
-              file=sys.stderr)  # fmt: skip
-        return None
-    return {**{k: v for k, v in data.items() if k != "scenarios"}, "per_claim": in_regime,
-            "n_seeds": "4-10", "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA, "scenarios": per}  # fmt: skip
-
-
-AA_DETAIL = ("verdicts", "errors", "history")  # an A/A table's per-study rows and earlier states: never cited
-
-
-def aa_cited(data: dict) -> dict:
-    """An A/A table as a report cites it (summary.json `rules.aa`): its figures, without per-study verdicts,
-    errors or the states the table stood in before it grew (`history`, oldest first)."""
-    return {k: v for k, v in data.items() if k not in AA_DETAIL}
-
-
-def aa_states(data: dict) -> list[dict]:
-    """Every state an A/A table has stood in, oldest first, each as a report cites it: a report made before the
-    table grew cites the state it was made under (its study count and date), and stays true."""
-    return [*data.get("history", []), aa_cited(data)]
-
-
-def aa_figures() -> dict | None:
-    """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
-    trained and reported for real) for this rule version, as a report cites them; None if stale or missing."""
-    from coatsearch.analysis import aa_table
-
-    data = _committed(AA_TABLE)
-    if data is None:
-        return None
-    try:
-        aa_table.check(data, AA_TABLE.relative_to(AA_TABLE.parents[2]))
-    except UserError as exc:  # damaged: never cited as fact
-        print(f"coatsearch: note: {exc}; the A/A column is left out", file=sys.stderr)
-        return None
-    return aa_cited(data) if data.get("rule_version") == RULE_VERSION else None
-
-
-def _committed(path: Path) -> dict | None:
-    """A committed table read with the bounded reader (None when missing; a damaged one is a note, then None)."""
-    from coatsearch import fsafe
-
-    if not path.exists():
-        return None
-    try:
-        return fsafe.read_json(path, named=True)
-    except UserError as exc:
-        print(f"coatsearch: note: {exc}; it is left out", file=sys.stderr)
-        return None
 
 
 def summary(data: dict) -> str:
@@ -231,6 +172,7 @@ def summary(data: dict) -> str:
 
 def write_table(workers: int = 3) -> Path:
     """Regenerate calibration.json for RULE_VERSION (python -m coatsearch.analysis.calibration)."""
+    Sim.need_checkout()
     TABLE.write_text(json.dumps(calibrate(workers=workers), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return TABLE
 
@@ -365,4 +307,7 @@ def paths(seed: int = 0) -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    print(write_table())
+    try:
+        print(write_table())
+    except UserError as exc:
+        sys.exit(f"coatsearch: error: {exc}")

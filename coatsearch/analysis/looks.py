@@ -3,11 +3,11 @@
 A look is one reading of one claim of one space (its `name`): a study's verdict and p. Its p is the p of the
 claim's order holding, the intersection-union test of the chain: the largest Holm-adjusted p of the key relations
 on the deciding (first measured) measure, 1 for a key relation measured the wrong way (claim (f): its tested
-parts). The earlier looks come from `analysis/looks_found.py` (the studies folder and the committed reports' git
-history); looks with the same space hash, profile and seeds are one look (a regenerated report is not another),
-and so are an earlier reading on this study's profile and seeds and this one when their verdict and p agree to
-every digit: the same data re-read (a rerun that trained bit for bit alike after an edit of the space file's
-comments, say), which gives a false verdict no second chance.
+parts). The earlier looks come from `analysis/looks_found.py` (the studies and reports folders; when asked for,
+the committed reports' git history); looks with the same space hash, profile and seeds are one look (a regenerated
+report is not another), and so are an earlier reading on this study's profile and seeds and this one when their
+verdict and p agree to every digit: the same data re-read (a rerun that trained bit for bit alike after an edit of
+the space file's comments, say), which gives a false verdict no second chance.
 
 A look spends test α when it read test images: its records split validation from test images (a look without a
 split read the eval draw, which is a prefix of the validation images when it had no more images than this study's
@@ -24,7 +24,7 @@ from typing import Any
 
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claims import VERDICT_ALPHA
-from coatsearch.analysis.reproduce import space_hash
+from coatsearch.space.identity import space_hash
 
 SPLIT = ("split", "refused")  # a claim's `images` (judging.with_purposes) when its measures read test images
 
@@ -34,7 +34,7 @@ class Ident:
     """What makes two readings the same look, and what says which images a look read."""
 
     space: str | None  # the space's `name`
-    sha256: str | None  # the space file's sha256 as run
+    sha256: str | None  # the space's identity as run (space.identity.space_hash)
     profile: str
     seeds: tuple[Any, ...] | None  # the study's registered seeds (None: not recorded)
     pilots: tuple[str, ...] = ()  # the claims its space pilots

@@ -1,18 +1,20 @@
-"""The earlier looks on record (analysis/looks.py): the other studies in the studies folder, the reports folder and
-its git history.
+"""The earlier looks on record (analysis/looks.py): the other studies in the studies folder, the reports folder and,
+when asked for, its git history.
 
 Read only. A study of the same space, or of a space that pilots a claim, is judged from its own trials by the
-report's path (judging.judge_records, without the description-only figures); its registration says which space
-it is without opening its journal. Every `<reports>/*/summary.json` is read as it stands, and its committed
-versions with two bounded `git` calls; outside a git checkout, without git, or past the time limit the history is
-left out with a note. A study or summary that cannot be read is left out with a note naming it; it never stops
-the report.
+report's path (the report passes judging.judge_records, without the description-only figures); its registration
+says which space it is without opening its journal. Every `<reports>/*/summary.json` is read as it stands. Only
+when asked for (`history=True`) are its committed versions read, with two bounded `git` calls in the reports
+folder's checkout; outside a git checkout, without git, or past the time limit the history is left out with a
+note. By default no git runs: a report depends on the folders it is given, not on the repository the working
+directory is in, and one note says the history was not read. A study or summary that cannot be read is left out
+with a note naming it; it never stops the report.
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +24,38 @@ from coatsearch.errors import UserError
 GIT_TIMEOUT_S = 20.0  # each git call; past it the history is left out with a note
 HISTORY_MAX = 500  # commits of summary.json files read at most (newest first)
 HISTORY_BYTES = 256_000_000  # distinct summary.json versions read from the history at most, in all
+NOT_ASKED = "report history: not read (the committed versions of the reports' summary.json are read only on request)"
 JOURNAL = "journal.log"
 
 
-def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str, Any]) -> L.Found:
-    """Every earlier look of study `study` (space record `space`) on record: studies, then report history."""
+Judge = Callable[[dict, list], list[dict]]  # a space record and trial records -> judged claims (judging's path)
+
+
+def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str, Any], judge: Judge,
+           history: bool = False) -> L.Found:  # fmt: skip
+    """Every earlier look of study `study` (space record `space`) on record: studies (judged by `judge`), reports,
+    then (`history`) the reports' committed versions; without `history` no git runs and one note says so."""
     this = L.ident(space)
-    parts = (from_studies(Path(studies_dir), study, this), from_reports(Path(reports_dir), this),
-             from_history(Path(reports_dir), this))  # fmt: skip
+    past = from_history(Path(reports_dir), this) if history else not_asked(Path(reports_dir))
+    parts = (from_studies(Path(studies_dir), study, this, judge), from_reports(Path(reports_dir), this), past)
     return L.Found(tuple(x for f in parts for x in f.looks), tuple(n for f in parts for n in f.notes))
 
 
-def _claims_of(studies_dir: Path, name: str) -> tuple[dict, list[dict]]:
-    """A study's space record and its judged claims, computed from its trials (read only)."""
-    from coatsearch.analysis import judging
+def not_asked(reports_dir: Path) -> L.Found:
+    """No looks from the history, which was not asked for: one note when a reports folder exists (no folder, no
+    history to read, no note, as from_history)."""
+    return L.Found((), (NOT_ASKED,) if reports_dir.is_dir() else ())
+
+
+def _claims_of(studies_dir: Path, name: str, judge: Judge) -> tuple[dict, list[dict]]:
+    """A study's space record and its claims, judged by `judge` from its trials (read only)."""
     from coatsearch.space import search
     from coatsearch.storage import store
 
     study = store.load_study(studies_dir, name)
     space = store.space_of(study)
     records = [r for r in search.regroup(store.records(study, say=False)) if r.state not in search.UNTRAINED]
-    return space, judging.judge_records(space, records, describe=False).claims
+    return space, judge(space, records)
 
 
 def _relevant(folder: Path, this: L.Ident) -> bool:
@@ -53,8 +66,9 @@ def _relevant(folder: Path, this: L.Ident) -> bool:
     return reg is None or reg.analysis.space == this.space or bool(reg.analysis.pilots)
 
 
-def from_studies(studies_dir: Path, study: str, this: L.Ident) -> L.Found:
-    """The looks of every other study in the studies folder (same space, or a pilot of a claim)."""
+def from_studies(studies_dir: Path, study: str, this: L.Ident, judge: Judge) -> L.Found:
+    """The looks of every other study in the studies folder (same space, or a pilot of a claim), each judged by
+    `judge` (the report passes judging's path, without the description-only figures)."""
     if not studies_dir.is_dir():
         return L.Found(())
     looks: list[L.Look] = []
@@ -65,7 +79,7 @@ def from_studies(studies_dir: Path, study: str, this: L.Ident) -> L.Found:
         try:
             if not _relevant(folder, this):
                 continue
-            space, claims = _claims_of(studies_dir, folder.name)
+            space, claims = _claims_of(studies_dir, folder.name, judge)
         except (UserError, OSError, ValueError) as exc:
             notes.append(f"study {folder.name}: not read ({exc}); its looks are left out")
             continue

@@ -1,7 +1,8 @@
 """The registered analysis of a study (registration.json): fixed and fingerprinted before its first trial.
 
-A registration holds what decides a study's verdicts, as it stood before any trial ran: the space file's sha256
-and profile, seeds, candidates, objectives, the claims with their measures and margins, α, the verdict rule's
+A registration holds what decides a study's verdicts, as it stood before any trial ran: the space's identity (the
+sha256 of its parsed content; registrations made before it hold the file's bytes' sha256, which still matches) and
+profile, seeds, candidates, objectives, the claims with their measures and margins, α, the verdict rule's
 version, the stopping rules and the data (eval and test images). Its fingerprint is the sha256 of that analysis
 in canonical JSON. `run` (and `plan --register`) writes it once; a later run whose analysis differs keeps the
 original and appends the deviation, which makes the study exploratory (docs/verdicts.md, "Registered analyses").
@@ -40,7 +41,7 @@ class Analysis(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     space: str  # the space's `name`
-    space_sha256: str | None  # the space file's bytes as run (None: the file could not be read)
+    space_sha256: str | None  # the space's identity as run (space.identity); older registrations: the file's bytes
     profile: str
     seeds: tuple[int, ...]
     candidates: tuple[str, ...]
@@ -50,7 +51,7 @@ class Analysis(BaseModel):
     pilots: tuple[str, ...] = ()  # the claims this space pilots (its looks spend no test α)
     alpha: float  # the verdicts' family-wise level (report.claims.VERDICT_ALPHA)
     interval_alpha: float  # the printed intervals' level (report.claims.ALPHA)
-    rule_version: str  # report.calibration.RULE_VERSION
+    rule_version: str  # analysis.rule_tables.RULE_VERSION
     stopping: dict[str, Any]  # pruner, and per training run: epochs, max_steps, stop_at_loss, ...
     data: dict[str, Any]  # dataset, eval_size, test_size, test_draw
     replicate_of: str | None = None  # the study this one replicates
@@ -90,7 +91,7 @@ def _claims() -> dict[str, dict[str, Any]]:
 
 
 def _rule_version() -> str:
-    from coatsearch.analysis.calibration import RULE_VERSION
+    from coatsearch.analysis.rule_tables import RULE_VERSION
 
     return RULE_VERSION
 
@@ -104,22 +105,25 @@ def _runs(scores: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
     return {k: v for key, sub in scores.items() for k, v in _runs(sub, f"{prefix}{key}.").items()}
 
 
-def space_sha256(record: Mapping[str, Any]) -> str | None:
-    """The space hash of a space record: the recorded file hash, else that of the recorded text (older studies)."""
-    if isinstance(record.get("space_sha256"), str):
-        return str(record["space_sha256"])
-    text = record.get("space_yaml")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) and text else None
+def space_sha256(record: Mapping[str, Any], registered: str | None = None) -> str | None:
+    """The space hash of a space record (space.identity.space_hash: its content hash, else the file hash or that of
+    the recorded text of older studies). `registered`, a hash registered before content hashes that this record
+    also holds (its file's bytes), is kept, so such a study keeps its fingerprint."""
+    from coatsearch.space.identity import space_hash, space_ids
+
+    return registered if registered is not None and registered in space_ids(record) else space_hash(record)
 
 
-def analysis(record: Mapping[str, Any], replicate_of: str | None = None) -> Analysis:
-    """The analysis of a study's space record (storage.trials.space_record, or the one stored with the study)."""
+def analysis(record: Mapping[str, Any], replicate_of: str | None = None, registered: Analysis | None = None
+             ) -> Analysis:  # fmt: skip
+    """The analysis of a study's space record (storage.trials.space_record, or the one stored with the study);
+    `registered`: the analysis it is compared with, whose space hash may be of an older identity (space_sha256)."""
     from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 
     study, data = dict(record.get("study") or {}), dict(record.get("data") or {})
     payload = dict(
         space=str(record.get("space")),
-        space_sha256=space_sha256(record),
+        space_sha256=space_sha256(record, registered.space_sha256 if registered is not None else None),
         profile=str(record.get("profile") or "default"),
         seeds=tuple(study.get("seeds") or ()),
         candidates=tuple(record.get("candidates") or ()),
@@ -193,8 +197,8 @@ def register(
 ) -> tuple[Registration, list[str]]:
     """Write the study's registration if it has none; else keep it and append a deviation when the analysis
     differs (the same deviation is recorded once). (the registration as it stands, this run's changes)."""
-    now = analysis(record, replicate_of)
     old = load(folder)
+    now = analysis(record, replicate_of, old.analysis if old is not None else None)
     if old is None:
         reg = Registration(study=study, fingerprint=fingerprint(now), registered_at=_now(), trials_before=trials,
                            source=str(record.get("source") or ""), analysis=now)  # fmt: skip
@@ -262,7 +266,7 @@ def verdict_line(reg: Registration | None, now: Analysis) -> str:
 def plan_lines(record: Mapping[str, Any], folder: Path) -> tuple[str, ...]:
     """The planner's block: what would be registered, and whether the study would be confirmatory."""
     reg = load(folder)
-    now = analysis(record, reg.analysis.replicate_of if reg else None)
+    now = analysis(record, reg.analysis.replicate_of if reg else None, reg.analysis if reg else None)
     return ("registered analysis (what `run` registers before the first trial):",
             *(f"  {line}" for line in summary(now)), verdict_line(reg, now))  # fmt: skip
 

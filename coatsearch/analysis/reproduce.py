@@ -1,8 +1,12 @@
 """Whether a committed report is what its space file produces now, and whether quoted figures come from a report.
 
-A report's summary.json records the sha256 of its space file's bytes as run (`space.sha256`) and the profile.
-`problems` lists every report under a reports folder whose space file is missing, unreadable for its profile, or
-no longer hashes to the recorded value: a changed space then needs a real rerun, not a rewritten report.
+A report's summary.json records its space's identity as run (`space.sha256`: the sha256 of the parsed content,
+space.identity; reports made before it hold the sha256 of the file's bytes) and the profile. `problems` lists every
+report under a reports folder whose space file is missing, unreadable for its profile, or matches the recorded hash
+under neither identity: a changed space then needs a real rerun, not a rewritten report. An edit of comments or
+formatting changes nothing a study runs and leaves a report standing: one made under content hashes directly, one
+made before them when the checkout's history holds the file version it recorded and that version parses to the
+same content (this check may run git; the report never does).
 
 Figures quoted in Markdown (README, docs) name their source in an HTML comment just before the number:
 `<!-- reports/vit_stems: claims.f.evidence.0.parts.0.d -->+2.68`. `quote_problems` checks each such number
@@ -14,7 +18,6 @@ runs, and a report made before it grew cites the state it was made under.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -23,21 +26,9 @@ from typing import Any
 
 from coatsearch.errors import UserError
 
+GIT_TIMEOUT_S = 20.0  # each git call of the check of reports made before content hashes
+HISTORY_MAX = 200  # commits of a space file searched for the version such a report was made from
 QUOTE = re.compile(r"<!--\s*reports/([\w.+-]+):\s*([\w.\-\[\]]+)\s*-->\s*([+\-−]?\d[\d,]*(?:\.\d+)?)")
-
-
-def sha256_bytes(raw: bytes) -> str:
-    """The sha256 hex digest of a file's bytes."""
-    return hashlib.sha256(raw).hexdigest()
-
-
-def space_hash(space: Mapping[str, Any]) -> str | None:
-    """A study's space hash: the recorded `space_sha256`, else (studies recorded before it) the sha256 of the
-    recorded space text as run, UTF-8; None when neither was recorded."""
-    if isinstance(space.get("space_sha256"), str):
-        return str(space["space_sha256"])
-    text = space.get("space_yaml")
-    return sha256_bytes(text.encode("utf-8")) if isinstance(text, str) and text else None
 
 
 def report_problem(summary: Mapping[str, Any], root: Path) -> str:
@@ -51,6 +42,7 @@ def report_problem(summary: Mapping[str, Any], root: Path) -> str:
     if not isinstance(recorded, str) or not recorded:
         return f"no space hash recorded (space.sha256) for {source}: regenerate the report from a run of the space"
     from coatsearch import fsafe
+    from coatsearch.space.identity import file_ids
     from coatsearch.space.load import MAX_BYTES
 
     path = Path(source) if Path(source).is_absolute() else root / source
@@ -62,10 +54,44 @@ def report_problem(summary: Mapping[str, Any], root: Path) -> str:
         load_space(path, str(profile or "default"))
     except UserError as exc:
         return f"space file {source}, profile {profile}: {exc}"
-    now = sha256_bytes(raw)
-    if now != recorded:
+    ids = file_ids(raw, path)
+    if recorded not in ids.values() and not _same_content_as_committed(root, source, recorded, ids.get("content")):
+        now = ids.get("content", ids["bytes"])
         return f"{source} changed since the report was made (sha256 {recorded[:12]}… recorded, {now[:12]}… now)"
     return ""
+
+
+def _same_content_as_committed(root: Path, source: str, recorded: str, content: str | None) -> bool:
+    """Whether a report made before content hashes (`recorded`: the sha256 of the file's bytes as run) was made from
+    a file of this `content`: the committed version of `source` in `root`'s checkout whose bytes hash to `recorded`
+    parses to the same content (an edit of comments or formatting since). False without git, outside a checkout, or
+    when no such version is committed. A repository check: the report itself never runs git."""
+    import subprocess
+
+    from coatsearch.space.identity import bytes_sha256, file_ids
+
+    if content is None or Path(source).is_absolute():
+        return False
+
+    def git(*args: str, stdin: bytes | None = None) -> bytes:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True,
+                                  timeout=GIT_TIMEOUT_S, check=False)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return b""
+        return done.stdout if done.returncode == 0 else b""
+
+    commits = git("log", f"-{HISTORY_MAX}", "--format=%H", "--", source).decode("ascii", "replace").split()
+    out = git("cat-file", "--batch", stdin="".join(f"{c}:./{source}\n" for c in commits).encode())
+    while out:  # "<object> blob <size>\n<bytes>\n" per version, "<spec> missing\n" where it was absent
+        head, _, out = out.partition(b"\n")
+        parts = head.split()
+        if len(parts) != 3 or not parts[2].isdigit():
+            continue
+        blob, out = out[: int(parts[2])], out[int(parts[2]) + 1 :]
+        if bytes_sha256(blob) == recorded:
+            return file_ids(blob, source).get("content") == content
+    return False
 
 
 def problems(reports: Path, root: Path) -> list[str]:
@@ -75,9 +101,9 @@ def problems(reports: Path, root: Path) -> list[str]:
 
 def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
     """'NAME: why' for every summary.json under `reports` whose A/A column (`rules.aa`) is not a state the A/A
-    `table` has stood in (calibration.aa_states): figures no benchmark run produced. A report without the column
+    `table` has stood in (rule_tables.aa_states): figures no benchmark run produced. A report without the column
     (made under another rule version) is not checked here."""
-    from coatsearch.analysis.calibration import aa_states
+    from coatsearch.analysis.rule_tables import aa_states
 
     states = {json.dumps(s, sort_keys=True): s["studies"] for s in aa_states(dict(table))}
     known = ", ".join(str(n) for n in states.values())

@@ -33,6 +33,7 @@ from coatsearch.analysis import claims as C
 from coatsearch.analysis import tables
 from coatsearch.analysis.paper import GEN, MATCHED_KEY
 from coatsearch.analysis.tables import METRICS
+from coatsearch.errors import UserError
 from coatsearch.space.objects import Baseline, Candidate, Space, load_space
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
@@ -45,7 +46,7 @@ ACC = C.REL_CLAIM.measures[0]  # the recipe accuracy that decides (d) and (e): t
 ACC_SCORE = ACC.partition(".")[0]
 GEN_ACC = next(g.acc for g in scores.guards() if g.group == GEN)  # the generalization run's final eval accuracy
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: spaces/ lives here
+ROOT = Path(__file__).resolve().parents[2]  # the repository: spaces/ lives here (a checkout, not a wheel)
 PROFILES = {"layouts": ("spaces/paper_layouts.yaml", "default"), "stems": ("spaces/vit_stems.yaml", "default"),
             "layouts-full": ("spaces/paper_layouts.yaml", "full")}  # fmt: skip
 DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "bc"}  # the claims each simulated profile calibrates
@@ -192,10 +193,20 @@ class Profile:
         return tuple(self.space.study.seeds)
 
 
+def need_checkout() -> None:
+    """A one-line UserError unless the shipped space files lie beside the package (a checkout, not a wheel)."""
+    missing = [p for p in dict.fromkeys(v[0] for v in (*PROFILES.values(), *PATH_PROFILES.values()))
+               if not (ROOT / p).is_file()]  # fmt: skip
+    if missing:
+        raise UserError(f"the calibration simulator reads the shipped space files of a coatsearch checkout "
+                        f"({', '.join(missing)} not under {ROOT}): run it from a checkout")  # fmt: skip
+
+
 @lru_cache(maxsize=8)
 def profile(key: str) -> Profile:
     """A shipped profile (PROFILES or PATH_PROFILES), loaded by api.load_space; claims it marks untestable but LIFTED
     are judged."""
+    need_checkout()
     path, name, claims = (*PROFILES[key], DECIDES[key]) if key in PROFILES else PATH_PROFILES[key]
     space = load_space(ROOT / path, name)
     rec = space_record(space)

@@ -19,7 +19,7 @@ from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POIN
 from coatsearch.scores import Metric
 from coatsearch.storage.record import TrialRecord, count
 
-__all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "load", "stat"]
+__all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "stat"]
 
 METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise floor), from the score registry
 CURVE_SCORES = scores.curve_scores()  # single-run scores with per-epoch curves
@@ -60,13 +60,6 @@ def _stat(values: Iterable[float]) -> Stat:
     s = stat(values)
     assert s is not None
     return s
-
-
-def load(study: Any) -> tuple[dict, list[TrialRecord]]:
-    """A study's space record and its trial records (the store's frozen records)."""
-    from coatsearch.storage import store
-
-    return store.space_of(study), list(store.records(study))
 
 
 def complete(records: Records) -> list[TrialRecord]:

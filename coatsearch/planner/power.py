@@ -90,7 +90,7 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
 
     if not store.storage_file(studies_dir, name).exists():
         return None
-    space, records = T.load(store.load_study(studies_dir, name))
+    space, records = store.read(store.load_study(studies_dir, name))
     records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
     rows = T.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))

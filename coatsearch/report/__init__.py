@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from coatsearch.analysis import (
-    calibration,
     frames,
     judging,
     looks,
     optim,
     paper,
     pareto,
-    reproduce,
+    rule_tables,
     speed_tables,
     spread,
 )
@@ -52,6 +51,7 @@ from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
 from coatsearch.report.section import Context, Report, Section, compute
+from coatsearch.space.identity import space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
 
@@ -123,7 +123,7 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
     claims, untested = paper.claim_notes(j.claims, cap), j.untested
     return {
         "study": study,
-        "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": reproduce.space_hash(space)},
+        "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": space_hash(space)},
         "environment": T.environment(space, records),
         "images": j.images,  # which images served which purpose (judging.purposes)
         "registration": j.registration,  # the study against its registered analysis (judging.with_status)
@@ -158,8 +158,8 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
             "method": V.METHOD,
             "alpha": ALPHA,
             "verdict_alpha": VERDICT_ALPHA,
-            "calibration": calibration.figures() if rows else None,
-            "aa": calibration.aa_figures() if rows else None,
+            "calibration": rule_tables.figures() if rows else None,  # committed tables: no simulator here
+            "aa": rule_tables.aa_figures() if rows else None,
         },
         ROBUSTNESS_SCORE: T.robustness_rows(space, fr.records),
         SPEED_SCORE: speed_tables.table(space, fr.records, fr.acc),
@@ -179,16 +179,18 @@ def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
     return paper.mean_curves(space, fr.curves[score], fr.complete) or T.curves(space, fr.records, score)
 
 
-def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
-    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only); report.md."""
+def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history: bool = False) -> Path:
+    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only); report.md.
+    `history`: the earlier looks also read the committed versions of the reports' summary.json (git); by default
+    they read only what the studies and reports folders hold, and no git runs."""
     from coatsearch import fsafe
     from coatsearch.analysis import looks_found
     from coatsearch.storage import store
     from coatsearch.storage.paths import report_folder
 
     study = store.load_study(Path(studies_dir), study_name)  # the one open of the storage for this report
-    space, records = T.load(study)
-    earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space)
+    space, records = store.read(study)
+    earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space, judged_claims, history)
     registered, original = _registered(Path(studies_dir), study_name, space), _original(Path(studies_dir), study_name)
     report = summarize(study_name, space, records, registered, earlier, original)
     summary = {
@@ -206,6 +208,12 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path) -> Path:
     return path
 
 
+def judged_claims(space: dict, records: list) -> list[dict]:
+    """Another study's claims as the earlier looks read them: judged by the report's path, without the
+    description-only figures (looks_found.gather)."""
+    return judging.judge_records(space, records, describe=False).claims
+
+
 def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     """The study's line against its registration (None when it has none): confirmatory or exploratory, and why."""
     from coatsearch.analysis import registration
@@ -214,7 +222,7 @@ def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     reg = registration.load(store.folder(studies_dir, name))
     if reg is None:
         return None
-    return registration.verdict_line(reg, registration.analysis(space, reg.analysis.replicate_of))
+    return registration.verdict_line(reg, registration.analysis(space, reg.analysis.replicate_of, reg.analysis))
 
 
 @dataclass(frozen=True)
@@ -241,7 +249,7 @@ def _original(studies_dir: Path, name: str) -> Original | None:
         return None
     of = reg.analysis.replicate_of
     try:
-        space, records = T.load(store.load_study(studies_dir, of))
+        space, records = store.read(store.load_study(studies_dir, of))
         return Original(of, space, records, _registered(studies_dir, of, space))
     except UserError as exc:
         return Original(of, {}, [], None, missing=str(exc))

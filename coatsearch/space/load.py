@@ -282,6 +282,12 @@ def read_space_text(path: Path) -> str:
         raise SpaceError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
 
 
+def parsed(path: Path, text: str) -> Any:
+    """The space text as plain data, after the checks load_document makes (size, depth, aliases, duplicate keys)."""
+    _compose(path, text)
+    return _construct(path, text)
+
+
 def _compose(path: Path, text: str) -> yaml.Node | None:
     """Parse to a node tree (for line numbers), rejecting duplicate keys and alias bombs."""
     try:

@@ -438,6 +438,11 @@ def records(study: optuna.Study, say: bool = True) -> tuple[R.TrialRecord, ...]:
     return tuple(record(t) for t in TC.ours(study.get_trials(deepcopy=False), say=say))
 
 
+def read(study: optuna.Study) -> tuple[dict, list[R.TrialRecord]]:
+    """A study's space record and its trial records (the frozen records the report and the planner read)."""
+    return space_of(study), list(records(study))
+
+
 def space_of(study: optuna.Study) -> dict:
     """The space record stored with the study (a copy; empty, with a note, when missing or not a mapping)."""
     stored = study.user_attrs.get(P.SPACE_ATTR)

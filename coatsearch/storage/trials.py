@@ -87,8 +87,19 @@ def space_record(space: Space) -> dict:
         "pilots": list(space.pilots),
         "space_yaml": text,
         "space_sha256": hashlib.sha256(raw).hexdigest() if raw else None,  # the file's bytes, as run
+        "space_content_sha256": _content_sha256(text, space.source) if raw else None,  # its identity (space.identity)
         **({"reseeded": True} if space.reseeded else {}),  # `study.seeds` and `data.test_draw` are not the file's
     }
+
+
+def _content_sha256(text: str, source: str | None) -> str | None:
+    """The space's identity (space.identity.content_sha256); None when the file read no longer parses."""
+    from coatsearch.space.identity import content_sha256
+
+    try:
+        return content_sha256(text, source or "space file")
+    except UserError:
+        return None
 
 
 def stored_space_record(user_attrs: Mapping[str, Any]) -> dict[str, Any]:
