@@ -318,18 +318,25 @@ def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
 
 
 def write_report(
-    study: str, studies_dir: str | Path = "studies", reports_dir: str | Path = "reports", note: bool = False
+    study: str,
+    studies_dir: str | Path = "studies",
+    reports_dir: str | Path = "reports",
+    note: bool = False,
+    history: bool = False,
 ) -> ReportPaths:
     """Write reports/<study>/report.md, summary.json and PNG figures from the storage (which it only reads).
 
-    `note`: also save the report as the study's optuna-dashboard note (the one write reporting makes)."""
-    return _report(study, Path(studies_dir), Path(reports_dir), note)
+    `note`: also save the report as the study's optuna-dashboard note (the one write reporting makes).
+    `history`: also read earlier looks from the git history of the reports folder's repository."""
+    if not isinstance(history, bool):
+        raise UserError(f"history: must be True or False, got {history!r}")
+    return _report(study, Path(studies_dir), Path(reports_dir), note, history)
 
 
-def _report(study: str, studies_dir: Path, reports_dir: Path, note: bool = False) -> ReportPaths:
+def _report(study: str, studies_dir: Path, reports_dir: Path, note: bool = False, history: bool = False) -> ReportPaths:
     from coatsearch import dashboard, report
 
-    markdown = report.write_report(study, Path(studies_dir), Path(reports_dir))
+    markdown = report.write_report(study, Path(studies_dir), Path(reports_dir), history=history)
     if note:
         dashboard.save_report_note(study, Path(studies_dir), markdown)
     folder = markdown.parent

@@ -35,12 +35,16 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
     help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
     report.add_argument("--note", action="store_true", help=help_note)
+    help_history = "also read earlier looks at the claims from the git history of the reports folder's repository"
+    report.add_argument("--history", action="store_true", help=help_history)
 
 
 def _report(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.write_report(args.study, args.studies_dir, args.reports_dir, note=args.note).markdown)
+    print(
+        api.write_report(args.study, args.studies_dir, args.reports_dir, note=args.note, history=args.history).markdown
+    )
     return 0
 
 

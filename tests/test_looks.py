@@ -261,3 +261,21 @@ def test_a_report_left_in_the_reports_folder_is_a_look_and_a_linked_one_is_noted
         ("report", "gone/summary.json", SHA["b"])
     ]
     assert any("linked/summary.json" in n and "left out" in n for n in s["looks"]["notes"])
+
+
+@pytest.mark.parametrize("flags,asked", [([], False), (["--history"], True)])
+def test_coatsearch_report_asks_for_the_history_only_with_its_flag(tmp_path: Path, monkeypatch, flags, asked) -> None:
+    import coatsearch.report as R
+    from coatsearch import cli
+
+    seen: list[bool] = []
+
+    def fake(study: str, studies: Path, reports: Path, history: bool = False) -> Path:
+        seen.append(history)
+        (reports / study).mkdir(parents=True)
+        return (reports / study / "report.md").resolve()
+
+    monkeypatch.setattr(R, "write_report", fake)
+    args = ["report", "s", "--studies-dir", str(tmp_path), "--reports-dir", str(tmp_path / "r"), *flags]
+    assert cli.main(args) == 0
+    assert seen == [asked]
