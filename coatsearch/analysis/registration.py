@@ -172,7 +172,7 @@ def load(folder: Path) -> Registration | None:
     where = path(folder)
     if not os.path.lexists(where):
         return None
-    raw = fsafe.read_bytes(where)  # a link or a special file is a one-line UserError
+    raw = fsafe.read_bytes(where, fsafe.JSON_MAX)  # a link, a special or a huge file is a one-line UserError
     try:
         reg = Registration.model_validate_json(raw)
     except ValidationError as exc:
