@@ -192,6 +192,8 @@ def _study_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
     replay = _study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
     replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
+    replay.add_argument("--table", type=Path, help="an exported table (`export --format csv`) instead of the study")
+    replay.add_argument("--space", type=Path, help="with --table: the space file the exported study ran")
     replay.add_argument("--trials", type=_bounded(1, 10_000), default=20)
     replay.add_argument("--repeats", type=_bounded(2, 1_000), default=50)
     replay.add_argument(
@@ -377,8 +379,14 @@ def _export(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from coatsearch.analysis import replay
 
-    measured = replay.table(args.study, args.studies_dir)
-    curves = replay.replay(measured, args.sampler.split(","), args.trials, args.repeats)
+    samplers = replay.check_samplers(args.sampler.split(","))  # before any file is read
+    if (args.table is None) != (args.space is None) or (args.table is not None and args.pruner):
+        raise UserError("--table goes with --space (an exported table and its space file), without --pruner")
+    if args.table is not None:
+        measured = replay.table_from_csv(args.space, args.table)
+    else:
+        measured = replay.table(args.study, args.studies_dir)
+    curves = replay.replay(measured, samplers, args.trials, args.repeats)
     print(replay.text(curves))
     if args.pruner:
         from coatsearch.analysis import fidelity
