@@ -99,10 +99,9 @@ def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
     return table_from_rows(space, rows, str(csv_file))
 
 
-def _check_rows(space: Any, records: Sequence[Mapping[str, Any]], columns: Sequence[str], where: str) -> None:
-    """The exported rows checked against the space (see table_from_csv); line numbers count the header as 1."""
-    import math
-
+def _check_rows(space: Any, records: list[dict[str, Any]], columns: Sequence[str], where: str) -> None:
+    """The exported rows checked against the space (see table_from_csv); numeric cells made numbers in place; line
+    numbers count the header as 1."""
     cands = [c for c in space.candidates if search.searches_model(c)]
     dims = search.model_dims(cands[0]) if cands else ()
     missing = [c for c in (*CSV_COLUMNS, *(d.path for d in dims)) if c not in columns]
@@ -111,11 +110,8 @@ def _check_rows(space: Any, records: Sequence[Mapping[str, Any]], columns: Seque
                         f"{', '.join((*CSV_COLUMNS, *(d.path for d in dims)))} (`coatsearch export --format csv`)")
     allowed = {d.path: [search.label(v) for v in d.values() or ()] for d in dims}
     for line, row in enumerate(records, start=2):
-        for col in NUMBER_COLUMNS:
-            cell = row.get(col)
-            if isinstance(cell, str) or (isinstance(cell, float) and math.isinf(cell)) or isinstance(cell, bool):
-                raise UserError(f"{where}:{line}: field '{col}': {cell!r:.40} is not a number; allowed: a finite "
-                                "number, or an empty cell")  # fmt: skip
+        for col in (c for c in NUMBER_COLUMNS if c in row):
+            row[col] = _number(row[col], f"{where}:{line}: field '{col}'")  # text in a column: pandas left it text
         if not cands or row.get("candidate") != cands[0].name or row.get("state") not in ("COMPLETE", "REJECTED",
                                                                                           "REUSED"):  # fmt: skip
             continue
@@ -123,6 +119,21 @@ def _check_rows(space: Any, records: Sequence[Mapping[str, Any]], columns: Seque
             if not any(_same(row.get(path), label) for label in labels):
                 raise UserError(f"{where}:{line}: field '{path}': {row.get(path)!r:.40} names no point of the space "
                                 f"of {cands[0].name}; allowed: {', '.join(map(str, labels))}")  # fmt: skip
+
+
+def _number(cell: Any, where: str) -> float | int:
+    """A numeric cell as a number (NaN: empty); a one-line UserError for text, a boolean or an infinity."""
+    import math
+
+    value = cell
+    if isinstance(cell, str):
+        try:
+            value = float(cell.strip())
+        except ValueError:
+            value = None
+    if value is None or isinstance(value, bool) or (isinstance(value, float) and math.isinf(value)):
+        raise UserError(f"{where}: {cell!r:.40} is not a number; allowed: a finite number, or an empty cell")
+    return value
 
 
 def _same(cell: Any, label: Any) -> bool:
