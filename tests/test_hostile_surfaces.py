@@ -225,3 +225,65 @@ def test_a_space_loaded_under_one_profile_is_not_run_under_another_silently(tmp_
     with pytest.raises(UserError, match="the Space was loaded under profile 'quick'"):
         coatsearch.run(space, profile="default", studies_dir=tmp_path, report=False)
     assert list(tmp_path.rglob("*")) == []
+
+
+# ------------------------------------------------------------- 10. a registration belongs to its own study
+
+
+class _Stop(Exception):
+    pass
+
+
+def _registered_run(monkeypatch, studies: Path, name: str) -> str:
+    """`run` of the tiny space as study `name`, stopped at its first trial (registered, nothing trained); the
+    study's registration line as the report reads it."""
+    import coatsearch
+    from coatsearch.analysis import registration
+    from coatsearch.report import _registered
+    from coatsearch.runner import optuna_backend
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise _Stop
+
+    monkeypatch.setattr(optuna_backend, "_run_trial", stop)
+    with pytest.raises(_Stop):
+        coatsearch.run(TINY, name, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False,
+                       progress=False)  # fmt: skip
+    store._OPEN.clear()
+    space = P.space_record(load_space(TINY, "quick"))
+    line = _registered(studies, name, space)
+    assert line is not None and registration.load(store.folder(studies, name)) is not None
+    return line
+
+
+def _copy_registration(source: Path, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "registration.json").write_bytes((source / "registration.json").read_bytes())
+
+
+def test_a_registration_copied_from_another_study_is_exploratory_and_says_why(tmp_path, monkeypatch):
+    # a registration.json copied from a study that had seen its results made a fresh study 'confirmatory'
+    studies = tmp_path / "studies"
+    assert _registered_run(monkeypatch, studies, "a").startswith("confirmatory")
+    _copy_registration(studies / "a", studies / "b")
+    line = _registered_run(monkeypatch, studies, "b")
+    assert line.startswith("exploratory") and "registered for study 'a', not 'b' (copied from another study?)" in line
+
+
+def test_a_registration_copied_from_a_namesake_in_another_folder_is_exploratory(tmp_path, monkeypatch):
+    # the second member: the same study name in another studies folder; the Optuna identity tells them apart
+    assert _registered_run(monkeypatch, tmp_path / "one", "s").startswith("confirmatory")
+    _copy_registration(tmp_path / "one" / "s", tmp_path / "two" / "s")
+    line = _registered_run(monkeypatch, tmp_path / "two", "s")
+    assert line.startswith("exploratory") and "registered for another Optuna study" in line, line
+
+
+def test_a_registration_made_before_the_study_is_bound_on_its_first_run(tmp_path, monkeypatch):
+    # `plan --register` writes the registration before the study exists: the first run ties it to the study
+    from coatsearch.analysis import registration
+
+    folder = tmp_path / "studies" / "s"
+    registration.register(P.space_record(load_space(TINY, "quick")), folder, "s")
+    assert registration.load(folder).identity == ""  # type: ignore[union-attr]
+    assert _registered_run(monkeypatch, tmp_path / "studies", "s").startswith("confirmatory")
+    assert registration.load(folder).identity == store.identity(folder, "s") != ""  # type: ignore[union-attr]
