@@ -292,7 +292,7 @@ def test_a_registration_made_before_the_study_is_bound_on_its_first_run(tmp_path
 # ------------------------------------------- 1. a finished search study resumes; 5. refusals before writing (CLI)
 
 SMALL = (("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""), ("samples: 6", "samples: 3"),
-         ("reevaluate: {top: 2, seeds: 2}", "reevaluate: {top: 1, seeds: 1}"),
+         ("reevaluate: {top: 2, seeds: 2}", "reevaluate: {top: 1, seeds: 2}"),
          ("per_class: 10", "per_class: 2"))  # fmt: skip
 
 
