@@ -7,15 +7,26 @@ Heavy libraries (torch, optuna, pandas) are imported inside the functions, so `i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
+from coatsearch.runner.status import Status, status  # noqa: F401  (public: where a study stands)
 from coatsearch.space.objects import Baseline, Candidate, Space
 from coatsearch.storage.trials import RunSummary
-from coatsearch.storage.trials import plan as plan_of
+from coatsearch.vocab import bounds
+from coatsearch.vocab.bounds import (  # noqa: F401  (the bounds the CLI shares, re-exported)
+    BUDGET_MAX_S,
+    EFFECT_MAX,
+    ENGINES,
+    FORMATS,
+    PILOT_SEEDS_MAX,
+    TRIALS_MAX,
+    WORKERS_MAX,
+    check_backend_args,
+    checked,
+)
 
 if TYPE_CHECKING:
     import pandas
@@ -26,11 +37,6 @@ if TYPE_CHECKING:
     from coatsearch.storage.journal import Repaired
     from coatsearch.storage.store import Study
     from coatsearch.vocab.specs import ModelSpec
-
-FORMATS = ("csv", "parquet", "json", "yaml", "timm")  # yaml, timm: the best architectures (--best K)
-WORKERS_MAX = 64  # workers / --workers: parallel training processes on one machine
-TRIALS_MAX = 100_000  # trials / --trials: trials started by one command
-ENGINES = ("optuna", "ray")
 
 
 @dataclass(frozen=True)
@@ -179,7 +185,9 @@ def run(
     analysis records the deviation.
     `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking).
     """
+    from coatsearch.planner.runs import eta_first
     from coatsearch.runner import tracking
+    from coatsearch.runner.workers import processes
     from coatsearch.storage.paths import report_folder, study_folder
     from coatsearch.storage.store import counts as store_counts
     from coatsearch.training.datacheck import check_matches
@@ -189,13 +197,11 @@ def run(
     tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
     sp = sp if log is None else dataclasses.replace(sp, log=log)
     name, studies = study_name(sp, study), Path(studies_dir)
-    if backend not in ENGINES:
-        raise UserError(f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
+    bounds.check_counts(workers, trials)
+    ray = {"address": address, "cpus_per_trial": cpus_per_trial, "gpus_per_trial": gpus_per_trial}
+    bounds.check_backend_args(backend, workers, ray)  # the one check of the backend's arguments (CLI: as flags)
     if backend != "optuna" and sp.study.objectives:
         raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
-    _check_counts(workers, trials)
-    ray = {"address": address, "cpus_per_trial": cpus_per_trial, "gpus_per_trial": gpus_per_trial}
-    check_backend_args(backend, workers, ray)
     study_folder(studies, name)  # a bad name or folder stops here, before anything is written
     if report:
         report_folder(Path(reports_dir), name, studies)
@@ -215,60 +221,13 @@ def run(
     _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}  # ray_backend.run's names
     done = store_counts(prepared[0])["finished"]
-    procs = _workers(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
+    procs = processes(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
     if plan_first and backend == "optuna":
-        _plan_first(sp, studies, name, procs, device, Path(reports_dir))
+        eta_first(sp, studies, name, procs, device, Path(reports_dir))
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
     s = _engine(sp, studies, name, backend, procs, common, ray)
     path = _report(name, studies, Path(reports_dir)).markdown if report else None
     return RunResult(**dataclasses.asdict(s), report=path)
-
-
-BUDGET_MAX_S = 366 * 24 * 3600  # plan(budget=...) / --budget: at most a year of wall time
-EFFECT_MAX = 100.0  # plan(effect=...) / --effect: a difference in accuracy points
-PILOT_SEEDS_MAX = 10  # plan(pilot_seeds=...) / --pilot-seeds
-
-
-def checked(name: str, check: Any, value: Any, *bounds: Any) -> Any:
-    """`check(value, *bounds)` (a `coatsearch.vocab.numbers` check) with its ValueError as a one-line UserError naming
-    the argument: the API says what the CLI's argparse says for the same flag."""
-    from coatsearch.vocab import numbers  # noqa: F401  (the checks live there)
-
-    try:
-        return check(value, *bounds)
-    except ValueError as exc:
-        raise UserError(f"{name}: {exc}") from None
-
-
-def _check_counts(workers: Any, trials: Any) -> None:
-    """The CLI's bounds, for the API too: workers auto or an int 1..WORKERS_MAX, trials None or 1..TRIALS_MAX."""
-    from coatsearch.vocab import numbers
-
-    if workers != "auto":
-        checked("workers", numbers.count, workers, 1, WORKERS_MAX)
-    if trials is not None:
-        checked("trials", numbers.count, trials, 1, TRIALS_MAX)
-
-
-def check_backend_args(backend: str, workers: Any, ray: Mapping[str, Any], cli: bool = False) -> None:
-    """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (`address`,
-    `cpus_per_trial`, `gpus_per_trial`) on the optuna backend, `workers` on Ray. The one rule for the CLI's
-    flags (`cli`: named as flags) and the API's arguments."""
-    from coatsearch.vocab import numbers
-
-    def named(key: str) -> str:
-        return f"--{key.replace('_', '-')}" if cli else key
-
-    engine = (lambda b: f"--backend {b}") if cli else (lambda b: f"backend={b!r}")
-    given = [named(k) for k, v in ray.items() if v is not None]
-    if backend != "ray" and given:
-        raise UserError(f"{', '.join(given)}: only used with {engine('ray')} (this run uses {backend})")
-    for key in ("cpus_per_trial", "gpus_per_trial"):
-        if ray.get(key) is not None:
-            checked(named(key), numbers.real, ray[key])
-    if backend == "ray" and workers not in (None, "auto"):
-        raise UserError(f"{named('workers')}: only used with {engine('optuna')}; Ray sizes trials with "
-                        f"{named('cpus_per_trial')}")  # fmt: skip
 
 
 def plan(
@@ -294,10 +253,10 @@ def plan(
     seeds a difference of that size needs. The plan lists the analysis `run` registers and whether the study
     matches its registration; `register` writes studies_dir/<study>/registration.json now, without running.
     """
-    import dataclasses
-
     from coatsearch import planner
     from coatsearch.planner import power, predict
+    from coatsearch.planner.runs import pilot_study, trials_held
+    from coatsearch.runner.workers import processes
     from coatsearch.vocab import numbers
 
     sp = _space_arg(space, profile)
@@ -308,116 +267,20 @@ def plan(
     if effect is not None:
         checked("effect", numbers.real, effect, 0.0, EFFECT_MAX)
     checked("pilot_seeds", numbers.count, pilot_seeds, 0, PILOT_SEEDS_MAX)
-    _check_counts(workers, None)
+    bounds.check_counts(workers, None)
     _check_matched(sp)
     registrar = _registration(sp, studies, name)
     registrar.check()  # a registration of another space stops here
-    procs = _workers(sp, workers, None, device, False)
+    procs = processes(sp, workers, None, device, False)
     if pilot_seeds:
-        earlier = power.from_study(studies, _pilot_study(sp, name, pilot_seeds, workers, device, studies), "pilot")
+        pilot = pilot_study(sp, name, pilot_seeds, workers, device, studies, run)
+        earlier = power.from_study(studies, pilot, "pilot")
     else:
         earlier = power.from_study(studies, name) or power.from_report(reports, name)
     made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
     if register:
-        registrar.register(_trials_held(studies, name))
+        registrar.register(trials_held(studies, name))
     return dataclasses.replace(made, registration=registrar.lines())
-
-
-def _trials_held(studies: Path, name: str) -> int:
-    """How many trials the study holds (0 when it has no journal yet)."""
-    from coatsearch.storage.store import load_study, storage_file
-
-    if not storage_file(studies, name).exists():
-        return 0
-    return len(load_study(studies, name).get_trials(deepcopy=False))
-
-
-def _pilot_study(space: Space, name: str, seeds: int, workers: int | str, device: str, studies: Path) -> str:
-    """Run the space's first `seeds` seeds as the study <name>-pilot<seeds> (resumes); its name."""
-    import dataclasses
-
-    chosen = tuple(space.study.seeds[:seeds]) if len(space.study.seeds) >= seeds else tuple(range(seeds))
-    study_spec: Any = space.study
-    small = dataclasses.replace(space, study=dataclasses.replace(study_spec, seeds=chosen))
-    pilot = f"{name}-pilot{seeds}"
-    run(small, pilot, "optuna", workers, device, studies_dir=studies,
-        report=False, progress=False)  # fmt: skip
-    return pilot
-
-
-WORKER_MB = 1024  # memory one training worker process needs at least (torch, data, one model), without a plan
-
-
-def _workers(space: Space, workers: int | str, trials: int | None, device: str, say: bool,
-             done: int = 0) -> tuple[int, int | None]:  # fmt: skip
-    """(processes, threads per process) for the optuna engine; "auto" probes the CPU (or reads the cached probe), or
-    on CUDA sizes several processes per GPU from its memory and the host's cores (tuning.cuda_workers).
-
-    Never more processes than trials left to run (planned minus the `done` ones, at most `trials`) nor than the
-    available memory holds at WORKER_MB each: a larger `workers` is lowered with a one-line note.
-    """
-    import sys
-
-    from coatsearch.storage.trials import plan as trials_of
-    from coatsearch.training import tuning
-    from coatsearch.training.fit import pick_device
-
-    left = max(1, min(len(trials_of(space)) - done, trials or TRIALS_MAX))
-    if workers != "auto":
-        cap = min(left, _memory_workers())
-        if int(workers) > cap:
-            why = f"{left} trial(s) left" if cap == left else f"memory for {cap} ({WORKER_MB} MB each)"
-            print(f"coatsearch: note: --workers {workers} lowered to {cap}: {why}", file=sys.stderr)
-        return min(int(workers), cap), None
-    dev = pick_device(device)
-    if dev.type == "cuda":  # several processes share each GPU (tuning.cuda_workers)
-        procs, threads, note = tuning.cuda_workers(left, dev)
-        if say:
-            print(f"coatsearch: {note}", file=sys.stderr)
-        return procs, threads
-    if dev.type != "cpu":  # one other accelerator: one process feeds it, with every core
-        return 1, None
-    choice = tuning.auto_workers(left)
-    if say:
-        print(choice.text(), file=sys.stderr)
-    return choice.processes, choice.threads
-
-
-def _memory_workers() -> int:
-    """How many WORKER_MB workers the available memory (Linux MemAvailable) holds; WORKERS_MAX when unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return max(1, int(line.split()[1]) // 1024 // WORKER_MB)
-    except (OSError, ValueError, IndexError):
-        pass
-    return WORKERS_MAX
-
-
-def _plan_first(space: Space, studies: Path, name: str, procs: tuple, device: str, reports: Path) -> None:
-    """Print the study's ETA line from its stored plan when it matches this run, else from a new pilot (stored).
-
-    A new plan reads the study's own complete trials (a resumed run), else its committed report, as `plan` does.
-    """
-    import sys
-
-    from coatsearch import planner
-    from coatsearch.planner import power
-    from coatsearch.planner.text import eta_line
-    from coatsearch.storage.store import folder
-    from coatsearch.storage.trials import space_form
-
-    where, form = folder(studies, name), space_form(space)
-    stored = planner.load(where)
-    same = stored is not None and [stored.get(k) for k in ("form", "processes", "threads", "device")] == [
-        form, procs[0], procs[1], device]  # fmt: skip
-    if same and stored is not None:
-        print(f"{stored['eta_line']} (stored plan)", file=sys.stderr)
-        return
-    earlier = power.from_study(studies, name) or power.from_report(reports, name)
-    made = planner.make_plan(space, name, procs[0], procs[1], device=device, earlier=earlier)
-    planner.save(made, where, {"form": form, "eta_line": eta_line(made)})
-    print(eta_line(made), file=sys.stderr)
 
 
 def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: dict) -> Any:
@@ -605,98 +468,3 @@ def _best_yaml(study: str, best: int, studies_dir: str | Path) -> str:
     best = checked("best", numbers.count, best, 1, TRIALS_MAX)  # `--best`'s check: 1.5 and True are refused
     models = found.best(study, best, studies_dir)
     return found.yaml_text(study, models, "objective")
-
-
-@dataclass(frozen=True)
-class Status:
-    """Where a study stands: trial counts by state, against its plan, and the time left."""
-
-    study: str
-    planned: int | None  # None when the space file the study ran is gone
-    complete: int
-    failed: int  # failed with a reason (kept; not rerun)
-    interrupted: int  # failed without a reason (the worker died): rerun by the next `run`
-    pruned: int
-    running: int
-    waiting: int
-    mean_wall_s: float | None  # mean wall time of the completed trials
-    eta_s: float | None  # remaining trials × mean wall time, spread over the running workers (at least 1)
-    predicted_s: float | None = None  # the whole study's wall time as its stored plan predicted it (plan.json)
-    plan_eta_s: float | None = None  # the plan's prediction for the remaining trials (their share of predicted_s)
-    left: int | None = None  # planned trials not finished that can still run (None: counted from `planned`)
-
-    @property
-    def remaining(self) -> int | None:
-        """Planned trials not yet finished (running ones included) that can still run."""
-        if self.left is not None:
-            return self.left
-        return None if self.planned is None else max(0, self.planned - self.complete - self.failed - self.pruned)
-
-
-def status(study: str, studies_dir: str | Path = "studies") -> Status:
-    """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
-    from coatsearch.storage import record, store
-
-    st = open_study(study, studies_dir)
-    trials = store.records(st)  # foreign or malformed trials: one note each, not counted
-    n = record.count(trials)
-    walls = [w for t in trials if t.state == "COMPLETE" and (w := t.run.number("wall_s")) is not None]
-    mean = sum(walls) / len(walls) if walls else None
-    space = _planned(st.user_attrs)
-    planned = None if space is None else len(plan_of(space))
-    left = None if space is None else _left(space, st)
-    eta = None if mean is None or left is None else left * mean / max(1, n["running"])
-    counts = (n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"], n["waiting"])
-    predicted, plan_eta = _plan_eta(Path(studies_dir), study, left)
-    return Status(study, planned, *counts, mean, eta, predicted, plan_eta, left)
-
-
-def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | None, float | None]:
-    """(predicted study seconds, predicted seconds left) from the plan `run` stored; Nones without one."""
-    from coatsearch import planner
-    from coatsearch.storage.store import folder
-
-    stored = planner.load(folder(studies_dir, study))
-    if not stored or not stored.get("study_s") or not stored.get("trials"):
-        return None, None
-    share = None if left is None else min(1.0, left / stored["trials"])
-    return float(stored["study_s"]), None if share is None else share * float(stored["study_s"])
-
-
-def _left(space: Space, st: Any) -> int:
-    """Planned trials not finished that can still run: a grid used up, or a re-evaluation rank beyond the
-    architectures the finished search found, never will (the run skips them), so they are not left."""
-    from coatsearch.storage import sampling
-    from coatsearch.storage.lock import holds_key
-    from coatsearch.storage.trials import REEVAL
-
-    trials = st.get_trials(deepcopy=False)
-    done = {t.user_attrs.get("key") for t in trials if holds_key(t) and t.state.name in ("COMPLETE", "FAIL", "PRUNED")}
-    running = any(t.state.name in ("RUNNING", "WAITING") for t in trials)
-    point = sampling.fixed_points(space)
-    open_items = [i for i in plan_of(space) if i.key not in done]
-    search = [i for i in open_items if i.sample < REEVAL and point(i, trials) is not None]
-    again = [i for i in open_items if i.sample >= REEVAL and (search or running or point(i, trials) is not None)]
-    return len(search) + len(again)
-
-
-def _planned(user_attrs: Mapping[str, Any]) -> Space | None:
-    """The space the study plans its trials from, as recorded; None when it cannot be read.
-
-    The space text recorded with the study comes first (it is what ran, and it does not depend on the working
-    directory); studies without it fall back to the space file at its recorded path. The seeds and test draw are
-    the recorded ones (a replicate runs its space file on fresh ones: space.as_recorded).
-    """
-    from coatsearch.space.objects import as_recorded
-    from coatsearch.space.objects import load_space as _load
-    from coatsearch.storage.trials import stored_space_record
-
-    record = stored_space_record(user_attrs)
-    text, source = record.get("space_yaml"), record.get("source")
-    if not isinstance(source, str):
-        return None
-    text = text if isinstance(text, str) and text else None  # "" when the file could not be read at the start
-    try:
-        return as_recorded(_load(source, record.get("profile") or "default", text), record)
-    except UserError:
-        return None

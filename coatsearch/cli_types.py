@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from coatsearch.api import WORKERS_MAX
 from coatsearch.vocab import numbers
+from coatsearch.vocab.bounds import WORKERS_MAX
 
 STUDIES = Path("studies")
 REPORTS = Path("reports")

@@ -16,6 +16,7 @@ import torch
 from coatsearch import api
 from coatsearch.cli import main
 from coatsearch.models import build
+from coatsearch.runner import workers
 from coatsearch.space.objects import load_space
 from coatsearch.training import capture, curves, fit, tuning
 from coatsearch.training.data import load, subset
@@ -146,6 +147,6 @@ def test_workers_auto_on_cuda_shares_each_gpu():
     space = api.load_space(TINY, "quick")  # 2 trials
     procs, threads, note = tuning.cuda_workers(100, CUDA)
     assert procs >= 1 and threads >= 1 and "MPS" in note
-    assert api._workers(space, "auto", None, "cuda", say=False) == tuning.cuda_workers(2, CUDA)[:2]
+    assert workers.processes(space, "auto", None, "cuda", say=False) == tuning.cuda_workers(2, CUDA)[:2]
     assert load_space(TINY).candidates
     assert tuning.worker_device("cuda", 1) == f"cuda:{1 % torch.cuda.device_count()}"

@@ -17,7 +17,7 @@ from coatsearch import api
 from coatsearch.cli import main
 from coatsearch.errors import UserError
 from coatsearch.models import build
-from coatsearch.runner import ray_backend
+from coatsearch.runner import ray_backend, workers
 from coatsearch.training import capture, curves, tuning
 from coatsearch.training.data import TensorData
 from tests.support.training import CPU
@@ -76,7 +76,7 @@ def test_workers_auto_on_cuda_takes_the_gpu_rule(monkeypatch):
     space = api.load_space(TINY, "quick")
     monkeypatch.setattr("coatsearch.training.fit.pick_device", lambda name: torch.device("cuda"))
     monkeypatch.setattr(tuning, "cuda_workers", lambda left, dev: (min(left, 8), 2, "workers auto: a note"))
-    assert api._workers(space, "auto", None, "cuda", say=False) == (2, 2)  # the tiny space plans 2 trials
+    assert workers.processes(space, "auto", None, "cuda", say=False) == (2, 2)  # the tiny space plans 2 trials
 
 
 # ---------------------------------------------------------------------------------------------- Ray

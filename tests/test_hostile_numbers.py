@@ -8,9 +8,9 @@ import math
 import pytest
 
 import coatsearch
-from coatsearch import api
 from coatsearch.budget.match import match
 from coatsearch.errors import UserError
+from coatsearch.runner import workers
 from coatsearch.vocab import specs as S
 from tests.support.hostile import deadline, listing, refused
 from tests.tiny import TINY, tiny_text, tiny_variant
@@ -106,17 +106,17 @@ def test_the_api_run_refuses_what_its_backend_ignores(tmp_path, kwargs, expected
 
 def test_workers_are_capped_by_the_trials_left(capsys):
     space = coatsearch.load_space(TINY)  # 2 planned trials
-    assert api._workers(space, 6, None, "cpu", False) == (2, None)
+    assert workers.processes(space, 6, None, "cpu", False) == (2, None)
     assert "--workers 6 lowered to 2: 2 trial(s) left" in capsys.readouterr().err
-    assert api._workers(space, 6, None, "cpu", False, done=1) == (1, None)
-    assert api._workers(space, 2, 1, "cpu", False) == (1, None)  # --trials 1
-    assert api._workers(space, 1, None, "cpu", False) == (1, None)
+    assert workers.processes(space, 6, None, "cpu", False, done=1) == (1, None)
+    assert workers.processes(space, 2, 1, "cpu", False) == (1, None)  # --trials 1
+    assert workers.processes(space, 1, None, "cpu", False) == (1, None)
     assert capsys.readouterr().err.count("\n") == 2  # one note per lowered count, none when it fits
 
 
 def test_workers_are_capped_by_memory(capsys, monkeypatch):
-    monkeypatch.setattr(api, "_memory_workers", lambda: 1)
-    assert api._workers(coatsearch.load_space(TINY), 2, None, "cpu", False) == (1, None)
+    monkeypatch.setattr(workers, "memory_workers", lambda: 1)
+    assert workers.processes(coatsearch.load_space(TINY), 2, None, "cpu", False) == (1, None)
     assert "lowered to 1: memory for 1 (1024 MB each)" in capsys.readouterr().err
 
 

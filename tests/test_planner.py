@@ -12,7 +12,8 @@ from coatsearch import api
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
 from coatsearch.analysis import verdicts as V
-from coatsearch.cli import main, status_text
+from coatsearch.cli import main
+from coatsearch.cli_study import status_text
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from tests.tiny import TINY

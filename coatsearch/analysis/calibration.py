@@ -1,8 +1,8 @@
 """Calibration of the verdict rule through the whole pipeline: simulated studies of the shipped profiles, as trial
 records, judged per claim by the report's own path (report.judging).
 
-The studies (report.simulate) follow each shipped profile that decides a claim: its candidates, the scores each
-runs, its seeds, its schedules as train.fit measures them (regular points, curve.Dense's points where the ladder is
+The studies (analysis.simulate) follow each shipped profile that decides a claim: its candidates, the scores each
+runs, its seeds, its schedules as training.fit measures them (regular points, curves.Dense's points where the ladder is
 crossed, the stop one rung below it; readings from step 0 and wide brackets censored), curves whose accuracy is not
 linear in log loss, σ from the committed reports, and the baselines either below every model ("in regime") or
 where the committed reports put them ("real": paper_layouts' default, where the linear baseline tops the models at

@@ -66,7 +66,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
 def purposes(done: Sequence) -> dict:
     """Which images served which purpose in a study's complete runs, and what that makes of its verdicts.
 
-    state "split": every run has validation and test images (record.images) and no objective read the test
+    state "split": every run has validation and test images (RunRecord.images) and no objective read the test
     images; "exploratory": some run has no split (records made before it), so one eval set served choices and
     verdicts; "refused": some run's objective was computed on the test images (record.on_test). `runs`: per run
     name with a split, its image counts and fingerprints.

@@ -12,7 +12,7 @@ comments, say), which gives a false verdict no second chance.
 A look spends test α when it read test images: its records split validation from test images (a look without a
 split read the eval draw, which is a prefix of the validation images when it had no more images than this study's
 validation set of the same dataset: it spends none), and its space does not pilot the claim (`pilots:`). The looks
-that spend test α and have a p, this one included, are one Holm family per claim (report.stats.holm).
+that spend test α and have a p, this one included, are one Holm family per claim (analysis.stats.holm).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Optimizability tables (ViT_C paper §4): optimizer gap, peak, samples (the EDF is report.measures.edf)."""
+"""Optimizability tables (ViT_C paper §4): optimizer gap, peak, samples (the EDF is analysis.measures.edf)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def has_vit(done: Records) -> bool:
 
 
 def _runs(table: pd.DataFrame) -> list[dict]:
-    """The runs table (report.measures.runs_frame) as dicts."""
+    """The runs table (analysis.measures.runs_frame) as dicts."""
     return table.to_dict("records")
 
 

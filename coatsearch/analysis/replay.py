@@ -104,10 +104,11 @@ def _check_rows(space: Any, records: list[dict[str, Any]], columns: Sequence[str
     numbers count the header as 1."""
     cands = [c for c in space.candidates if search.searches_model(c)]
     dims = search.model_dims(cands[0]) if cands else ()
-    missing = [c for c in (*CSV_COLUMNS, *(d.path for d in dims)) if c not in columns]
+    needed = (*CSV_COLUMNS, *(d.path for d in dims))
+    missing = [c for c in needed if c not in columns]
     if missing:
-        raise UserError(f"{where}:1: no column '{missing[0]}'; a replay table has the columns "
-                        f"{', '.join((*CSV_COLUMNS, *(d.path for d in dims)))} (`coatsearch export --format csv`)")  # fmt: skip
+        raise UserError(f"{where}:1: no column '{missing[0]}'; a replay table has the columns {', '.join(needed)} "
+                        "(`coatsearch export --format csv`)")  # fmt: skip
     allowed = {d.path: [search.label(v) for v in d.values() or ()] for d in dims}
     for line, row in enumerate(records, start=2):
         for col in (c for c in NUMBER_COLUMNS if c in row):

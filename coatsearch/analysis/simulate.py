@@ -1,8 +1,8 @@
 """Simulated studies of the shipped profiles, as trial records the report judges (report.calibration).
 
 A profile is read through the project's loader (api.load_space): its candidates, which scores each runs, its seeds,
-and each run's measurement schedule as train.fit makes it: the regular points (schedule.curve_steps at the steps of
-schedule.run_steps), the dense points of a matched-loss run placed by curve.Dense's rule on a simulated running
+and each run's measurement schedule as training.fit makes it: the regular points (schedule.curve_steps at the steps of
+schedule.run_steps), the dense points of a matched-loss run placed by curves.Dense's rule on a simulated running
 batch loss, and the stop (the first point after step 0 at or below `stop_at_loss`, one rung below the ladder). Only
 the scores that the claims a profile decides read are simulated.
 
@@ -71,7 +71,7 @@ FLOOR = {
 # 10.5M-MAC report (9d5ae5b); the linear baseline's curve is smooth but curved (its 0.14 there is curvature): 0.05.
 PROBE_SD = {"C-C-C-C": 0.23, "C-C-C-T": 0.22, "C-C-T-T": 0.32, "C-T-T-T": 0.25, "ViT_REL": 0.14,
             "linear baseline": 0.05, "cnn baseline": 0.22}  # fmt: skip
-BATCH_SD = 0.35  # log-sd of one batch's loss around the curve: curve.Dense reads the mean of DENSE_WINDOW of them
+BATCH_SD = 0.35  # log-sd of one batch's loss around the curve: curves.Dense reads the mean of DENSE_WINDOW of them
 FIT_IMAGES, FIT_BATCH = 6000, 64  # the subset and batch FIT_STEPS were measured at
 # One run's noise sd σ, in display units: the committed reports' pooled sd_diff / √2 — paper_layouts' default
 # (3M MACs, 6,000 images, 4,000 test images): matched reading 1.03 (df 10); the earlier 10.5M-MAC default (9d5ae5b):
@@ -128,7 +128,7 @@ class Grid:
 
     def taken(self, losses: Any) -> int:
         """How many regular points a run with these losses (one per point) measures: to the first point after
-        step 0 at or below the stop target (train.fit never stops at step 0), else all of them."""
+        step 0 at or below the stop target (training.fit never stops at step 0), else all of them."""
         if self.stop_loss is not None:
             for i, (step, loss) in enumerate(zip(self.points, losses, strict=False)):
                 if step > 0 and loss <= self.stop_loss:
@@ -137,7 +137,7 @@ class Grid:
 
 
 def measured(g: Grid, batch: np.ndarray, probe: np.ndarray) -> list[int]:
-    """The steps train.fit measures: every regular point, and curve.Dense's points where the ladder is crossed.
+    """The steps training.fit measures: every regular point, and curves.Dense's points where the ladder is crossed.
 
     batch[t], probe[t]: the running mean of the last DENSE_WINDOW batch losses after t steps, and the probe loss a
     point measured at step t would read. A dense point is due once the estimate is at or below the ladder's top ×
@@ -169,7 +169,7 @@ def images(space: Space, subset: S.SubsetSpec) -> int:
 
 
 def grid(space: Space, optim: S.OptimSpec, subset: S.SubsetSpec, levels: bool = False) -> Grid:
-    """The schedule of one run on `subset`: the step budget and regular points train.fit measures, its stop and,
+    """The schedule of one run on `subset`: the step budget and regular points training.fit measures, its stop and,
     for a matched-loss run (`levels`), the ladder whose crossings get dense points."""
     batch = subset_optim(optim, subset).batch_size
     total = run_steps(subset, images(space, subset), batch)
@@ -227,7 +227,7 @@ def lr_phase(steps: np.ndarray, total: int, warmup: int) -> np.ndarray:
 def gen_curve(rng: np.random.Generator, g: Grid, matched: float, steps: float, fits: bool, probe_sd: float = 0.25,
               floor: float | None = None, warmup: int = 16) -> dict:  # fmt: skip
     """A generalization curve on schedule `g` that fits to FIT_LOSS in about `steps` steps (never, unless `fits`),
-    measured where train.fit measures it (dense points included) and cut at its stop; its eval accuracy reads
+    measured where training.fit measures it (dense points included) and cut at its stop; its eval accuracy reads
     `matched` (%) at FIT_LOSS and saturates in log loss."""
     total = g.points[-1]
     t = np.arange(total + 1, dtype=float)

@@ -1,4 +1,4 @@
-"""Verdicts on the claims of papers.md §3 from differences paired by seed (report.stats), and the rankings."""
+"""Verdicts on the claims of papers.md §3 from differences paired by seed (analysis.stats), and the rankings."""
 
 from __future__ import annotations
 
@@ -452,7 +452,7 @@ def all_claims(
 ) -> list:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
 
-    stem: claim (f)'s tables (report.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
+    stem: claim (f)'s tables (analysis.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
     matched-loss reading (report.paper.matched), level_a its common level (nats).
     """
     nz = noises(rows) if noise_by_key is None else noise_by_key

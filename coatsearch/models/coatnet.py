@@ -49,7 +49,7 @@ def transformer_cfg(block: BlockSpec) -> MaxxVitTransformerCfg:
 
 
 def _ceil_pools(module: nn.Module) -> None:
-    """Make every 2x2 pool round up, so odd maps (7 -> 4) match the strided convs and spec.feature_sizes()."""
+    """Make every 2x2 pool round up, so odd maps (7 -> 4) match the strided convs and ModelSpec.feature_sizes()."""
     for m in module.modules():
         if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
             m.ceil_mode = True

@@ -1,6 +1,6 @@
 """GPU time of a study from its run accounting and each model's MACs, at a stated fraction of a GPU's peak.
 
-No GPU is needed: every distinct trial goes through the real score code with a stand-in for `train.fit` that
+No GPU is needed: every distinct trial goes through the real score code with a stand-in for `training.fit` that
 records each run's steps, batch and curve points (planner.pilot.Recorder, without its timings), and the work
 is counted as multiply-adds: a training image costs TRAIN_FLOPS_PER_MAC x the model's MACs (forward, and a
 backward of twice the forward), an evaluated image EVAL_FLOPS_PER_MAC x MACs. Seconds = FLOPs / (peak x

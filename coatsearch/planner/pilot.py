@@ -1,6 +1,6 @@
 """The timing pilot: every distinct trial of a plan run for a few steps per training run, at its processes x threads.
 
-A trial is run through the real score code (`scores.measure`) with a stand-in for `train.fit` that records what
+A trial is run through the real score code (`scores.measure`) with a stand-in for `training.fit` that records what
 each training run would do (its planned steps, curve points, batch, compile setting) and returns a one-step fit
 on STAND_IN images, so the score goes on. Each distinct shape (model, batch, augmentation) is timed once: a step by a
 short fit of one-step epochs on the run's first batch (the first warms caches and allocators; the median of
@@ -70,7 +70,7 @@ class TrialTiming:
 
 
 class Recorder:
-    """A stand-in for `train.fit` (called with the phase first): records and times the run, returns a stand-in fit."""
+    """A stand-in for `training.fit` (called with the phase first): records and times the run, returns a stand-in."""
 
     def __init__(self, device: torch.device):
         self.device = device
@@ -182,7 +182,7 @@ def peak_mb(device: torch.device) -> float:
 
 
 def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -> TrialTiming:
-    """Run one candidate's trial through the score code with a Recorder in place of `train.fit`."""
+    """Run one candidate's trial through the score code with a Recorder in place of `training.fit`."""
     from coatsearch.scores import TrialInput, measure
 
     cand = space.candidate(prep.name)

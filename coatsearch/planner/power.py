@@ -1,4 +1,4 @@
-"""Noise, power and regime per claim before a study runs; the statistics are report.stats' and the rules verdicts'.
+"""Noise, power and regime per claim before a study runs; the statistics are analysis.stats' and the rules verdicts'.
 
 Noise per measure comes from the first source that exists: an earlier study of the same space on disk (its
 storage, read by the report's own functions, else its report's summary.json), a pilot study of a few seeds
@@ -54,7 +54,7 @@ class StemNoise:
 
     sd: float  # points
     seeds: int
-    out_of_regime: tuple[str, ...]  # report.stem.below_linear's lines (empty: every cell above the linear baseline)
+    out_of_regime: tuple[str, ...]  # analysis.stem.below_linear's lines (empty: every cell above the linear baseline)
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ STEM_MODELS = tuple(dict.fromkeys(label for label, _ in stem.CELLS))  # ("ViT_P"
 
 
 def _stem(at: _Setting) -> ClaimPlan:
-    """Claim (f)'s optimizer-gap part, as report.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
+    """Claim (f)'s optimizer-gap part, as analysis.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
     Holm family of the gap and one EDF part per optimizer with sampled ViT runs. Its noise is an earlier study's
     contrast, else the prior; its regime is that study's cells against the linear baseline."""
     claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in STEM_MODELS]

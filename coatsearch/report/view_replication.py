@@ -2,7 +2,7 @@
 pooled, and whether the replicate replicated it (REPLICATION_RULE). Tables only; markdown_replication renders.
 
 Every verdict and estimate comes from the report's own judging path (judging.judge_records: differences paired by
-seed, report.stats). The pooled estimate judges both studies' records together: their seeds are disjoint, so each
+seed, analysis.stats). The pooled estimate judges both studies' records together: their seeds are disjoint, so each
 seed still pairs every candidate on one training subset and one test draw, and the seed effect of the additive
 noise model absorbs the draw.
 """

@@ -238,7 +238,7 @@ def _by_seed(records: Sequence[TrialRecord], name_of: Any, read: Any) -> dict[st
 def _reevaluation(
     again: Sequence[TrialRecord], named: Sequence[TrialRecord], key: str, scale: float, maximize: bool
 ) -> tuple[Paired, ...]:
-    """Each re-evaluated architecture against the best named candidate, paired by fresh seed (report.stats: the
+    """Each re-evaluated architecture against the best named candidate, paired by fresh seed (analysis.stats: the
     pair's own paired noise, its t interval and p), Holm-adjusted over the architectures compared, firm at
     VERDICT_ALPHA.
 

@@ -156,7 +156,7 @@ def _rederive() -> None:
     tuple), so an undone registration leaves nothing changed for code that imported them."""
     global FALLBACK
     key = tuple((s.name, s.section) for s in SCORES.values())
-    globals()["ScoresSpec"] = _MADE.setdefault(key, _scores_spec())  # document.document() revalidates with it
+    globals()["ScoresSpec"] = _MADE.setdefault(key, _scores_spec())  # schema.document() revalidates with it
     FALLBACK = FALLBACK if _fallback() == FALLBACK else _fallback()
     METRICS.clear()
     METRICS.update(_metrics())
@@ -179,7 +179,7 @@ def measure(
 ) -> dict:
     """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
 
-    `fit(phase, ...)` replaces `train.fit` for every training run (the planner's timing pilot); None: train.fit.
+    `fit(phase, ...)` replaces `training.fit` for every training run (the planner's timing pilot); None: training.fit.
     """
     ctx = Context(inp, device, progress, report, fit=fit)
     out: dict = {}

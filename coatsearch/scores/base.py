@@ -76,7 +76,7 @@ class Context:
     models: dict[str, Any] = field(
         default_factory=dict
     )  # score name -> (trained model, test images, validation images)
-    fit: Callable[..., Any] | None = None  # (phase, *train.fit's arguments) -> History: the planner's timing pilot
+    fit: Callable[..., Any] | None = None  # (phase, *training.fit's arguments) -> History: the planner's timing pilot
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Generalization (CoAtNet §2.2): a small subset, no regularization; the step-level curve of train loss vs eval acc.
 
-The report reads eval accuracy at matched training loss from the curve (report.measures), which it records as
+The report reads eval accuracy at matched training loss from the curve (analysis.measures), which it records as
 `generalization.matched_acc`; an optional `stop_at_loss` ends the run at a clean train-loss target (or its cap).
 """
 
@@ -13,7 +13,7 @@ from coatsearch.vocab import specs as S
 def run(ctx: Context, spec: S.SubsetSpec) -> dict:
     """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve.
 
-    The curve is dense where the report's train-loss ladder (`loss_levels`, else spec.DEFAULT_LEVELS) is crossed.
+    The curve is dense where the report's train-loss ladder (`loss_levels`, else specs.DEFAULT_LEVELS) is crossed.
     """
     from coatsearch.scores import training as T
 

@@ -175,7 +175,7 @@ def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorD
 
 
 def curves(hist: History) -> dict:
-    """A run's step-level curve (curve.Curve.as_dict) plus its per-epoch running means, as `curves.<name>`."""
+    """A run's step-level curve (curves.Curve.as_dict) plus its per-epoch running means, as `curves.<name>`."""
     return {
         **hist.curve.as_dict(),
         "epoch_train_loss": list(hist.train_loss),

@@ -92,7 +92,7 @@ class Candidate(_Matched):
 
 @dataclass(frozen=True)
 class Baseline(_Matched):
-    """A regime baseline (spec.BASELINES): a fixed model on the same subsets and seeds, never searched or matched."""
+    """A regime baseline (specs.BASELINES): a fixed model on the same subsets and seeds, never searched or matched."""
 
     name: str
     input: S.InputSpec
@@ -141,7 +141,7 @@ class Space:
 
 
 def load_space(path: str | Path, profile: str = "default", text: str | None = None) -> Space:
-    """Read, validate and expand a space file, or its given `text` (raises dsl.SpaceError on bad input)."""
+    """Read, validate and expand a space file, or its given `text` (raises load.SpaceError on bad input)."""
     return build_space(load_document(path, profile, text), str(path), profile)
 
 

@@ -1,7 +1,7 @@
 """The space file as documents: a candidate and the whole file, whose `scores:` section the score registry derives.
 
-These sit above spec.py and coatsearch.scores (each score declares its own section spec there), so the
-vocabulary stays one: YAML validates straight into these frozen dataclasses (dsl.py). No torch here.
+These sit above vocab/specs.py and coatsearch.scores (each score declares its own section spec there), so the
+vocabulary stays one: YAML validates straight into these frozen dataclasses (space/load.py). No torch here.
 """
 
 from __future__ import annotations

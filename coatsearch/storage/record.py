@@ -347,7 +347,7 @@ def flat(run: RunRecord) -> dict[str, Any]:
 
 
 def optimizer(settings: Any) -> Optimizer:
-    """The Optimizer of an optimizer spec (`spec.OptimSpec`) or of its settings as a mapping."""
+    """The Optimizer of an optimizer spec (`vocab.specs.OptimSpec`) or of its settings as a mapping."""
     return _build(Optimizer, F.optimizer(settings if isinstance(settings, Mapping) else dataclasses.asdict(settings)))
 
 

@@ -26,7 +26,7 @@ def sampler(space: Space, stream: int = 0) -> optuna.samplers.BaseSampler:
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """Optuna's sampler called `name` (spec.StudySpec.sampler), seeded; grid and unknown names get random."""
+    """Optuna's sampler called `name` (specs.StudySpec.sampler), seeded; grid and unknown names get random."""
     import warnings
 
     with warnings.catch_warnings():

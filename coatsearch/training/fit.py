@@ -561,8 +561,8 @@ def fit(
     `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
     or `stop_at_acc` (validation accuracy) the run ends at the first point that reaches a target, else at the
     budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
-    (seeds x scores), which `compile: auto` weighs its compile against (speed.AutoCompile). `levels`: a
-    train-loss ladder (nats) whose crossings get dense points (curve.Dense); each point records its lr phase.
+    (seeds x scores), which `compile: auto` weighs its compile against (tuning.AutoCompile). `levels`: a
+    train-loss ladder (nats) whose crossings get dense points (training.curves.Dense); each point records its lr phase.
     """
     if len(train) == 0:
         raise UserError("empty training set")

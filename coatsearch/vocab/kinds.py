@@ -25,7 +25,7 @@ class StageKind:
     builder: str  # "module:function": make(dim, dim_out, stride, side, block, dpr) -> (B, dim_out, side, side)
     attends: bool  # attention: width in whole heads, tokens listed, after every conv stage under the constraint
     # (dim_out, side, block) -> a lower bound (> 0) on one block's MACs: the size guard refuses a model whose
-    # floor exceeds spec.MACS_MAX before it is counted; required, so no kind turns the guard off
+    # floor exceeds vocab.specs.MACS_MAX before it is counted; required, so no kind turns the guard off
     macs_floor: Callable[[int, int, Any], int]
     tokens: Callable[[int, Any], str] = lambda side, block: f"{side}x{side}"  # attended token grid, as `show` lists it
     check: Callable[[int, Any], str] = lambda side, block: ""  # why a side x side map cannot be built ("" = fine)

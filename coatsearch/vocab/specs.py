@@ -1,12 +1,12 @@
 """The one spec vocabulary: frozen dataclasses that YAML validates straight into (pydantic), and code builds.
 
 Each field and default is declared once, with the constraints a space file must meet (pydantic reads the
-annotations; see dsl.py). Built from Python, a spec is not re-validated field by field: tests and callers may
+annotations; see space/load.py). Built from Python, a spec is not re-validated field by field: tests and callers may
 construct any value, and the builders say what they cannot take. Rules that tie fields together live in
 `__post_init__` (checks only, never normalization) and hold everywhere. No torch here.
 
 The `scores:` section's specs live with their scores (coatsearch/scores/, which derives `ScoresSpec`), and the
-documents that hold them, a candidate and a whole space file, in document.py.
+documents that hold them, a candidate and a whole space file, in space/schema.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,176 @@
+"""The command line's commands that read an existing study: `report`, `replay`, `status`, `export`, `repair` and
+`dashboard`, each its arguments beside its action."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from coatsearch.cli_types import REPORTS, STUDIES, bounded
+from coatsearch.errors import UserError
+from coatsearch.runner.status import Status
+from coatsearch.vocab.bounds import FORMATS, TRIALS_MAX
+
+
+def study_parser(
+    sub: argparse._SubParsersAction, name: str, help_text: str, func: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    """A subcommand that takes a STUDY name and --studies-dir, running `func`."""
+    cmd = sub.add_parser(name, help=help_text)
+    cmd.add_argument("study")
+    cmd.add_argument("--studies-dir", type=Path, default=STUDIES)
+    cmd.set_defaults(func=func)
+    return cmd
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Every command of this module, in the order `coatsearch --help` lists them."""
+    for add in (add_report, add_replay, add_status, add_export, add_repair, add_dashboard):
+        add(sub)
+
+
+def add_report(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch report STUDY`: the Markdown report, its tables and figures, from the storage."""
+    report = study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
+    report.add_argument("--reports-dir", type=Path, default=REPORTS)
+    help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
+    report.add_argument("--note", action="store_true", help=help_note)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(api.write_report(args.study, args.studies_dir, args.reports_dir, note=args.note).markdown)
+    return 0
+
+
+def add_replay(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch replay STUDY`: samplers (and pruners) replayed on a study that measured every architecture."""
+    replay = study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
+    replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
+    replay.add_argument("--table", type=Path, help="an exported table (`export --format csv`) instead of the study")
+    replay.add_argument("--space", type=Path, help="with --table: the space file the exported study ran")
+    replay.add_argument("--trials", type=bounded(1, 10_000), default=20)
+    replay.add_argument("--repeats", type=bounded(2, 1_000), default=50)
+    replay.add_argument(
+        "--pruner", help="comma-separated: sha, hyperband: random search with it on the learning curves"
+    )
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from coatsearch.analysis import replay
+
+    samplers = replay.check_samplers(args.sampler.split(","))  # before any file is read
+    if (args.table is None) != (args.space is None) or (args.table is not None and args.pruner):
+        raise UserError("--table goes with --space (an exported table and its space file), without --pruner")
+    if args.table is not None:
+        measured = replay.table_from_csv(args.space, args.table)
+    else:
+        measured = replay.table(args.study, args.studies_dir)
+    curves = replay.replay(measured, samplers, args.trials, args.repeats)
+    print(replay.text(curves))
+    if args.pruner:
+        from coatsearch.analysis import fidelity
+
+        table = fidelity.curves_of(args.study, args.studies_dir)
+        found = [
+            fidelity.measure(table, p, args.trials, args.repeats, measured.maximize) for p in args.pruner.split(",")
+        ]
+        print(fidelity.text(found))
+    return 0
+
+
+def add_status(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch status STUDY`: trial counts by state, the planned total and the time left."""
+    study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(status_text(api.status(args.study, args.studies_dir)))
+    return 0
+
+
+def status_text(st: Status) -> str:
+    """What `coatsearch status` prints: counts by state, planned total and the ETA."""
+    from coatsearch.planner.text import duration
+
+    planned = "?" if st.planned is None else str(st.planned)
+    lines = [
+        f"study {st.study}: {st.complete} completed, {st.failed} failed, {st.pruned} pruned, "
+        f"{st.running} running, {st.waiting} waiting of {planned} planned"
+        + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
+    ]
+    if st.predicted_s is not None:
+        left = "" if st.plan_eta_s is None else f", {duration(st.plan_eta_s)} of it left"
+        lines.append(f"plan: predicted {duration(st.predicted_s)} for the whole study{left}")
+    if st.mean_wall_s is None:
+        lines.append("ETA: unknown (no completed trial yet)" if st.plan_eta_s is None else
+                     f"ETA {duration(st.plan_eta_s)} (from the plan; no completed trial yet)")  # fmt: skip
+    elif st.eta_s is None:
+        lines.append(f"mean trial {st.mean_wall_s:.0f} s; ETA unknown (the study's space cannot be read)")
+    else:
+        workers = max(1, st.running)
+        lines.append(
+            f"remaining {st.remaining} trials, mean trial {st.mean_wall_s:.0f} s: "
+            f"ETA {duration(st.eta_s)} at {workers} worker{'s' if workers > 1 else ''}"
+        )
+    return "\n".join(lines)
+
+
+def add_export(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch export STUDY`: the results table, or the best architectures (and their weights)."""
+    export = study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
+    export.add_argument("--format", choices=FORMATS, default="csv")
+    export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
+    help_best = "with --format yaml or timm: the K best architectures"
+    export.add_argument("--best", type=bounded(1, TRIALS_MAX), help=help_best)
+    export.add_argument(
+        "--save-weights",
+        action="store_true",
+        help="with --best: retrain each on its best trial's seed and save its weights (safetensors) beside --out",
+    )
+    export.add_argument("--device", default="cpu", help="with --save-weights or --format timm: the retrain's device")
+
+
+def _export(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best, args.save_weights, args.device))
+    return 0
+
+
+def add_repair(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch repair STUDY`: keep a damaged journal's complete records."""
+    help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
+    study_parser(sub, "repair", help_repair, _repair)
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    done = api.repair(args.study, args.studies_dir)
+    if done.backup is None and not done.blank:
+        print(f"{done.journal}: {done.records} records, no damage found; nothing changed")
+        return 0
+    moved = f"; moved {done.moved} damaged line(s) to {done.backup}" if done.backup else ""
+    blank = f"; dropped {done.blank} empty line(s)" if done.blank else ""
+    print(f"{done.journal}: kept {done.records} complete records{moved}{blank}")
+    return 0
+
+
+def add_dashboard(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch dashboard STUDY`: optuna-dashboard on the study (read-only unless --allow-writes)."""
+    dash = study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
+    dash.add_argument("--host", default="127.0.0.1")
+    dash.add_argument("--port", type=bounded(1, 65535), default=8080)
+    dash.add_argument("--allow-writes", action="store_true", help="let the dashboard edit the study (warns)")
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from coatsearch.dashboard import serve
+
+    serve(args.study, args.studies_dir, args.host, args.port, args.allow_writes)
+    return 0
