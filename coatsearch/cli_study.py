@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coatsearch.cli_types import REPORTS, STUDIES, bounded
+from coatsearch.errors import UserError
 from coatsearch.runner.status import Status
 from coatsearch.vocab.bounds import FORMATS, TRIALS_MAX
 
@@ -52,6 +53,8 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
     """`coatsearch replay STUDY`: samplers (and pruners) replayed on a study that measured every architecture."""
     replay = study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
     replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
+    replay.add_argument("--table", type=Path, help="an exported table (`export --format csv`) instead of the study")
+    replay.add_argument("--space", type=Path, help="with --table: the space file the exported study ran")
     replay.add_argument("--trials", type=bounded(1, 10_000), default=20)
     replay.add_argument("--repeats", type=bounded(2, 1_000), default=50)
     replay.add_argument(
@@ -62,8 +65,14 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from coatsearch.analysis import replay
 
-    measured = replay.table(args.study, args.studies_dir)
-    curves = replay.replay(measured, args.sampler.split(","), args.trials, args.repeats)
+    samplers = replay.check_samplers(args.sampler.split(","))  # before any file is read
+    if (args.table is None) != (args.space is None) or (args.table is not None and args.pruner):
+        raise UserError("--table goes with --space (an exported table and its space file), without --pruner")
+    if args.table is not None:
+        measured = replay.table_from_csv(args.space, args.table)
+    else:
+        measured = replay.table(args.study, args.studies_dir)
+    curves = replay.replay(measured, samplers, args.trials, args.repeats)
     print(replay.text(curves))
     if args.pruner:
         from coatsearch.analysis import fidelity

@@ -47,8 +47,8 @@ def _entry(value):
 @pytest.mark.parametrize(
     "content, why",
     [
-        (lambda key: [1], "holds list, expected a mapping"),
-        (lambda key: "text", "holds str, expected a mapping"),
+        (lambda key: [1], "holds a JSON list, expected a mapping"),
+        (lambda key: "text", "holds a JSON str, expected a mapping"),
         (_entry({"0": 10.0}), "is not valid"),
         (_entry({"1": -3.0}), "is not valid"),
         (_entry({"64": 500.0}), "is not valid"),  # 64 threads cached on 2 cores
@@ -66,6 +66,27 @@ def test_a_bad_workers_cache_is_named_reprobed_and_rewritten(cache, capsys, cont
     assert err.count("\n") == 1 and f"{path}: " in err and why in err and "probing again" in err, err
     again = speed.auto_workers(trials=4, cores=2)  # the rewritten entry is valid: no second probe
     assert again.cached and probes == [2] and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("kind, why", [("fifo", "is a FIFO"), ("link", "is a symbolic link"),
+                                       ("huge", "a file here may have at most"), ("deep", "nested too deeply")])
+def test_a_workers_cache_that_is_special_huge_or_deep_is_a_note_never_a_hang(cache, capsys, kind, why):
+    # workers.json was read with read_text(): a FIFO there hung `run --workers auto`, /dev/zero grew without bound
+    path, probes = cache
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link":
+        path.symlink_to("/dev/zero")
+    elif kind == "huge":
+        with path.open("wb") as fh:
+            fh.truncate(3 * 2**30)  # sparse
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    with deadline(30):
+        choice = speed.auto_workers(trials=4, cores=2)
+    assert probes == [2] and choice.rates == RATES and not choice.cached
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: " in err and why in err and "probing again" in err, err
 
 
 def test_a_dashboard_port_in_use_is_one_line_before_the_url(tmp_path, capsys):

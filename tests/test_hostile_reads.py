@@ -231,3 +231,37 @@ def test_bench_aa_arguments_and_resumed_tables_are_one_line_before_any_study_run
     assert done.returncode in (1, 2) and done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and time.monotonic() - began < 60
     assert not (tmp_path / "out" / "aa.json").exists()
+
+
+# ------------------------------------------------------- 3. files beside a study: plan.json, registration.json
+
+
+@pytest.mark.parametrize("kind", ["deep", "huge", "fifo"])
+def test_a_deep_huge_or_special_plan_file_is_ignored_never_a_crash_or_a_hang(tmp_path, monkeypatch, kind):
+    # plan.json was parsed with json.loads unbounded: a deeply nested one ended `status` in a RecursionError
+    from coatsearch.storage import planfile
+
+    path = tmp_path / planfile.PLAN_FILE
+    if kind == "deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "huge":
+        monkeypatch.setattr(fsafe, "JSON_MAX", 1000)
+        path.write_text(json.dumps({"pad": "x" * 5000}))
+    else:
+        os.mkfifo(path)
+    with deadline(10):
+        assert planfile.load(tmp_path) is None
+
+
+def test_a_huge_or_special_registration_is_one_line(tmp_path, monkeypatch, fifo):
+    from coatsearch.analysis import registration
+
+    where = registration.path(tmp_path)
+    monkeypatch.setattr(fsafe, "JSON_MAX", 1000)
+    where.write_text(json.dumps({"pad": "x" * 5000}))
+    with deadline(10), pytest.raises(UserError, match="bytes; a file here may have at most 1,000"):
+        registration.load(tmp_path)
+    where.unlink()
+    os.mkfifo(where)
+    with deadline(10), pytest.raises(UserError, match="is a FIFO"):
+        registration.load(tmp_path)

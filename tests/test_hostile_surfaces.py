@@ -225,3 +225,125 @@ def test_a_space_loaded_under_one_profile_is_not_run_under_another_silently(tmp_
     with pytest.raises(UserError, match="the Space was loaded under profile 'quick'"):
         coatsearch.run(space, profile="default", studies_dir=tmp_path, report=False)
     assert list(tmp_path.rglob("*")) == []
+
+
+# ------------------------------------------------------------- 10. a registration belongs to its own study
+
+
+class _Stop(Exception):
+    pass
+
+
+def _registered_run(monkeypatch, studies: Path, name: str) -> str:
+    """`run` of the tiny space as study `name`, stopped at its first trial (registered, nothing trained); the
+    study's registration line as the report reads it."""
+    import coatsearch
+    from coatsearch.analysis import registration
+    from coatsearch.report import _registered
+    from coatsearch.runner import optuna_backend
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise _Stop
+
+    monkeypatch.setattr(optuna_backend, "_run_trial", stop)
+    with pytest.raises(_Stop):
+        coatsearch.run(TINY, name, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False,
+                       progress=False)  # fmt: skip
+    store._OPEN.clear()
+    space = P.space_record(load_space(TINY, "quick"))
+    line = _registered(studies, name, space)
+    assert line is not None and registration.load(store.folder(studies, name)) is not None
+    return line
+
+
+def _copy_registration(source: Path, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "registration.json").write_bytes((source / "registration.json").read_bytes())
+
+
+def test_a_registration_copied_from_another_study_is_exploratory_and_says_why(tmp_path, monkeypatch):
+    # a registration.json copied from a study that had seen its results made a fresh study 'confirmatory'
+    studies = tmp_path / "studies"
+    assert _registered_run(monkeypatch, studies, "a").startswith("confirmatory")
+    _copy_registration(studies / "a", studies / "b")
+    line = _registered_run(monkeypatch, studies, "b")
+    assert line.startswith("exploratory") and "registered for study 'a', not 'b' (copied from another study?)" in line
+
+
+def test_a_registration_copied_from_a_namesake_in_another_folder_is_exploratory(tmp_path, monkeypatch):
+    # the second member: the same study name in another studies folder; the Optuna identity tells them apart
+    assert _registered_run(monkeypatch, tmp_path / "one", "s").startswith("confirmatory")
+    _copy_registration(tmp_path / "one" / "s", tmp_path / "two" / "s")
+    line = _registered_run(monkeypatch, tmp_path / "two", "s")
+    assert line.startswith("exploratory") and "registered for another Optuna study" in line, line
+
+
+def test_a_registration_made_before_the_study_is_bound_on_its_first_run(tmp_path, monkeypatch):
+    # `plan --register` writes the registration before the study exists: the first run ties it to the study
+    from coatsearch.analysis import registration
+
+    folder = tmp_path / "studies" / "s"
+    registration.register(P.space_record(load_space(TINY, "quick")), folder, "s")
+    assert registration.load(folder).identity == ""  # type: ignore[union-attr]
+    assert _registered_run(monkeypatch, tmp_path / "studies", "s").startswith("confirmatory")
+    assert registration.load(folder).identity == store.identity(folder, "s") != ""  # type: ignore[union-attr]
+
+
+# ------------------------------------------- 1. a finished search study resumes; 5. refusals before writing (CLI)
+
+SMALL = (("  - {name: C-C, layout: C-C}\n  - {name: C-T}\n", ""), ("samples: 6", "samples: 3"),
+         ("reevaluate: {top: 2, seeds: 2}", "reevaluate: {top: 1, seeds: 2}"),
+         ("per_class: 10", "per_class: 2"))  # fmt: skip
+
+
+@pytest.mark.slow
+def test_rerunning_a_finished_search_study_trains_nothing_and_export_refuses_a_linked_weights_file(
+    tmp_path, monkeypatch
+):
+    # rerunning `coatsearch run` on a finished space with study.reevaluate went on as '<study>~2' and retrained all
+    import coatsearch
+    from coatsearch.runner import optuna_backend
+    from coatsearch.storage import found
+    from tests.support.hostile import cli, refused
+
+    text = SEARCH.read_text()
+    for old, new in SMALL:
+        assert old in text, old
+        text = text.replace(old, new)
+    (tmp_path / "space.yaml").write_text(text)
+    coatsearch.run(tmp_path / "space.yaml", "ts", workers=1, device="cpu", studies_dir=tmp_path / "studies",
+                   report=False, progress=False)  # fmt: skip
+    store._OPEN.clear()
+    before = len(store.load_study(tmp_path / "studies", "ts").trials)
+
+    def trains(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a finished study retrained a trial")
+
+    monkeypatch.setattr(optuna_backend, "_run_trial", trains)
+    argv = ["run", "space.yaml", "--study", "ts", "--workers", "1", "--device", "cpu", "--no-plan", "--no-report"]
+    for _ in range(2):  # the second rerun too: no '~2', then no '~3'
+        rc, _, err = cli(tmp_path, argv, seconds=300)
+        assert rc == 0 and "goes on as" not in err, err
+        store._OPEN.clear()
+        st = store.load_study(tmp_path / "studies", "ts")
+        assert st.study_name == "ts" and len(st.trials) == before
+
+    [(tm, _, _)] = found.best("ts", 1, tmp_path / "studies")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n")
+    (tmp_path / f"found.{tm.architecture}.safetensors").symlink_to(outside)
+    export = ["export", "ts", "--best", "1", "--format", "yaml", "--out", "found.yaml", "--save-weights"]
+    refused(tmp_path, export, "is a symbolic link", outside)  # nothing trained, no YAML, the target unchanged
+    (tmp_path / f"found.{tm.architecture}.safetensors").unlink()
+    (tmp_path / "found.yaml").symlink_to(outside)  # the second member: the YAML itself a link
+    refused(tmp_path, export, "found.yaml: is a symbolic link", outside)
+
+
+def test_run_on_ray_at_an_address_nobody_serves_from_the_cli_writes_nothing(tmp_path):
+    # the CLI path of the Ray refusal: exit 2, one line, no journal, lock or registration
+    from tests.support.hostile import refused
+
+    (tmp_path / "space.yaml").write_text(TINY.read_text())
+    for address, expected in (("127.0.0.1:1", "no Ray cluster at 127.0.0.1:1"), ("nohost", "--address must be")):
+        refused(tmp_path, ["run", "space.yaml", "--backend", "ray", "--address", address, "--no-report"], expected)
+    assert not (tmp_path / "studies").exists()

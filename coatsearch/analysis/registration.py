@@ -78,6 +78,7 @@ class Registration(BaseModel):
     registered_at: str
     trials_before: int = 0  # trials the study held when it was registered (0: registered before the first)
     source: str = ""  # the space file's path as given (not in the fingerprint: a moved file is the same analysis)
+    identity: str = ""  # the study's Optuna identity (storage.store.IDENTITY; "": not yet bound, or an older study)
     analysis: Analysis
     deviations: tuple[Deviation, ...] = ()
 
@@ -176,7 +177,7 @@ def load(folder: Path) -> Registration | None:
     where = path(folder)
     if not os.path.lexists(where):
         return None
-    raw = fsafe.read_bytes(where)  # a link or a special file is a one-line UserError
+    raw = fsafe.read_bytes(where, fsafe.JSON_MAX)  # a link, a special or a huge file is a one-line UserError
     try:
         reg = Registration.model_validate_json(raw)
     except ValidationError as exc:
@@ -193,17 +194,28 @@ def _now() -> str:
 
 
 def register(
-    record: Mapping[str, Any], folder: Path, study: str, *, replicate_of: str | None = None, trials: int = 0
+    record: Mapping[str, Any],
+    folder: Path,
+    study: str,
+    *,
+    replicate_of: str | None = None,
+    trials: int = 0,
+    identity: str | None = None,
 ) -> tuple[Registration, list[str]]:
     """Write the study's registration if it has none; else keep it and append a deviation when the analysis
-    differs (the same deviation is recorded once). (the registration as it stands, this run's changes)."""
+    differs (the same deviation is recorded once). (the registration as it stands, this run's changes).
+    `identity`: the study's Optuna identity; a registration made before the study existed (`plan --register`)
+    is tied to it on the first run, while the study holds no trial."""
     old = load(folder)
     now = analysis(record, replicate_of, old.analysis if old is not None else None)
     if old is None:
         reg = Registration(study=study, fingerprint=fingerprint(now), registered_at=_now(), trials_before=trials,
-                           source=str(record.get("source") or ""), analysis=now)  # fmt: skip
+                           source=str(record.get("source") or ""), analysis=now, identity=identity or "")  # fmt: skip
         save(reg, folder)
         return reg, []
+    if identity and not old.identity and not trials and old.study == study:
+        old = old.model_copy(update={"identity": identity})
+        save(old, folder)
     diff = changes(old.analysis, now)
     if not diff:
         return old, []
@@ -244,18 +256,33 @@ class Registrar:
         reg = self.check()
         if replicate_of is None and reg is not None:
             replicate_of = reg.analysis.replicate_of
-        return register(self.record, self.folder, self.study, replicate_of=replicate_of, trials=trials)
+        from coatsearch.storage.store import identity
+
+        mine = identity(self.folder, self.study)
+        return register(self.record, self.folder, self.study, replicate_of=replicate_of, trials=trials, identity=mine)
 
     def lines(self) -> tuple[str, ...]:
         """The planner's registration block for this space (plan_lines)."""
-        return plan_lines(self.record, self.folder)
+        return plan_lines(self.record, self.folder, self.study)
 
 
-def verdict_line(reg: Registration | None, now: Analysis) -> str:
-    """Whether a study with analysis `now` would be confirmatory under `reg`: the planner's one line."""
+def foreign(reg: Registration, study: str | None, identity: str | None) -> list[str]:
+    """Why `reg` is not this study's own (a registration.json copied from another study): [] when it is. `study`,
+    `identity`: this study's name and Optuna identity (None: not known, not checked)."""
+    if study is not None and reg.study != study:
+        return [f"registered for study '{reg.study}', not '{study}' (copied from another study?)"]
+    if identity and reg.identity != identity:
+        was = f"another Optuna study ({reg.identity[:12]}…)" if reg.identity else "no Optuna study (never bound)"
+        return [f"registered for {was}, not this one ({identity[:12]}…; copied from another study?)"]
+    return []
+
+
+def verdict_line(reg: Registration | None, now: Analysis, study: str | None = None, identity: str | None = None) -> str:
+    """Whether a study with analysis `now` would be confirmatory under `reg`: the planner's one line. `study`,
+    `identity`: this study's name and Optuna identity, which the registration must carry (`foreign`)."""
     if reg is None:
         return "not yet registered (the first `coatsearch run`, or `coatsearch plan --register`, registers it)"
-    diff = changes(reg.analysis, now) + [c for d in reg.deviations for c in d.changes]
+    diff = foreign(reg, study, identity) + changes(reg.analysis, now) + [c for d in reg.deviations for c in d.changes]
     if reg.trials_before:
         diff.insert(0, f"registered after {reg.trials_before} trial(s) had run")
     if not diff:
@@ -263,12 +290,15 @@ def verdict_line(reg: Registration | None, now: Analysis) -> str:
     return "exploratory: differs from the registration in " + "; ".join(dict.fromkeys(diff))
 
 
-def plan_lines(record: Mapping[str, Any], folder: Path) -> tuple[str, ...]:
+def plan_lines(record: Mapping[str, Any], folder: Path, study: str | None = None) -> tuple[str, ...]:
     """The planner's block: what would be registered, and whether the study would be confirmatory."""
+    from coatsearch.storage.store import identity
+
     reg = load(folder)
     now = analysis(record, reg.analysis.replicate_of if reg else None, reg.analysis if reg else None)
+    mine = identity(folder, study) if study is not None else None
     return ("registered analysis (what `run` registers before the first trial):",
-            *(f"  {line}" for line in summary(now)), verdict_line(reg, now))  # fmt: skip
+            *(f"  {line}" for line in summary(now)), verdict_line(reg, now, study, mine))  # fmt: skip
 
 
 def save(reg: Registration, folder: Path) -> Path:

@@ -19,6 +19,7 @@ from coatsearch.storage.trials import REEVAL
 
 SAMPLERS = ("random", "tpe", "gp")  # single-objective samplers that take choice lists
 ASKS_PER_TRIAL = 50  # asks per counted trial before a replay gives up (rejected points cost no trial)
+REJECTS_MAX = 1_000  # rejected proposals in a row before a replay gives up (a sampler stuck on rejected points)
 
 
 @dataclass(frozen=True)
@@ -61,18 +62,91 @@ def table(study_name: str, studies_dir: str | Path) -> Table:
     return table_from_rows(space, rows, f"study '{study_name}'")
 
 
+CSV_MAX = 256_000_000  # bytes of an exported table `replay --table` reads (a row per trial: about 1 KB each)
+CSV_COLUMNS = ("state", "value", "candidate", "seed")  # besides the searched candidate's `model.*` dimensions
+NUMBER_COLUMNS = ("value", "seed", "sample", "number", "reuse_of")  # a number or empty in each row read
+
+
 def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
-    """The table of an exported study (`coatsearch export STUDY --format csv`) and the space it ran."""
+    """The table of an exported study (`coatsearch export STUDY --format csv`) and the space it ran.
+
+    The file is read through the bounded reader (a regular file of at most CSV_MAX bytes) and checked before any
+    replay: every column it needs present, a number (or nothing) in each numeric cell, and each row of the searched
+    candidate naming a point of its space. Anything else is one UserError naming the file, its line and the field,
+    and what is allowed: a row that names no point is refused, never counted as an extra point."""
+    import io
+
     import pandas as pd
 
+    from coatsearch import fsafe
     from coatsearch.space.objects import load_space
 
-    frame = pd.read_csv(csv_file)
+    space = load_space(space_file)
+    raw = fsafe.read_named(Path(csv_file), CSV_MAX, "table (CSV)")
+    try:
+        frame = pd.read_csv(io.BytesIO(raw))
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{csv_file}: empty; a replay table is `coatsearch export STUDY --format csv` output "
+                        "(a header line, then a line per trial)") from None  # fmt: skip
+    except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
+        raise UserError(f"{csv_file}: not a CSV table ({str(exc).strip().splitlines()[0][:120]})") from None
+    records = frame.to_dict("records")
+    _check_rows(space, records, list(frame.columns), str(csv_file))
     rows = [({k: v for k, v in row.items() if not pd.isna(v)}, row["state"],
              None if pd.isna(row["value"]) else row["value"], row.get("sample"), row.get("number"),
              None if pd.isna(row.get("reuse_of", float("nan"))) else int(row["reuse_of"]),
-             _network(row)) for row in frame.to_dict("records")]  # fmt: skip
-    return table_from_rows(load_space(space_file), rows, str(csv_file))
+             _network(row)) for row in records]  # fmt: skip
+    return table_from_rows(space, rows, str(csv_file))
+
+
+def _check_rows(space: Any, records: list[dict[str, Any]], columns: Sequence[str], where: str) -> None:
+    """The exported rows checked against the space (see table_from_csv); numeric cells made numbers in place; line
+    numbers count the header as 1."""
+    cands = [c for c in space.candidates if search.searches_model(c)]
+    dims = search.model_dims(cands[0]) if cands else ()
+    needed = (*CSV_COLUMNS, *(d.path for d in dims))
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise UserError(f"{where}:1: no column '{missing[0]}'; a replay table has the columns {', '.join(needed)} "
+                        "(`coatsearch export --format csv`)")  # fmt: skip
+    allowed = {d.path: [search.label(v) for v in d.values() or ()] for d in dims}
+    for line, row in enumerate(records, start=2):
+        for col in (c for c in NUMBER_COLUMNS if c in row):
+            row[col] = _number(row[col], f"{where}:{line}: field '{col}'")  # text in a column: pandas left it text
+        if not cands or row.get("candidate") != cands[0].name or row.get("state") not in ("COMPLETE", "REJECTED",
+                                                                                          "REUSED"):  # fmt: skip
+            continue
+        for path, labels in allowed.items():
+            if not any(_same(row.get(path), label) for label in labels):
+                raise UserError(f"{where}:{line}: field '{path}': {row.get(path)!r:.40} names no point of the space "
+                                f"of {cands[0].name}; allowed: {', '.join(map(str, labels))}")  # fmt: skip
+
+
+def _number(cell: Any, where: str) -> float | int:
+    """A numeric cell as a number (NaN: empty); a one-line UserError for text, a boolean or an infinity."""
+    import math
+
+    value = cell
+    if isinstance(cell, str):
+        try:
+            value = float(cell.strip())
+        except ValueError:
+            value = None
+    if value is None or isinstance(value, bool) or (isinstance(value, float) and math.isinf(value)):
+        raise UserError(f"{where}: {cell!r:.40} is not a number; allowed: a finite number, or an empty cell")
+    return value
+
+
+def _same(cell: Any, label: Any) -> bool:
+    """Whether a CSV cell (as pandas parsed it) is the choice `label`: text alike, numbers equal (32.0 is 32)."""
+    if isinstance(label, str) or isinstance(cell, str):
+        return isinstance(cell, str) and cell == label
+    if isinstance(label, bool) or isinstance(cell, bool):
+        return cell is label or (isinstance(cell, bool) and cell == label)
+    try:
+        return float(cell) == float(label)
+    except (TypeError, ValueError):
+        return False
 
 
 def _network(row: Mapping[str, Any]) -> str:
@@ -115,6 +189,9 @@ def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
             per.setdefault(key, {}).setdefault(seed, measured[source][0])
             networks[key] = networks.get(key) or measured[source][1]
     values = {k: list(v.values()) for k, v in per.items()}
+    if not values:
+        raise UserError(f"{where}: no point of {cand.name} was measured (a COMPLETE trial with a value); replay "
+                        "needs a measured table")  # fmt: skip
     total = search.size(cand) or 0
     if len(values) + len(rejected - set(values)) < total:
         raise UserError(f"{where} measured or rejected {len(values) + len(rejected)} of the {total} "
@@ -123,13 +200,22 @@ def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
     return Table(cand, values, frozenset(rejected), direction == "maximize", {k: n for k, n in networks.items() if n})
 
 
+def check_samplers(samplers: Sequence[str]) -> list[str]:
+    """The sampler names, each one of SAMPLERS (a one-line UserError naming them otherwise)."""
+    bad = [s for s in samplers if s not in SAMPLERS]
+    if bad or not samplers:
+        raise UserError(f"--sampler {bad[0] if bad else ''!r} is not allowed; replay takes {', '.join(SAMPLERS)}, "
+                        "comma-separated (single objective, choice lists)")  # fmt: skip
+    return list(samplers)
+
+
 def replay(measured: Table, samplers: Sequence[str], trials: int, repeats: int) -> list[Curve]:
     """Each sampler's regret curve over `repeats` replays of `trials` trials on the table."""
-    bad = [s for s in samplers if s not in SAMPLERS]
-    if bad:
-        raise UserError(f"--sampler {bad[0]}: replay takes {', '.join(SAMPLERS)} (single objective, choice lists)")
+    check_samplers(samplers)
     if repeats < 2:
         raise UserError(f"--repeats {repeats}: a replay needs at least 2 repeats (an interval over them)")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise UserError(f"--trials {trials!r}: not allowed; allowed: an integer >= 1")
     return [_curve(s, measured, trials, repeats) for s in samplers]
 
 
@@ -166,17 +252,22 @@ def _one(sampler: str, measured: Table, trials: int, seed: int) -> list[float]:
     rng, incumbent = random.Random(seed), None  # incumbent: (observed value, point)
     means: list[float] = []
     drawn: dict[str, float] = {}  # network -> the value this replay observed for it
-    rejects = reuses = 0
+    rejects = in_row = reuses = 0
     while len(means) < trials:
         trial = study.ask(dists)
         key = tuple(trial.params[d.path] for d in dims)
         if key not in values:  # rejected: a constraint or the budget, told as a study tells it
             tell_rejected(study, trial)
-            rejects += 1
+            rejects, in_row = rejects + 1, in_row + 1
+            if in_row >= REJECTS_MAX:
+                raise UserError(f"replay of {sampler} (search seed {seed}): {REJECTS_MAX} proposals in a row were "
+                                f"points the table rejects, after {len(means)} of {trials} trials; allowed: fewer "
+                                "--trials or another --sampler")  # fmt: skip
             if rejects > trials * ASKS_PER_TRIAL:
                 raise UserError(f"replay of {sampler}: fewer than {trials} admissible points in "
                                 f"{trials * ASKS_PER_TRIAL} asks")  # fmt: skip
             continue
+        in_row = 0
         net = measured.network(key)
         constrain(trial, False)
         if net in drawn:  # measured already: told its value, trains nothing

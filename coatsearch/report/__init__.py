@@ -222,7 +222,8 @@ def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     reg = registration.load(store.folder(studies_dir, name))
     if reg is None:
         return None
-    return registration.verdict_line(reg, registration.analysis(space, reg.analysis.replicate_of, reg.analysis))
+    now = registration.analysis(space, reg.analysis.replicate_of, reg.analysis)
+    return registration.verdict_line(reg, now, name, store.identity(store.folder(studies_dir, name), name))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -38,8 +37,8 @@ def load(folder: Path) -> dict | None:
     """
     path = Path(folder) / PLAN_FILE
     try:
-        stored = json.loads(fsafe.read_bytes(path))
-    except (OSError, ValueError, UserError):  # none, unreadable, or a link/special file (fsafe): no plan to check
+        stored = fsafe.parse_json(fsafe.read_bytes(path, fsafe.JSON_MAX), path, object)  # bounded: size, depth
+    except (OSError, ValueError, UserError):  # none, unreadable, or a link/special/huge/deep file: no plan to check
         return None
     try:
         return StoredPlan.model_validate(stored).model_dump()

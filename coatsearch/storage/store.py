@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import sys
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +52,7 @@ MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate s
 STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
 REJECTED = "rejected"  # user attribute of a sampled point refused before training (search.admit): why
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
+IDENTITY = "identity"  # user attr of a journal's first Optuna study: a random id its registration is tied to
 
 
 def folder(studies_dir: Path, name: str) -> Path:
@@ -201,7 +203,21 @@ def create_study(space: Space, studies_dir: Path, name: str, force_new_space: bo
         )
     if stored is None or changed:
         study.set_user_attr(P.SPACE_ATTR, {**P.space_record(space), "form": P.space_form(space)})
+    if not exists and IDENTITY not in study.user_attrs:
+        study.set_user_attr(IDENTITY, uuid.uuid4().hex)
     return study
+
+
+def identity(study_folder: Path, name: str) -> str | None:
+    """The identity of study `name` in its folder's journal (IDENTITY); None without one (an older study, none)."""
+    path = Path(study_folder) / JOURNAL
+    if not path.is_file():  # opening would create it
+        return None
+    try:
+        attrs = open_storage(path).get_study_user_attrs(open_storage(path).get_study_id_from_name(name))
+    except (KeyError, OSError, UserError):
+        return None
+    return attrs[IDENTITY] if isinstance(attrs.get(IDENTITY), str) else None
 
 
 def _stale_choices(study: optuna.Study, space: Space) -> bool:

@@ -365,13 +365,23 @@ def auto_workers(trials: int, cores: int | None = None, refresh: bool = False) -
     return Workers(*choose(rates, cores, trials), rates, cached)
 
 
+CACHE_MAX = 1_000_000  # bytes of workers.json (an entry per machine is about 200)
+
+
 def _read_cache(path: Path) -> tuple[dict, str]:
-    """The cache file's mapping and "" , or {} and why it cannot be used ({} and "" when there is none)."""
+    """The cache file's mapping and "" , or {} and why it cannot be used ({} and "" when there is none).
+
+    Read through the bounded reader (coatsearch.fsafe): a link, a FIFO, a device, a huge or deeply nested file is
+    a reason, never a hang or a MemoryError."""
+    from coatsearch import fsafe
+    from coatsearch.errors import UserError
+
+    if not os.path.lexists(path):
+        return {}, ""
     try:
-        known = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError) as exc:
-        return {}, f"unreadable ({type(exc).__name__})"
-    return (known, "") if isinstance(known, dict) else ({}, f"holds {type(known).__name__}, expected a mapping")
+        return fsafe.read_json(path, limit=CACHE_MAX), ""
+    except UserError as exc:
+        return {}, str(exc).removeprefix(f"{path}: ")
 
 
 def _cached_rates(entry: object, cores: int) -> dict[int, float] | None:
