@@ -115,7 +115,7 @@ def test_the_simulated_schedules_are_the_profiles_own():
     assert g.stop_loss == gen.stop_at_loss <= rung_below(gen.loss_levels) and g.levels == gen.loss_levels
     acc = stems.space.candidate("ViT_P-sgd-fixed").scores.accuracy
     a = Sim.grid(stems.space, Sim.optim_of(stems.space.candidate("ViT_P-sgd-fixed")), acc)
-    assert a.points[-1] == 3900 and a.stop_loss is None and a.levels is None  # 50 epochs of 2,500 images at 32
+    assert a.points[-1] == 5620 and a.stop_loss is None and a.levels is None  # 10 epochs of 18,000 images at 32
     assert lay.seeds == tuple(lay.space.study.seeds) and len(stems.seeds) == 5
     assert Sim.profile("layouts-full").record["untestable"] == {}  # (b) is lifted there: no profile judges it
 

@@ -68,8 +68,15 @@ def test_a_bad_workers_cache_is_named_reprobed_and_rewritten(cache, capsys, cont
     assert again.cached and probes == [2] and capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("kind, why", [("fifo", "is a FIFO"), ("link", "is a symbolic link"),
-                                       ("huge", "a file here may have at most"), ("deep", "nested too deeply")])
+@pytest.mark.parametrize(
+    "kind, why",
+    [
+        ("fifo", "is a FIFO"),
+        ("link", "is a symbolic link"),
+        ("huge", "a file here may have at most"),
+        ("deep", "nested too deeply"),
+    ],
+)
 def test_a_workers_cache_that_is_special_huge_or_deep_is_a_note_never_a_hang(cache, capsys, kind, why):
     # workers.json was read with read_text(): a FIFO there hung `run --workers auto`, /dev/zero grew without bound
     path, probes = cache
