@@ -122,7 +122,7 @@ STEM_CLAIM = Claim(
 ALPHA = 0.05  # level of the printed intervals (95% CI; 90% for equivalence statements)
 VERDICT_ALPHA = 0.03  # family-wise error rate of a claim's verdict (Holm). A claim decided by one exact two-sided
 # test fires α of its null studies (claim (c): 4.1% of 1,000 at 0.04, 95% upper bound 5.3%); 0.03 keeps every claim's
-# calibrated false-verdict rate's 95% upper bound over 1,000 null studies ≤ 5% (report.calibration)
+# calibrated false-verdict rate's 95% upper bound over 1,000 null studies ≤ 5% (analysis.calibration)
 POWER = 0.80  # power at which the smallest detectable difference is stated
 LOSS_MARGIN = 0.05  # equivalence margin for losses (nats)
 CHANCE_POINTS = 2.0  # a run ending within this many points of chance accuracy "failed to train"

@@ -1,4 +1,4 @@
-"""Simulated studies of the shipped profiles, as trial records the report judges (report.calibration).
+"""Simulated studies of the shipped profiles, as trial records the report judges (analysis.calibration).
 
 A profile is read through the project's loader (api.load_space): its candidates, which scores each runs, its seeds,
 and each run's measurement schedule as training.fit makes it: the regular points (schedule.curve_steps at the steps of
