@@ -1,6 +1,7 @@
 """The Ray engine: same study records as the optuna backend, two trials at once, resume, failures, pruning."""
 
 import json
+import signal
 import socket
 from pathlib import Path
 
@@ -36,10 +37,15 @@ def one_thread():
 
 @pytest.fixture(autouse=True)
 def no_ray_left():
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     yield
     if ray.is_initialized():  # run() shuts down what it started; make sure of it even on failure
         ray.shutdown()
         pytest.fail("ray_backend.run left Ray running")
+    after = {sig: signal.getsignal(sig) for sig in before}
+    for sig, handler in before.items():  # a local ray.init replaces them; run() gives the caller's back
+        signal.signal(sig, handler)
+    assert after == before, "ray_backend.run left Ray's signal handlers installed"
 
 
 def test_an_unreachable_address_is_a_user_error(tmp_path):

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -136,6 +138,7 @@ def _connected(address: str | None) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
+    handlers = _handlers()
     try:
         if address:
             ray.init(address=address)
@@ -143,11 +146,26 @@ def _connected(address: str | None) -> Iterator[None]:
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         hint = "; a cluster with token authentication also needs RAY_AUTH_MODE=token and its token" if address else ""
+        _restore(handlers)
         raise UserError(f"cannot start or join Ray (--address {address}): {exc}{hint}") from None
     try:
         yield
     finally:
         ray.shutdown()
+        _restore(handlers)
+
+
+def _handlers() -> dict:
+    """The process's SIGINT and SIGTERM handlers, which a local ray.init replaces and ray.shutdown leaves replaced."""
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore(handlers: dict) -> None:
+    """Give the caller its signal handlers back (only the main thread may set them)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def _slots(cpus: float, gpus: float) -> int:
