@@ -169,6 +169,7 @@ def run(
     plan_first: bool = False,
     replicate_of: str | None = None,
     log: str | None = None,
+    allow_undecided: bool = False,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -184,8 +185,10 @@ def run(
     coatsearch.analysis.registration; `replicate_of`: the study this one replicates); a resumed run with another
     analysis records the deviation.
     `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking).
+    A profile that declares a claim decided (`decides:`) whose plan cannot decide it is a UserError before anything
+    is written, unless `allow_undecided` (planner.runs.check_decides).
     """
-    from coatsearch.planner.runs import eta_first
+    from coatsearch.planner.runs import check_decides, eta_first
     from coatsearch.runner import tracking
     from coatsearch.runner.workers import processes
     from coatsearch.storage.paths import report_folder, study_folder
@@ -217,6 +220,7 @@ def run(
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
     _check_matched(sp)
     _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
+    check_decides(sp, studies, name, Path(reports_dir), allow=allow_undecided)  # a profile that cannot decide
     prepared = _prepare_study(sp, studies, name, force_new_space)
     _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
     ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}  # ray_backend.run's names
@@ -243,6 +247,7 @@ def plan(
     effect: float | None = None,
     pilot_seeds: int = 0,
     register: bool = False,
+    allow_undecided: bool = False,
 ) -> Plan:
     """Size a study before it runs: time and memory per trial and in all, power and regime per claim.
 
@@ -252,10 +257,12 @@ def plan(
     stated prior. `budget` (seconds, or '30m', '1h30m') finds the most seeds that fit; `effect` (points) the
     seeds a difference of that size needs. The plan lists the analysis `run` registers and whether the study
     matches its registration; `register` writes studies_dir/<study>/registration.json now, without running.
+    A claim the profile declares decided (`decides:`) that the plan cannot decide is a UserError, unless
+    `allow_undecided`.
     """
     from coatsearch import planner
     from coatsearch.planner import power, predict
-    from coatsearch.planner.runs import pilot_study, trials_held
+    from coatsearch.planner.runs import check_decides, pilot_study, trials_held
     from coatsearch.runner.workers import processes
     from coatsearch.vocab import numbers
 
@@ -278,6 +285,7 @@ def plan(
     else:
         earlier = power.from_study(studies, name) or power.from_report(reports, name)
     made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
+    check_decides(sp, studies, name, reports, made.claims, allow_undecided)  # before the registration is written
     if register:
         registrar.register(trials_held(studies, name))
     return dataclasses.replace(made, registration=registrar.lines())

@@ -8,12 +8,15 @@ from pathlib import Path
 
 from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
 from coatsearch.vocab import numbers
-from coatsearch.vocab.bounds import EFFECT_MAX, ENGINES, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX
+from coatsearch.vocab.bounds import ALLOW_UNDECIDED, EFFECT_MAX, ENGINES, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX
 
 DEVICE_HELP = "auto (CUDA when available) | cpu | cuda | cuda:N"
 PROFILE_HELP = "quick | default | full, as the space defines"
 _positive = argtype(numbers.parse_real)  # a finite number > 0
 _effect = argtype(lambda text: numbers.parse_real(text, 0.0, EFFECT_MAX))  # points: > 0 and <= EFFECT_MAX
+
+
+ALLOW_HELP = "go on when the plan cannot decide a claim the profile declares it decides (`decides:`)"
 
 
 def add_plan(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +41,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "--register", action="store_true", help="write the study's registered analysis now (as `run` does first)"
     )
+    plan.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=ALLOW_HELP)
     plan.set_defaults(func=_plan)
 
 
@@ -57,6 +61,7 @@ def _plan(args: argparse.Namespace) -> int:
         effect=args.effect,
         pilot_seeds=args.pilot_seeds,
         register=args.register,
+        allow_undecided=args.allow_undecided,
     )
     print(json.dumps(made.as_dict(), indent=1) if args.json else render(made))
     return 0
@@ -96,6 +101,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     )
     help_log = "track each trial live in <study>/tensorboard or <study>/mlruns (extras; default: the space's log:)"
     run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
+    run.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=ALLOW_HELP)
     run.set_defaults(func=_run)
 
 
@@ -121,6 +127,7 @@ def _run(args: argparse.Namespace) -> int:
         force_new_space=args.force_new_space,
         plan_first=not args.no_plan,
         log=args.log,
+        allow_undecided=args.allow_undecided,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "

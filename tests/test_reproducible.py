@@ -188,6 +188,25 @@ def test_a_report_of_the_file_bytes_reads_and_a_value_edit_fails_without_history
     assert why.startswith("vit_stems: spaces/vit_stems.yaml changed since the report was made (sha256 ")
 
 
+def test_a_report_of_the_file_bytes_with_its_content_identity_stands_a_comment_edit_without_history(tmp_path):
+    """A study that recorded the file's bytes: the report adds the content identity of the text it recorded, so an
+    edit of comments (or of `decides:`, not part of the identity) stands without git; a value edit does not."""
+    from coatsearch.report import summarize
+
+    record = space_record(load_space(ROOT / SPACE, "default"))
+    old = {k: v for k, v in record.items() if k != "space_content_sha256"}  # as recorded before content hashes
+    sp = summarize("s", old, []).summary["space"]
+    assert sp["sha256"] == record["space_sha256"] and sp["content_sha256"] == record["space_content_sha256"]
+    reports = _tree(tmp_path, {**sp, "source": SPACE})
+    _comment_edit(tmp_path / SPACE)
+    path = tmp_path / SPACE
+    path.write_text(path.read_text() + "decides: {f: 3.0}\n")
+    assert RP.problems(reports, tmp_path) == []
+    path.write_bytes(path.read_bytes().replace(b"epochs: 50", b"epochs: 60", 1))
+    (why,) = RP.problems(reports, tmp_path)
+    assert why.startswith("vit_stems: spaces/vit_stems.yaml changed since the report was made (sha256 ")
+
+
 def test_the_report_records_and_shows_the_space_hash(tmp_path):
     from coatsearch.report import summarize
 

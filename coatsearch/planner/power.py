@@ -14,7 +14,7 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -264,8 +264,7 @@ def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
         at = "" if final is None else f", where it was at {final:.2f} nats"
         cap = f"{EXTRAPOLATE_MAX * last:,} steps ({EXTRAPOLATE_MAX}x the earlier study's {last}{at})"
         return f"{name} is not expected to reach {level:g} nats within {cap}; the profile gives {have} (out of regime)"
-    ok = have is not None and need <= have
-    gives = f"the profile gives {have} ({_ok(ok)})"
+    gives = f"the profile gives {have} ({_ok(need <= have)})" if have is not None else "steps not planned (unknown)"
     return f"{name} is expected to need ~{need:,.0f} steps to reach {level:g} nats; {gives}"
 
 
@@ -277,8 +276,9 @@ def _converges(curve: dict, have: int | None) -> str:
     curve = representative(curve)
     done = converged({"step": curve["step"], "eval_acc": [a / 100 for a in curve["eval_acc"]]})
     last = int(curve["step"][-1]) if curve["step"] else 0
-    if done is None:
-        return f"unknown (the earlier curve has too few points); the profile gives {have} steps"
+    if done is None or have is None:
+        why = "the earlier curve has too few points" if done is None else "steps not planned"
+        return f"unknown ({why}); the profile gives {have} steps"
     if done and (have or 0) >= last:
         return f"converged by step {last} in the earlier study; the profile gives {have} (in regime)"
     if not done and (have or 0) <= last:
@@ -395,3 +395,26 @@ def decidable(c: ClaimPlan, seeds: int) -> bool | None:
         return None
     mdd = claim_power(c.sd_diff, seeds, c.k, c.family, None)["mdd"]
     return mdd <= size and not any("out of regime" in line for line in c.regime)
+
+
+def undecided(claims: Iterable[ClaimPlan], decides: Mapping[str, float | None], seeds: int) -> list[str]:
+    """Why the plan cannot decide a claim the profile declares it decides (`decides:`), one line a claim (empty:
+    it can). Sized at the declared effect, else the paper's; a claim with neither, no measure, no key relation or
+    no noise estimate cannot be shown decidable; neither can one with a key run out of regime."""
+    by_id = {c.claim: c for c in claims}
+    out = []
+    for claim, declared in sorted(decides.items()):
+        c = by_id.get(claim)
+        size = declared if declared is not None else (c.paper_effect if c else None)
+        if c is None or c.measure is None:
+            out.append(f"({claim}): the space has no two models that measure it")
+        elif size is None:
+            out.append(f"({claim}): no effect to size for (the paper gives none): declare one, e.g. `{claim}: 2.0`")
+        elif c.sd_diff is None or not c.relations:
+            out.append(f"({claim}): no power to state ({c.note or 'no noise estimate'})")
+        elif bad := [line for line in c.regime if "out of regime" in line]:
+            out.append(f"({claim}): {bad[0]}")
+        elif (mdd := claim_power(c.sd_diff, seeds, c.k, c.family, None)["mdd"]) > size:
+            out.append(f"({claim}): smallest detectable difference {mdd:.2f} points at {seeds} seeds (noise from "
+                       f"{c.noise_source}) is above the {size:g} points it is sized for")  # fmt: skip
+    return out

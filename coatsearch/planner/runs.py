@@ -56,3 +56,27 @@ def eta_first(space: Space, studies: Path, name: str, procs: tuple, device: str,
     made = planner.make_plan(space, name, procs[0], procs[1], device=device, earlier=earlier)
     planner.save(made, where, {"form": form, "eta_line": eta_line(made)})
     print(eta_line(made), file=sys.stderr)
+
+
+def check_decides(space: Space, studies: Path, name: str, reports: Path, claims: tuple | None = None,
+                  allow: bool = False) -> None:  # fmt: skip
+    """Refuse (one-line UserError) a profile that declares a claim decided (`decides:`) when its plan cannot decide
+    it: power at the declared effect or regime (planner.power.undecided). `claims` are a made plan's; without them,
+    the claims are planned from the earlier study or report alone, of this name else the space's own study name
+    (no pilot: what `run` checks before any write)."""
+    from coatsearch.errors import UserError
+    from coatsearch.planner import model_rows, power
+    from coatsearch.vocab.bounds import ALLOW_UNDECIDED
+
+    if not space.decides or allow:
+        return
+    if claims is None:
+        rows, keys = model_rows(space)
+        default = space.name if space.profile == "default" else f"{space.name}-{space.profile}"  # api.study_name's
+        earlier = next((e for n in dict.fromkeys((name, default)) if (e := power.from_study(studies, n)
+                        or power.from_report(reports, n))), None)  # a replicate: the original's noise  # fmt: skip
+        claims = tuple(power.plan_claims(rows, keys, {}, len(space.study.seeds), earlier, None))
+    lines = power.undecided(claims, space.decides, len(space.study.seeds))
+    if lines:
+        raise UserError(f"{space.source}: profile {space.profile}: decides: the plan cannot decide "
+                        f"{'; '.join(lines)} ({ALLOW_UNDECIDED} runs it anyway)")  # fmt: skip

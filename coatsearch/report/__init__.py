@@ -51,7 +51,7 @@ from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
 from coatsearch.report.section import Context, Report, Section, compute
-from coatsearch.space.identity import space_hash
+from coatsearch.space.identity import recorded_content, space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
 
@@ -113,6 +113,14 @@ def summarize(
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 
+def _space_ids(space: dict) -> dict:
+    """The summary's space: source, profile, its hash as recorded, and its content identity when that differs (a
+    study that recorded the file's bytes: analysis.reproduce matches an edit of comments against it)."""
+    sha, content = space_hash(space), recorded_content(space)
+    return {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": sha, **({"content_sha256": content}
+            if content and content != sha else {})}  # fmt: skip
+
+
 def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> dict:
     """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
@@ -123,7 +131,7 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
     claims, untested = paper.claim_notes(j.claims, cap), j.untested
     return {
         "study": study,
-        "space": {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": space_hash(space)},
+        "space": _space_ids(space),
         "environment": T.environment(space, records),
         "images": j.images,  # which images served which purpose (judging.purposes)
         "registration": j.registration,  # the study against its registered analysis (judging.with_status)

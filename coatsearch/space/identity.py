@@ -30,12 +30,28 @@ def canonical(data: Any) -> str:
     return json.dumps(plain(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+IDENTITY_FREE = ("decides",)  # keys that change neither what the trials run nor how the verdicts read them
+
+
+def measured_part(data: Any) -> Any:
+    """Parsed space content without the IDENTITY_FREE keys, at the top level and in each profile: a profile's
+    declaration of what it decides is checked before a run (planner.power.undecided), not part of what was run."""
+    if not isinstance(data, Mapping):
+        return data
+    out = {k: v for k, v in data.items() if k not in IDENTITY_FREE}
+    profiles = out.get("profiles")
+    if isinstance(profiles, Mapping):
+        out["profiles"] = {name: measured_part(p) for name, p in profiles.items()}
+    return out
+
+
 def content_sha256(text: str, where: str | Path = "space file") -> str:
-    """The sha256 of the space text's parsed content (canonical); a one-line SpaceError when it is not YAML a
-    space file may hold (the loader's checks: size, depth, aliases, duplicate keys)."""
+    """The sha256 of the space text's parsed content (canonical, IDENTITY_FREE keys left out); a one-line
+    SpaceError when it is not YAML a space file may hold (the loader's checks: size, depth, aliases, duplicate
+    keys)."""
     from coatsearch.space.load import parsed
 
-    return hashlib.sha256(canonical(parsed(Path(where), text)).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical(measured_part(parsed(Path(where), text))).encode("utf-8")).hexdigest()
 
 
 def file_ids(raw: bytes, where: str | Path = "space file") -> dict[str, str]:
@@ -59,6 +75,20 @@ def space_hash(record: Mapping[str, Any]) -> str | None:
             return str(record[key])
     text = record.get("space_yaml")
     return bytes_sha256(text.encode("utf-8")) if isinstance(text, str) and text else None
+
+
+def recorded_content(record: Mapping[str, Any]) -> str | None:
+    """The content identity of the space a study ran: its recorded content hash, else that of the space text it
+    recorded (a study made before content hashes), by today's rule; None when neither is there or parses."""
+    from coatsearch.errors import UserError
+
+    if isinstance(record.get("space_content_sha256"), str):
+        return str(record["space_content_sha256"])
+    text = record.get("space_yaml")
+    try:
+        return content_sha256(text, str(record.get("source") or "space file")) if isinstance(text, str) else None
+    except UserError:
+        return None
 
 
 def space_ids(record: Mapping[str, Any]) -> set[str]:

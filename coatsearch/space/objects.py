@@ -129,6 +129,7 @@ class Space:
     study: S.StudySpec
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[str, ...] = ()  # the claims this space pilots (registration, report looks)
+    decides: Mapping[str, float | None] = field(default_factory=dict)  # claim id -> effect sized for (None: paper)
     reseeded: bool = False  # seeds and test draw set apart from the file (a replicate's: with_draw)
     log: str = "none"  # live tracking of each trial (runner.tracking): none, tensorboard or mlflow; not its identity
     checkpoint: D.CheckpointSpec = field(default_factory=D.CheckpointSpec)  # trial checkpoints; not its identity
@@ -184,6 +185,7 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
         study=doc.study,
         untestable=dict(doc.untestable),
         pilots=tuple(doc.pilots),
+        decides=dict(doc.decides),
         log=doc.log,
         checkpoint=doc.checkpoint,
     )

@@ -114,6 +114,9 @@ class SpaceDoc:
     study: StudySpec = StudySpec()
     untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
+    decides: dict[ClaimId, Annotated[float, Field(gt=0, le=100)] | None] = field(default_factory=dict)  # claim id
+    # -> the effect (points) the profile is sized to detect; null: the paper's. `plan`/`run` refuse a profile whose
+    # plan cannot decide one (planner.power.undecided). Not the space's identity (space.identity.IDENTITY_FREE)
     log: Literal["none", "tensorboard", "mlflow"] = "none"  # live tracking of each trial (`run --log` overrides it)
     checkpoint: CheckpointSpec = CheckpointSpec()  # how long trials save and resume their state
 

@@ -77,3 +77,6 @@ def check_backend_args(backend: str, workers: Any, ray: Mapping[str, Any]) -> No
     if backend == "ray" and workers not in (None, "auto"):
         raise ArgumentError(lambda flags: f"{named('workers', flags)}: only used with {_engine('optuna', flags)}; "
                                           f"Ray sizes trials with {named('cpus_per_trial', flags)}")  # fmt: skip
+
+
+ALLOW_UNDECIDED = "--allow-undecided"  # `plan`/`run`: go on when the plan cannot decide a claim the profile declares
