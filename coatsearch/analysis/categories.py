@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.results import Pair, Power, Verdict
+from coatsearch.analysis.results import Judgement, Pair, Power
 
 Category = Literal["supported", "not supported", "out of regime", "underpowered", "unresolved"]
 SUPPORTED, NOT_SUPPORTED, OUT_OF_REGIME, UNDERPOWERED, UNRESOLVED = get_args(Category)
@@ -101,9 +101,9 @@ def _detectable(power: Power | None, unit: str) -> dict:
     return {"mdd": None if mdd is None or mdd == float("inf") else mdd, "effect": effect, "unit": unit, "n": n}
 
 
-def fields(cat: str, reason: str, est: dict | None, power: Power | None, unit: str, why: str = "") -> Verdict:
+def fields(cat: str, reason: str, est: dict | None, power: Power | None, unit: str, why: str = "") -> Judgement:
     """A verdict: its category and the parts every verdict carries (reason, estimate, detectable, decide), `why`."""
-    return Verdict(cat, reason, est, _detectable(power, unit), decide(cat, power, est), why)
+    return Judgement(cat, reason, est, _detectable(power, unit), decide(cat, power, est), why)
 
 
 def status_word(registered: bool, cat: str) -> str:
@@ -111,7 +111,9 @@ def status_word(registered: bool, cat: str) -> str:
     return "confirmatory" if registered and cat in POSSIBLE else REGISTERED_ONLY
 
 
-def measure_verdict(pairs: Sequence[Pair], pw: Power | None, out_of_regime: list[str], unit: str = "points") -> Verdict:
+def measure_verdict(
+    pairs: Sequence[Pair], pw: Power | None, out_of_regime: list[str], unit: str = "points"
+) -> Judgement:
     """One measure's category under CATEGORY_RULE from its judged pairs (verdicts.judge), power (verdicts.power)
     and out-of-regime reasons, with its reason, estimate, what would decide it and the longer `why`."""
     key = [p for p in pairs if p.key]

@@ -95,7 +95,7 @@ class Power:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Judgement:
     """A category under categories.CATEGORY_RULE and what it carries: reason, deciding estimate, detectable
     difference, what would decide it, and the longer `why`."""
 
@@ -140,7 +140,7 @@ class Evidence:
     guards: tuple[Mapping[str, Any], ...]  # per member: its regime guard counts (name first)
     out_of_regime: tuple[str, ...]
     needs_convergence: bool
-    found: Verdict  # the measure's category and what it carries
+    found: Judgement  # the measure's category and what it carries
     equivalence: str  # verdicts.equivalence_note
 
     @property
