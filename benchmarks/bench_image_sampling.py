@@ -45,7 +45,7 @@ def one_study(rng: np.random.Generator, tau: float, per_seed: bool) -> bool:
             acc[name][seed] = 100.0 * float((rng.random(TEST) < 1 / (1 + np.exp(-logit))).mean())
     pooled = stats.noise(acc)
     out = stats.paired(acc["A"], acc["B"], 1.0, pooled, VERDICT_ALPHA)
-    return out["p"] is not None and out["p"] < VERDICT_ALPHA
+    return out.p is not None and out.p < VERDICT_ALPHA
 
 
 def disagreement(rng: np.random.Generator, tau: float) -> tuple[float, float]:

@@ -213,11 +213,11 @@ def test_pooled_noise_is_the_two_way_residual():
 def test_paired_difference_uses_common_seeds_and_t_interval():
     noise = S.Noise(sd_diff=1.0, df=8, k=5)
     res = S.paired({0: 3.0, 1: 4.0, 2: 5.0}, {0: 1.0, 1: 2.5, 3: 0.0}, 1.0, noise, 0.05)
-    assert res["n"] == 2 and res["d"] == pytest.approx(1.75) and res["sd"] == pytest.approx(math.sqrt(0.125))
+    assert res.n == 2 and res.d == pytest.approx(1.75) and res.sd == pytest.approx(math.sqrt(0.125))
     half = st.t.ppf(0.975, 8) / math.sqrt(2)
-    assert res["ci"] == pytest.approx((1.75 - half, 1.75 + half))
-    assert res["p"] == pytest.approx(2 * st.t.sf(1.75 * math.sqrt(2), 8))
-    assert S.paired({0: 1.0}, {0: 0.0}, 1.0, noise, 0.05)["p"] is None  # one paired seed: no test
+    assert res.ci == pytest.approx((1.75 - half, 1.75 + half))
+    assert res.p == pytest.approx(2 * st.t.sf(1.75 * math.sqrt(2), 8))
+    assert S.paired({0: 1.0}, {0: 0.0}, 1.0, noise, 0.05).p is None  # one paired seed: no test
 
 
 def test_holm_step_down():

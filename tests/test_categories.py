@@ -3,6 +3,7 @@ what would decide it, 'confirmatory' only where a firm verdict was possible, and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ import pytest
 from coatsearch.analysis import calibration, judging, tables
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.results import Power
 from coatsearch.planner import power as P
 from coatsearch.planner import text as plan_text
 from coatsearch.report import render, summarize
@@ -71,16 +73,16 @@ def test_every_category_is_reachable_and_says_why(category):
 
 
 def test_the_category_rule_orders_regime_first_then_firm_then_power():
-    blind = {"n": 4, "mdd": 3.0, "effect": 0.6, "sd_diff": 2.0, "alpha": 0.01}
-    seeing = {**blind, "mdd": 0.4}
+    blind = Power(n=4, sd_diff=2.0, df=6, k=2, alpha=0.01, mdd=3.0, effect=0.6, seeds_needed=None)
+    seeing = replace(blind, mdd=0.4)
     assert K.category(K.SUPPORTED, True, seeing) == K.OUT_OF_REGIME
     assert K.category(K.NOT_SUPPORTED, False, blind) == K.NOT_SUPPORTED  # firm even when underpowered
     assert K.category(None, False, blind) == K.UNDERPOWERED and "exceeds the paper's 0.6" in K.blind(blind)
     assert K.category(None, False, seeing) == K.UNRESOLVED and K.blind(seeing) == ""
     assert K.category(None, False, None) == K.UNDERPOWERED  # fewer than 2 paired seeds or no noise estimate
-    assert K.category(None, False, {**seeing, "n": 1}) == K.UNDERPOWERED
-    assert K.category(None, False, {**seeing, "effect": None}) == K.UNRESOLVED  # no paper effect to size for
-    assert K.decide(K.UNDERPOWERED, {**blind, "seeds_needed": 91, "k": 5}, None) == (
+    assert K.category(None, False, replace(seeing, n=1)) == K.UNDERPOWERED
+    assert K.category(None, False, replace(seeing, effect=None)) == K.UNRESOLVED  # no paper effect to size for
+    assert K.decide(K.UNDERPOWERED, replace(blind, seeds_needed=91, k=5), None) == (
         "about 91 paired seeds (80% power at the paper's effect, 0.60)"
     )
 

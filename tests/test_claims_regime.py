@@ -8,6 +8,8 @@ from scipy import stats as st
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import judging, stem
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.results import Pair
+from coatsearch.analysis.stats import PairTest
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, record, seeded, vit_records, with_derived
 
 SPLITS = {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}
@@ -37,12 +39,21 @@ def _gen(**accs: float) -> dict:
 
 
 def test_violation_p_is_one_sided_beyond_the_margin():
-    p = {"d": -3.0, "se": 1.0, "df": 8, "margin": 1.0, "paper": "≥"}
-    assert V.violation_p(p) == pytest.approx(st.t.cdf(-2.0, 8))
-    assert V.violation_p({**p, "paper": "≈"}) == pytest.approx(2 * st.t.cdf(-2.0, 8))
-    assert V.violation_p({**p, "d": 3.0, "paper": "≈"}) == pytest.approx(2 * st.t.sf(2.0, 8))
-    assert V.violation_p({**p, "d": 3.0}) > 0.99  # '≥' is only violated downwards
-    assert V.violation_p({**p, "se": None}) is None
+    def pair(d: float = -3.0, paper: str = "≥", se: float | None = 1.0) -> Pair:
+        return Pair("a", "b", paper, False, 1.0, PairTest(4, d, None, (), se, 8))
+
+    assert V.violation_p(pair()) == pytest.approx(st.t.cdf(-2.0, 8))
+    assert V.violation_p(pair(paper="≈")) == pytest.approx(2 * st.t.cdf(-2.0, 8))
+    assert V.violation_p(pair(3.0, "≈")) == pytest.approx(2 * st.t.sf(2.0, 8))
+    assert V.violation_p(pair(3.0)) > 0.99  # '≥' is only violated downwards
+    assert V.violation_p(pair(se=None)) is None
+
+
+def test_judging_returns_new_pairs_and_leaves_the_measured_ones_unjudged():
+    measured = (Pair("a", "b", ">", True, 1.0, PairTest(3, 2.0, 0.5, (), 0.2, 8, (1.5, 2.5), (1.6, 2.4), 1e-5)),)
+    (judged,) = V.judge(measured)
+    assert judged.status == "holds" and judged.p_holm == pytest.approx(1e-5) and measured[0].status == ""
+    assert list(judged.to_json())[-3:] == ["p_test", "p_holm", "status"] and "status" not in measured[0].to_json()
 
 
 def test_v0_far_below_v2_refutes_claim_d():
@@ -50,17 +61,17 @@ def test_v0_far_below_v2_refutes_claim_d():
     d = _judge(_gen(**{**SPLITS, "C-C-T-T": 0.78}))["d"]
     assert d["verdict"] == "not supported"
     assert "'≥' relation violated beyond its margin: V0 ≥ V2 (-5.93, margin 0.3)" in d["why"]  # 78.0 vs 83.9 ± jitter
-    v0v2, v2v1 = d["evidence"][0]["pairs"]
-    assert v0v2["status"] == "violated" and v0v2["p_holm"] < 0.04 and v2v1["status"] == "holds"
+    v0v2, v2v1 = d["evidence"][0].pairs
+    assert v0v2.status == "violated" and v0v2.p_holm < 0.04 and v2v1.status == "holds"
 
 
 def test_c_c_c_t_far_above_c_c_c_c_refutes_claim_a():
     """b1c4749's rule: 'supported' (the ≈ relation only got an equivalence statement)."""
     claims = _judge(_gen(**{"C-C-C-C": 0.80, "C-C-C-T": 0.86}))
     a = claims["a"]
-    assert a["evidence"][0]["key"] == "generalization.matched_acc"
+    assert a["evidence"][0].key == "generalization.matched_acc"
     assert a["verdict"] == "not supported" and "C-C-C-C ≈ C-C-C-T (-6.02, margin 1)" in a["why"]
-    assert [p["status"] for p in a["evidence"][0]["pairs"]] == ["violated", "non-inferior", "holds", "holds"]
+    assert [p.status for p in a["evidence"][0].pairs] == ["violated", "non-inferior", "holds", "holds"]
     assert _judge(_gen())["a"]["verdict"] == "supported"  # the same study with C-C-C-C ≈ C-C-C-T: supported
 
 
@@ -88,7 +99,7 @@ def test_censored_model_that_must_learn_puts_claim_a_out_of_regime_a_predicted_l
     a = next(c for c in j.claims if c["id"] == "a")
     assert "out of regime" not in a["why"] and j.gen["out_of_regime"] == []
     assert any(n.startswith("C-T-T-T never fit below 0.316 nats: not read") for n in j.gen["censored"])
-    assert "C-T-T-T" not in [m["name"] for m in a["evidence"][0]["members"]]
+    assert "C-T-T-T" not in [m.name for m in a["evidence"][0].members]
 
 
 def test_claim_a_never_vanishes_when_every_candidate_is_censored():

@@ -12,6 +12,7 @@ from coatsearch import api
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.results import Pair
 from coatsearch.cli import main
 from coatsearch.cli_study import status_text
 from coatsearch.planner import power as P
@@ -116,9 +117,11 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
     (d,) = [c for c in P.plan_claims(rows, keys, {}, seeds, earlier, effect=2.0) if c.claim == "d"]
     assert d.measure == key and d.models == ("C-C-T-T", "V2", "V1") and d.relations == 1  # V2 > V1 is the key one
     assert d.sd_diff == noise.sd_diff
-    pairs = [{"key": False, "n": seeds}, {"key": True, "n": seeds}]  # the report's family: C-C-T-T ≥ V2, V2 > V1
-    report = V.power(C.CHAIN_CLAIMS[3], key, pairs, noise)
-    assert d.alpha == report["alpha"] and d.mdd == report["mdd"] and d.seeds_for_paper == report["seeds_needed"]
+    test = S.PairTest(seeds, 0.0, None, ())
+    pairs = [Pair("C-C-T-T", "V2", "≥", False, 0.3, test), Pair("V2", "V1", ">", True, 0.3, test)]  # the report's
+    report = V.power(C.CHAIN_CLAIMS[3], key, pairs, noise)  # family: C-C-T-T ≥ V2, V2 > V1
+    assert report is not None
+    assert d.alpha == report.alpha and d.mdd == report.mdd and d.seeds_for_paper == report.seeds_needed
     k = len(values)
     alpha = C.VERDICT_ALPHA / 2  # Holm's first level over the whole family (≥ relations are tested too)
     assert d.alpha == alpha and d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), alpha, C.POWER)

@@ -212,11 +212,11 @@ def test_firm_verdicts_carry_their_scale_and_margins_are_derived():
 
 def test_the_report_says_when_equivalence_cannot_be_confirmed_at_n():
     a = {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(noisy(AGREE, 0.02))), None)}["a"]
-    note = a["evidence"][0]["equivalence"]
+    note = a["evidence"][0].equivalence
     assert note.startswith("'≈'/'≥' cannot be confirmed at this n, only refuted: C-C-C-C ≈ C-C-C-T: 90% half-width")
     assert "paired seeds would confirm" in note
     good = {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(AGREE)), None)}["a"]
-    assert good["evidence"][0]["equivalence"].startswith("'≈'/'≥' relations can be confirmed at this n")
+    assert good["evidence"][0].equivalence.startswith("'≈'/'≥' relations can be confirmed at this n")
 
 
 def _fixed_only(p_drop: float = 0.10, seeds=(0, 1, 2)) -> list:

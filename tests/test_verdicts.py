@@ -43,27 +43,32 @@ def test_compare_symbols_from_paired_differences():
     b = _row("b", **{"generalization.eval_acc": {0: 84.0, 1: 85.0, 2: 83.0, 9: 0.0}})  # seed 9 has no pair
     same = _row("c", **{"generalization.eval_acc": {0: 85.05, 1: 85.95, 2: 84.0}})
     rel = V.compare(a, b, "generalization.eval_acc", noise)
-    assert rel["symbol"] == ">" and rel["n"] == 3 and rel["d"] == pytest.approx(1.0)
-    assert V.compare(b, a, "generalization.eval_acc", noise)["symbol"] == "<"
-    assert V.compare(a, same, "generalization.eval_acc", noise)["symbol"] == "≈"  # within ± 1 point
+    assert rel.symbol == ">" and rel.test.n == 3 and rel.test.d == pytest.approx(1.0)
+    assert V.compare(b, a, "generalization.eval_acc", noise).symbol == "<"
+    assert V.compare(a, same, "generalization.eval_acc", noise).symbol == "≈"  # within ± 1 point
     wide = V.S.Noise(sd_diff=3.0, df=10, k=6)
-    assert V.compare(a, b, "generalization.eval_acc", wide)["symbol"] == "?"  # neither resolved nor equivalent
-    assert V.compare(a, b, "generalization.eval_acc", None)["symbol"] == "?"  # no noise estimate: no test
+    assert V.compare(a, b, "generalization.eval_acc", wide).symbol == "?"  # neither resolved nor equivalent
+    assert V.compare(a, b, "generalization.eval_acc", None).symbol == "?"  # no noise estimate: no test
     loss_a = _row("a", **{"capacity.train_loss": {0: 0.1, 1: 0.2}})
     loss_b = _row("b", **{"capacity.train_loss": {0: 0.3, 1: 0.4}})
-    assert V.compare(loss_a, loss_b, "capacity.train_loss", V.S.Noise(0.01, 5, 4))["symbol"] == ">"  # lower wins
+    assert V.compare(loss_a, loss_b, "capacity.train_loss", V.S.Noise(0.01, 5, 4)).symbol == ">"  # lower wins
 
 
 def test_ranking_orders_best_first_with_paired_symbols():
     rows = _rows(AGREE)
     gap = V.ranking(rows, "generalization.gap", V.noises(rows)["generalization.gap"])
-    assert [o["candidate"] for o in gap["order"]] == ["C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL"]
-    assert [r["symbol"] for r in gap["relations"]] == ["≈", ">", ">", ">"]
-    assert gap["text"].startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
+    assert gap is not None and [c for c, _ in gap.order] == ["C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL"]
+    assert [r.symbol for r in gap.relations] == ["≈", ">", ">", ">"]
+    assert gap.text.startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
     loss = V.ranking(rows, "capacity.train_loss", V.noises(rows)["capacity.train_loss"])
-    assert loss["order"][0]["candidate"] == "C-C-T-T" and loss["order"][-1]["candidate"] == "C-C-C-C"
+    assert loss is not None and loss.order[0][0] == "C-C-T-T" and loss.order[-1][0] == "C-C-C-C"
     measured = {k for r in rows for k in r["metrics"]}  # every ranked measure the rows have, in registry order
-    assert [r["key"] for r in V.rankings(rows)] == [k for k in ranked() if k in measured]
+    assert [r.key for r in V.rankings(rows)] == [k for k in ranked() if k in measured]
+    # summary.json holds the ranking as it did when it was a dict: key order, order entries, relations
+    data = gap.to_json()
+    assert list(data) == ["key", "label", "unit", "better", "order", "relations", "text"]
+    assert data["order"][0] == {"candidate": "C-C-C-C", "stat": gap.order[0][1]}
+    assert list(data["relations"][0])[:3] == ["symbol", "n", "d"] and data["relations"][0]["symbol"] == "≈"
 
 
 def test_parse_chain():
@@ -74,10 +79,10 @@ def test_paper_like_study_supports_every_claim():
     claims = _claims({**AGREE, **SPLITS})
     assert {k: c["verdict"] for k, c in claims.items()} == dict.fromkeys("abcd", "supported")
     a = claims["a"]["evidence"][0]
-    assert a["key"] == "generalization.matched_acc" and a["rho"] > 0.9 and a["rho_p"] < 0.05
-    assert [p["key"] for p in a["pairs"]] == [False, False, True, True]  # ≈, ≥ are not key relations
-    assert [p["status"] for p in a["pairs"]] == ["equivalent", "non-inferior", "holds", "holds"]
-    assert all(p["p_holm"] < 0.05 and p["ci"][0] > 0 for p in a["pairs"][2:])
+    assert a.key == "generalization.matched_acc" and a.rho > 0.9 and a.rho_p < 0.05
+    assert [p.key for p in a.pairs] == [False, False, True, True]  # ≈, ≥ are not key relations
+    assert [p.status for p in a.pairs] == ["equivalent", "non-inferior", "holds", "holds"]
+    assert all(p.p_holm < 0.05 and p.ci[0] > 0 for p in a.pairs[2:])
     assert claims["d"]["notes"] == ["'C-C-T-T' stands in for V0 (no candidate named V0)"]
 
 
@@ -85,7 +90,7 @@ def test_reversed_study_supports_none():
     claims = _claims(reverse(AGREE))
     assert {k: c["verdict"] for k, c in claims.items()} == {**dict.fromkeys("abc", "not supported"), "d": NOT_TESTED}
     assert claims["d"]["why"].startswith("fewer than two of its models measured")  # V0's stand-in only: not dropped
-    assert claims["a"]["evidence"][0]["rho"] < 0
+    assert claims["a"]["evidence"][0].rho < 0
     assert "significantly reversed" in claims["c"]["why"]
 
 
@@ -97,8 +102,8 @@ def test_noisy_study_is_not_firm_and_says_what_it_could_detect():
     assert c["detectable"]["mdd"] > 5 and c["detectable"]["effect"] == 0.61 and "exceeds the paper's" in c["reason"]
     assert c["decide"].startswith("more than") or c["decide"].startswith("about ")
     assert c["estimate"]["what"] == "C-C-T-T − C-T-T-T" and len(c["estimate"]["ci"]) == 2
-    power = claims["c"]["evidence"][0]["power"]
-    assert power["n"] == 3 and power["effect"] == 0.61 and power["mdd"] > 5 and not power["resolvable"]
+    power = claims["c"]["evidence"][0].power
+    assert power.n == 3 and power.effect == 0.61 and power.mdd > 5 and not power.resolvable
     assert "cannot resolve the paper's effect" in claims["c"]["why"]
 
 
@@ -107,13 +112,13 @@ def test_one_seed_is_never_firm():
     claims = [c for c in V.all_claims(_rows(one), None) if c["id"] in "abc"]
     assert claims and {c["verdict"] for c in claims} == {K.UNDERPOWERED}
     assert all(c["decide"].startswith("at least 2 paired seeds") for c in claims)
-    assert all(p["p"] is None for c in claims for e in c["evidence"] for p in e["pairs"])
+    assert all(p.test.p is None for c in claims for e in c["evidence"] for p in e.pairs)
 
 
 def test_second_measure_contradicting_the_first_makes_it_unresolved():
     values = {**AGREE, "transfer.finetune_acc": reverse(AGREE)["transfer.finetune_acc"]}
     c = _claims(values)["c"]
-    assert c["evidence"][0]["key"] == "transfer.gain"  # the gain decides; the fine-tune accuracy must not contradict
+    assert c["evidence"][0].key == "transfer.gain"  # the gain decides; the fine-tune accuracy must not contradict
     assert c["verdict"] == K.UNRESOLVED and "finetune acc (B) says not supported" in c["why"]
     assert c["reason"].startswith("its measures disagree")
 
@@ -154,7 +159,7 @@ def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
     assert a["reason"].startswith("C-C-C-C: every run failed") and a["decide"].startswith("a profile in regime")
     # a model the paper predicts to generalize worse never gates the claim: its relations go untested instead
     a = V.all_claims(tables.candidate_rows(SPACE, _records_with(all_at_chance("C-T-T-T"))), None)[0]
-    assert "out of regime" not in a["why"] and "C-T-T-T" not in [m["name"] for m in a["evidence"][0]["members"]]
+    assert "out of regime" not in a["why"] and "C-T-T-T" not in [m.name for m in a["evidence"][0].members]
 
 
 def test_still_rising_run_is_not_converged_and_out_of_regime_where_needed():

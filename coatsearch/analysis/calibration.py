@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -60,12 +60,12 @@ def setting(case: str, scenario: Sim.Scenario) -> Sim.Setting:
     return Sim.Setting(effect=effect, stem_effect=STEM_EFFECT, scenario=scenario)
 
 
-def verdicts(space: dict, records: list[TrialRecord]) -> dict[str, str]:
+def verdicts(space: dict, records: list[TrialRecord]) -> Mapping[str, str]:
     """Claim id → verdict, judged by the report's own path (report.judging)."""
     return {c["id"]: c["verdict"] for c in judging.judge_records(space, records, describe=False).claims}
 
 
-def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> dict[str, str]:
+def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> Mapping[str, str]:
     """Verdicts of replicate i of a case and scenario, each claim from the profile that decides it; every
     (profile, replicate) has its own seed, so any one can be rerun alone."""
     out = {}
@@ -77,7 +77,7 @@ def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> dict[
     return out
 
 
-def code(row: dict[str, str]) -> str:
+def code(row: Mapping[str, str]) -> str:
     """One letter per claim a-f: s / n / i / t (not tested) / - (absent)."""
     return "".join(CODE[row[c]] if c in row else "-" for c in CLAIMS)
 
@@ -87,7 +87,7 @@ def _codes(args: tuple[str, str, range, int]) -> list[str]:
     return [code(replicate(case, scenario(name), i, seed)) for i in idx]
 
 
-def simulate(case: str, sc: Sim.Scenario, replicates: int, seed: int = 0, workers: int = 1) -> dict:
+def _simulate(case: str, sc: Sim.Scenario, replicates: int, seed: int = 0, workers: int = 1) -> dict:
     """Verdicts per replicate (as codes) and counts per claim; `workers` processes share the replicates."""
     parts = [(case, sc.name, range(w, replicates, workers), seed) for w in range(workers)]
     if workers > 1:
@@ -124,24 +124,24 @@ def rates(null: dict, alt: dict) -> dict[str, dict]:
     return out
 
 
-def profiles() -> dict[str, dict]:
+def _profiles() -> dict[str, dict]:
     """The simulated profiles: space file, profile, seeds and the claims each decides."""
     return {k: {"space": p, "profile": n, "seeds": list(Sim.profile(k).seeds), "claims": Sim.DECIDES[k]}
             for k, (p, n) in Sim.PROFILES.items()}  # fmt: skip
 
 
 @lru_cache(maxsize=2)
-def calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLICATES, seed: int = 0,
+def _calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLICATES, seed: int = 0,
               workers: int = 1) -> dict:  # fmt: skip
     """Per scenario and claim: the false-verdict rate on null studies and the power at the effect."""
     out: dict[str, Any] = {"rule_version": RULE_VERSION, "replicates": replicates, "seed": seed,
                            "power_replicates": power_replicates, "effect_sigma": EFFECT,
-                           "stem_effect_points": STEM_EFFECT, "profiles": profiles(),
+                           "stem_effect_points": STEM_EFFECT, "profiles": _profiles(),
                            "scenario_profiles": {k: list(v) for k, v in SCENARIO_PROFILES.items()},
                            **constants(), "scenarios": {}}  # fmt: skip
     for sc in Sim.SCENARIOS:
-        null = simulate("null", sc, replicates, seed, workers)
-        alt = simulate("power", sc, power_replicates, seed, workers)
+        null = _simulate("null", sc, replicates, seed, workers)
+        alt = _simulate("power", sc, power_replicates, seed, workers)
         effect = EFFECT if sc.effect is None else sc.effect
         out["scenarios"][sc.name] = {"per_claim": rates(null, alt), "null": null, "power": alt, "effect_sigma": effect}
     return out
@@ -173,7 +173,7 @@ def summary(data: dict) -> str:
 def write_table(workers: int = 3) -> Path:
     """Regenerate calibration.json for RULE_VERSION (python -m coatsearch.analysis.calibration)."""
     Sim.need_checkout()
-    TABLE.write_text(json.dumps(calibrate(workers=workers), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    TABLE.write_text(json.dumps(_calibrate(workers=workers), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return TABLE
 
 
@@ -294,7 +294,7 @@ def path_study(key: str, seed: int = 0) -> list[TrialRecord]:
     return Sim.study(np.random.default_rng([seed, 2, index]), Sim.profile(key), st)
 
 
-def paths(seed: int = 0) -> dict[str, dict]:
+def paths(seed: int = 0) -> dict[str, Mapping[str, Any]]:
     """Each refutation path's claim verdict and reason on its edited paper-order study (and each profile's
     unedited verdicts under the name of the profile)."""
     base = {key: path_study(key, seed) for key in (*Sim.PROFILES, *Sim.PATH_PROFILES)}

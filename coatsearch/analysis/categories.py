@@ -7,10 +7,13 @@ longer `why` stays as detail. docs/verdicts.md states CATEGORY_RULE word for wor
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.results import Judgement, Pair, Power
 
 Category = Literal["supported", "not supported", "out of regime", "underpowered", "unresolved"]
 SUPPORTED, NOT_SUPPORTED, OUT_OF_REGIME, UNDERPOWERED, UNRESOLVED = get_args(Category)
@@ -39,7 +42,7 @@ CATEGORY_RULE = (
 )
 
 
-def category(firm: str | None, out_of_regime: bool, power: dict | None) -> str:
+def category(firm: str | None, out_of_regime: bool, power: Power | None) -> str:
     """The category under CATEGORY_RULE: firm is 'supported' / 'not supported' or None; power: `blind`'s input."""
     if out_of_regime:
         return OUT_OF_REGIME
@@ -48,37 +51,35 @@ def category(firm: str | None, out_of_regime: bool, power: dict | None) -> str:
     return UNDERPOWERED if blind(power) else UNRESOLVED
 
 
-def blind(power: dict | None) -> str:
+def blind(power: Power | None) -> str:
     """Why the study could not have detected the paper's effect ('' when it could, or there is no effect).
 
-    power: {'n', 'mdd', 'effect'} (verdicts.power; None: fewer than 2 paired seeds or no noise estimate).
+    power: verdicts.power (None: fewer than 2 paired seeds or no noise estimate).
     """
-    if power is None or (power.get("n") or 0) < 2:
+    if power is None or power.n < 2:
         return "fewer than 2 paired seeds, or no noise estimate: no test"
-    if power.get("mdd") is None:
-        return "no noise estimate"
-    effect = power.get("effect")
-    if effect is not None and power["mdd"] > effect:
-        return (f"the smallest detectable difference {power['mdd']:.2f} at n = {power['n']} exceeds the paper's "
+    effect = power.effect
+    if effect is not None and power.mdd > effect:
+        return (f"the smallest detectable difference {power.mdd:.2f} at n = {power.n} exceeds the paper's "
                 f"{effect:g} points")  # fmt: skip
     return ""
 
 
-def decide(cat: str, power: dict | None, estimate: dict | None) -> str:
+def decide(cat: str, power: Power | None, estimate: dict | None) -> str:
     """What would decide the claim: nothing (firm), a profile in regime, or about how many paired seeds."""
     if cat in FIRM:
         return DECIDED
     if cat == OUT_OF_REGIME:
         return f"a profile in regime: {REGIME_NEED}"
-    if power is None or (power.get("n") or 0) < 2 or power.get("sd_diff") is None:
-        need = power.get("seeds_needed") if power else None
+    if power is None or power.n < 2:
+        need = power.seeds_needed if power else None
         return "at least 2 paired seeds on the deciding models" + (f" (about {need} for the paper's effect)"
                                                                     if need else "")  # fmt: skip
-    size = power.get("effect") if cat == UNDERPOWERED else abs((estimate or {}).get("d") or 0.0)
+    size = power.effect if cat == UNDERPOWERED else abs((estimate or {}).get("d") or 0.0)
     what = "the paper's effect" if cat == UNDERPOWERED else "the measured difference"
-    need = power.get("seeds_needed") if cat == UNDERPOWERED else None
+    need = power.seeds_needed if cat == UNDERPOWERED else None
     if need is None and size:
-        need = S.seeds_needed(power["sd_diff"], size, power.get("k") or 2, power["alpha"], C.POWER)
+        need = S.seeds_needed(power.sd_diff, size, power.k or 2, power.alpha, C.POWER)
     if not size:
         return "a larger effect than this study measured, or a less noisy measure: more seeds alone will not"
     if need is None:
@@ -93,18 +94,16 @@ def estimate(what: str, d: float | None, ci: Any, n: int, unit: str) -> dict | N
     return {"what": what, "d": d, "ci": None if ci is None else [ci[0], ci[1]], "n": n, "unit": unit}
 
 
-def detectable(power: dict | None, unit: str) -> dict:
+def _detectable(power: Power | None, unit: str) -> dict:
     """The smallest detectable difference beside the paper's effect (None where unknown)."""
-    p = power or {}
-    mdd = p.get("mdd")
-    return {"mdd": None if mdd is None or mdd == float("inf") else mdd, "effect": p.get("effect"), "unit": unit,
-            "n": p.get("n")}  # fmt: skip
+    mdd = None if power is None else power.mdd
+    effect, n = (None, None) if power is None else (power.effect, power.n)
+    return {"mdd": None if mdd is None or mdd == float("inf") else mdd, "effect": effect, "unit": unit, "n": n}
 
 
-def fields(cat: str, reason: str, est: dict | None, power: dict | None, unit: str) -> dict:
-    """The parts every verdict carries beside its category and `why`."""
-    return {"verdict": cat, "reason": reason, "estimate": est, "detectable": detectable(power, unit),
-            "decide": decide(cat, power, est)}  # fmt: skip
+def fields(cat: str, reason: str, est: dict | None, power: Power | None, unit: str, why: str = "") -> Judgement:
+    """A verdict: its category and the parts every verdict carries (reason, estimate, detectable, decide), `why`."""
+    return Judgement(cat, reason, est, _detectable(power, unit), decide(cat, power, est), why)
 
 
 def status_word(registered: bool, cat: str) -> str:
@@ -112,16 +111,18 @@ def status_word(registered: bool, cat: str) -> str:
     return "confirmatory" if registered and cat in POSSIBLE else REGISTERED_ONLY
 
 
-def measure_verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str], unit: str = "points") -> dict:
+def measure_verdict(
+    pairs: Sequence[Pair], pw: Power | None, out_of_regime: list[str], unit: str = "points"
+) -> Judgement:
     """One measure's category under CATEGORY_RULE from its judged pairs (verdicts.judge), power (verdicts.power)
     and out-of-regime reasons, with its reason, estimate, what would decide it and the longer `why`."""
-    key = [p for p in pairs if p["key"]]
-    rev = [f"{p['a']} vs {p['b']}" for p in key if p["status"] == "reversed"]
+    key = [p for p in pairs if p.key]
+    rev = [f"{p.a} vs {p.b}" for p in key if p.status == "reversed"]
     bad = [f"key relation significantly reversed: {', '.join(rev)}"] if rev else []
-    bad += [f"'{p['paper']}' relation violated beyond its margin: {p['a']} {p['paper']} {p['b']} "
-            f"({p['d']:+.2f}, margin {p['margin']:g})" for p in pairs if p["status"] == "violated"]  # fmt: skip
-    est = deciding(pairs, unit)
-    held, a = sum(p["status"] == "holds" for p in key), C.VERDICT_ALPHA
+    bad += [f"'{p.paper}' relation violated beyond its margin: {p.a} {p.paper} {p.b} "
+            f"({p.d:+.2f}, margin {p.margin:g})" for p in pairs if p.status == "violated"]  # fmt: skip
+    est = _deciding(pairs, unit)
+    held, a = sum(p.status == "holds" for p in key), C.VERDICT_ALPHA
     if out_of_regime:
         firm, why = None, "out of regime — " + "; ".join(out_of_regime)
         more = f" (and {len(out_of_regime) - 1} more)" if len(out_of_regime) > 1 else ""
@@ -136,30 +137,30 @@ def measure_verdict(pairs: list[dict], pw: dict | None, out_of_regime: list[str]
         reason = why
     else:
         firm, why = None, f"{held} of {len(key)} key relation(s) hold at Holm-adjusted p < {a}"
-        if min(p["n"] for p in key) < 2:
+        if min(p.n for p in key) < 2:
             why += "; fewer than 2 paired seeds: no test"
         reason = why
-    if firm is None and not out_of_regime and pw and pw["resolvable"] is False and pw.get("sized", True):
+    if firm is None and not out_of_regime and pw and pw.resolvable is False and pw.sized:
         need = f"more than {S.MAX_SEEDS} seeds would"
-        need = f"about {pw['seeds_needed']} seeds would" if pw["seeds_needed"] else need
-        why += (f"; the study cannot resolve the paper's effect (smallest detectable {pw['mdd']:.2f} at n = "
-                f"{pw['n']} vs the paper's {pw['effect']:g} points; {need} resolve it)")  # fmt: skip
+        need = f"about {pw.seeds_needed} seeds would" if pw.seeds_needed else need
+        why += (f"; the study cannot resolve the paper's effect (smallest detectable {pw.mdd:.2f} at n = "
+                f"{pw.n} vs the paper's {pw.effect:g} points; {need} resolve it)")  # fmt: skip
     cat = category(firm, bool(out_of_regime), pw if key else None)
     if cat == UNDERPOWERED and key and "fewer than 2" not in reason:
         reason = f"{reason}; {blind(pw)}"
     elif cat == UNRESOLVED:
-        reason += "; the study could have detected the paper's effect" if pw and pw.get("effect") else ""
-    out = {**fields(cat, reason, est, pw, unit), "why": why}
-    return {**out, "decide": NEEDS_RELATION} if cat == UNDERPOWERED and not key else out
+        reason += "; the study could have detected the paper's effect" if pw and pw.effect else ""
+    out = fields(cat, reason, est, pw, unit, why)
+    return dataclasses.replace(out, decide=NEEDS_RELATION) if cat == UNDERPOWERED and not key else out
 
 
-def deciding(pairs: list[dict], unit: str) -> dict | None:
+def _deciding(pairs: Sequence[Pair], unit: str) -> dict | None:
     """The pair a verdict rests on: a reversed key relation, a violated one, else the weakest key relation (largest
     Holm p)."""
-    bad = [p for s in ("reversed", "violated") for p in pairs if p.get("status") == s]
-    key = [p for p in pairs if p["key"]]
-    pick = bad or sorted(key, key=lambda p: -1.0 if p.get("p_holm") is None else -p["p_holm"]) or pairs
+    bad = [p for s in ("reversed", "violated") for p in pairs if p.status == s]
+    key = [p for p in pairs if p.key]
+    pick = bad or sorted(key, key=lambda p: -1.0 if p.p_holm is None else -p.p_holm) or list(pairs)
     if not pick:
         return None
     p = pick[0]
-    return estimate(f"{p['a']} − {p['b']}", p.get("d"), p.get("ci"), p.get("n") or 0, unit)
+    return estimate(f"{p.a} − {p.b}", p.d, p.ci, p.n or 0, unit)

@@ -96,7 +96,7 @@ def _pruned(draws: Sequence[tuple[str, list]], pruner: str, maximize: bool) -> t
     return _best(finished, maximize), spent
 
 
-def curves_of(study_name: str, studies_dir: str | Path) -> dict[str, list[list[float]]]:
+def curves_of(study_name: str, studies_dir: str | Path) -> Mapping[str, list[list[float]]]:
     """Per network, the learning curve of each seed's search trial: the objective's score's validation accuracy
     at each measured point (the test-image accuracy where the study has no validation split)."""
     from coatsearch.space import search

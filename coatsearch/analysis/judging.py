@@ -33,7 +33,7 @@ class Judged:
     dims: list  # searched dimensions (optim.search_dims)
     runs: Any  # the runs table (None without runs)
     edf: list[dict]  # EDF rows of sampled runs (description; [] with describe=False)
-    noise: dict  # per-measure paired noise (verdicts.noises)
+    noise: Mapping[str, Any]  # per-measure paired noise (verdicts.noises)
     stems: dict | None  # claim (f)'s tables (stem.stem_tables)
     claims: list[dict]  # every judged claim, its verdict, scale, purposes and status
     untested: list[dict]  # claims the space marks untestable at its scale
@@ -57,7 +57,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     stems = stem.stem_tables(fr.complete, runs, acc) if runs is not None else None
     found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
     images = purposes(fr.complete)
-    found = [with_status(with_scale(space, fr.complete, with_purposes(c, images), acc), registered) for c in found]
+    found = [with_status(with_scale(space, fr.complete, _with_purposes(c, images), acc), registered) for c in found]
     claims, untested = paper.untestable(space, found)
     return Judged(fr, gen, rows, acc, dims, runs, edf_rows, noise, stems, claims, untested, images,
                   registration_line(registered or UNREGISTERED, claims))  # fmt: skip
@@ -104,7 +104,7 @@ def _image_runs(split: Sequence) -> list[dict]:
              "test": seen(n, "eval_images"), "test_fp": seen(n, "eval_fingerprint")} for n in names]  # fmt: skip
 
 
-def with_purposes(claim: dict, images: dict) -> dict:
+def _with_purposes(claim: dict, images: dict) -> dict:
     """The claim under the study's image rule (`purposes`): refused (not decided), else tagged with the state
     (an exploratory one says why in the claim's status: `with_status`)."""
     if images["state"] == "refused":
@@ -150,7 +150,7 @@ def with_scale(space: dict, done: Sequence, claim: dict, acc: str | None) -> dic
     """A firm verdict with the proxy scale it was reached at (`scale`); other verdicts unchanged."""
     if claim["verdict"] not in FIRM:
         return claim
-    key = claim["evidence"][0]["key"] if claim.get("evidence") else acc
+    key = claim["evidence"][0].key if claim.get("evidence") else acc
     return {**claim, "scale": scale_of(space, done, key.split(".")[0] if key else None, claim)}
 
 

@@ -24,9 +24,10 @@ from typing import Any
 
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claims import VERDICT_ALPHA
+from coatsearch.analysis.results import Evidence
 from coatsearch.space.identity import space_hash
 
-SPLIT = ("split", "refused")  # a claim's `images` (judging.with_purposes) when its measures read test images
+SPLIT = ("split", "refused")  # a claim's `images` (judging.judge_records) when its measures read test images
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,11 @@ class Look:
 def claim_p(claim: Mapping[str, Any]) -> float | None:
     """The p of the claim's order holding: the largest Holm p of its deciding measure's key relations (a relation
     measured the wrong way: 1); claim (f): of its tested parts. None when nothing was tested."""
-    if claim.get("evidence"):
-        tested = [q for q in claim["evidence"][0].get("pairs") or () if q.get("key")]
-        ps = [q.get("p_holm") for q in tested]
+    if claim.get("evidence"):  # a judged claim's typed evidence, or as a summary.json holds it
+        ev = claim["evidence"][0]
+        pairs = [q.to_json() for q in ev.pairs] if isinstance(ev, Evidence) else ev.get("pairs") or ()
+        tested = [q for q in pairs if q.get("key")]
+        ps: list[Any] = [q.get("p_holm") for q in tested]
     else:
         tested = [q for q in claim.get("parts") or () if q.get("status") != "not run"]
         ps = [q.get("p") for q in tested]

@@ -262,7 +262,7 @@ def gen_curve(rng: np.random.Generator, g: Grid, matched: float, steps: float, f
             "lr_phase": lr_phase(pts.astype(float), total, warmup).tolist()}  # fmt: skip
 
 
-def rising_curve(rng: np.random.Generator, g: Grid, final: float, converged: bool) -> dict:
+def _rising_curve(rng: np.random.Generator, g: Grid, final: float, converged: bool) -> dict:
     """A curve on grid `g` rising from chance to `final` (%): flat over its last third, or still rising."""
     pts = np.asarray(g.points, dtype=float)
     tau = pts[-1] / (8.0 if converged else 1.5)
@@ -282,12 +282,12 @@ def record(number: int, cand: Candidate | Baseline, seed: int, attrs: dict) -> T
     return TrialRecord(number, 0.5, MappingProxyType({"candidate": cand.name, "seed": seed}), None, None, run)
 
 
-def claims() -> dict[str, C.Claim]:
+def claims() -> Mapping[str, C.Claim]:
     """Claims (a)-(f) by id."""
     return {c.id: c for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM, C.STEM_CLAIM)}
 
 
-def places() -> dict[str, dict[str, float]]:
+def places() -> Mapping[str, Mapping[str, float]]:
     """Per measure: each model's place in its claim's order, in key-relation steps (≈ / ≥ share a step)."""
     out: dict[str, dict[str, float]] = {}
     for claim in C.CHAIN_CLAIMS:
@@ -304,7 +304,7 @@ def places() -> dict[str, dict[str, float]]:
     return out
 
 
-def measures(prof: Profile) -> dict[str, tuple[str, ...]]:
+def measures(prof: Profile) -> Mapping[str, tuple[str, ...]]:
     """Score → the measures a run of it records here: the decided claims' measures, the score's guard accuracies,
     and claim (f)'s study objective."""
     by_id = claims()
@@ -354,7 +354,7 @@ def _stem_mean(label: str, opt: str, st: Setting) -> float:
     return STEM_LEVEL + STEM_MAIN.get(label, 0.0) + STEM_MAIN.get(opt, 0.0) + inter
 
 
-def means(prof: Profile, rng: np.random.Generator, st: Setting) -> dict[tuple[str, str], tuple[float, float, float]]:
+def means(prof: Profile, rng: np.random.Generator, st: Setting) -> Mapping[tuple[str, str], tuple[float, float, float]]:
     """(candidate, measure) → (mean in display units, noise sd, σ) for every measure a candidate records here."""
     ms, out = measures(prof), {}
     cands = [c for c in prof.space.candidates if not isinstance(c, Baseline)]
@@ -411,7 +411,7 @@ def _score_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Base
         for part in g.subset[1:]:
             sub = getattr(sub, part)
         converged = score != ACC_SCORE or rng.random() >= st.scenario.rising
-        out[f"curves.{g.group}"] = rising_curve(rng, grid(prof.space, optim_of(cand), sub), 100 * out[g.acc],
+        out[f"curves.{g.group}"] = _rising_curve(rng, grid(prof.space, optim_of(cand), sub), 100 * out[g.acc],
                                                 converged)  # fmt: skip
     return out
 

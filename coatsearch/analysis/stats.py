@@ -12,7 +12,9 @@ assumes the candidates share one noise level; the pair tables show each pair's o
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,22 +50,41 @@ def noise(by_seed: dict[str, dict]) -> Noise | None:
     return Noise(math.sqrt(2 * ss / df), int(df), int(cand.max() + 1)) if ss > 1e-18 else None
 
 
-def paired(a: dict, b: dict, sign: float, pooled: Noise | None, alpha: float) -> dict:
+@dataclass(frozen=True)
+class PairTest:
+    """a − b paired by seed in the better direction: paired seeds, mean, own sd, per-seed differences, and (with
+    2+ seeds and a pooled noise) the pooled se, its df, the 95% and 90% t intervals and the two-sided p."""
+
+    n: int
+    d: float  # NaN without a common seed
+    sd: float | None  # the pair's own sd (None below 2 seeds)
+    per_seed: tuple[tuple[Any, float], ...]  # (seed, difference)
+    se: float | None = None
+    df: int | None = None
+    ci: tuple[float, float] | None = None  # (1 − alpha) interval
+    ci_equiv: tuple[float, float] | None = None  # (1 − 2 alpha) interval: the equivalence check's
+    p: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The test as summary.json holds it (the dict `paired` returned before it was typed), key order kept."""
+        return {"n": self.n, "d": self.d, "sd": self.sd, "per_seed": [[s, v] for s, v in self.per_seed],
+                "se": self.se, "df": self.df, "ci": self.ci, "ci_equiv": self.ci_equiv, "p": self.p}  # fmt: skip
+
+
+def paired(a: Mapping[Any, float], b: Mapping[Any, float], sign: float, pooled: Noise | None, alpha: float) -> PairTest:
     """a − b over the seeds both have, in the better direction (sign): mean, own sd, t interval and p-value."""
     seeds = [s for s in a if s in b]
     d = np.array([sign * (a[s] - b[s]) for s in seeds], dtype=float)
     n = len(d)
     mean = float(d.mean()) if n else math.nan
-    out: dict = {"n": n, "d": mean, "sd": float(d.std(ddof=1)) if n > 1 else None,
-                 "per_seed": [[s, float(v)] for s, v in zip(seeds, d, strict=True)]}  # fmt: skip
-    out.update(se=None, df=None, ci=None, ci_equiv=None, p=None)
+    sd = float(d.std(ddof=1)) if n > 1 else None
+    per_seed = tuple((s, float(v)) for s, v in zip(seeds, d, strict=True))
     if n < 2 or pooled is None:
-        return out
+        return PairTest(n, mean, sd, per_seed)
     se = pooled.sd_diff / math.sqrt(n)
     q95, q90 = st.t.ppf([1 - alpha / 2, 1 - alpha], pooled.df) * se
-    out.update(se=se, df=pooled.df, ci=(mean - q95, mean + q95), ci_equiv=(mean - q90, mean + q90))
-    out["p"] = float(2 * st.t.sf(abs(mean) / se, pooled.df))
-    return out
+    p = float(2 * st.t.sf(abs(mean) / se, pooled.df))
+    return PairTest(n, mean, sd, per_seed, se, pooled.df, (mean - q95, mean + q95), (mean - q90, mean + q90), p)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from coatsearch.analysis import claims as C
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import optim
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.results import Power
 from coatsearch.analysis.tables import Records, floor_key
 from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
 
@@ -50,10 +51,10 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
     linear = [r for r in runs if r["candidate"] == C.BASELINES[0] and r["seed"] is not None]
     floor = {s: float(np.mean([fairs.get(r["number"], r["acc"]) for r in linear if r["seed"] == s]))
              for s in {r["seed"] for r in linear}}  # fmt: skip
-    return {"gaps": optim.optimizer_gap(table), "cells": recipe_cells(runs), "edf": edf_rows, "linear": floor}
+    return {"gaps": optim.optimizer_gap(table), "cells": _recipe_cells(runs), "edf": edf_rows, "linear": floor}
 
 
-def recipe_cells(runs: list[dict]) -> dict[str, dict]:
+def _recipe_cells(runs: list[dict]) -> dict[str, dict]:
     """Per 'model/optimizer' cell: the (lr, wd) recipe run on the most seeds and its accuracy (%) per seed."""
     out = {}
     for label, opt in CELLS:
@@ -163,7 +164,7 @@ def stem_claim(tables: dict | None) -> dict | None:
     why = reason + "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
     scope = _scope(parts, decisive)
     low = below_linear(tables["cells"], tables.get("linear", {}))
-    pw = gap_power(parts[0], max(len(tested), 1))
+    pw = _gap_power(parts[0], max(len(tested), 1))
     verdict = K.category(result, bool(low), pw)
     if low:
         why = "out of regime — " + "; ".join(low) + f" ({why})"
@@ -177,12 +178,12 @@ def stem_claim(tables: dict | None) -> dict | None:
                      "points")  # fmt: skip
     claim = C.STEM_CLAIM
     head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
-    return {**head, **K.fields(verdict, reason, est, pw, "points"), "why": why, "evidence": [],
+    return {**head, **K.fields(verdict, reason, est, pw, "points", why).to_json(), "evidence": [],
             "notes": [lr_source(tables["cells"])], "parts": parts,
             "scope": scope if verdict in K.FIRM else ""}  # fmt: skip
 
 
-def gap_power(part: dict, family: int) -> dict | None:
+def _gap_power(part: dict, family: int) -> Power | None:
     """The gap contrast's smallest detectable difference at its seeds and Holm's first level, beside the paper's
     4.6-point interaction; None with fewer than 2 seeds or no spread."""
     values = list((part.get("per_seed") or {}).values())
@@ -192,8 +193,7 @@ def gap_power(part: dict, family: int) -> dict | None:
     sd, alpha, effect = float(np.std(values, ddof=1)), C.VERDICT_ALPHA / family, C.STEM_CLAIM.paper_effect
     mdd = S.detectable(sd, n, n - 1, alpha, C.POWER)
     need = S.seeds_needed(sd, effect, 2, alpha, C.POWER) if effect else None
-    return {"n": n, "sd_diff": sd, "df": n - 1, "k": 2, "alpha": alpha, "mdd": mdd, "effect": effect,
-            "seeds_needed": need}  # fmt: skip
+    return Power(n, sd, n - 1, 2, alpha, mdd, effect, need)
 
 
 EDF_NOT_RUN = {"what": f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "short": "EDF",

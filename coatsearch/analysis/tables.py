@@ -76,14 +76,14 @@ def order(space: dict, records: Records) -> list[str]:
     return names
 
 
-def groups(space: dict, records: Records) -> dict[str, list[TrialRecord]]:
+def groups(space: dict, records: Records) -> Mapping[str, list[TrialRecord]]:
     """Complete records per candidate, in candidate order (candidates without a complete run left out)."""
     done = complete(records)
     out = {c: [r for r in done if r.candidate == c] for c in order(space, records)}
     return {c: rs for c, rs in out.items() if rs}
 
 
-def group_acc() -> dict[str, str]:
+def group_acc() -> Mapping[str, str]:
     """Group (one training run of a trial; its curve has the name) -> the accuracy that says whether it trained,
     from the score registry's guards (read at call time, so a score registered later is guarded too)."""
     return {g.group: g.acc for g in scores.guards()}
@@ -380,9 +380,13 @@ def robustness_rows(space: dict, records: Records) -> list[dict]:
 
 
 def jsonable(x: Any) -> Any:
-    """Tables → JSON-ready values: Stats as dicts, NaN/inf as null, tuples as lists."""
+    """Tables → JSON-ready values: Stats and typed results (their `to_json`) as dicts, NaN/inf as null, tuples as
+    lists."""
     if isinstance(x, Stat):
         return jsonable(x.to_dict())
+    to_json = getattr(x, "to_json", None)
+    if is_dataclass(x) and callable(to_json):  # a typed analysis result (analysis.results): its summary form
+        return jsonable(to_json())
     if isinstance(x, Mapping):  # a dict, or a computed Report (its summary tables)
         return {str(k): jsonable(v) for k, v in x.items()}
     if is_dataclass(x):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scipy import stats as st
@@ -13,6 +14,7 @@ from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.paper import MATCHED_KEY, NOT_TESTED
+from coatsearch.analysis.results import Evidence, MeasureRanking, Member, Pair, Power, Relation
 from coatsearch.analysis.stem import STEM_RULE, stem_claim
 from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
 from coatsearch.scores import SCORES, ranked, v_accs
@@ -78,28 +80,28 @@ def _sign(metric: Metric) -> float:
     return 1.0 if metric.better == "higher" else -1.0
 
 
-def noises(rows: list[dict]) -> dict[str, S.Noise | None]:
+def noises(rows: list[dict]) -> Mapping[str, S.Noise | None]:
     """Pooled noise per measure, over every candidate but the baselines."""
     rows = [r for r in rows if r["candidate"] not in C.BASELINES]
     keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
     return {k: S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}) for k in keys}
 
 
-def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> dict:
+def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> Relation:
     """Ranking relation of row a to row b on one measure under RELATION_RULE (description, no correction)."""
     metric = METRICS[key]
     res = S.paired(a["by_seed"][key], b["by_seed"][key], _sign(metric), noise, C.ALPHA)
     m = margin(metric)
-    if res["ci"] is None:
+    if res.ci is None or res.ci_equiv is None:
         symbol = "?"
-    elif res["ci"][0] > 0 or res["ci"][1] < 0:
-        symbol = ">" if res["d"] > 0 else "<"
+    elif res.ci[0] > 0 or res.ci[1] < 0:
+        symbol = ">" if res.d > 0 else "<"
     else:
-        symbol = "≈" if -m < res["ci_equiv"][0] and res["ci_equiv"][1] < m else "?"
-    return {"symbol": symbol, **res}
+        symbol = "≈" if -m < res.ci_equiv[0] and res.ci_equiv[1] < m else "?"
+    return Relation(symbol, res)
 
 
-def ranking(rows: list[dict], key: str, noise: S.Noise | None = None) -> dict | None:
+def ranking(rows: list[dict], key: str, noise: S.Noise | None = None) -> MeasureRanking | None:
     """Candidates ordered best first on one measure, with the relation between each pair of neighbours."""
     metric = METRICS[key]
     items = [r for r in rows if key in r["metrics"]]
@@ -109,10 +111,9 @@ def ranking(rows: list[dict], key: str, noise: S.Noise | None = None) -> dict | 
     rel = [compare(a, b, key, noise) for a, b in zip(items, items[1:], strict=False)]
     text = _fmt_item(items[0], key, metric)
     for r, x in zip(items[1:], rel, strict=True):
-        text += f" {x['symbol']} {_fmt_item(r, key, metric)}"
-    order = [{"candidate": r["candidate"], "stat": r["metrics"][key]} for r in items]
-    return {"key": key, "label": metric.label, "unit": metric.unit, "better": metric.better, "order": order,
-            "relations": rel, "text": text}  # fmt: skip
+        text += f" {x.symbol} {_fmt_item(r, key, metric)}"
+    order = tuple((r["candidate"], r["metrics"][key]) for r in items)
+    return MeasureRanking(key, metric.label, metric.unit, metric.better, order, tuple(rel), text)
 
 
 def _fmt_item(row: dict, key: str, metric: Metric) -> str:
@@ -121,7 +122,7 @@ def _fmt_item(row: dict, key: str, metric: Metric) -> str:
     return f"{row['candidate']} ({s.mean:.{metric.digits}f}{spread})"
 
 
-def rankings(rows: list[dict], noise_by_key: dict | None = None) -> list[dict]:
+def rankings(rows: list[dict], noise_by_key: Mapping | None = None) -> list[MeasureRanking]:
     """A ranking for every ranked measure the study has."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     return [r for key in RANKED if (r := ranking(rows, key, nz.get(key))) is not None]
@@ -144,60 +145,72 @@ def resolve(name: str, rows: list[dict]) -> tuple[dict | None, str]:
     return (same[0], "") if len(same) == 1 else (None, "")
 
 
-def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise: Any, claim: C.Claim) -> dict:
+def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise: Any, claim: C.Claim) -> Pair:
     """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
     metric = METRICS[key]
     res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, C.ALPHA)
-    return {"a": a[0], "b": b[0], "paper": paper, "key": _STRENGTH[paper] >= 2, "margin": margin(metric, claim.margin),
-            **res}  # fmt: skip
+    return Pair(a[0], b[0], paper, _STRENGTH[paper] >= 2, margin(metric, claim.margin), res)
 
 
-def violation_p(p: dict) -> float | None:
+def violation_p(p: Pair) -> float | None:
     """One-sided p that a '≥' relation is violated (a − b < −margin) or a '≈' one (|a − b| > margin, ×2)."""
-    if p["se"] is None:
+    se, df = p.test.se, p.test.df
+    if se is None:
         return None
-    low = float(st.t.cdf((p["d"] + p["margin"]) / p["se"], p["df"]))
-    if p["paper"] == "≥":
+    low = float(st.t.cdf((p.d + p.margin) / se, df))
+    if p.paper == "≥":
         return low
-    high = float(st.t.sf((p["d"] - p["margin"]) / p["se"], p["df"]))
+    high = float(st.t.sf((p.d - p.margin) / se, df))
     return min(1.0, 2 * min(low, high))
 
 
-def judge(pairs: list[dict]) -> None:
-    """One Holm family: key relations (two-sided) and ≈ / ≥ violations (one-sided) → each pair's status."""
-    tests = [p["p"] if p["key"] else violation_p(p) for p in pairs]
-    for p, t, q in zip(pairs, tests, S.holm(tests), strict=True):
-        p["p_test"], p["p_holm"] = t, q
-        firm = q is not None and q < C.VERDICT_ALPHA
-        if p["key"]:
-            p["status"] = "holds" if firm and p["d"] > 0 else "reversed" if firm else "unresolved"
-            continue
-        lo_hi, m = p["ci_equiv"], p["margin"]
-        if firm:
-            p["status"] = "violated"
-        elif p["paper"] == "≈":
-            p["status"] = "equivalent" if lo_hi and -m < lo_hi[0] and lo_hi[1] < m else "not resolved"
-        else:
-            p["status"] = "non-inferior" if lo_hi and lo_hi[0] > -m else "not resolved"
+def judge(pairs: Sequence[Pair]) -> tuple[Pair, ...]:
+    """One Holm family: key relations (two-sided) and ≈ / ≥ violations (one-sided) → the pairs with their status."""
+    tests = [p.test.p if p.key else violation_p(p) for p in pairs]
+    return tuple(dataclasses.replace(p, p_test=t, p_holm=q, status=_status(p, q))
+                 for p, t, q in zip(pairs, tests, S.holm(tests), strict=True))  # fmt: skip
 
 
-def power(claim: C.Claim, key: str, pairs: list[dict], noise: S.Noise | None, need: bool = True) -> dict | None:
+def _status(p: Pair, q: float | None) -> str:
+    """A pair's status from its Holm-adjusted p."""
+    firm = q is not None and q < C.VERDICT_ALPHA
+    if p.key:
+        return "holds" if firm and p.d > 0 else "reversed" if firm else "unresolved"
+    lo_hi, m = p.ci_equiv, p.margin
+    if firm:
+        return "violated"
+    if p.paper == "≈":
+        return "equivalent" if lo_hi and -m < lo_hi[0] and lo_hi[1] < m else "not resolved"
+    return "non-inferior" if lo_hi and lo_hi[0] > -m else "not resolved"
+
+
+def power(claim: C.Claim, key: str, pairs: Sequence[Pair], noise: S.Noise | None, need: bool = True) -> Power | None:
     """Smallest detectable difference of the key relations at the study's n, noise and α; the paper's effect
     (need=False leaves out the seeds the effect needs: the category needs only the detectable difference)."""
-    key_pairs = [p for p in pairs if p["key"]]
-    n = min((p["n"] for p in key_pairs), default=0)
+    key_pairs = [p for p in pairs if p.key]
+    n = min((p.n for p in key_pairs), default=0)
     if noise is None or n < 2:
         return None
     alpha = C.VERDICT_ALPHA / len(pairs)  # Holm's first step: the strictest level a relation of the family is tested at
     mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, C.POWER)
     effect = claim.paper_effect if METRICS[key].unit in ("%", "points") else None
     seeds = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect and need else None
-    return {"n": n, "sd_diff": noise.sd_diff, "df": noise.df, "k": noise.k, "alpha": alpha, "power": C.POWER,
-            "mdd": mdd, "effect": effect, "effect_note": claim.effect_note, "seeds_needed": seeds, "sized": need,
-            "resolvable": None if effect is None else mdd <= effect}  # fmt: skip
+    return Power(
+        n,
+        noise.sd_diff,
+        noise.df,
+        noise.k,
+        alpha,
+        mdd,
+        effect,
+        seeds,
+        claim.effect_note,
+        need,
+        None if effect is None else mdd <= effect,
+    )
 
 
-def floor_by_seed(key: str, rows: list[dict]) -> dict | None:
+def _floor_by_seed(key: str, rows: list[dict]) -> dict | None:
     """The linear baseline's floor on an accuracy measure per seed (%): its fair floor where recorded, else its own
     value on the measure; None without one."""
     if METRICS[key].unit != "%":
@@ -212,7 +225,7 @@ def floor_by_seed(key: str, rows: list[dict]) -> dict | None:
 
 def floor_of(key: str, rows: list[dict]) -> float | None:
     """The linear baseline's mean floor on an accuracy measure (%), the matched-loss reading included; else None."""
-    by_seed = floor_by_seed(key, rows)
+    by_seed = _floor_by_seed(key, rows)
     return float(sum(by_seed.values()) / len(by_seed)) if by_seed else None
 
 
@@ -228,7 +241,7 @@ def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], wher
     metric = METRICS[key]
     if metric.unit != "%":
         return []
-    floor, label = floor_by_seed(key, rows), metric.label + (f" {where}" if where else "")
+    floor, label = _floor_by_seed(key, rows), metric.label + (f" {where}" if where else "")
     have = [(n, row["by_seed"][key]) for n, row in named if key in row["by_seed"]]
     if not floor:
         ran = any(r["candidate"] == C.BASELINES[0] for r in rows)
@@ -266,44 +279,42 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
     return out
 
 
-def evidence(claim: C.Claim, key: str, pairs: list[dict], named: list, rows: list[dict], noise: Any, rho: Any,
-             extra: tuple[str, ...] = (), where: str = "", gate: list | None = None) -> dict:  # fmt: skip
+def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: list, rows: list[dict], noise: Any, rho: Any,
+             extra: tuple[str, ...] = (), where: str = "", gate: list | None = None) -> Evidence:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict.
 
     `gate`: the models the regime guards read (default: must_learn of the claim), never the predicted losers."""
     metric = METRICS[key]
-    judge(pairs)
+    pairs = judge(measured)
     pw = power(claim, key, pairs, noise, need=rho is not None)
     gated = must_learn(claim, named) if gate is None else gate
     reasons = [*extra, *regime(claim, gated, key, rows, where if key == MATCHED_KEY else "")]
     found = K.measure_verdict(pairs, pw, reasons, "points" if metric.unit == "%" else metric.unit)
     pw = pw if rho is not None else None
     equiv = equivalence_note(pairs, claim)
-    guards = [{"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"]]
-    members = [{"name": n, "candidate": r["candidate"], "stat": r["metrics"][key]} for n, r in named
-               if key in r["metrics"]]  # fmt: skip
+    guards = tuple({"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"])
+    members = tuple(Member(n, r["candidate"], r["metrics"][key]) for n, r in named if key in r["metrics"])
     rho = rho or (None, None)
-    return {"key": key, "label": metric.label, "unit": metric.unit, "rho": rho[0], "rho_p": rho[1],
-            "members": members, "pairs": pairs, "power": pw, "guards": guards, "out_of_regime": reasons,
-            "needs_convergence": claim.needs_convergence, **found, "equivalence": equiv}  # fmt: skip
+    return Evidence(key, metric.label, metric.unit, rho[0], rho[1], members, pairs, pw, guards, tuple(reasons),
+                    claim.needs_convergence, found, equiv)  # fmt: skip
 
 
-def equivalence_note(pairs: list[dict], claim: C.Claim) -> str:
+def equivalence_note(pairs: Sequence[Pair], claim: C.Claim) -> str:
     """Whether the study's n can confirm its '≈'/'≥' relations at the claim's margin; '' without any.
 
     A '≈' is confirmed when the 90% interval lies within ± the margin; when its half-width alone reaches the
     margin, no outcome can confirm it at this n and the relation can only be refuted (violated).
     """
-    soft = [p for p in pairs if not p["key"] and p.get("ci_equiv")]
+    soft = [(p, p.ci_equiv) for p in pairs if not p.key and p.ci_equiv]
     if not soft:
         return ""
-    wide = [(p, (p["ci_equiv"][1] - p["ci_equiv"][0]) / 2) for p in soft]
-    wide = [(p, h) for p, h in wide if h >= p["margin"]]
-    derived = f"margin {soft[0]['margin']:g} ({claim.margin_note})"
+    wide = [(p, (ci[1] - ci[0]) / 2) for p, ci in soft]
+    wide = [(p, h) for p, h in wide if h >= p.margin]
+    derived = f"margin {soft[0][0].margin:g} ({claim.margin_note})"
     if not wide:
         return f"'≈'/'≥' relations can be confirmed at this n: every 90% half-width is below the {derived}."
-    need = max(math.ceil(p["n"] * (h / p["margin"]) ** 2) + 1 for p, h in wide)
-    each = "; ".join(f"{p['a']} {p['paper']} {p['b']}: 90% half-width {h:.2f} at n = {p['n']}" for p, h in wide)
+    need = max(math.ceil(p.n * (h / p.margin) ** 2) + 1 for p, h in wide)
+    each = "; ".join(f"{p.a} {p.paper} {p.b}: 90% half-width {h:.2f} at n = {p.n}" for p, h in wide)
     return (
         f"'≈'/'≥' cannot be confirmed at this n, only refuted: {each}, not below the {derived}; about "
         f"{need} paired seeds would confirm a true difference of 0."
@@ -311,7 +322,7 @@ def equivalence_note(pairs: list[dict], claim: C.Claim) -> str:
 
 
 def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
-                   extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
+                   extra: tuple[str, ...] = (), where: str = "") -> Evidence | None:  # fmt: skip
     """Measured vs paper order on one measure, between neighbouring measured models of the chain.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
@@ -338,18 +349,17 @@ def _head(claim: C.Claim) -> dict:
     return {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
 
 
-def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None:
+def _combine(claim: C.Claim, found: list[Evidence], notes: list[str]) -> dict | None:
     """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it unresolved."""
     if not found:
         return None
     first = found[0]
-    verdict = {k: first[k] for k in ANSWER}
-    clash = [e for e in found[1:] if e["verdict"] in K.FIRM and first["verdict"] in K.FIRM
-             and e["verdict"] != first["verdict"]]  # fmt: skip
+    verdict = {k: getattr(first.found, k) for k in ANSWER}
+    clash = [e for e in found[1:] if e.verdict in K.FIRM and first.verdict in K.FIRM and e.verdict != first.verdict]
     if clash:
-        why = f"{first['label']} says {first['verdict']}, {clash[0]['label']} says {clash[0]['verdict']}"
+        why = f"{first.label} says {first.verdict}, {clash[0].label} says {clash[0].verdict}"
         verdict.update(verdict=K.UNRESOLVED, why=why, reason=f"its measures disagree: {why}",
-                       decide=f"a replicate on fresh seeds, or a registered choice of measure ({first['label']} "
+                       decide=f"a replicate on fresh seeds, or a registered choice of measure ({first.label} "
                               "decides as registered)")  # fmt: skip
     return {**_head(claim), **verdict, "evidence": found, "notes": notes}
 
@@ -357,11 +367,11 @@ def _combine(claim: C.Claim, found: list[dict], notes: list[str]) -> dict | None
 ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # what a judged claim carries
 
 
-def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> dict:
+def _unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> dict:
     """A claim some of whose models the study has but cannot judge: out of regime, or not tested, with why."""
     if extra:
         why = "out of regime — " + "; ".join(extra)
-        found = {**K.fields(K.OUT_OF_REGIME, extra[0], None, None, "points"), "why": why}
+        found = K.fields(K.OUT_OF_REGIME, extra[0], None, None, "points", why).to_json()
     else:
         have = ", ".join(resolved) or "none"
         labels = ", ".join(METRICS[k].label for k in claim.measures)
@@ -371,7 +381,7 @@ def unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list
     return {**_head(claim), **found, "evidence": [], "notes": notes}
 
 
-def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = None, describe: bool = True,
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True,
                 extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
     """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
     'at 0.1 nats'), None without any of its models."""
@@ -386,7 +396,7 @@ def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: dict | None = No
         return None
     found = [e for k in claim.measures
              if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra, where))]  # fmt: skip
-    return _combine(claim, found, notes) or unjudged(claim, resolved, extra, notes)
+    return _combine(claim, found, notes) or _unjudged(claim, resolved, extra, notes)
 
 
 def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
@@ -405,7 +415,7 @@ def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
-def rel_claim(rows: list[dict], noise_by_key: dict | None = None, describe: bool = True) -> dict | None:
+def rel_claim(rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True) -> dict | None:
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     claim, found = C.REL_CLAIM, []
@@ -447,7 +457,7 @@ def v_table(rows: list[dict]) -> list[dict]:
 
 
 def all_claims(
-    rows: list[dict], stem: dict | None, noise_by_key: dict | None = None, describe: bool = True,
+    rows: list[dict], stem: dict | None, noise_by_key: Mapping | None = None, describe: bool = True,
     regime_a: Sequence[str] = (), level_a: float | None = None,
 ) -> list:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).

@@ -6,19 +6,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from coatsearch.analysis import claims as C
+from coatsearch.analysis.results import Power
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable, estimate
 from coatsearch.report.view_claims import (
     Aa,
-    Claim,
+    ClaimInfo,
     Edf,
-    Evidence,
+    EvidenceInfo,
     Failures,
     Gap,
     Length,
     Optimizability,
     Part,
-    Power,
     Run,
     SampleRow,
     Verdicts,
@@ -51,7 +51,7 @@ def appendix(vs: Verdicts) -> str:
                       f"Rule (also {DOCS_LINK}): {vs.rule}", "", _calibration(vs)])  # fmt: skip
 
 
-def mark(c: Claim) -> str:
+def mark(c: ClaimInfo) -> str:
     """A verdict with the parts it rests on and, when firm, the proxy scale it was reached at."""
     text = VERDICT_MARK.get(c.verdict, c.verdict) + (f" ({c.scope})" if c.scope else "")
     text += f", {c.scale}" if c.scale else ""
@@ -103,24 +103,24 @@ def _aa_line(aa: Aa | None) -> str:
     )
 
 
-def _evidence(e: Evidence) -> list[str]:
-    metric = e.metric
+def _evidence(info: EvidenceInfo) -> list[str]:
+    e, metric = info.evidence, info.metric
     better = "smaller is better" if metric.better == "lower" else "larger is better"
     rho = "n/a (pairs only)" if e.rho is None else f"{e.rho:+.2f}"
     rho += f" (exact permutation p = {e.rho_p:.3f}, description only)" if e.rho_p is not None else ""
-    out = [f"**{e.label}** ({e.unit}, {better}): {e.verdict} — {e.why}. "
+    out = [f"**{e.label}** ({e.unit}, {better}): {e.verdict} — {e.found.why}. "
            f"Spearman rho vs the paper's order = {rho}.", ""]  # fmt: skip
     body = [[m.name, m.candidate, fmt_stat(m.stat, metric), m.stat.n] for m in e.members]
     out += [table(["paper name", "candidate", "mean ± sd", "runs"], body), ""]
     digits = metric.digits + 1
     body = [
-        [f"{p.a} vs {p.b}", p.paper, p.n, fmt_num(p.d, digits, signed=True), fmt_num(p.sd, digits),
+        [f"{p.a} vs {p.b}", p.paper, p.n, fmt_num(p.d, digits, signed=True), fmt_num(p.test.sd, digits),
          _ci(p.ci, digits), _p(p.p_holm), p.status]
         for p in e.pairs
     ]  # fmt: skip
     head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
             "Holm p", "relation"]  # fmt: skip
-    out += [table(head, body), "", _power(e.power, metric), "", _regime(e)]
+    out += [table(head, body), "", _power(e.power, metric), "", _regime(info)]
     out += ["", "Equivalence: " + e.equivalence] if e.equivalence else []
     return out
 
@@ -149,17 +149,19 @@ def _power(p: Power | None, metric: Any) -> str:
     return text + f"Paper's effect: {p.effect:g} points ({p.effect_note}): {verdict}."
 
 
-def _regime(e: Evidence) -> str:
+def _regime(info: EvidenceInfo) -> str:
     def runs(field: str) -> str:
-        return ", ".join(e.fired[field]) or "none"
+        return ", ".join(info.fired[field]) or "none"
 
-    conv = "needed" if e.needs_convergence else "not needed by this claim"
+    conv = "needed" if info.evidence.needs_convergence else "not needed by this claim"
     text = (
         f"Regime checks: failed to train (within {C.CHANCE_POINTS:g} points of chance; shown, left out of means "
         f"and pairs): {runs('failed')}; not converged (convergence {conv}): {runs('not_converged')}; "
         f"convergence not checkable (curve too short or missing): {runs('unchecked')}."
     )
-    return text + (" Out of regime: " + "; ".join(e.out_of_regime) + "." if e.out_of_regime else "")
+    return text + (
+        " Out of regime: " + "; ".join(info.evidence.out_of_regime) + "." if info.evidence.out_of_regime else ""
+    )
 
 
 def _parts(parts: tuple[Part, ...]) -> str:

@@ -20,13 +20,13 @@ FIRM = ("supported", "not supported")
 
 def rows_of(claim: Any) -> list[dict]:
     """One row per relation (or claim (f) part) a firm verdict rests on: label, per-seed values, mean, CI, margin;
-    from the claims section's `Claim` (view_claims)."""
+    from the claims section's `ClaimInfo` (view_claims)."""
     if claim.parts:
         return [{"label": p.short, "values": list(p.per_seed), "d": p.d, "ci": p.ci, "margin": None}
                 for p in claim.parts if p.per_seed]  # fmt: skip
-    pairs = claim.evidence[0].pairs if claim.evidence else ()
-    return [{"label": f"{p.a} − {p.b} ({p.paper}, {p.status})", "values": list(p.per_seed), "d": p.d, "ci": p.ci,
-             "margin": None if p.key else p.margin} for p in pairs if p.per_seed]  # fmt: skip
+    pairs = claim.evidence[0].evidence.pairs if claim.evidence else ()
+    return [{"label": f"{p.a} − {p.b} ({p.paper}, {p.status})", "values": [v for _, v in p.test.per_seed], "d": p.d,
+             "ci": p.ci, "margin": None if p.key else p.margin} for p in pairs if p.test.per_seed]  # fmt: skip
 
 
 def figure(claims: Sequence[Any]) -> Figure | None:

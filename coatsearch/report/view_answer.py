@@ -91,7 +91,7 @@ def answer(ctx: Context) -> Answer | None:
 def score_of(claim: Mapping[str, Any], tables: Mapping[str, Any]) -> str | None:
     """The measure (metric key) a claim is decided on: its first evidence's, else the study's primary accuracy."""
     ev = claim.get("evidence") or []
-    return ev[0]["key"] if ev else tables.get("primary_acc")
+    return ev[0].key if ev else tables.get("primary_acc")
 
 
 def scale(ctx: Context, keys: Sequence[str]) -> str:
@@ -161,7 +161,7 @@ def _regime_row(ctx: Context, claim: Mapping[str, Any]) -> RegimeRow | None:
         images |= {int(n)} if n else set()
         processed |= {int(seen)} if seen else set()
         epochs |= {round(seen / n, 1)} if seen and n else set()
-    names = {m["candidate"] for e in claim.get("evidence") or [] for m in e["members"]}
+    names = {m.candidate for e in claim.get("evidence") or [] for m in e.members}
     sign = 1.0 if metric.better == "higher" else -1.0
     mine = [r for r in rows if key in r["metrics"] and r["candidate"] not in C.BASELINES
             and (not names or r["candidate"] in names)]  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any
 
 from coatsearch.analysis.claims import LENGTH_SCORE
 from coatsearch.analysis.looks import Looks
+from coatsearch.analysis.results import Evidence
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.section import Context
 from coatsearch.report.view_answer import Detectable, Estimate, detectable_of, estimate_of
@@ -17,79 +18,18 @@ Row = Mapping[str, Any]  # one row of a computed table, as the summary holds it
 
 
 @dataclass(frozen=True)
-class Member:
-    """One paper name a claim reads, the candidate that stands for it, and its measure over runs."""
+class EvidenceInfo:
+    """One measure's evidence for a claim as the report shows it: the typed evidence (verdicts.evidence: members,
+    judged pairs, power, regime), its metric, and where each regime check fired."""
 
-    name: str
-    candidate: str
-    stat: Stat
-
-
-@dataclass(frozen=True)
-class PairTest:
-    """One relation's test paired by seed: a − b in the better direction, its interval, Holm p and status."""
-
-    a: str
-    b: str
-    paper: str  # the paper's relation ('>', '≈', '≥')
-    n: int
-    d: float | None
-    sd: float | None
-    ci: tuple[float, float] | None
-    p_holm: float | None
-    status: str
-    per_seed: tuple[float, ...]  # each seed's difference
-    key: bool  # a key relation (the claim's firm order) rather than a '≈'/'≥' one
-    margin: float | None
-
-
-@dataclass(frozen=True)
-class Power:
-    """What the study could have detected: the smallest difference at 80% power, and the paper's effect."""
-
-    mdd: float
-    n: int
-    sd_diff: float
-    k: int
-    df: int
-    alpha: float
-    power: float
-    effect: float | None
-    effect_note: str
-    seeds_needed: int | None
-    resolvable: bool
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One measure's evidence for a claim (verdicts.evidence): members, paired tests, power, regime checks."""
-
-    label: str
-    unit: str
-    verdict: str
-    why: str
+    evidence: Evidence
     metric: Metric
-    rho: float | None
-    rho_p: float | None
-    members: tuple[Member, ...]
-    pairs: tuple[PairTest, ...]
-    power: Power | None
-    equivalence: str
-    needs_convergence: bool
-    out_of_regime: tuple[str, ...]
     fired: Mapping[str, tuple[str, ...]]  # guard field -> "model k/runs" where that regime check fired
 
 
-def _evidence(e: Row) -> Evidence:
-    fired = {f: tuple(f"{g['name']} {g[f]}/{g['runs']}" for g in e["guards"] if g[f]) for f in GUARD_FIELDS}
-    pairs = tuple(PairTest(p["a"], p["b"], p["paper"], p["n"], p["d"], p["sd"], _pair(p["ci"]), p["p_holm"],
-                           p["status"], tuple(v for _, v in p.get("per_seed") or ()), bool(p["key"]), p["margin"])
-                  for p in e["pairs"])  # fmt: skip
-    members = tuple(Member(m["name"], m["candidate"], m["stat"]) for m in e["members"])
-    power = Power(**{k: e["power"][k] for k in Power.__dataclass_fields__}) if e.get("power") else None
-    return Evidence(e["label"], e["unit"], e["verdict"], e["why"], METRICS[e["key"]], e["rho"], e.get("rho_p"),
-                    members, pairs, power, e.get("equivalence") or "", bool(e["needs_convergence"]),
-                    tuple(e["out_of_regime"]), fired)  # fmt: skip
+def _evidence(e: Evidence) -> EvidenceInfo:
+    fired = {f: tuple(f"{g['name']} {g[f]}/{g['runs']}" for g in e.guards if g[f]) for f in GUARD_FIELDS}
+    return EvidenceInfo(e, METRICS[e.key], fired)
 
 
 @dataclass(frozen=True)
@@ -109,7 +49,7 @@ class Part:
 
 
 @dataclass(frozen=True)
-class Claim:
+class ClaimInfo:
     """One claim's verdict (verdicts.all_claims): the paper's chain, verdict and why, and its evidence and parts."""
 
     id: str
@@ -123,7 +63,7 @@ class Claim:
     scale: str | None
     status: str | None  # confirmatory / registered (no firm verdict possible) / exploratory
     status_why: str | None
-    evidence: tuple[Evidence, ...]
+    evidence: tuple[EvidenceInfo, ...]
     parts: tuple[Part, ...]
     reason: str = ""  # the verdict's one-line reason (analysis.categories)
     estimate: Estimate | None = None  # the deciding estimate with its interval
@@ -131,12 +71,12 @@ class Claim:
     decide: str = ""  # what would decide it
 
 
-def claim_info(v: Row) -> Claim:
+def claim_info(v: Row) -> ClaimInfo:
     """The claims section's Info of one judged claim (a row of verdicts.all_claims)."""
     parts = tuple(Part(p["what"], p["short"], p.get("n", "–"), p["d"], _pair(p.get("ci")), p["needed"], p["p"],
                        p["status"], p.get("reason") or "", tuple((p.get("per_seed") or {}).values()))
                   for p in v.get("parts") or ())  # fmt: skip
-    return Claim(v["id"], v["title"], v["chain"], v["source"], v["verdict"], v["why"], tuple(v["notes"]),
+    return ClaimInfo(v["id"], v["title"], v["chain"], v["source"], v["verdict"], v["why"], tuple(v["notes"]),
                  v.get("scope"), v.get("scale"), v.get("status"), v.get("status_why"),
                  tuple(_evidence(e) for e in v["evidence"]), parts, v.get("reason") or "", estimate_of(v),
                  detectable_of(v), v.get("decide") or "")  # fmt: skip
@@ -197,7 +137,7 @@ class Verdicts:
     rule_version: Any
     n_seeds: Any
     calibration: tuple[Calibrated, ...] | None
-    claims: tuple[Claim, ...]
+    claims: tuple[ClaimInfo, ...]
     aa: Aa | None = None  # None: not measured for this rule version
 
 

@@ -129,7 +129,7 @@ def _claim(cid: str, orig: dict | None, rep: dict | None, pool: dict | None, fre
 
 def _key(claim: dict | None) -> str | None:
     """The measure that decided a claim (its first evidence), None for claim (f) and unjudged claims."""
-    return claim["evidence"][0]["key"] if claim and claim.get("evidence") else None
+    return claim["evidence"][0].key if claim and claim.get("evidence") else None
 
 
 def _side(claim: dict | None, key: str | None) -> Side | None:
@@ -139,14 +139,14 @@ def _side(claim: dict | None, key: str | None) -> Side | None:
     from coatsearch.analysis.tables import METRICS
 
     evidence = claim.get("evidence") or []
-    chosen = next((e for e in evidence if e["key"] == key), evidence[0] if evidence else None)
+    chosen = next((e for e in evidence if e.key == key), evidence[0] if evidence else None)
     status = str(claim.get("status") or "")
     if chosen is None:  # claim (f): its parts, else nothing measured
         parts = tuple(_estimate(p.get("short") or p.get("what", "part"), p) for p in claim.get("parts") or ())
         return Side(claim["verdict"], claim["why"], status, "", 2, parts)
-    pairs = tuple(_estimate(f"{p['a']} vs {p['b']}", p) for p in chosen["pairs"])
-    metric = METRICS.get(chosen["key"])
-    return Side(claim["verdict"], claim["why"], status, chosen["label"], (metric.digits if metric else 1) + 1, pairs)
+    pairs = tuple(_estimate(f"{p.a} vs {p.b}", p.to_json()) for p in chosen.pairs)
+    metric = METRICS.get(chosen.key)
+    return Side(claim["verdict"], claim["why"], status, chosen.label, (metric.digits if metric else 1) + 1, pairs)
 
 
 def _estimate(relation: str, p: Mapping[str, Any]) -> Estimate:

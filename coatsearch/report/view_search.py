@@ -272,12 +272,12 @@ def _reevaluation(
             own = S.noise({arch: vals, best: names[best]})
             tested.append((arch, vals, own, S.paired(vals, names[best], sign, own, ALPHA)))
     level = VERDICT_ALPHA / max(1, len(tested))  # the first Holm step's
-    for (arch, vals, own, res), q in zip(tested, S.holm([res["p"] for *_, res in tested]), strict=True):
+    for (arch, vals, own, res), q in zip(tested, S.holm([res.p for *_, res in tested]), strict=True):
         firm = q is not None and q < VERDICT_ALPHA
-        can = S.detectable(own.sd_diff, res["n"], own.df, level, POWER) if own and res["n"] >= 2 else None
-        verdict = NOT_SHOWN if not firm else ("better than" if res["d"] > 0 else "worse than")
+        can = S.detectable(own.sd_diff, res.n, own.df, level, POWER) if own and res.n >= 2 else None
+        verdict = NOT_SHOWN if not firm else ("better than" if res.d > 0 else "worse than")
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
-                          statistics.fmean(names[best].values()), res["n"], res["d"], res["ci"], res["p"], q,
+                          statistics.fmean(names[best].values()), res.n, res.d, res.ci, res.p, q,
                           verdict, can))  # fmt: skip
     return tuple(sorted(out, key=lambda x: -x.d))
 

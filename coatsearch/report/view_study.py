@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.claims import BASELINES, ROBUSTNESS_SCORE
+from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.plots import FIGURES
@@ -237,7 +238,7 @@ def _candidate(r: dict, keys: list[str]) -> CandidateRow:
 
 def claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
     """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
-    keys = [c["evidence"][0]["key"] for c in tables.get("claims") or [] if c.get("evidence")]
+    keys = [c["evidence"][0].key for c in tables.get("claims") or [] if c.get("evidence")]
     keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
     return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
 
@@ -275,21 +276,12 @@ def figures(written: Mapping[str, str]) -> Figures | None:
 
 
 @dataclass(frozen=True)
-class Ranking:
-    """One ranking line: the measure, its unit, which way is better and the ranked text."""
-
-    label: str
-    unit: str
-    better: str | None
-    text: str
-
-
-@dataclass(frozen=True)
 class Rankings:
-    """The relation rule and one ranking per ranked measure the study has."""
+    """The relation rule and one ranking per ranked measure the study has (verdicts.ranking: its measure, unit,
+    which way is better and the ranked text)."""
 
     rule: str
-    lines: tuple[Ranking, ...]
+    lines: tuple[MeasureRanking, ...]
 
 
 def rankings(ctx: Context) -> Rankings | None:
@@ -297,8 +289,7 @@ def rankings(ctx: Context) -> Rankings | None:
     found = ctx.tables["rankings"]
     if not found:
         return None
-    lines = tuple(Ranking(r["label"], r["unit"], r["better"], r["text"]) for r in found)
-    return Rankings(ctx.tables["rules"]["relation"], lines)
+    return Rankings(ctx.tables["rules"]["relation"], tuple(found))
 
 
 @dataclass(frozen=True)

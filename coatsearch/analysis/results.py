@@ -1,0 +1,176 @@
+"""The verdict path's typed results: a ranking relation, a judged pair, power, a measure's verdict and evidence.
+
+Frozen, like the run records (storage.record): judging returns new values (verdicts.judge), never edits one.
+Each has `to_json`, the data summary.json holds: the dict the verdict path built before these types, key order
+kept, so a report is byte-identical for the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch.analysis import claims as C
+from coatsearch.analysis.stats import PairTest
+from coatsearch.analysis.tables import Stat
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How one ranked row stands to the next on a measure (verdicts.compare): a symbol and its paired test."""
+
+    symbol: str  # '>' '<' (the interval excludes 0), '≈' (within the margin), '?' (neither)
+    test: PairTest
+
+    def to_json(self) -> dict[str, Any]:
+        """{symbol, then the test's fields}."""
+        return {"symbol": self.symbol, **self.test.to_json()}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One relation of the paper's order, measured: a − b in the better direction; judged once `status` is set."""
+
+    a: str
+    b: str
+    paper: str  # the paper's symbol between them: ≈ ≥ > ≫
+    key: bool  # a strict relation (> or ≫): the claim's verdict rests on it
+    margin: float  # the equivalence margin of '≈' / '≥'
+    test: PairTest
+    p_test: float | None = None  # the relation's own p (key: two-sided; '≈'/'≥': of a violation)
+    p_holm: float | None = None  # Holm-adjusted over the claim's family
+    status: str = ""  # '' until judged: holds / reversed / unresolved / violated / equivalent / non-inferior / ...
+
+    @property
+    def n(self) -> int:
+        """Paired seeds."""
+        return self.test.n
+
+    @property
+    def d(self) -> float:
+        """Mean paired difference (better direction)."""
+        return self.test.d
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        """The 95% interval."""
+        return self.test.ci
+
+    @property
+    def ci_equiv(self) -> tuple[float, float] | None:
+        """The 90% interval (the equivalence check's)."""
+        return self.test.ci_equiv
+
+    def to_json(self) -> dict[str, Any]:
+        """{a, b, paper, key, margin, the test's fields, and p_test, p_holm, status once judged}."""
+        out = {"a": self.a, "b": self.b, "paper": self.paper, "key": self.key, "margin": self.margin,
+               **self.test.to_json()}  # fmt: skip
+        return {**out, "p_test": self.p_test, "p_holm": self.p_holm, "status": self.status} if self.status else out
+
+
+@dataclass(frozen=True)
+class Power:
+    """The smallest detectable difference of a claim's key relations at the study's n, noise and α (verdicts.power,
+    stem._gap_power), beside the paper's effect."""
+
+    n: int
+    sd_diff: float
+    df: int
+    k: int  # candidates the noise was pooled over
+    alpha: float  # the level tested at (Holm's first step)
+    mdd: float  # inf when no difference is detectable
+    effect: float | None  # the paper's effect in these units (None: it states none)
+    seeds_needed: int | None  # paired seeds at which the effect is detectable (None: not sized, or beyond MAX_SEEDS)
+    effect_note: str = ""
+    sized: bool = True  # False: seeds_needed was not computed (description left out)
+    resolvable: bool | None = None  # mdd ≤ effect (None without an effect)
+    power: float = C.POWER
+
+    def to_json(self) -> dict[str, Any]:
+        """The power as summary.json holds it."""
+        return {"n": self.n, "sd_diff": self.sd_diff, "df": self.df, "k": self.k, "alpha": self.alpha,
+                "power": self.power, "mdd": self.mdd, "effect": self.effect, "effect_note": self.effect_note,
+                "seeds_needed": self.seeds_needed, "sized": self.sized, "resolvable": self.resolvable}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A category under categories.CATEGORY_RULE and what it carries: reason, deciding estimate, detectable
+    difference, what would decide it, and the longer `why`."""
+
+    verdict: str
+    reason: str
+    estimate: Mapping[str, Any] | None  # categories.estimate
+    detectable: Mapping[str, Any]  # the smallest detectable difference beside the paper's effect
+    decide: str
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """{verdict, reason, estimate, detectable, decide, why}."""
+        return {"verdict": self.verdict, "reason": self.reason, "estimate": self.estimate,
+                "detectable": self.detectable, "decide": self.decide, "why": self.why}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Member:
+    """A model of the claim measured on the evidence's measure: the paper's name, the candidate and its stat."""
+
+    name: str
+    candidate: str
+    stat: Stat
+
+    def to_json(self) -> dict[str, Any]:
+        """{name, candidate, stat}."""
+        return {"name": self.name, "candidate": self.candidate, "stat": self.stat}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measure's evidence on a claim (verdicts.evidence): members, judged pairs, power, regime, verdict."""
+
+    key: str
+    label: str
+    unit: str
+    rho: float | None  # Spearman rho of the measured against the paper's order (description)
+    rho_p: float | None
+    members: tuple[Member, ...]
+    pairs: tuple[Pair, ...]  # judged
+    power: Power | None  # None: skipped (describe=False), or fewer than 2 paired seeds or no noise
+    guards: tuple[Mapping[str, Any], ...]  # per member: its regime guard counts (name first)
+    out_of_regime: tuple[str, ...]
+    needs_convergence: bool
+    found: Judgement  # the measure's category and what it carries
+    equivalence: str  # verdicts.equivalence_note
+
+    @property
+    def verdict(self) -> str:
+        """The measure's category."""
+        return self.found.verdict
+
+    def to_json(self) -> dict[str, Any]:
+        """The evidence as summary.json holds it."""
+        return {"key": self.key, "label": self.label, "unit": self.unit, "rho": self.rho, "rho_p": self.rho_p,
+                "members": [m.to_json() for m in self.members], "pairs": [p.to_json() for p in self.pairs],
+                "power": None if self.power is None else self.power.to_json(), "guards": [dict(g) for g in self.guards],
+                "out_of_regime": list(self.out_of_regime), "needs_convergence": self.needs_convergence,
+                **self.found.to_json(), "equivalence": self.equivalence}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MeasureRanking:
+    """Candidates ordered best first on one measure (verdicts.ranking), with the relation of each to the next."""
+
+    key: str
+    label: str
+    unit: str
+    better: str | None  # 'higher' or 'lower'
+    order: tuple[tuple[str, Stat], ...]  # (candidate, its stat), best first
+    relations: tuple[Relation, ...]  # between neighbours
+    text: str  # 'A (81.2 ± 0.4) > B (...) ≈ C (...)'
+
+    def to_json(self) -> dict[str, Any]:
+        """The ranking as summary.json holds it."""
+        return {"key": self.key, "label": self.label, "unit": self.unit, "better": self.better,
+                "order": [{"candidate": c, "stat": s} for c, s in self.order],
+                "relations": [r.to_json() for r in self.relations], "text": self.text}  # fmt: skip
