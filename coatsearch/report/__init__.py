@@ -50,7 +50,7 @@ from coatsearch.report import view_claims as vc
 from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
-from coatsearch.report.section import Context, Report, Section, compute
+from coatsearch.report.section import Report, ReportContext, Section, compute
 from coatsearch.space.identity import space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
@@ -109,7 +109,7 @@ def summarize(
     t = tables(study, space, records, j)
     more = {"search": found, "looks": looks.table(space, t["claims"], earlier),
             "replication": _replication(study, space, records, j, original)}  # fmt: skip
-    ctx = Context(study, space, j.frames, j, {**t, **more})
+    ctx = ReportContext(study, space, j.frames, j, {**t, **more})
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 

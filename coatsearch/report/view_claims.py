@@ -9,7 +9,7 @@ from typing import Any
 from coatsearch.analysis.claims import LENGTH_SCORE
 from coatsearch.analysis.looks import Looks
 from coatsearch.analysis.tables import METRICS, Metric, Stat
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext as Context
 from coatsearch.report.view_answer import Detectable, Estimate, detectable_of, estimate_of
 from coatsearch.report.view_study import GUARD_FIELDS
 

@@ -13,7 +13,7 @@ from coatsearch.analysis.claims import BASELINES, ROBUSTNESS_SCORE
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.plots import FIGURES
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext as Context
 from coatsearch.scores import table_keys, v_accs
 
 SIZE_KEYS = ("params", "macs")  # the model-size metrics every size column shows

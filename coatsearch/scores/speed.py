@@ -51,7 +51,7 @@ def run(ctx: Context, spec: SpeedSpec) -> dict:
     from coatsearch.training import throughput
 
     m, optim = ctx.inp.model, ctx.inp.optim
-    plan = throughput.Plan(
+    plan = throughput.ThroughputPlan(
         train_batch=spec.train_batch or optim.batch_size,
         infer_batch=spec.infer_batch,
         warmup=spec.warmup,
