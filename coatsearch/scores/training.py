@@ -24,15 +24,15 @@ from coatsearch.training import listeners
 from coatsearch.training.fit import History, fit
 from coatsearch.training.floor import RECIPE, Floor, linear_floor
 from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 
-def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
+def unregularized(optim: specs.OptimSpec) -> specs.OptimSpec:
     """The paper's layout-study recipe: no label smoothing, mixup or augmentation (weight decay kept)."""
     return dataclasses.replace(optim, label_smoothing=0.0, mixup=0.0, randaugment=False)
 
 
-def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
+def splits(ctx: Context, subset: specs.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
     """(train subset, test images, validation images) for one score: the subset seeded by the trial's seed,
     validation fixed per study, test fixed per study or per seed (data.split)."""
     inp = ctx.inp
@@ -58,8 +58,8 @@ def train(
     net: torch.nn.Module,
     train_set: D.TensorData,
     held: D.TensorData,
-    optim: S.OptimSpec,
-    subset: S.SubsetSpec,
+    optim: specs.OptimSpec,
+    subset: specs.SubsetSpec,
     augment: bool,
     stop_at_acc: float | None = None,
     levels: tuple[float, ...] | None = None,
@@ -103,8 +103,8 @@ def train(
 def single(
     ctx: Context,
     name: str,
-    subset: S.SubsetSpec,
-    optim: S.OptimSpec,
+    subset: specs.SubsetSpec,
+    optim: specs.OptimSpec,
     augment: bool,
     min_epochs: int = 0,
     levels: tuple[float, ...] | None = None,

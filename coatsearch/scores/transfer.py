@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from coatsearch.scores.base import Context, Guard, Metric, Score, acc
 from coatsearch.training import schedule
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
@@ -29,12 +29,12 @@ PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
 PROBE_L2 = 1e-4  # L2 penalty of the linear probe (on standardized features)
 
 
-@S.spec
+@specs.spec
 class TransferSpec:
     """Pretrain on subset A (`pretrain`), then fine-tune on subset B (`finetune`, may name another dataset)."""
 
-    pretrain: S.SubsetSpec
-    finetune: S.SubsetSpec
+    pretrain: specs.SubsetSpec
+    finetune: specs.SubsetSpec
 
 
 FACTS = ("fingerprint", "_images")  # what transfer keeps of its runs' facts: which images, how many held out
