@@ -135,7 +135,7 @@ class Recorder:
         Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
         from coatsearch.training.curves import eval_batch, eval_tensors
-        from coatsearch.training.data import PROBE_MAX
+        from coatsearch.training.subsets import PROBE_MAX
         from coatsearch.training.tuning import signature
 
         key = ("point", signature(model), batch)

@@ -27,7 +27,7 @@ class LengthSpec:
 def run(ctx: Context, spec: LengthSpec) -> dict:
     """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
     from coatsearch.scores import training as T
-    from coatsearch.training import data as D
+    from coatsearch.training import subsets
 
     subset = specs.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
     train_set, held, validation = T.splits(ctx, subset)
@@ -45,8 +45,8 @@ def run(ctx: Context, spec: LengthSpec) -> dict:
     out["length.eval_acc"], out["length.val_acc"] = accs, vals  # test images; validation images (for choosing)
     out["length.eval_acc_longest"], out["length.val_acc_longest"] = accs[longest], vals[longest]
     out["length.best_epochs"] = best_length(spec.epochs, vals)
-    out["length.eval_fingerprint"] = D.fingerprint(held)
-    out["length.val_fingerprint"] = D.fingerprint(validation)
+    out["length.eval_fingerprint"] = subsets.fingerprint(held)
+    out["length.val_fingerprint"] = subsets.fingerprint(validation)
     return out
 
 

@@ -1,11 +1,11 @@
 """Shared training steps of the scores (subsets, a fresh model, one fit, curves); imported by run functions only.
 
-Data is paired across candidates: the validation images are drawn once per study (data.split, seed
-data.EVAL_SEED, never the trial seed), the test images once per study or, under `test_sampling: per_seed`, once
+Data is paired across candidates: the validation images are drawn once per study (subsets.split, seed
+subsets.EVAL_SEED, never the trial seed), the test images once per study or, under `test_sampling: per_seed`, once
 per trial seed, and the training subset and batch order depend on the trial seed alone, so
 every candidate of a seed sees the same images in the same order. Validation images serve every choice (pruning,
 stop_at_acc, the objective); test images the verdict measures (`eval_*` keys). Each run records the fingerprints
-of all three (data.fingerprint).
+of all three (subsets.fingerprint).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from coatsearch.errors import UserError
 from coatsearch.models import build
 from coatsearch.scores.base import Context
 from coatsearch.training import data as D
-from coatsearch.training import listeners
+from coatsearch.training import listeners, subsets
 from coatsearch.training.fit import History, fit
 from coatsearch.training.floor import RECIPE, Floor, linear_floor
 from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
@@ -34,12 +34,12 @@ def unregularized(optim: specs.OptimSpec) -> specs.OptimSpec:
 
 def splits(ctx: Context, subset: specs.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
     """(train subset, test images, validation images) for one score: the subset seeded by the trial's seed,
-    validation fixed per study, test fixed per study or per seed (data.split)."""
+    validation fixed per study, test fixed per study or per seed (subsets.split)."""
     inp = ctx.inp
     spec = subset.dataset or inp.data
     pool, test = D.load(spec, inp.model.image_size, inp.model.in_chans)
-    train = D.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
-    validation, held = D.split(test, spec, subset.classes, seed=inp.seed)
+    train = subsets.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
+    validation, held = subsets.split(test, spec, subset.classes, seed=inp.seed)
     return train, held, validation
 
 
@@ -159,9 +159,9 @@ def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorD
         f"{name}.images": len(train_set),
         f"{name}.eval_images": len(held),
         f"{name}.val_images": len(validation),
-        f"{name}.train_fingerprint": D.fingerprint(train_set),
-        f"{name}.eval_fingerprint": D.fingerprint(held),
-        f"{name}.val_fingerprint": D.fingerprint(validation),
+        f"{name}.train_fingerprint": subsets.fingerprint(train_set),
+        f"{name}.eval_fingerprint": subsets.fingerprint(held),
+        f"{name}.val_fingerprint": subsets.fingerprint(validation),
         f"{name}.steps": hist.steps,
         f"{name}.epochs": round(hist.steps / max(1, hist.steps_per_epoch), 3),
         f"{name}.seconds": sum(hist.seconds),

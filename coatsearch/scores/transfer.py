@@ -73,7 +73,7 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
         "transfer.scratch_acc": scratch_acc,
         "transfer.gain": tuned_acc - scratch_acc,
         "transfer.probe_acc": probe,
-        "transfer.val_pretrain_acc": hist_a.val_acc[-1],  # the validation twins (data.split): for selection
+        "transfer.val_pretrain_acc": hist_a.val_acc[-1],  # the validation twins (subsets.split): for selection
         "transfer.val_finetune_acc": val_tuned,
         "transfer.val_scratch_acc": val_scratch,
         "transfer.val_gain": val_tuned - val_scratch,

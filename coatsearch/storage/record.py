@@ -192,7 +192,7 @@ def completed(
     return RunRecord(VERSION, "COMPLETE", identity, model, metrics, curves, optimizer, **kw)
 
 
-VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (data.split)
+VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (subsets.split)
 
 
 def twin(key: str) -> str:

@@ -3,7 +3,7 @@
 A point is measured in eval mode without augmentation, at step 0 (initialization) and every `eval_every`
 optimizer steps, always including the last: plain cross-entropy and accuracy on a fixed probe of the
 training subset (the "training loss" of CoAtNet's generalization definition), on the study's fixed test images
-and on its validation images (data.split). Measuring never draws from a random generator, so a run's trajectory
+and on its validation images (subsets.split). Measuring never draws from a random generator, so a run's trajectory
 is the same with or without it.
 
 Matched-loss runs (a train-loss ladder given) also measure dense points where the ladder is crossed: a point
@@ -29,8 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from coatsearch.errors import UserError
-from coatsearch.training.data import TensorData, probe_index
+from coatsearch.training.data import TensorData
 from coatsearch.training.schedule import DENSE_RATIO, DENSE_WINDOW
+from coatsearch.training.subsets import probe_index
 from coatsearch.vocab.specs import rung_below
 
 EVAL_BATCH_CUDA = 2048  # images per evaluation batch on CUDA (the models are small: the largest batch is fastest)

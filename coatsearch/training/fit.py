@@ -31,9 +31,10 @@ from tqdm import tqdm
 from coatsearch.errors import UserError
 from coatsearch.training import capture, checkpoint
 from coatsearch.training.curves import Curve, Meter, Point, Stop, autocast, channels_last, eval_tensors
-from coatsearch.training.data import PROBE_MAX, TensorData
+from coatsearch.training.data import TensorData
 from coatsearch.training.devices import parse_device, pick_device  # noqa: F401 - their home was here
 from coatsearch.training.schedule import curve_steps, steps_per_epoch
+from coatsearch.training.subsets import PROBE_MAX
 from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
 from coatsearch.vocab.specs import OptimSpec
 
@@ -519,7 +520,7 @@ def fit(
 
     Curve points (`coatsearch.training.curves`) are measured at step 0, every `eval_every` steps (None: about 10 per
     run; 0: none) and at the last step, on a fixed class-balanced probe of `probe` training images
-    (data.probe_index), on `evaluate` (the test images) and on `validate` (the validation images; None:
+    (subsets.probe_index), on `evaluate` (the test images) and on `validate` (the validation images; None:
     `evaluate` serves as both); `on_point(step, point)` sees each one. `on_epoch` and `stop_at_acc` read the
     validation images, never the test images. `max_steps` replaces the
     `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
