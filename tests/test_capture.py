@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from coatsearch.scores import training as T
-from coatsearch.training import capture, data, fit, subsets
+from coatsearch.training import capture, data, fit, history, subsets
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -40,7 +40,7 @@ def cpu_captures(monkeypatch):
     capture.clear()
 
 
-def run(small, optim: OptimSpec, epochs: int = 3, net: nn.Module | None = None) -> fit.History:
+def run(small, optim: OptimSpec, epochs: int = 3, net: nn.Module | None = None) -> history.History:
     tr, ev = small
     return fit.fit(net or tiny_net(), tr, ev, optim, epochs, seed=0, device=CPU, eval_every=6)
 

@@ -22,7 +22,8 @@ from coatsearch.storage import paths
 from coatsearch.training import data as D
 from coatsearch.training import subsets
 from coatsearch.training.datacheck import check_matches
-from coatsearch.training.fit import NonFinite, NonFiniteLoss, check_finite, fit
+from coatsearch.training.fit import fit
+from coatsearch.training.history import NonFinite, NonFiniteLoss, check_finite
 from coatsearch.vocab.specs import DataSpec, OptimSpec, SubsetSpec
 from tests.tiny import TINY, tiny_text, tiny_variant
 

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from coatsearch.errors import UserError
-from coatsearch.training import data, fit, subsets
+from coatsearch.training import augment, data, fit, history, subsets
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -24,7 +24,7 @@ def pools() -> tuple[data.TensorData, data.TensorData]:
     return tr, subsets.eval_subset(te, 200, None, seed=0)
 
 
-def metrics(h: fit.History) -> dict:
+def metrics(h: history.History) -> dict:
     """A history without its timings."""
     return {k: v for k, v in dataclasses.asdict(h).items() if k not in TIMING}
 
@@ -105,7 +105,7 @@ class NaNAfter(nn.Module):
 
 def test_non_finite_loss_raises_at_the_step(pools):
     tr, _ = pools
-    with pytest.raises(fit.NonFiniteLoss) as err:
+    with pytest.raises(history.NonFiniteLoss) as err:
         fit.fit(NaNAfter(at=40), tr, None, OptimSpec(batch_size=100), 3, seed=0, device=CPU)
     assert (err.value.epoch, err.value.step) == (2, 0)  # 20 steps per epoch: call 41 is epoch 2, step 0
 
@@ -114,10 +114,10 @@ def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
     monkeypatch.setattr(fit, "JITTER", 0.0)
     x = torch.randn(6, 2, 16, 16)
     gen = torch.Generator().manual_seed(0)
-    out = fit.augment_batch(x, gen, hflip=True)
-    again = fit.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
+    out = augment.augment_batch(x, gen, hflip=True)
+    again = augment.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
     assert out.shape == x.shape and torch.equal(out, again)
-    p = 16 // fit.SHIFT_FRACTION
+    p = 16 // augment.SHIFT_FRACTION
     padded = nn.functional.pad(x, (p, p, p, p))
     for img, src in zip(out, padded, strict=True):
         crops = [src[:, i : i + 16, j : j + 16] for i in range(2 * p + 1) for j in range(2 * p + 1)]
@@ -202,7 +202,7 @@ def test_compiled_metrics_agree_with_eager_within_seed_noise():
     tr, te = data.load(DataSpec("synthetic"), 16, 1)
     tr, ev = subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(te, 200, None, seed=0)
 
-    def run(seed: int, compile: bool) -> fit.History:
+    def run(seed: int, compile: bool) -> history.History:
         torch.manual_seed(seed)
         optim = OptimSpec(lr=3e-3, batch_size=50, compile=compile)
         return fit.fit(build(spec), tr, ev, optim, 3, seed=seed, device=CPU)

@@ -21,8 +21,9 @@ from coatsearch.models import build
 from coatsearch.scores.base import Context
 from coatsearch.training import data as D
 from coatsearch.training import listeners, subsets
-from coatsearch.training.fit import History, fit
+from coatsearch.training.fit import fit
 from coatsearch.training.floor import RECIPE, Floor, linear_floor
+from coatsearch.training.history import History
 from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
 from coatsearch.vocab import specs
 
