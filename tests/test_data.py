@@ -1,4 +1,4 @@
-"""Tests for coatsearch.training.data: IDX reading, loading, shaping, subsets, synthetic data, missing-data errors."""
+"""Tests for training.data and training.subsets: IDX reading, loading, shaping, subsets, synthetic data, errors."""
 
 from __future__ import annotations
 
