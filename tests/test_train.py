@@ -111,7 +111,7 @@ def test_non_finite_loss_raises_at_the_step(pools):
 
 
 def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
-    monkeypatch.setattr(fit, "JITTER", 0.0)
+    monkeypatch.setattr(augment, "JITTER", 0.0)
     x = torch.randn(6, 2, 16, 16)
     gen = torch.Generator().manual_seed(0)
     out = augment.augment_batch(x, gen, hflip=True)
