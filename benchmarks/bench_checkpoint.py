@@ -29,7 +29,7 @@ from coatsearch.models import build
 from coatsearch.runner import resume
 from coatsearch.space.objects import load_space
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training import checkpoint, data, fit
+from coatsearch.training import checkpoint, data, fit, subsets
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
@@ -53,7 +53,7 @@ def main() -> None:
     spec = prep.model
     per_class = cand.scores.generalization.per_class if cand.scores.generalization else 600
     pool, test = data.load(space.data, spec.image_size, spec.in_chans)
-    train = data.subset(pool, per_class, None, seed=0)
+    train = subsets.subset(pool, per_class, None, seed=0)
     torch.manual_seed(0)
     net = build(spec)
     params = sum(p.numel() for p in net.parameters())

@@ -1,7 +1,7 @@
 """The fair linear floor on Fashion-MNIST: validation-chosen logistic regression per training-set size.
 
 For each size (images per class), the training subset, the validation images and the test images are drawn as a
-study draws them (training.data: subset by seed, the study's one validation draw, then its test images), and
+study draws them (training.subsets: subset by seed, the study's one validation draw, then its test images), and
 training.floor's L2 path of logistic regressions is fitted; the line per size gives every C's validation and test
 accuracy and the validation-chosen floor. The recipe-trained linear runs of the earlier reports (64.8% on 1,000
 images, 67.2% on 2,500) are the floor this replaces. The last line is `floor_acc=<test accuracy of the
@@ -16,6 +16,7 @@ import argparse
 import time
 
 from coatsearch.training import data as D
+from coatsearch.training import subsets
 from coatsearch.training.floor import linear_floor
 from coatsearch.vocab.numbers import parse_int
 from coatsearch.vocab.specs import DataSpec
@@ -41,10 +42,10 @@ def main() -> None:
     test_size = number("--test-size", args.test_size, 1, 9000)
     spec = DataSpec(dataset="fashion_mnist", eval_size=eval_size, test_size=test_size)
     pool, test = D.load(spec, 32, 1)
-    validation, held = D.split(test, spec, None, seed=seed)
+    validation, held = subsets.split(test, spec, None, seed=seed)
     best = None
     for per_class in sizes:
-        train = D.subset(pool, per_class, None, seed=seed)
+        train = subsets.subset(pool, per_class, None, seed=seed)
         start = time.perf_counter()
         best, path = linear_floor(train, validation, held)
         seconds = time.perf_counter() - start

@@ -25,9 +25,9 @@ from coatsearch.training import throughput
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
 
-def rates(prep, spec: SpeedSpec, threads: int, device: torch.device) -> throughput.Speed:
+def rates(prep, spec: SpeedSpec, threads: int, device: torch.device) -> throughput.Throughput:
     """One run of the speed score's measurement on one candidate."""
-    plan = throughput.Plan(
+    plan = throughput.ThroughputPlan(
         train_batch=spec.train_batch or prep.optim.batch_size,
         infer_batch=spec.infer_batch,
         warmup=spec.warmup,

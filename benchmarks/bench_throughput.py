@@ -33,7 +33,7 @@ from coatsearch.budget.prepare import prepare
 from coatsearch.models import build
 from coatsearch.planner.gpu import H200_BF16_PEAK
 from coatsearch.space.objects import load_space
-from coatsearch.training import capture, fit, tuning
+from coatsearch.training import augment, capture, fit, tuning
 from coatsearch.training.curves import autocast
 
 SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
@@ -85,7 +85,7 @@ def captured_step(model, optim, mode: str, device: torch.device, batch: int, x, 
     slot_mode = "compiled+captured" if "compiled" in mode else "captured"
     slot = capture.Slot(model, recipe, x, y, slot_mode,
                         lambda net, lr: fit.make_optimizer(net, o, lr, capturable=device.type == "cuda"),
-                        fit.augment_draws, fit.augment_apply)  # fmt: skip
+                        augment.augment_draws, augment.augment_apply)  # fmt: skip
     gen, idx = torch.Generator(device=device).manual_seed(1), torch.arange(batch, device=device)
     return lambda: slot.step(x, y, idx, gen, float(o.lr), 0.5)
 

@@ -23,7 +23,7 @@ from typing import Any
 from torch import nn
 
 from coatsearch.errors import UserError
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 NAME = "coatsearch_{study}_{architecture}"  # the default name template of a registered network
 WEIGHTS = "weights"  # the study folder's subfolder of `export --format timm` weights
@@ -79,7 +79,7 @@ def register(study: str, best: int = 1, studies_dir: str | Path = "studies", nam
     return [e[0] for e in entries]
 
 
-def _cfg(spec: S.ModelSpec, file: str | None) -> dict[str, Any]:
+def _cfg(spec: specs.ModelSpec, file: str | None) -> dict[str, Any]:
     """The pretrained cfg of a registered network: its input, classes, head and (with weights) the file."""
     return {
         "file": file,
@@ -92,7 +92,7 @@ def _cfg(spec: S.ModelSpec, file: str | None) -> dict[str, Any]:
     }
 
 
-def _head(spec: S.ModelSpec) -> str:
+def _head(spec: specs.ModelSpec) -> str:
     """The name of the model's classifier (its last Linear), found on a model built without memory."""
     import torch
 
@@ -103,7 +103,7 @@ def _head(spec: S.ModelSpec) -> str:
     return [n for n, m in net.named_modules() if isinstance(m, nn.Linear)][-1]
 
 
-def _entry(timm_name: str, spec: S.ModelSpec) -> Callable[..., nn.Module]:
+def _entry(timm_name: str, spec: specs.ModelSpec) -> Callable[..., nn.Module]:
     """timm's entry point for one network: `fn(pretrained=False, **kwargs)`, named as registered."""
     from timm.models import build_model_with_cfg
 
@@ -115,7 +115,7 @@ def _entry(timm_name: str, spec: S.ModelSpec) -> Callable[..., nn.Module]:
     return entry
 
 
-def _build(spec: S.ModelSpec, num_classes: int, in_chans: int, **kwargs: Any) -> nn.Module:
+def _build(spec: specs.ModelSpec, num_classes: int, in_chans: int, **kwargs: Any) -> nn.Module:
     """The solved model with timm's `num_classes` and `in_chans`; other keyword arguments are refused."""
     from coatsearch.models import build
 

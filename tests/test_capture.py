@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from coatsearch.scores import training as T
-from coatsearch.training import capture, data, fit
+from coatsearch.training import capture, data, fit, history, subsets
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -28,7 +28,7 @@ RECIPE = OptimSpec(lr=3e-3, batch_size=50, randaugment=True, mixup=0.4, label_sm
 def small() -> tuple[data.TensorData, data.TensorData]:
     """300 training images (6 steps per epoch at batch 50) and 100 eval images."""
     tr, te = data.load(DataSpec("synthetic"), 32, 1)
-    return data.subset(tr, 30, None, seed=0), data.eval_subset(te, 100, None, seed=0)
+    return subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(te, 100, None, seed=0)
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def cpu_captures(monkeypatch):
     capture.clear()
 
 
-def run(small, optim: OptimSpec, epochs: int = 3, net: nn.Module | None = None) -> fit.History:
+def run(small, optim: OptimSpec, epochs: int = 3, net: nn.Module | None = None) -> history.History:
     tr, ev = small
     return fit.fit(net or tiny_net(), tr, ev, optim, epochs, seed=0, device=CPU, eval_every=6)
 

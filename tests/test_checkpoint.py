@@ -74,11 +74,13 @@ def test_a_killed_trial_resumes_from_its_checkpoint_to_the_uninterrupted_record(
 
 @pytest.fixture(scope="module")
 def pools():
-    from coatsearch.training import data
+    from coatsearch.training import data, subsets
     from coatsearch.vocab.specs import DataSpec
 
     tr, te = data.load(DataSpec("synthetic"), 32, 1)
-    return data.subset(tr, 30, None, seed=0), data.eval_subset(te, 100, None, seed=0)  # 300 images: 4 steps an epoch
+    return subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(
+        te, 100, None, seed=0
+    )  # 300 images: 4 steps an epoch
 
 
 def _fit(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | str = False):

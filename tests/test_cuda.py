@@ -19,7 +19,8 @@ from coatsearch.models import build
 from coatsearch.runner import workers
 from coatsearch.space.objects import load_space
 from coatsearch.training import capture, curves, fit, tuning
-from coatsearch.training.data import load, subset
+from coatsearch.training.data import load
+from coatsearch.training.subsets import subset
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.tiny import TINY
 

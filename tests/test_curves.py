@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from coatsearch.errors import UserError
-from coatsearch.training import curves, data, fit, schedule
+from coatsearch.training import curves, data, fit, schedule, subsets
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -19,7 +19,7 @@ OPT = OptimSpec(lr=3e-3, batch_size=50)
 def small() -> tuple[data.TensorData, data.TensorData]:
     """A 200-image synthetic training subset (4 steps per epoch at batch 50) and a 100-image eval set."""
     tr, te = data.load(DataSpec("synthetic"), 32, 1)
-    return data.subset(tr, 20, None, seed=0), data.eval_subset(te, 100, None)
+    return subsets.subset(tr, 20, None, seed=0), subsets.eval_subset(te, 100, None)
 
 
 def test_curve_steps():
@@ -42,7 +42,7 @@ def test_points_are_clean_and_do_not_change_the_run(small):
     assert h.steps == 12 and h.steps_per_epoch == 4 and h.stopped is None
     assert abs(c.train_loss[0] - math.log(10)) < 0.5 and c.train_loss[-1] < c.train_loss[0]
     assert c.eval_acc[-1] == h.final_eval_acc  # the epoch-end eval reuses the point measured there
-    probe = data.probe(tr, 64)
+    probe = subsets.probe(tr, 64)
     net = tiny_net()
     fit.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
     assert (c.train_loss[-1], c.train_acc[-1]) == fit.evaluate(net, probe, CPU, 2 * OPT.batch_size)
@@ -99,34 +99,36 @@ def test_stop_at_loss_target_or_cap(small):
 
 def test_pairing_same_eval_images_and_subsets_across_candidates_and_seeds():
     spec = DataSpec("synthetic")
-    evals, subsets = set(), {}
+    evals, drawn = set(), {}
     for size, chans in ((32, 1), (36, 3)):  # two candidates with different input shapes
         tr, te = data.load(spec, size, chans)
         for seed in (0, 1):
-            evals.add(data.fingerprint(data.eval_subset(te, 100, (1, 2, 3))))
-            subsets.setdefault(seed, set()).add(data.fingerprint(data.subset(tr, 30, (1, 2, 3), seed=seed)))
+            evals.add(subsets.fingerprint(subsets.eval_subset(te, 100, (1, 2, 3))))
+            drawn.setdefault(seed, set()).add(subsets.fingerprint(subsets.subset(tr, 30, (1, 2, 3), seed=seed)))
     assert len(evals) == 1  # one eval set per study, whatever the seed or the model
-    assert all(len(f) == 1 for f in subsets.values()) and subsets[0] != subsets[1]
+    assert all(len(f) == 1 for f in drawn.values()) and drawn[0] != drawn[1]
     tr, te = data.load(spec, 32, 1)
-    whole = data.eval_subset(te, 0, None)
-    assert torch.equal(data.image_ids(whole), torch.arange(len(te))) and data.fingerprint(whole) == data.fingerprint(te)
-    assert data.fingerprint(data.eval_subset(te, 100, (1, 2, 3), seed=5)) not in evals
-    sub = data.subset(tr, 30, (1, 2, 3), seed=0)
+    whole = subsets.eval_subset(te, 0, None)
+    assert torch.equal(subsets.image_ids(whole), torch.arange(len(te))) and subsets.fingerprint(
+        whole
+    ) == subsets.fingerprint(te)
+    assert subsets.fingerprint(subsets.eval_subset(te, 100, (1, 2, 3), seed=5)) not in evals
+    sub = subsets.subset(tr, 30, (1, 2, 3), seed=0)
     assert torch.equal(tr.x[sub.ids], sub.x) and torch.equal(te.x[whole.ids], whole.x)  # ids index the pool
-    nested = data.subset(sub, 5, (2,), seed=0)
+    nested = subsets.subset(sub, 5, (2,), seed=0)
     assert torch.equal(tr.x[nested.ids], nested.x)
 
 
 def test_probe_is_fixed_and_spread():
     tr, _ = data.load(DataSpec("synthetic"), 32, 1)
-    sub = data.subset(tr, 100, None, seed=3)  # 1000 images
-    p = data.probe(sub, 200)
-    assert len(p) == 200 and data.fingerprint(p) == data.fingerprint(data.probe(sub, 200))
+    sub = subsets.subset(tr, 100, None, seed=3)  # 1000 images
+    p = subsets.probe(sub, 200)
+    assert len(p) == 200 and subsets.fingerprint(p) == subsets.fingerprint(subsets.probe(sub, 200))
     assert torch.bincount(p.y).tolist() == [20] * 10  # evenly spaced over interleaved classes
     assert set(p.ids.tolist()) <= set(sub.ids.tolist())
-    assert data.fingerprint(data.probe(sub, 5000)) == data.fingerprint(sub)
+    assert subsets.fingerprint(subsets.probe(sub, 5000)) == subsets.fingerprint(sub)
     with pytest.raises(UserError):
-        data.probe(sub, 0)
+        subsets.probe(sub, 0)
 
 
 def test_batch_order_depends_on_seed_and_size_only(small):

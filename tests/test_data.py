@@ -1,4 +1,4 @@
-"""Tests for coatsearch.training.data: IDX reading, loading, shaping, subsets, synthetic data, missing-data errors."""
+"""Tests for training.data and training.subsets: IDX reading, loading, shaping, subsets, synthetic data, errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from coatsearch.errors import UserError
-from coatsearch.training import data
+from coatsearch.training import data, subsets
 from coatsearch.vocab.specs import DataSpec
 
 SYSTEM = data.FASHION_SYSTEM_DIR
@@ -190,38 +190,38 @@ def pool_index(pool: data.TensorData, part: data.TensorData) -> torch.Tensor:
 
 def test_subset_determinism_remapping_and_nesting():
     tr, _ = data.load(DataSpec("synthetic"), 32, 1)
-    a = data.subset(tr, 20, (7, 2), seed=0)
-    b = data.subset(tr, 20, (7, 2), seed=0)
+    a = subsets.subset(tr, 20, (7, 2), seed=0)
+    b = subsets.subset(tr, 20, (7, 2), seed=0)
     assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y) and a.classes == (7, 2)
     assert torch.bincount(a.y).tolist() == [20, 20]
     orig = tr.y[pool_index(tr, a)]
     assert torch.equal(orig, torch.tensor(a.classes)[a.y])  # label i is original class classes[i]
-    assert not torch.equal(a.x, data.subset(tr, 20, (7, 2), seed=1).x)
-    small = set(pool_index(tr, data.subset(tr, 5, (7, 2), seed=0)).tolist())
+    assert not torch.equal(a.x, subsets.subset(tr, 20, (7, 2), seed=1).x)
+    small = set(pool_index(tr, subsets.subset(tr, 5, (7, 2), seed=0)).tolist())
     assert small <= set(pool_index(tr, a).tolist())  # nested in the size
-    sub_of_sub = data.subset(a, 3, (2,), seed=0)
+    sub_of_sub = subsets.subset(a, 3, (2,), seed=0)
     assert sub_of_sub.classes == (2,) and sub_of_sub.y.tolist() == [0, 0, 0]
-    assert data.subset(tr, 1, None, seed=0).classes == tuple(range(10))
+    assert subsets.subset(tr, 1, None, seed=0).classes == tuple(range(10))
 
 
 def test_subset_short_class_and_bad_classes():
     tr, _ = data.load(DataSpec("synthetic"), 32, 1)
     with pytest.warns(UserWarning, match="class 3: 200/500"):
-        s = data.subset(tr, 500, (3, 4), seed=0)
+        s = subsets.subset(tr, 500, (3, 4), seed=0)
     assert len(s) == 400
     with pytest.raises(UserError):
-        data.subset(tr, 5, (3, 11), seed=0)
+        subsets.subset(tr, 5, (3, 11), seed=0)
     with pytest.raises(UserError):
-        data.subset(tr, 5, (3, 3), seed=0)
+        subsets.subset(tr, 5, (3, 3), seed=0)
     with pytest.raises(UserError):
-        data.subset(tr, 0, None, seed=0)
+        subsets.subset(tr, 0, None, seed=0)
 
 
 def test_eval_subset_balanced():
     _, te = data.load(DataSpec("synthetic"), 32, 1)
-    e = data.eval_subset(te, 55, None, seed=0)
+    e = subsets.eval_subset(te, 55, None, seed=0)
     assert torch.bincount(e.y).tolist() == [6] * 5 + [5] * 5
-    assert torch.equal(e.x, data.eval_subset(te, 55, None, seed=0).x)
-    e2 = data.eval_subset(te, 9, (5, 0, 9), seed=0)
+    assert torch.equal(e.x, subsets.eval_subset(te, 55, None, seed=0).x)
+    e2 = subsets.eval_subset(te, 9, (5, 0, 9), seed=0)
     assert e2.classes == (5, 0, 9) and torch.bincount(e2.y).tolist() == [3, 3, 3]
-    assert len(data.eval_subset(te, 0, (1, 2), seed=0)) == 100
+    assert len(subsets.eval_subset(te, 0, (1, 2), seed=0)) == 100

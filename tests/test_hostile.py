@@ -20,8 +20,10 @@ from coatsearch.space.load import MAX_BYTES, load_document
 from coatsearch.space.objects import load_space
 from coatsearch.storage import paths
 from coatsearch.training import data as D
+from coatsearch.training import subsets
 from coatsearch.training.datacheck import check_matches
-from coatsearch.training.fit import NonFinite, NonFiniteLoss, check_finite, fit
+from coatsearch.training.fit import fit
+from coatsearch.training.history import NonFinite, NonFiniteLoss, check_finite
 from coatsearch.vocab.specs import DataSpec, OptimSpec, SubsetSpec
 from tests.tiny import TINY, tiny_text, tiny_variant
 
@@ -550,7 +552,7 @@ class _NanWhenEval(nn.Module):
 
 def _tiny_data() -> D.TensorData:
     pool, _ = D.load(SYN, 16, 1)
-    return D.subset(pool, 4, None, seed=0)
+    return subsets.subset(pool, 4, None, seed=0)
 
 
 @pytest.mark.parametrize("with_eval, expected", [(True, "non-finite eval loss"), (False, "non-finite clean train")])

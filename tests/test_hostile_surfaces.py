@@ -21,7 +21,7 @@ from coatsearch.space.objects import load_space
 from coatsearch.space.search import Rejected
 from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
-from coatsearch.training.fit import NonFinite, NonFiniteLoss
+from coatsearch.training.history import NonFinite, NonFiniteLoss
 from tests.support.hostile import deadline
 from tests.tiny import TINY, tiny_text
 

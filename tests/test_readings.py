@@ -16,7 +16,7 @@ from coatsearch.report import markdown_claims as MC
 from coatsearch.report import plots_claims as PC
 from coatsearch.report.view_claims import claim_info
 from coatsearch.training import curves as curve
-from coatsearch.training import data, fit, schedule
+from coatsearch.training import data, fit, schedule, subsets
 from coatsearch.vocab import specs as S
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, noisy, record, seeded, with_derived
@@ -29,7 +29,7 @@ OPT = OptimSpec(lr=3e-3, batch_size=20, warmup_epochs=1)
 def small() -> tuple[data.TensorData, data.TensorData]:
     """A 200-image synthetic training subset (10 steps per epoch at batch 20) and a 100-image eval set."""
     tr, te = data.load(DataSpec("synthetic"), 32, 1)
-    return data.subset(tr, 20, None, seed=0), data.eval_subset(te, 100, None)
+    return subsets.subset(tr, 20, None, seed=0), subsets.eval_subset(te, 100, None)
 
 
 # ---------------------------------------------------------------------------------------------- training side

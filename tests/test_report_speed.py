@@ -7,7 +7,7 @@ from coatsearch.analysis import speed_tables as SP
 from coatsearch.report import markdown_speed as MS
 from coatsearch.report import plots_speed
 from coatsearch.report import view_speed as VS
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext
 from coatsearch.storage import record as R
 
 SPACE = {"candidates": ["A", "B", "C"], "study": {"objective": "generalization.eval_acc"}}
@@ -42,7 +42,7 @@ def _records(truth=TRUTH, matched: bool = True, speed: bool = True) -> list[R.Tr
 
 def _speed(table: dict | None) -> VS.Speed | None:
     """The speed section's Info from a speed table."""
-    return VS.speed(Context("s", SPACE, frames.build(SPACE, []), {}, {"speed": table}))
+    return VS.speed(ReportContext("s", SPACE, frames.build(SPACE, []), {}, {"speed": table}))
 
 
 def test_pareto_front():

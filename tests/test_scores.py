@@ -84,7 +84,7 @@ def _model(layout: str) -> S.ModelSpec:
 def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
     from coatsearch.scores import Context
     from coatsearch.scores import training as T
-    from coatsearch.training import data as D
+    from coatsearch.training import subsets
 
     sub = S.SubsetSpec(per_class=8, epochs=1, eval_every=1)
     runs = {}
@@ -93,7 +93,7 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
         ctx = Context(inp, torch.device("cpu"))
         train, held, _ = T.splits(ctx, sub)
         out = measure(inp, torch.device("cpu"))
-        runs[(layout, seed)] = (D.image_ids(train), D.image_ids(held), out)
+        runs[(layout, seed)] = (subsets.image_ids(train), subsets.image_ids(held), out)
     (tr_a, ev_a, a), (tr_b, ev_b, b), (tr_c, ev_c, c) = runs.values()
     assert torch.equal(tr_a, tr_b) and torch.equal(ev_a, ev_b) and torch.equal(ev_a, ev_c)  # paired by seed
     assert not torch.equal(tr_a, tr_c)  # another seed, another training subset; the eval set stays
@@ -107,11 +107,12 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
 
 def test_whole_split_and_the_eval_set_default_to_all_images():
     from coatsearch.training import data as D
+    from coatsearch.training import subsets
 
     pool, test = D.load(S.DataSpec("synthetic"), 16, 1)
-    assert len(D.subset(pool, None, None, seed=3)) == len(pool)
-    assert len(D.subset(pool, None, (0, 1), seed=3)) == int((pool.y <= 1).sum())
-    assert len(D.eval_subset(test, S.DataSpec("synthetic").eval_size, None)) == len(test)
+    assert len(subsets.subset(pool, None, None, seed=3)) == len(pool)
+    assert len(subsets.subset(pool, None, (0, 1), seed=3)) == int((pool.y <= 1).sum())
+    assert len(subsets.eval_subset(test, S.DataSpec("synthetic").eval_size, None)) == len(test)
 
 
 def test_capacity_budget_must_cover_an_epoch():

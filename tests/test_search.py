@@ -308,7 +308,7 @@ def test_replay_gives_each_sampler_a_regret_curve(measured, capsys):
     for c in curves:
         assert all(m >= 0 and lo <= m <= hi for _, m, lo, hi in c.points)  # the incumbent's regret, over repeats
     full = replay.table("g", measured)
-    exact = replay.Table(full.candidate, {k: v[:1] for k, v in full.values.items()}, full.rejected, True)
+    exact = replay.MeasuredTable(full.candidate, {k: v[:1] for k, v in full.values.items()}, full.rejected, True)
     for c in replay.replay(exact, ["random", "tpe"], 6, 4):  # one value a point: the incumbent never worsens
         means = [m for _, m, _, _ in c.points]
         assert means == sorted(means, reverse=True) and means[0] > 0

@@ -44,7 +44,9 @@ def test_plan_threads_are_used_then_restored():
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        plan = throughput.Plan(train_batch=8, infer_batch=8, warmup=1, repeats=3, latency_repeats=4, threads=1)
+        plan = throughput.ThroughputPlan(
+            train_batch=8, infer_batch=8, warmup=1, repeats=3, latency_repeats=4, threads=1
+        )
         sp = throughput.measure(build(MODEL), (1, 16, 16), 5, OPTIM, torch.device("cpu"), plan)
         assert sp.threads == 1 and torch.get_num_threads() == 2
     finally:

@@ -14,7 +14,7 @@ from coatsearch import api
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import judging
 from coatsearch.errors import UserError
-from coatsearch.training import data
+from coatsearch.training import data, subsets
 from coatsearch.vocab.specs import DataSpec
 from tests.tiny import TINY, tiny_variant
 
@@ -26,45 +26,47 @@ def pool() -> data.TensorData:
 
 
 def _ids(d: data.TensorData) -> set[int]:
-    return set(data.image_ids(d).tolist())
+    return set(subsets.image_ids(d).tolist())
 
 
 def test_validation_is_the_old_eval_draw_and_every_test_draw_is_disjoint(pool):
     spec = DataSpec("fashion_mnist", eval_size=1000, test_size=1000)
-    val, test0 = data.split(pool, spec, None)
-    _, test1 = data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_draw=1), None)
-    old = data.eval_subset(pool, 1000, None)  # the one eval set every look before the split used
-    assert data.fingerprint(val) == data.fingerprint(old)
+    val, test0 = subsets.split(pool, spec, None)
+    _, test1 = subsets.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_draw=1), None)
+    old = subsets.eval_subset(pool, 1000, None)  # the one eval set every look before the split used
+    assert subsets.fingerprint(val) == subsets.fingerprint(old)
     assert len(val) == len(test0) == len(test1) == 1000
     assert not _ids(val) & _ids(test0) and not _ids(val) & _ids(test1) and not _ids(test0) & _ids(test1)
     assert torch.bincount(test0.y).tolist() == [100] * 10  # balanced, relabelled like the validation images
-    smaller, _ = data.split(pool, DataSpec("fashion_mnist", eval_size=300), None)
+    smaller, _ = subsets.split(pool, DataSpec("fashion_mnist", eval_size=300), None)
     assert _ids(smaller) <= _ids(val)  # a smaller validation draw is nested in a larger one: earlier looks saw it
 
 
 def test_per_seed_test_images_differ_by_seed_and_never_touch_validation(pool):
     spec = DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_sampling="per_seed")
-    val, t0 = data.split(pool, spec, None, seed=0)
-    again_val, again = data.split(pool, spec, None, seed=0)
-    _, t1 = data.split(pool, spec, None, seed=1)
-    shared_val, _ = data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000), None)
-    assert data.fingerprint(val) == data.fingerprint(shared_val) == data.fingerprint(again_val)  # one validation set
-    assert data.fingerprint(t0) == data.fingerprint(again)  # every candidate of a seed reads the same images
-    assert data.fingerprint(t0) != data.fingerprint(t1)
+    val, t0 = subsets.split(pool, spec, None, seed=0)
+    again_val, again = subsets.split(pool, spec, None, seed=0)
+    _, t1 = subsets.split(pool, spec, None, seed=1)
+    shared_val, _ = subsets.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000), None)
+    assert (
+        subsets.fingerprint(val) == subsets.fingerprint(shared_val) == subsets.fingerprint(again_val)
+    )  # one validation set
+    assert subsets.fingerprint(t0) == subsets.fingerprint(again)  # every candidate of a seed reads the same images
+    assert subsets.fingerprint(t0) != subsets.fingerprint(t1)
     assert not _ids(val) & (_ids(t0) | _ids(t1))
     assert torch.bincount(t1.y).tolist() == [100] * 10
     overlap = len(_ids(t0) & _ids(t1)) / 1000  # independent samples of 1,000 from the 9,000 outside validation
     assert 0.05 < overlap < 0.2
-    _, t0_draw1 = data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_draw=1,
+    _, t0_draw1 = subsets.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_draw=1,
                                             test_sampling="per_seed"), None, seed=0)  # fmt: skip
-    assert data.fingerprint(t0_draw1) != data.fingerprint(t0)  # a replicate's draw reseeds even a reused seed
+    assert subsets.fingerprint(t0_draw1) != subsets.fingerprint(t0)  # a replicate's draw reseeds even a reused seed
 
 
 def test_per_seed_sampling_fits_any_draw_but_not_more_than_the_pool(pool):
     ok = DataSpec("fashion_mnist", eval_size=1000, test_size=9000, test_draw=9, test_sampling="per_seed")
-    assert len(data.split(pool, ok, None, seed=3)[1]) == 9000
+    assert len(subsets.split(pool, ok, None, seed=3)[1]) == 9000
     with pytest.raises(UserError) as err:
-        data.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=9010, test_sampling="per_seed"), None)
+        subsets.split(pool, DataSpec("fashion_mnist", eval_size=1000, test_size=9010, test_sampling="per_seed"), None)
     assert "data.test_size" in str(err.value) and "per seed" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -86,14 +88,14 @@ def test_the_report_says_whether_image_sampling_is_in_the_intervals():
 
 
 def test_eval_size_zero_halves_each_class(pool):
-    val, test = data.split(pool, DataSpec("fashion_mnist", eval_size=0), (0, 1))
+    val, test = subsets.split(pool, DataSpec("fashion_mnist", eval_size=0), (0, 1))
     assert len(val) == len(test) == 1000 and not _ids(val) & _ids(test)
 
 
 def test_a_test_draw_that_does_not_fit_is_one_line(pool):
     spec = DataSpec("fashion_mnist", eval_size=1000, test_size=1000, test_draw=9)  # 1,000 + 10 x 1,000 > 10,000
     with pytest.raises(UserError) as err:
-        data.split(pool, spec, None)
+        subsets.split(pool, spec, None)
     assert "data.test_size" in str(err.value) and "\n" not in str(err.value)
 
 

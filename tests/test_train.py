@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from coatsearch.errors import UserError
-from coatsearch.training import data, fit
+from coatsearch.training import augment, data, fit, history, subsets
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -21,10 +21,10 @@ TIMING = {"seconds", "images_per_s"}
 def pools() -> tuple[data.TensorData, data.TensorData]:
     """Synthetic train pool and a 200-image balanced eval set."""
     tr, te = data.load(DataSpec("synthetic"), 32, 1)
-    return tr, data.eval_subset(te, 200, None, seed=0)
+    return tr, subsets.eval_subset(te, 200, None, seed=0)
 
 
-def metrics(h: fit.History) -> dict:
+def metrics(h: history.History) -> dict:
     """A history without its timings."""
     return {k: v for k, v in dataclasses.asdict(h).items() if k not in TIMING}
 
@@ -43,7 +43,7 @@ def test_tiny_net_learns_synthetic(pools, optim):
 
 def test_same_seed_same_metrics_other_seed_differs(pools):
     tr, ev = pools
-    tr = data.subset(tr, 40, None, seed=0)
+    tr = subsets.subset(tr, 40, None, seed=0)
     optim = OptimSpec(lr=3e-3, batch_size=50, randaugment=True, mixup=0.4, label_smoothing=0.1, grad_clip=1.0)
     runs = [fit.fit(tiny_net(), tr, ev, optim, 2, seed=s, device=CPU) for s in (5, 5, 6)]
     assert metrics(runs[0]) == metrics(runs[1])
@@ -105,19 +105,19 @@ class NaNAfter(nn.Module):
 
 def test_non_finite_loss_raises_at_the_step(pools):
     tr, _ = pools
-    with pytest.raises(fit.NonFiniteLoss) as err:
+    with pytest.raises(history.NonFiniteLoss) as err:
         fit.fit(NaNAfter(at=40), tr, None, OptimSpec(batch_size=100), 3, seed=0, device=CPU)
     assert (err.value.epoch, err.value.step) == (2, 0)  # 20 steps per epoch: call 41 is epoch 2, step 0
 
 
 def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
-    monkeypatch.setattr(fit, "JITTER", 0.0)
+    monkeypatch.setattr(augment, "JITTER", 0.0)
     x = torch.randn(6, 2, 16, 16)
     gen = torch.Generator().manual_seed(0)
-    out = fit.augment_batch(x, gen, hflip=True)
-    again = fit.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
+    out = augment.augment_batch(x, gen, hflip=True)
+    again = augment.augment_batch(x, torch.Generator().manual_seed(0), hflip=True)
     assert out.shape == x.shape and torch.equal(out, again)
-    p = 16 // fit.SHIFT_FRACTION
+    p = 16 // augment.SHIFT_FRACTION
     padded = nn.functional.pad(x, (p, p, p, p))
     for img, src in zip(out, padded, strict=True):
         crops = [src[:, i : i + 16, j : j + 16] for i in range(2 * p + 1) for j in range(2 * p + 1)]
@@ -126,7 +126,7 @@ def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
 
 def test_evaluate_and_callbacks_and_progress(pools, capsys):
     tr, ev = pools
-    tr = data.subset(tr, 20, None, seed=0)
+    tr = subsets.subset(tr, 20, None, seed=0)
     seen = []
     h = fit.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 2, seed=0, device=CPU, progress=True,
                   on_epoch=lambda e, s: seen.append((e, s.eval_acc)), measure_train=False)  # fmt: skip
@@ -147,7 +147,7 @@ def test_evaluate_and_callbacks_and_progress(pools, capsys):
 
 def test_compile_failure_falls_back_to_eager(pools, monkeypatch):
     tr, _ = pools
-    tr = data.subset(tr, 10, None, seed=0)
+    tr = subsets.subset(tr, 10, None, seed=0)
 
     def broken_compile(model):
         def fail(x):
@@ -163,7 +163,7 @@ def test_compile_failure_falls_back_to_eager(pools, monkeypatch):
 
 @pytest.mark.slow
 def test_real_compile_trains(pools):
-    tr = data.subset(pools[0], 10, None, seed=0)
+    tr = subsets.subset(pools[0], 10, None, seed=0)
     optim = OptimSpec(batch_size=50, compile=True)
     h = fit.fit(tiny_net(), tr, None, optim, 1, seed=0, device=CPU, measure_train=False)
     assert h.compiled and math.isfinite(h.train_loss[0])
@@ -181,7 +181,7 @@ def test_pick_device():
 
 def test_small_and_empty_training_sets(pools):
     tr, _ = pools
-    few = data.subset(tr, 3, (0, 1), seed=0)  # 6 images < batch: one full-data step per epoch
+    few = subsets.subset(tr, 3, (0, 1), seed=0)  # 6 images < batch: one full-data step per epoch
     h = fit.fit(tiny_net(), few, None, OptimSpec(batch_size=128), 2, seed=0, device=CPU)
     assert h.steps == 2
     empty = dataclasses.replace(few, x=few.x[:0], y=few.y[:0])
@@ -200,9 +200,9 @@ def test_compiled_metrics_agree_with_eager_within_seed_noise():
 
     spec = prepare(load_space(TINY).candidate("C-T")).model
     tr, te = data.load(DataSpec("synthetic"), 16, 1)
-    tr, ev = data.subset(tr, 30, None, seed=0), data.eval_subset(te, 200, None, seed=0)
+    tr, ev = subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(te, 200, None, seed=0)
 
-    def run(seed: int, compile: bool) -> fit.History:
+    def run(seed: int, compile: bool) -> history.History:
         torch.manual_seed(seed)
         optim = OptimSpec(lr=3e-3, batch_size=50, compile=compile)
         return fit.fit(build(spec), tr, ev, optim, 3, seed=seed, device=CPU)

@@ -23,7 +23,7 @@ REJECTS_MAX = 1_000  # rejected proposals in a row before a replay gives up (a s
 
 
 @dataclass(frozen=True)
-class Curve:
+class RegretCurve:
     """One sampler's regret after each number of trials: (trials, mean, ci low, ci high) over the repeats."""
 
     sampler: str
@@ -32,7 +32,7 @@ class Curve:
 
 
 @dataclass(frozen=True)
-class Table:
+class MeasuredTable:
     """A finite searched candidate measured in full: point (its stored values, dimension order) -> the values
     its seeds measured (a point whose network another point measured on a seed reads that measurement), the
     network each admitted point builds, the points rejected before training, and the objective's direction."""
@@ -51,7 +51,7 @@ class Table:
 Row = tuple[Mapping[str, Any], str, Any, Any, Any, Any, str]  # params, state, value, sample, number, reuse, network
 
 
-def table(study_name: str, studies_dir: str | Path) -> Table:
+def table(study_name: str, studies_dir: str | Path) -> MeasuredTable:
     """The table of a study that measured every point; a UserError naming how many points it lacks otherwise."""
     from coatsearch.storage import found, store
 
@@ -67,7 +67,7 @@ CSV_COLUMNS = ("state", "value", "candidate", "seed")  # besides the searched ca
 NUMBER_COLUMNS = ("value", "seed", "sample", "number", "reuse_of")  # a number or empty in each row read
 
 
-def table_from_csv(space_file: str | Path, csv_file: str | Path) -> Table:
+def table_from_csv(space_file: str | Path, csv_file: str | Path) -> MeasuredTable:
     """The table of an exported study (`coatsearch export STUDY --format csv`) and the space it ran.
 
     The file is read through the bounded reader (a regular file of at most CSV_MAX bytes) and checked before any
@@ -159,7 +159,7 @@ def _network(row: Mapping[str, Any]) -> str:
     return arch if isinstance(arch, str) else ""
 
 
-def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
+def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> MeasuredTable:
     """The table from the trial rows of the space's first searched candidate; a reused point (REUSED, `reuse`:
     the trial it reused) reads its source's measurement on that seed and builds its source's network."""
     cands = [c for c in space.candidates if search.searches_model(c)]
@@ -197,7 +197,8 @@ def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> Table:
         raise UserError(f"{where} measured or rejected {len(values) + len(rejected)} of the {total} "
                         "points; replay needs every point (run the space with study.sampler: grid)")  # fmt: skip
     direction = space.study.directions[0] if space.study.objectives else space.study.direction
-    return Table(cand, values, frozenset(rejected), direction == "maximize", {k: n for k, n in networks.items() if n})
+    named = {k: n for k, n in networks.items() if n}
+    return MeasuredTable(cand, values, frozenset(rejected), direction == "maximize", named)
 
 
 def check_samplers(samplers: Sequence[str]) -> list[str]:
@@ -209,7 +210,7 @@ def check_samplers(samplers: Sequence[str]) -> list[str]:
     return list(samplers)
 
 
-def replay(measured: Table, samplers: Sequence[str], trials: int, repeats: int) -> list[Curve]:
+def replay(measured: MeasuredTable, samplers: Sequence[str], trials: int, repeats: int) -> list[RegretCurve]:
     """Each sampler's regret curve over `repeats` replays of `trials` trials on the table."""
     check_samplers(samplers)
     if repeats < 2:
@@ -219,7 +220,7 @@ def replay(measured: Table, samplers: Sequence[str], trials: int, repeats: int) 
     return [_curve(s, measured, trials, repeats) for s in samplers]
 
 
-def _curve(sampler: str, measured: Table, trials: int, repeats: int) -> Curve:
+def _curve(sampler: str, measured: MeasuredTable, trials: int, repeats: int) -> RegretCurve:
     from coatsearch.analysis.search_stats import mean_ci
 
     best = _best(measured)
@@ -228,14 +229,14 @@ def _curve(sampler: str, measured: Table, trials: int, repeats: int) -> Curve:
     for n in range(1, trials + 1):
         m, lo, hi = mean_ci([abs(best - run[n - 1]) for run in runs])
         points.append((n, m, lo, hi))
-    return Curve(sampler, tuple(points), tuple(run[-1] for run in runs))
+    return RegretCurve(sampler, tuple(points), tuple(run[-1] for run in runs))
 
 
-def _best(measured: Table) -> float:
+def _best(measured: MeasuredTable) -> float:
     return (max if measured.maximize else min)(statistics.fmean(v) for v in measured.values.values())
 
 
-def _one(sampler: str, measured: Table, trials: int, seed: int) -> list[float]:
+def _one(sampler: str, measured: MeasuredTable, trials: int, seed: int) -> list[float]:
     """One replay: the incumbent's table mean after each counted trial. As in a study, a rejected point costs no
     trial, and a point whose network this replay drew already is told that value and asks again, at most
     sampling.REUSE_MAX times for one trial (after which the trial ends as that reuse)."""
@@ -286,7 +287,7 @@ def _one(sampler: str, measured: Table, trials: int, seed: int) -> list[float]:
     return means
 
 
-def text(curves: list[Curve], scale: float = 100.0) -> str:
+def text(curves: list[RegretCurve], scale: float = 100.0) -> str:
     """The regret table: each sampler's mean regret [95% interval] at 1, 5, 10, 20, ... trials (points)."""
     trials = len(curves[0].points)
     marks = [n for n in (1, 2, 5, 10, 20, 50, 100, 200, 500) if n < trials] + [trials]

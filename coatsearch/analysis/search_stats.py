@@ -47,7 +47,7 @@ class Network:
 
 
 @dataclass(frozen=True)
-class Baseline:
+class RandomBaseline:
     """Random search at a budget of k trials on a measured table (objective units as given)."""
 
     k: int
@@ -75,7 +75,7 @@ def networks(points: Mapping[tuple, str], values: Mapping[tuple, Sequence[float]
 
 
 def random_baseline(nets: Sequence[Network], k: int, maximize: bool, draws: int = RANDOM_DRAWS,
-                    seed: int = 0) -> Baseline:  # fmt: skip
+                    seed: int = 0) -> RandomBaseline:  # fmt: skip
     """The expected result of random search with `k` trials on the table (the module docstring's model), its
     interval over `draws` simulated searches, and its regret against the best network."""
     if not nets or k < 1:
@@ -86,7 +86,7 @@ def random_baseline(nets: Sequence[Network], k: int, maximize: bool, draws: int 
     mean, lo, hi = mean_ci(found)
     q = statistics.quantiles(found, n=10, method="inclusive") if len(found) > 1 else [mean] * 9
     best = max(n.mean * sign for n in nets) * sign
-    return Baseline(k, len(nets), mean, (lo, hi), (q[0], q[-1]), best, abs(best - mean))
+    return RandomBaseline(k, len(nets), mean, (lo, hi), (q[0], q[-1]), best, abs(best - mean))
 
 
 def _one_search(nets: Sequence[Network], k: int, sign: float, rng: random.Random) -> float:

@@ -39,7 +39,7 @@ from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 from coatsearch.storage.trials import space_record
 from coatsearch.training.schedule import DENSE_RATIO, DENSE_WINDOW, curve_steps, run_steps, subset_optim
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 from coatsearch.vocab.specs import model_label
 
 ACC = C.REL_CLAIM.measures[0]  # the recipe accuracy that decides (d) and (e): the accuracy runs' guard accuracy
@@ -149,7 +149,7 @@ def measured(g: Grid, batch: np.ndarray, probe: np.ndarray) -> list[int]:
     """
     total = g.points[-1]
     top = max(g.levels) * DENSE_RATIO**2 if g.levels else 0.0
-    bottom = S.rung_below(g.levels) / DENSE_RATIO if g.levels else math.inf
+    bottom = specs.rung_below(g.levels) / DENSE_RATIO if g.levels else math.inf
     est = batch.copy()
     est[:DENSE_WINDOW] = math.inf  # the window is not full yet
     out, last, step = [0], math.inf, 0
@@ -165,18 +165,18 @@ def measured(g: Grid, batch: np.ndarray, probe: np.ndarray) -> list[int]:
     return out
 
 
-def images(space: Space, subset: S.SubsetSpec) -> int:
+def images(space: Space, subset: specs.SubsetSpec) -> int:
     """Training images of a run on `subset` (per class × classes; every image of the class when per_class is null)."""
     classes = len(subset.classes) if subset.classes else space.classes
     return (subset.per_class or FULL_PER_CLASS) * classes
 
 
-def grid(space: Space, optim: S.OptimSpec, subset: S.SubsetSpec, levels: bool = False) -> Grid:
+def grid(space: Space, optim: specs.OptimSpec, subset: specs.SubsetSpec, levels: bool = False) -> Grid:
     """The schedule of one run on `subset`: the step budget and regular points training.fit measures, its stop and,
     for a matched-loss run (`levels`), the ladder whose crossings get dense points."""
     batch = subset_optim(optim, subset).batch_size
     total = run_steps(subset, images(space, subset), batch)
-    ladder = tuple(subset.loss_levels or S.DEFAULT_LEVELS) if levels else None
+    ladder = tuple(subset.loss_levels or specs.DEFAULT_LEVELS) if levels else None
     return Grid(tuple(sorted(curve_steps(total, subset.eval_every))), subset.stop_at_loss, ladder)
 
 
@@ -216,7 +216,7 @@ def profile(key: str) -> Profile:
     return Profile(key, space, rec, claims)
 
 
-def optim_of(cand: Candidate | Baseline) -> S.OptimSpec:
+def optim_of(cand: Candidate | Baseline) -> specs.OptimSpec:
     """A candidate's training settings as its trials resolve them."""
     return cand.resolve()[1]
 
@@ -379,7 +379,7 @@ def means(prof: Profile, rng: np.random.Generator, st: Setting) -> Mapping[tuple
     return out
 
 
-def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseline, sub: S.SubsetSpec, vals: dict,
+def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseline, sub: specs.SubsetSpec, vals: dict,
                st: Setting, fits: bool) -> dict:  # fmt: skip
     """A generalization run: its curve (read by the report at matched loss) and the final values it records."""
     label = label_of(cand)

@@ -10,8 +10,7 @@ from typing import Any, Protocol
 from coatsearch.budget.count import count
 from coatsearch.budget.joint import solve
 from coatsearch.budget.match import MatchResult
-from coatsearch.vocab import kinds
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import kinds, specs
 
 
 class Resolvable(Protocol):
@@ -24,7 +23,9 @@ class Resolvable(Protocol):
     @property
     def dims(self) -> tuple[Any, ...]: ...
 
-    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]: ...
+    def resolve(
+        self, params: Mapping[str, Any] | None = None
+    ) -> tuple[specs.ModelSpec, specs.OptimSpec, specs.Budget | None]: ...
 
 
 class HasCandidates(Protocol):
@@ -40,12 +41,12 @@ class Prepared:
     met the budget: the matched model and its size. Without a budget the match is the model as written."""
 
     name: str
-    optim: S.OptimSpec
-    budget: S.Budget | None
+    optim: specs.OptimSpec
+    budget: specs.Budget | None
     match: MatchResult
 
     @property
-    def model(self) -> S.ModelSpec:
+    def model(self) -> specs.ModelSpec:
         return self.match.spec
 
     @property
@@ -122,19 +123,19 @@ def from_record(record: Mapping[str, Any]) -> Prepared:
     return TypeAdapter(Prepared).validate_python(rec)
 
 
-def stages_text(model: S.ModelSpec) -> str:
+def stages_text(model: specs.ModelSpec) -> str:
     """Per-stage depth x width and stride, e.g. 'C1x32/1 C3x64/2 T7x128/2 T1x256/1'."""
     return " ".join(f"{s.kind}{s.depth}x{s.width}/{s.stride}" for s in model.stages)
 
 
-def stem_text(model: S.ModelSpec) -> str:
+def stem_text(model: specs.ModelSpec) -> str:
     """The stem in short: 'conv2x16/2', 'patch4', 'vitc32,64,64/2,2,1'."""
     if not model.stages:
         return ""  # a regime baseline: no stem
     return kinds.stem_kind(model.stem.kind).text(model.stem)
 
 
-def tokens(model: S.ModelSpec) -> list[str]:
+def tokens(model: specs.ModelSpec) -> list[str]:
     """Token grid each attention stage attends over, e.g. ['8x8', '4x4'] (M stages add window and grid)."""
     sides = zip(model.stages, model.feature_sizes(), strict=True)
     return [kinds.stage_kind(s.kind).tokens(n, model.block) for s, n in sides if kinds.stage_kind(s.kind).attends]

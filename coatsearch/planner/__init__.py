@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coatsearch import fsafe
-from coatsearch.planner import power as P
-from coatsearch.planner import predict as R
-from coatsearch.planner.pilot import TrialTiming, run_pilots
+from coatsearch.planner import power, predict
+from coatsearch.planner.pilot import FitTiming, TrialTiming, run_pilots
 from coatsearch.storage import trials
 from coatsearch.storage.planfile import PLAN_FILE, check, load  # noqa: F401  (re-exported: the stored plan, read by the report)
 
@@ -45,7 +44,7 @@ class Plan:
     start_s: float  # a worker's start-up (data loading, kernel creation), measured by the pilot; once per worker
     study_s: float  # predicted wall seconds of the whole study (the schedule over the processes)
     peak_mb: float  # predicted peak memory: processes x the largest per-process pilot peak
-    claims: tuple[P.ClaimPlan, ...]
+    claims: tuple[power.ClaimPlan, ...]
     noise: str  # where the noise came from: "study PATH", "report PATH", "pilot PATH" or "stated prior"
     budget_s: float | None = None
     budget_seeds: int | None = None  # the most seeds that fit in budget_s
@@ -57,36 +56,40 @@ class Plan:
         """JSON-ready form (what `coatsearch plan --json` prints and plan.json holds)."""
         out = asdict(self)
         out["timings"] = [
-            {**asdict(t), "predicted_s": self.trial_s.get(t.candidate),
-             "fits": [{**asdict(f), "predicted_s": R.fit_seconds(f), "compiles": R.compiles(f)} for f in t.fits]}
+            {**asdict(t), "predicted_s": self.trial_s.get(t.candidate), "fits": [_fit_json(f) for f in t.fits]}
             for t in self.timings
-        ]  # fmt: skip
+        ]
         from coatsearch.analysis.tables import jsonable
 
         return jsonable(out)  # an infinite smallest detectable difference (no power at all) becomes null
 
 
+def _fit_json(f: FitTiming) -> dict:
+    """One timed fit as plan.json holds it, with its predicted seconds and whether it compiles."""
+    return {**asdict(f), "predicted_s": predict.fit_seconds(f), "compiles": predict.compiles(f)}
+
+
 def make_plan(space: Space, study: str, processes: int, threads: int | None, *, device: str = "auto",
-              earlier: P.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
-              level: float = P.REGIME_LOSS) -> Plan:  # fmt: skip
+              earlier: power.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
+              level: float = power.REGIME_LOSS) -> Plan:  # fmt: skip
     """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
     began = time.perf_counter()
     preps = matched_preps(space)
     timings = tuple(run_pilots(space, preps, space.study.seeds[0], device, processes, threads))
-    timings = tuple(R.with_earlier(t, earlier.steps) for t in timings) if earlier else timings
-    trial_s = {t.candidate: R.trial_seconds(t) for t in timings}
+    timings = tuple(predict.with_earlier(t, earlier.steps) for t in timings) if earlier else timings
+    trial_s = {t.candidate: predict.trial_seconds(t) for t in timings}
     samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}
     seeds = len(space.study.seeds)
     durations = [trial_s[i.candidate] for i in trials.plan(space) if i.candidate in trial_s]  # re-evaluation too
     rows, keys = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
-    claims = tuple(P.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
+    claims = tuple(power.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
     start = max((t.warmup_s for t in timings), default=0.0)
-    fit = R.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
-    decides = tuple(c.claim for c in claims if fit and P.decidable(c, fit)) if budget_s else ()
+    fit = predict.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
+    decides = tuple(c.claim for c in claims if fit and power.decidable(c, fit)) if budget_s else ()
     peak = max((t.peak_mb for t in timings), default=0.0) * max(1, min(processes, len(timings)))
     return Plan(space.name, space.profile, study, device, processes, threads, seeds, len(durations), timings, trial_s,
-                samples, start, R.makespan(durations, processes, start), peak, claims,
+                samples, start, predict.makespan(durations, processes, start), peak, claims,
                 f"{earlier.source} {earlier.where}" if earlier else "stated prior", budget_s, fit, decides,
                 time.perf_counter() - began)  # fmt: skip
 
@@ -106,7 +109,7 @@ def model_rows(space: Space) -> tuple[list[dict], dict[str, set[str]]]:
 
     rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout,
              "optimizer": c.resolve()[1].optimizer, "sampled": bool(c.dims)} for c in space.candidates]  # fmt: skip
-    keys = {c.name: P.measured_keys(c.scores) for c in space.candidates}
+    keys = {c.name: power.measured_keys(c.scores) for c in space.candidates}
     return rows, keys
 
 

@@ -66,7 +66,7 @@ def count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
 
     from coatsearch.planner.pilot import Recorder
     from coatsearch.scores import TrialInput, measure
-    from coatsearch.training.data import PROBE_MAX
+    from coatsearch.training.subsets import PROBE_MAX
 
     class Counter(Recorder):
         """The pilot's recorder with its timings skipped: it only records what each run would do."""

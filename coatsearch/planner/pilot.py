@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # types only: torch and the score code are imported where a p
     from coatsearch.budget.prepare import Prepared
     from coatsearch.space.objects import Space
     from coatsearch.training.data import TensorData
-    from coatsearch.training.fit import History
+    from coatsearch.training.history import History
     from coatsearch.vocab.specs import OptimSpec
 
 STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
@@ -135,7 +135,7 @@ class Recorder:
         Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
         from coatsearch.training.curves import eval_batch, eval_tensors
-        from coatsearch.training.data import PROBE_MAX
+        from coatsearch.training.subsets import PROBE_MAX
         from coatsearch.training.tuning import signature
 
         key = ("point", signature(model), batch)
@@ -186,7 +186,7 @@ def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
     from coatsearch.scores import TrialInput, measure
 
     cand = space.candidate(prep.name)
-    from coatsearch.training.fit import NonFinite
+    from coatsearch.training.history import NonFinite
 
     rec = Recorder(device)
     if device.type == "cuda":  # each pilot's own peak, not the largest so far in this process

@@ -84,7 +84,7 @@ class ClaimPlan:
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
     from coatsearch.analysis import frames, paper
-    from coatsearch.analysis import tables as T
+    from coatsearch.analysis import tables as TB
     from coatsearch.storage import store
     from coatsearch.storage.record import validation_view
 
@@ -93,8 +93,8 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     space, records = store.read(store.load_study(studies_dir, name))
     records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
-    rows = T.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
-    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in T.CURVE_SCORES}
+    rows = TB.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
+    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in TB.CURVE_SCORES}
     steps = steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:

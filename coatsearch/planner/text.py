@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from coatsearch.analysis.categories import REGISTERED_ONLY
-from coatsearch.planner import Plan
-from coatsearch.planner import power as P
-from coatsearch.planner import predict as R
+from coatsearch.planner import Plan, power, predict
 from coatsearch.planner.pilot import FitTiming
 from coatsearch.planner.power import ClaimPlan
 from coatsearch.scores import METRICS
@@ -28,7 +26,7 @@ def eta_line(plan: Plan) -> str:
 
 def _expected(fit: FitTiming) -> str:
     """' (~N in the earlier study)' for a stop-at-target run whose steps an earlier study gave, else ''."""
-    return f" (~{R.run_steps(fit):.0f} in the earlier study)" if fit.stops_early and fit.expected_steps else ""
+    return f" (~{predict.run_steps(fit):.0f} in the earlier study)" if fit.stops_early and fit.expected_steps else ""
 
 
 def render(plan: Plan) -> str:
@@ -40,7 +38,7 @@ def render(plan: Plan) -> str:
     for t in plan.timings:
         runs = "; ".join(
             f"{f.phase} {'<=' if f.stops_early else ''}{f.steps} steps x {f.batch}{_expected(f)} "
-            f"{R.fit_seconds(f):.0f} s{' compiled' if R.compiles(f) else ''}"
+            f"{predict.fit_seconds(f):.0f} s{' compiled' if predict.compiles(f) else ''}"
             for f in t.fits
         )
         lines.append(f"  {t.candidate}: {plan.trial_s[t.candidate]:.0f} s, {t.peak_mb:.0f} MB ({runs}; rest "
@@ -63,7 +61,7 @@ def registration_lines(plan: Plan) -> tuple[str, ...]:
     planned seeds (analysis.categories): with one seed, or every claim underpowered or out of regime, it reads
     'registered (no firm verdict possible)'."""
     *head, last = plan.registration
-    could = plan.seeds >= 2 and any(P.decidable(c, plan.seeds) is not False for c in plan.claims if c.measure)
+    could = plan.seeds >= 2 and any(power.decidable(c, plan.seeds) is not False for c in plan.claims if c.measure)
     if last.startswith("confirmatory") and not could:
         last = REGISTERED_ONLY + last.removeprefix("confirmatory")
     return (*head, last)
@@ -109,4 +107,4 @@ def budget_line(plan: Plan) -> str:
 
 def min_study(plan: Plan) -> float:
     """Predicted wall seconds of the study at one seed."""
-    return R.makespan(R.study_durations(plan.trial_s, plan.samples, 1), plan.processes, plan.start_s)
+    return predict.makespan(predict.study_durations(plan.trial_s, plan.samples, 1), plan.processes, plan.start_s)

@@ -23,7 +23,7 @@ from coatsearch.analysis import (
     spread,
 )
 from coatsearch.analysis import measures as M
-from coatsearch.analysis import tables as T
+from coatsearch.analysis import tables as TB
 from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.claims import (
     ALPHA,
@@ -50,7 +50,7 @@ from coatsearch.report import view_claims as vc
 from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
-from coatsearch.report.section import Context, Report, Section, compute
+from coatsearch.report.section import Report, ReportContext, Section, compute
 from coatsearch.space.identity import recorded_content, space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
@@ -90,7 +90,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
 def summarize(
     study: str,
     space: dict,
-    records: T.Records,
+    records: TB.Records,
     registered: str | None = None,
     earlier: looks.Found | None = None,
     original: Original | None = None,
@@ -109,7 +109,7 @@ def summarize(
     t = tables(study, space, records, j)
     more = {"search": found, "looks": looks.table(space, t["claims"], earlier),
             "replication": _replication(study, space, records, j, original)}  # fmt: skip
-    ctx = Context(study, space, j.frames, j, {**t, **more})
+    ctx = ReportContext(study, space, j.frames, j, {**t, **more})
     return Report(ctx.tables, compute(SECTIONS, ctx))
 
 
@@ -121,7 +121,7 @@ def _space_ids(space: dict) -> dict:
             if content and content != sha else {})}  # fmt: skip
 
 
-def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> dict:
+def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> dict:
     """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
     edf_rows, noise, done = j.edf, j.noise, fr.complete
@@ -132,14 +132,14 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
     return {
         "study": study,
         "space": _space_ids(space),
-        "environment": T.environment(space, records),
+        "environment": TB.environment(space, records),
         "images": j.images,  # which images served which purpose (judging.purposes)
         "registration": j.registration,  # the study against its registered analysis (judging.with_status)
-        "metrics": {k: vars(m) for k, m in T.METRICS.items()},
+        "metrics": {k: vars(m) for k, m in TB.METRICS.items()},
         "candidates": rows,
         "size": spread.sizes(rows),
         "primary_acc": acc,
-        "primary_label": T.METRICS[acc].label if acc else "",
+        "primary_label": TB.METRICS[acc].label if acc else "",
         "rankings": V.rankings(rows, noise),
         "v_table": V.v_table(rows),
         "claims": claims,
@@ -149,16 +149,16 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
         TRANSFER_SCORE: paper.transfer(rows, done),
         "pairing": paper.pairing(done),
         "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
-        "curves": {score: _curves(space, fr, score) for score in T.CURVE_SCORES},
+        "curves": {score: _curves(space, fr, score) for score in TB.CURVE_SCORES},
         "search_dims": dims,
         "edf": edf_rows,
         "edf_k": EDF_K,
         "optimizer_gap": gaps,
         "peak": optim.peak(runs) if runs is not None else [],
         "samples": optim.samples(records) if dims or vit else [],
-        LENGTH_SCORE: T.length_rows(space, records),
+        LENGTH_SCORE: TB.length_rows(space, records),
         "has_vit": vit,
-        "failures": T.failures(records),
+        "failures": TB.failures(records),
         "pareto": pareto.front(space, records),
         "rules": {
             "relation": V.RELATION_RULE,
@@ -169,7 +169,7 @@ def tables(study: str, space: dict, records: T.Records, j: judging.Judged) -> di
             "calibration": rule_tables.figures() if rows else None,  # committed tables: no simulator here
             "aa": rule_tables.aa_figures() if rows else None,
         },
-        ROBUSTNESS_SCORE: T.robustness_rows(space, fr.records),
+        ROBUSTNESS_SCORE: TB.robustness_rows(space, fr.records),
         SPEED_SCORE: speed_tables.table(space, fr.records, fr.acc),
         "matched_loss": paper.matched_points(fr.matched),  # curve points and ladder readings: the Fig. 1 figure
     }
@@ -184,7 +184,7 @@ def render(report: Report, figures: dict[str, str]) -> str:
 
 def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
     """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
-    return paper.mean_curves(space, fr.curves[score], fr.complete) or T.curves(space, fr.records, score)
+    return paper.mean_curves(space, fr.curves[score], fr.complete) or TB.curves(space, fr.records, score)
 
 
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history: bool = False) -> Path:
@@ -241,7 +241,7 @@ class Original:
 
     study: str
     space: dict
-    records: T.Records
+    records: TB.Records
     registered: str | None
     missing: str = ""
 
@@ -264,7 +264,7 @@ def _original(studies_dir: Path, name: str) -> Original | None:
         return Original(of, {}, [], None, missing=str(exc))
 
 
-def _replication(study: str, space: dict, records: T.Records, j: judging.Judged, original: Original | None) -> Any:
+def _replication(study: str, space: dict, records: TB.Records, j: judging.Judged, original: Original | None) -> Any:
     """The replication section's Info (view_replication), None when the study is no replicate."""
     from coatsearch.report import view_replication as vr
     from coatsearch.space import search

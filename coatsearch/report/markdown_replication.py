@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_answer import VERDICT_MARK
-from coatsearch.report.view_replication import REPLICATED, ClaimReplication, Estimate, Replication, Side
+from coatsearch.report.view_replication import REPLICATED, ClaimReplication, RelationEstimate, Replication, Side
 
 OUTCOME_MARK = {REPLICATED: "✅ replicated"}
 
@@ -49,7 +49,7 @@ def _estimates(c: ClaimReplication) -> list[str]:
 
 
 def _cell(s: Side | None, relation: str, digits: int) -> str:
-    e: Estimate | None = next((x for x in s.estimates if x.relation == relation), None) if s else None
+    e: RelationEstimate | None = next((x for x in s.estimates if x.relation == relation), None) if s else None
     if e is None:
         return "–"
     ci = "" if e.ci is None else f" [{e.ci[0]:+.{digits}f}, {e.ci[1]:+.{digits}f}]"

@@ -16,7 +16,7 @@ from coatsearch.analysis.judging import Judged
 
 
 @dataclass(frozen=True)
-class Context:
+class ReportContext:
     """What every section reads, computed once per report: the space record, the frames, the judged results
     (judging.judge_records) and the summary tables (the values summary.json holds)."""
 
@@ -32,7 +32,7 @@ class Section:
     """One report section: its name, compute (context -> Info, or None: left out), markdown (Info -> text)."""
 
     name: str
-    compute: Callable[[Context], Any]
+    compute: Callable[[ReportContext], Any]
     markdown: Callable[[Any], str]
 
 
@@ -53,7 +53,7 @@ class Report(Mapping[str, Any]):
         return len(self.summary)
 
 
-def compute(sections: tuple[Section, ...], ctx: Context) -> dict[str, Any]:
+def compute(sections: tuple[Section, ...], ctx: ReportContext) -> dict[str, Any]:
     """Each section's Info (None where it has no data), in report order."""
     return {s.name: s.compute(ctx) for s in sections}
 

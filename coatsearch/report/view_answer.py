@@ -14,7 +14,7 @@ from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.tables import METRICS, shape
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Answer:
     untested: tuple[tuple[str, str], ...]  # (claim id, why not tested)
 
 
-def answer(ctx: Context) -> Answer | None:
+def answer(ctx: ReportContext) -> Answer | None:
     """The answer from the judged claims; None when the study judges no claim and marks none untestable."""
     claims, untested = ctx.tables.get("claims") or [], ctx.tables.get("untested") or []
     if not claims and not untested:
@@ -94,7 +94,7 @@ def score_of(claim: Mapping[str, Any], tables: Mapping[str, Any]) -> str | None:
     return ev[0].key if ev else tables.get("primary_acc")
 
 
-def scale(ctx: Context, keys: Sequence[str]) -> str:
+def scale(ctx: ReportContext, keys: Sequence[str]) -> str:
     """'<data set>, <training images>, <size>x<size>x<channels>, <seeds>' of the runs on the claims' scores."""
     size, channels, _ = shape(dict(ctx.space))
     dataset = (ctx.space.get("data") or {}).get("dataset")
@@ -141,13 +141,13 @@ class Regime:
     rows: tuple[RegimeRow, ...]
 
 
-def regime(ctx: Context) -> Regime | None:
+def regime(ctx: ReportContext) -> Regime | None:
     """The regime table of the judged claims; None without any."""
     rows = tuple(r for c in ctx.tables.get("claims") or [] if (r := _regime_row(ctx, c)) is not None)
     return Regime(rows) if rows else None
 
 
-def _regime_row(ctx: Context, claim: Mapping[str, Any]) -> RegimeRow | None:
+def _regime_row(ctx: ReportContext, claim: Mapping[str, Any]) -> RegimeRow | None:
     key = score_of(claim, ctx.tables)
     if not key or key not in METRICS:
         return None

@@ -10,7 +10,7 @@ from coatsearch.analysis.claims import LENGTH_SCORE
 from coatsearch.analysis.looks import Looks
 from coatsearch.analysis.results import Evidence
 from coatsearch.analysis.tables import METRICS, Metric, Stat
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext
 from coatsearch.report.view_answer import Detectable, Estimate, detectable_of, estimate_of
 from coatsearch.report.view_study import GUARD_FIELDS
 
@@ -141,7 +141,7 @@ class Verdicts:
     aa: Aa | None = None  # None: not measured for this rule version
 
 
-def verdicts(ctx: Context) -> Verdicts | None:
+def verdicts(ctx: ReportContext) -> Verdicts | None:
     """The claim verdicts; None when the study covers no claim."""
     found, rules = ctx.tables["claims"], ctx.tables["rules"]
     if not found:
@@ -257,7 +257,7 @@ class Optimizability:
     samples: tuple[SampleRow, ...] | None
 
 
-def optimizability(ctx: Context) -> Optimizability | None:
+def optimizability(ctx: ReportContext) -> Optimizability | None:
     """The optimizability blocks; None when the study has none of them, or no ViT, search or length runs."""
     t = ctx.tables
     gaps, dims = t["optimizer_gap"], tuple(t["search_dims"])
@@ -308,7 +308,7 @@ class Failures:
     rows: tuple[Failure, ...]
 
 
-def failures(ctx: Context) -> Failures | None:
+def failures(ctx: ReportContext) -> Failures | None:
     """The failed trials; None when every trial completed."""
     rows = tuple(
         Failure(r["number"], r["candidate"], r["seed"], r["state"], r["reason"]) for r in ctx.tables["failures"]
@@ -316,7 +316,7 @@ def failures(ctx: Context) -> Failures | None:
     return Failures(rows) if rows else None
 
 
-def looks(ctx: Context) -> Looks | None:
+def looks(ctx: ReportContext) -> Looks | None:
     """The earlier-looks section's Info (analysis.looks.table, built once with the summary); None when no claim
     was judged."""
     t = ctx.tables.get("looks")

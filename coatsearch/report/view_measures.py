@@ -8,7 +8,7 @@ from typing import Any
 
 from coatsearch.analysis.claims import CAPACITY_SCORE, TRANSFER_SCORE
 from coatsearch.analysis.tables import METRICS, Metric, Stat
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext
 from coatsearch.report.view_study import SIZE_KEYS
 from coatsearch.scores import SCORES
 
@@ -21,13 +21,13 @@ class Sized:
     size: tuple[Stat | None, ...]
 
 
-def _scores(ctx: Context, name: str, keys: tuple[str, ...]) -> tuple[Stat | None, ...]:
+def _scores(ctx: ReportContext, name: str, keys: tuple[str, ...]) -> tuple[Stat | None, ...]:
     """A candidate's mean ± sd of each key (None where not measured, or where the candidate has no row)."""
     m: Mapping[str, Stat] = next((r["metrics"] for r in ctx.tables["candidates"] if r["candidate"] == name), {})
     return tuple(m.get(k) for k in keys)
 
 
-def _sized(ctx: Context, name: str) -> Sized:
+def _sized(ctx: ReportContext, name: str) -> Sized:
     return Sized(name, _scores(ctx, name, SIZE_KEYS))
 
 
@@ -71,7 +71,7 @@ class MatchedPoints:
     level: float | None
 
 
-def matched(ctx: Context) -> Matched | None:
+def matched(ctx: ReportContext) -> Matched | None:
     """The matched-loss reading; None when no candidate has step curves."""
     g = ctx.tables["matched"]
     if not g["table"] and not g["never"]:
@@ -111,7 +111,7 @@ class Capacity:
     crossings: tuple[tuple[str, str, float], ...]
 
 
-def capacity(ctx: Context) -> Capacity | None:
+def capacity(ctx: ReportContext) -> Capacity | None:
     """The capacity section; None without capacity curves."""
     cap = ctx.tables[CAPACITY_SCORE]
     if not cap:
@@ -144,7 +144,7 @@ class Transfer:
     rows: tuple[TransferRow, ...]
 
 
-def transfer(ctx: Context) -> Transfer | None:
+def transfer(ctx: ReportContext) -> Transfer | None:
     """The transfer section; None when no candidate measured transfer."""
     if not ctx.tables[TRANSFER_SCORE]:
         return None
@@ -161,7 +161,7 @@ class Untested:
     rows: tuple[tuple[str, str, str, str], ...]
 
 
-def untested(ctx: Context) -> Untested | None:
+def untested(ctx: ReportContext) -> Untested | None:
     """The untested claims; None when the space marks none."""
     found = ctx.tables["untested"]
     return Untested(tuple((u["id"], u["title"], u["verdict"], u["reason"]) for u in found)) if found else None
@@ -187,7 +187,7 @@ class Edges:
     warnings: tuple[str, ...]
 
 
-def edges(ctx: Context) -> Edges | None:
+def edges(ctx: ReportContext) -> Edges | None:
     """Paired data and range warnings; None when there is neither."""
     pairing, warn = ctx.tables.get("pairing") or [], ctx.tables.get("edge_warnings") or []
     checks = tuple(Pairing(p["score"], p["eval_sets"], bool(p.get("eval_paired")), p["seeds"], p["paired"])

@@ -29,7 +29,7 @@ REPLICATION_RULE = (
 
 
 @dataclass(frozen=True)
-class Estimate:
+class RelationEstimate:
     """One relation's paired difference a − b (better direction) in one study: seeds, mean, 95% interval, status."""
 
     relation: str  # "C-C vs C-T" (a chain claim's pair) or a claim (f) part's name
@@ -48,7 +48,7 @@ class Side:
     status: str  # confirmatory | exploratory ("" for the pooled judgement)
     measure: str  # the deciding measure's label ("" for claim (f): its parts)
     digits: int  # decimals the estimates print with
-    estimates: tuple[Estimate, ...]
+    estimates: tuple[RelationEstimate, ...]
 
 
 @dataclass(frozen=True)
@@ -149,10 +149,10 @@ def _side(claim: dict | None, key: str | None) -> Side | None:
     return Side(claim["verdict"], claim["why"], status, chosen.label, (metric.digits if metric else 1) + 1, pairs)
 
 
-def _estimate(relation: str, p: Mapping[str, Any]) -> Estimate:
+def _estimate(relation: str, p: Mapping[str, Any]) -> RelationEstimate:
     ci = p.get("ci")
-    return Estimate(relation, int(p.get("n") or 0), p.get("d"), None if ci is None else (float(ci[0]), float(ci[1])),
-                    str(p.get("status") or ""))  # fmt: skip
+    interval = None if ci is None else (float(ci[0]), float(ci[1]))
+    return RelationEstimate(relation, int(p.get("n") or 0), p.get("d"), interval, str(p.get("status") or ""))
 
 
 def _seeds(records: Sequence) -> tuple[int, ...]:

@@ -62,14 +62,14 @@ class Searched:
     ]  # (path, mean, sd over forest seeds; None: never varied)
     slices: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (path, (value, objective) per trial)
     reevaluation: tuple[Paired, ...] = ()  # each re-evaluated architecture against the best named candidate
-    front: tuple[Point, ...] = ()  # multi-objective studies: every measured architecture, on the front or not
+    front: tuple[ParetoPoint, ...] = ()  # multi-objective studies: every measured architecture, on the front or not
     mapped: Any = None  # view_search_checks.Mapped: points -> networks
     random: Any = None  # view_search_checks.Random: the random-search baseline and the search's regret
     fidelity: Any = None  # analysis.search_stats.Tau: the search's objective against the re-evaluation
 
 
 @dataclass(frozen=True)
-class Point:
+class ParetoPoint:
     """One architecture of a multi-objective search: its mean objectives (display units) and Pareto membership."""
 
     name: str
@@ -202,7 +202,7 @@ def _searched(
     )
 
 
-def _front(done: Sequence[TrialRecord], objs: tuple[tuple[str, str, str, bool], ...]) -> tuple[Point, ...]:
+def _front(done: Sequence[TrialRecord], objs: tuple[tuple[str, str, str, bool], ...]) -> tuple[ParetoPoint, ...]:
     """Each measured architecture's mean of every objective over its runs (display units), and whether no other
     architecture is at least as good in every objective and better in one; the front first, by objective 1."""
     from coatsearch.analysis.speed_tables import pareto
@@ -221,7 +221,7 @@ def _front(done: Sequence[TrialRecord], objs: tuple[tuple[str, str, str, bool], 
     names = sorted(runs)
     means = [tuple(statistics.fmean(a[i] for a in runs[n]) for i in range(len(objs))) for n in names]
     flags = pareto(means, [up for *_, up in objs])
-    rows = [Point(n, stages[n], m, len(runs[n]), on) for n, m, on in zip(names, means, flags, strict=True)]
+    rows = [ParetoPoint(n, stages[n], m, len(runs[n]), on) for n, m, on in zip(names, means, flags, strict=True)]
     first = 1.0 if objs[0][3] else -1.0
     return tuple(sorted(rows, key=lambda p: (not p.pareto, -first * p.means[0])))
 

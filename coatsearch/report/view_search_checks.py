@@ -30,7 +30,7 @@ class Mapped:
 class Random:
     """Random search at the search's budget on the measured table, and what the search itself found there."""
 
-    baseline: SS.Baseline | None  # display units; None: the table is not measured whole
+    baseline: SS.RandomBaseline | None  # display units; None: the table is not measured whole
     found: str  # the network the search ranks first
     found_mean: float | None  # its table mean (display units)
     regret: float | None  # the search's regret against the best network of the table

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from coatsearch.analysis.claims import SPEED_SCORE
 from coatsearch.analysis.speed_tables import SPREAD_NOTE
 from coatsearch.analysis.tables import METRICS
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext
 from coatsearch.scores import SCORES
 
 Pair = tuple[float | None, float | None]  # mean, sd (None: one run)
@@ -57,7 +57,7 @@ class Speed:
     spread: tuple[Spread, ...]
 
 
-def speed(ctx: Context) -> Speed | None:
+def speed(ctx: ReportContext) -> Speed | None:
     """The measured-speed section; None when no trial measured speed."""
     sp = ctx.tables.get(SPEED_SCORE)
     if not sp:
@@ -98,7 +98,7 @@ class Pareto:
     front: tuple[str, ...]
 
 
-def pareto(ctx: Context) -> Pareto | None:
+def pareto(ctx: ReportContext) -> Pareto | None:
     """The Pareto section; None for a single-objective study or one without complete runs."""
     pf = ctx.tables.get("pareto")
     if not pf or not pf["rows"]:

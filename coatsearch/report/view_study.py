@@ -14,7 +14,7 @@ from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.plots import FIGURES
-from coatsearch.report.section import Context
+from coatsearch.report.section import ReportContext
 from coatsearch.scores import table_keys, v_accs
 
 SIZE_KEYS = ("params", "macs")  # the model-size metrics every size column shows
@@ -33,7 +33,7 @@ class Header:
     source: str | None
 
 
-def header(ctx: Context) -> Header:
+def header(ctx: ReportContext) -> Header:
     """The header from the space record."""
     sp = ctx.tables["space"]
     text = {k: sp[k].strip() if sp.get(k) else None for k in ("description", "scale")}
@@ -41,7 +41,7 @@ def header(ctx: Context) -> Header:
                   sp.get("source"))  # fmt: skip
 
 
-def about(ctx: Context) -> Header | None:
+def about(ctx: ReportContext) -> Header | None:
     """The header's description, scale and space for the 'about' section; None when the record has none."""
     h = header(ctx)
     return h if any(x is not None for x in (h.description, h.scale, h.space)) else None
@@ -117,7 +117,7 @@ class Setup:
     registration: str | None = None  # the study against its registered analysis: confirmatory or exploratory
 
 
-def setup(ctx: Context) -> Setup:
+def setup(ctx: ReportContext) -> Setup:
     """The setup from the environment table."""
     e = ctx.tables["environment"]
     study = e["study"]
@@ -212,7 +212,7 @@ class Candidates:
     robustness: tuple[RobustnessRow, ...] = ()  # accuracy against corruption severity (robustness.png)
 
 
-def candidates(ctx: Context) -> Candidates:
+def candidates(ctx: ReportContext) -> Candidates:
     """The candidates table and its notes from the candidate rows, with what the section's figures draw."""
     rows = ctx.tables["candidates"]
     keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
@@ -284,7 +284,7 @@ class Rankings:
     lines: tuple[MeasureRanking, ...]
 
 
-def rankings(ctx: Context) -> Rankings | None:
+def rankings(ctx: ReportContext) -> Rankings | None:
     """The rankings; None when the study ranks nothing."""
     found = ctx.tables["rankings"]
     if not found:
@@ -315,7 +315,7 @@ class Splits:
     notes: tuple[str, ...]  # the rows' notes (how V0 was resolved), where given
 
 
-def v_table(ctx: Context) -> Splits | None:
+def v_table(ctx: ReportContext) -> Splits | None:
     """The depth splits; None without V1/V2."""
     table = ctx.tables["v_table"]
     if not table:

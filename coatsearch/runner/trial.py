@@ -19,7 +19,7 @@ from coatsearch.space import search
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training.fit import NonFinite, check_finite
+from coatsearch.training.history import NonFinite, check_finite
 from coatsearch.vocab.specs import model_label
 
 

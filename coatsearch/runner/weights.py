@@ -23,7 +23,7 @@ from torch import nn
 
 from coatsearch.errors import UserError
 from coatsearch.storage.found import TrialModel, study_space
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 FORMAT = "coatsearch.runner.weights/2"  # /1 was a torch.save pickle, never read
 SUFFIX = ".safetensors"
@@ -65,12 +65,12 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
         "objective": key,
         "recorded": tm.measured,  # the same metric as "retrained" (the trial value may be another: validation)
         "retrained": float(metrics[key]) if isinstance(metrics.get(key), int | float) else None,
-        "model": TypeAdapter(S.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
+        "model": TypeAdapter(specs.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
     }
 
 
-def _classes(model: S.ModelSpec, net: nn.Module) -> S.ModelSpec:
+def _classes(model: specs.ModelSpec, net: nn.Module) -> specs.ModelSpec:
     """The spec of the trained module: its head's output count, which the score may have set."""
     heads = [m for m in net.modules() if isinstance(m, nn.Linear)]
     return dataclasses.replace(model, num_classes=heads[-1].out_features) if heads else model
@@ -116,9 +116,9 @@ def read(path: str | Path) -> dict[str, Any]:
     return {**content, "state_dict": state}
 
 
-def spec(content: dict[str, Any]) -> S.ModelSpec:
+def spec(content: dict[str, Any]) -> specs.ModelSpec:
     """The solved model spec a weights file's content records."""
-    return TypeAdapter(S.ModelSpec).validate_python(content["model"])
+    return TypeAdapter(specs.ModelSpec).validate_python(content["model"])
 
 
 def load(path: str | Path, device: str = "cpu") -> nn.Module:
@@ -143,12 +143,12 @@ def load(path: str | Path, device: str = "cpu") -> nn.Module:
     try:
         model_spec = spec(content)
         floor, params = model_spec.macs_floor(), 0
-        if floor <= S.MACS_MAX:
+        if floor <= specs.MACS_MAX:
             params = count(model_spec).params  # counted part by part on the meta device: nothing is allocated
     except Exception as exc:
         raise UserError(f"{path}: its model spec cannot be read ({type(exc).__name__}: {exc})"[:300]) from None
-    if floor > S.MACS_MAX or params > stored:
-        size = f"at least {floor:.3g} MACs" if floor > S.MACS_MAX else f"{params:,} parameters"
+    if floor > specs.MACS_MAX or params > stored:
+        size = f"at least {floor:.3g} MACs" if floor > specs.MACS_MAX else f"{params:,} parameters"
         raise UserError(
             f"{path}: its weights do not fit its model spec ({stored:,} values stored, the spec has {size})"
         )

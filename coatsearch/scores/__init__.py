@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
 from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 __all__ = [
     "FALLBACK",
@@ -84,7 +84,7 @@ def _scores_spec() -> type[ScoresSection]:
         frozen=True,
     )
     cls.__doc__ = "Which paper measurements a trial makes: one section per registered score (None = skipped)."
-    cls.__pydantic_config__ = S.FORBID  # type: ignore[attr-defined]  # unknown keys (and scores): errors
+    cls.__pydantic_config__ = specs.FORBID  # type: ignore[attr-defined]  # unknown keys (and scores): errors
     return cls
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from coatsearch.scores.base import Context, Guard, Score, acc, floor, loss
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 
-def run(ctx: Context, spec: S.SubsetSpec) -> dict:
+def run(ctx: Context, spec: specs.SubsetSpec) -> dict:
     """Train with the full recipe on the subset; train loss/acc, eval loss/acc, gap and the per-epoch curve."""
     from coatsearch.scores import training as T
 
@@ -15,7 +15,7 @@ def run(ctx: Context, spec: S.SubsetSpec) -> dict:
 
 SCORE = Score(
     name="accuracy",
-    section=S.SubsetSpec,
+    section=specs.SubsetSpec,
     run=run,
     metrics=(
         loss("accuracy.train_loss", "recipe train loss"),

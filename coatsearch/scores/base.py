@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
 
@@ -56,9 +56,9 @@ class Guard:
 class TrialInput:
     """Everything one trial trains with: the matched model, its optimizer, the data and what to score."""
 
-    model: S.ModelSpec
-    optim: S.OptimSpec
-    data: S.DataSpec
+    model: specs.ModelSpec
+    optim: specs.OptimSpec
+    data: specs.DataSpec
     scores: Any  # coatsearch.scores.ScoresSpec (derived from the registry, which imports this module)
     seed: int
     runs: int = 1  # training runs of this architecture the study plans (seeds x scores), for compile: auto

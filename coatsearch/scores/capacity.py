@@ -7,10 +7,10 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 from __future__ import annotations
 
 from coatsearch.scores.base import Context, Guard, Score, acc, floor, loss
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 
-def run(ctx: Context, spec: S.SubsetSpec) -> dict:
+def run(ctx: Context, spec: specs.SubsetSpec) -> dict:
     """Train unregularized on the subset for the step budget (>= 1 epoch); train loss/acc, eval loss/acc, curve."""
     from coatsearch.scores import training as T
 
@@ -19,7 +19,7 @@ def run(ctx: Context, spec: S.SubsetSpec) -> dict:
 
 SCORE = Score(
     name="capacity",
-    section=S.SubsetSpec,
+    section=specs.SubsetSpec,
     run=run,
     metrics=(
         loss("capacity.train_loss", "cap. train loss", ranked=True),

@@ -7,23 +7,23 @@ The report reads eval accuracy at matched training loss from the curve (analysis
 from __future__ import annotations
 
 from coatsearch.scores.base import Context, Guard, Metric, Score, acc, floor, loss
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 
-def run(ctx: Context, spec: S.SubsetSpec) -> dict:
+def run(ctx: Context, spec: specs.SubsetSpec) -> dict:
     """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve.
 
     The curve is dense where the report's train-loss ladder (`loss_levels`, else specs.DEFAULT_LEVELS) is crossed.
     """
     from coatsearch.scores import training as T
 
-    levels = tuple(spec.loss_levels or S.DEFAULT_LEVELS)
+    levels = tuple(spec.loss_levels or specs.DEFAULT_LEVELS)
     return T.single(ctx, "generalization", spec, T.unregularized(ctx.inp.optim), augment=False, levels=levels)
 
 
 SCORE = Score(
     name="generalization",
-    section=S.SubsetSpec,
+    section=specs.SubsetSpec,
     run=run,
     metrics=(
         loss("generalization.train_loss", "gen. train loss"),

@@ -9,27 +9,27 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from coatsearch.scores.base import Context, Guard, Score, acc
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 
-@S.spec
+@specs.spec
 class LengthSpec:
     """Training-length stability: the same subset trained for each schedule length."""
 
-    per_class: Annotated[int, Strict(), Field(gt=0, le=S.PER_CLASS_MAX)] | None  # None = every image of each class
+    per_class: Annotated[int, Strict(), Field(gt=0, le=specs.PER_CLASS_MAX)] | None  # None = every image of each class
     epochs: Annotated[
-        tuple[Annotated[int, Strict(), Field(gt=0, le=S.EPOCHS_MAX)], ...],
-        Field(min_length=2, max_length=S.LENGTHS_MAX),
+        tuple[Annotated[int, Strict(), Field(gt=0, le=specs.EPOCHS_MAX)], ...],
+        Field(min_length=2, max_length=specs.LENGTHS_MAX),
     ]  # schedule lengths; the longest is the reference
-    classes: tuple[Annotated[int, Strict(), Field(ge=0, lt=S.CLASSES_MAX)], ...] | None = None
+    classes: tuple[Annotated[int, Strict(), Field(ge=0, lt=specs.CLASSES_MAX)], ...] | None = None
 
 
 def run(ctx: Context, spec: LengthSpec) -> dict:
     """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
     from coatsearch.scores import training as T
-    from coatsearch.training import data as D
+    from coatsearch.training import subsets
 
-    subset = S.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
+    subset = specs.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
     train_set, held, validation = T.splits(ctx, subset)
     out: dict = {"length.epochs": list(spec.epochs)}
     accs, vals = [], []
@@ -45,8 +45,8 @@ def run(ctx: Context, spec: LengthSpec) -> dict:
     out["length.eval_acc"], out["length.val_acc"] = accs, vals  # test images; validation images (for choosing)
     out["length.eval_acc_longest"], out["length.val_acc_longest"] = accs[longest], vals[longest]
     out["length.best_epochs"] = best_length(spec.epochs, vals)
-    out["length.eval_fingerprint"] = D.fingerprint(held)
-    out["length.val_fingerprint"] = D.fingerprint(validation)
+    out["length.eval_fingerprint"] = subsets.fingerprint(held)
+    out["length.val_fingerprint"] = subsets.fingerprint(validation)
     return out
 
 

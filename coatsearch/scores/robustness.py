@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field, Strict
 
 from coatsearch.scores.base import Context, Guard, Score, acc
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
@@ -31,11 +31,11 @@ SEVERITIES = {
 CORRUPTIONS = tuple(SEVERITIES)
 
 
-@S.spec
+@specs.spec
 class RobustnessSpec:
     """Which score's trained model is corrupted-tested, and how many severities (1..5) of each corruption."""
 
-    source: S.Name = "generalization"  # an enabled score that keeps its trained model (Score.keeps_model)
+    source: specs.Name = "generalization"  # an enabled score that keeps its trained model (Score.keeps_model)
     severities: Annotated[int, Strict(), Field(ge=1, le=len(SEVERITIES["noise"]))] = 3
 
 
@@ -50,7 +50,7 @@ def check(spec: RobustnessSpec, models: tuple[str, ...]) -> str | None:
 def corrupt(x: torch.Tensor, name: str, severity: int, seed: int) -> torch.Tensor:
     """A corrupted copy of the images `x` (N, C, H, W): corruption `name` at `severity` (1-based)."""
     import torch
-    from torchvision.transforms.v2 import functional as F
+    from torchvision.transforms.v2 import functional as TF
 
     m = SEVERITIES[name][severity - 1]
     if name == "noise":
@@ -58,14 +58,14 @@ def corrupt(x: torch.Tensor, name: str, severity: int, seed: int) -> torch.Tenso
         return x + m * torch.randn(x.shape, generator=gen).to(x.device, x.dtype)
     if name == "blur":
         k = 2 * int(2 * m + 0.5) + 1
-        return F.gaussian_blur(x, kernel_size=[k, k], sigma=[m, m])
+        return TF.gaussian_blur(x, kernel_size=[k, k], sigma=[m, m])
     if name == "contrast":
         mean = x.mean(dim=(1, 2, 3), keepdim=True)
         return mean + m * (x - mean)
     if name == "shift":
         d = round(m * x.shape[-1])
-        return F.affine(x, angle=0.0, translate=[d, d], scale=1.0, shear=[0.0, 0.0], fill=0.0)
-    return F.rotate(x, float(m), fill=0.0)
+        return TF.affine(x, angle=0.0, translate=[d, d], scale=1.0, shear=[0.0, 0.0], fill=0.0)
+    return TF.rotate(x, float(m), fill=0.0)
 
 
 def run(ctx: Context, spec: RobustnessSpec) -> dict:

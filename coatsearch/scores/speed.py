@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import Field, Strict
 
 from coatsearch.scores.base import Context, Metric, Score
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 # What the run records, each key by its role (Score.roles): the report asks the registry for a key by role.
 ROLES = MappingProxyType(
@@ -34,12 +34,12 @@ ROLES = MappingProxyType(
 )
 
 
-@S.spec
+@specs.spec
 class SpeedSpec:
     """How the trial's model is timed (defaults cost about 3% of a default paper_layouts trial on one CPU core)."""
 
-    infer_batch: Annotated[int, Strict(), Field(gt=0, le=S.BATCH_MAX)] = 128  # the stated inference batch
-    train_batch: Annotated[int, Strict(), Field(gt=0, le=S.BATCH_MAX)] | None = None  # None: train.batch_size
+    infer_batch: Annotated[int, Strict(), Field(gt=0, le=specs.BATCH_MAX)] = 128  # the stated inference batch
+    train_batch: Annotated[int, Strict(), Field(gt=0, le=specs.BATCH_MAX)] | None = None  # None: train.batch_size
     warmup: Annotated[int, Strict(), Field(ge=1, le=1000)] = 1  # untimed steps before each timing
     repeats: Annotated[int, Strict(), Field(ge=3, le=1000)] = 4  # timed train and inference steps (median taken)
     latency_repeats: Annotated[int, Strict(), Field(ge=4, le=10_000)] = 20  # timed batch-1 forward passes
@@ -51,7 +51,7 @@ def run(ctx: Context, spec: SpeedSpec) -> dict:
     from coatsearch.training import throughput
 
     m, optim = ctx.inp.model, ctx.inp.optim
-    plan = throughput.Plan(
+    plan = throughput.ThroughputPlan(
         train_batch=spec.train_batch or optim.batch_size,
         infer_batch=spec.infer_batch,
         warmup=spec.warmup,

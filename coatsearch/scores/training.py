@@ -1,11 +1,11 @@
 """Shared training steps of the scores (subsets, a fresh model, one fit, curves); imported by run functions only.
 
-Data is paired across candidates: the validation images are drawn once per study (data.split, seed
-data.EVAL_SEED, never the trial seed), the test images once per study or, under `test_sampling: per_seed`, once
+Data is paired across candidates: the validation images are drawn once per study (subsets.split, seed
+subsets.EVAL_SEED, never the trial seed), the test images once per study or, under `test_sampling: per_seed`, once
 per trial seed, and the training subset and batch order depend on the trial seed alone, so
 every candidate of a seed sees the same images in the same order. Validation images serve every choice (pruning,
 stop_at_acc, the objective); test images the verdict measures (`eval_*` keys). Each run records the fingerprints
-of all three (data.fingerprint).
+of all three (subsets.fingerprint).
 """
 
 from __future__ import annotations
@@ -20,26 +20,27 @@ from coatsearch.errors import UserError
 from coatsearch.models import build
 from coatsearch.scores.base import Context
 from coatsearch.training import data as D
-from coatsearch.training import listeners
-from coatsearch.training.fit import History, fit
+from coatsearch.training import listeners, subsets
+from coatsearch.training.fit import fit
 from coatsearch.training.floor import RECIPE, Floor, linear_floor
+from coatsearch.training.history import History
 from coatsearch.training.schedule import run_steps, steps_per_epoch, subset_optim
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 
-def unregularized(optim: S.OptimSpec) -> S.OptimSpec:
+def unregularized(optim: specs.OptimSpec) -> specs.OptimSpec:
     """The paper's layout-study recipe: no label smoothing, mixup or augmentation (weight decay kept)."""
     return dataclasses.replace(optim, label_smoothing=0.0, mixup=0.0, randaugment=False)
 
 
-def splits(ctx: Context, subset: S.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
+def splits(ctx: Context, subset: specs.SubsetSpec) -> tuple[D.TensorData, D.TensorData, D.TensorData]:
     """(train subset, test images, validation images) for one score: the subset seeded by the trial's seed,
-    validation fixed per study, test fixed per study or per seed (data.split)."""
+    validation fixed per study, test fixed per study or per seed (subsets.split)."""
     inp = ctx.inp
     spec = subset.dataset or inp.data
     pool, test = D.load(spec, inp.model.image_size, inp.model.in_chans)
-    train = D.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
-    validation, held = D.split(test, spec, subset.classes, seed=inp.seed)
+    train = subsets.subset(pool, subset.per_class, subset.classes, seed=inp.seed)
+    validation, held = subsets.split(test, spec, subset.classes, seed=inp.seed)
     return train, held, validation
 
 
@@ -58,8 +59,8 @@ def train(
     net: torch.nn.Module,
     train_set: D.TensorData,
     held: D.TensorData,
-    optim: S.OptimSpec,
-    subset: S.SubsetSpec,
+    optim: specs.OptimSpec,
+    subset: specs.SubsetSpec,
     augment: bool,
     stop_at_acc: float | None = None,
     levels: tuple[float, ...] | None = None,
@@ -103,8 +104,8 @@ def train(
 def single(
     ctx: Context,
     name: str,
-    subset: S.SubsetSpec,
-    optim: S.OptimSpec,
+    subset: specs.SubsetSpec,
+    optim: specs.OptimSpec,
     augment: bool,
     min_epochs: int = 0,
     levels: tuple[float, ...] | None = None,
@@ -159,9 +160,9 @@ def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorD
         f"{name}.images": len(train_set),
         f"{name}.eval_images": len(held),
         f"{name}.val_images": len(validation),
-        f"{name}.train_fingerprint": D.fingerprint(train_set),
-        f"{name}.eval_fingerprint": D.fingerprint(held),
-        f"{name}.val_fingerprint": D.fingerprint(validation),
+        f"{name}.train_fingerprint": subsets.fingerprint(train_set),
+        f"{name}.eval_fingerprint": subsets.fingerprint(held),
+        f"{name}.val_fingerprint": subsets.fingerprint(validation),
         f"{name}.steps": hist.steps,
         f"{name}.epochs": round(hist.steps / max(1, hist.steps_per_epoch), 3),
         f"{name}.seconds": sum(hist.seconds),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from coatsearch.scores.base import Context, Guard, Metric, Score, acc
 from coatsearch.training import schedule
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 if TYPE_CHECKING:  # torch is imported when a run starts
     import torch
@@ -29,12 +29,12 @@ PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
 PROBE_L2 = 1e-4  # L2 penalty of the linear probe (on standardized features)
 
 
-@S.spec
+@specs.spec
 class TransferSpec:
     """Pretrain on subset A (`pretrain`), then fine-tune on subset B (`finetune`, may name another dataset)."""
 
-    pretrain: S.SubsetSpec
-    finetune: S.SubsetSpec
+    pretrain: specs.SubsetSpec
+    finetune: specs.SubsetSpec
 
 
 FACTS = ("fingerprint", "_images")  # what transfer keeps of its runs' facts: which images, how many held out
@@ -73,7 +73,7 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
         "transfer.scratch_acc": scratch_acc,
         "transfer.gain": tuned_acc - scratch_acc,
         "transfer.probe_acc": probe,
-        "transfer.val_pretrain_acc": hist_a.val_acc[-1],  # the validation twins (data.split): for selection
+        "transfer.val_pretrain_acc": hist_a.val_acc[-1],  # the validation twins (subsets.split): for selection
         "transfer.val_finetune_acc": val_tuned,
         "transfer.val_scratch_acc": val_scratch,
         "transfer.val_gain": val_tuned - val_scratch,

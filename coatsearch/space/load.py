@@ -16,13 +16,12 @@ from pydantic import ValidationError
 
 from coatsearch import scores
 from coatsearch.errors import UserError
-from coatsearch.space import schema as D
-from coatsearch.vocab import kinds
-from coatsearch.vocab import specs as S
+from coatsearch.space import schema
+from coatsearch.vocab import kinds, specs
 
 SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
 SHARED = ("train", "search", "budget", "scores")  # shared sections merged into each candidate besides `model`
-MODEL_KEYS = tuple(f.name for f in dataclasses.fields(D.CandidateSpec) if f.name not in ("name", *SHARED))
+MODEL_KEYS = tuple(f.name for f in dataclasses.fields(schema.CandidateSpec) if f.name not in ("name", *SHARED))
 UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
 
@@ -35,7 +34,7 @@ class SpaceError(UserError):
     """A space file is invalid: one message with file, line, field path, found and allowed."""
 
 
-def load_document(path: str | Path, profile: str = "default", text: str | None = None) -> D.SpaceDoc:
+def load_document(path: str | Path, profile: str = "default", text: str | None = None) -> schema.SpaceDoc:
     """Read a space file, apply `profile`, validate it; raise SpaceError on any problem.
 
     `text`, when given, is the file's content (e.g. the copy recorded with a study): `path` then only names it.
@@ -51,7 +50,7 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
     data.setdefault("name", path.stem)
     _check_shared_model(path, root, data.get("model"))
     try:
-        doc = D.document().validate_python(_merge_candidates(data))
+        doc = schema.document().validate_python(_merge_candidates(data))
     except ValidationError as exc:
         raise SpaceError(_describe(path, root, data, exc)) from None
     for loc, message in check_document(doc):
@@ -69,7 +68,7 @@ def where(path: str | Path, loc: tuple, text: str | None = None) -> str:
     return f"{path}:{_line(_compose(path, text), loc)}: field '{_dotted(loc)}'"
 
 
-def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()
     choices: dict[str, tuple] = {}
@@ -84,7 +83,7 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         if cand.name in seen:
             yield ("candidates", i, "name"), f"candidate name '{cand.name}' is used twice"
         seen.add(cand.name)
-        if doc.study.baselines and cand.name in S.BASELINES:
+        if doc.study.baselines and cand.name in specs.BASELINES:
             yield ("candidates", i, "name"), f"'{cand.name}' is a regime baseline's name (study.baselines is on)"
         yield from _layout_problems(doc, i, cand)
         problem = model_problem(cand, doc.input)
@@ -102,7 +101,7 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                 continue
             for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
                 try:
-                    problem = model_problem(D.with_params(cand, {path: value}), doc.input)
+                    problem = model_problem(schema.with_params(cand, {path: value}), doc.input)
                 except ValueError as exc:
                     problem = _first_error(exc)
                 if problem:
@@ -110,7 +109,7 @@ def check_document(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
                     break
 
 
-def sampler_problem(doc: D.SpaceDoc) -> str:
+def sampler_problem(doc: schema.SpaceDoc) -> str:
     """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does)."""
     sampler = doc.study.sampler
     dims = {p: d for c in doc.candidates for p, d in c.search.items() if d is not None}
@@ -126,7 +125,7 @@ def sampler_problem(doc: D.SpaceDoc) -> str:
     if sampler == "grid":
         from coatsearch.vocab.specs import POINTS_MAX
 
-        sized = [(S.grid_size(c.search), c.name) for c in doc.candidates if c.search]  # counted, not listed
+        sized = [(specs.grid_size(c.search), c.name) for c in doc.candidates if c.search]  # counted, not listed
         sizes = [n for n, _ in sized]
         if sized and max(sized)[0] > POINTS_MAX:
             return (f"the grid of candidate '{max(sized)[1]}' holds {max(sized)[0]:,} points; the grid sampler plans "
@@ -136,7 +135,7 @@ def sampler_problem(doc: D.SpaceDoc) -> str:
     return ""
 
 
-def _layout_problems(doc: D.SpaceDoc, i: int, cand: D.CandidateSpec) -> Iterator[tuple[tuple, str]]:
+def _layout_problems(doc: schema.SpaceDoc, i: int, cand: schema.CandidateSpec) -> Iterator[tuple[tuple, str]]:
     """The constraints on a candidate's layout: its own, or, when it searches the layout, some sampled one."""
     dims = sorted((p, d.choices) for p, d in cand.search.items() if d is not None and _is_layout(p))
     if not dims:
@@ -155,17 +154,17 @@ def _is_layout(path: str) -> bool:
     return path == "model.layout" or (path.startswith("model.layout.") and path.rsplit(".", 1)[1].isdigit())
 
 
-def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+def _objective_problem(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """The study objective must be a metric some candidate's enabled scores record (the others fall back)."""
     measured = [m.key for c in doc.candidates for score, _ in scores.enabled(c.scores) for m in score.metrics]
     listed = ", ".join(dict.fromkeys(measured)) or "nothing (no score is enabled)"
     if doc.study.objectives:  # multi-objective: every candidate must measure every objective (no fallback)
         trained = [(c.name, c.scores) for c in doc.candidates]  # the regime baselines train the shared scores
-        trained += [(name, doc.scores) for name in S.BASELINES] if doc.study.baselines else []
+        trained += [(name, doc.scores) for name in specs.BASELINES] if doc.study.baselines else []
         for i, key in enumerate(doc.study.objectives):
             for name, section in trained:
                 if key not in [m.key for score, _ in scores.enabled(section) for m in score.metrics]:
-                    what = "the regime baseline" if name in S.BASELINES and doc.study.baselines else "candidate"
+                    what = "the regime baseline" if name in specs.BASELINES and doc.study.baselines else "candidate"
                     yield ("study", "objectives", i), f"{what} '{name}' does not measure '{key}'; {listed}" + (
                         " (baselines train the shared scores: enable it there or set study.baselines: false)"
                         if what != "candidate" else "")  # fmt: skip
@@ -174,14 +173,14 @@ def _objective_problem(doc: D.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         yield ("study", "objective"), f"no enabled score measures '{doc.study.objective}'; measured: {listed}"
 
 
-def model_problem(cand: D.CandidateSpec, inp: S.InputSpec) -> str:
+def model_problem(cand: schema.CandidateSpec, inp: specs.InputSpec) -> str:
     """Why `cand` cannot be built for `inp` images, or is too large to size ("" when it can)."""
     try:
         floor = cand.model(inp).macs_floor()
     except ValueError as exc:
         return str(exc)
-    if floor > S.MACS_MAX:
-        return f"the model needs at least {floor:.3g} MACs per image; allowed: at most {S.MACS_MAX:.0e}"
+    if floor > specs.MACS_MAX:
+        return f"the model needs at least {floor:.3g} MACs per image; allowed: at most {specs.MACS_MAX:.0e}"
     return ""
 
 
@@ -432,7 +431,7 @@ def _is_union_tag(part: str) -> bool:
 
 def _allowed_keys(loc: tuple) -> str:
     """The keys the spec at `loc[:-1]` accepts, as a space file writes them."""
-    cls: Any = D.SpaceDoc
+    cls: Any = schema.SpaceDoc
     for part in loc[:-1]:
         if isinstance(part, int):
             continue

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.scores import ScoresSpec
-from coatsearch.space import schema as D
+from coatsearch.space import schema
 from coatsearch.space.load import load_document
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 
 if TYPE_CHECKING:
     from torch import nn
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Dim(S.SearchDim):
+class Dim(specs.SearchDim):
     """One search dimension over a dotted field path (`model.block.head_size`, `train.lr`)."""
 
     path: str = ""
@@ -44,7 +44,7 @@ class _Matched:
         return prepare(self)
 
     @property
-    def spec(self) -> S.ModelSpec:
+    def spec(self) -> specs.ModelSpec:
         """The matched model spec, for candidates and baselines alike."""
         return self.prepared.model
 
@@ -75,8 +75,8 @@ class Candidate(_Matched):
     """A named candidate: its validated definition, the images it takes, and the dimensions searched over it."""
 
     name: str
-    definition: D.CandidateSpec  # the merged candidate (model fields, train, budget, scores, search), unmatched
-    input: S.InputSpec  # image size, channels, classes (from the space's `input`)
+    definition: schema.CandidateSpec  # the merged candidate (model fields, train, budget, scores, search), unmatched
+    input: specs.InputSpec  # image size, channels, classes (from the space's `input`)
     dims: tuple[Dim, ...] = ()
 
     @property
@@ -84,9 +84,11 @@ class Candidate(_Matched):
         """What its trials measure (the shared `scores` merged with its own)."""
         return self.definition.scores
 
-    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, S.Budget | None]:
+    def resolve(
+        self, params: Mapping[str, Any] | None = None
+    ) -> tuple[specs.ModelSpec, specs.OptimSpec, specs.Budget | None]:
         """Apply sampled `params` (dotted path → value) and return (model, optimizer, budget) specs."""
-        cand = D.with_params(self.definition, params or {})
+        cand = schema.with_params(self.definition, params or {})
         return cand.model(self.input), cand.train, cand.budget
 
 
@@ -95,19 +97,19 @@ class Baseline(_Matched):
     """A regime baseline (specs.BASELINES): a fixed model on the same subsets and seeds, never searched or matched."""
 
     name: str
-    input: S.InputSpec
-    train: S.OptimSpec  # the space's shared training settings
+    input: specs.InputSpec
+    train: specs.OptimSpec  # the space's shared training settings
     scores: ScoresSpec  # the space's shared scores
     dims: tuple[Dim, ...] = ()
 
     @property
-    def definition(self) -> S.ModelSpec:
+    def definition(self) -> specs.ModelSpec:
         """The baseline's fixed model (what a stored space and a stored match are compared by)."""
-        return S.baseline_model(self.name, self.input)
+        return specs.baseline_model(self.name, self.input)
 
-    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[S.ModelSpec, S.OptimSpec, None]:
+    def resolve(self, params: Mapping[str, Any] | None = None) -> tuple[specs.ModelSpec, specs.OptimSpec, None]:
         """(model, optimizer, no budget); a baseline has no parameters to sample."""
-        return S.baseline_model(self.name, self.input), self.train, None
+        return specs.baseline_model(self.name, self.input), self.train, None
 
 
 @dataclass(frozen=True)
@@ -124,15 +126,17 @@ class Space:
     classes: int
     conv_before_attention: bool
     candidates: tuple[Candidate | Baseline, ...]  # the space's candidates, then the baselines (study.baselines)
-    data: S.DataSpec
+    data: specs.DataSpec
     scores: ScoresSpec
-    study: S.StudySpec
+    study: specs.StudySpec
     untestable: Mapping[str, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[str, ...] = ()  # the claims this space pilots (registration, report looks)
     decides: Mapping[str, float | None] = field(default_factory=dict)  # claim id -> effect sized for (None: paper)
     reseeded: bool = False  # seeds and test draw set apart from the file (a replicate's: with_draw)
     log: str = "none"  # live tracking of each trial (runner.tracking): none, tensorboard or mlflow; not its identity
-    checkpoint: D.CheckpointSpec = field(default_factory=D.CheckpointSpec)  # trial checkpoints; not its identity
+    checkpoint: schema.CheckpointSpec = field(
+        default_factory=schema.CheckpointSpec
+    )  # trial checkpoints; not its identity
 
     def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -167,7 +171,7 @@ def as_recorded(space: Space, record: Mapping[str, Any]) -> Space:
     return with_draw(space, seeds, int(draw))
 
 
-def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
+def build_space(doc: schema.SpaceDoc, source: str, profile: str) -> Space:
     """Turn a validated document into a Space."""
     return Space(
         name=doc.name,
@@ -191,12 +195,12 @@ def build_space(doc: D.SpaceDoc, source: str, profile: str) -> Space:
     )
 
 
-def _candidate(cand: D.CandidateSpec, inp: S.InputSpec) -> Candidate:
+def _candidate(cand: schema.CandidateSpec, inp: specs.InputSpec) -> Candidate:
     dims = tuple(Dim(**asdict(d), path=path) for path, d in sorted(cand.search.items()) if d is not None)
     return Candidate(name=cand.name, definition=cand, input=inp, dims=dims)
 
 
-def _baselines(doc: D.SpaceDoc) -> tuple[Baseline, ...]:
+def _baselines(doc: schema.SpaceDoc) -> tuple[Baseline, ...]:
     if not doc.study.baselines:
         return ()
-    return tuple(Baseline(name, doc.input, doc.train, doc.scores) for name in S.BASELINES)
+    return tuple(Baseline(name, doc.input, doc.train, doc.scores) for name in specs.BASELINES)

@@ -16,14 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from coatsearch.vocab import kinds
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import kinds, specs
 
 if TYPE_CHECKING:
     from coatsearch.budget.prepare import Prepared
     from coatsearch.space.objects import Baseline, Candidate, Dim, Space
 
-POINTS_MAX = S.POINTS_MAX  # points of a finite space `show --all` and the grid sampler enumerate
+POINTS_MAX = specs.POINTS_MAX  # points of a finite space `show --all` and the grid sampler enumerate
 SURVEY_S = 60.0  # seconds `show` spends solving the points of one searched candidate at most
 REJECT_MAX = 50  # rejected samples in a row for one planned trial before it is recorded as failed
 UNTRAINED = frozenset({"REJECTED", "REUSED"})  # record states of sampled points that trained nothing
@@ -58,9 +57,9 @@ def admit(space: Space, cand: Candidate | Baseline, params: Mapping[str, Any]) -
     return prep
 
 
-def block_text(block: S.BlockSpec) -> str:
+def block_text(block: specs.BlockSpec) -> str:
     """The block options that differ from the defaults, e.g. 'head_size=8 downsample=dw rel_pos=False'."""
-    base = S.BlockSpec()
+    base = specs.BlockSpec()
     return " ".join(
         f"{f.name}={getattr(block, f.name)}" for f in fields(block) if getattr(block, f.name) != getattr(base, f.name)
     )
@@ -70,7 +69,7 @@ ATTENTION_OPTIONS = frozenset({"head_size", "mlp_ratio", "attn_norm", "rel_pos",
 MBCONV_OPTIONS = frozenset({"expand_ratio", "se_ratio", "downsample"})  # downsample: strided MBConv blocks only
 
 
-def structure(model: S.ModelSpec) -> str:
+def structure(model: specs.ModelSpec) -> str:
     """A solved model's structural identity: arch, stem, per-stage kind/depth/width/stride, and the block options
     some block of it reads (`identity`)."""
     from coatsearch.budget.prepare import stages_text, stem_text
@@ -107,7 +106,7 @@ def label(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) else json.dumps(value)
 
 
-def value_of(dim: S.SearchDim, stored: Any) -> Any:
+def value_of(dim: specs.SearchDim, stored: Any) -> Any:
     """The choice a stored Optuna value stands for (the inverse of `label`); numbers as they are."""
     if dim.kind != "choice":
         return stored

@@ -45,7 +45,7 @@ class Damage:
 
 
 @dataclass(frozen=True)
-class Split:
+class RepairCut:
     """A journal cut for repair: the bytes to keep, the damaged tail to move aside, empty lines dropped."""
 
     keep: bytes
@@ -98,7 +98,7 @@ def first_damage(data: bytes) -> Damage | None:
     return None
 
 
-def split(data: bytes) -> Split:
+def split(data: bytes) -> RepairCut:
     """Keep every record before the first damaged line (empty lines dropped); the rest is the tail."""
     keep: list[bytes] = []
     blank = 0
@@ -108,9 +108,9 @@ def split(data: bytes) -> Split:
             continue
         if not complete or problem(raw):
             tail = data[offset:]
-            return Split(b"".join(keep), tail, len(keep), tail.count(b"\n") + (not tail.endswith(b"\n")), blank)
+            return RepairCut(b"".join(keep), tail, len(keep), tail.count(b"\n") + (not tail.endswith(b"\n")), blank)
         keep.append(raw + b"\n")
-    return Split(b"".join(keep), b"", len(keep), 0, blank)
+    return RepairCut(b"".join(keep), b"", len(keep), 0, blank)
 
 
 class Lock:

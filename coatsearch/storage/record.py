@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from coatsearch.storage import record_flat as F
+from coatsearch.storage import record_flat
 
 VERSION = 2  # 1: flat attributes (before the record); 2: one `record` attribute
-ATTR = F.ATTR  # the user attribute holding the record
+ATTR = record_flat.ATTR  # the user attribute holding the record
 CLAIM_ATTRS = ("key", "run_id", "backend", "worker", "killed_by", "interrupted", "told")  # the claim protocol's
 _MODEL_METRICS = ("params", "macs", "budget_error", "budget_params_error")  # metric keys that are model fields
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -192,7 +192,7 @@ def completed(
     return RunRecord(VERSION, "COMPLETE", identity, model, metrics, curves, optimizer, **kw)
 
 
-VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (data.split)
+VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (subsets.split)
 
 
 def twin(key: str) -> str:
@@ -263,13 +263,13 @@ def failed(
 
 def split(measured: Mapping[str, Any]) -> tuple[Mapping[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]]:
     """Flat measured keys (`score.name`, `curves.<name>`) as (metrics per score, curves per name), read-only."""
-    metrics, curves = F.split(measured)
+    metrics, curves = record_flat.split(measured)
     return _frozen(metrics), _frozen(curves)
 
 
 def measured(run: RunRecord) -> dict[str, Any]:
     """The flat measured form of a record's metrics and curves (the inverse of `split`), as plain data."""
-    return F.join(_plain(run.metrics), _plain(run.curves))
+    return record_flat.join(_plain(run.metrics), _plain(run.curves))
 
 
 def with_measured(run: RunRecord, flat: Mapping[str, Any]) -> RunRecord:
@@ -328,7 +328,7 @@ def read(attrs: Mapping[str, Any], state: str, params: Mapping[str, Any]) -> Run
     The storage's state wins (a trial can be RUNNING or interrupted), and params name a failed trial's candidate.
     """
     stored = attrs.get(ATTR)
-    run = from_json(stored if isinstance(stored, Mapping) else F.to_data(attrs, _FLAT_MODEL, CLAIM_ATTRS))
+    run = from_json(stored if isinstance(stored, Mapping) else record_flat.to_data(attrs, _FLAT_MODEL, CLAIM_ATTRS))
     ident = run.identity
     candidate = str(params.get("candidate") or ident.candidate or "?")
     seed = params.get("seed", ident.seed)
@@ -343,12 +343,14 @@ _FLAT_MODEL = {f.name for f in dataclasses.fields(Model)} - {"label"} | {"model_
 
 def flat(run: RunRecord) -> dict[str, Any]:
     """The record in version 1's form, one flat key per field and metric (the migration's inverse), plain data."""
-    return F.from_data(to_json(run))
+    return record_flat.from_data(to_json(run))
 
 
 def optimizer(settings: Any) -> Optimizer:
     """The Optimizer of an optimizer spec (`vocab.specs.OptimSpec`) or of its settings as a mapping."""
-    return _build(Optimizer, F.optimizer(settings if isinstance(settings, Mapping) else dataclasses.asdict(settings)))
+    return _build(
+        Optimizer, record_flat.optimizer(settings if isinstance(settings, Mapping) else dataclasses.asdict(settings))
+    )
 
 
 def _build(cls: type, data: Mapping[str, Any]) -> Any:

@@ -270,7 +270,7 @@ def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
     hold yet (each candidate's `prepared`, solved at most once per process) and stores it; every later trial, worker and
     backend reads it back. A record is keyed by a hash of its candidate spec, so an edited space re-matches.
     """
-    from coatsearch.budget import prepare as C
+    from coatsearch.budget import prepare as BP
 
     with locked(study_folder):
         stored = dict(study.user_attrs.get(MATCHED) or {})
@@ -279,10 +279,10 @@ def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
             key = hashlib.sha1(repr((cand.definition, cand.input)).encode()).hexdigest()[:16]
             rec = stored.get(cand.name)
             if rec and rec.get("spec") == key:
-                out[cand.name] = C.from_record(rec["prepared"])
+                out[cand.name] = BP.from_record(rec["prepared"])
                 continue
             out[cand.name] = cand.prepared
-            new[cand.name] = {"spec": key, "prepared": C.to_record(out[cand.name])}
+            new[cand.name] = {"spec": key, "prepared": BP.to_record(out[cand.name])}
         if new:
             study.set_user_attr(MATCHED, {**stored, **new})
     return out
@@ -389,14 +389,14 @@ _NAMED: dict[tuple[str, str], Any] = {}  # (candidate, spec hash) -> its matched
 
 def _named(study: optuna.Study, cand: Any) -> Any:
     """A named candidate's matched Prepared as the study stored it (`matched`), else its own."""
-    from coatsearch.budget import prepare as C
+    from coatsearch.budget import prepare as BP
 
     rec = (study.user_attrs.get(MATCHED) or {}).get(cand.name)
     if not rec:
         return cand.prepared
     key = (cand.name, str(rec.get("spec")))
     if key not in _NAMED:
-        _NAMED[key] = C.from_record(rec["prepared"])
+        _NAMED[key] = BP.from_record(rec["prepared"])
     return _NAMED[key]
 
 

@@ -46,8 +46,8 @@ SLOTS_MAX = 8  # slots (models, optimizer states, graphs) kept per worker proces
 DEVICES = ("cuda",)  # device types that capture
 _SLOTS: OrderedDict[tuple, Slot] = OrderedDict()
 
-Draw = Callable[..., tuple[torch.Tensor, ...]]  # fit.augment_draws
-Apply = Callable[[torch.Tensor, tuple[torch.Tensor, ...]], torch.Tensor]  # fit.augment_apply
+Draw = Callable[..., tuple[torch.Tensor, ...]]  # augment.augment_draws
+Apply = Callable[[torch.Tensor, tuple[torch.Tensor, ...]], torch.Tensor]  # augment.augment_apply
 MakeOpt = Callable[[nn.Module, torch.Tensor], torch.optim.Optimizer]  # the run's optimizer, lr a 0-d tensor
 
 

@@ -3,7 +3,7 @@
 A point is measured in eval mode without augmentation, at step 0 (initialization) and every `eval_every`
 optimizer steps, always including the last: plain cross-entropy and accuracy on a fixed probe of the
 training subset (the "training loss" of CoAtNet's generalization definition), on the study's fixed test images
-and on its validation images (data.split). Measuring never draws from a random generator, so a run's trajectory
+and on its validation images (subsets.split). Measuring never draws from a random generator, so a run's trajectory
 is the same with or without it.
 
 Matched-loss runs (a train-loss ladder given) also measure dense points where the ladder is crossed: a point
@@ -29,8 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from coatsearch.errors import UserError
-from coatsearch.training.data import TensorData, probe_index
+from coatsearch.training.data import TensorData
 from coatsearch.training.schedule import DENSE_RATIO, DENSE_WINDOW
+from coatsearch.training.subsets import probe_index
 from coatsearch.vocab.specs import rung_below
 
 EVAL_BATCH_CUDA = 2048  # images per evaluation batch on CUDA (the models are small: the largest batch is fastest)
@@ -47,6 +48,16 @@ class Point:
     eval_acc: float | None
     lr_phase: float = 0.0  # lr of the step just taken / peak lr (0 at step 0)
     val_loss: float | None = None  # on the validation images (the eval set itself when the run has none apart)
+    val_acc: float | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Loss (nats) and accuracy on the test images and on the validation images at one step; None without them."""
+
+    test_loss: float | None = None
+    test_acc: float | None = None
+    val_loss: float | None = None  # the test pair again when the run has no validation images apart
     val_acc: float | None = None
 
 
@@ -277,21 +288,21 @@ class Meter:
         """Whether evaluation batches are padded to one shape: once the run's model is compiled."""
         return self.run.mode != "eager"
 
-    def evaluate(self) -> tuple[float | None, float | None, float | None, float | None]:
-        """(test loss, test accuracy, validation loss, validation accuracy) now: None without an eval set; the
-        validation pair repeats the test pair when the run has no validation images apart."""
+    def evaluate(self) -> Evaluation:
+        """The test and validation pairs now: all None without an eval set; the validation pair repeats the test
+        pair when the run has no validation images apart."""
         if self.ex is None or self.ey is None:
-            return None, None, None, None
+            return Evaluation()
         test = eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch, self.padded)
         if self.vx is None or self.vy is None:
-            return (*test, *test)
-        return (*test, *eval_tensors(self.run.eval_model, self.vx, self.vy, self.batch, self.padded))
+            return Evaluation(*test, *test)
+        return Evaluation(*test, *eval_tensors(self.run.eval_model, self.vx, self.vy, self.batch, self.padded))
 
-    def eval_at(self, step: int) -> tuple[float | None, float | None, float | None, float | None]:
+    def eval_at(self, step: int) -> Evaluation:
         """`evaluate` after `step` steps, reusing the curve point measured there if any."""
         last = self.points[-1] if self.points else None
         if last and last.step == step:
-            return last.eval_loss, last.eval_acc, last.val_loss, last.val_acc
+            return Evaluation(last.eval_loss, last.eval_acc, last.val_loss, last.val_acc)
         return self.evaluate()
 
     def feed(self, losses: torch.Tensor) -> bool:
@@ -301,8 +312,8 @@ class Meter:
     def __call__(self, step: int) -> bool:
         """Measure a point after `step` steps; True when a stop target is reached (never at step 0)."""
         probe = eval_tensors(self.run.eval_model, self.px, self.py, self.batch, self.padded)
-        test_loss, test_acc, val_loss, val_acc = self.evaluate()
-        p = Point(step, *probe, test_loss, test_acc, self.run.lr_phase(step), val_loss, val_acc)
+        ev = self.evaluate()
+        p = Point(step, *probe, ev.test_loss, ev.test_acc, self.run.lr_phase(step), ev.val_loss, ev.val_acc)
         self.points.append(p)
         if self.dense is not None:
             self.dense.taken(p.train_loss)

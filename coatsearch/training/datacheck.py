@@ -7,7 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import fields, is_dataclass
 
 from coatsearch.errors import UserError
-from coatsearch.training.data import TensorData, load, split_plan
+from coatsearch.training.data import TensorData, load
+from coatsearch.training.subsets import split_plan
 from coatsearch.vocab.specs import DataSpec
 
 Subset = tuple[str, DataSpec | None, tuple[int, ...] | None]  # (field path, its own dataset, its class ids)

@@ -1,4 +1,4 @@
-"""One training run: optimizer, warmup + cosine schedule, batch augmentation, the loop, evaluation.
+"""One training run: optimizer, warmup + cosine schedule, the loop, evaluation (History: training.history).
 
 The loop is the same on CPU and CUDA. Data moves to the device once; batches are index selections. Models
 and batches are channels_last on CPU and CUDA (on CPU, oneDNN's convolutions, depthwise ones above all, run
@@ -19,8 +19,7 @@ import random
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,124 +29,19 @@ from tqdm import tqdm
 
 from coatsearch.errors import UserError
 from coatsearch.training import capture, checkpoint
-from coatsearch.training.curves import Curve, Meter, Point, Stop, autocast, channels_last, eval_tensors
-from coatsearch.training.data import PROBE_MAX, TensorData
+from coatsearch.training.augment import augment_apply, augment_batch, augment_draws
+from coatsearch.training.curves import Curve, Evaluation, Meter, Point, Stop, autocast, channels_last, eval_tensors
+from coatsearch.training.data import TensorData
 from coatsearch.training.devices import parse_device, pick_device  # noqa: F401 - their home was here
+from coatsearch.training.history import EpochStats, History, NonFiniteLoss, finite_pair
 from coatsearch.training.schedule import curve_steps, steps_per_epoch
+from coatsearch.training.subsets import PROBE_MAX
 from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
 from coatsearch.vocab.specs import OptimSpec
 
 WARMUP_MAX = 0.2  # warmup never takes more than this share of a run's steps (a one-epoch run still decays)
 CLEAN_TRAIN_MAX = 10_000  # the final clean pass over the training set uses at most this many images
 CHECK_EVERY_CUDA = 32  # steps between non-finite-loss checks on CUDA (every step on CPU, where it is free)
-SHIFT_FRACTION = 8  # random shifts move images by up to size // SHIFT_FRACTION pixels
-JITTER = 0.2  # per-image brightness/contrast jitter, in normalized units
-
-
-class NonFinite(RuntimeError):
-    """A loss or metric of a trial is NaN or infinite; the message starts with 'non-finite' and names it."""
-
-
-class NonFiniteLoss(NonFinite):
-    """`what` (the training loss by default) became NaN or infinite at (0-based) `epoch` [, `step`]."""
-
-    def __init__(self, epoch: int, step: int | None, what: str = "loss"):
-        where = f"epoch {epoch}" + (f", step {step}" if step is not None else "")
-        super().__init__(f"non-finite {what} at {where}")
-        self.epoch, self.step, self.what = epoch, step, what
-
-    def __reduce__(self) -> tuple:
-        return type(self), (self.epoch, self.step, self.what)  # it crosses process boundaries (spawned pilots)
-
-
-def check_finite(metrics: Mapping[str, Any]) -> None:
-    """Raise NonFinite for the first NaN or infinite number among a trial's metrics (scalars and lists of them)."""
-    for key, value in metrics.items():
-        for x in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(x, int | float) and not isinstance(x, bool) and not math.isfinite(x):
-                raise NonFinite(f"non-finite metric {key} = {x}")
-
-
-def _finite_pair(pair: tuple[float, float], epoch: int, what: str) -> tuple[float, float]:
-    """(loss, accuracy) unchanged if both are finite; NonFiniteLoss naming `what` otherwise."""
-    for value, kind in zip(pair, ("loss", "accuracy"), strict=True):
-        if not math.isfinite(value):
-            raise NonFiniteLoss(epoch, None, f"{what} {kind} ({value})")
-    return pair
-
-
-@dataclass(frozen=True)
-class EpochStats:
-    """One epoch: running means over its (augmented) batches, then evaluation on the held-out data."""
-
-    train_loss: float  # mean of the optimized loss (with mixup / label smoothing) over the epoch's batches
-    train_acc: float  # fraction of the epoch's batch images whose argmax is the true label
-    eval_loss: float | None  # plain cross-entropy on `evaluate` (the test images), eval mode; None without it
-    eval_acc: float | None
-    seconds: float  # training time of the epoch (evaluation and curve points excluded)
-    images_per_s: float  # training images per second of the epoch
-    val_loss: float | None = None  # on `validate` (what pruning reads); `evaluate`'s values when fit got none
-    val_acc: float | None = None
-
-
-@dataclass(frozen=True)
-class History:
-    """A whole run: one tuple entry per epoch, a step-level `curve`, and a clean pass over the training set.
-
-    The last epoch is partial when a `max_steps` budget or an early stop ends the run inside it.
-
-    `final_train_loss` is that clean pass (plain cross-entropy, no augmentation, no mixup, no label
-    smoothing, BatchNorm in eval mode): the "final train loss" of CoAtNet's generalization comparison,
-    comparable with the eval loss. It is the curve's last point (the fixed probe of up to PROBE_MAX
-    training images, measured after the last step), or a pass over up to CLEAN_TRAIN_MAX training images
-    when the run has no curve. The running means of the last epoch stay in `train_loss[-1]`.
-
-    An epoch's eval loss and accuracy are measured when `on_epoch` listens (a pruner) and after the last
-    epoch; otherwise they are None (the curve holds the measurements).
-    """
-
-    train_loss: tuple[float, ...]
-    train_acc: tuple[float, ...]
-    eval_loss: tuple[float | None, ...]
-    eval_acc: tuple[float | None, ...]
-    seconds: tuple[float, ...]
-    images_per_s: tuple[float, ...]
-    clean_train_loss: float | None  # None when fit ran with measure_train=False
-    clean_train_acc: float | None
-    steps: int  # optimizer steps taken
-    compiled: bool  # whether the model ran under torch.compile
-    curve: Curve = Curve()  # step-level points on the fixed probe and eval set (see coatsearch.training.curves)
-    stopped: str | None = None  # with a stop target: "target" (reached) or "cap" (the step budget ran out)
-    steps_per_epoch: int = 0
-    compile_mode: str = "eager"  # how the run ended up running: eager, regional, compiled, captured, compiled+captured
-    val_loss: tuple[float | None, ...] = ()  # per epoch, on the validation images (when eval_loss is measured)
-    val_acc: tuple[float | None, ...] = ()
-    fallback: str | None = None  # a compile or capture error the run went on eagerly after: mode, step, error
-
-    @property
-    def final_train_loss(self) -> float | None:
-        """Clean eval-mode cross-entropy on the training set after the last epoch."""
-        return self.clean_train_loss
-
-    @property
-    def final_train_acc(self) -> float | None:
-        """Clean eval-mode accuracy on the training set after the last epoch."""
-        return self.clean_train_acc
-
-    @property
-    def final_eval_loss(self) -> float | None:
-        """Eval loss after the last epoch (None without evaluation data)."""
-        return self.eval_loss[-1] if self.eval_loss else None
-
-    @property
-    def final_eval_acc(self) -> float | None:
-        """Eval accuracy after the last epoch (None without evaluation data)."""
-        return self.eval_acc[-1] if self.eval_acc else None
-
-    @property
-    def total_seconds(self) -> float:
-        """Training time over all epochs (evaluation excluded)."""
-        return sum(self.seconds)
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -200,46 +94,6 @@ def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
     return 0.5 * peak * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
-
-
-def augment_batch(x: torch.Tensor, gen: torch.Generator, hflip: bool = True) -> torch.Tensor:
-    """Light batch augmentation: random shift (zero pad + crop), horizontal flip, brightness/contrast.
-
-    All images in one gather; the zero padding is the dataset mean once inputs are normalized.
-    """
-    return augment_apply(x, augment_draws(x.shape, gen, hflip, x.device))
-
-
-def augment_draws(
-    shape: torch.Size | tuple[int, ...], gen: torch.Generator, hflip: bool, device: torch.device,
-    out: tuple[torch.Tensor, ...] | None = None,
-) -> tuple[torch.Tensor, ...]:  # fmt: skip
-    """The random draws of `augment_batch` for a batch of `shape`: (row shift, column shift, flip, scale, shift),
-    flip an empty tensor without `hflip`; into the tensors `out` when given (a captured step's static inputs)."""
-    b, _, h, _ = shape
-    p = max(1, h // SHIFT_FRACTION)
-    o = out or (None,) * 5
-    dy = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=device, out=o[0])
-    dx = torch.randint(0, 2 * p + 1, (b, 1, 1), generator=gen, device=device, out=o[1])
-    flip = torch.rand((b, 1, 1), generator=gen, device=device, out=o[2]) if hflip else torch.empty(0, device=device)
-    scale = torch.rand((b, 1, 1, 1), generator=gen, device=device, out=o[3])
-    shift = torch.rand((b, 1, 1, 1), generator=gen, device=device, out=o[4])
-    return dy, dx, flip, scale, shift
-
-
-def augment_apply(x: torch.Tensor, draws: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """`augment_batch` of `x` with the given `augment_draws` (no random generator: it can be captured)."""
-    b, c, h, w = x.shape
-    p, dev = max(1, h // SHIFT_FRACTION), x.device
-    dy, dx, flip, scale, shift = draws
-    xp = F.pad(x, (p, p, p, p)).flatten(2)  # (B, C, (H+2p)(W+2p))
-    cols = torch.arange(w, device=dev).view(1, 1, w)
-    if flip.numel():
-        cols = torch.where(flip < 0.5, w - 1 - cols, cols)
-    rows = dy + torch.arange(h, device=dev).view(1, h, 1)
-    idx = (rows * (w + 2 * p) + dx + cols).flatten(1)  # (B, H*W) into the padded image
-    out = xp.gather(2, idx[:, None].expand(b, c, h * w)).view(b, c, h, w)
-    return out * (1 + JITTER * (2 * scale - 1)) + JITTER * (2 * shift - 1)
 
 
 def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_size: int) -> tuple[float, float]:
@@ -519,7 +373,7 @@ def fit(
 
     Curve points (`coatsearch.training.curves`) are measured at step 0, every `eval_every` steps (None: about 10 per
     run; 0: none) and at the last step, on a fixed class-balanced probe of `probe` training images
-    (data.probe_index), on `evaluate` (the test images) and on `validate` (the validation images; None:
+    (subsets.probe_index), on `evaluate` (the test images) and on `validate` (the validation images; None:
     `evaluate` serves as both); `on_point(step, point)` sees each one. `on_epoch` and `stop_at_acc` read the
     validation images, never the test images. `max_steps` replaces the
     `epochs` schedule by a step budget (the cosine ends there). With `stop_at_loss` (probe train loss, nats)
@@ -555,7 +409,7 @@ def fit(
         else:
             keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
             pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch, meter.padded)
-        clean = _finite_pair(pair, len(rows) - 1, "clean train pass")
+        clean = finite_pair(pair, len(rows) - 1, "clean train pass")
     cols = {f: tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__}  # History's names
     stopped = ("target" if meter.reached else "cap") if stop.active else None
     curve = Curve.of(meter.points, len(meter.py) if meter.points else 0)
@@ -587,15 +441,15 @@ def _epochs(
             n = min(run.steps, run.total - e * run.steps)
             loss, acc, secs, done = run.epoch(e, n, bar, points, meter, first if e == first_epoch else 0)
             listened = on_epoch is not None or e == epochs - 1 or meter.reached
-            ev = meter.eval_at(e * run.steps + done) if listened else (None, None, None, None)
-            if ev[0] is not None:
-                _finite_pair(ev[:2], e, "eval")  # type: ignore[arg-type]  # measured together: all are set
-                _finite_pair(ev[2:], e, "validation")  # type: ignore[arg-type]
-            stats = EpochStats(loss, acc, ev[0], ev[1], secs, done * run.batch / max(secs, 1e-9), ev[2], ev[3])
+            ev = meter.eval_at(e * run.steps + done) if listened else Evaluation()
+            if ev.test_loss is not None:
+                finite_pair((ev.test_loss, ev.test_acc), e, "eval")  # type: ignore[arg-type]  # measured together
+                finite_pair((ev.val_loss, ev.val_acc), e, "validation")  # type: ignore[arg-type]
+            rate = done * run.batch / max(secs, 1e-9)
+            stats = EpochStats(loss, acc, ev.test_loss, ev.test_acc, secs, rate, ev.val_loss, ev.val_acc)
             rows.append(stats)
-            bar.set_postfix(
-                loss=f"{loss:.4f}", acc=f"{acc:.3f}", **({"eval": f"{ev[1]:.3f}"} if ev[1] is not None else {})
-            )
+            postfix = {"eval": f"{ev.test_acc:.3f}"} if ev.test_acc is not None else {}
+            bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.3f}", **postfix)
             if on_epoch is not None:
                 on_epoch(e, stats)
             if meter.reached:

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 
 from coatsearch.errors import UserError
-from coatsearch.vocab import specs as S
+from coatsearch.vocab import specs
 from coatsearch.vocab.specs import rung_below
 
 DEFAULT_POINTS = 10  # measured points per run (besides step 0) when eval_every is not given
@@ -22,12 +22,12 @@ def steps_per_epoch(n: int, batch_size: int) -> int:
     return max(1, n // max(1, min(batch_size, n)))
 
 
-def run_steps(subset: S.SubsetSpec, n_train: int, batch_size: int) -> int:
+def run_steps(subset: specs.SubsetSpec, n_train: int, batch_size: int) -> int:
     """Optimizer steps of a run on `n_train` images: `max_steps` when given, else `epochs` whole epochs."""
     return subset.max_steps or subset.epochs * steps_per_epoch(n_train, batch_size)
 
 
-def subset_optim(optim: S.OptimSpec, subset: S.SubsetSpec) -> S.OptimSpec:
+def subset_optim(optim: specs.OptimSpec, subset: specs.SubsetSpec) -> specs.OptimSpec:
     """The optimizer settings of a run on `subset`: its own `batch_size` when it gives one."""
     return dataclasses.replace(optim, batch_size=subset.batch_size) if subset.batch_size else optim
 

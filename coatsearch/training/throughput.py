@@ -25,7 +25,7 @@ from coatsearch.vocab.specs import OptimSpec
 
 
 @dataclass(frozen=True)
-class Speed:
+class Throughput:
     """One model's measured speed on one device (rates in images/s, latency in ms)."""
 
     train_ips: float  # training images/s at `train_batch` (forward, backward, optimizer step)
@@ -42,7 +42,7 @@ class Speed:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ThroughputPlan:
     """How to measure: batches, untimed warm-up steps, timed repeats, threads and whether to compile."""
 
     train_batch: int
@@ -88,8 +88,13 @@ def device_name(device: torch.device) -> str:
 
 
 def measure(
-    model: nn.Module, shape: tuple[int, int, int], classes: int, optim: OptimSpec, device: torch.device, plan: Plan
-) -> Speed:
+    model: nn.Module,
+    shape: tuple[int, int, int],
+    classes: int,
+    optim: OptimSpec,
+    device: torch.device,
+    plan: ThroughputPlan,
+) -> Throughput:
     """Train and inference images/s and batch-1 latency of `model` (its weights are trained a few steps: pass a
     fresh one). `shape` is (channels, side, side); `optim` an OptimSpec (the run's optimizer)."""
     from coatsearch.training.fit import make_optimizer
@@ -119,7 +124,7 @@ def measure(
             infer_s = _timed(lambda: run(xi), device, plan.warmup, plan.repeats)
             lat = _timed(lambda: run(x1), device, plan.warmup, plan.latency_repeats)
     q1, _, q3 = statistics.quantiles(lat, n=4, method="inclusive")
-    return Speed(
+    return Throughput(
         train_ips=plan.train_batch / statistics.median(train_s),
         infer_ips=plan.infer_batch / statistics.median(infer_s),
         latency_ms=1e3 * statistics.median(lat),

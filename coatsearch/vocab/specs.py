@@ -261,7 +261,7 @@ class DataSpec:
     root: str | None = None  # folder to look in (dataset-specific default when None)
     # validation images (pilots, pruning, objectives, selection), drawn once; 0 = half of each class of the test split
     eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0
-    # test images (verdicts only) per draw, after the validation images; None = as many as validation (data.split)
+    # test images (verdicts only) per draw, after the validation images; None = as many as validation (subsets.split)
     test_size: Annotated[int, Strict(), Field(gt=0, le=EVAL_MAX)] | None = None
     test_draw: Annotated[int, Strict(), Field(ge=0, le=DRAWS_MAX)] = 0  # which disjoint test draw (replicates: 1, 2)
     # shared: one test draw serves every trial seed; per_seed: each seed samples its own test images from the pool
