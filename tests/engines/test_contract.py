@@ -4,14 +4,16 @@ Every test reads one engine's runs of the tiny synthetic study (tests/spaces/tin
 seconds a trial), made once per module through the public entry point (`ran`):
 1. a variant whose C-C trial fails (lr 1e12), two trials at once (`workers=2`; Ray: a slot per CPU), in a Ray the
    run starts itself, with the caller's own SIGINT/SIGTERM handlers installed;
-2. then, in one Ray kept for the rest (starting one takes tens of seconds on a busy CPU): the tiny study one trial
-   at a time (`trials=1`), rerun for the rest, and the failing variant rerun.
-Runs 2 use one intra-op thread on either engine (a Ray trial with 1 CPU runs so), as equal metrics need.
+2. then, in one Ray kept for the rest (starting one takes tens of seconds on a busy CPU): the tiny study for one
+   trial (`trials=1`), rerun for the other, and the failing variant rerun.
+The tiny study runs with one intra-op thread on either engine (a Ray trial with 1 CPU runs so): docs/ray.md promises
+equal metrics for a fixed seed and thread count. The failing run's optuna workers share the cores out, so only the
+tiny study's records are compared across engines.
 
 Where the engines legitimately differ (their own files test it: test_optuna_backend.py, test_ray_backend.py):
 - a Ray trial's record has a `ray` entry (trial id, host, pid, start, end); an optuna trial's has none;
-- `workers` sizes the optuna backend only; Ray refuses it (`cpus_per_trial` sizes its trials) and runs as many
-  trials at once as the cluster holds;
+- `workers` sizes the optuna backend only; Ray refuses any but "auto" (`cpus_per_trial` sizes its trials) and runs
+  as many trials at once as the cluster holds;
 - pruning is Optuna's pruner on the optuna backend and ASHA on Ray (docs/ray.md);
 - a trial whose worker dies is retried by Ray in the same run (`MAX_FAILURES`), by the optuna backend in the next
   run (`storage.lock.KILL_RETRIES`);
@@ -211,9 +213,6 @@ def test_the_same_seed_gives_the_same_records_on_both_engines(ran):
         curves = rt["curves.generalization"], ro["curves.generalization"]
         assert curves[0]["train_loss"] == curves[1]["train_loss"] and curves[0]["eval_acc"] == curves[1]["eval_acc"]
         assert t.value == o.value and rt["env"]["torch_threads"] == ro["env"]["torch_threads"] == 1
-    fails = [store.record(t).run.fail_reason for b in ENGINES for t in trials(ran(b).failing) if t.params["candidate"]
-             == "C-C"]  # fmt: skip
-    assert fails[0] == fails[1]
 
 
 BAD_COUNTS = [
