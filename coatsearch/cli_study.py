@@ -11,6 +11,7 @@ from coatsearch.cli_types import REPORTS, STUDIES, bounded
 from coatsearch.errors import UserError
 from coatsearch.runner.status import Status
 from coatsearch.vocab.bounds import FORMATS, TRIALS_MAX
+from coatsearch.vocab.samplers import replayable
 
 
 def study_parser(
@@ -52,7 +53,8 @@ def _report(args: argparse.Namespace) -> int:
 def add_replay(sub: argparse._SubParsersAction) -> None:
     """`coatsearch replay STUDY`: samplers (and pruners) replayed on a study that measured every architecture."""
     replay = study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
-    replay.add_argument("--sampler", default="random,tpe", help="comma-separated: random, tpe, gp")
+    names = ", ".join(replayable())  # the registered samplers that replay (vocab.samplers)
+    replay.add_argument("--sampler", default="random,tpe", help=f"comma-separated: {names}")
     replay.add_argument("--table", type=Path, help="an exported table (`export --format csv`) instead of the study")
     replay.add_argument("--space", type=Path, help="with --table: the space file the exported study ran")
     replay.add_argument("--trials", type=bounded(1, 10_000), default=20)

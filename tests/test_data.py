@@ -140,7 +140,7 @@ def test_other_missing_datasets_are_user_errors(monkeypatch, tmp_path):
         data.load(DataSpec("mnist", root=str(tmp_path)), 28, 1)
     with pytest.raises(UserError, match="imagefolder"):
         data.load(DataSpec("imagefolder", root=str(tmp_path / "none")), 16, 3)
-    with pytest.raises(UserError, match="known: fashion_mnist"):
+    with pytest.raises(UserError, match="allowed: fashion_mnist"):
         data.load(DataSpec("imagenet"), 16, 3)
     with pytest.raises(UserError):
         data.load(DataSpec("synthetic"), 16, 2)

@@ -242,7 +242,7 @@ def _paths() -> dict[str, tuple]:
     """Refutation paths: name → (profile, candidates, edit of their runs, claim, verdict, words of the reason),
     applied to a paper-order study (EFFECT σ, the paper's (f) interaction, no random stress, every model fitting
     in PATH_FIT_STEPS). Each must fire through judge_records."""
-    m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.GAIN
+    m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.gain()
     big = 2 * EFFECT * m  # points: two key steps of (a)
     fail, transfer, clash = "every run failed to train", C.CHAIN_CLAIMS[2].measures, C.CHAIN_CLAIMS[1].measures[1]
     linear, out = C.BASELINES[0], K.OUT_OF_REGIME

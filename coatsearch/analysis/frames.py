@@ -29,7 +29,7 @@ class Frames:
 def build(space: dict, records: tables.Records) -> Frames:
     """Every shared table of one report, each computed once from the space record and the records."""
     done = tuple(tables.complete(records))
-    curves = {score: M.curve_frame(done, score) for score in tables.CURVE_SCORES}
+    curves = {score: M.curve_frame(done, score) for score in tables.curve_scores()}
     acc = optim.primary_acc(space, done)
     gen = paper.matched(space, curves[paper.GEN], done)
     return Frames(tuple(records), done, curves, gen, acc, M.runs_frame(done, acc) if acc else None)

@@ -16,8 +16,8 @@ from typing import Any
 from coatsearch.errors import UserError
 from coatsearch.space import search
 from coatsearch.storage.trials import REEVAL
+from coatsearch.vocab.samplers import replayable
 
-SAMPLERS = ("random", "tpe", "gp")  # single-objective samplers that take choice lists
 ASKS_PER_TRIAL = 50  # asks per counted trial before a replay gives up (rejected points cost no trial)
 REJECTS_MAX = 1_000  # rejected proposals in a row before a replay gives up (a sampler stuck on rejected points)
 
@@ -202,10 +202,12 @@ def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> MeasuredTabl
 
 
 def check_samplers(samplers: Sequence[str]) -> list[str]:
-    """The sampler names, each one of SAMPLERS (a one-line UserError naming them otherwise)."""
-    bad = [s for s in samplers if s not in SAMPLERS]
+    """The sampler names, each a registered sampler that replays (vocab.samplers: one objective, choice lists; a
+    one-line UserError naming them otherwise)."""
+    known = replayable()
+    bad = [s for s in samplers if s not in known]
     if bad or not samplers:
-        raise UserError(f"--sampler {bad[0] if bad else ''!r} is not allowed; replay takes {', '.join(SAMPLERS)}, "
+        raise UserError(f"--sampler {bad[0] if bad else ''!r} is not allowed; replay takes {', '.join(known)}, "
                         "comma-separated (single objective, choice lists)")  # fmt: skip
     return list(samplers)
 

@@ -19,10 +19,14 @@ from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POIN
 from coatsearch.scores import Metric
 from coatsearch.storage.record import TrialRecord, count
 
-__all__ = ["CURVE_SCORES", "METRICS", "Metric", "Stat", "candidate_rows", "stat"]
+__all__ = ["METRICS", "Metric", "Stat", "candidate_rows", "curve_scores", "stat"]
 
 METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise floor), from the score registry
-CURVE_SCORES = scores.curve_scores()  # single-run scores with per-epoch curves
+
+
+def curve_scores() -> tuple[str, ...]:
+    """Single-run scores with per-epoch curves, read from the score registry when called."""
+    return scores.curve_scores()
 
 
 @dataclass(frozen=True)
@@ -282,7 +286,7 @@ def _elapsed(records: Records) -> float | None:
 
 def subsets(space: dict, done: Records) -> list[dict]:
     """Per score: images per class, classes, epochs, data set, and the images a run actually used."""
-    images = {s: f"{s}.images" for s in CURVE_SCORES}
+    images = {s: f"{s}.images" for s in curve_scores()}
     rows = []
     for score, sub in _subset_records(space.get("scores") or {}):
         key = images.get(score)

@@ -19,8 +19,12 @@ from coatsearch.analysis.stem import STEM_RULE, stem_claim
 from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
 from coatsearch.scores import SCORES, ranked, v_accs
 
-RANKED = ranked()  # the ranked metrics, from the score registry
-GAIN = SCORES[C.TRANSFER_SCORE].role("gain")  # fine-tune − scratch: out of regime when no key candidate gains
+
+def gain() -> str:
+    """The transfer gain's key (fine-tune − scratch: out of regime when no key candidate gains), from the registry."""
+    return SCORES[C.TRANSFER_SCORE].role("gain")
+
+
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
 METHOD = (
@@ -125,7 +129,7 @@ def _fmt_item(row: dict, key: str, metric: Metric) -> str:
 def rankings(rows: list[dict], noise_by_key: Mapping | None = None) -> list[MeasureRanking]:
     """A ranking for every ranked measure the study has."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
-    return [r for key in RANKED if (r := ranking(rows, key, nz.get(key))) is not None]
+    return [r for key in ranked() if (r := ranking(rows, key, nz.get(key))) is not None]
 
 
 def parse_chain(chain: str) -> tuple[list[str], list[str]]:
@@ -270,10 +274,11 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
             runs = f"{g['unchecked']} of {g['runs']} run(s)" if g else "its runs"
             out.append(f"{name}: convergence not checkable for {runs} (curve too short or missing)")
     out += _below_floor(named, key, rows, where)
-    gains = [row["metrics"][GAIN].mean for _, row in named if GAIN in row["metrics"]] if group == group_of(GAIN) else []
+    up = gain()
+    gains = [row["metrics"][up].mean for _, row in named if up in row["metrics"]] if group == group_of(up) else []
     if gains and max(gains) <= 0:
         out.append(
-            f"pretraining helped no key candidate (mean {METRICS[GAIN].label} {max(gains):+.1f} points at best: "
+            f"pretraining helped no key candidate (mean {METRICS[up].label} {max(gains):+.1f} points at best: "
             "fine-tuning never beat training from scratch)"
         )
     return out

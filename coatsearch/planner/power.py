@@ -94,7 +94,7 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
     rows = TB.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
-    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in TB.CURVE_SCORES}
+    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in TB.curve_scores()}
     steps = steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:

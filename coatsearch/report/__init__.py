@@ -149,7 +149,7 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> d
         TRANSFER_SCORE: paper.transfer(rows, done),
         "pairing": paper.pairing(done),
         "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
-        "curves": {score: _curves(space, fr, score) for score in TB.CURVE_SCORES},
+        "curves": {score: _curves(space, fr, score) for score in TB.curve_scores()},
         "search_dims": dims,
         "edf": edf_rows,
         "edf_k": EDF_K,

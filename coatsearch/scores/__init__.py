@@ -2,15 +2,15 @@
 
 Scores run in registry order, so a score that reuses another's trained model (robustness) comes after it.
 A new score is one new module (its spec, run function and metrics) plus its line in `SCORES`, or a
-`register_score` call at run time: the DSL's `scores:` section (`ScoresSpec`), `METRICS` and `FALLBACK` are
-derived from the registry, and rederived when it changes (`unregister_score` undoes a registration).
+`register_score` call at run time: the DSL's `scores:` section (`ScoresSpec`, `scores_spec()`), `METRICS` and
+`FALLBACK` derive from the registry, read from it when used (`unregister_score` undoes a registration).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
 from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
@@ -25,6 +25,7 @@ __all__ = [
     "Metric",
     "Report",
     "Score",
+    "ScoresField",
     "ScoresSection",
     "ScoresSpec",
     "TrialInput",
@@ -74,36 +75,64 @@ def _check_sections(self: ScoresSection) -> None:
             models.append(score.name)
 
 
-def _scores_spec() -> type[ScoresSection]:
-    """The `scores:` section's spec: one optional field per registered score, typed by its section spec."""
-    cls = dataclasses.make_dataclass(
-        "ScoresSpec",
-        [(s.name, s.section | None, dataclasses.field(default=None)) for s in SCORES.values()],
-        bases=(ScoresSection,),
-        namespace={"__post_init__": _check_sections, "__module__": __name__},
-        frozen=True,
-    )
-    cls.__doc__ = "Which paper measurements a trial makes: one section per registered score (None = skipped)."
-    cls.__pydantic_config__ = specs.FORBID  # type: ignore[attr-defined]  # unknown keys (and scores): errors
-    return cls
+def _key() -> tuple:
+    """The registry's state as far as what derives from it goes: each score's name and section spec, in order."""
+    return tuple((s.name, s.section, s.fallback, s.headline) for s in SCORES.values())
 
 
-def _fallback() -> tuple[str, ...]:
+_MADE: dict[tuple, type[ScoresSection]] = {}  # _key() -> its ScoresSpec: a registry back in a state gets its class
+_FALLBACKS: dict[tuple, tuple[str, ...]] = {}  # _key() -> its FALLBACK: the same tuple object for the same registry
+
+
+def scores_spec() -> type[ScoresSection]:
+    """The `scores:` section's spec for the registry as it is now: one optional field per registered score, typed
+    by its section spec; made once per registry state (an undone registration gets back the class it had)."""
+    key = _key()
+    if key not in _MADE:
+        cls = dataclasses.make_dataclass(
+            "ScoresSpec",
+            [(s.name, s.section | None, dataclasses.field(default=None)) for s in SCORES.values()],
+            bases=(ScoresSection,),
+            namespace={"__post_init__": _check_sections, "__module__": __name__},
+            frozen=True,
+        )
+        cls.__doc__ = "Which paper measurements a trial makes: one section per registered score (None = skipped)."
+        cls.__pydantic_config__ = specs.FORBID  # type: ignore[attr-defined]  # unknown keys (and scores): errors
+        _MADE[key] = cls
+    return _MADE[key]
+
+
+def fallback() -> tuple[str, ...]:
     """A candidate whose scores leave out the study's objective reports the first of these it measured as its
     trial value (the attribute `objective` names which); the report judges a study by the same list."""
     ordered = sorted(SCORES.values(), key=lambda s: s.fallback or 1 << 30)
-    return tuple(s.headline for s in ordered if s.fallback is not None and s.headline is not None)
+    made = tuple(s.headline for s in ordered if s.fallback is not None and s.headline is not None)
+    return _FALLBACKS.setdefault(_key(), made)
 
 
-_MADE: dict[tuple, type[ScoresSection]] = {}  # (name, section) per score -> its ScoresSpec: an undo restores it
+class _Current:
+    """Pydantic metadata: a `scores:` field validates as the ScoresSpec of the registry when the validator is made
+    (space.schema.document() makes it again when the registry changed)."""
 
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return handler.generate_schema(scores_spec())
+
+
+ScoresField = Annotated[ScoresSection, _Current()]  # the type of a `scores:` field in the space file's documents
 
 if TYPE_CHECKING:
-    ScoresSpec = ScoresSection  # for the type checker: the class is made from the registry at run time
-else:
-    ScoresSpec = _scores_spec()
-    _MADE[tuple((s.name, s.section) for s in SCORES.values())] = ScoresSpec
-FALLBACK: tuple[str, ...] = _fallback()
+    ScoresSpec = ScoresSection  # for the type checker: the class is made from the registry (`scores_spec`)
+    FALLBACK: tuple[str, ...]
+
+
+def __getattr__(name: str) -> Any:
+    """`ScoresSpec` and `FALLBACK` as the registry makes them now (read when used, never frozen at import)."""
+    if name == "ScoresSpec":
+        return scores_spec()
+    if name == "FALLBACK":
+        return fallback()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _MODEL = (
     Metric("params", "params", "M", 1e-6, 3, table=False),
@@ -123,7 +152,7 @@ METRICS: dict[str, Metric] = _metrics()  # updated in place when the registry ch
 
 
 def register_score(score: Score, *, before: str | None = None) -> None:
-    """Add `score` at run time (before the score `before`, else last) and rederive the `scores:` section."""
+    """Add `score` at run time (before the score `before`, else last); what derives from it follows."""
     if not score.name.isidentifier() or score.name in SCORES:
         known = ", ".join(SCORES)
         raise ValueError(f"a new score needs a new identifier as its name, not {score.name!r} (known: {known})")
@@ -139,27 +168,16 @@ def register_score(score: Score, *, before: str | None = None) -> None:
     at = [n for n, _ in items].index(get(before).name) if before is not None else len(items)
     SCORES.clear()
     SCORES.update([*items[:at], (score.name, score), *items[at:]])
-    _rederive()
+    METRICS.clear()
+    METRICS.update(_metrics())
 
 
 def unregister_score(name: str) -> Score:
-    """Remove the score `name` (the undo of `register_score`) and rederive; returns it."""
+    """Remove the score `name` (the undo of `register_score`); returns it."""
     score = SCORES.pop(get(name).name)
-    _rederive()
-    return score
-
-
-def _rederive() -> None:
-    """What derives from SCORES, made again: the `scores:` section's spec, the fallback list, the metric table.
-
-    A registry back in an earlier state gets the objects it had (the same ScoresSpec class, the same FALLBACK
-    tuple), so an undone registration leaves nothing changed for code that imported them."""
-    global FALLBACK
-    key = tuple((s.name, s.section) for s in SCORES.values())
-    globals()["ScoresSpec"] = _MADE.setdefault(key, _scores_spec())  # schema.document() revalidates with it
-    FALLBACK = FALLBACK if _fallback() == FALLBACK else _fallback()
     METRICS.clear()
     METRICS.update(_metrics())
+    return score
 
 
 def get(name: str) -> Score:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from coatsearch import scores
 from coatsearch.errors import UserError
 from coatsearch.space import schema
-from coatsearch.vocab import kinds, specs
+from coatsearch.vocab import kinds, samplers, specs
 
 SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
 SHARED = ("train", "search", "budget", "scores")  # shared sections merged into each candidate besides `model`
@@ -72,9 +72,10 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()
     choices: dict[str, tuple] = {}
-    if doc.study.pruner != "none" and doc.study.objectives:
+    prunes = samplers.pruner_kind(doc.study.pruner).prunes
+    if prunes and doc.study.objectives:
         yield ("study", "pruner"), "Optuna does not prune multi-objective studies (study.objectives): use pruner: none"
-    elif doc.study.pruner != "none" and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
+    elif prunes and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
         yield ("study", "pruner"), "a pruner needs an accuracy objective ('<score>.eval_acc') and direction maximize"
     yield from _objective_problem(doc)
     if why := sampler_problem(doc):
@@ -110,26 +111,31 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
 
 
 def sampler_problem(doc: schema.SpaceDoc) -> str:
-    """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does)."""
-    sampler = doc.study.sampler
+    """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does), by what its
+    registry entry says it takes (vocab.samplers.SamplerKind)."""
+    name, kind = doc.study.sampler, samplers.sampler_kind(doc.study.sampler)
     dims = {p: d for c in doc.candidates for p, d in c.search.items() if d is not None}
     varied = {p: d for p, d in dims.items() if not (d.choices is not None and len(d.choices) == 1)}
-    if sampler == "nsga2" and not doc.study.objectives:
-        return "nsga2 is for multi-objective studies (study.objectives); use tpe, gp or random for one objective"
-    if sampler == "cmaes" and (choice := next((p for p, d in varied.items() if d.choices is not None), None)):
-        return f"cmaes samples int and float ranges only, and '{choice}' is a choice list; use tpe, gp or random"
-    if sampler == "cmaes" and not varied:
-        return "cmaes needs at least one int or float range to sample; this space has none"
-    if sampler == "grid" and (cont := next((p for p, d in dims.items() if d.values() is None), None)):
-        return f"grid needs a finite space, and '{cont}' is a continuous range (give it choices or an int step)"
-    if sampler == "grid":
+    general = [n for n, k in samplers.SAMPLERS.items() if k.replays]  # the general-purpose ones
+    either = " or ".join(filter(None, (", ".join(general[:-1]), general[-1])))
+    if not kind.single and not doc.study.objectives:
+        return f"{name} is for multi-objective studies (study.objectives); use {either} for one objective"
+    if not kind.multi and doc.study.objectives:
+        return f"{name} takes one objective (study.objective), not study.objectives; use {either}"
+    if not kind.choices and (choice := next((p for p, d in varied.items() if d.choices is not None), None)):
+        return f"{name} samples int and float ranges only, and '{choice}' is a choice list; use {either}"
+    if not kind.choices and not varied:
+        return f"{name} needs at least one int or float range to sample; this space has none"
+    if kind.grid and (cont := next((p for p, d in dims.items() if d.values() is None), None)):
+        return f"{name} needs a finite space, and '{cont}' is a continuous range (give it choices or an int step)"
+    if kind.grid:
         from coatsearch.vocab.specs import POINTS_MAX
 
         sized = [(specs.grid_size(c.search), c.name) for c in doc.candidates if c.search]  # counted, not listed
         sizes = [n for n, _ in sized]
         if sized and max(sized)[0] > POINTS_MAX:
             return (f"the grid of candidate '{max(sized)[1]}' holds {max(sized)[0]:,} points; the grid sampler plans "
-                    f"at most {POINTS_MAX:,} (use fewer choices, or the random, tpe or gp sampler)")  # fmt: skip
+                    f"at most {POINTS_MAX:,} (use fewer choices, or the {either} sampler)")  # fmt: skip
         if sizes and doc.study.samples > min(sizes):
             return f"study.samples ({doc.study.samples}) is more than the grid holds ({min(sizes)} points)"
     return ""
@@ -444,6 +450,8 @@ def _allowed_keys(loc: tuple) -> str:
 
 def _spec_of(annotation: Any) -> Any:
     """The spec dataclass inside an annotation (X, X | None, tuple[X, ...], Annotated[X, ...]), or None."""
+    if annotation is scores.ScoresSection:  # a `scores:` field (scores.ScoresField): the registry's spec now
+        return scores.scores_spec()
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return annotation
     for arg in typing.get_args(annotation):

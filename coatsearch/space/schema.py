@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, Strict, TypeAdapter
 
 from coatsearch import scores as _scores
-from coatsearch.scores import ScoresSpec
+from coatsearch.scores import ScoresField
 from coatsearch.vocab import kinds
 from coatsearch.vocab import specs as _spec
 from coatsearch.vocab.specs import (
@@ -44,7 +44,7 @@ class CandidateSpec:
     __pydantic_config__ = FORBID
 
     name: Name
-    arch: Literal["coatnet", "vit"] = "coatnet"
+    arch: Annotated[str, AfterValidator(kinds.check_candidate_arch)] = "coatnet"  # a name in vocab.kinds.ARCHS
     stem: StemSpec = StemSpec()
     layout: Annotated[str, AfterValidator(kinds.check_layout)]
     depths: tuple[Annotated[int, Field(gt=0, le=DEPTH_MAX)], ...]
@@ -54,7 +54,7 @@ class CandidateSpec:
     train: OptimSpec = OptimSpec()
     search: Mapping[str, SearchDim | None] = field(default_factory=dict)  # dotted path -> dimension
     budget: Budget | None = None
-    scores: ScoresSpec = field(default_factory=lambda: _scores.ScoresSpec())  # the registry's, when made
+    scores: ScoresField = field(default_factory=lambda: _scores.scores_spec()())  # the registry's ScoresSpec
     # A/A studies (benchmarks/bench_aa.py) stand one architecture under several names; both default to None so
     # that stored spaces compare unchanged (storage.trials.space_changes reads a missing key as None):
     label: Name | None = None  # the paper model it is recorded as (ViT_P, ViT_C, a layout); None: stem and layout
@@ -110,7 +110,7 @@ class SpaceDoc:
     constraints: ConstraintsSpec = ConstraintsSpec()
     candidates: Annotated[tuple[CandidateSpec, ...], Field(min_length=1)]
     data: DataSpec = DataSpec("synthetic")
-    scores: ScoresSpec = field(default_factory=lambda: _scores.ScoresSpec())
+    scores: ScoresField = field(default_factory=lambda: _scores.scores_spec()())
     study: StudySpec = StudySpec()
     untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
     pilots: tuple[ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
@@ -126,9 +126,8 @@ _DOCUMENT: dict[type, TypeAdapter] = {}  # the score registry's current ScoresSp
 
 def document() -> TypeAdapter:
     """The validator of a whole space file, for the score registry as it is now (`scores.register_score`)."""
-    current = _scores.ScoresSpec
-    if current not in _DOCUMENT:  # first use, or the registry changed: the `scores:` fields resolve to `current`
-        globals()["ScoresSpec"] = current
+    current = _scores.scores_spec()
+    if current not in _DOCUMENT:  # first use, or the registry changed: `scores:` fields validate as `current`
         _spec.clear_adapters()
         _DOCUMENT.clear()
         _DOCUMENT[current] = TypeAdapter(SpaceDoc)

@@ -17,35 +17,28 @@ from coatsearch.space.objects import Dim, Space
 from coatsearch.storage import architectures
 from coatsearch.storage import trials as P
 from coatsearch.storage.lock import holds_key
+from coatsearch.vocab import kinds, samplers
 
 
 def sampler(space: Space, stream: int = 0) -> optuna.samplers.BaseSampler:
-    """Optuna's sampler for `study.sampler` (space.schema's sampler check checked that it fits the space). Grid: every
-    point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses, so the sampler is random."""
+    """Optuna's sampler for `study.sampler` (space/load.py checked that it fits the space), seeded per stream."""
     return make_sampler(space.study.sampler, space.study.seeds[0] + stream)
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """Optuna's sampler called `name` (specs.StudySpec.sampler), seeded; grid and unknown names get random."""
+    """The registered sampler `name` (vocab.samplers.SAMPLERS), seeded; an unknown name is a one-line error."""
     import warnings
 
+    kind = samplers.sampler_kind(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        make = {
-            "tpe": lambda: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
-            "gp": lambda: optuna.samplers.GPSampler(seed=seed),
-            "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
-            "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
-        }.get(name, lambda: optuna.samplers.RandomSampler(seed=seed))
-        return make()
+        return kinds.load(kind.factory)(seed=seed, **kind.options)
 
 
 def pruner(space: Space) -> optuna.pruners.BasePruner:
-    return {
-        "none": optuna.pruners.NopPruner,
-        "median": optuna.pruners.MedianPruner,
-        "hyperband": optuna.pruners.HyperbandPruner,
-    }[space.study.pruner]()
+    """The registered pruner `study.pruner` (vocab.samplers.PRUNERS)."""
+    kind = samplers.pruner_kind(space.study.pruner)
+    return kinds.load(kind.factory)(**kind.options)
 
 
 def suggest(trial: optuna.Trial, space: Space, item: P.PlanItem) -> dict[str, Any]:
@@ -104,7 +97,7 @@ def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
 def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
     """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
     the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
-    if space.study.sampler != "grid":
+    if not samplers.sampler_kind(space.study.sampler).grid:
         return None
     grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
 
@@ -149,12 +142,14 @@ def constrain(trial: optuna.Trial, violated: bool) -> None:
     """Mark a trial feasible or not through Optuna's constraint (`Trial.set_constraint`), which TPE, GP and
     NSGA-II read; set on every trial told, so the samplers see one constraint on all of them. CMA-ES reads no
     constraint (Optuna warns on each trial that has one): its trials carry none."""
-    if not _cmaes(trial.study):
+    if not _reads_no_constraint(trial.study):
         trial.set_constraint(CONSTRAINT, 1.0 if violated else 0.0)
 
 
-def _cmaes(study: optuna.Study) -> bool:
-    return isinstance(study.sampler, optuna.samplers.CmaEsSampler)
+def _reads_no_constraint(study: optuna.Study) -> bool:
+    """Whether the study's sampler reads no constraint (a registered sampler with `constraints` off)."""
+    blind = [kinds.load(k.factory) for k in samplers.SAMPLERS.values() if not k.constraints]
+    return any(isinstance(study.sampler, cls) for cls in blind if isinstance(cls, type))
 
 
 def worst(study: optuna.Study) -> list[float] | None:
@@ -170,7 +165,7 @@ def constrained(study: optuna.Study) -> bool:
     """Whether every complete trial of the study carries the constraint (a study begun before it was recorded
     goes on without it: GP refuses a mix of constrained and unconstrained trials). A CMA-ES study records none
     but is told rejected points at the worst value all the same."""
-    if _cmaes(study):
+    if _reads_no_constraint(study):
         return True
     return all(CONSTRAINT in t.constraints for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE")
 

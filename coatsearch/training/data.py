@@ -11,7 +11,6 @@ import functools
 import gzip
 import math
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from coatsearch.errors import UserError
+from coatsearch.vocab import datasets, kinds
 from coatsearch.vocab.specs import DataSpec
 
 PAD_MAX = 4  # targets at most this many pixels larger than the native size are zero-padded, not resized
@@ -267,24 +267,24 @@ def _load_synthetic(name: str, root: str | None, size: int | None) -> tuple[torc
 
 # ---------------------------------------------------------------------------------------------- loading
 
-Loader = Callable[[str, "str | None", "int | None"], tuple[torch.Tensor, ...]]
-LOADERS: dict[str, Loader] = {
-    "fashion_mnist": lambda name, root, size: _load_fashion_mnist(root, size),
-    "mnist": _load_torchvision,
-    "cifar10": _load_torchvision,
-    "cifar100": _load_torchvision,
-    "imagefolder": _load_imagefolder,
-    "synthetic": _load_synthetic,
-}
-NO_HFLIP = {"mnist"}  # datasets whose labels a horizontal flip can change
+
+def load_fashion(name: str, root: str | None, size: int | None) -> tuple[torch.Tensor, ...]:
+    """The fashion_mnist entry's loader (vocab.datasets.DATASETS): `_load_fashion_mnist` under the loader's call."""
+    return _load_fashion_mnist(root, size)
 
 
 @functools.lru_cache(maxsize=4)
 def _raw(dataset: str, root: str | None, size: int | None) -> tuple[torch.Tensor, ...]:
     """Decoded (train x, train y, test x, test y) as uint8 images and int64 labels (cached per process)."""
-    if dataset not in LOADERS:
-        raise UserError(f"unknown dataset {dataset!r}; known: {', '.join(LOADERS)}")
-    return LOADERS[dataset](dataset, root, size)
+    return kinds.load(_kind(dataset).loader)(dataset, root, size)
+
+
+def _kind(dataset: str) -> datasets.DatasetKind:
+    """The registered dataset (vocab.datasets.DATASETS); a one-line UserError names the known ones."""
+    try:
+        return datasets.dataset_kind(dataset)
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def _shape(x: torch.Tensor, size: int, channels: int, chunk: int = 4096) -> torch.Tensor:
@@ -325,12 +325,13 @@ def load(spec: DataSpec, image_size: int, channels: int) -> tuple[TensorData, Te
 @functools.lru_cache(maxsize=4)
 def _shaped(dataset: str, root: str | None, image_size: int, channels: int) -> tuple[TensorData, TensorData]:
     """`load`'s cached body (eval_size and other DataSpec fields do not change the pools)."""
-    xtr, ytr, xte, yte = _raw(dataset, root, image_size if dataset == "imagefolder" else None)
+    kind = _kind(dataset)
+    xtr, ytr, xte, yte = _raw(dataset, root, image_size if kind.sized else None)
     xtr, xte = _shape(xtr, image_size, channels), _shape(xte, image_size, channels)
     std, mean = torch.std_mean(xtr, dim=(0, 2, 3), keepdim=True)
     std = std.clamp_min(1e-6)
     xtr.sub_(mean).div_(std)
     xte.sub_(mean).div_(std)
     classes = tuple(range(int(max(ytr.max(), yte.max())) + 1))
-    hflip = dataset not in NO_HFLIP
+    hflip = kind.hflip
     return TensorData(xtr, ytr, classes, hflip), TensorData(xte, yte, classes, hflip)

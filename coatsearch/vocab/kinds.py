@@ -200,14 +200,55 @@ def stem_kind(name: str) -> StemKind:
     return STEM_KINDS[name]
 
 
+@dataclass(frozen=True)
+class ArchKind:
+    """One architecture: its model builder and the layouts it takes (its stems say which stems: StemKind.archs)."""
+
+    text: str  # what it is, for docs and errors
+    builder: str  # "module:function": build(spec: ModelSpec) -> nn.Module
+    candidate: bool = True  # a space file's candidate may name it (False: the regime baselines, BASELINES)
+    layout: Callable[[str], str] = lambda layout: ""  # why it cannot take this layout ("" = fine)
+
+
+def _one_global_stage(layout: str) -> str:
+    return f"arch 'vit' is one global-attention stage: layout 'T', not {layout!r}" if layout != "T" else ""
+
+
+ARCHS: dict[str, ArchKind] = {
+    "coatnet": ArchKind(
+        "stem, then stages of blocks, global average pool, linear head", "coatsearch.models.coatnet:build_coatnet"
+    ),  # fmt: skip
+    "vit": ArchKind(
+        "timm VisionTransformer: one T stage, class token", "coatsearch.models.vit:build_vit", layout=_one_global_stage
+    ),  # fmt: skip
+    "linear": ArchKind(
+        "regime baseline: a linear classifier on pixels", "coatsearch.models.baselines:build_linear", candidate=False
+    ),  # fmt: skip
+    "cnn": ArchKind("regime baseline: a small CNN", "coatsearch.models.baselines:build_cnn", candidate=False),
+}
+
+
+def arch_kind(name: str) -> ArchKind:
+    """The registered architecture `name`; a one-line error names the known ones."""
+    if name not in ARCHS:
+        raise ValueError(f"unknown arch {name!r}; allowed: {', '.join(ARCHS)}")
+    return ARCHS[name]
+
+
+def check_candidate_arch(name: str) -> str:
+    """`name` when a candidate may name it (a registered architecture, not a baseline's), else ValueError."""
+    if not arch_kind(name).candidate:
+        allowed = ", ".join(n for n, k in ARCHS.items() if k.candidate)
+        raise ValueError(f"arch {name!r} is a regime baseline's (study.baselines); allowed: {allowed}")
+    return name
+
+
 def check_arch(arch: str, stem: str, layout: str) -> str:
     """Why `arch` cannot take this stem kind or layout ("" when it can)."""
     takes = [name for name, kind in STEM_KINDS.items() if arch in kind.archs]
     if takes and stem not in takes:
         return f"a '{stem}' stem does not fit arch '{arch}', which takes {' or '.join(repr(t) for t in takes)} stems"
-    if arch == "vit" and layout != "T":
-        return f"arch 'vit' is one global-attention stage: layout 'T', not {layout!r}"
-    return ""
+    return arch_kind(arch).layout(layout)
 
 
 def load(target: str) -> Callable:

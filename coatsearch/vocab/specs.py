@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, TypeAdapter
 from typing_extensions import dataclass_transform
 
-from coatsearch.vocab import kinds, numbers
+from coatsearch.vocab import datasets, kinds, numbers, samplers
 
 FORBID = ConfigDict(extra="forbid")  # unknown keys in a space file are errors
 
@@ -156,7 +156,7 @@ class ModelSpec:
     """
 
     name: str
-    arch: str  # "coatnet" | "vit" | "linear" | "cnn" (models.BUILDERS)
+    arch: str  # "coatnet" | "vit" | "linear" | "cnn": a name in vocab.kinds.ARCHS
     image_size: int
     in_chans: int
     num_classes: int
@@ -257,7 +257,7 @@ class OptimSpec:
 class DataSpec:
     """Where images come from and how they are shaped."""
 
-    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "imagefolder", "synthetic"]
+    dataset: Annotated[str, AfterValidator(datasets.check_dataset)]  # a name in vocab.datasets.DATASETS
     root: str | None = None  # folder to look in (dataset-specific default when None)
     # validation images (pilots, pruning, objectives, selection), drawn once; 0 = half of each class of the test split
     eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0
@@ -323,8 +323,9 @@ class StudySpec:
     samples: Annotated[int, Strict(), Field(gt=0, le=SAMPLES_MAX)] = (
         1  # sampled configurations per candidate and seed (when it has search dimensions)
     )
-    sampler: Literal["random", "tpe", "gp", "cmaes", "nsga2", "grid"] = "random"  # sampler for search dimensions
-    pruner: Literal["none", "median", "hyperband"] = "none"  # searches only
+    # sampler for search dimensions, a name in vocab.samplers.SAMPLERS (space/load.py checks that it fits)
+    sampler: Annotated[str, AfterValidator(samplers.check_sampler)] = "random"
+    pruner: Annotated[str, AfterValidator(samplers.check_pruner)] = "none"  # searches only; vocab.samplers.PRUNERS
     objective: str = "generalization.eval_acc"  # score recorded as the trial value
     direction: Literal["maximize", "minimize"] = "maximize"
     baselines: Annotated[bool, Strict()] = True  # also train BASELINES per seed, on the same subsets (never matched)
