@@ -100,7 +100,7 @@ def test_vit_is_timm_vit():
 
 
 def test_unknown_arch_names_known():
-    with pytest.raises(ValueError, match="known: cnn, coatnet, linear, vit"):
+    with pytest.raises(ValueError, match="unknown arch .resnet.; allowed: coatnet, vit, linear, cnn"):
         build(replace(VIT_P, arch="resnet"))
 
 
