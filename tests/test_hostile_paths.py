@@ -10,8 +10,8 @@ import optuna
 import pytest
 
 from coatsearch import api, planner
+from coatsearch.analysis.results import Stat
 from coatsearch.analysis.spread import sizes
-from coatsearch.analysis.tables import Stat
 from coatsearch.report.markdown import size_note
 from coatsearch.space.objects import load_space
 from coatsearch.storage import journal as J

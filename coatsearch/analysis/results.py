@@ -7,13 +7,31 @@ kept, so a report is byte-identical for the same records.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from coatsearch.analysis import claims as C
 from coatsearch.analysis.stats import PairTest
-from coatsearch.analysis.tables import Stat
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and spread over runs, in display units; sd is None with fewer than 2 runs."""
+
+    mean: float
+    sd: float | None
+    n: int
+
+    @property
+    def se(self) -> float | None:
+        """Standard error of the mean (None with fewer than 2 runs)."""
+        return None if self.sd is None else self.sd / math.sqrt(self.n)
+
+    def to_dict(self) -> dict:
+        """JSON form, with the standard error."""
+        return {**asdict(self), "se": self.se}
 
 
 @dataclass(frozen=True)

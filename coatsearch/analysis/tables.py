@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import is_dataclass
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ import pandas as pd
 
 from coatsearch import scores
 from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
+from coatsearch.analysis.results import Stat
 from coatsearch.scores import Metric
 from coatsearch.storage.record import TrialRecord, count
 
@@ -27,24 +28,6 @@ METRICS = scores.METRICS  # key -> Metric (label, unit, scale, better, noise flo
 def curve_scores() -> tuple[str, ...]:
     """Single-run scores with per-epoch curves, read from the score registry when called."""
     return scores.curve_scores()
-
-
-@dataclass(frozen=True)
-class Stat:
-    """Mean and spread over runs, in display units; sd is None with fewer than 2 runs."""
-
-    mean: float
-    sd: float | None
-    n: int
-
-    @property
-    def se(self) -> float | None:
-        """Standard error of the mean (None with fewer than 2 runs)."""
-        return None if self.sd is None else self.sd / math.sqrt(self.n)
-
-    def to_dict(self) -> dict:
-        """JSON form, with the standard error."""
-        return {**asdict(self), "se": self.se}
 
 
 def stat(values: Iterable[float | None]) -> Stat | None:
