@@ -41,7 +41,7 @@ timed out resumes its trials when the same `--out` runs it again. The last line 
 every study has fresh seeds: the counts of a union of independent studies are the sums of their counts, and the
 rates and intervals are recomputed from the summed counts. The earlier table must have the same rule version, α
 and seeds per study. The table keeps every state it stood in before (`history`): a report made under one cites
-that state, and tests/test_reproducible.py checks each committed report's A/A column against them.
+that state, and tests/report/test_reproducible.py checks each committed report's A/A column against them.
 
     python benchmarks/bench_aa.py [--studies 40] [--workers 2] [--out DIR] [--quick] [--write] [--plan]
                                   [--resume TABLE] [--timeout S]

@@ -5,7 +5,7 @@
 preflight: one line and exit 2 when a carried folder (.whl/, .data/fashion-mnist/) or an import is missing, or
   CUDA is not there; else the versions (torch, CUDA, cuDNN, triton, timm, optuna, pydantic), the GPU and whether
   MPS runs.
-tests: the CUDA tests (tests/test_cuda.py) but the full-shape ones, which `capture` runs with its figures.
+tests: the CUDA tests (tests/training/test_cuda.py) but the full-shape ones, which `capture` runs with its figures.
 throughput: bench_throughput on THROUGHPUT candidates at the `full` profile's batch, eager against captured.
 capture: real paper_layouts candidates at the `full` shapes for CAPTURE_STEPS steps through training.fit: ViT_REL
   captured (`compile: auto`), C-T-T-T compiled and captured (`compile: true`); asserts each ran as asked with no
@@ -120,7 +120,7 @@ def tests(dry: bool, work: Path) -> int:
     """The CUDA tests but the full-shape ones (and Ray's: its wheel is not carried); collected only in a dry run."""
     import pytest
 
-    args = ["-q", "tests/test_cuda.py", "-k", "not ray and not full_shapes", "-p", "no:cacheprovider"]
+    args = ["-q", "tests/training/test_cuda.py", "-k", "not ray and not full_shapes", "-p", "no:cacheprovider"]
     if dry:
         return int(pytest.main([*args, "--collect-only"]))
     return int(pytest.main([*args, "-x", "--basetemp", str(work / "pytest")]))

@@ -10,7 +10,7 @@
 # Phases (each under its own time limit; the limits add up to at most 540 s; benchmarks/gpu_check.py runs them):
 #   preflight   30 s  one line and exit 2 when a carried folder, an import or CUDA is missing; else the versions
 #                     of torch, CUDA, cuDNN, triton, timm, optuna, pydantic, the GPU and whether MPS runs
-#   tests      150 s  the CUDA tests (tests/test_cuda.py), but the full-shape ones (next phases) and Ray's
+#   tests      150 s  the CUDA tests (tests/training/test_cuda.py), but the full-shape ones (next phases) and Ray's
 #   throughput  75 s  bench_throughput, 3 candidates at the full profile's batch, eager vs captured: rows of
 #                     img/s and fraction of the bf16 peak, `capture_ratio=`, `fraction_of_peak=`
 #   capture    150 s  ViT_REL captured and C-T-T-T compiled + captured, 20 steps at the full shapes: mode, fallback

@@ -5,7 +5,7 @@ TYPE_CHECKING:` blocks (a type hint is a dependency too); `from pkg import sub` 
 alone when `sub` is a module. A package's `__init__` importing its own submodules is not an edge (a package
 re-exporting what it contains). A circle is a strongly connected set of two or more modules (Tarjan, iterative);
 the longest chain is the longest path over the graph with each circle collapsed to one node. "Up a stage": a
-module of one stage importing a module of a later stage, in the order of STAGES (tests/test_imports.py).
+module of one stage importing a module of a later stage, in the order of STAGES (tests/repo/test_imports.py).
 
     python benchmarks/import_graph.py [--runtime-only]
 

@@ -2,7 +2,7 @@
 generator, `python -m coatsearch.analysis.calibration`) and aa.json (written by benchmarks/bench_aa.py).
 
 Each table carries every constant a report prints beside its figures, so reading one needs neither the simulator
-nor the generator: the report path imports this module only (tests/test_imports.py checks it).
+nor the generator: the report path imports this module only (tests/repo/test_imports.py checks it).
 """
 
 from __future__ import annotations

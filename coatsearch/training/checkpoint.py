@@ -12,7 +12,7 @@ JSON metadata entry. `policy.on_save(folder, step)` hears each save (the Ray bac
 
 When the trial runs again, `resume` puts each run's file back into the fresh run before its first step: the steps
 it skips are the steps the file holds, so on the CPU (eager, `compile: false`) the record equals an uninterrupted
-run's bit for bit (tests/test_checkpoint.py). The optimizer's moments are restored in the memory format of their
+run's bit for bit (tests/runner/test_checkpoint.py). The optimizer's moments are restored in the memory format of their
 parameters (channels_last for convolutions): CPU's fused AdamW and SGD read a moment's raw memory in its
 parameter's order, so a moment restored contiguous beside a channels_last weight is a silently wrong update.
 A file is used only when written for the same run: the same architecture and initial weights, optimizer settings,

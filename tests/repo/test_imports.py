@@ -1,0 +1,136 @@
+"""The package's import graph (benchmarks/import_graph.py, read with `ast`): no circle, no import of a later stage,
+and each heavy library imported only where it belongs.
+
+Circles and stages are over every import, type hints included; where a library loads is over run-time imports
+(an `if TYPE_CHECKING:` block is not an edge there).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import import_graph as IG  # noqa: E402  (the one reading of the import graph: benchmarks/import_graph.py)
+
+SPEC_CODE = (  # every one must exist: a renamed module fails the test rather than dropping out
+    "coatsearch.vocab.specs",
+    "coatsearch.space.schema",
+    "coatsearch.space.load",
+    "coatsearch.space.objects",
+    "coatsearch.vocab.kinds",
+    "coatsearch.training.schedule",
+)
+
+
+GRAPH = IG.graph(runtime_only=True)  # run-time imports: where heavy libraries load
+FULL = IG.graph(runtime_only=False)  # with type-hint imports: the dependency structure
+
+
+def _importers(lib: str) -> set[str]:
+    return {m for m, deps in GRAPH.items() if lib in deps}
+
+
+def test_the_graph_sees_the_package():
+    assert {"coatsearch.storage.store", "coatsearch.runner.trial", "coatsearch.runner.optuna_backend"} <= set(GRAPH)
+    assert "optuna" in GRAPH["coatsearch.storage.store"] and "coatsearch.storage.store" in GRAPH["coatsearch.report"]
+
+
+def test_no_import_circle_not_even_through_type_hints():
+    assert IG.circles(FULL) == []
+    assert IG.circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the finder finds one
+
+
+def test_no_module_imports_a_later_stage():
+    assert IG.up_a_stage(FULL) == []
+    assert {IG.stage_of(m) for m in FULL} <= set(IG.STAGES)  # every module sits in a named stage
+    assert IG.up_a_stage({"coatsearch.space.load": {"coatsearch.storage.store"}, "coatsearch.storage.store": set()})
+
+
+def test_analysis_and_planner_load_neither_torch_nor_matplotlib():
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import coatsearch.analysis, coatsearch.planner\n"
+        "for pkg in (coatsearch.analysis, coatsearch.planner):\n"
+        "    for m in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'timm', 'ray') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip() == "[]"
+
+
+LAB = ("coatsearch.analysis.simulate", "coatsearch.analysis.calibration")  # the rule authors' lab: never on the path
+
+
+def _reachable(start: str) -> set[str]:
+    """Every module `start` may import, lazy imports included (the whole graph's edges)."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += [d for d in FULL.get(m, ()) if d in FULL]
+    return seen
+
+
+def test_importing_the_report_loads_no_simulator():
+    code = f"import coatsearch.report, sys; print(sorted(m for m in {LAB!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_command_reaches_the_simulator_or_the_calibration_generator():
+    """The report, the API and the CLI (lazy imports included) read the committed tables (analysis.rule_tables);
+    the simulator and its generator run only as `python -m coatsearch.analysis.calibration`, tests and benchmarks."""
+    for start in ("coatsearch.report", "coatsearch.api", "coatsearch.cli", "coatsearch.__main__"):
+        assert not set(LAB) & _reachable(start), start
+    assert "coatsearch.analysis.rule_tables" in _reachable("coatsearch.report")
+
+
+def test_report_and_dashboard_import_no_backend():
+    readers = [m for m in GRAPH if m.startswith("coatsearch.report") or m == "coatsearch.dashboard"]
+    assert readers
+    for m in readers:
+        assert not {d for d in GRAPH[m] if d.endswith("_backend")}, m
+
+
+def test_the_ray_backend_uses_the_store_not_the_optuna_backend():
+    deps = GRAPH["coatsearch.runner.ray_backend"]
+    assert "coatsearch.storage.store" in deps and "coatsearch.runner.optuna_backend" not in deps
+
+
+def test_only_store_backends_and_dashboard_import_optuna():
+    backends = {"coatsearch.runner.optuna_backend", "coatsearch.runner.ray_backend", "coatsearch.runner.environment"}
+    # the search section's importance (optuna.importance), replay (Optuna's samplers on a measured table) and its
+    # multi-fidelity replay (Optuna's pruners on recorded curves)
+    searchers = {"coatsearch.report.view_search", "coatsearch.analysis.replay", "coatsearch.analysis.fidelity"}
+    store = {"coatsearch.storage.store", "coatsearch.storage.sampling"}  # the study, and how it samples
+    assert _importers("optuna") <= store | {"coatsearch.dashboard"} | backends | searchers
+    assert _importers("optuna_dashboard") <= {"coatsearch.dashboard"}
+
+
+def test_only_the_ray_backend_imports_ray():
+    assert _importers("ray") == {"coatsearch.runner.ray_backend"}
+
+
+def test_type_only_imports_are_not_edges_but_their_else_branch_is():
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import typing\n"
+        "if TYPE_CHECKING:\n    import optuna\nelse:\n    import json\n"
+        "if typing.TYPE_CHECKING:\n    import ray\n"
+        "def f():\n    import torch\n"
+        "if True:\n    import yaml\n"
+    )
+    found = IG.imports_in(source, "coatsearch", set())
+    assert {"json", "torch", "yaml", "typing"} <= found and not {"optuna", "ray"} & found
+
+
+@pytest.mark.parametrize("module", SPEC_CODE)
+def test_spec_code_imports_no_torch(module):
+    assert module in GRAPH, f"{module} is listed as spec code but is not a module of the package"
+    assert not {"torch", "timm", "torchvision"} & GRAPH[module]

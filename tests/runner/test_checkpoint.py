@@ -1,0 +1,180 @@
+"""Trial checkpoints: a trial whose worker is killed resumes from its last checkpoint, to the uninterrupted record."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import coatsearch
+from coatsearch.runner import resume
+from coatsearch.storage import store
+from coatsearch.storage.trials import PlanItem
+from tests.support.checkpoint import EDITS, ROOT, STUDY, untimed
+from tests.tiny import tiny_variant
+
+
+def _run(space: Path, studies: Path, study: str) -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the killed run's process (OMP_NUM_THREADS=1): the same float reductions
+    try:
+        coatsearch.run(coatsearch.load_space(space), study=study, workers=1, device="cpu", studies_dir=studies,
+                       report=False, progress=False)  # fmt: skip
+    finally:
+        torch.set_num_threads(before)
+
+
+def _complete(studies: Path, study: str):
+    [rec] = [r for r in store.records(store.load_study(studies, study)) if r.state == "COMPLETE"]
+    return rec
+
+
+def _kill_after_a_checkpoint(space: Path, studies: Path, study: str) -> Path:
+    """Run `coatsearch run` in a process and kill -9 it once its trial wrote a checkpoint; the checkpoint."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "coatsearch", "run", str(space), "--study", study, "--studies-dir", str(studies),
+            "--workers", "1", "--device", "cpu", "--no-plan", "--no-report", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    where = resume.folder_of(studies / study, PlanItem("C-T", 0))
+    deadline = time.monotonic() + 600
+    try:
+        while not list(where.glob("fit*.safetensors")):
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else proc.returncode
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return where
+
+
+@pytest.mark.slow
+def test_a_killed_trial_resumes_from_its_checkpoint_to_the_uninterrupted_record(tmp_path):
+    space = tiny_variant(tmp_path, *EDITS)
+    studies = tmp_path / "studies"
+    _run(space, studies, "whole")
+    assert not (studies / "whole" / resume.FOLDER / "C-T").exists()  # removed once the trial completed
+    where = _kill_after_a_checkpoint(space, studies, "killed")
+    assert [r.state for r in store.records(store.load_study(studies, "killed"))] == ["RUNNING"]
+    _run(space, studies, "killed")  # the kill is seen, the key runs again and resumes
+    whole, again = _complete(studies, "whole"), _complete(studies, "killed")
+    [(fit, step)] = [(r["fit"], r["step"]) for r in again.run.extra["resumed"]]
+    assert fit == 1 and step >= 20 and step % 20 == 0  # the matched-loss run, from a checkpoint past its start
+    assert "resumed" not in whole.run.extra and not where.exists()
+    assert untimed(again.run.curves) == untimed(whole.run.curves)  # bit for bit on the CPU
+    assert untimed(again.run.metrics) == untimed(whole.run.metrics)
+    assert again.value == whole.value
+
+
+@pytest.fixture(scope="module")
+def pools():
+    from coatsearch.training import data, subsets
+    from coatsearch.vocab.specs import DataSpec
+
+    tr, te = data.load(DataSpec("synthetic"), 32, 1)
+    return subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(
+        te, 100, None, seed=0
+    )  # 300 images: 4 steps an epoch
+
+
+def _fit(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | str = False):
+    """A short fit with mixup, augmentation and curve points, under checkpoint `policy` (None: none)."""
+    import dataclasses
+
+    from coatsearch.training import checkpoint, fit
+    from coatsearch.vocab.specs import OptimSpec
+    from tests.support.training import CPU, tiny_net
+
+    optim = OptimSpec(lr=3e-3, batch_size=64, mixup=mixup, compile=compile)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with checkpoint.trial(policy) as state:
+            h = fit.fit(tiny_net(seed), *pools, optim, 1, seed=seed, device=CPU, max_steps=12, eval_every=5)
+    finally:
+        torch.set_num_threads(before)
+    untimed = {k: v for k, v in dataclasses.asdict(h).items() if k not in ("seconds", "images_per_s")}
+    return untimed, state
+
+
+def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_afresh(pools, tmp_path, capsys):
+    from coatsearch.training import checkpoint
+
+    plain, _ = _fit(pools, None)
+    policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+    first, state = _fit(pools, policy)  # saves at steps 5 and 10, inside epochs (the runner removes it at the end)
+    assert first == plain and state.resumed == [] and (tmp_path / "c" / "fit1.safetensors").exists()
+    again, state = _fit(pools, policy)
+    assert again == plain and state.resumed == [{"fit": 1, "step": 10}]
+    (tmp_path / "c" / "fit1.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{damaged")
+    damaged, state = _fit(pools, policy)
+    assert damaged == plain and state.resumed == []
+    assert "fit1.safetensors: " in capsys.readouterr().err
+    other, state = _fit(pools, policy, seed=1)  # the file holds seed 0's run
+    assert state.resumed == [] and other != plain
+    assert "belongs to another architecture, seed" in capsys.readouterr().err
+    (tmp_path / "c" / "fit1.safetensors").unlink()
+    (tmp_path / "c" / "fit1.safetensors").symlink_to(tmp_path / "elsewhere")
+    _, state = _fit(pools, policy)
+    assert state.resumed == [] and "symbolic link" in capsys.readouterr().err
+
+
+def test_a_captured_run_resumes_into_its_slot_in_place_or_into_a_fresh_one(pools, tmp_path, monkeypatch):
+    from coatsearch.training import capture, checkpoint
+
+    monkeypatch.setattr(capture, "DEVICES", ("cuda", "cpu"))  # the CPU's stand-in (tests/training/test_capture.py)
+    capture.clear()
+    try:
+        plain, _ = _fit(pools, None, compile="auto")
+        assert plain["compile_mode"] == "captured"
+        policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+        assert _fit(pools, policy, compile="auto")[0] == plain
+        for fresh in (False, True):  # the slot of the last fit (its state copied into), then a new slot
+            if fresh:
+                capture.clear()
+            again, state = _fit(pools, policy, compile="auto")
+            assert again == plain and state.resumed == [{"fit": 1, "step": 10}]
+    finally:
+        capture.clear()
+
+
+def _checkpointed(tmp_path: Path, setting: str) -> Path:
+    """tiny.yaml with `checkpoint: <setting>`."""
+    return tiny_variant(tmp_path, (STUDY, f"{STUDY}\ncheckpoint: {setting}"))
+
+
+def test_a_trial_keeps_its_checkpoints_on_request_and_otherwise_removes_them(tmp_path):
+    from coatsearch.space.objects import load_space
+    from coatsearch.training import checkpoint
+
+    item = PlanItem("C-T", 0)
+    for keep in (False, True):
+        space = load_space(_checkpointed(tmp_path, f"{{every: 3, keep: {str(keep).lower()}}}"))
+        with resume.trial(space, tmp_path / "s", item) as done:
+            where = resume.folder_of(tmp_path / "s", item)
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "fit1.safetensors").write_bytes(b"")
+            assert done(("COMPLETE", None, 1.0)) == ("COMPLETE", None, 1.0)
+        assert where.exists() is keep
+    with resume.trial(load_space(_checkpointed(tmp_path, "{every: 0}")), tmp_path / "off", item):
+        assert checkpoint.for_fit(10**6) is None  # every: 0 saves nothing
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [("{every: -1}", "every"), ("{every: '500'}", "every"), ("{min_steps: 0}", "min_steps"), ("{keep: 1}", "keep"),
+     ("{evry: 5}", "evry"), ("500", "checkpoint")],
+)  # fmt: skip
+def test_a_bad_checkpoint_setting_is_a_one_line_user_error(tmp_path, value, words):
+    from coatsearch.errors import UserError
+    from coatsearch.space.objects import load_space
+
+    with pytest.raises(UserError) as err:
+        load_space(_checkpointed(tmp_path, value))
+    assert words in str(err.value) and "\n" not in str(err.value).strip()

@@ -1,0 +1,114 @@
+"""Found architectures leave the tool: safetensors weights (never a pickle) and timm's model registry."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+import coatsearch
+from coatsearch.cli import main
+from coatsearch.errors import UserError
+from coatsearch.storage import found
+
+SPACE = Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+X = torch.randn(4, 1, 16, 16, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory):
+    """The tiny search run once (two named candidates, six sampled points, one seed); its studies folder."""
+    root = tmp_path_factory.mktemp("found") / "studies"
+    coatsearch.run(coatsearch.load_space(SPACE), study="ts", workers=1, device="cpu", studies_dir=root,
+                   report=False, progress=False)  # fmt: skip
+    return root
+
+
+@pytest.fixture(scope="module")
+def saved(studies, tmp_path_factory):
+    """`export --best 1 --format yaml --save-weights`: (the YAML, the weights file, the trial's model)."""
+    out = tmp_path_factory.mktemp("out") / "found.yaml"
+    assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "yaml",
+                 "--out", str(out), "--save-weights"]) == 0  # fmt: skip
+    [(tm, _, _)] = found.best("ts", 1, studies)
+    return out, out.with_name(f"found.{tm.architecture}.safetensors"), tm
+
+
+def test_save_weights_writes_safetensors_that_load_back(studies, saved, capsys):
+    from safetensors import safe_open
+
+    out, path, tm = saved
+    assert out.exists() and path.exists() and [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []
+    assert not path.read_bytes().startswith((b"\x80", b"PK"))  # no pickle, no torch.save zip
+    with safe_open(str(path), framework="pt") as f:
+        meta = {k: json.loads(v) for k, v in f.metadata().items()}
+        state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    assert (meta["trial"], meta["seed"], meta["architecture"]) == (tm.number, tm.seed, tm.architecture)
+    # seeded on the CPU: the recorded metric again, the same one (the trial value is another: validation images)
+    assert meta["recorded"] == tm.measured and meta["retrained"] == pytest.approx(tm.measured)
+    net = coatsearch.load_weights(path)
+    untrained = coatsearch.build(study="ts", trial=tm.number, studies_dir=studies).eval()
+    assert sum(p.numel() for p in net.parameters()) == tm.prepared.params
+    with torch.no_grad():
+        fresh = untrained(X)
+        untrained.load_state_dict(state)  # the saved weights in the model the study builds
+        assert torch.equal(net(X), untrained(X)) and not torch.equal(net(X), fresh)
+
+
+@pytest.mark.parametrize("kind", ["pickle", "torch.save", "link", "garbage"])
+def test_a_weights_file_that_is_a_pickle_a_link_or_garbage_is_one_line(saved, tmp_path, capsys, kind):
+    _, path, _ = saved
+    bad = tmp_path / "w.safetensors"
+    if kind == "pickle":
+        bad.write_bytes(pickle.dumps({"state_dict": {}}))
+    elif kind == "torch.save":
+        torch.save({"w": torch.zeros(2)}, bad)  # what an older --save-weights wrote
+    elif kind == "link":
+        bad.symlink_to(path)
+    else:
+        bad.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{not json")
+    with pytest.raises(UserError) as err:
+        coatsearch.load_weights(bad)
+    msg = str(err.value)
+    assert "\n" not in msg and str(bad) in msg
+    assert {"pickle": "is a pickle", "torch.save": "is a pickle", "link": "link", "garbage": "not a coatsearch"}[
+        kind
+    ] in msg
+
+
+def test_timm_creates_the_found_network_with_the_trial_models_logits(studies, saved, capsys):
+    import timm
+
+    from coatsearch import timm_models
+
+    _, path, tm = saved
+    assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "timm"]) == 0
+    out = capsys.readouterr().out
+    [name] = coatsearch.timm_models.register("ts", best=1, studies_dir=studies)
+    assert name == f"coatsearch_ts_{tm.architecture}".lower().replace("-", "_") and name in out
+    assert timm.is_model(name) and name in timm.list_models("coatsearch_ts_*")
+    trial_model = coatsearch.load_weights(timm_models.weights_path(studies, "ts", tm.architecture))
+    bare = timm.create_model(name, pretrained=False).eval()
+    pretrained = timm.create_model(name, pretrained=True).eval()
+    assert sum(p.numel() for p in bare.parameters()) == tm.prepared.params
+    with torch.no_grad():
+        assert torch.equal(pretrained(X), trial_model(X)) and not torch.equal(bare(X), trial_model(X))
+        assert torch.equal(pretrained(X), coatsearch.load_weights(path)(X))  # the same retrain, the same weights
+    head = timm.create_model(name, pretrained=True, num_classes=3).eval()  # a new head on the trained body
+    assert head(X).shape == (4, 3)
+    assert timm_models.register("ts", best=1, studies_dir=studies) == [name]  # registering again is fine
+
+
+def test_a_timm_name_that_is_taken_is_one_line_and_registers_nothing(studies):
+    import timm
+
+    from coatsearch import timm_models
+
+    with pytest.raises(UserError, match="^resnet18: timm already has a model of that name"):
+        timm_models.register("ts", best=1, studies_dir=studies, name="resnet18")
+    assert timm.create_model("resnet18").__class__.__name__ == "ResNet"
+    assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "timm",
+                 "--out", "x"]) == 2  # fmt: skip
