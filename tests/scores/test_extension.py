@@ -291,8 +291,9 @@ def load_stripes(name: str, root: str | None, size: int | None) -> tuple[torch.T
     return (*pool(40, 1), *pool(20, 2))
 
 
-STRIPES = datasets.DatasetKind("four classes of horizontal stripes, 12x12 gray", "tests.scores.test_extension:load_stripes",
-                               hflip=False)  # fmt: skip
+STRIPES = datasets.DatasetKind(
+    "four classes of horizontal stripes, 12x12 gray", "tests.scores.test_extension:load_stripes", hflip=False
+)
 
 
 def test_a_registered_dataset_loads_through_the_data_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
