@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -408,6 +409,16 @@ def test_ctrl_c_or_kill_with_several_workers_is_one_line_and_leaves_no_worker(tm
     assert _workers_in(tmp_path) == []  # the parent terminated and joined its workers
 
 
+def _to_main(sig: int) -> None:
+    """Send `sig` to this process's main thread, as a terminal's Ctrl-C reaches the thread that runs the loop.
+
+    Not `os.kill(os.getpid(), sig)`: a process-directed signal that the main thread blocks goes to any other thread
+    that does not (a torch pool, an earlier test's helper), whose C handler trips Python's flag when the scheduler
+    lets it; the test raced that moment, and lost it in CI (the interrupt landed after the block had ended).
+    """
+    signal.pthread_kill(threading.main_thread().ident, sig)
+
+
 @contextlib.contextmanager
 def _sigint_as(handler):
     """SIGINT as a terminal (Python's handler) or a background shell (`cmd &`: ignored) hands it; restored after."""
@@ -429,7 +440,7 @@ def test_a_ctrl_c_or_sigterm_while_workers_start_is_held_until_every_worker_is_r
     with _sigint_as(signal.default_int_handler):  # as from a terminal, however pytest itself was started
         with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
             with interrupts.children_ignore_sigint():
-                os.kill(os.getpid(), sig)
+                _to_main(sig)
                 reached.append("after the signal")  # the block runs on: the signal is held
             reached.append("after the block")  # never: the held signal is raised at the block's end
         assert reached == ["after the signal"]
@@ -446,19 +457,19 @@ def test_a_sigint_inherited_ignored_stays_ignored_and_sigterm_still_stops_the_bl
     with _sigint_as(signal.SIG_IGN):
         reached = []
         with interrupts.sigterm_as_interrupt(), interrupts.children_ignore_sigint():
-            os.kill(os.getpid(), signal.SIGINT)
+            _to_main(signal.SIGINT)
             reached.append("after the signal")
         reached.append("after the block")  # the ignored SIGINT stopped nothing
         assert reached == ["after the signal", "after the block"]
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         with pytest.raises(KeyboardInterrupt), interrupts.sigterm_as_interrupt():
             with interrupts.children_ignore_sigint():
-                os.kill(os.getpid(), signal.SIGTERM)  # held, then raised as an interrupt
+                _to_main(signal.SIGTERM)  # held, then raised as an interrupt
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an ignored SIGTERM: the same rule
     try:
         with interrupts.sigterm_as_interrupt(), interrupts.children_ignore_sigint():
-            os.kill(os.getpid(), signal.SIGTERM)
+            _to_main(signal.SIGTERM)
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, previous)
