@@ -1,0 +1,50 @@
+"""How much of a claim's calibrated power the simulated stress costs: its power studies with and without it.
+
+The calibration's power studies (coatsearch.analysis.calibration) simulate stress in every study: 2% of runs at
+chance, a missing candidate in 10% of studies, a key candidate of (a) that never fits in 5%. This reruns the
+first `--replicates` power studies of one profile and scenario, with the same seeds, once as calibrated and once
+without stress, and prints the verdict counts of each. The last line is `power_unstressed=<fraction supported>`.
+
+    python benchmarks/power_stress.py [--profile stems] [--claim f] [--scenario "in regime"] [--replicates 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+
+import numpy as np
+
+from coatsearch.analysis import calibration as Cal
+from coatsearch.analysis import simulate as Sim
+
+
+def counts(profile: str, claim: str, scenario: str, replicates: int, stress: bool) -> collections.Counter:
+    """Verdict counts of `claim` over the profile's first `replicates` power studies (calibration's seeds)."""
+    sc = Cal.scenario(scenario)
+    prof, n = Sim.profile(profile), list(Sim.PROFILES).index(profile)
+    setting = dataclasses.replace(Cal.setting("power", sc), stress=stress)
+    out: collections.Counter = collections.Counter()
+    for i in range(replicates):
+        rng = np.random.default_rng([0, 1, Sim.SCENARIOS.index(sc), n, i])  # calibration.replicate's seeds
+        out[Cal.verdicts(prof.record, Sim.study(rng, prof, setting)).get(claim, "absent")] += 1
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="stems", choices=list(Sim.PROFILES))
+    ap.add_argument("--claim", default="f")
+    ap.add_argument("--scenario", default="in regime", choices=[s.name for s in Sim.SCENARIOS])
+    ap.add_argument("--replicates", type=int, default=100)
+    args = ap.parse_args()
+    found = {}
+    for stress in (True, False):
+        found[stress] = counts(args.profile, args.claim, args.scenario, args.replicates, stress)
+        print(f"{'with' if stress else 'without'} stress: {dict(sorted(found[stress].items()))}")
+    print(f"power_unstressed={found[False]['supported'] / args.replicates:.2f}")
+
+
+if __name__ == "__main__":
+    main()
