@@ -47,8 +47,14 @@ ACC_SCORE = ACC.partition(".")[0]
 GEN_ACC = next(g.acc for g in scores.guards() if g.group == GEN)  # the generalization run's final eval accuracy
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: spaces/ lives here (a checkout, not a wheel)
-PROFILES = {"layouts": ("spaces/paper_layouts.yaml", "default"), "stems": ("spaces/vit_stems.yaml", "default"),
-            "layouts-full": ("spaces/paper_layouts.yaml", "full")}  # fmt: skip
+# "layouts" is paper_layouts' earlier 6,000-image default, kept as spaces/archive/paper_layouts_6k.yaml: the
+# committed table simulates it (its FIT_STEPS, levels and scenarios below were measured on it); the shipped default
+# reads annealed ends on 12,000 images and is not yet recalibrated.
+PROFILES = {
+    "layouts": ("spaces/archive/paper_layouts_6k.yaml", "default"),
+    "stems": ("spaces/vit_stems.yaml", "default"),
+    "layouts-full": ("spaces/paper_layouts.yaml", "full"),
+}
 DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "bc"}  # the claims each simulated profile calibrates
 # Profiles the refutation paths (calibration.PATHS) also edit, never in the calibration table: every layout of
 # paper_layouts at its full profile, judged on (a), (d) and (e), whose paths need the models the CPU default lacks.
