@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from coatsearch.analysis import categories as K
@@ -228,3 +230,21 @@ def test_relative_attention_pairs_and_verdicts():
     assert V.rel_claim(_rel_rows(0.80, 0.85)).verdict == "not supported"
     assert V.rel_claim(_rel_rows(0.85, 0.849)).verdict in K.NOT_FIRM
     assert V.rel_claim(_rows(AGREE)) is None
+
+
+def test_a_claim_verdict_is_frozen_and_writes_the_summary_keys():
+    claims = _claims(AGREE)
+    a = claims["a"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.notes = ("edited",)  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.found.verdict = "not supported"  # type: ignore[misc]
+    head = ["id", "title", "chain", "source"]
+    assert list(a.to_json()) == [*head, "verdict", "why", "reason", "estimate", "detectable", "decide", "evidence",
+                                 "notes"]  # fmt: skip
+    assert a.to_json()["estimate"] == {"what": a.estimate.what, "d": a.estimate.d, "ci": list(a.estimate.ci),
+                                       "n": a.estimate.n, "unit": "points"}  # fmt: skip
+    tagged = dataclasses.replace(a, images="split", scale="at this proxy scale", status="confirmatory", status_why="")
+    assert list(tagged.to_json())[-4:] == ["images", "scale", "status", "status_why"] and a.images is None
+    unjudged = dataclasses.replace(a, why_first=False)  # an out-of-regime claim without evidence, claim (f)
+    assert list(unjudged.to_json())[4:10] == ["verdict", "reason", "estimate", "detectable", "decide", "why"]
