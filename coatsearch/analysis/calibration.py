@@ -62,7 +62,7 @@ def setting(case: str, scenario: Sim.Scenario) -> Sim.Setting:
 
 def verdicts(space: dict, records: list[TrialRecord]) -> Mapping[str, str]:
     """Claim id → verdict, judged by the report's own path (report.judging)."""
-    return {c["id"]: c["verdict"] for c in judging.judge_records(space, records, describe=False).claims}
+    return {c.id: c.verdict for c in judging.judge_records(space, records, describe=False).claims}
 
 
 def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> Mapping[str, str]:
@@ -301,8 +301,8 @@ def paths(seed: int = 0) -> dict[str, Mapping[str, Any]]:
     out = {key: verdicts(Sim.profile(key).record, recs) for key, recs in base.items()}
     for name, (key, names, fn, cid, _, _) in PATHS.items():
         found = judging.judge_records(Sim.profile(key).record, edit(base[key], names, fn), describe=False).claims
-        c = next(c for c in found if c["id"] == cid)
-        out[name] = {"claim": cid, "verdict": c["verdict"], "why": c["why"]}
+        c = next(c for c in found if c.id == cid)
+        out[name] = {"claim": cid, "verdict": c.verdict, "why": c.why}
     return out
 
 

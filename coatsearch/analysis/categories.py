@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.results import Judgement, Pair, Power
+from coatsearch.analysis.results import Estimate, Judgement, Pair, Power
 
 Category = Literal["supported", "not supported", "out of regime", "underpowered", "unresolved"]
 SUPPORTED, NOT_SUPPORTED, OUT_OF_REGIME, UNDERPOWERED, UNRESOLVED = get_args(Category)
@@ -65,7 +65,7 @@ def blind(power: Power | None) -> str:
     return ""
 
 
-def decide(cat: str, power: Power | None, estimate: dict | None) -> str:
+def decide(cat: str, power: Power | None, estimate: Estimate | None) -> str:
     """What would decide the claim: nothing (firm), a profile in regime, or about how many paired seeds."""
     if cat in FIRM:
         return DECIDED
@@ -75,7 +75,7 @@ def decide(cat: str, power: Power | None, estimate: dict | None) -> str:
         need = power.seeds_needed if power else None
         return "at least 2 paired seeds on the deciding models" + (f" (about {need} for the paper's effect)"
                                                                     if need else "")  # fmt: skip
-    size = power.effect if cat == UNDERPOWERED else abs((estimate or {}).get("d") or 0.0)
+    size = power.effect if cat == UNDERPOWERED else abs(estimate.d if estimate else 0.0)
     what = "the paper's effect" if cat == UNDERPOWERED else "the measured difference"
     need = power.seeds_needed if cat == UNDERPOWERED else None
     if need is None and size:
@@ -87,11 +87,11 @@ def decide(cat: str, power: Power | None, estimate: dict | None) -> str:
     return f"about {need} paired seeds ({100 * C.POWER:.0f}% power at {what}, {size:.2f})"
 
 
-def estimate(what: str, d: float | None, ci: Any, n: int, unit: str) -> dict | None:
+def estimate(what: str, d: float | None, ci: Any, n: int, unit: str) -> Estimate | None:
     """The deciding estimate: what it compares, the difference, its 95% interval, paired seeds, unit."""
     if d is None:
         return None
-    return {"what": what, "d": d, "ci": None if ci is None else [ci[0], ci[1]], "n": n, "unit": unit}
+    return Estimate(what, d, None if ci is None else (ci[0], ci[1]), n, unit)
 
 
 def _detectable(power: Power | None, unit: str) -> dict:
@@ -101,7 +101,7 @@ def _detectable(power: Power | None, unit: str) -> dict:
     return {"mdd": None if mdd is None or mdd == float("inf") else mdd, "effect": effect, "unit": unit, "n": n}
 
 
-def fields(cat: str, reason: str, est: dict | None, power: Power | None, unit: str, why: str = "") -> Judgement:
+def fields(cat: str, reason: str, est: Estimate | None, power: Power | None, unit: str, why: str = "") -> Judgement:
     """A verdict: its category and the parts every verdict carries (reason, estimate, detectable, decide), `why`."""
     return Judgement(cat, reason, est, _detectable(power, unit), decide(cat, power, est), why)
 
@@ -154,7 +154,7 @@ def measure_verdict(
     return dataclasses.replace(out, decide=NEEDS_RELATION) if cat == UNDERPOWERED and not key else out
 
 
-def _deciding(pairs: Sequence[Pair], unit: str) -> dict | None:
+def _deciding(pairs: Sequence[Pair], unit: str) -> Estimate | None:
     """The pair a verdict rests on: a reversed key relation, a violated one, else the weakest key relation (largest
     Holm p)."""
     bad = [p for s in ("reversed", "violated") for p in pairs if p.status == s]

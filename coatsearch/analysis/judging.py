@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import frames, optim, paper, stem, tables
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.claim_results import ClaimVerdict, Purposes, StemTables
 from coatsearch.storage import record as R
 
 EXPLORATORY = "exploratory: one eval set served choices and verdicts"
@@ -34,10 +35,10 @@ class Judged:
     runs: Any  # the runs table (None without runs)
     edf: list[dict]  # EDF rows of sampled runs (description; [] with describe=False)
     noise: Mapping[str, Any]  # per-measure paired noise (verdicts.noises)
-    stems: dict | None  # claim (f)'s tables (stem.stem_tables)
-    claims: list[dict]  # every judged claim, its verdict, scale, purposes and status
+    stems: StemTables | None  # claim (f)'s tables (stem.stem_tables)
+    claims: list[ClaimVerdict]  # every judged claim, its verdict, scale, purposes and status
     untested: list[dict]  # claims the space marks untestable at its scale
-    images: dict  # which images served which purpose (purposes)
+    images: Purposes  # which images served which purpose (purposes)
     registration: str  # the study's line against its registration
 
 
@@ -63,7 +64,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
                   registration_line(registered or UNREGISTERED, claims))  # fmt: skip
 
 
-def purposes(done: Sequence) -> dict:
+def purposes(done: Sequence) -> Purposes:
     """Which images served which purpose in a study's complete runs, and what that makes of its verdicts.
 
     state "split": every run has validation and test images (RunRecord.images) and no objective read the test
@@ -88,8 +89,8 @@ def purposes(done: Sequence) -> dict:
         state, line = "split", SPLIT
     draws = sorted({int(r.run.images.get("test_draw") or 0) for r in split})
     per_seed = bool(split) and all(r.run.images.get("test_sampling") == "per_seed" for r in split)
-    return {"state": state, "line": line, "draws": draws, "runs": _image_runs(split),
-            "sampling": (PER_SEED if per_seed else SHARED) if split else None}  # fmt: skip
+    return Purposes(state, line, tuple(draws), tuple(_image_runs(split)),
+                    (PER_SEED if per_seed else SHARED) if split else None)  # fmt: skip
 
 
 def _image_runs(split: Sequence) -> list[dict]:
@@ -104,57 +105,50 @@ def _image_runs(split: Sequence) -> list[dict]:
              "test": seen(n, "eval_images"), "test_fp": seen(n, "eval_fingerprint")} for n in names]  # fmt: skip
 
 
-def _with_purposes(claim: dict, images: dict) -> dict:
+def _with_purposes(claim: ClaimVerdict, images: Purposes) -> ClaimVerdict:
     """The claim under the study's image rule (`purposes`): refused (not decided), else tagged with the state
     (an exploratory one says why in the claim's status: `with_status`)."""
-    if images["state"] == "refused":
-        return {
-            **claim,
-            "verdict": K.UNRESOLVED,
-            "why": images["line"],
-            "reason": images["line"].partition(":")[0],
-            "decide": "a study whose objectives read validation images only",
-            "scope": "",
-            "images": "refused",
-        }
-    return {**claim, "images": "exploratory" if images["state"] == "exploratory" else "split"}
+    if images.state == "refused":
+        found = replace(claim.found, verdict=K.UNRESOLVED, why=images.line, reason=images.line.partition(":")[0],
+                        decide="a study whose objectives read validation images only")  # fmt: skip
+        return replace(claim, found=found, scope="", images="refused")
+    return replace(claim, images="exploratory" if images.state == "exploratory" else "split")
 
 
 FIRM = K.FIRM
 UNREGISTERED = "exploratory: no registered analysis"
 
 
-def with_status(claim: dict, registered: str | None) -> dict:
+def with_status(claim: ClaimVerdict, registered: str | None) -> ClaimVerdict:
     """The claim marked confirmatory (its study matches its registration, its runs split validation from test
     images, and a firm verdict was possible: categories.POSSIBLE), registered only (no firm verdict possible) or
     exploratory, with the reasons (`status`, `status_why`)."""
     why = [registered or UNREGISTERED] if not (registered or "").startswith("confirmatory") else []
-    if claim.get("images") != "split":
-        why.append(EXPLORATORY if claim.get("images") == "exploratory" else "its measure was selected on test images")
+    if claim.images != "split":
+        why.append(EXPLORATORY if claim.images == "exploratory" else "its measure was selected on test images")
     if why:
-        return {**claim, "status": "exploratory",
-                "status_why": "; ".join(w.removeprefix("exploratory: ") for w in why)}  # fmt: skip
-    status = K.status_word(True, claim["verdict"])
-    return {**claim, "status": status, "status_why": "" if status == "confirmatory" else claim["verdict"]}
+        return replace(claim, status="exploratory", status_why="; ".join(w.removeprefix("exploratory: ") for w in why))
+    status = K.status_word(True, claim.verdict)
+    return replace(claim, status=status, status_why="" if status == "confirmatory" else claim.verdict)
 
 
-def registration_line(line: str, claims: Sequence[dict]) -> str:
+def registration_line(line: str, claims: Sequence[ClaimVerdict]) -> str:
     """The study's registration line as the report shows it: 'confirmatory' only when some claim could reach a
     firm verdict (categories.POSSIBLE), else 'registered (no firm verdict possible)'."""
-    if not line.startswith("confirmatory") or any(c["verdict"] in K.POSSIBLE for c in claims):
+    if not line.startswith("confirmatory") or any(c.verdict in K.POSSIBLE for c in claims):
         return line
     return K.REGISTERED_ONLY + line.removeprefix("confirmatory")
 
 
-def with_scale(space: dict, done: Sequence, claim: dict, acc: str | None) -> dict:
+def with_scale(space: dict, done: Sequence, claim: ClaimVerdict, acc: str | None) -> ClaimVerdict:
     """A firm verdict with the proxy scale it was reached at (`scale`); other verdicts unchanged."""
-    if claim["verdict"] not in FIRM:
+    if claim.verdict not in FIRM:
         return claim
-    key = claim["evidence"][0].key if claim.get("evidence") else acc
-    return {**claim, "scale": scale_of(space, done, key.split(".")[0] if key else None, claim)}
+    key = claim.evidence[0].key if claim.evidence else acc
+    return replace(claim, scale=scale_of(space, done, key.split(".")[0] if key else None))
 
 
-def scale_of(space: dict, done: Sequence, score: str | None, claim: dict) -> str:
+def scale_of(space: dict, done: Sequence, score: str | None) -> str:
     """'at this proxy scale: <dataset>, <images> training images, <size>x<size>x<channels>, <n> seeds, <steps>'."""
     size, channels, _ = tables.shape(space)
     dataset = (space.get("data") or {}).get("dataset")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.claims import VERDICT_ALPHA
 from coatsearch.analysis.results import Evidence
 from coatsearch.space.identity import space_hash
@@ -97,11 +98,17 @@ def images(claim: Mapping[str, Any], of: Ident, this: Ident) -> str:
     return "validation" if inside and int(of.eval_size or 0) <= int(this.eval_size or 0) else "test"
 
 
-def looks_of(source: str, where: str, of: Ident, claims: Sequence[Mapping[str, Any]], this: Ident) -> list[Look]:
+def summary_form(claim: ClaimVerdict | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A claim as summary.json holds it: a judged claim's `to_json`; a claim read from a summary as it is."""
+    return claim.to_json() if isinstance(claim, ClaimVerdict) else claim
+
+
+def looks_of(source: str, where: str, of: Ident, claims: Sequence[ClaimVerdict | Mapping[str, Any]],
+             this: Ident) -> list[Look]:  # fmt: skip
     """One study's (or one committed report's) looks at the claims: those of the same space, and a pilot
     space's looks at the claims it pilots."""
     out = []
-    for c in claims:
+    for c in map(summary_form, claims):
         cid = str(c.get("id"))
         if of.space != this.space and cid not in of.pilots:
             continue
@@ -214,11 +221,11 @@ def line(row: ClaimLooks, this: Ident) -> str:
             f"{row.p:.3g}; {state} α {VERDICT_ALPHA:g})")  # fmt: skip
 
 
-def table(space: Mapping[str, Any], claims: Sequence[Mapping[str, Any]], found: Found | None) -> Looks | None:
-    """The earlier-looks table of a study with space record `space` and judged `claims`; None when no looks
+def table(space: Mapping[str, Any], judged: Sequence[ClaimVerdict], found: Found | None) -> Looks | None:
+    """The earlier-looks table of a study with space record `space` and `judged` claims; None when no looks
     were gathered (a report computed without its studies folder)."""
     if found is None:
         return None
-    this = ident(space)
+    this, claims = ident(space), [summary_form(c) for c in judged]
     earlier = unique(found.looks, this, {str(c.get("id")): (c.get("verdict"), claim_p(c)) for c in claims})
     return Looks(this, found.notes, tuple(adjust(c, this, earlier) for c in claims))

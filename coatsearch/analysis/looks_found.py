@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from coatsearch.analysis import looks as L
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.errors import UserError
 
 GIT_TIMEOUT_S = 20.0  # each git call; past it the history is left out with a note
@@ -28,7 +29,7 @@ NOT_ASKED = "report history: not read (the committed versions of the reports' su
 JOURNAL = "journal.log"
 
 
-Judge = Callable[[dict, list], list[dict]]  # a space record and trial records -> judged claims (judging's path)
+Judge = Callable[[dict, list], list[ClaimVerdict]]  # a space record and trial records -> judged claims (judging's path)
 
 
 def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str, Any], judge: Judge,
@@ -47,7 +48,7 @@ def not_asked(reports_dir: Path) -> L.Found:
     return L.Found((), (NOT_ASKED,) if reports_dir.is_dir() else ())
 
 
-def _claims_of(studies_dir: Path, name: str, judge: Judge) -> tuple[dict, list[dict]]:
+def _claims_of(studies_dir: Path, name: str, judge: Judge) -> tuple[dict, list[ClaimVerdict]]:
     """A study's space record and its claims, judged by `judge` from its trials (read only)."""
     from coatsearch.space import search
     from coatsearch.storage import store

@@ -8,6 +8,7 @@ the candidate table, rankings and verdicts treat the value like any measured sco
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +18,7 @@ import pandas as pd
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import measures as M
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.tables import Records
 from coatsearch.scores import SCORES, derived
 from coatsearch.storage.record import TrialRecord
@@ -191,21 +193,21 @@ def pairing(done: Records) -> list[dict]:
     return out
 
 
-def untestable(space: dict, claims: list[dict]) -> tuple[list[dict], list[dict]]:
+def untestable(space: dict, claims: list[ClaimVerdict]) -> tuple[list[ClaimVerdict], list[dict]]:
     """(claims judged, claims the space marks untestable at its scale with the reason): never a verdict for those."""
     marked = space.get("untestable") or {}
-    judged = [c for c in claims if c["id"] not in marked]
+    judged = [c for c in claims if c.id not in marked]
     titles = {c.id: c.title for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM, C.STEM_CLAIM)}
     untested = [{"id": k, "title": titles.get(k, ""), "reason": v, "verdict": NOT_TESTED} for k, v in marked.items()]
     return judged, untested
 
 
-def claim_notes(claims: list[dict], cap: dict | None) -> list[dict]:
+def claim_notes(claims: list[ClaimVerdict], cap: dict | None) -> list[ClaimVerdict]:
     """Claims with a note on claim (b) when the capacity ranking is provisional (its curves still cross)."""
     if cap is None or cap["stable"]:
         return claims
     note = f"capacity ranking provisional: {cap['note']}"
-    return [{**c, "notes": [*c.get("notes", []), note]} if c["id"] == "b" else c for c in claims]
+    return [dataclasses.replace(c, notes=(*c.notes, note)) if c.id == "b" else c for c in claims]
 
 
 def _recipe(record: TrialRecord) -> str:

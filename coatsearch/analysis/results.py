@@ -113,20 +113,39 @@ class Power:
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """The estimate a verdict rests on (categories.estimate): what it compares, the difference, its 95% interval,
+    paired seeds, unit."""
+
+    what: str
+    d: float
+    ci: tuple[float, float] | None
+    n: int
+    unit: str
+
+    def to_json(self) -> dict[str, Any]:
+        """{what, d, ci, n, unit}, the interval as a list."""
+        ci = None if self.ci is None else [self.ci[0], self.ci[1]]
+        return {"what": self.what, "d": self.d, "ci": ci, "n": self.n, "unit": self.unit}
+
+
+@dataclass(frozen=True)
 class Judgement:
     """A category under categories.CATEGORY_RULE and what it carries: reason, deciding estimate, detectable
     difference, what would decide it, and the longer `why`."""
 
     verdict: str
     reason: str
-    estimate: Mapping[str, Any] | None  # categories.estimate
-    detectable: Mapping[str, Any]  # the smallest detectable difference beside the paper's effect
+    estimate: Estimate | None  # categories.estimate
+    detectable: Mapping[str, Any] | None  # the smallest detectable difference beside the paper's effect (None: a
+    # claim not tested)
     decide: str
     why: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """{verdict, reason, estimate, detectable, decide, why}."""
-        return {"verdict": self.verdict, "reason": self.reason, "estimate": self.estimate,
+        est = None if self.estimate is None else self.estimate.to_json()
+        return {"verdict": self.verdict, "reason": self.reason, "estimate": est,
                 "detectable": self.detectable, "decide": self.decide, "why": self.why}  # fmt: skip
 
 

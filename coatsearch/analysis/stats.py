@@ -107,7 +107,7 @@ class AboveFloor:
         return "no interval (fewer than 2 paired seeds)" if self.low is None else f"lower bound {self.low:+.1f}"
 
 
-def above_floor(model: dict, floor: dict, alpha: float) -> AboveFloor:
+def above_floor(model: Mapping, floor: Mapping, alpha: float) -> AboveFloor:
     """Whether `model` ({seed: value}) beats `floor` ({seed: value}) over the seeds both have: a one-sided Student t
     interval of the paired differences (n − 1 df), so two point estimates never decide a regime."""
     d = np.array([model[s] - floor[s] for s in model if s in floor], dtype=float)

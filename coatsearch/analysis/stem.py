@@ -8,7 +8,8 @@ hyperparameter draw out of it. The random lr/wd samples feed the EDF part only.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from coatsearch.analysis import claims as C
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import optim
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.claim_results import ClaimVerdict, StemPart, StemTables
 from coatsearch.analysis.results import Power
 from coatsearch.analysis.tables import Records, floor_key
 from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
@@ -40,7 +42,7 @@ STEM_RULE = (
 )
 
 
-def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) -> dict:
+def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) -> StemTables:
     """Claim (f)'s inputs from the runs table of `acc_key`: best-run gaps (description), fixed-recipe cells per seed,
     the EDF of sampled runs, and the linear floor per seed (its fair floor where recorded, else its run's acc)."""
     sampled = {r.number for r in done if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)}
@@ -51,7 +53,7 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
     linear = [r for r in runs if r["candidate"] == C.BASELINES[0] and r["seed"] is not None]
     floor = {s: float(np.mean([fairs.get(r["number"], r["acc"]) for r in linear if r["seed"] == s]))
              for s in {r["seed"] for r in linear}}  # fmt: skip
-    return {"gaps": optim.optimizer_gap(table), "cells": _recipe_cells(runs), "edf": edf_rows, "linear": floor}
+    return StemTables(optim.optimizer_gap(table), _recipe_cells(runs), edf_rows, floor)
 
 
 def _recipe_cells(runs: list[dict]) -> dict[str, dict]:
@@ -71,37 +73,32 @@ def _recipe_cells(runs: list[dict]) -> dict[str, dict]:
     return out
 
 
-def gap_contrast(cells: dict[str, dict]) -> dict:
+def gap_contrast(cells: Mapping[str, Mapping]) -> StemPart:
     """The per-seed gap contrast over the seeds all four cells share: mean, sd, t interval, two-sided p."""
     what = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD), fixed recipes, paired by seed (points)"
-    part: dict[str, Any] = {"what": what, "short": "gap contrast", "d": None, "n": 0, "ci": None, "p": None,
-                            "needed": "Holm p < α"}  # fmt: skip
+    part = StemPart(what, "gap contrast", None, 0, None, None, "Holm p < α", "not tested", "")
     if len(cells) < len(CELLS):
-        return {**part, "status": "not tested", "reason": "no runs for " + ", ".join(
-            f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells)}  # fmt: skip
+        return replace(part, reason="no runs for " + ", ".join(f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells))
     by = [cells[f"{a}/{b}"]["by_seed"] for a, b in CELLS]
     seeds = sorted(set.intersection(*(set(b) for b in by)), key=str)
     d = np.array([(by[0][s] - by[1][s]) - (by[2][s] - by[3][s]) for s in seeds])
-    part.update(
-        n=len(d),
-        d=float(d.mean()) if len(d) else None,
-        per_seed={str(s): float(v) for s, v in zip(seeds, d, strict=True)},
-    )
-    if len(d) < 2 or float(d.std(ddof=1)) == 0.0:
+    part = replace(part, n=len(d), d=float(d.mean()) if len(d) else None,
+                   per_seed={str(s): float(v) for s, v in zip(seeds, d, strict=True)})  # fmt: skip
+    if part.d is None or len(d) < 2 or float(d.std(ddof=1)) == 0.0:
         reason = (
             f"{len(d)} seed(s) with one fixed recipe in every cell (needs ≥ 2 with spread; sampled lr/wd "
             "confound seed and recipe, so the best-run gap above is description only)"
         )
-        return {**part, "status": "not tested", "reason": reason}
+        return replace(part, reason=reason)
     se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
     half = float(st.t.ppf(1 - C.ALPHA / 2, df)) * se
-    p = float(2 * st.t.sf(abs(part["d"]) / se, df))
-    return {**part, "ci": (part["d"] - half, part["d"] + half), "p": p, "status": "tested", "reason": ""}
+    p = float(2 * st.t.sf(abs(part.d) / se, df))
+    return replace(part, ci=(part.d - half, part.d + half), p=p, status="tested")
 
 
-def contrast_sd(part: dict) -> float | None:
-    """The per-seed sd of a tested gap contrast (gap_contrast's part), read back from its t interval; None untested."""
-    ci, n = part.get("ci"), part.get("n") or 0
+def contrast_sd(ci: tuple[float, float] | list | None, n: int) -> float | None:
+    """The per-seed sd of a tested gap contrast (gap_contrast's part: its interval and seeds), read back from its
+    t interval; None untested."""
     if not ci or n < 2:
         return None
     return (ci[1] - ci[0]) / 2 * math.sqrt(n) / float(st.t.ppf(1 - C.ALPHA / 2, n - 1))
@@ -116,7 +113,7 @@ def runs_needed(parts: int) -> int:
     return math.ceil(n)
 
 
-def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
+def edf_parts(edf_rows: list[dict], family: int) -> list[StemPart]:
     """Per optimizer: ViT_C − ViT_P share within EDF_K of the best, with Fisher's p or why it cannot resolve."""
     out = []
     for opt in sorted({e["optimizer"] for e in edf_rows}):
@@ -125,15 +122,15 @@ def edf_parts(edf_rows: list[dict], family: int) -> list[dict]:
             continue
         (p_in, p_n), (c_in, c_n) = vit_p, vit_c
         what = f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P ({opt})"
-        part = {"what": what, "short": f"EDF ({opt})", "d": c_in / c_n - p_in / p_n, "n": min(p_n, c_n), "ci": None,
-                "needed": "Holm p < α"}  # fmt: skip
+        part = StemPart(what, f"EDF ({opt})", c_in / c_n - p_in / p_n, min(p_n, c_n), None, None, "Holm p < α",
+                        "not tested", "", p_last=True)  # fmt: skip
         best_p = st.fisher_exact([[c_n, 0], [0, p_n]]).pvalue  # the most extreme table these counts allow
         if best_p >= C.VERDICT_ALPHA / family:
             reason = f"cannot be resolved with {min(p_n, c_n)} runs per curve; needs about {runs_needed(family)}"
-            out.append({**part, "p": None, "status": "not tested", "reason": reason})
+            out.append(replace(part, reason=reason))
         else:
             p = float(st.fisher_exact([[c_in, c_n - c_in], [p_in, p_n - p_in]]).pvalue)
-            out.append({**part, "p": p, "status": "tested", "reason": ""})
+            out.append(replace(part, p=p, status="tested"))
     return out
 
 
@@ -142,28 +139,28 @@ def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None
     return (sum(d <= C.EDF_K for d in deltas), len(deltas)) if deltas else None
 
 
-def stem_claim(tables: dict | None) -> dict | None:
+def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs.
 
     The verdict names the parts it rests on (`scope`): a gap-only study is 'optimizer-gap part only; EDF parts
     not run', never a plain 'supported' of a claim whose EDF half never ran.
     """
-    if not tables or not {g["model_label"] for g in tables["gaps"]} & set(VIT_LABELS):
+    if not tables or not {g["model_label"] for g in tables.gaps} & set(VIT_LABELS):
         return None
-    n_opt = len({e["optimizer"] for e in tables["edf"]})
-    edf = edf_parts(tables["edf"], 1 + n_opt) or [EDF_NOT_RUN]
-    parts = [gap_contrast(tables["cells"]), *edf]
-    tested = [p for p in parts if p["status"] == "tested"]
-    for part, q in zip(tested, S.holm([p["p"] for p in tested]), strict=True):
-        firm = q is not None and q < C.VERDICT_ALPHA
-        part["p"], part["status"] = q, "holds" if firm and part["d"] > 0 else "reversed" if firm else "unresolved"
-    decisive = [parts[0], *tested[1:]] if tested and tested[0] is parts[0] else [parts[0], *tested]
-    held, bad = (sum(p["status"] == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
+    n_opt = len({e["optimizer"] for e in tables.edf})
+    parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, 1 + n_opt) or [EDF_NOT_RUN])]
+    idx = [i for i, p in enumerate(parts) if p.status == "tested"]
+    for i, q in zip(idx, S.holm([parts[i].p for i in idx]), strict=True):
+        firm, d = q is not None and q < C.VERDICT_ALPHA, parts[i].d or 0.0
+        parts[i] = replace(parts[i], p=q, status="holds" if firm and d > 0 else "reversed" if firm else "unresolved")
+    tested = [parts[i] for i in idx]
+    decisive = [parts[0], *tested[1:]] if idx and idx[0] == 0 else [parts[0], *tested]
+    held, bad = (sum(p.status == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
     result = K.NOT_SUPPORTED if bad else K.SUPPORTED if held == len(decisive) else None  # can't resolve: left out
     reason = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
-    why = reason + "".join(f"; {p['short']}: {p['reason']}" for p in parts if p.get("reason"))
+    why = reason + "".join(f"; {p.short}: {p.reason}" for p in parts if p.reason)
     scope = _scope(parts, decisive)
-    low = below_linear(tables["cells"], tables.get("linear", {}))
+    low = below_linear(tables.cells, tables.linear)
     pw = _gap_power(parts[0], max(len(tested), 1))
     verdict = K.category(result, bool(low), pw)
     if low:
@@ -174,19 +171,17 @@ def stem_claim(tables: dict | None) -> dict | None:
     elif verdict == K.UNRESOLVED:
         reason += "; the study could have detected the paper's effect"
     gap = parts[0]
-    est = K.estimate("gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)", gap["d"], gap["ci"], gap["n"],
-                     "points")  # fmt: skip
+    est = K.estimate("gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)", gap.d, gap.ci, gap.n, "points")
     claim = C.STEM_CLAIM
-    head = {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
-    return {**head, **K.fields(verdict, reason, est, pw, "points", why).to_json(), "evidence": [],
-            "notes": [lr_source(tables["cells"])], "parts": parts,
-            "scope": scope if verdict in K.FIRM else ""}  # fmt: skip
+    return ClaimVerdict(claim.id, claim.title, claim.chain, claim.source, K.fields(verdict, reason, est, pw, "points",
+                        why), notes=(lr_source(tables.cells),), parts=tuple(parts),
+                        scope=scope if verdict in K.FIRM else "", why_first=False)  # fmt: skip
 
 
-def _gap_power(part: dict, family: int) -> Power | None:
+def _gap_power(part: StemPart, family: int) -> Power | None:
     """The gap contrast's smallest detectable difference at its seeds and Holm's first level, beside the paper's
     4.6-point interaction; None with fewer than 2 seeds or no spread."""
-    values = list((part.get("per_seed") or {}).values())
+    values = list((part.per_seed or {}).values())
     n = len(values)
     if n < 2 or float(np.std(values, ddof=1)) == 0.0:
         return None
@@ -196,21 +191,20 @@ def _gap_power(part: dict, family: int) -> Power | None:
     return Power(n, sd, n - 1, 2, alpha, mdd, effect, need)
 
 
-EDF_NOT_RUN = {"what": f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "short": "EDF",
-               "d": None, "n": 0, "ci": None, "p": None, "needed": "Holm p < α", "status": "not run",
-               "reason": "no sampled lr/wd runs in this study"}  # fmt: skip
+EDF_NOT_RUN = StemPart(f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "EDF", None, 0,
+                       None, None, "Holm p < α", "not run", "no sampled lr/wd runs in this study")  # fmt: skip
 
 
-def _scope(parts: list[dict], decisive: list[dict]) -> str:
+def _scope(parts: list[StemPart], decisive: list[StemPart]) -> str:
     """Which parts of the claim a firm verdict rests on, when not all of them: '' when every part decided."""
     edf = parts[1:]
-    if all(p["status"] == "not run" for p in edf):
+    if all(p.status == "not run" for p in edf):
         return "optimizer-gap part only; EDF parts not run"
-    left = [p["short"] for p in edf if p not in decisive]
+    left = [p.short for p in edf if p not in decisive]
     return f"without {', '.join(left)} (not resolvable at these runs)" if left else ""
 
 
-def lr_source(cells: dict[str, dict]) -> str:
+def lr_source(cells: Mapping[str, Mapping]) -> str:
     """Where each (model, optimizer) recipe's lr came from, as the report states it."""
     got = {k: c for k, c in cells.items() if c.get("lr") is not None}
     if not got:
@@ -226,7 +220,7 @@ def lr_source(cells: dict[str, dict]) -> str:
             "images (a space with `pilots: [f]`), never to the test images that decide the verdict")  # fmt: skip
 
 
-def below_linear(cells: dict[str, dict], linear: dict) -> list[str]:
+def below_linear(cells: Mapping[str, Mapping], linear: Mapping) -> list[str]:
     """Stems that are not shown above the fair linear floor, each at its better optimizer (FLOOR_RULE).
 
     The better optimizer of a stem is the one with the higher mean validation accuracy over its seeds; it is then

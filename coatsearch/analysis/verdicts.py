@@ -13,8 +13,9 @@ from scipy import stats as st
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.claim_results import ClaimVerdict, StemTables
 from coatsearch.analysis.paper import MATCHED_KEY, NOT_TESTED
-from coatsearch.analysis.results import Evidence, MeasureRanking, Member, Pair, Power, Relation
+from coatsearch.analysis.results import Evidence, Judgement, MeasureRanking, Member, Pair, Power, Relation
 from coatsearch.analysis.stem import STEM_RULE, stem_claim
 from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
 from coatsearch.scores import SCORES, ranked, v_accs
@@ -350,44 +351,41 @@ def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], n
     return evidence(claim, key, pairs, named, rows, noise, rho, extra, where)
 
 
-def _head(claim: C.Claim) -> dict:
-    return {"id": claim.id, "title": claim.title, "chain": claim.chain, "source": claim.source}
+def _head(claim: C.Claim, found: Judgement, evidence: Sequence[Evidence], notes: list[str],
+          why_first: bool = True) -> ClaimVerdict:  # fmt: skip
+    return ClaimVerdict(claim.id, claim.title, claim.chain, claim.source, found, tuple(evidence), tuple(notes),
+                        why_first=why_first)  # fmt: skip
 
 
-def _combine(claim: C.Claim, found: list[Evidence], notes: list[str]) -> dict | None:
+def _combine(claim: C.Claim, found: list[Evidence], notes: list[str]) -> ClaimVerdict | None:
     """The claim's verdict: the first measure decides; an opposite firm verdict on another makes it unresolved."""
     if not found:
         return None
     first = found[0]
-    verdict = {k: getattr(first.found, k) for k in ANSWER}
+    verdict = first.found
     clash = [e for e in found[1:] if e.verdict in K.FIRM and first.verdict in K.FIRM and e.verdict != first.verdict]
     if clash:
         why = f"{first.label} says {first.verdict}, {clash[0].label} says {clash[0].verdict}"
-        verdict.update(verdict=K.UNRESOLVED, why=why, reason=f"its measures disagree: {why}",
-                       decide=f"a replicate on fresh seeds, or a registered choice of measure ({first.label} "
-                              "decides as registered)")  # fmt: skip
-    return {**_head(claim), **verdict, "evidence": found, "notes": notes}
+        verdict = dataclasses.replace(verdict, verdict=K.UNRESOLVED, why=why, reason=f"its measures disagree: {why}",
+                                      decide=f"a replicate on fresh seeds, or a registered choice of measure "
+                                             f"({first.label} decides as registered)")  # fmt: skip
+    return _head(claim, verdict, found, notes)
 
 
-ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # what a judged claim carries
-
-
-def _unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> dict:
+def _unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: list[str]) -> ClaimVerdict:
     """A claim some of whose models the study has but cannot judge: out of regime, or not tested, with why."""
     if extra:
         why = "out of regime — " + "; ".join(extra)
-        found = K.fields(K.OUT_OF_REGIME, extra[0], None, None, "points", why).to_json()
-    else:
-        have = ", ".join(resolved) or "none"
-        labels = ", ".join(METRICS[k].label for k in claim.measures)
-        why = f"fewer than two of its models measured on {labels} (measured models: {have})"
-        found = {"verdict": NOT_TESTED, "why": why, "reason": why, "estimate": None, "detectable": None,
-                 "decide": f"a study that measures two or more of its models on {labels}"}  # fmt: skip
-    return {**_head(claim), **found, "evidence": [], "notes": notes}
+        return _head(claim, K.fields(K.OUT_OF_REGIME, extra[0], None, None, "points", why), (), notes, False)
+    have = ", ".join(resolved) or "none"
+    labels = ", ".join(METRICS[k].label for k in claim.measures)
+    why = f"fewer than two of its models measured on {labels} (measured models: {have})"
+    found = Judgement(NOT_TESTED, why, None, None, f"a study that measures two or more of its models on {labels}", why)
+    return _head(claim, found, (), notes)
 
 
 def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True,
-                extra: tuple[str, ...] = (), where: str = "") -> dict | None:  # fmt: skip
+                extra: tuple[str, ...] = (), where: str = "") -> ClaimVerdict | None:  # fmt: skip
     """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
     'at 0.1 nats'), None without any of its models."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
@@ -420,7 +418,7 @@ def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
-def rel_claim(rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True) -> dict | None:
+def rel_claim(rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True) -> ClaimVerdict | None:
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     claim, found = C.REL_CLAIM, []
@@ -462,9 +460,9 @@ def v_table(rows: list[dict]) -> list[dict]:
 
 
 def all_claims(
-    rows: list[dict], stem: dict | None, noise_by_key: Mapping | None = None, describe: bool = True,
+    rows: list[dict], stem: StemTables | None, noise_by_key: Mapping | None = None, describe: bool = True,
     regime_a: Sequence[str] = (), level_a: float | None = None,
-) -> list:  # fmt: skip
+) -> list[ClaimVerdict]:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
 
     stem: claim (f)'s tables (analysis.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the

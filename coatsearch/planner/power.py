@@ -99,9 +99,9 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     gap = None
     if fr.runs is not None:
         tables = stem.stem_tables(fr.complete, fr.runs, fr.acc)
-        part = stem.gap_contrast(tables["cells"])
-        if (sd := stem.contrast_sd(part)) is not None:
-            gap = StemNoise(sd, part["n"], tuple(stem.below_linear(tables["cells"], tables["linear"])))
+        part = stem.gap_contrast(tables.cells)
+        if (sd := stem.contrast_sd(part.ci, part.n)) is not None:
+            gap = StemNoise(sd, part.n, tuple(stem.below_linear(tables.cells, tables.linear)))
     return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if rows else None
 
 
@@ -156,7 +156,7 @@ def _stem_of(summary: dict) -> StemNoise | None:
     """Claim (f)'s gap-contrast noise from a report's summary.json: its first part's t interval."""
     found = next((c for c in summary.get("claims") or [] if c.get("id") == C.STEM_CLAIM.id), None)
     parts = (found or {}).get("parts") or []
-    sd = stem.contrast_sd(parts[0]) if parts else None
+    sd = stem.contrast_sd(parts[0].get("ci"), parts[0].get("n") or 0) if parts else None
     if found is None or sd is None:
         return None
     why = str(found.get("why", ""))

@@ -25,6 +25,7 @@ from coatsearch.analysis import (
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import tables as TB
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.claims import (
     ALPHA,
     CAPACITY_SCORE,
@@ -125,7 +126,7 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> d
     """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
     edf_rows, noise, done = j.edf, j.noise, fr.complete
-    gaps = j.stems["gaps"] if j.stems else []
+    gaps = j.stems.gaps if j.stems else []
     vit = optim.has_vit(done)
     cap = paper.capacity(fr.curves.get(CAPACITY_SCORE), done)
     claims, untested = paper.claim_notes(j.claims, cap), j.untested
@@ -216,7 +217,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     return path
 
 
-def judged_claims(space: dict, records: list) -> list[dict]:
+def judged_claims(space: dict, records: list) -> list[ClaimVerdict]:
     """Another study's claims as the earlier looks read them: judged by the report's path, without the
     description-only figures (looks_found.gather)."""
     return judging.judge_records(space, records, describe=False).claims

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coatsearch.analysis import claims as C
+from coatsearch.analysis.claim_results import StemPart
 from coatsearch.analysis.results import Power
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable, estimate
@@ -18,7 +19,6 @@ from coatsearch.report.view_claims import (
     Gap,
     Length,
     Optimizability,
-    Part,
     Run,
     SampleRow,
     Verdicts,
@@ -164,7 +164,7 @@ def _regime(info: EvidenceInfo) -> str:
     )
 
 
-def _parts(parts: tuple[Part, ...]) -> str:
+def _parts(parts: tuple[StemPart, ...]) -> str:
     body = [[p.what, p.n, fmt_num(p.d, 2, signed=True), _ci(p.ci, 2), p.needed, _p(p.p),
              p.status + (f" — {p.reason}" if p.reason else "")] for p in parts]  # fmt: skip
     head = ["part", "n (seeds / runs per curve)", "measured difference", "95% CI", "needed", "Holm p", "status"]

@@ -22,7 +22,7 @@ def rows_of(claim: Any) -> list[dict]:
     """One row per relation (or claim (f) part) a firm verdict rests on: label, per-seed values, mean, CI, margin;
     from the claims section's `ClaimInfo` (view_claims)."""
     if claim.parts:
-        return [{"label": p.short, "values": list(p.per_seed), "d": p.d, "ci": p.ci, "margin": None}
+        return [{"label": p.short, "values": list((p.per_seed or {}).values()), "d": p.d, "ci": p.ci, "margin": None}
                 for p in claim.parts if p.per_seed]  # fmt: skip
     pairs = claim.evidence[0].evidence.pairs if claim.evidence else ()
     return [{"label": f"{p.a} − {p.b} ({p.paper}, {p.status})", "values": [v for _, v in p.test.per_seed], "d": p.d,

@@ -13,19 +13,10 @@ from typing import Any
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.analysis.results import Estimate
 from coatsearch.analysis.tables import METRICS, shape
 from coatsearch.report.section import ReportContext
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """The estimate a verdict rests on: what it compares, the difference, its 95% interval, paired seeds, unit."""
-
-    what: str
-    d: float
-    ci: tuple[float, float] | None
-    n: int
-    unit: str
 
 
 @dataclass(frozen=True)
@@ -38,18 +29,9 @@ class Detectable:
     n: int | None
 
 
-def estimate_of(v: Mapping[str, Any]) -> Estimate | None:
-    """A judged claim's deciding estimate (None where it has none, or a summary made before estimates)."""
-    e = v.get("estimate")
-    if not e:
-        return None
-    ci = e.get("ci")
-    return Estimate(e["what"], e["d"], None if ci is None else (ci[0], ci[1]), e["n"], e["unit"])
-
-
-def detectable_of(v: Mapping[str, Any]) -> Detectable | None:
-    """A judged claim's detectable difference and paper's effect (None for a summary made before them)."""
-    d = v.get("detectable")
+def detectable_of(v: ClaimVerdict) -> Detectable | None:
+    """A judged claim's detectable difference and paper's effect (None for a claim not tested)."""
+    d = v.detectable
     return None if not d else Detectable(d.get("mdd"), d.get("effect"), d.get("unit") or "points", d.get("n"))
 
 
@@ -81,17 +63,15 @@ def answer(ctx: ReportContext) -> Answer | None:
     claims, untested = ctx.tables.get("claims") or [], ctx.tables.get("untested") or []
     if not claims and not untested:
         return None
-    rows = tuple(Verdict(c["id"], c["title"], c["verdict"], estimate_of(c), detectable_of(c),
-                         c.get("reason") or c["why"], c.get("decide") or "", c.get("status") or "")
-                 for c in claims)  # fmt: skip
+    rows = tuple(Verdict(c.id, c.title, c.verdict, c.estimate, detectable_of(c), c.reason or c.why, c.decide,
+                         c.status or "") for c in claims)  # fmt: skip
     scores = [score_of(c, ctx.tables) for c in claims]
     return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u["id"], u["reason"]) for u in untested))
 
 
-def score_of(claim: Mapping[str, Any], tables: Mapping[str, Any]) -> str | None:
+def score_of(claim: ClaimVerdict, tables: Mapping[str, Any]) -> str | None:
     """The measure (metric key) a claim is decided on: its first evidence's, else the study's primary accuracy."""
-    ev = claim.get("evidence") or []
-    return ev[0].key if ev else tables.get("primary_acc")
+    return claim.evidence[0].key if claim.evidence else tables.get("primary_acc")
 
 
 def scale(ctx: ReportContext, keys: Sequence[str]) -> str:
@@ -147,7 +127,7 @@ def regime(ctx: ReportContext) -> Regime | None:
     return Regime(rows) if rows else None
 
 
-def _regime_row(ctx: ReportContext, claim: Mapping[str, Any]) -> RegimeRow | None:
+def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
     key = score_of(claim, ctx.tables)
     if not key or key not in METRICS:
         return None
@@ -161,16 +141,16 @@ def _regime_row(ctx: ReportContext, claim: Mapping[str, Any]) -> RegimeRow | Non
         images |= {int(n)} if n else set()
         processed |= {int(seen)} if seen else set()
         epochs |= {round(seen / n, 1)} if seen and n else set()
-    names = {m.candidate for e in claim.get("evidence") or [] for m in e.members}
+    names = {m.candidate for e in claim.evidence for m in e.members}
     sign = 1.0 if metric.better == "higher" else -1.0
     mine = [r for r in rows if key in r["metrics"] and r["candidate"] not in C.BASELINES
             and (not names or r["candidate"] in names)]  # fmt: skip
     best = max(mine, key=lambda r: sign * r["metrics"][key].mean, default=None)
     cnn = next((r["metrics"][key].mean for r in rows if r["candidate"] == C.BASELINES[-1] and key in r["metrics"]),
                None)  # fmt: skip
-    out = claim["verdict"] == K.OUT_OF_REGIME
-    why = (claim.get("reason") or claim["why"]) if out else ""
-    return RegimeRow(f"({claim['id']})", metric.label, metric.unit, metric.digits, tuple(sorted(images)),
+    out = claim.verdict == K.OUT_OF_REGIME
+    why = (claim.reason or claim.why) if out else ""
+    return RegimeRow(f"({claim.id})", metric.label, metric.unit, metric.digits, tuple(sorted(images)),
                      tuple(sorted(processed)), tuple(sorted(epochs)), best["candidate"] if best else None,
                      best["metrics"][key].mean if best else None, V.floor_of(key, rows), cnn, not out,
                      why)  # fmt: skip

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch.analysis.claim_results import ClaimVerdict, StemPart
 from coatsearch.analysis.claims import LENGTH_SCORE
 from coatsearch.analysis.looks import Looks
-from coatsearch.analysis.results import Evidence
+from coatsearch.analysis.results import Estimate, Evidence
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.section import ReportContext
-from coatsearch.report.view_answer import Detectable, Estimate, detectable_of, estimate_of
+from coatsearch.report.view_answer import Detectable, detectable_of
 from coatsearch.report.view_study import GUARD_FIELDS
 
 Row = Mapping[str, Any]  # one row of a computed table, as the summary holds it
@@ -33,22 +34,6 @@ def _evidence(e: Evidence) -> EvidenceInfo:
 
 
 @dataclass(frozen=True)
-class Part:
-    """One part of a multi-part claim ((f): gap contrast, EDF): what it measures, its test and status."""
-
-    what: str
-    short: str
-    n: Any  # seeds, or runs per curve ('–' where not counted)
-    d: float | None
-    ci: tuple[float, float] | None
-    needed: str
-    p: float | None
-    status: str
-    reason: str
-    per_seed: tuple[float, ...]
-
-
-@dataclass(frozen=True)
 class ClaimInfo:
     """One claim's verdict (verdicts.all_claims): the paper's chain, verdict and why, and its evidence and parts."""
 
@@ -64,22 +49,18 @@ class ClaimInfo:
     status: str | None  # confirmatory / registered (no firm verdict possible) / exploratory
     status_why: str | None
     evidence: tuple[EvidenceInfo, ...]
-    parts: tuple[Part, ...]
+    parts: tuple[StemPart, ...]
     reason: str = ""  # the verdict's one-line reason (analysis.categories)
     estimate: Estimate | None = None  # the deciding estimate with its interval
     detectable: Detectable | None = None  # the smallest detectable difference beside the paper's effect
     decide: str = ""  # what would decide it
 
 
-def claim_info(v: Row) -> ClaimInfo:
+def claim_info(v: ClaimVerdict) -> ClaimInfo:
     """The claims section's Info of one judged claim (a row of verdicts.all_claims)."""
-    parts = tuple(Part(p["what"], p["short"], p.get("n", "–"), p["d"], _pair(p.get("ci")), p["needed"], p["p"],
-                       p["status"], p.get("reason") or "", tuple((p.get("per_seed") or {}).values()))
-                  for p in v.get("parts") or ())  # fmt: skip
-    return ClaimInfo(v["id"], v["title"], v["chain"], v["source"], v["verdict"], v["why"], tuple(v["notes"]),
-                 v.get("scope"), v.get("scale"), v.get("status"), v.get("status_why"),
-                 tuple(_evidence(e) for e in v["evidence"]), parts, v.get("reason") or "", estimate_of(v),
-                 detectable_of(v), v.get("decide") or "")  # fmt: skip
+    return ClaimInfo(v.id, v.title, v.chain, v.source, v.verdict, v.why, v.notes, v.scope, v.scale, v.status,
+                     v.status_why, tuple(_evidence(e) for e in v.evidence), v.parts or (), v.reason, v.estimate,
+                     detectable_of(v), v.decide)  # fmt: skip
 
 
 def _pair(ci: Any) -> tuple[float, float] | None:

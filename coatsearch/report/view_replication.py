@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.judging import FIRM, Judged, judge_records
 
 REPLICATED = "replicated"
@@ -102,11 +103,11 @@ def compute(
     theirs = judge_records(original_space, original_records, registered=original_registered)
     pooled = judge_records(space, [*original_records, *_renumbered(records, original_records)])
     seeds, their_seeds = _seeds(records), _seeds(original_records)
-    draws, their_draws = tuple(judged.images["draws"]), tuple(theirs.images["draws"])
+    draws, their_draws = judged.images.draws, theirs.images.draws
     shared = [f"seed(s) {', '.join(map(str, s))}" for s in [sorted(set(seeds) & set(their_seeds))] if s]
     shared += [f"test draw(s) {', '.join(map(str, d))}" for d in [sorted(set(draws) & set(their_draws))] if d]
     fresh = "; ".join(shared)
-    by = [{c["id"]: c for c in j.claims} for j in (theirs, judged, pooled)]
+    by = [{c.id: c for c in j.claims} for j in (theirs, judged, pooled)]
     ids = list(dict.fromkeys([*by[0], *by[1], *by[2]]))
     claims = tuple(_claim(i, by[0].get(i), by[1].get(i), by[2].get(i), fresh) for i in ids)
     claims = tuple(dataclasses.replace(c, pooled=c.pooled and dataclasses.replace(c.pooled, status=""))
@@ -119,34 +120,35 @@ def missing(study: str, original: str, why: str) -> Replication:
     return Replication(study, original, (), (), (), (), "", (), missing=why)
 
 
-def _claim(cid: str, orig: dict | None, rep: dict | None, pool: dict | None, fresh: str) -> ClaimReplication:
+def _claim(cid: str, orig: ClaimVerdict | None, rep: ClaimVerdict | None, pool: ClaimVerdict | None,
+           fresh: str) -> ClaimReplication:  # fmt: skip
     head = next(c for c in (orig, rep, pool) if c is not None)
     key = _key(orig)
-    verdict, why = outcome(orig["verdict"] if orig else None, rep["verdict"] if rep else None, fresh)
-    return ClaimReplication(cid, head["title"], head["chain"], _side(orig, key), _side(rep, key), _side(pool, key),
+    verdict, why = outcome(orig.verdict if orig else None, rep.verdict if rep else None, fresh)
+    return ClaimReplication(cid, head.title, head.chain, _side(orig, key), _side(rep, key), _side(pool, key),
                             verdict, why)  # fmt: skip
 
 
-def _key(claim: dict | None) -> str | None:
+def _key(claim: ClaimVerdict | None) -> str | None:
     """The measure that decided a claim (its first evidence), None for claim (f) and unjudged claims."""
-    return claim["evidence"][0].key if claim and claim.get("evidence") else None
+    return claim.evidence[0].key if claim and claim.evidence else None
 
 
-def _side(claim: dict | None, key: str | None) -> Side | None:
+def _side(claim: ClaimVerdict | None, key: str | None) -> Side | None:
     """One study's judgement of a claim, its estimates on the original's deciding measure (else its own)."""
     if claim is None:
         return None
     from coatsearch.analysis.tables import METRICS
 
-    evidence = claim.get("evidence") or []
+    evidence = claim.evidence
     chosen = next((e for e in evidence if e.key == key), evidence[0] if evidence else None)
-    status = str(claim.get("status") or "")
+    status = str(claim.status or "")
     if chosen is None:  # claim (f): its parts, else nothing measured
-        parts = tuple(_estimate(p.get("short") or p.get("what", "part"), p) for p in claim.get("parts") or ())
-        return Side(claim["verdict"], claim["why"], status, "", 2, parts)
+        parts = tuple(_estimate(p.short or p.what, p.to_json()) for p in claim.parts or ())
+        return Side(claim.verdict, claim.why, status, "", 2, parts)
     pairs = tuple(_estimate(f"{p.a} vs {p.b}", p.to_json()) for p in chosen.pairs)
     metric = METRICS.get(chosen.key)
-    return Side(claim["verdict"], claim["why"], status, chosen.label, (metric.digits if metric else 1) + 1, pairs)
+    return Side(claim.verdict, claim.why, status, chosen.label, (metric.digits if metric else 1) + 1, pairs)
 
 
 def _estimate(relation: str, p: Mapping[str, Any]) -> RelationEstimate:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch.analysis.claim_results import Purposes
 from coatsearch.analysis.claims import BASELINES, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
@@ -136,12 +137,12 @@ def setup(ctx: ReportContext) -> Setup:
                  "sha256")), _images(ctx.tables.get("images")), ctx.tables.get("registration"))  # fmt: skip
 
 
-def _images(i: Mapping[str, Any] | None) -> Images | None:
+def _images(i: Purposes | None) -> Images | None:
     if not i:
         return None
     runs = tuple(ImageRun(r["run"], tuple(r["validation"]), tuple(r["validation_fp"]), tuple(r["test"]),
-                          tuple(r["test_fp"])) for r in i["runs"])  # fmt: skip
-    return Images(i["state"], i["line"], tuple(i["draws"]), i.get("sampling"), runs)
+                          tuple(r["test_fp"])) for r in i.runs)  # fmt: skip
+    return Images(i.state, i.line, i.draws, i.sampling, runs)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def _candidate(r: dict, keys: list[str]) -> CandidateRow:
 
 def claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
     """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
-    keys = [c["evidence"][0].key for c in tables.get("claims") or [] if c.get("evidence")]
+    keys = [c.evidence[0].key for c in tables.get("claims") or [] if c.evidence]
     keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
     return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
 

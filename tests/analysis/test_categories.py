@@ -12,6 +12,7 @@ import pytest
 from coatsearch.analysis import calibration, judging, tables
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import verdicts as V
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.results import Power
 from coatsearch.planner import power as P
 from coatsearch.planner import text as plan_text
@@ -25,7 +26,7 @@ CONFIRMED = "confirmatory: matches the registration (fingerprint abc…, 2026-01
 
 def _claims(values: dict, edit=None) -> dict[str, dict]:
     recs = layout_records(values) if edit is None else edit_runs(layout_records(values), edit)
-    return {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, recs), None)}
+    return {c.id: c for c in V.all_claims(tables.candidate_rows(SPACE, recs), None)}
 
 
 def _at_chance(r, m) -> None:  # C-C-C-C, a model claim (a) needs to learn, fails to train
@@ -55,21 +56,22 @@ def test_the_categories_are_one_literal_and_every_one_has_a_case():
 def test_every_category_is_reachable_and_says_why(category):
     values, edit, cid = CASES[category]
     c = _claims(values, edit)[cid]
-    assert c["verdict"] == category, (c["verdict"], c["why"])
-    assert c["reason"] and "\n" not in c["reason"] and c["why"]  # one line, the longer why kept as detail
-    assert c["decide"] and set(c["detectable"]) == {"mdd", "effect", "unit", "n"}
+    assert c.verdict == category, (c.verdict, c.why)
+    assert c.reason and "\n" not in c.reason and c.why  # one line, the longer why kept as detail
+    assert c.decide and set(c.detectable) == {"mdd", "effect", "unit", "n"}
     if category == K.OUT_OF_REGIME:
-        assert c["decide"].startswith("a profile in regime") and c["why"].startswith("out of regime — ")
+        assert c.decide.startswith("a profile in regime") and c.why.startswith("out of regime — ")
     elif category == K.UNDERPOWERED:  # one seed: no test, no interval, no detectable difference
-        assert c["detectable"]["mdd"] is None and c["decide"].startswith("at least 2 paired seeds")
+        assert c.detectable["mdd"] is None and c.decide.startswith("at least 2 paired seeds")
     else:
-        e = c["estimate"]
-        assert e["what"] == "C-C-T-T − C-T-T-T" and e["n"] == 3 and e["ci"][0] <= e["d"] <= e["ci"][1]
-        assert c["detectable"]["mdd"] > 0 and c["detectable"]["unit"] == "points"
+        e = c.estimate
+        assert e is not None and e.what == "C-C-T-T − C-T-T-T" and e.n == 3 and e.ci is not None
+        assert e.ci[0] <= e.d <= e.ci[1]
+        assert c.detectable["mdd"] > 0 and c.detectable["unit"] == "points"
     if category in K.FIRM:
-        assert c["decide"] == K.DECIDED
+        assert c.decide == K.DECIDED
     if category == K.UNRESOLVED:  # it could have seen an effect of its size: seeds at the measured difference
-        assert c["decide"].startswith(("about", "more than", "a larger effect"))
+        assert c.decide.startswith(("about", "more than", "a larger effect"))
 
 
 def test_the_category_rule_orders_regime_first_then_firm_then_power():
@@ -94,16 +96,21 @@ def test_docs_state_the_category_rule_of_the_code():
     assert "inconclusive" not in V.VERDICT_RULE
 
 
+def _verdict(cat: str, images: str | None = "split") -> ClaimVerdict:
+    """A judged claim of category `cat` under the image rule `images`."""
+    return ClaimVerdict("a", "t", "A > B", "s", K.fields(cat, "why", None, None, "points"), images=images)
+
+
 def test_confirmatory_only_where_a_firm_verdict_was_possible():
-    split = {"images": "split"}
     for cat in K.CATEGORIES:
-        got = judging.with_status({**split, "verdict": cat}, CONFIRMED)["status"]
-        assert got == ("confirmatory" if cat in K.POSSIBLE else K.REGISTERED_ONLY), cat
-    assert judging.with_status({"images": "exploratory", "verdict": K.SUPPORTED}, CONFIRMED)["status"] == "exploratory"
-    assert judging.with_status({**split, "verdict": K.SUPPORTED}, None)["status"] == "exploratory"
-    weak = [{"verdict": K.UNDERPOWERED}, {"verdict": K.OUT_OF_REGIME}]
+        got = judging.with_status(_verdict(cat), CONFIRMED)
+        assert got.status == ("confirmatory" if cat in K.POSSIBLE else K.REGISTERED_ONLY), cat
+        assert got.status_why == ("" if cat in K.POSSIBLE else cat)
+    assert judging.with_status(_verdict(K.SUPPORTED, "exploratory"), CONFIRMED).status == "exploratory"
+    assert judging.with_status(_verdict(K.SUPPORTED), None).status == "exploratory"
+    weak = [_verdict(K.UNDERPOWERED), _verdict(K.OUT_OF_REGIME)]
     assert judging.registration_line(CONFIRMED, weak).startswith(K.REGISTERED_ONLY + ": matches the registration")
-    assert judging.registration_line(CONFIRMED, [*weak, {"verdict": K.UNRESOLVED}]) == CONFIRMED
+    assert judging.registration_line(CONFIRMED, [*weak, _verdict(K.UNRESOLVED)]) == CONFIRMED
     assert judging.registration_line("exploratory: x", weak) == "exploratory: x"
 
 

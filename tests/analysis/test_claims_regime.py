@@ -28,7 +28,7 @@ def stepped(values: dict, edit=None) -> list:
 
 
 def _judge(values: dict, edit=None) -> dict[str, dict]:
-    return {c["id"]: c for c in judging.judge_records(SPACE, stepped(values, edit)).claims}
+    return {c.id: c for c in judging.judge_records(SPACE, stepped(values, edit)).claims}
 
 
 def _gen(**accs: float) -> dict:
@@ -59,9 +59,9 @@ def test_judging_returns_new_pairs_and_leaves_the_measured_ones_unjudged():
 def test_v0_far_below_v2_refutes_claim_d():
     """b1c4749's rule: 'supported' (V2 > V1 holds; the ≥ relation was never tested)."""
     d = _judge(_gen(**{**SPLITS, "C-C-T-T": 0.78}))["d"]
-    assert d["verdict"] == "not supported"
-    assert "'≥' relation violated beyond its margin: V0 ≥ V2 (-5.93, margin 0.3)" in d["why"]  # 78.0 vs 83.9 ± jitter
-    v0v2, v2v1 = d["evidence"][0].pairs
+    assert d.verdict == "not supported"
+    assert "'≥' relation violated beyond its margin: V0 ≥ V2 (-5.93, margin 0.3)" in d.why  # 78.0 vs 83.9 ± jitter
+    v0v2, v2v1 = d.evidence[0].pairs
     assert v0v2.status == "violated" and v0v2.p_holm < 0.04 and v2v1.status == "holds"
 
 
@@ -69,10 +69,10 @@ def test_c_c_c_t_far_above_c_c_c_c_refutes_claim_a():
     """b1c4749's rule: 'supported' (the ≈ relation only got an equivalence statement)."""
     claims = _judge(_gen(**{"C-C-C-C": 0.80, "C-C-C-T": 0.86}))
     a = claims["a"]
-    assert a["evidence"][0].key == "generalization.matched_acc"
-    assert a["verdict"] == "not supported" and "C-C-C-C ≈ C-C-C-T (-6.02, margin 1)" in a["why"]
-    assert [p.status for p in a["evidence"][0].pairs] == ["violated", "non-inferior", "holds", "holds"]
-    assert _judge(_gen())["a"]["verdict"] == "supported"  # the same study with C-C-C-C ≈ C-C-C-T: supported
+    assert a.evidence[0].key == "generalization.matched_acc"
+    assert a.verdict == "not supported" and "C-C-C-C ≈ C-C-C-T (-6.02, margin 1)" in a.why
+    assert [p.status for p in a.evidence[0].pairs] == ["violated", "non-inferior", "holds", "holds"]
+    assert _judge(_gen())["a"].verdict == "supported"  # the same study with C-C-C-C ≈ C-C-C-T: supported
 
 
 def _loss(candidate: str, losses: list[float]):
@@ -87,34 +87,34 @@ def test_censored_model_that_must_learn_puts_claim_a_out_of_regime_a_predicted_l
     """b1c4749's rule read every candidate at 0.316 nats (the slowest fitter's lowest) and judged (a) there."""
     stuck = [2.0, 1.0, 0.6, 0.4, 0.3, 0.3]
     j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-C-C-C", stuck)))
-    a = next(c for c in j.claims if c["id"] == "a")
-    assert a["verdict"] == K.OUT_OF_REGIME and a["reason"].startswith("C-C-C-C never fit below 0.316 nats")
-    assert a["why"] == (
+    a = next(c for c in j.claims if c.id == "a")
+    assert a.verdict == K.OUT_OF_REGIME and a.reason.startswith("C-C-C-C never fit below 0.316 nats")
+    assert a.why == (
         "out of regime — C-C-C-C never fit below 0.316 nats; every run of a model that must learn must reach "
         "0.1 nats, where train accuracy exceeds eval accuracy"
     )
     assert j.gen["level"] == pytest.approx(0.1) and j.gen["key"][:2] == ["ViT_REL", "C-C-C-C"]
     # C-T-T-T, which the paper predicts to generalize worse, does not gate (a): it is named and left unread
     j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", stuck)))
-    a = next(c for c in j.claims if c["id"] == "a")
-    assert "out of regime" not in a["why"] and j.gen["out_of_regime"] == []
+    a = next(c for c in j.claims if c.id == "a")
+    assert "out of regime" not in a.why and j.gen["out_of_regime"] == []
     assert any(n.startswith("C-T-T-T never fit below 0.316 nats: not read") for n in j.gen["censored"])
-    assert "C-T-T-T" not in [m.name for m in a["evidence"][0].members]
+    assert "C-T-T-T" not in [m.name for m in a.evidence[0].members]
 
 
 def test_claim_a_never_vanishes_when_every_candidate_is_censored():
     """b1c4749's rule dropped (a) from the report: no candidate reached the ladder, so no verdict at all."""
     a = _judge(_gen(), _loss("*", [2.3, 2.2, 2.1, 2.0, 1.9, 1.8]))["a"]
-    assert a["verdict"] == K.OUT_OF_REGIME and a["evidence"] == []
-    assert a["estimate"] is None and a["decide"].startswith("a profile in regime")
-    assert a["why"].startswith("out of regime — C-C-C-C never reached the ladder; C-C-C-T never reached the ladder")
+    assert a.verdict == K.OUT_OF_REGIME and a.evidence == ()
+    assert a.estimate is None and a.decide.startswith("a profile in regime")
+    assert a.why.startswith("out of regime — C-C-C-C never reached the ladder; C-C-C-T never reached the ladder")
 
 
 def test_a_claim_with_one_model_measured_is_not_tested_not_dropped():
     only = seeded({"generalization.eval_acc": {"C-C-C-C": 0.86}})
     rows = [r for r in judging.judge_records(SPACE, stepped(only)).rows if r["candidate"] == "C-C-C-C"]
     b = V.chain_claim(V.C.CHAIN_CLAIMS[1], rows)
-    assert b["verdict"] == "not tested at this scale" and "measured models: C-C-C-C" in b["why"]
+    assert b.verdict == "not tested at this scale" and "measured models: C-C-C-C" in b.why
     assert V.chain_claim(V.C.CHAIN_CLAIMS[3], rows) is None  # none of V0/V1/V2: not this study's claim
 
 
@@ -136,7 +136,7 @@ def fixed_runs(p_sgd_drop: float, c_sgd_drop: float, seeds=(0, 1, 2)) -> list[di
 
 def _stem(recs: list[dict]) -> dict | None:
     space = {"study": {"objective": "accuracy.eval_acc"}}
-    return next((c for c in judging.judge_records(space, recs).claims if c["id"] == "f"), None)
+    return next((c for c in judging.judge_records(space, recs).claims if c.id == "f"), None)
 
 
 def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
@@ -146,27 +146,27 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     want = [(acc["ViT_P", "adamw", s] - acc["ViT_P", "sgd", s]) - (acc["ViT_C", "adamw", s] - acc["ViT_C", "sgd", s])
             for s in (0, 1, 2)]  # fmt: skip
     good = _stem(recs)
-    gap = good["parts"][0]
-    assert gap["n"] == 3 and gap["d"] == pytest.approx(sum(want) / 3) and gap["status"] == "holds"
+    gap = good.parts[0]
+    assert gap.n == 3 and gap.d == pytest.approx(sum(want) / 3) and gap.status == "holds"
     half = st.t.ppf(0.975, 2) * st.tstd(want) / 3**0.5
-    assert gap["ci"] == pytest.approx((gap["d"] - half, gap["d"] + half)) and gap["ci"][0] > 0
-    assert good["verdict"] == "supported"
-    edf = good["parts"][1:]
-    assert edf and all(p["status"] == "not tested" for p in edf)
-    assert edf[0]["reason"] == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(3)}"
-    assert "needs about" in good["why"]
-    assert _stem(fixed_runs(0.0, 0.10))["verdict"] == "not supported"  # ViT_C loses 10 points with SGD
+    assert gap.ci == pytest.approx((gap.d - half, gap.d + half)) and gap.ci[0] > 0
+    assert good.verdict == "supported"
+    edf = good.parts[1:]
+    assert edf and all(p.status == "not tested" for p in edf)
+    assert edf[0].reason == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(3)}"
+    assert "needs about" in good.why
+    assert _stem(fixed_runs(0.0, 0.10)).verdict == "not supported"  # ViT_C loses 10 points with SGD
     same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
-    assert same["verdict"] == K.UNRESOLVED and same["detectable"]["mdd"] < same["detectable"]["effect"] == 4.6
-    assert same["estimate"]["n"] == 3 and same["decide"].startswith(("about", "more than", "a larger effect"))
-    assert good["estimate"]["d"] == gap["d"] and good["decide"] == K.DECIDED
+    assert same.verdict == K.UNRESOLVED and same.detectable["mdd"] < same.detectable["effect"] == 4.6
+    assert same.estimate.n == 3 and same.decide.startswith(("about", "more than", "a larger effect"))
+    assert good.estimate.d == gap.d and good.decide == K.DECIDED
 
 
 def test_claim_f_without_fixed_recipes_is_not_decided_by_best_runs():
     f = _stem(vit_records())  # one seed, 8 sampled lr/wd per cell: no fixed recipe on 2 seeds
-    assert f["parts"][0]["status"] == "not tested" and "sampled lr/wd confound seed and recipe" in f["why"]
-    assert f["verdict"] == K.UNDERPOWERED and f["decide"].startswith("at least 2 paired seeds")
-    assert all(p["status"] == "holds" for p in f["parts"][1:])  # 8 vs 8 runs: Fisher can reach its Holm level
+    assert f.parts[0].status == "not tested" and "sampled lr/wd confound seed and recipe" in f.why
+    assert f.verdict == K.UNDERPOWERED and f.decide.startswith("at least 2 paired seeds")
+    assert all(p.status == "holds" for p in f.parts[1:])  # 8 vs 8 runs: Fisher can reach its Holm level
 
 
 def test_claim_f_gates_each_stem_at_its_better_optimizer_never_the_predicted_loser():
@@ -174,16 +174,16 @@ def test_claim_f_gates_each_stem_at_its_better_optimizer_never_the_predicted_los
         metrics = with_derived({"accuracy.eval_acc": acc, **({"accuracy.floor_acc": fair} if fair else {})})
         return record(900 + seed, "baseline-linear", seed, metrics, label="linear baseline", optimizer="adamw")
 
-    assert _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s) for s in range(3))])["verdict"] == "supported"
+    assert _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s) for s in range(3))]).verdict == "supported"
     # ViT_P SGD runs 0.754, 0.757, 0.772 (mean 76.1%) sit below a 77% floor: the paper predicts that cell to be bad,
     # so it never gates; each stem at AdamW (85-87%) beats the floor by an interval
     low = _stem([*fixed_runs(0.10, 0.005), *(linear(0.77, s) for s in range(3))])
-    assert low["verdict"] == "supported" and "out of regime" not in low["why"]
+    assert low.verdict == "supported" and "out of regime" not in low.why
     # the fair floor (the best linear classifier chosen on validation images) replaces the recipe run's accuracy
     fair = _stem([*fixed_runs(0.10, 0.005), *(linear(0.70, s, fair=0.90) for s in range(3))])
-    assert fair["verdict"] == K.OUT_OF_REGIME
-    assert fair["why"].startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
+    assert fair.verdict == K.OUT_OF_REGIME
+    assert fair.why.startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
                                   "linear floor: -4.")  # fmt: skip
     one = _stem([*fixed_runs(0.10, 0.005), linear(0.70, 0)])  # a baseline on seed 0 only: no interval
-    assert one["why"].startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
+    assert one.why.startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
                                  "linear floor: +15.0 points over 1 seed(s), no interval")  # fmt: skip

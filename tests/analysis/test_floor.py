@@ -57,9 +57,9 @@ def test_a_matched_reading_the_linear_model_cannot_reach_is_held_against_its_fai
     assert "generalization.matched_acc" not in next(r for r in rows if r["candidate"] == C.BASELINES[0])["by_seed"]
     assert V.floor_of("generalization.matched_acc", rows) == pytest.approx(90.0, abs=0.2)
     a = V.all_claims(rows, None)[0]
-    assert a["verdict"] == "out of regime" and "C-C-C-C not shown above the fair linear floor" in a["why"]
+    assert a.verdict == "out of regime" and "C-C-C-C not shown above the fair linear floor" in a.why
     low = rows_of({**AGREE, **seeded({"generalization.floor_acc": {"baseline-linear": 0.60}})})
-    assert V.all_claims(low, None)[0]["verdict"] == "supported"
+    assert V.all_claims(low, None)[0].verdict == "supported"
 
 
 def test_the_gate_is_the_papers_top_group():

@@ -3,6 +3,7 @@ one rung past it, the lr phase at each point, and the report's censoring of read
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -161,7 +162,7 @@ def _study(steps_fast, linear_acc: float = 0.60) -> list:
 def _claim_a(recs) -> tuple[dict, dict]:
     space = {**SPACE, "scores": {"generalization": {"loss_levels": [0.5, 0.3, 0.2, 0.15, 0.1]}}}
     j = judging.judge_records(space, recs)
-    return next(c for c in j.claims if c["id"] == "a"), j.gen
+    return next(c for c in j.claims if c.id == "a"), j.gen
 
 
 def test_sparse_curves_leave_claim_a_unread_with_the_reason():
@@ -169,9 +170,9 @@ def test_sparse_curves_leave_claim_a_unread_with_the_reason():
     assert gen["level"] == pytest.approx(0.1)  # every run reached 0.1 nats: the level stands
     assert any("C-C-C-C: 3 of 3 readings at 0.1 nats censored (bracket starts at the untrained" in r
                for r in gen["out_of_regime"])  # fmt: skip
-    assert a["verdict"] == "out of regime" and "censored" in a["why"]
+    assert a.verdict == "out of regime" and "censored" in a.why
     dense, gen = _claim_a(_study(DENSE))
-    assert dense["verdict"] == "supported" and gen["censored"] == [] and gen["out_of_regime"] == []
+    assert dense.verdict == "supported" and gen["censored"] == [] and gen["out_of_regime"] == []
     table = {r["candidate"]: r for r in gen["table"]}
     assert 0.7 < table["C-C-C-C"]["lr_phase_min"] <= table["C-C-C-C"]["lr_phase_max"] < 0.85  # read at ~78% of peak
 
@@ -179,9 +180,9 @@ def test_sparse_curves_leave_claim_a_unread_with_the_reason():
 def test_matched_readings_below_the_linear_baseline_put_the_claim_out_of_regime():
     """13009d6 had no floor for the matched-loss reading: 'supported' here, from networks below a linear model."""
     a, _ = _claim_a(_study(DENSE, linear_acc=0.85))
-    assert a["verdict"] == "out of regime"
-    assert "C-C-C-C not shown above the fair linear floor on gen. eval acc at matched loss at 0.1 nats (" in a["why"]
-    assert "C-C-C-T not shown above" in a["why"] and "C-T-T-T" not in a["why"]  # the models that must learn only
+    assert a.verdict == "out of regime"
+    assert "C-C-C-C not shown above the fair linear floor on gen. eval acc at matched loss at 0.1 nats (" in a.why
+    assert "C-C-C-T not shown above" in a.why and "C-T-T-T" not in a.why  # the models that must learn only
     assert V.floor_of("generalization.matched_acc", judging.judge_records(SPACE, _study(DENSE)).rows) is not None
 
 
@@ -192,31 +193,32 @@ def test_convergence_not_checkable_is_out_of_regime_where_the_claim_needs_it():
     def no_curve(r, m):
         m.pop("curves.accuracy", None)
 
-    d = next(c for c in V.all_claims(tables.candidate_rows(SPACE, edit_runs(recs, no_curve)), None) if c["id"] == "d")
-    assert d["verdict"] == "out of regime" and "convergence not checkable for 3 of 3 run(s)" in d["why"]
-    kept = next(c for c in V.all_claims(tables.candidate_rows(SPACE, recs), None) if c["id"] == "d")
-    assert kept["verdict"] == "supported"
+    d = next(c for c in V.all_claims(tables.candidate_rows(SPACE, edit_runs(recs, no_curve)), None) if c.id == "d")
+    assert d.verdict == "out of regime" and "convergence not checkable for 3 of 3 run(s)" in d.why
+    kept = next(c for c in V.all_claims(tables.candidate_rows(SPACE, recs), None) if c.id == "d")
+    assert kept.verdict == "supported"
 
 
 def test_firm_verdicts_carry_their_scale_and_margins_are_derived():
     a, _ = _claim_a(_study(DENSE))
     scaled = judging.with_scale({"data": {"dataset": "fashion_mnist"}, "input": [32, 1, 10]},
                                 _study(DENSE), a, None)  # fmt: skip
-    assert scaled["scale"].startswith("at this proxy scale: fashion_mnist, ") and "32x32x1" in scaled["scale"]
-    assert "500 training images" in scaled["scale"] and "3 seeds, 100 steps a run" in scaled["scale"]
-    assert judging.with_scale({}, [], {"verdict": "unresolved"}, None) == {"verdict": "unresolved"}
+    assert scaled.scale.startswith("at this proxy scale: fashion_mnist, ") and "32x32x1" in scaled.scale
+    assert "500 training images" in scaled.scale and "3 seeds, 100 steps a run" in scaled.scale
+    unresolved = dataclasses.replace(a, found=dataclasses.replace(a.found, verdict="unresolved"))
+    assert judging.with_scale({}, [], unresolved, None) is unresolved  # not firm: no scale
     claims = {c.id: c for c in C.CHAIN_CLAIMS}
     assert claims["d"].margin == pytest.approx(0.3) and "V2 − V1 = 0.6" in claims["d"].margin_note
     assert claims["a"].margin == 1.0 and "not numbers" in claims["a"].margin_note
 
 
 def test_the_report_says_when_equivalence_cannot_be_confirmed_at_n():
-    a = {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(noisy(AGREE, 0.02))), None)}["a"]
-    note = a["evidence"][0].equivalence
+    a = {c.id: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(noisy(AGREE, 0.02))), None)}["a"]
+    note = a.evidence[0].equivalence
     assert note.startswith("'≈'/'≥' cannot be confirmed at this n, only refuted: C-C-C-C ≈ C-C-C-T: 90% half-width")
     assert "paired seeds would confirm" in note
-    good = {c["id"]: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(AGREE)), None)}["a"]
-    assert good["evidence"][0].equivalence.startswith("'≈'/'≥' relations can be confirmed at this n")
+    good = {c.id: c for c in V.all_claims(tables.candidate_rows(SPACE, layout_records(AGREE)), None)}["a"]
+    assert good.evidence[0].equivalence.startswith("'≈'/'≥' relations can be confirmed at this n")
 
 
 def _fixed_only(p_drop: float = 0.10, seeds=(0, 1, 2)) -> list:
@@ -233,13 +235,13 @@ def _fixed_only(p_drop: float = 0.10, seeds=(0, 1, 2)) -> list:
 def test_claim_f_names_the_parts_its_verdict_rests_on_and_where_each_lr_came_from():
     """13009d6 said 'supported, 1 of 1 deciding part(s)' for a claim whose EDF half never ran."""
     space = {"study": {"objective": "accuracy.eval_acc"}}
-    f = next(c for c in judging.judge_records(space, _fixed_only()).claims if c["id"] == "f")
-    assert f["verdict"] == "supported" and f["scope"] == "optimizer-gap part only; EDF parts not run"
-    assert [p["status"] for p in f["parts"]] == ["holds", "not run"]
+    f = next(c for c in judging.judge_records(space, _fixed_only()).claims if c.id == "f")
+    assert f.verdict == "supported" and f.scope == "optimizer-gap part only; EDF parts not run"
+    assert [p.status for p in f.parts] == ["holds", "not run"]
     mark = MC.mark(claim_info(f))
     assert mark.startswith("✅ supported (optimizer-gap part only; EDF parts not run), at this proxy scale")
-    assert "ViT_P sgd lr 0.05" in f["notes"][0] and "one lr per optimizer (AdamW, SGD) shared by both" in f["notes"][0]
-    assert len(f["parts"][0]["per_seed"]) == 3
+    assert "ViT_P sgd lr 0.05" in f.notes[0] and "one lr per optimizer (AdamW, SGD) shared by both" in f.notes[0]
+    assert len(f.parts[0].per_seed) == 3
 
 
 def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
@@ -249,7 +251,12 @@ def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
     fig = PC.figure([claim_info(c) for c in (*claims, dense)])
     assert fig is not None and len(fig.axes) == 2  # (a) and (f): both firm
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["gap contrast"]
-    assert PC.figure([claim_info({**dense, "verdict": "unresolved"})]) is None
+    assert (
+        PC.figure(
+            [claim_info(dataclasses.replace(dense, found=dataclasses.replace(dense.found, verdict="unresolved")))]
+        )
+        is None
+    )
     infos = [claim_info(c) for c in claims]
     assert PC.draw(infos, tmp_path / "p.png") == "p.png" and (tmp_path / "p.png").stat().st_size > 5000
 

@@ -270,7 +270,8 @@ def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise()
     acc = {cell: 70 + rng.normal(0, 1.5, n) for cell in ("ViT_P/adamw", "ViT_P/sgd", "ViT_C/adamw", "ViT_C/sgd")}
     cells = {c: {"lr": 1e-3, "wd": 0.05, "by_seed": dict(enumerate(map(float, v)))} for c, v in acc.items()}
     d = (acc["ViT_P/adamw"] - acc["ViT_P/sgd"]) - (acc["ViT_C/adamw"] - acc["ViT_C/sgd"])
-    sd = stem.contrast_sd(stem.gap_contrast(cells))
+    part = stem.gap_contrast(cells)
+    sd = stem.contrast_sd(part.ci, part.n)
     assert sd == pytest.approx(float(np.std(d, ddof=1)), rel=1e-9)  # read back from the report's own interval
     earlier = P.Earlier("study", "test", [], {}, {}, P.StemNoise(sd, n, ()))
     for sampled, family in ((False, 1), (True, 3)):  # sampled runs add one EDF part per optimizer to the family

@@ -83,8 +83,8 @@ def test_the_report_says_whether_image_sampling_is_in_the_intervals():
 
     shared = judging.purposes([rec(R.images_of(measured, 0))])
     per_seed = judging.purposes([rec(R.images_of(measured, 0, "per_seed"))])
-    assert shared["sampling"] == judging.SHARED and per_seed["sampling"] == judging.PER_SEED
-    assert judging.purposes([])["sampling"] is None
+    assert shared.sampling == judging.SHARED and per_seed.sampling == judging.PER_SEED
+    assert judging.purposes([]).sampling is None
 
 
 def test_eval_size_zero_halves_each_class(pool):

@@ -1,0 +1,133 @@
+"""A judged claim's typed result and what it is made of: claim (f)'s tables and parts, the study's image purposes.
+
+Frozen, like analysis.results: judging tags a claim with `dataclasses.replace` (judging.with_status), never edits
+one. Each `to_json` gives the dict summary.json held before these types, key order kept, so a report is
+byte-identical for the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coatsearch.analysis.results import Estimate, Evidence, Judgement
+
+
+@dataclass(frozen=True)
+class StemPart:
+    """One part of claim (f) (stem.gap_contrast, stem.edf_parts): what it measures, its test and status."""
+
+    what: str
+    short: str
+    d: float | None
+    n: int  # seeds, or runs per curve
+    ci: tuple[float, float] | None
+    p: float | None  # Holm-adjusted once judged (stem.stem_claim)
+    needed: str
+    status: str  # tested / not tested / not run, then holds / reversed / unresolved once judged
+    reason: str
+    per_seed: Mapping[str, float] | None = None  # the gap contrast per seed (None: not computed)
+    p_last: bool = False  # summary.json's key order: p after `needed` (an EDF part that was computed)
+
+    def to_json(self) -> dict[str, Any]:
+        """The part as summary.json holds it."""
+        ci = None if self.ci is None else list(self.ci)
+        out: dict[str, Any] = {"what": self.what, "short": self.short, "d": self.d, "n": self.n, "ci": ci}
+        out.update({"needed": self.needed, "p": self.p} if self.p_last else {"p": self.p, "needed": self.needed})
+        out.update({} if self.per_seed is None else {"per_seed": dict(self.per_seed)})
+        return {**out, "status": self.status, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class StemTables:
+    """Claim (f)'s inputs (stem.stem_tables): best-run gaps, fixed-recipe cells per seed, the EDF of sampled runs
+    and the linear floor per seed."""
+
+    gaps: list[dict]  # optim.optimizer_gap rows (description)
+    cells: Mapping[str, Mapping[str, Any]]  # 'model/optimizer' -> lr, wd, by_seed, val_by_seed
+    edf: list[dict]  # measures.edf rows of the sampled runs
+    linear: Mapping[Any, float]  # seed -> the linear floor (%)
+
+
+@dataclass(frozen=True)
+class Purposes:
+    """Which images served which purpose in a study's complete runs (judging.purposes) and what that makes of its
+    verdicts: state 'split', 'exploratory' or 'refused', the line that says so, test draws, per-run images."""
+
+    state: str
+    line: str
+    draws: tuple[int, ...]
+    runs: tuple[Mapping[str, Any], ...]  # per run name: validation and test counts and fingerprints
+    sampling: str | None  # how the test images were drawn (None: no run with a split)
+
+    def to_json(self) -> dict[str, Any]:
+        """{state, line, draws, runs, sampling}."""
+        return {"state": self.state, "line": self.line, "draws": list(self.draws), "runs": [dict(r) for r in self.runs],
+                "sampling": self.sampling}  # fmt: skip
+
+
+ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # a judged claim's key order
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """One claim of papers.md §3 judged (verdicts.chain_claim, verdicts.rel_claim, stem.stem_claim): the paper's
+    chain, the verdict with what it carries, the evidence per measure, and the tags judging adds (images, scale,
+    status); a tag that is None is not set."""
+
+    id: str
+    title: str
+    chain: str
+    source: str
+    found: Judgement  # category, reason, estimate, detectable difference, what would decide it, why
+    evidence: tuple[Evidence, ...] = ()
+    notes: tuple[str, ...] = ()
+    parts: tuple[StemPart, ...] | None = None  # claim (f) only
+    scope: str | None = None  # the parts a firm verdict rests on (claim (f); '' on a refused claim)
+    images: str | None = None  # the image rule: split / exploratory / refused (judging._with_purposes)
+    scale: str | None = None  # a firm verdict's proxy scale (judging.with_scale)
+    status: str | None = None  # confirmatory / registered (no firm verdict possible) / exploratory
+    status_why: str | None = None
+    why_first: bool = True  # summary.json's key order: `why` after the verdict (ANSWER), else last (Judgement)
+
+    @property
+    def verdict(self) -> str:
+        """The claim's category."""
+        return self.found.verdict
+
+    @property
+    def why(self) -> str:
+        """The longer why."""
+        return self.found.why
+
+    @property
+    def reason(self) -> str:
+        """The one-line reason."""
+        return self.found.reason
+
+    @property
+    def estimate(self) -> Estimate | None:
+        """The deciding estimate."""
+        return self.found.estimate
+
+    @property
+    def detectable(self) -> Mapping[str, Any] | None:
+        """The smallest detectable difference beside the paper's effect."""
+        return self.found.detectable
+
+    @property
+    def decide(self) -> str:
+        """What would decide it."""
+        return self.found.decide
+
+    def to_json(self) -> dict[str, Any]:
+        """The claim as summary.json holds it."""
+        found = self.found.to_json()
+        out: dict[str, Any] = {"id": self.id, "title": self.title, "chain": self.chain, "source": self.source,
+                               **({k: found[k] for k in ANSWER} if self.why_first else found),
+                               "evidence": [e.to_json() for e in self.evidence], "notes": list(self.notes)}  # fmt: skip
+        out.update({} if self.parts is None else {"parts": [p.to_json() for p in self.parts]})
+        tags = {"scope": self.scope, "images": self.images, "scale": self.scale, "status": self.status,
+                "status_why": self.status_why}  # fmt: skip
+        return {**out, **{k: v for k, v in tags.items() if v is not None}}
