@@ -20,7 +20,7 @@ from coatsearch.storage.record import RunRecord
 SPREAD_NOTE = 1.5  # fastest / slowest measured throughput among budget-matched candidates that earns a note
 RATES = ("train_ips", "infer_ips", "latency_ms", "latency_iqr_ms")  # roles of the rates each row gives (mean, sd)
 SPREAD = ("train_ips", "infer_ips")  # roles of the throughputs whose spread earns the note
-FACTS = ("host", "device", "threads", "train_batch", "infer_batch", "compiled")  # roles: where and how, as listed
+FACTS = ("device", "threads", "train_batch", "infer_batch", "compiled")  # roles: where and how, as listed
 
 
 def pareto(points: Sequence[Sequence[float]], maximize: Sequence[bool]) -> list[bool]:

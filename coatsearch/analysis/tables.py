@@ -247,8 +247,8 @@ def environment(space: dict, records: Records) -> dict:
 def _hardware(r: TrialRecord) -> dict:
     env = r.run.environment
     if env is None:
-        return {"host": None, "cpu": None, "cpu_count": None, "torch_threads": None, "gpu": None, "device": None}
-    out = {"host": env.host, "cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
+        return {"cpu": None, "cpu_count": None, "torch_threads": None, "gpu": None, "device": None}
+    out = {"cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
            "gpu": env.gpu, "device": env.device}  # fmt: skip
     return {**out, "cpu_kernels": env.cpu_kernels} if env.cpu_kernels else out  # older records: as before
 

@@ -125,7 +125,7 @@ def _hardware(e: Setup) -> list[str]:
         kernels = f", {h.cpu_kernels} kernels" if h.cpu_kernels else ""
         out.append(
             f"- Hardware: {h.cpu} ({h.cpu_count} cores, {h.torch_threads} torch threads{kernels}), "
-            f"GPU {h.gpu or 'none'}, device `{h.device}`, host `{h.host}`"
+            f"GPU {h.gpu or 'none'}, device `{h.device}`"
         )
     for v in e.versions:
         out.append("- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))

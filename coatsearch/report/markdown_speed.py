@@ -31,7 +31,7 @@ def _where(sp: Speed) -> str:
     """Where and how the speed was measured, and what measuring cost."""
     cost = f"; measuring took {100 * sp.max_share:.1f}% of a trial at most" if sp.max_share is not None else ""
     return (
-        f"Measured per trial on host {', '.join(sp.hosts)} ({', '.join(sp.devices)}) at "
+        f"Measured per trial on {', '.join(sp.devices)} at "
         f"{', '.join(sp.threads)} thread(s): training images/s at batch {', '.join(sp.train_batch)}, "
         f"inference images/s at batch {', '.join(sp.infer_batch)}, batch-1 latency median (IQR); warm-up steps "
         f"untimed, then timed repeats, median step time; mean ± sd over runs{cost}. Pareto: not beaten in both "

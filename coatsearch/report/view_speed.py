@@ -48,7 +48,6 @@ class Speed:
 
     acc_label: str
     rows: tuple[SpeedRow, ...]
-    hosts: tuple[str, ...]
     devices: tuple[str, ...]
     threads: tuple[str, ...]
     train_batch: tuple[str, ...]
@@ -73,7 +72,7 @@ def speed(ctx: ReportContext) -> Speed | None:
     shares = [r["cost_share"] for r in sp["rows"] if r["cost_share"] is not None]
     notes = tuple(Spread("training" if s["key"] == train else "inference", s["ratio"], s["fast"], s["slow"],
                          s["ratio"] > SPREAD_NOTE) for s in sp["spread"])  # fmt: skip
-    return Speed(sp["acc_label"], rows, pick("host"), pick("device"), pick("threads"), pick("train_batch"),
+    return Speed(sp["acc_label"], rows, pick("device"), pick("threads"), pick("train_batch"),
                  pick("infer_batch"), max(shares) if shares else None, notes)  # fmt: skip
 
 

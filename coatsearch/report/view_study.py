@@ -84,9 +84,8 @@ class Images:
 
 @dataclass(frozen=True)
 class Hardware:
-    """Where trials ran: host, CPU, cores, torch threads, GPU and device (None where not recorded)."""
+    """Where trials ran: CPU, cores, torch threads, GPU and device (None where not recorded); never a host name."""
 
-    host: str | None
     cpu: str | None
     cpu_count: int | None
     torch_threads: int | None
@@ -129,7 +128,7 @@ def setup(ctx: ReportContext) -> Setup:
                tuple(r["epochs"]) if isinstance(r["epochs"], list) else (r["epochs"],), r["dataset"])
         for r in e["subsets"]
     )  # fmt: skip
-    hardware = tuple(Hardware(h.get("host"), h.get("cpu"), h.get("cpu_count"), h.get("torch_threads"), h.get("gpu"),
+    hardware = tuple(Hardware(h.get("cpu"), h.get("cpu_count"), h.get("torch_threads"), h.get("gpu"),
                               h.get("device"), h.get("cpu_kernels")) for h in e["hardware"])  # fmt: skip
     return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
                  e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], hardware,

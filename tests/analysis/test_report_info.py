@@ -66,8 +66,8 @@ def test_interrupted_then_rerun_names_the_completed_trial():
 def test_environment_from_space_and_records():
     env = tables.environment(SPACE, layout_records())
     assert env["seeds"] == [0, 1, 2] and env["image_size"] == 32 and env["classes"] == 10
-    assert env["hardware"] == [
-        {"host": "h", "cpu": "Test CPU", "cpu_count": 2, "torch_threads": 2, "gpu": None, "device": "cpu"}
+    assert env["hardware"] == [  # the records' host "h" is not shown: a report names the machine, not the host
+        {"cpu": "Test CPU", "cpu_count": 2, "torch_threads": 2, "gpu": None, "device": "cpu"}
     ]
     assert env["versions"][0]["optuna"] == "5"
     assert env["wall_total_s"] == pytest.approx(sum(10.0 + i for i in range(15)))

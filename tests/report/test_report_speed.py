@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from coatsearch.analysis import frames
 from coatsearch.analysis import speed_tables as SP
 from coatsearch.report import markdown_speed as MS
@@ -61,7 +63,8 @@ def test_speed_table_rows_front_and_note():
     assert spread["speed.train_ips"]["fast"] == "A" and spread["speed.train_ips"]["slow"] == "C"
     assert spread["speed.train_ips"]["ratio"] == 303.0 / 101.0
     text = MS.section(_speed(t))
-    assert "## Measured speed" in text and "node-1" in text and "**Note.**" in text and "3.00x" in text
+    assert "## Measured speed" in text and "cpu (x86_64)" in text and "**Note.**" in text and "3.00x" in text
+    assert "node-1" not in text and "node-1" not in json.dumps(t)  # the runs' host: in their records, never a report
     assert "3.0% of a trial" in text
 
 
