@@ -43,7 +43,7 @@ def knob_name(spec: ModelSpec) -> str:
 
 def shaped(spec: ModelSpec, m: float, k: float) -> ModelSpec:
     """`spec` at width multiplier m and second knob k (stage i's width x k^i, or the one stage's depth x k)."""
-    stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
+    stem = kinds.STEM_KINDS.entry(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
     if len(spec.stages) == 1:
         s = spec.stages[0]
         one = replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind)), depth=scaled_depth(s.depth, k))

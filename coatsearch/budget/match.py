@@ -82,7 +82,7 @@ def _round_to(x: float, q: int) -> int:
 
 def _quantum(spec: ModelSpec, kind: str) -> int:
     """Width step of a stage of `kind` in `spec`."""
-    return kinds.stage_kind(kind).quantum(spec.block)
+    return kinds.STAGE_KINDS.entry(kind).quantum(spec.block)
 
 
 def scaled_depth(depth: int, factor: float) -> int:
@@ -102,7 +102,7 @@ def scale(spec: ModelSpec, multiplier: float, mode: str) -> ModelSpec:
         return spec
     if mode == "width":
         stages = tuple(replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind))) for s in spec.stages)
-        stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
+        stem = kinds.STEM_KINDS.entry(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
         return replace(spec, stem=stem, stages=stages)
     if mode == "depth":
         idx = set(_depth_stages(len(spec.stages)))
@@ -142,7 +142,9 @@ def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
         q = _quantum(spec, s.kind)
         if s.width + sign * q >= q:
             yield replace(spec, stages=stages[:i] + (replace(s, width=s.width + sign * q),) + stages[i + 1 :])
-    stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: max(CONV_QUANTUM, w + sign * CONV_QUANTUM))
+    stem = kinds.STEM_KINDS.entry(spec.stem.kind).resize(
+        spec.stem, lambda w: max(CONV_QUANTUM, w + sign * CONV_QUANTUM)
+    )
     if stem != spec.stem:
         yield replace(spec, stem=stem)
 

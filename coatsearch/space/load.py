@@ -72,7 +72,7 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()
     choices: dict[str, tuple] = {}
-    prunes = samplers.pruner_kind(doc.study.pruner).prunes
+    prunes = samplers.PRUNERS.entry(doc.study.pruner).prunes
     if prunes and doc.study.objectives:
         yield ("study", "pruner"), "Optuna does not prune multi-objective studies (study.objectives): use pruner: none"
     elif prunes and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
@@ -113,7 +113,7 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
 def sampler_problem(doc: schema.SpaceDoc) -> str:
     """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does), by what its
     registry entry says it takes (vocab.samplers.SamplerKind)."""
-    name, kind = doc.study.sampler, samplers.sampler_kind(doc.study.sampler)
+    name, kind = doc.study.sampler, samplers.SAMPLERS.entry(doc.study.sampler)
     dims = {p: d for c in doc.candidates for p, d in c.search.items() if d is not None}
     varied = {p: d for p, d in dims.items() if not (d.choices is not None and len(d.choices) == 1)}
     general = [n for n, k in samplers.SAMPLERS.items() if k.replays]  # the general-purpose ones

@@ -29,7 +29,7 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     """The registered sampler `name` (vocab.samplers.SAMPLERS), seeded; an unknown name is a one-line error."""
     import warnings
 
-    kind = samplers.sampler_kind(name)
+    kind = samplers.SAMPLERS.entry(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return kinds.load(kind.factory)(seed=seed, **kind.options)
@@ -37,7 +37,7 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 
 def pruner(space: Space) -> optuna.pruners.BasePruner:
     """The registered pruner `study.pruner` (vocab.samplers.PRUNERS)."""
-    kind = samplers.pruner_kind(space.study.pruner)
+    kind = samplers.PRUNERS.entry(space.study.pruner)
     return kinds.load(kind.factory)(**kind.options)
 
 
@@ -97,7 +97,7 @@ def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
 def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
     """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
     the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
-    if not samplers.sampler_kind(space.study.sampler).grid:
+    if not samplers.SAMPLERS.entry(space.study.sampler).grid:
         return None
     grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
 

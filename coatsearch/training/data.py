@@ -282,7 +282,7 @@ def _raw(dataset: str, root: str | None, size: int | None) -> tuple[torch.Tensor
 def _kind(dataset: str) -> datasets.DatasetKind:
     """The registered dataset (vocab.datasets.DATASETS); a one-line UserError names the known ones."""
     try:
-        return datasets.dataset_kind(dataset)
+        return datasets.DATASETS.entry(dataset)
     except ValueError as err:
         raise UserError(str(err)) from None
 

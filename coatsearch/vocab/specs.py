@@ -73,7 +73,7 @@ def parse_count(value: Any) -> int:
 
 
 def _stem_kind(name: str) -> str:
-    kinds.stem_kind(name)
+    kinds.STEM_KINDS.entry(name)
     return name
 
 
@@ -100,7 +100,7 @@ class StemSpec:
     @property
     def total_stride(self) -> int:
         """Downsampling factor from the input to the first stage."""
-        return kinds.stem_kind(self.kind).total_stride(self)
+        return kinds.STEM_KINDS.entry(self.kind).total_stride(self)
 
 
 @spec
@@ -165,11 +165,11 @@ class ModelSpec:
     block: BlockSpec = field(default_factory=BlockSpec)
 
     def __post_init__(self) -> None:
-        problem = kinds.stem_kind(self.stem.kind).check(self.stem, self.image_size)
+        problem = kinds.STEM_KINDS.entry(self.stem.kind).check(self.stem, self.image_size)
         for i, (stage, side) in enumerate(zip(self.stages, self.feature_sizes(), strict=True)):
             if problem:
                 break
-            kind = kinds.stage_kind(stage.kind)
+            kind = kinds.STAGE_KINDS.entry(stage.kind)
             if stage.stride not in (1, 2):
                 problem = f"stage {i}: stride {stage.stride} not in (1, 2)"
             elif kind.attends and stage.width % self.block.head_size:
@@ -200,15 +200,15 @@ class ModelSpec:
         """A lower bound on the MACs per image, from the dominant terms only (no torch): checked against MACS_MAX."""
         if not self.stages:  # a regime baseline (linear or small CNN): a fixed small model, nothing to bound
             return 1
-        stem = kinds.stem_kind(self.stem.kind).macs_floor(
+        stem = kinds.STEM_KINDS.entry(self.stem.kind).macs_floor(
             self.stem, self.in_chans, self.stages[0].width, self.image_size
         )
-        blocks = (kinds.stage_kind(p.kind).macs_floor(p.dim_out, p.out_side, self.block) for p in self.blocks())
+        blocks = (kinds.STAGE_KINDS.entry(p.kind).macs_floor(p.dim_out, p.out_side, self.block) for p in self.blocks())
         return stem + sum(blocks)
 
     def blocks(self) -> Iterator[BlockPlan]:
         """Every block in order, with its widths, stride, map sides and drop-path rate: the one stage loop."""
-        dim = kinds.stem_kind(self.stem.kind).out_width(self.stem, self.stages[0].width)
+        dim = kinds.STEM_KINDS.entry(self.stem.kind).out_width(self.stem, self.stages[0].width)
         side = -(-self.image_size // self.stem.total_stride)
         n_blocks, k = sum(s.depth for s in self.stages), 0
         for i, (stage, out_side) in enumerate(zip(self.stages, self.feature_sizes(), strict=True)):
