@@ -52,7 +52,7 @@ from coatsearch.vocab.kinds import CONV_QUANTUM
 from coatsearch.vocab.specs import DEPTH_MAX, Budget, ModelSpec
 
 M_RANGE = {"width": (0.05, 16.0), "depth": (0.01, 16.0)}  # multiplier search interval per mode
-REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + REL_STEP
+_REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + _REL_STEP
 K_GROWTH = (0.5, 2.0)  # joint budget, multi-stage: per-stage width growth factor k
 K_DEPTH = 4.0  # joint budget, one stage: depth factor k up to this (from 1 / depth)
 K_STEPS = 9  # log-spaced k values scanned before bisecting k
@@ -156,8 +156,8 @@ def _widening(spec: ModelSpec) -> bool:
 
 
 def _bisect(make: Callable[[float], ModelSpec], target: int, lo: float, hi: float) -> tuple[float, float]:
-    """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + REL_STEP."""
-    while hi / lo > 1 + REL_STEP:
+    """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + _REL_STEP."""
+    while hi / lo > 1 + _REL_STEP:
         mid = math.sqrt(lo * hi)
         if count(make(mid)).macs <= target:
             lo = mid

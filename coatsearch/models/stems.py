@@ -89,8 +89,3 @@ def vitc_stem(stem: Any, in_chans: int, width: int, norm: str, act: str) -> nn.M
 def build_stem(stem: Any, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
     """The stem module for `stem` (kinds.STEM_KINDS); `width` is the first stage's width (patch and vitc)."""
     return kinds.load(kinds.STEM_KINDS.entry(stem.kind).builder)(stem, in_chans, width, norm, act)
-
-
-def stem_out_width(stem: Any, first_width: int) -> int:
-    """Channels the stem hands to the first stage."""
-    return kinds.STEM_KINDS.entry(stem.kind).out_width(stem, first_width)

@@ -63,19 +63,19 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
 
 
 def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
-    """A planned trial's enqueued point: a re-evaluation trial's architecture (reeval_point), the grid sampler's
+    """A planned trial's enqueued point: a re-evaluation trial's architecture (_reeval_point), the grid sampler's
     next point (grid_points), else none ({}: Optuna's sampler samples it)."""
     grid = grid_points(space)
 
     def point(item: P.PlanItem, trials: list) -> dict | None:
         if item.sample >= P.REEVAL:
-            return reeval_point(space, item, trials)
+            return _reeval_point(space, item, trials)
         return grid(item, trials) if grid else {}
 
     return point
 
 
-def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
+def _reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
     """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
     trials of its candidate, leaving out the networks a named candidate builds (it is re-evaluated as itself);
     None while any trial on the study's seeds is unfinished, or with fewer architectures."""
@@ -152,7 +152,7 @@ def _reads_no_constraint(study: optuna.Study) -> bool:
     return any(isinstance(study.sampler, cls) for cls in blind if isinstance(cls, type))
 
 
-def worst(study: optuna.Study) -> list[float] | None:
+def _worst(study: optuna.Study) -> list[float] | None:
     """The worst value of each objective the study measured (what a rejected point is told), None before any."""
     done = [t.values for t in study.get_trials(deepcopy=False) if measured(t)]
     if not done:
@@ -176,7 +176,7 @@ def tell_rejected(study: optuna.Study, trial: optuna.Trial) -> None:
     infeasible, CMA-ES (no constraint model) as the worst point. Before any value is measured, or in a study
     begun without the constraint, it is told PRUNED (TPE reads it; GP, NSGA-II and CMA-ES skip it)."""
     ok = constrained(study)
-    values = worst(study) if ok else None
+    values = _worst(study) if ok else None
     if ok:
         constrain(trial, True)
     if values is not None:
