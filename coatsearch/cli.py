@@ -52,16 +52,16 @@ def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="coatsearch", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"coatsearch {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    add_show(sub)
+    _add_show(sub)
     cli_run.add_plan(sub)
     cli_run.add_run(sub)
     cli_run.add_enumerate(sub)
     cli_study.add_commands(sub)
-    add_replicate(sub)
+    _add_replicate(sub)
     return p
 
 
-def add_show(sub: argparse._SubParsersAction) -> None:
+def _add_show(sub: argparse._SubParsersAction) -> None:
     """`coatsearch show SPACE`: the candidates counted and matched, a module tree, or a study's trial's model."""
     show = sub.add_parser("show", help="list a space's candidates, counted and matched to the budget")
     show.add_argument("space", type=Path)
@@ -131,7 +131,7 @@ def _pct(error: float | None) -> str:
     return "-" if error is None else f"{error:+.1%}"
 
 
-def add_replicate(sub: argparse._SubParsersAction) -> None:
+def _add_replicate(sub: argparse._SubParsersAction) -> None:
     """`coatsearch replicate STUDY [--seeds N|LIST] ...`, with `run`'s options where they apply."""
     what = f"rerun a registered study on fresh seeds and a fresh test draw into STUDY{SUFFIX} (resumes), then report"
     rep = sub.add_parser("replicate", help=what + " it beside the original")

@@ -10,20 +10,20 @@ from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
 from coatsearch.vocab import numbers
 from coatsearch.vocab.bounds import ALLOW_UNDECIDED, EFFECT_MAX, ENGINES, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX
 
-DEVICE_HELP = "auto (CUDA when available) | cpu | cuda | cuda:N"
-PROFILE_HELP = "quick | default | full, as the space defines"
+_DEVICE_HELP = "auto (CUDA when available) | cpu | cuda | cuda:N"
+_PROFILE_HELP = "quick | default | full, as the space defines"
 _positive = argtype(numbers.parse_real)  # a finite number > 0
 _effect = argtype(lambda text: numbers.parse_real(text, 0.0, EFFECT_MAX))  # points: > 0 and <= EFFECT_MAX
 
 
-ALLOW_HELP = "go on when the plan cannot decide a claim the profile declares it decides (`decides:`)"
+_ALLOW_HELP = "go on when the plan cannot decide a claim the profile declares it decides (`decides:`)"
 
 
 def add_plan(sub: argparse._SubParsersAction) -> None:
     """`coatsearch plan`: time, memory, power and regime per claim, from a short pilot, before a study runs."""
     plan = sub.add_parser("plan", help="size a study before it runs: time, memory, power and regime per claim")
     plan.add_argument("space", type=Path)
-    plan.add_argument("--profile", default="default", help=PROFILE_HELP)
+    plan.add_argument("--profile", default="default", help=_PROFILE_HELP)
     plan.add_argument("--study", help="study name (default: as `run` names it); its earlier runs give the noise")
     plan.add_argument("--budget", help="wall-time budget, e.g. 30m, 1h30m, 90s: the most seeds that fit")
     plan.add_argument("--workers", type=workers, default="auto", help=f"1..{WORKERS_MAX} or auto (as `run`)")
@@ -34,14 +34,14 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
         default=0,
         help=f"run this many seeds first for the noise (0..{PILOT_SEEDS_MAX})",
     )
-    plan.add_argument("--device", default="auto", help=DEVICE_HELP)
+    plan.add_argument("--device", default="auto", help=_DEVICE_HELP)
     plan.add_argument("--studies-dir", type=Path, default=STUDIES)
     plan.add_argument("--reports-dir", type=Path, default=REPORTS)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument(
         "--register", action="store_true", help="write the study's registered analysis now (as `run` does first)"
     )
-    plan.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=ALLOW_HELP)
+    plan.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=_ALLOW_HELP)
     plan.set_defaults(func=_plan)
 
 
@@ -72,7 +72,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="train and score every candidate of a space (resumes)")
     run.add_argument("space", type=Path)
     run.add_argument("--study", help="study name (default: the space's name, plus -PROFILE unless default)")
-    run.add_argument("--profile", default="default", help=PROFILE_HELP)
+    run.add_argument("--profile", default="default", help=_PROFILE_HELP)
     run.add_argument(
         "--trials", type=bounded(1, TRIALS_MAX), help=f"run at most this many trials now (1..{TRIALS_MAX})"
     )
@@ -86,7 +86,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--address", help="ray: cluster address (auto | HOST:PORT); none starts a local Ray")
     run.add_argument("--cpus-per-trial", type=_positive, default=None, help="ray: CPUs per trial")
     run.add_argument("--gpus-per-trial", type=_positive, default=None, help="ray: GPUs per trial")
-    run.add_argument("--device", default="auto", help=DEVICE_HELP)
+    run.add_argument("--device", default="auto", help=_DEVICE_HELP)
     run.add_argument("--studies-dir", type=Path, default=STUDIES)
     run.add_argument("--reports-dir", type=Path, default=REPORTS)
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
@@ -101,7 +101,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     )
     help_log = "track each trial live in <study>/tensorboard or <study>/mlruns (extras; default: the space's log:)"
     run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
-    run.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=ALLOW_HELP)
+    run.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=_ALLOW_HELP)
     run.set_defaults(func=_run)
 
 
@@ -142,10 +142,10 @@ def add_enumerate(sub: argparse._SubParsersAction) -> None:
     """`coatsearch enumerate SPACE`: every network of a finite searched space, once per seed."""
     enum = sub.add_parser("enumerate", help="measure every network of a finite searched space once per seed")
     enum.add_argument("space", type=Path)
-    enum.add_argument("--profile", default="default", help=PROFILE_HELP)
+    enum.add_argument("--profile", default="default", help=_PROFILE_HELP)
     enum.add_argument("--study", help="study name (default: the space's name, plus -PROFILE, plus -enumerate)")
     enum.add_argument("--workers", type=workers, help="worker processes (as for run; default auto)")
-    enum.add_argument("--device", default="auto", help=DEVICE_HELP)
+    enum.add_argument("--device", default="auto", help=_DEVICE_HELP)
     enum.add_argument("--studies-dir", type=Path, default=STUDIES)
     enum.add_argument("--reports-dir", type=Path, default=REPORTS)
     enum.add_argument("--no-report", action="store_true", help="do not write the report at the end")

@@ -13,10 +13,10 @@ from coatsearch.space import search
 from coatsearch.space.objects import Candidate, Space
 from coatsearch.vocab.specs import SAMPLES_MAX
 
-SAMPLE = 8  # architectures `show` lists without --all
-LIST_MAX = 20  # values of a dimension `show` lists (more: the first and the last)
-RANDOM_POINTS = 50  # points `show` solves for a space with a continuous structural dimension
-ENUMERATE_MAX = SAMPLES_MAX  # points of one searched candidate `enumerate` plans per seed
+_SAMPLE = 8  # architectures `show` lists without --all
+_LIST_MAX = 20  # values of a dimension `show` lists (more: the first and the last)
+_RANDOM_POINTS = 50  # points `show` solves for a space with a continuous structural dimension
+_ENUMERATE_MAX = SAMPLES_MAX  # points of one searched candidate `enumerate` plans per seed
 
 
 def show_search(space: Space, everything: bool) -> str:
@@ -37,7 +37,7 @@ def _one(space: Space, cand: Candidate, everything: bool) -> str:
         if values is None:
             shown = f"{d.low}..{d.high}{' log' if d.log else ''}"
         else:  # a long list is shown by its ends (an int range may hold billions)
-            shown = ", ".join(map(str, values)) if len(values) <= LIST_MAX else f"{values[0]}, ..., {values[-1]}"
+            shown = ", ".join(map(str, values)) if len(values) <= _LIST_MAX else f"{values[0]}, ..., {values[-1]}"
         lines.append(f"  {d.path}: {shown} ({len(values) if values is not None else 'continuous'})")
     if total is None:
         found = _survey_random(space, cand)
@@ -52,7 +52,7 @@ def _one(space: Space, cand: Candidate, everything: bool) -> str:
         lines.append(f"  {total:,} structural points; {len(found.architectures)} distinct architectures {part}pass "
                      f"the constraints and the budget solve{_why(found)}")  # fmt: skip
     archs = list(found.architectures.items())
-    shown_archs = archs if everything else archs[:SAMPLE]
+    shown_archs = archs if everything else archs[:_SAMPLE]
     more = "" if len(shown_archs) == len(archs) else f" (first {len(shown_archs)} of {len(archs)}; --all lists all)"
     lines.append(f"  architectures{more}:")
     lines += [f"    {name}  {p.model.layout}  {_stages(p)}  {p.params / 1e6:.3f}M params  {p.macs / 1e6:.2f}M MACs  "
@@ -82,14 +82,14 @@ def _survey_random(space: Space, cand: Candidate) -> search.Survey:
 
     rejected: Counter[str] = Counter()
     archs: dict = {}
-    for point in _random_points(cand, RANDOM_POINTS):
+    for point in _random_points(cand, _RANDOM_POINTS):
         try:
             prep = search.admit(space, cand, point)
         except search.Rejected as exc:
             rejected[exc.reason.split(":", 1)[0]] += 1
             continue
         archs.setdefault(search.arch_name(prep.model.layout, search.structure(prep.model)), (point, prep))
-    return search.Survey(RANDOM_POINTS, None, dict(rejected), archs)
+    return search.Survey(_RANDOM_POINTS, None, dict(rejected), archs)
 
 
 def _random_points(cand: Candidate, n: int) -> Iterator[dict]:
@@ -126,7 +126,7 @@ def enumerated(space: Space, where: str) -> Space:
     """The space set to measure every network of its searched candidates once per seed: the grid sampler over
     every point, on every seed, no re-evaluation (a point whose network was measured on that seed reuses it,
     `store.reuse`). One-line UserError for a space with no searched candidate, a continuous dimension, or more
-    points than ENUMERATE_MAX; nothing is written."""
+    points than _ENUMERATE_MAX; nothing is written."""
     import dataclasses
     import math
 
@@ -142,13 +142,13 @@ def enumerated(space: Space, where: str) -> Space:
         if endless:
             raise UserError(f"{where}: candidate '{cand.name}': {endless[0]} is continuous, so the space holds "
                             f"infinitely many points; allowed: choice lists and integer ranges, at most "
-                            f"{ENUMERATE_MAX} points a candidate")  # fmt: skip
+                            f"{_ENUMERATE_MAX} points a candidate")  # fmt: skip
         sizes.append(math.prod(len(d.values() or ()) for d in cand.dims))
-        if sizes[-1] > ENUMERATE_MAX:
+        if sizes[-1] > _ENUMERATE_MAX:
             structural = search.size(cand) or 0
             raise UserError(f"{where}: candidate '{cand.name}' holds {sizes[-1]} points ({structural} structural, so "
-                            f"at most {structural} networks), more than the {ENUMERATE_MAX} points enumerate "
-                            f"measures; allowed: at most {ENUMERATE_MAX} points a candidate ({ENUMERATE_MAX} "
+                            f"at most {structural} networks), more than the {_ENUMERATE_MAX} points enumerate "
+                            f"measures; allowed: at most {_ENUMERATE_MAX} points a candidate ({_ENUMERATE_MAX} "
                             f"networks at {len(space.study.seeds)} seeds)")  # fmt: skip
     study = dataclasses.replace(space.study, sampler="grid", samples=max(sizes), reevaluate=None)
     return dataclasses.replace(space, study=study)

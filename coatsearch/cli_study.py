@@ -14,7 +14,7 @@ from coatsearch.vocab.bounds import FORMATS, TRIALS_MAX
 from coatsearch.vocab.samplers import replayable
 
 
-def study_parser(
+def _study_parser(
     sub: argparse._SubParsersAction, name: str, help_text: str, func: Callable[[argparse.Namespace], int]
 ) -> argparse.ArgumentParser:
     """A subcommand that takes a STUDY name and --studies-dir, running `func`."""
@@ -27,13 +27,13 @@ def study_parser(
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Every command of this module, in the order `coatsearch --help` lists them."""
-    for add in (add_report, add_replay, add_status, add_export, add_repair, add_dashboard):
+    for add in (_add_report, _add_replay, _add_status, _add_export, _add_repair, _add_dashboard):
         add(sub)
 
 
-def add_report(sub: argparse._SubParsersAction) -> None:
+def _add_report(sub: argparse._SubParsersAction) -> None:
     """`coatsearch report STUDY`: the Markdown report, its tables and figures, from the storage."""
-    report = study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
+    report = _study_parser(sub, "report", "write reports/<study>/report.md and figures from the storage", _report)
     report.add_argument("--reports-dir", type=Path, default=REPORTS)
     help_note = "also save the report as the study's optuna-dashboard note (the only journal write of a report)"
     report.add_argument("--note", action="store_true", help=help_note)
@@ -50,9 +50,9 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_replay(sub: argparse._SubParsersAction) -> None:
+def _add_replay(sub: argparse._SubParsersAction) -> None:
     """`coatsearch replay STUDY`: samplers (and pruners) replayed on a study that measured every architecture."""
-    replay = study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
+    replay = _study_parser(sub, "replay", "replay samplers on a study that measured every architecture", _replay)
     names = ", ".join(replayable())  # the registered samplers that replay (vocab.samplers)
     replay.add_argument("--sampler", default="random,tpe", help=f"comma-separated: {names}")
     replay.add_argument("--table", type=Path, help="an exported table (`export --format csv`) instead of the study")
@@ -87,9 +87,9 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_status(sub: argparse._SubParsersAction) -> None:
+def _add_status(sub: argparse._SubParsersAction) -> None:
     """`coatsearch status STUDY`: trial counts by state, the planned total and the time left."""
-    study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
+    _study_parser(sub, "status", "trial counts by state, planned total and time left (no dashboard)", _status)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -126,9 +126,9 @@ def status_text(st: Status) -> str:
     return "\n".join(lines)
 
 
-def add_export(sub: argparse._SubParsersAction) -> None:
+def _add_export(sub: argparse._SubParsersAction) -> None:
     """`coatsearch export STUDY`: the results table, or the best architectures (and their weights)."""
-    export = study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
+    export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
     export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
     help_best = "with --format yaml or timm: the K best architectures"
@@ -148,10 +148,10 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_repair(sub: argparse._SubParsersAction) -> None:
+def _add_repair(sub: argparse._SubParsersAction) -> None:
     """`coatsearch repair STUDY`: keep a damaged journal's complete records."""
     help_repair = "keep a damaged journal's complete records, move the damaged tail aside"
-    study_parser(sub, "repair", help_repair, _repair)
+    _study_parser(sub, "repair", help_repair, _repair)
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -167,9 +167,9 @@ def _repair(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_dashboard(sub: argparse._SubParsersAction) -> None:
+def _add_dashboard(sub: argparse._SubParsersAction) -> None:
     """`coatsearch dashboard STUDY`: optuna-dashboard on the study (read-only unless --allow-writes)."""
-    dash = study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
+    dash = _study_parser(sub, "dashboard", "serve optuna-dashboard on a study's storage", _dashboard)
     dash.add_argument("--host", default="127.0.0.1")
     dash.add_argument("--port", type=bounded(1, 65535), default=8080)
     dash.add_argument("--allow-writes", action="store_true", help="let the dashboard edit the study (warns)")

@@ -90,7 +90,7 @@ def readable(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in flatten(attrs).items()}
 
 
-def trial_attrs(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+def _trial_attrs(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     """A trial's user attributes as shown: its run record as one readable row (record.row), its curves as text
     (`curves.<name>.<series>`), and the claim attributes."""
     from coatsearch.storage import record, store
@@ -157,7 +157,7 @@ class ReadableStorage(BaseStorage):
 
 def _readable_trial(trial: optuna.trial.FrozenTrial) -> optuna.trial.FrozenTrial:
     out = copy.copy(trial)
-    out.user_attrs = trial_attrs(trial)
+    out.user_attrs = _trial_attrs(trial)
     return out
 
 
@@ -280,12 +280,12 @@ def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
     return True
 
 
-Scalar = str | int | float | bool | None
+_Scalar = str | int | float | bool | None
 
 
-def flatten(attrs: Mapping[str, Any], prefix: str = "") -> dict[str, Scalar]:
+def flatten(attrs: Mapping[str, Any], prefix: str = "") -> dict[str, _Scalar]:
     """Nested attributes as dotted scalar keys: dicts flattened, lists of scalars joined with ', '."""
-    out: dict[str, Scalar] = {}
+    out: dict[str, _Scalar] = {}
     for key, value in attrs.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):

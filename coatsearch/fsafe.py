@@ -4,7 +4,7 @@
   (a cloned repository can commit links, so `reports/S/report.md -> ~/.bashrc` must not be written through).
 - No special file is opened: FIFOs, devices and sockets are refused (a FIFO would block, `/dev/zero` never ends).
 - Every read is bounded: the file's kind and size are checked with stat before it is opened (without blocking),
-  at most `limit` bytes are read, and JSON nested deeper than JSON_DEPTH is refused, so `/dev/zero`, a FIFO, a
+  at most `limit` bytes are read, and JSON nested deeper than _JSON_DEPTH is refused, so `/dev/zero`, a FIFO, a
   huge or deeply nested file is one line, never a hang, a MemoryError or a RecursionError. A file the user names
   (`--space`, `--resume`, a weights file) may be reached through a link; one inside a study or report folder not.
 - Every write goes to a temporary file in the same folder, is flushed to disk, then renamed over the target:
@@ -27,7 +27,7 @@ from coatsearch.errors import UserError
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 _KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
 JSON_MAX = 16_000_000  # bytes of a JSON file coatsearch reads (a report's summary.json, a table, a registration)
-JSON_DEPTH = 64  # nesting of a JSON file coatsearch reads (a report's summary.json has 7)
+_JSON_DEPTH = 64  # nesting of a JSON file coatsearch reads (a report's summary.json has 7)
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the mode open() would give them (mkstemp makes them 0600)
 
@@ -94,7 +94,7 @@ def _read(path: Path, limit: int | None, flags: int, what: str = "file") -> byte
     return raw
 
 
-def parse_json(raw: bytes | str, where: object, kind: type = dict, depth: int = JSON_DEPTH) -> Any:
+def parse_json(raw: bytes | str, where: object, kind: type = dict, depth: int = _JSON_DEPTH) -> Any:
     """JSON text parsed: a value of `kind` nested at most `depth` deep; a one-line UserError naming `where` else."""
     try:
         value = json.loads(raw)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from coatsearch.api import RunResult
 
 SUFFIX = "-rep"  # the replicate's study name: the original's plus this
-CHAIN_MAX = 20  # replicates of replicates followed back for the seeds and draws already used
+_CHAIN_MAX = 20  # replicates of replicates followed back for the seeds and draws already used
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
     return tuple(numbers.parse_int(p, 0, SEED_MAX) for p in parts)
 
 
-def checked_seeds(seeds: Any) -> int | tuple[int, ...] | None:
+def _checked_seeds(seeds: Any) -> int | tuple[int, ...] | None:
     """`seeds` as `--seeds` takes it (`numbers`: a count 1..SEEDS_MAX, not True or 2.7; or seeds 0..SEED_MAX, a
     list or tuple), else the CLI's one-line UserError."""
     from coatsearch.api import checked
@@ -105,7 +105,7 @@ def prepare(
     from coatsearch.storage import store
     from coatsearch.storage.paths import check_name
 
-    seeds = checked_seeds(seeds)
+    seeds = _checked_seeds(seeds)
     studies, original = Path(studies_dir), check_name(original, "study")
     name = original + SUFFIX
     store.folder(studies, name)  # a name too long or a bad folder stops here
@@ -183,7 +183,7 @@ def _used(studies: Path, original: str, reg: Registration, space: Space) -> tupl
     draws: set[int] = set()
     name: str | None = original
     current: Registration | None = reg
-    for _ in range(CHAIN_MAX):
+    for _ in range(_CHAIN_MAX):
         if current is None or name is None:
             break
         a = current.analysis

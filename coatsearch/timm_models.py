@@ -26,7 +26,7 @@ from coatsearch.errors import UserError
 from coatsearch.vocab import specs
 
 NAME = "coatsearch_{study}_{architecture}"  # the default name template of a registered network
-WEIGHTS = "weights"  # the study folder's subfolder of `export --format timm` weights
+_WEIGHTS = "weights"  # the study folder's subfolder of `export --format timm` weights
 default_cfgs: dict[str, Any] = {}  # timm's register_model reads the pretrained cfgs of the module's entry points
 _OURS: dict[str, tuple[str, str]] = {}  # name -> (study, architecture) this process registered
 
@@ -36,10 +36,10 @@ def weights_path(studies_dir: str | Path, study: str, architecture: str) -> Path
     from coatsearch.runner import weights
     from coatsearch.storage import store
 
-    return store.folder(Path(studies_dir), study) / WEIGHTS / f"{architecture}{weights.SUFFIX}"
+    return store.folder(Path(studies_dir), study) / _WEIGHTS / f"{architecture}{weights.SUFFIX}"
 
 
-def name_for(study: str, architecture: str, template: str = NAME) -> str:
+def _name_for(study: str, architecture: str, template: str = NAME) -> str:
     """A registered network's timm name: the template filled in, lower case, other characters than [a-z0-9_] as _."""
     return re.sub(r"[^a-z0-9_]", "_", template.format(study=study, architecture=architecture).lower())
 
@@ -58,7 +58,7 @@ def register(study: str, best: int = 1, studies_dir: str | Path = "studies", nam
 
     entries = []
     for tm, _, _ in found.best(study, best, studies_dir):
-        timm_name = name_for(study, tm.architecture, name)
+        timm_name = _name_for(study, tm.architecture, name)
         if timm.is_model(timm_name) and _OURS.get(timm_name) != (study, tm.architecture):
             raise UserError(f"{timm_name}: timm already has a model of that name; register under another name "
                             "(name='<template with {study} and {architecture}>')")  # fmt: skip
@@ -136,8 +136,8 @@ def export(study: str, best: int, studies_dir: str | Path = "studies", device: s
     for tm, content in done:
         target = weights.save(weights_path(studies_dir, study, tm.architecture), content)
         got, was = content["retrained"], content["recorded"]
-        print(f"{target}: {name_for(study, tm.architecture)}: trial {content['trial']} retrained on seed "
+        print(f"{target}: {_name_for(study, tm.architecture)}: trial {content['trial']} retrained on seed "
               f"{content['seed']}: {content['objective']} {got} (recorded {was})")  # fmt: skip
     print(f"in Python: coatsearch.timm_models.register({study!r}, best={best}), then "
-          f"timm.create_model({name_for(study, done[0][0].architecture)!r}, pretrained=True)")  # fmt: skip
+          f"timm.create_model({_name_for(study, done[0][0].architecture)!r}, pretrained=True)")  # fmt: skip
     return weights_path(studies_dir, study, done[0][0].architecture).parent

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 import torch
+
+from tests.support.registries import RegistryPatch
 
 os.environ.setdefault("COATSEARCH_CACHE", tempfile.mkdtemp(prefix="coatsearch-cache-"))
 
@@ -64,3 +67,13 @@ def _fresh_storages():
     store._OPEN.clear()
     yield
     store._OPEN.clear()
+
+
+@pytest.fixture
+def registry_patch() -> Iterator[RegistryPatch]:
+    """Registry entries set or removed by a test (tests/support/registries.py), undone at teardown."""
+    patch = RegistryPatch()
+    try:
+        yield patch
+    finally:
+        patch.undo()

@@ -22,10 +22,10 @@ class Complexity:
 
 def measure(model: torch.nn.Module, image_size: int, in_chans: int, device: str | torch.device = "meta") -> Complexity:
     """Count MACs of one eval-mode forward pass of `model` on a (1, in_chans, S, S) input, and its parameters."""
-    return measure_shape(model, (1, in_chans, image_size, image_size), device)
+    return _measure_shape(model, (1, in_chans, image_size, image_size), device)
 
 
-def measure_shape(model: torch.nn.Module, shape: tuple[int, ...], device: str | torch.device = "meta") -> Complexity:
+def _measure_shape(model: torch.nn.Module, shape: tuple[int, ...], device: str | torch.device = "meta") -> Complexity:
     """Count MACs of one eval-mode forward pass of `model` on a zero input of `shape`, and its parameters.
 
     FlopCounterMode counts matmuls and convolutions (2 FLOPs per multiply-add; biases, norms,
@@ -74,7 +74,7 @@ def _block(kind: str, dim: int, dim_out: int, stride: int, side: int, out_side: 
 
     with torch.device("meta"):
         module = make_block(kind, dim, dim_out, stride, out_side, replace(block, drop_path=0.0), 0.0)
-    return measure_shape(module, (1, dim, side, side))
+    return _measure_shape(module, (1, dim, side, side))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -83,11 +83,11 @@ def _stem(stem: StemSpec, in_chans: int, first_width: int, block: BlockSpec, ima
 
     with torch.device("meta"):
         module = build_stem(stem, in_chans, first_width, block.conv_norm, block.act)
-    return measure_shape(module, (1, in_chans, image_size, image_size))
+    return _measure_shape(module, (1, in_chans, image_size, image_size))
 
 
 @functools.lru_cache(maxsize=1024)
 def _head(dim: int, num_classes: int) -> Complexity:
     with torch.device("meta"):
         module = torch.nn.Sequential(torch.nn.LayerNorm(dim), torch.nn.Linear(dim, num_classes))
-    return measure_shape(module, (1, dim))
+    return _measure_shape(module, (1, dim))

@@ -29,21 +29,21 @@ from coatsearch.vocab import kinds
 from coatsearch.vocab.kinds import CONV_QUANTUM
 from coatsearch.vocab.specs import DEPTH_MAX, Budget, ModelSpec
 
-FEWER_TOKENS = {  # the field that changes a layout's token count, by stem kind
+_FEWER_TOKENS = {  # the field that changes a layout's token count, by stem kind
     "patch": "stem.patch_size or strides",
     "conv": "stem.stride or strides",
     "vitc": "stem.strides or strides",
 }
 
 
-def knob_name(spec: ModelSpec) -> str:
+def _knob_name(spec: ModelSpec) -> str:
     """What the second knob k is for `spec`: 'growth' (several stages) or 'depth' (one stage)."""
     return "depth" if len(spec.stages) == 1 else "growth"
 
 
 def shaped(spec: ModelSpec, m: float, k: float) -> ModelSpec:
     """`spec` at width multiplier m and second knob k (stage i's width x k^i, or the one stage's depth x k)."""
-    stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
+    stem = kinds.STEM_KINDS.entry(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
     if len(spec.stages) == 1:
         s = spec.stages[0]
         one = replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind)), depth=scaled_depth(s.depth, k))
@@ -149,7 +149,7 @@ def _scan(spec: ModelSpec, budget: Budget) -> list[MatchResult]:
     prev_k, prev_e = 1.0, _nearest(results).params_error or 0.0
     if any(r.ok for r in results):
         return results
-    up = (prev_e < 0) == (knob_name(spec) == "growth")  # growth raises params at equal MACs, depth lowers them
+    up = (prev_e < 0) == (_knob_name(spec) == "growth")  # growth raises params at equal MACs, depth lowers them
     end = k_hi if up else k_lo
     for i in range(1, K_STEPS):
         k = end ** (i / (K_STEPS - 1))
@@ -169,13 +169,13 @@ def _miss(spec: ModelSpec, budget: Budget, best: MatchResult, kept: list[MatchRe
     macs_band = f"{_fmt(budget.macs)} MACs ± {tol:.0%}"
     in_band = [r for r in kept if abs(r.error) <= tol]
     if not in_band:
-        return replace(best, reason=f"no width and {knob_name(spec)} reach {macs_band}")
+        return replace(best, reason=f"no width and {_knob_name(spec)} reach {macs_band}")
     best = min(in_band, key=lambda r: abs(r.params_error or 0.0))  # show the closest in params of the MACs-matched
     lo, hi = min(r.params for r in in_band), max(r.params for r in in_band)
     if lo * (1 - tol) <= target <= hi * (1 + tol):  # reachable in range, but the steps jump over the band
         reason = (
             f"steps too coarse: params {_fmt(target)} ± {tol:.0%} lies inside the reachable {_fmt(lo)} to "
-            f"{_fmt(hi)} at {macs_band}, but no width and {knob_name(spec)} lands in both bands"
+            f"{_fmt(hi)} at {macs_band}, but no width and {_knob_name(spec)} lands in both bands"
         )
         return replace(best, reason=reason)
     k_lo, k_hi = _k_range(spec)
@@ -185,6 +185,6 @@ def _miss(spec: ModelSpec, budget: Budget, best: MatchResult, kept: list[MatchRe
     reason = (
         f"params {_fmt(target)} ± {tol:.0%} is unreachable at {macs_band}: layout {spec.layout} reaches "
         f"{_fmt(lo)} to {_fmt(hi)} params there (width, {knob}); change "
-        f"{FEWER_TOKENS.get(spec.stem.kind, 'strides')} (fewer tokens give more params per MAC) or budget.params"
+        f"{_FEWER_TOKENS.get(spec.stem.kind, 'strides')} (fewer tokens give more params per MAC) or budget.params"
     )
     return replace(best, reason=reason, params_range=(lo, hi))

@@ -52,7 +52,7 @@ from coatsearch.vocab.kinds import CONV_QUANTUM
 from coatsearch.vocab.specs import DEPTH_MAX, Budget, ModelSpec
 
 M_RANGE = {"width": (0.05, 16.0), "depth": (0.01, 16.0)}  # multiplier search interval per mode
-REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + REL_STEP
+_REL_STEP = 1e-4  # bisection stops when hi / lo < 1 + _REL_STEP
 K_GROWTH = (0.5, 2.0)  # joint budget, multi-stage: per-stage width growth factor k
 K_DEPTH = 4.0  # joint budget, one stage: depth factor k up to this (from 1 / depth)
 K_STEPS = 9  # log-spaced k values scanned before bisecting k
@@ -82,7 +82,7 @@ def _round_to(x: float, q: int) -> int:
 
 def _quantum(spec: ModelSpec, kind: str) -> int:
     """Width step of a stage of `kind` in `spec`."""
-    return kinds.stage_kind(kind).quantum(spec.block)
+    return kinds.STAGE_KINDS.entry(kind).quantum(spec.block)
 
 
 def scaled_depth(depth: int, factor: float) -> int:
@@ -102,7 +102,7 @@ def scale(spec: ModelSpec, multiplier: float, mode: str) -> ModelSpec:
         return spec
     if mode == "width":
         stages = tuple(replace(s, width=_round_to(s.width * m, _quantum(spec, s.kind))) for s in spec.stages)
-        stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
+        stem = kinds.STEM_KINDS.entry(spec.stem.kind).resize(spec.stem, lambda w: _round_to(w * m, CONV_QUANTUM))
         return replace(spec, stem=stem, stages=stages)
     if mode == "depth":
         idx = set(_depth_stages(len(spec.stages)))
@@ -142,7 +142,9 @@ def _neighbours(spec: ModelSpec, mode: str, sign: int) -> Iterator[ModelSpec]:
         q = _quantum(spec, s.kind)
         if s.width + sign * q >= q:
             yield replace(spec, stages=stages[:i] + (replace(s, width=s.width + sign * q),) + stages[i + 1 :])
-    stem = kinds.stem_kind(spec.stem.kind).resize(spec.stem, lambda w: max(CONV_QUANTUM, w + sign * CONV_QUANTUM))
+    stem = kinds.STEM_KINDS.entry(spec.stem.kind).resize(
+        spec.stem, lambda w: max(CONV_QUANTUM, w + sign * CONV_QUANTUM)
+    )
     if stem != spec.stem:
         yield replace(spec, stem=stem)
 
@@ -154,8 +156,8 @@ def _widening(spec: ModelSpec) -> bool:
 
 
 def _bisect(make: Callable[[float], ModelSpec], target: int, lo: float, hi: float) -> tuple[float, float]:
-    """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + REL_STEP."""
-    while hi / lo > 1 + REL_STEP:
+    """Shrink [lo, hi] in log space keeping f(lo) <= target < f(hi), until hi / lo < 1 + _REL_STEP."""
+    while hi / lo > 1 + _REL_STEP:
         mid = math.sqrt(lo * hi)
         if count(make(mid)).macs <= target:
             lo = mid

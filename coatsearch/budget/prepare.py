@@ -132,13 +132,17 @@ def stem_text(model: specs.ModelSpec) -> str:
     """The stem in short: 'conv2x16/2', 'patch4', 'vitc32,64,64/2,2,1'."""
     if not model.stages:
         return ""  # a regime baseline: no stem
-    return kinds.stem_kind(model.stem.kind).text(model.stem)
+    return kinds.STEM_KINDS.entry(model.stem.kind).text(model.stem)
 
 
 def tokens(model: specs.ModelSpec) -> list[str]:
     """Token grid each attention stage attends over, e.g. ['8x8', '4x4'] (M stages add window and grid)."""
     sides = zip(model.stages, model.feature_sizes(), strict=True)
-    return [kinds.stage_kind(s.kind).tokens(n, model.block) for s, n in sides if kinds.stage_kind(s.kind).attends]
+    return [
+        kinds.STAGE_KINDS.entry(s.kind).tokens(n, model.block)
+        for s, n in sides
+        if kinds.STAGE_KINDS.entry(s.kind).attends
+    ]
 
 
 def row(p: Prepared) -> dict:

@@ -10,7 +10,7 @@ from coatsearch.vocab.specs import ModelSpec
 
 def build(spec: ModelSpec) -> nn.Module:
     """The untrained model described by `spec` (on torch's current default device)."""
-    arch = kinds.arch_kind(spec.arch)  # an unknown arch: the one-line error naming the registered ones
+    arch = kinds.ARCHS.entry(spec.arch)  # an unknown arch: the one-line error naming the registered ones
     problem = kinds.check_arch(spec.arch, spec.stem.kind, spec.layout)
     if problem:
         raise ValueError(problem)

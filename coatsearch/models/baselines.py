@@ -11,7 +11,7 @@ from torch import nn
 
 from coatsearch.vocab.specs import ModelSpec
 
-CNN_WIDTHS = (16, 32, 64)  # channels of the three 3x3 conv layers; the first two are followed by a 2x2 max pool
+_CNN_WIDTHS = (16, 32, 64)  # channels of the three 3x3 conv layers; the first two are followed by a 2x2 max pool
 
 
 class LinearBaseline(nn.Module):
@@ -30,15 +30,15 @@ class LinearBaseline(nn.Module):
 
 
 class SmallCNN(nn.Module):
-    """A plain CNN: three conv-BN-ReLU layers (CNN_WIDTHS), max pools between them, global average pool, linear."""
+    """A plain CNN: three conv-BN-ReLU layers (_CNN_WIDTHS), max pools between them, global average pool, linear."""
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
         layers: list[nn.Module] = []
         dim = spec.in_chans
-        for i, width in enumerate(CNN_WIDTHS):
+        for i, width in enumerate(_CNN_WIDTHS):
             layers += [nn.Conv2d(dim, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True)]
-            if i < len(CNN_WIDTHS) - 1:
+            if i < len(_CNN_WIDTHS) - 1:
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))  # S -> ceil(S/2)
             dim = width
         self.features = nn.Sequential(*layers)

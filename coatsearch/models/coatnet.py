@@ -82,7 +82,7 @@ def transformer_block(dim: int, dim_out: int, stride: int, side: int, block: Blo
 
 def make_block(kind: str, dim: int, dim_out: int, stride: int, side: int, block: BlockSpec, dpr: float) -> nn.Module:
     """One block of stage kind `kind` (kinds.STAGE_KINDS) mapping (B, dim, H, W) -> (B, dim_out, side, side)."""
-    blk = kinds.load(kinds.stage_kind(kind).builder)(dim, dim_out, stride, side, block, dpr)
+    blk = kinds.load(kinds.STAGE_KINDS.entry(kind).builder)(dim, dim_out, stride, side, block, dpr)
     _ceil_pools(blk)
     return blk
 

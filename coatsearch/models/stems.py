@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import torch
 from timm.layers import get_norm_act_layer
 from torch import nn
 
 from coatsearch.vocab import kinds
-from coatsearch.vocab.specs import StemSpec
 
+# A stem argument is a vocab.specs.StemSpec, typed Any as in vocab.kinds: this module does not import specs, so the
+# registries under specs stay at the bottom of the import graph (benchmarks/import_graph.py's longest chain).
 # BlockSpec norm names -> timm norm-act layer names for NCHW maps.
 NORM_2D = {"batchnorm": "batchnorm2d", "layernorm": "layernorm2d"}
 
@@ -69,26 +71,21 @@ class VitcStem(nn.Module):
         return self.body(x)
 
 
-def conv_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+def conv_stem(stem: Any, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
     """Registry builder for "conv": CoAtNet's S0."""
     return ConvStem(in_chans, stem.width, stem.layers, stem.stride, norm, act)
 
 
-def patch_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+def patch_stem(stem: Any, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
     """Registry builder for "patch": ViT patchify to the first stage's width."""
     return PatchStem(in_chans, width, stem.patch_size)
 
 
-def vitc_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+def vitc_stem(stem: Any, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
     """Registry builder for "vitc": ViT_C's 3x3 conv stack to the first stage's width."""
     return VitcStem(in_chans, tuple(stem.channels), tuple(stem.strides), width)
 
 
-def build_stem(stem: StemSpec, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
+def build_stem(stem: Any, in_chans: int, width: int, norm: str, act: str) -> nn.Module:
     """The stem module for `stem` (kinds.STEM_KINDS); `width` is the first stage's width (patch and vitc)."""
-    return kinds.load(kinds.stem_kind(stem.kind).builder)(stem, in_chans, width, norm, act)
-
-
-def stem_out_width(stem: StemSpec, first_width: int) -> int:
-    """Channels the stem hands to the first stage."""
-    return kinds.stem_kind(stem.kind).out_width(stem, first_width)
+    return kinds.load(kinds.STEM_KINDS.entry(stem.kind).builder)(stem, in_chans, width, norm, act)

@@ -2,8 +2,8 @@
 
 No GPU is needed: every distinct trial goes through the real score code with a stand-in for `training.fit` that
 records each run's steps, batch and curve points (planner.pilot.Recorder, without its timings), and the work
-is counted as multiply-adds: a training image costs TRAIN_FLOPS_PER_MAC x the model's MACs (forward, and a
-backward of twice the forward), an evaluated image EVAL_FLOPS_PER_MAC x MACs. Seconds = FLOPs / (peak x
+is counted as multiply-adds: a training image costs _TRAIN_FLOPS_PER_MAC x the model's MACs (forward, and a
+backward of twice the forward), an evaluated image _EVAL_FLOPS_PER_MAC x MACs. Seconds = FLOPs / (peak x
 fraction). The fraction is an assumption to state (small models at 32x32 are launch-bound and reach a tiny
 share of the peak) until a GPU measures it (`benchmarks/bench_throughput.py --device cuda` prints it as
 `fraction_of_peak=`, a fraction of this same H200_BF16_PEAK).
@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # names for annotations only
     from coatsearch.space.objects import Space
 
 H200_BF16_PEAK = 989e12  # FLOP/s: NVIDIA H200 (SXM) dense bf16 tensor-core peak, datasheet
-TRAIN_FLOPS_PER_MAC = 6  # 2 FLOPs per multiply-add forward, a backward pass of about twice the forward
-EVAL_FLOPS_PER_MAC = 2
+_TRAIN_FLOPS_PER_MAC = 6  # 2 FLOPs per multiply-add forward, a backward pass of about twice the forward
+_EVAL_FLOPS_PER_MAC = 2
 UNCOUNTED = ("robustness", "speed")  # scores with no training run, left out of the count
 
 
@@ -55,12 +55,12 @@ class GpuPlan:
         return self.study_s / 3600
 
 
-def run_flops(run: RunCount, macs: int) -> float:
+def _run_flops(run: RunCount, macs: int) -> float:
     """FLOPs of one training run: its trained images forward and backward, its evaluated images forward."""
-    return macs * (TRAIN_FLOPS_PER_MAC * run.steps * run.batch + EVAL_FLOPS_PER_MAC * run.eval_images)
+    return macs * (_TRAIN_FLOPS_PER_MAC * run.steps * run.batch + _EVAL_FLOPS_PER_MAC * run.eval_images)
 
 
-def count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -> tuple[RunCount, ...]:
+def _count_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -> tuple[RunCount, ...]:
     """The training runs one candidate's trial would make (steps, batch, evaluated images), nothing timed."""
     import dataclasses
 
@@ -98,9 +98,9 @@ def gpu_plan(space: Space, fraction: float, peak: float = H200_BF16_PEAK) -> Gpu
 
     d, dev = space, pick_device("cpu")
     preps = [c.prepared for c in space.candidates if c.prepared.ok]
-    runs = {p.name: count_trial(d, p, d.study.seeds[0], dev) for p in preps}
+    runs = {p.name: _count_trial(d, p, d.study.seeds[0], dev) for p in preps}
     macs = {p.name: p.macs for p in preps}
-    trial_s = {n: sum(run_flops(r, macs[n]) for r in rs) / (peak * fraction) for n, rs in runs.items()}
+    trial_s = {n: sum(_run_flops(r, macs[n]) for r in rs) / (peak * fraction) for n, rs in runs.items()}
     samples = {c.name: d.study.samples if c.dims else 1 for c in d.candidates}
     total = sum(predict.study_durations(trial_s, samples, len(d.study.seeds)))
     return GpuPlan(peak, fraction, len(d.study.seeds), runs, macs, trial_s, total)

@@ -2,10 +2,10 @@
 
 A trial is run through the real score code (`scores.measure`) with a stand-in for `training.fit` that records what
 each training run would do (its planned steps, curve points, batch, compile setting) and returns a one-step fit
-on STAND_IN images, so the score goes on. Each distinct shape (model, batch, augmentation) is timed once: a step by a
+on _STAND_IN images, so the score goes on. Each distinct shape (model, batch, augmentation) is timed once: a step by a
 short fit of one-step epochs on the run's first batch (the first warms caches and allocators; the median of
-the next STEP_PILOT is kept, so a burst of load from another process does not decide it), a curve point from
-the median eval time per image of POINT_PILOT passes over one batch.
+the next _STEP_PILOT is kept, so a burst of load from another process does not decide it), a curve point from
+the median eval time per image of _POINT_PILOT passes over one batch.
 Everything a trial does besides its fits (the linear probe, robustness evaluation) is measured as the rest of
 its wall time. Each pilot process first loads the space's data, as each worker does once: that is a worker's
 start-up, paid once per worker, not once per trial. Pilot trials
@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # types only: torch and the score code are imported where a p
     from coatsearch.training.history import History
     from coatsearch.vocab.specs import OptimSpec
 
-STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
-STAND_IN = 4  # images of the one-step fit a score gets back in place of its run (BatchNorm needs more than 1)
-POINT_PILOT = 3  # eval passes over one batch timed (after a warm-up pass; their median): a point's cost per image
+_STEP_PILOT = 3  # timed optimizer steps of a step-time pilot, after one warm-up step (their median is kept)
+_STAND_IN = 4  # images of the one-step fit a score gets back in place of its run (BatchNorm needs more than 1)
+_POINT_PILOT = 3  # eval passes over one batch timed (after a warm-up pass; their median): a point's cost per image
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class Recorder:
         return hist
 
     def _step_time(self, model: nn.Module, train: TensorData, optim: OptimSpec, batch: int, augment: bool) -> float:
-        """Seconds of one eager step of this shape: the median of STEP_PILOT steps on the run's first batch."""
+        """Seconds of one eager step of this shape: the median of _STEP_PILOT steps on the run's first batch."""
         import copy
 
         from coatsearch.training.fit import fit
@@ -121,7 +121,7 @@ class Recorder:
         recipe = dataclasses.replace(optim, lr=0.0, weight_decay=0.0, warmup_epochs=0.0)  # these do not change a step
         key = ("step", signature(model), batch, augment, recipe)
         if key not in self.cache:  # one-step epochs: the first warms up, the median of the rest is a step's time
-            hist = fit(copy.deepcopy(model), _head(train, batch), None, optim, 1 + STEP_PILOT, seed=0,
+            hist = fit(copy.deepcopy(model), _head(train, batch), None, optim, 1 + _STEP_PILOT, seed=0,
                        device=self.device, augment=augment, eval_every=0, measure_train=False)  # fmt: skip
             self.cache[key] = statistics.median(hist.seconds[1:])
         return self.cache[key]
@@ -132,7 +132,7 @@ class Recorder:
         """Seconds of one curve point: eval passes over the probe (PROBE_MAX training images), the test images and
         the validation images.
 
-        Timed as the median seconds per image of POINT_PILOT passes over one batch after a warm-up (linear in images).
+        Timed as the median seconds per image of _POINT_PILOT passes over one batch after a warm-up (linear in images).
         """
         from coatsearch.training.curves import eval_batch, eval_tensors
         from coatsearch.training.subsets import PROBE_MAX
@@ -142,7 +142,7 @@ class Recorder:
         if key not in self.cache:
             net, size = model.to(self.device), eval_batch(self.device, batch)  # the Meter's evaluation batch
             x, y, times = train.x[:size].to(self.device), train.y[:size].to(self.device), []
-            for _ in range(POINT_PILOT + 1):  # the first pass warms up; the median of the rest is timed
+            for _ in range(_POINT_PILOT + 1):  # the first pass warms up; the median of the rest is timed
                 start = time.perf_counter()
                 eval_tensors(net, x, y, size)
                 times.append((time.perf_counter() - start) / len(y))
@@ -153,12 +153,12 @@ class Recorder:
     def _stand_in(
         self, model: nn.Module, train: TensorData, evaluate: TensorData | None, optim: OptimSpec, kw: dict[str, Any]
     ) -> tuple[History, float]:
-        """(History, seconds besides its one step) of a one-step fit on STAND_IN images, evaluated on as many."""
+        """(History, seconds besides its one step) of a one-step fit on _STAND_IN images, evaluated on as many."""
         from coatsearch.training.fit import fit
 
-        held = _head(evaluate, STAND_IN) if evaluate is not None else None
+        held = _head(evaluate, _STAND_IN) if evaluate is not None else None
         start = time.perf_counter()
-        hist = fit(model, _head(train, STAND_IN), held, optim, 1, seed=kw.get("seed", 0), device=self.device,
+        hist = fit(model, _head(train, _STAND_IN), held, optim, 1, seed=kw.get("seed", 0), device=self.device,
                    augment=kw.get("augment", True), eval_every=0, max_steps=1)  # fmt: skip
         return hist, max(0.0, time.perf_counter() - start - sum(hist.seconds))
 
@@ -181,7 +181,7 @@ def peak_mb(device: torch.device) -> float:
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
 
 
-def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -> TrialTiming:
+def _pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -> TrialTiming:
     """Run one candidate's trial through the score code with a Recorder in place of `training.fit`."""
     from coatsearch.scores import TrialInput, measure
 
@@ -202,7 +202,7 @@ def pilot_trial(space: Space, prep: Prepared, seed: int, device: torch.device) -
     return TrialTiming(prep.name, tuple(rec.fits), max(0.0, wall - rec.spent), peak_mb(device), wall)
 
 
-def pilot_many(space: Space, preps: list[Prepared], seed: int, device: str, threads: int | None) -> list[TrialTiming]:
+def _pilot_many(space: Space, preps: list[Prepared], seed: int, device: str, threads: int | None) -> list[TrialTiming]:
     """Pilot each prepared candidate in turn in this process, at `threads` intra-op threads (None: as set)."""
     import torch
 
@@ -216,7 +216,7 @@ def pilot_many(space: Space, preps: list[Prepared], seed: int, device: str, thre
         start = time.perf_counter()
         for prep in preps:  # a worker loads each dataset once (data.load caches it per process)
             D.load(space.data, prep.model.image_size, prep.model.in_chans)
-        out = [pilot_trial(space, p, seed, dev) for p in preps]
+        out = [_pilot_trial(space, p, seed, dev) for p in preps]
         out[0] = dataclasses.replace(out[0], warmup_s=time.perf_counter() - start - sum(t.pilot_s for t in out))
         return out
     finally:
@@ -232,7 +232,7 @@ def run_pilots(
     trials): a fixed split left one process idle while the other piloted the costly trials (robustness at full size).
     """
     if processes <= 1 or len(preps) <= 1:
-        return pilot_many(space, preps, seed, device, threads)
+        return _pilot_many(space, preps, seed, device, threads)
     from coatsearch.training.tuning import spawned_threads
 
     each = spawned_threads(processes, threads)  # as the run's spawned workers will have
@@ -244,8 +244,8 @@ def run_pilots(
 def _in_pool(
     shares: list[list[Prepared]], args: tuple[int, str, int | None], space: Space, processes: int
 ) -> list[list[TrialTiming]]:
-    """pilot_many on each share over `processes` spawned processes (`runner.spawned`: a pilot process that dies or
+    """_pilot_many on each share over `processes` spawned processes (`runner.spawned`: a pilot process that dies or
     raises is seen at once, Ctrl-C or SIGTERM stops them all, none outlives this one)."""
     from coatsearch.runner.spawned import run_spawned
 
-    return run_spawned(pilot_many, [(space, share, *args) for share in shares], processes)
+    return run_spawned(_pilot_many, [(space, share, *args) for share in shares], processes)

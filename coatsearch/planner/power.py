@@ -33,7 +33,7 @@ from coatsearch.storage.record import TrialRecord
 # paper_layouts and 4.2 points (accuracy.eval_acc) on vit_stems; losses 0.04-0.13 nats.
 PRIOR_SD_DIFF = {"%": 4.0, "points": 4.0, "nats": 0.1}
 REGIME_LOSS = C.FIT_LOSS  # nats: the train-loss level claim (a)'s key runs must reach (the verdict rule's own)
-EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its length (beyond: not expected)
+_EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its length (beyond: not expected)
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     fr = frames.build(space, records)
     rows = TB.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
     curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in TB.curve_scores()}
-    steps = steps_taken(fr.complete)
+    steps = _steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:
         tables = stem.stem_tables(fr.complete, fr.runs, fr.acc)
@@ -105,7 +105,7 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if rows else None
 
 
-def steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
+def _steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
     """candidate -> run phase -> median optimizer steps its complete runs took: `<score>.steps` is the score's
     run, `<score>.<phase>_steps` a named run of it (transfer's pretrain and finetune)."""
     seen: dict[str, dict[str, list[float]]] = {}
@@ -170,7 +170,7 @@ def measured_keys(scores: object) -> set[str]:
     return {k for k in METRICS if k.split(".", 1)[0] in on}
 
 
-def deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tuple[str | None, list[str], int]:
+def _deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tuple[str | None, list[str], int]:
     """(measure, models measured on it in chain order, key relations) the report would decide the claim on."""
     names, syms = V.parse_chain(claim.chain)
     resolved = {n: r["candidate"] for n in names if (r := V.resolve(n, rows)[0]) is not None}
@@ -194,7 +194,7 @@ def claim_power(sd: float, n: int, k: int, family: int, effect: float | None) ->
     return {"alpha": alpha, "mdd": mdd, "seeds": need}
 
 
-def noise_of(key: str, earlier: Earlier | None) -> tuple[float | None, str]:
+def _noise_of(key: str, earlier: Earlier | None) -> tuple[float | None, str]:
     """(sd of a paired difference, where it comes from) for one measure: the earlier study's, else the prior."""
     if earlier is not None:
         found = V.noises(earlier.rows).get(key)
@@ -259,10 +259,10 @@ def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
     curve = representative(curve)
     need = steps_to(level, curve["step"], curve["train_loss"])
     last = int(max(curve["step"] or [0]))
-    if need is None or need > EXTRAPOLATE_MAX * last:
+    if need is None or need > _EXTRAPOLATE_MAX * last:
         final = curve["train_loss"][-1] if curve["train_loss"] else None
         at = "" if final is None else f", where it was at {final:.2f} nats"
-        cap = f"{EXTRAPOLATE_MAX * last:,} steps ({EXTRAPOLATE_MAX}x the earlier study's {last}{at})"
+        cap = f"{_EXTRAPOLATE_MAX * last:,} steps ({_EXTRAPOLATE_MAX}x the earlier study's {last}{at})"
         return f"{name} is not expected to reach {level:g} nats within {cap}; the profile gives {have} (out of regime)"
     gives = f"the profile gives {have} ({_ok(need <= have)})" if have is not None else "steps not planned (unknown)"
     return f"{name} is expected to need ~{need:,.0f} steps to reach {level:g} nats; {gives}"
@@ -314,22 +314,22 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
         members = [r["candidate"] for p in pairs for r in p]
         key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
         out.append(_claim(C.REL_CLAIM, key, members, len(pairs), at))
-    if set(STEM_MODELS) <= {r["model_label"] for r in rows}:
+    if set(_STEM_MODELS) <= {r["model_label"] for r in rows}:
         out.append(_stem(at))
     return [c for c in out if c is not None]
 
 
 STEM_MEASURE = "accuracy.eval_acc"  # the fixed recipes' accuracy (report.optim.primary_acc on a vit_stems study)
-STEM_MODELS = tuple(dict.fromkeys(label for label, _ in stem.CELLS))  # ("ViT_P", "ViT_C"): claim (f)'s models
+_STEM_MODELS = tuple(dict.fromkeys(label for label, _ in stem.CELLS))  # ("ViT_P", "ViT_C"): claim (f)'s models
 
 
 def _stem(at: _Setting) -> ClaimPlan:
     """Claim (f)'s optimizer-gap part, as analysis.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
     Holm family of the gap and one EDF part per optimizer with sampled ViT runs. Its noise is an earlier study's
     contrast, else the prior; its regime is that study's cells against the linear baseline."""
-    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in STEM_MODELS]
+    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in _STEM_MODELS]
     family = 1 + len({r["optimizer"] for r in vit if r.get("sampled")})
-    head = (claim.id, claim.title, STEM_MEASURE, STEM_MODELS, 1, at.seeds)
+    head = (claim.id, claim.title, STEM_MEASURE, _STEM_MODELS, 1, at.seeds)
     earlier = at.earlier
     if earlier is not None and (gap := earlier.stem) is not None:
         sd, source = gap.sd, f"{earlier.source} {earlier.where}: gap contrast over {gap.seeds} seeds"
@@ -349,7 +349,7 @@ def _stem(at: _Setting) -> ClaimPlan:
 
 def _chain(claim: C.Claim, at: _Setting) -> ClaimPlan | None:
     """A chain claim's plan; None when fewer than two of its models are in the space."""
-    key, models, relations = deciding(claim, at.rows, at.keys)
+    key, models, relations = _deciding(claim, at.rows, at.keys)
     if len(models) < 2:
         return None
     return _claim(claim, key, models, relations, at)
@@ -361,7 +361,7 @@ def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, a
     if key is None:
         return ClaimPlan(*head, None, "", None, None, claim.paper_effect, None, at.effect, None, (),
                          "no measure of the claim is recorded by two of its models")  # fmt: skip
-    sd, source = noise_of(key, at.earlier)
+    sd, source = _noise_of(key, at.earlier)
     points = METRICS[key].unit in ("%", "points")
     paper = claim.paper_effect if points else None
     zone = regime(key, models, at.planned, at.earlier, at.level, claim.needs_convergence)

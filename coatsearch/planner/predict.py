@@ -45,7 +45,7 @@ def compiles(fit: FitTiming) -> bool:
     return left > 0 and tuning.worth_compiling(left, fit.step_s, fit.compile_s, fit.speedup)
 
 
-def train_seconds(fit: FitTiming) -> float:
+def _train_seconds(fit: FitTiming) -> float:
     """Seconds of the run's optimizer steps, compile included when it would compile."""
     steps = run_steps(fit)
     if not compiles(fit):
@@ -58,7 +58,7 @@ def fit_seconds(fit: FitTiming) -> float:
     """Predicted wall seconds of one training run (an upper bound when it stops at a target and no earlier study
     gave its steps): its curve points are those of the steps it is expected to take."""
     points = math.ceil(fit.points * run_steps(fit) / fit.steps) if fit.steps else fit.points
-    return fit.setup_s + points * fit.point_s + train_seconds(fit)
+    return fit.setup_s + points * fit.point_s + _train_seconds(fit)
 
 
 def trial_seconds(trial: TrialTiming) -> float:

@@ -48,9 +48,9 @@ def render(plan: Plan) -> str:
         f"claims (noise from {plan.noise}; power at the verdict α over the claim's Holm family, 80% power; "
         "regime of the key models):",
     ]
-    lines += [line for c in plan.claims for line in claim_lines(c)]
+    lines += [line for c in plan.claims for line in _claim_lines(c)]
     if plan.budget_s is not None:
-        lines += ["", budget_line(plan)]
+        lines += ["", _budget_line(plan)]
     if plan.registration:
         lines += ["", *registration_lines(plan)]
     return "\n".join(lines)
@@ -71,7 +71,7 @@ def _num(x: float | None, unit: str) -> str:
     return "-" if x is None else ("not detectable" if x == float("inf") else f"{x:.2f} {unit}")
 
 
-def claim_lines(c: ClaimPlan) -> list[str]:
+def _claim_lines(c: ClaimPlan) -> list[str]:
     """A claim's lines: deciding measure and models, power numbers, then its regime findings."""
     title = f"claim ({c.claim}) {c.title}"
     if c.measure is None:
@@ -96,15 +96,15 @@ def _seeds(n: int | None) -> str:
     return f"{n} seeds" if n else "more than 1000 seeds"
 
 
-def budget_line(plan: Plan) -> str:
+def _budget_line(plan: Plan) -> str:
     """How many seeds fit the budget and which claims they decide."""
     b = duration(plan.budget_s or 0)
     if not plan.budget_seeds:
-        return f"budget {b}: not even one seed fits (one seed is predicted to take {duration(min_study(plan))})"
+        return f"budget {b}: not even one seed fits (one seed is predicted to take {duration(_min_study(plan))})"
     decides = ", ".join(f"({c})" for c in plan.budget_decides) or "none of the claims"
     return f"budget {b}: at most {plan.budget_seeds} seed(s) fit; they decide {decides}"
 
 
-def min_study(plan: Plan) -> float:
+def _min_study(plan: Plan) -> float:
     """Predicted wall seconds of the study at one seed."""
     return predict.makespan(predict.study_durations(plan.trial_s, plan.samples, 1), plan.processes, plan.start_s)

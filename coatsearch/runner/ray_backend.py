@@ -45,7 +45,7 @@ GPU_FRACTION = 0.25  # default GPU share of a CUDA trial: these models (about 1M
 # fraction of a GPU, so four trials share each (tuning.cuda_processes sizes the optuna backend's the same way)
 MAX_FAILURES = 2  # retries of a trial whose worker process died (not of trials that fail on their own)
 SCORE, STEP = "score", "epochs_done"  # what ASHA reads: objective score after STEP epochs
-SAVED = "checkpoint_step"  # a result that carries a checkpoint: the step it holds (ASHA and the searcher skip it)
+_SAVED = "checkpoint_step"  # a result that carries a checkpoint: the step it holds (ASHA and the searcher skip it)
 
 
 def run(
@@ -372,4 +372,4 @@ def _trainable(
 
 def _to_ray(where: Path, step: int) -> None:
     """Hand a trial's checkpoint folder to Ray (persisted in the run's storage; a retried trial gets it back)."""
-    tune.report({SAVED: step}, checkpoint=tune.Checkpoint.from_directory(str(where)))
+    tune.report({_SAVED: step}, checkpoint=tune.Checkpoint.from_directory(str(where)))

@@ -28,7 +28,7 @@ from coatsearch.storage.trials import PlanItem
 from coatsearch.training import checkpoint
 
 FOLDER = "checkpoints"  # inside the study folder
-Outcome = tuple[str, R.RunRecord | None, Any]
+_Outcome = tuple[str, R.RunRecord | None, Any]
 
 
 def folder_of(study_folder: Path, item: PlanItem) -> Path:
@@ -43,7 +43,7 @@ def trial(
     item: PlanItem,
     on_save: Callable[[Path, int], None] | None = None,
     restored: Path | None = None,
-) -> Iterator[Callable[[Outcome], Outcome]]:
+) -> Iterator[Callable[[_Outcome], _Outcome]]:
     """Checkpoint the trial's long training runs; yields `done(outcome)`, which notes a resume in the record and
     removes the checkpoints (unless kept). Without a study folder or with `checkpoint.every: 0`, nothing.
 
@@ -52,11 +52,11 @@ def trial(
     spec = space.checkpoint
     where = folder_of(study_folder, item) if study_folder is not None and spec.every > 0 else None
     if where is not None and restored is not None:
-        bring_back(Path(restored), where)
+        _bring_back(Path(restored), where)
     policy = checkpoint.Policy(where, spec.every, spec.min_steps, on_save) if where is not None else None
     with checkpoint.trial(policy) as state:
 
-        def done(outcome: Outcome) -> Outcome:
+        def done(outcome: _Outcome) -> _Outcome:
             status, run, value = outcome
             if state is not None and state.resumed and run is not None:
                 run = replace(run, extra={**run.extra, "resumed": [dict(r) for r in state.resumed]})
@@ -85,7 +85,7 @@ def remove(where: Path, top: Path | None = None) -> None:
             up = up.parent
 
 
-def bring_back(source: Path, where: Path) -> None:
+def _bring_back(source: Path, where: Path) -> None:
     """Copy the checkpoint files of `source` (Ray's copy of a trial's folder) into `where` through the safe writer."""
     for f in sorted(source.glob("fit*.safetensors")):
         fsafe.write(where / f.name, fsafe.read_bytes(f))

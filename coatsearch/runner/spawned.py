@@ -1,7 +1,7 @@
 """Tasks run over spawned processes, each taken by the first free one, with every way back to the parent bounded.
 
 A result or exception comes back through a pipe the parent waits on together with each process's sentinel, so a
-process that dies (a signal, the OOM killer, an exception that cannot be sent) is seen within POLL_S, never
+process that dies (a signal, the OOM killer, an exception that cannot be sent) is seen within _POLL_S, never
 waited for. An exception that does not pickle on the way out, or does not unpickle on the way in, comes back as
 a RuntimeError naming its type and message: `multiprocessing.Pool` lost such a result in its handler thread and
 waited forever. Ctrl-C, SIGTERM or any error in the parent terminates every process (see `runner.interrupts`).
@@ -16,7 +16,7 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
-POLL_S = 5.0  # the longest the parent waits without looking at every process
+_POLL_S = 5.0  # the longest the parent waits without looking at every process
 
 
 def run_spawned(fn: Callable[..., Any], tasks: Sequence[tuple], processes: int) -> list:
@@ -53,7 +53,7 @@ def _collect(procs: list, tasks: Sequence[tuple]) -> list:
             conn.send(task)
             busy[conn] = (proc, index)
     while busy:
-        ready = mp.connection.wait([*busy, *(p.sentinel for p, _ in busy.values())], timeout=POLL_S)
+        ready = mp.connection.wait([*busy, *(p.sentinel for p, _ in busy.values())], timeout=_POLL_S)
         for conn in [c for c in busy if c in ready]:
             proc, index = busy.pop(conn)
             results[index] = _result(conn, proc)
@@ -72,7 +72,7 @@ def _result(conn: Any, proc: Any) -> Any:
     try:
         ok, value = conn.recv()
     except EOFError:
-        proc.join(POLL_S)
+        proc.join(_POLL_S)
         raise RuntimeError(f"a worker process died ({_death(proc.exitcode)}) before it answered") from None
     except Exception as exc:  # an exception object this side cannot rebuild
         raise RuntimeError(f"a worker process answered what cannot be read here: {type(exc).__name__}: {exc}") from None

@@ -32,8 +32,8 @@ from coatsearch.training import listeners
 from coatsearch.training.curves import Point
 
 CHOICES = ("none", "tensorboard", "mlflow")
-EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow"}  # backend -> the module it needs (and its extra's name)
-FOLDERS = {"tensorboard": "tensorboard", "mlflow": "mlruns"}  # backend -> its folder inside the study folder
+_EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow"}  # backend -> the module it needs (and its extra's name)
+_FOLDERS = {"tensorboard": "tensorboard", "mlflow": "mlruns"}  # backend -> its folder inside the study folder
 
 
 class Tracker(Protocol):
@@ -47,8 +47,8 @@ def check(log: str, what: str = "--log") -> None:
     """A one-line UserError for an unknown backend or one whose extra is not installed."""
     if log not in CHOICES:
         raise UserError(f"{what}: {log!r} is not a tracking backend; allowed: {', '.join(CHOICES)}")
-    if log != "none" and importlib.util.find_spec(EXTRAS[log]) is None:
-        raise UserError(f"{what} {log}: needs the {log} extra: pip install 'coatsearch[{EXTRAS[log]}]'")
+    if log != "none" and importlib.util.find_spec(_EXTRAS[log]) is None:
+        raise UserError(f"{what} {log}: needs the {log} extra: pip install 'coatsearch[{_EXTRAS[log]}]'")
 
 
 def run_name(item: PlanItem, number: int | None) -> str:
@@ -90,8 +90,8 @@ def _open(space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any],
     peak = float(params.get("train.lr") or _peak_lr(space, item.candidate))
     try:
         if space.log == "tensorboard":
-            return TensorBoard(folder / FOLDERS["tensorboard"] / name, hparams, peak)
-        return MLflow(folder / FOLDERS["mlflow"], folder.name, name, hparams, peak)
+            return TensorBoard(folder / _FOLDERS["tensorboard"] / name, hparams, peak)
+        return MLflow(folder / _FOLDERS["mlflow"], folder.name, name, hparams, peak)
     except Exception as exc:  # noqa: BLE001 - see _guarded
         print(f"coatsearch: note: tracking {name} in {space.log} failed to start: {exc}", file=sys.stderr)
         return None

@@ -73,18 +73,18 @@ def run_item(
             raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(metrics)})")
         objs = tuple(R.selection_key(k, metrics) for k in space.study.objectives)  # validation images, never test
         values = [float(metrics[k]) for k in objs]
-        run = R.completed(ident, model_of(prep, label), metrics, R.optimizer(prep.optim), **common,
+        run = R.completed(ident, _model_of(prep, label), metrics, R.optimizer(prep.optim), **common,
                           objective=objs[0], objectives=objs)  # fmt: skip
         return values, run
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     key = key and R.selection_key(key, metrics)  # the value the sampler and pruner see: validation images
     if key is None or not math.isfinite(metrics[key]):
         raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(metrics)})")
-    return float(metrics[key]), R.completed(ident, model_of(prep, label), metrics, R.optimizer(prep.optim),
+    return float(metrics[key]), R.completed(ident, _model_of(prep, label), metrics, R.optimizer(prep.optim),
                                             **common, objective=key)  # fmt: skip
 
 
-def model_of(prep: Prepared, label: str | None = None) -> R.Model:
+def _model_of(prep: Prepared, label: str | None = None) -> R.Model:
     """What a trial records about its model: label (`label`, else model_label), layout, stages, tokens, params, MACs."""
     return R.Model(
         label=label or model_label(prep.model),

@@ -27,7 +27,7 @@ from coatsearch.vocab import specs
 
 FORMAT = "coatsearch.runner.weights/2"  # /1 was a torch.save pickle, never read
 SUFFIX = ".safetensors"
-PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # a pickle (protocol 2+) and torch.save's zip container
+_PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # a pickle (protocol 2+) and torch.save's zip container
 
 
 def path_for(yaml_path: Path, architecture: str) -> Path:
@@ -101,7 +101,7 @@ def read(path: str | Path) -> dict[str, Any]:
             start = fh.read(4)
     except OSError as exc:
         raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
-    if start.startswith(PICKLE_MAGIC):
+    if start.startswith(_PICKLE_MAGIC):
         raise UserError(f"{path}: is a pickle (torch.save), which coatsearch never loads; export the weights "
                         f"again with --save-weights (safetensors)")  # fmt: skip
     try:

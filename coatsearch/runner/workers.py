@@ -12,7 +12,7 @@ from coatsearch.vocab.bounds import TRIALS_MAX, WORKERS_MAX
 if TYPE_CHECKING:
     from coatsearch.space.objects import Space
 
-WORKER_MB = 1024  # memory one training worker process needs at least (torch, data, one model), without a plan
+_WORKER_MB = 1024  # memory one training worker process needs at least (torch, data, one model), without a plan
 
 
 def processes(space: Space, workers: int | str, trials: int | None, device: str, say: bool,
@@ -21,7 +21,7 @@ def processes(space: Space, workers: int | str, trials: int | None, device: str,
     on CUDA sizes several processes per GPU from its memory and the host's cores (tuning.cuda_workers).
 
     Never more processes than trials left to run (planned minus the `done` ones, at most `trials`) nor than the
-    available memory holds at WORKER_MB each: a larger `workers` is lowered with a one-line note.
+    available memory holds at _WORKER_MB each: a larger `workers` is lowered with a one-line note.
     """
     from coatsearch.storage.trials import plan as trials_of
     from coatsearch.training import tuning
@@ -31,7 +31,7 @@ def processes(space: Space, workers: int | str, trials: int | None, device: str,
     if workers != "auto":
         cap = min(left, memory_workers())
         if int(workers) > cap:
-            why = f"{left} trial(s) left" if cap == left else f"memory for {cap} ({WORKER_MB} MB each)"
+            why = f"{left} trial(s) left" if cap == left else f"memory for {cap} ({_WORKER_MB} MB each)"
             print(f"coatsearch: note: --workers {workers} lowered to {cap}: {why}", file=sys.stderr)
         return min(int(workers), cap), None
     dev = pick_device(device)
@@ -49,11 +49,11 @@ def processes(space: Space, workers: int | str, trials: int | None, device: str,
 
 
 def memory_workers() -> int:
-    """How many WORKER_MB workers the available memory (Linux MemAvailable) holds; WORKERS_MAX when unknown."""
+    """How many _WORKER_MB workers the available memory (Linux MemAvailable) holds; WORKERS_MAX when unknown."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return max(1, int(line.split()[1]) // 1024 // WORKER_MB)
+                return max(1, int(line.split()[1]) // 1024 // _WORKER_MB)
     except (OSError, ValueError, IndexError):
         pass
     return WORKERS_MAX

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
 from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
 from coatsearch.vocab import specs
+from coatsearch.vocab.registry import Registry
 
 __all__ = [
     "FALLBACK",
@@ -35,18 +36,21 @@ __all__ = [
     "unregister_score",
 ]
 
-SCORES: dict[str, Score] = {
-    s.name: s
-    for s in (
-        generalization.SCORE,
-        capacity.SCORE,
-        accuracy.SCORE,
-        transfer.SCORE,
-        length.SCORE,
-        robustness.SCORE,
-        speed.SCORE,  # last: it builds a fresh model of its own and times it, after every trained score
-    )
-}
+SCORES: Registry[Score] = Registry(
+    "score",
+    {
+        s.name: s
+        for s in (
+            generalization.SCORE,
+            capacity.SCORE,
+            accuracy.SCORE,
+            transfer.SCORE,
+            length.SCORE,
+            robustness.SCORE,
+            speed.SCORE,  # last: it builds a fresh model of its own and times it, after every trained score
+        )
+    },
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,27 +168,17 @@ def register_score(score: Score, *, before: str | None = None) -> None:
     bad = [r for r, k in score.roles.items() if r in taken or not k.startswith(f"{score.name}.")]
     if bad:
         raise ValueError(f"score {score.name!r}: roles must be new and name keys starting '{score.name}.': {bad}")
-    items = list(SCORES.items())
-    at = [n for n, _ in items].index(get(before).name) if before is not None else len(items)
-    SCORES.clear()
-    SCORES.update([*items[:at], (score.name, score), *items[at:]])
+    SCORES.register(score.name, score, before=before)
     METRICS.clear()
     METRICS.update(_metrics())
 
 
 def unregister_score(name: str) -> Score:
     """Remove the score `name` (the undo of `register_score`); returns it."""
-    score = SCORES.pop(get(name).name)
+    score = SCORES.unregister(name)
     METRICS.clear()
     METRICS.update(_metrics())
     return score
-
-
-def get(name: str) -> Score:
-    """The registered score `name`; a one-line error naming those that exist."""
-    if name not in SCORES:
-        raise KeyError(f"unknown score '{name}' (known: {', '.join(SCORES)})")
-    return SCORES[name]
 
 
 def enabled(scores: ScoresSpec) -> list[tuple[Score, object]]:

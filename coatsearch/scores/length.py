@@ -44,13 +44,13 @@ def run(ctx: Context, spec: LengthSpec) -> dict:
     longest = spec.epochs.index(max(spec.epochs))
     out["length.eval_acc"], out["length.val_acc"] = accs, vals  # test images; validation images (for choosing)
     out["length.eval_acc_longest"], out["length.val_acc_longest"] = accs[longest], vals[longest]
-    out["length.best_epochs"] = best_length(spec.epochs, vals)
+    out["length.best_epochs"] = _best_length(spec.epochs, vals)
     out["length.eval_fingerprint"] = subsets.fingerprint(held)
     out["length.val_fingerprint"] = subsets.fingerprint(validation)
     return out
 
 
-def best_length(epochs: tuple[int, ...], val_accs: list) -> int:
+def _best_length(epochs: tuple[int, ...], val_accs: list) -> int:
     """The schedule length with the highest validation accuracy (the shortest of ties): chosen on validation
     images only, so the test accuracy at it is an unselected reading."""
     return -max(zip(val_accs, (-e for e in epochs), strict=True))[1]

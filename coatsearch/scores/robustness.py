@@ -21,14 +21,14 @@ if TYPE_CHECKING:  # torch is imported when a run starts
     from coatsearch.training.data import TensorData
 
 # corruption -> magnitude at severities 1..5
-SEVERITIES = {
+_SEVERITIES = {
     "noise": (0.3, 0.6, 0.9, 1.2, 1.5),  # Gaussian noise sd, in data sd units
     "blur": (0.6, 1.0, 1.5, 2.0, 3.0),  # Gaussian blur sigma, in pixels
     "contrast": (0.6, 0.45, 0.3, 0.2, 0.1),  # factor towards each image's mean
     "shift": (0.08, 0.16, 0.24, 0.32, 0.40),  # translation, fraction of the image side (right and down)
     "rotate": (12, 24, 36, 48, 60),  # degrees, counter-clockwise
 }
-CORRUPTIONS = tuple(SEVERITIES)
+CORRUPTIONS = tuple(_SEVERITIES)
 
 
 @specs.spec
@@ -36,7 +36,7 @@ class RobustnessSpec:
     """Which score's trained model is corrupted-tested, and how many severities (1..5) of each corruption."""
 
     source: specs.Name = "generalization"  # an enabled score that keeps its trained model (Score.keeps_model)
-    severities: Annotated[int, Strict(), Field(ge=1, le=len(SEVERITIES["noise"]))] = 3
+    severities: Annotated[int, Strict(), Field(ge=1, le=len(_SEVERITIES["noise"]))] = 3
 
 
 def check(spec: RobustnessSpec, models: tuple[str, ...]) -> str | None:
@@ -52,7 +52,7 @@ def corrupt(x: torch.Tensor, name: str, severity: int, seed: int) -> torch.Tenso
     import torch
     from torchvision.transforms.v2 import functional as TF
 
-    m = SEVERITIES[name][severity - 1]
+    m = _SEVERITIES[name][severity - 1]
     if name == "noise":
         gen = torch.Generator(device="cpu").manual_seed(seed * 1000 + severity)
         return x + m * torch.randn(x.shape, generator=gen).to(x.device, x.dtype)

@@ -17,7 +17,7 @@ from coatsearch.scores.base import Context, Metric, Score
 from coatsearch.vocab import specs
 
 # What the run records, each key by its role (Score.roles): the report asks the registry for a key by role.
-ROLES = MappingProxyType(
+_ROLES = MappingProxyType(
     {
         "train_ips": "speed.train_ips",  # training images/s at the train batch
         "infer_ips": "speed.infer_ips",  # inference images/s at the inference batch
@@ -74,7 +74,7 @@ def run(ctx: Context, spec: SpeedSpec) -> dict:
         "device": sp.device,
         "seconds": sp.seconds,
     }
-    return {ROLES[role]: value for role, value in facts.items()}
+    return {_ROLES[role]: value for role, value in facts.items()}
 
 
 SCORE = Score(
@@ -82,13 +82,13 @@ SCORE = Score(
     section=SpeedSpec,
     run=run,
     metrics=(
-        Metric(ROLES["train_ips"], "train throughput", "img/s", 1, 0, "higher", table=False),
-        Metric(ROLES["infer_ips"], "inference throughput", "img/s", 1, 0, "higher", table=False),
-        Metric(ROLES["latency_ms"], "batch-1 latency", "ms", 1, 2, "lower", table=False),
-        Metric(ROLES["latency_iqr_ms"], "batch-1 latency IQR", "ms", 1, 2, table=False),
-        Metric(ROLES["seconds"], "speed measuring time", "s", 1, 1, table=False),
+        Metric(_ROLES["train_ips"], "train throughput", "img/s", 1, 0, "higher", table=False),
+        Metric(_ROLES["infer_ips"], "inference throughput", "img/s", 1, 0, "higher", table=False),
+        Metric(_ROLES["latency_ms"], "batch-1 latency", "ms", 1, 2, "lower", table=False),
+        Metric(_ROLES["latency_iqr_ms"], "batch-1 latency IQR", "ms", 1, 2, table=False),
+        Metric(_ROLES["seconds"], "speed measuring time", "s", 1, 1, table=False),
     ),
     curves=lambda spec: (),
     epochs=lambda spec: (),
-    roles=ROLES,
+    roles=_ROLES,
 )

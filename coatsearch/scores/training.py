@@ -118,14 +118,14 @@ def single(
     train_set, held, validation = splits(ctx, subset)
     optim = subset_optim(optim, subset)
     per_epoch = steps_per_epoch(len(train_set), optim.batch_size)
-    check_steps(f"{name}: max_steps", run_steps(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
+    _check_steps(f"{name}: max_steps", run_steps(subset, len(train_set), optim.batch_size), min_epochs * per_epoch)
     net = model(ctx, len(train_set.classes), no_drop=not augment)
     hist = train(ctx, name, net, train_set, held, optim, subset, augment, levels=levels, validation=validation)
     ctx.models[name] = (net, held, validation)
     train_loss, train_acc = hist.clean_train_loss, measured(hist.clean_train_acc, "clean train acc")
     eval_loss, eval_acc = hist.eval_loss[-1], final_eval_acc(hist)  # clean: an eval-mode pass over the train set
     val_acc = final_val_acc(hist)
-    floor = fair_floor(ctx, name, train_set, validation, held, Floor(val_acc, eval_acc, RECIPE))
+    floor = _fair_floor(ctx, name, train_set, validation, held, Floor(val_acc, eval_acc, RECIPE))
     return {
         f"{name}.train_loss": train_loss,
         f"{name}.train_acc": train_acc,
@@ -141,7 +141,7 @@ def single(
     }
 
 
-def fair_floor(
+def _fair_floor(
     ctx: Context, name: str, train_set: D.TensorData, validation: D.TensorData, held: D.TensorData, recipe: Floor
 ) -> dict:
     """For the linear baseline only: `<name>.floor_acc` (test images) and `.val_floor_acc` of the best linear
@@ -203,7 +203,7 @@ def final_val_acc(hist: History) -> float:
     return measured(hist.val_acc[-1], "final validation acc")
 
 
-def check_steps(what: str, steps: int, least: int) -> None:
+def _check_steps(what: str, steps: int, least: int) -> None:
     """A UserError when a run's step budget is below `least` steps."""
     if steps < least:
         raise UserError(f"{what}: a budget of {steps} steps is below the least allowed ({least})")

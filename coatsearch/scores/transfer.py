@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # torch is imported when a run starts
     from coatsearch.training.data import TensorData
 
 MIN_FINETUNE_STEPS = 300  # the least fine-tune (and scratch) budget when `finetune.max_steps` is not given
-PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
-PROBE_L2 = 1e-4  # L2 penalty of the linear probe (on standardized features)
+_PROBE_ITERS = 200  # L-BFGS iterations of the linear probe
+_PROBE_L2 = 1e-4  # L2 penalty of the linear probe (on standardized features)
 
 
 @specs.spec
@@ -131,11 +131,11 @@ def linear_probe(
     ytr = train.y.to(device)
     w = torch.zeros(ftr.shape[1], train.num_classes, device=device, requires_grad=True)
     b = torch.zeros(train.num_classes, device=device, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], max_iter=PROBE_ITERS, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS([w, b], max_iter=_PROBE_ITERS, line_search_fn="strong_wolfe")
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
-        loss = F.cross_entropy(ftr @ w + b, ytr) + PROBE_L2 * w.square().sum()
+        loss = F.cross_entropy(ftr @ w + b, ytr) + _PROBE_L2 * w.square().sum()
         loss.backward()
         return loss
 

@@ -33,7 +33,7 @@ def canonical(data: Any) -> str:
 IDENTITY_FREE = ("decides",)  # keys that change neither what the trials run nor how the verdicts read them
 
 
-def measured_part(data: Any) -> Any:
+def _measured_part(data: Any) -> Any:
     """Parsed space content without the IDENTITY_FREE keys, at the top level and in each profile: a profile's
     declaration of what it decides is checked before a run (planner.power.undecided), not part of what was run."""
     if not isinstance(data, Mapping):
@@ -41,7 +41,7 @@ def measured_part(data: Any) -> Any:
     out = {k: v for k, v in data.items() if k not in IDENTITY_FREE}
     profiles = out.get("profiles")
     if isinstance(profiles, Mapping):
-        out["profiles"] = {name: measured_part(p) for name, p in profiles.items()}
+        out["profiles"] = {name: _measured_part(p) for name, p in profiles.items()}
     return out
 
 
@@ -51,7 +51,7 @@ def content_sha256(text: str, where: str | Path = "space file") -> str:
     keys)."""
     from coatsearch.space.load import parsed
 
-    return hashlib.sha256(canonical(measured_part(parsed(Path(where), text))).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical(_measured_part(parsed(Path(where), text))).encode("utf-8")).hexdigest()
 
 
 def file_ids(raw: bytes, where: str | Path = "space file") -> dict[str, str]:

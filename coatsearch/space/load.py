@@ -19,15 +19,15 @@ from coatsearch.errors import UserError
 from coatsearch.space import schema
 from coatsearch.vocab import kinds, samplers, specs
 
-SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
+_SEARCH_ROOTS = ("model", "train")  # a search path starts with one of these
 SHARED = ("train", "search", "budget", "scores")  # shared sections merged into each candidate besides `model`
-MODEL_KEYS = tuple(f.name for f in dataclasses.fields(schema.CandidateSpec) if f.name not in ("name", *SHARED))
-UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
+_MODEL_KEYS = tuple(f.name for f in dataclasses.fields(schema.CandidateSpec) if f.name not in ("name", *SHARED))
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
 
 MAX_BYTES = 1_000_000  # a space file's size
-MAX_NODES = 100_000  # YAML values after expanding anchors and aliases
-MAX_DEPTH = 100  # nesting of mappings and lists
+_MAX_NODES = 100_000  # YAML values after expanding anchors and aliases
+_MAX_DEPTH = 100  # nesting of mappings and lists
 
 
 class SpaceError(UserError):
@@ -40,7 +40,7 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
     `text`, when given, is the file's content (e.g. the copy recorded with a study): `path` then only names it.
     """
     path = Path(path)
-    text = read_space_text(path) if text is None else text
+    text = _read_space_text(path) if text is None else text
     root = _compose(path, text)
     data = _construct(path, text)
     if not isinstance(data, dict):
@@ -53,7 +53,7 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
         doc = schema.document().validate_python(_merge_candidates(data))
     except ValidationError as exc:
         raise SpaceError(_describe(path, root, data, exc)) from None
-    for loc, message in check_document(doc):
+    for loc, message in _check_document(doc):
         loc = _origin(data, loc)
         raise SpaceError(f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {message}")
     return doc
@@ -62,17 +62,17 @@ def load_document(path: str | Path, profile: str = "default", text: str | None =
 def where(path: str | Path, loc: tuple, text: str | None = None) -> str:
     """'file:line: field 'a.b'' for a candidate's field `loc`, at the line where the value was written."""
     path = Path(path)
-    text = read_space_text(path) if text is None else text
+    text = _read_space_text(path) if text is None else text
     data = _construct(path, text)
     loc = _origin(data, loc) if isinstance(data, dict) else loc
     return f"{path}:{_line(_compose(path, text), loc)}: field '{_dotted(loc)}'"
 
 
-def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
+def _check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
     """Yield (field location, message) for every constraint, model shape or search dimension that is invalid."""
     seen: set[str] = set()
     choices: dict[str, tuple] = {}
-    prunes = samplers.pruner_kind(doc.study.pruner).prunes
+    prunes = samplers.PRUNERS.entry(doc.study.pruner).prunes
     if prunes and doc.study.objectives:
         yield ("study", "pruner"), "Optuna does not prune multi-objective studies (study.objectives): use pruner: none"
     elif prunes and (doc.study.direction != "maximize" or not doc.study.objective.endswith("acc")):
@@ -87,7 +87,7 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         if doc.study.baselines and cand.name in specs.BASELINES:
             yield ("candidates", i, "name"), f"'{cand.name}' is a regime baseline's name (study.baselines is on)"
         yield from _layout_problems(doc, i, cand)
-        problem = model_problem(cand, doc.input)
+        problem = _model_problem(cand, doc.input)
         if problem:
             yield ("candidates", i), problem
         for path, dim in cand.search.items():
@@ -97,12 +97,12 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
             if dim.choices is not None and len(dim.choices) > 1:
                 if choices.setdefault(path, tuple(map(str, dim.choices))) != tuple(map(str, dim.choices)):
                     yield loc, "every candidate must search the same choices for one path (Optuna needs one list)"
-            if path.split(".", 1)[0] not in SEARCH_ROOTS or "." not in path:
+            if path.split(".", 1)[0] not in _SEARCH_ROOTS or "." not in path:
                 yield loc, "a search path starts with 'model.' or 'train.'"
                 continue
             for value in dim.choices if dim.choices is not None else (dim.low, dim.high):
                 try:
-                    problem = model_problem(schema.with_params(cand, {path: value}), doc.input)
+                    problem = _model_problem(schema.with_params(cand, {path: value}), doc.input)
                 except ValueError as exc:
                     problem = _first_error(exc)
                 if problem:
@@ -113,7 +113,7 @@ def check_document(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
 def sampler_problem(doc: schema.SpaceDoc) -> str:
     """Why `study.sampler` does not fit the space's dimensions or objectives ("" when it does), by what its
     registry entry says it takes (vocab.samplers.SamplerKind)."""
-    name, kind = doc.study.sampler, samplers.sampler_kind(doc.study.sampler)
+    name, kind = doc.study.sampler, samplers.SAMPLERS.entry(doc.study.sampler)
     dims = {p: d for c in doc.candidates for p, d in c.search.items() if d is not None}
     varied = {p: d for p, d in dims.items() if not (d.choices is not None and len(d.choices) == 1)}
     general = [n for n, k in samplers.SAMPLERS.items() if k.replays]  # the general-purpose ones
@@ -179,7 +179,7 @@ def _objective_problem(doc: schema.SpaceDoc) -> Iterator[tuple[tuple, str]]:
         yield ("study", "objective"), f"no enabled score measures '{doc.study.objective}'; measured: {listed}"
 
 
-def model_problem(cand: schema.CandidateSpec, inp: specs.InputSpec) -> str:
+def _model_problem(cand: schema.CandidateSpec, inp: specs.InputSpec) -> str:
     """Why `cand` cannot be built for `inp` images, or is too large to size ("" when it can)."""
     try:
         floor = cand.model(inp).macs_floor()
@@ -194,7 +194,7 @@ def _first_error(exc: Exception) -> str:
     if not isinstance(exc, ValidationError):
         return str(exc)
     err = exc.errors()[0]
-    if err["type"] in UNKNOWN:
+    if err["type"] in _UNKNOWN:
         return f"unknown field '{err['loc'][-1]}'"
     msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
     return f"{'.'.join(map(str, err['loc']))}: {msg}" if err["loc"] else msg
@@ -226,12 +226,12 @@ def _has(node: Any, loc: tuple) -> bool:
 def _check_shared_model(path: Path, root: yaml.Node | None, shared: Any) -> None:
     """The shared `model` section holds model fields only (a `train:` there would be merged silently)."""
     for key in shared if isinstance(shared, dict) else ():
-        if key not in MODEL_KEYS:
+        if key not in _MODEL_KEYS:
             loc = ("model", key)
             hint = f" ('{key}' is a top-level section)" if key in SHARED else ""
             raise SpaceError(
                 f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': unknown key '{key}' under 'model'{hint}; "
-                f"allowed: {', '.join(MODEL_KEYS)}"
+                f"allowed: {', '.join(_MODEL_KEYS)}"
             )
 
 
@@ -246,11 +246,11 @@ def _merge_candidates(data: dict) -> dict:
         if isinstance(cand, dict):
             own = {k: v for k, v in cand.items() if k not in ("train", "search", "budget", "scores")}
             cand = {
-                **deep_merge(shared, own),
-                "train": deep_merge(_mapping(data.get("train")), _mapping(cand.get("train"))),
+                **_deep_merge(shared, own),
+                "train": _deep_merge(_mapping(data.get("train")), _mapping(cand.get("train"))),
                 "search": {**_mapping(data.get("search")), **_mapping(cand.get("search"))},
-                "budget": deep_merge(_mapping(data.get("budget")), _mapping(cand.get("budget"))) or None,
-                "scores": deep_merge(_mapping(data.get("scores")), _mapping(cand.get("scores"))),
+                "budget": _deep_merge(_mapping(data.get("budget")), _mapping(cand.get("budget"))) or None,
+                "scores": _deep_merge(_mapping(data.get("scores")), _mapping(cand.get("scores"))),
             }
         merged.append(cand)
     return {**data, "candidates": merged}
@@ -260,7 +260,7 @@ def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def read_space_text(path: Path) -> str:
+def _read_space_text(path: Path) -> str:
     """The space file's text: a regular file of at most MAX_BYTES, UTF-8; a one-line SpaceError otherwise.
 
     The type is checked with stat before opening, so a FIFO or a device such as /dev/zero never blocks.
@@ -317,7 +317,7 @@ def _construct(path: Path, text: str) -> Any:
 
 
 def _check_size(path: Path, root: yaml.Node | None) -> None:
-    """Reject a document whose aliases expand to more than MAX_NODES nodes, or deeper than MAX_DEPTH, or refer
+    """Reject a document whose aliases expand to more than _MAX_NODES nodes, or deeper than _MAX_DEPTH, or refer
     to themselves (a node shared through anchors counts once per use, as the loaded data holds it)."""
     size: dict[int, int] = {}  # node id -> expanded node count, shared nodes computed once
     stack = [(root, 0, False)] if root is not None else []
@@ -326,16 +326,16 @@ def _check_size(path: Path, root: yaml.Node | None) -> None:
         kids = _children(node)
         if done:
             size[id(node)] = 1 + sum(size[id(k)] for k in kids)
-            if size[id(node)] > MAX_NODES:
+            if size[id(node)] > _MAX_NODES:
                 raise SpaceError(
                     f"{path}:{node.start_mark.line + 1}: YAML anchors and aliases expand to more than "
-                    f"{MAX_NODES} values; at most {MAX_NODES} are allowed"
+                    f"{_MAX_NODES} values; at most {_MAX_NODES} are allowed"
                 )
             continue
         if id(node) in size:
             continue
-        if depth > MAX_DEPTH:
-            raise SpaceError(f"{path}:{node.start_mark.line + 1}: invalid YAML: nested deeper than {MAX_DEPTH}")
+        if depth > _MAX_DEPTH:
+            raise SpaceError(f"{path}:{node.start_mark.line + 1}: invalid YAML: nested deeper than {_MAX_DEPTH}")
         size[id(node)] = -1  # in progress: meeting it again below means an alias refers to itself
         stack.append((node, depth, True))
         for kid in kids:
@@ -388,15 +388,15 @@ def _apply_profile(path: Path, root: yaml.Node | None, data: dict, profile: str)
     patch = profiles.get(profile) or {}
     if not isinstance(patch, dict):
         raise SpaceError(f"{path}:{_line(root, ('profiles', profile))}: profile '{profile}' must be a mapping")
-    return deep_merge(data, patch)
+    return _deep_merge(data, patch)
 
 
-def deep_merge(base: dict, patch: dict) -> dict:
+def _deep_merge(base: dict, patch: dict) -> dict:
     """Return `base` with `patch` merged in: mappings merge recursively, anything else replaces."""
     out = copy.deepcopy(base)
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
+            out[key] = _deep_merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -411,7 +411,7 @@ def _describe(path: Path, root: yaml.Node | None, data: dict, exc: ValidationErr
     loc = _origin(data, written)
     found = err.get("input")
     shown = "" if err["type"] in MISSING or isinstance(found, dict) else f" (found {found!r})"
-    if err["type"] in UNKNOWN:
+    if err["type"] in _UNKNOWN:
         msg = f"unknown key '{loc[-1]}'; allowed: {_allowed_keys(written)}"
         shown = ""
     return f"{path}:{_line(root, loc)}: field '{_dotted(loc)}': {msg}{shown}"

@@ -148,7 +148,7 @@ class Space:
 
 def load_space(path: str | Path, profile: str = "default", text: str | None = None) -> Space:
     """Read, validate and expand a space file, or its given `text` (raises load.SpaceError on bad input)."""
-    return build_space(load_document(path, profile, text), str(path), profile)
+    return _build_space(load_document(path, profile, text), str(path), profile)
 
 
 def with_draw(space: Space, seeds: tuple[int, ...], test_draw: int) -> Space:
@@ -171,7 +171,7 @@ def as_recorded(space: Space, record: Mapping[str, Any]) -> Space:
     return with_draw(space, seeds, int(draw))
 
 
-def build_space(doc: schema.SpaceDoc, source: str, profile: str) -> Space:
+def _build_space(doc: schema.SpaceDoc, source: str, profile: str) -> Space:
     """Turn a validated document into a Space."""
     return Space(
         name=doc.name,

@@ -79,7 +79,7 @@ class CandidateSpec:
         return ModelSpec(self.name, self.arch, inp.image_size, inp.channels, inp.classes, self.stem, stages, self.block)
 
 
-ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 (report.claims)
+_ClaimId = Annotated[str, Field(pattern=r"^[a-f]$")]  # a claim of papers.md §3 (report.claims)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,9 +112,9 @@ class SpaceDoc:
     data: DataSpec = DataSpec("synthetic")
     scores: ScoresField = field(default_factory=lambda: _scores.scores_spec()())
     study: StudySpec = StudySpec()
-    untestable: dict[ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
-    pilots: tuple[ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
-    decides: dict[ClaimId, Annotated[float, Field(gt=0, le=100)] | None] = field(default_factory=dict)  # claim id
+    untestable: dict[_ClaimId, str] = field(default_factory=dict)  # claim id -> why this scale cannot test it
+    pilots: tuple[_ClaimId, ...] = ()  # the claims this space pilots: its looks are on record but spend no test α
+    decides: dict[_ClaimId, Annotated[float, Field(gt=0, le=100)] | None] = field(default_factory=dict)  # claim id
     # -> the effect (points) the profile is sized to detect; null: the paper's. `plan`/`run` refuse a profile whose
     # plan cannot decide one (planner.power.undecided). Not the space's identity (space.identity.IDENTITY_FREE)
     log: Literal["none", "tensorboard", "mlflow"] = "none"  # live tracking of each trial (`run --log` overrides it)

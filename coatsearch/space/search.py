@@ -57,7 +57,7 @@ def admit(space: Space, cand: Candidate | Baseline, params: Mapping[str, Any]) -
     return prep
 
 
-def block_text(block: specs.BlockSpec) -> str:
+def _block_text(block: specs.BlockSpec) -> str:
     """The block options that differ from the defaults, e.g. 'head_size=8 downsample=dw rel_pos=False'."""
     base = specs.BlockSpec()
     return " ".join(
@@ -65,8 +65,8 @@ def block_text(block: specs.BlockSpec) -> str:
     )
 
 
-ATTENTION_OPTIONS = frozenset({"head_size", "mlp_ratio", "attn_norm", "rel_pos", "window_size", "grid_size"})
-MBCONV_OPTIONS = frozenset({"expand_ratio", "se_ratio", "downsample"})  # downsample: strided MBConv blocks only
+_ATTENTION_OPTIONS = frozenset({"head_size", "mlp_ratio", "attn_norm", "rel_pos", "window_size", "grid_size"})
+_MBCONV_OPTIONS = frozenset({"expand_ratio", "se_ratio", "downsample"})  # downsample: strided MBConv blocks only
 
 
 def structure(model: specs.ModelSpec) -> str:
@@ -74,7 +74,7 @@ def structure(model: specs.ModelSpec) -> str:
     some block of it reads (`identity`)."""
     from coatsearch.budget.prepare import stages_text, stem_text
 
-    return identity(f"{model.arch} {stem_text(model)} | {stages_text(model)} | {block_text(model.block)}")
+    return identity(f"{model.arch} {stem_text(model)} | {stages_text(model)} | {_block_text(model.block)}")
 
 
 def identity(struct: str) -> str:
@@ -87,9 +87,9 @@ def identity(struct: str) -> str:
         return struct.strip()
     stages = parts[1].split()
     kinds = {s[0] for s in stages if s}
-    unused = set() if kinds & {"T", "M"} else set(ATTENTION_OPTIONS)
+    unused = set() if kinds & {"T", "M"} else set(_ATTENTION_OPTIONS)
     if "C" not in kinds:
-        unused |= MBCONV_OPTIONS
+        unused |= _MBCONV_OPTIONS
     elif not any(s.startswith("C") and not s.endswith("/1") for s in stages):
         unused.add("downsample")
     kept = " ".join(o for o in parts[2].split() if o.partition("=")[0] not in unused)
@@ -106,7 +106,7 @@ def label(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) else json.dumps(value)
 
 
-def value_of(dim: specs.SearchDim, stored: Any) -> Any:
+def _value_of(dim: specs.SearchDim, stored: Any) -> Any:
     """The choice a stored Optuna value stands for (the inverse of `label`); numbers as they are."""
     if dim.kind != "choice":
         return stored
@@ -123,7 +123,7 @@ def sampled(cand: Candidate, params: Mapping[str, Any]) -> dict[str, Any]:
         if d.kind == "choice" and len(d.choices or ()) == 1:
             out[d.path] = (d.choices or ())[0]
         elif d.path in params:
-            out[d.path] = value_of(d, params[d.path])
+            out[d.path] = _value_of(d, params[d.path])
     return out
 
 

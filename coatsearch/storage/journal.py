@@ -8,9 +8,9 @@ Files are read and rewritten under the lock Optuna's writers hold (the store han
 
 `Lock` is that lock (Optuna's symlink protocol: `journal.log.lock -> journal.log`, made with one atomic
 `symlink` and removed after each append), with bounded waits: a lock that points to another file (a
-project moved after `kill -9`) or is not a link is explained in one line; one older than STALE_S is
+project moved after `kill -9`) or is not a link is explained in one line; one older than _STALE_S is
 left by a killed writer (a writer holds it for one append) and is removed with a one-line note; a wait
-longer than WAIT_S is a one-line error. Optuna's own lock spins forever on a dangling link.
+longer than _WAIT_S is a one-line error. Optuna's own lock spins forever on a dangling link.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 from coatsearch import fsafe
 from coatsearch.errors import UserError
 
-STALE_S = 10.0  # a journal lock older than this was left by a killed writer (a writer holds it per append)
-WAIT_S = 60.0  # the longest wait for a journal lock held by a live writer
+_STALE_S = 10.0  # a journal lock older than this was left by a killed writer (a writer holds it per append)
+_WAIT_S = 60.0  # the longest wait for a journal lock held by a live writer
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def split(data: bytes) -> RepairCut:
 class Lock:
     """Optuna's journal file lock protocol (a symlink beside the journal), with bounded, explained waits."""
 
-    def __init__(self, journal: Path, wait_s: float = WAIT_S, stale_s: float = STALE_S) -> None:
+    def __init__(self, journal: Path, wait_s: float = _WAIT_S, stale_s: float = _STALE_S) -> None:
         self.target, self.path = str(journal), f"{journal}.lock"
         self.wait_s, self.stale_s = wait_s, stale_s
 
@@ -197,7 +197,7 @@ def paused(lock: Any) -> Iterator[None]:
 
 def check(path: Path, lock: Any) -> None:
     """Raise a one-line UserError at the journal's first damaged line, saying how to repair it."""
-    with paused(lock):  # held for one read only: a writer's wait stays far below STALE_S
+    with paused(lock):  # held for one read only: a writer's wait stays far below _STALE_S
         data = fsafe.read_bytes(path)
     damage = first_damage(data)
     if damage is not None:

@@ -33,7 +33,7 @@ LOCK = "claim.lock"
 KILL_RETRIES = 2  # reruns of a trial whose worker was killed, before it is recorded as failed
 
 
-class Item(Protocol):
+class _Item(Protocol):
     """What a claim needs of a planned trial: its candidate, seed and unique key."""
 
     @property
@@ -44,7 +44,7 @@ class Item(Protocol):
     def key(self) -> str: ...
 
 
-ItemT = TypeVar("ItemT", bound=Item)
+ItemT = TypeVar("ItemT", bound=_Item)
 
 
 @contextmanager
@@ -80,7 +80,7 @@ def claim(
     Optuna labels and its index), enqueued with it; None when that trial's grid is used up (it is skipped).
     `storage`: the one the store opened on the study's journal (`store.claim` hands it in)."""
     with locked(study_folder):
-        fail_stale(study, storage)
+        _fail_stale(study, storage)
         trials = study.get_trials(deepcopy=False)
         mine = [t for t in trials if t.user_attrs.get("run_id") == run_id and not _rejected(t)]
         if limit is not None and len(mine) >= limit:
@@ -117,7 +117,7 @@ def _rejected(t: optuna.trial.FrozenTrial) -> bool:
     return finished and (isinstance(t.user_attrs.get("rejected"), str) or t.user_attrs.get("again") == 1)
 
 
-def fail_stale(study: optuna.Study, storage: BaseStorage) -> None:
+def _fail_stale(study: optuna.Study, storage: BaseStorage) -> None:
     """Tell FAIL each RUNNING trial whose process is gone, and each foreign or unplanned WAITING trial."""
     host = socket.gethostname()
     trials = study.get_trials(deepcopy=False)

@@ -32,7 +32,7 @@ def check_name(name: str, what: str = "study name") -> str:
     return name
 
 
-def check_root(path: Path, flag: str) -> Path:
+def _check_root(path: Path, flag: str) -> Path:
     """`path` resolved; it must be a folder, or not exist yet with a folder as its nearest existing parent."""
     try:
         root = Path(path).expanduser().resolve()
@@ -48,7 +48,7 @@ def check_root(path: Path, flag: str) -> Path:
 
 def inside(root: Path, name: str, flag: str, what: str = "study name") -> Path:
     """The folder `root/name` after checking the name and that it resolves (symlinks followed) inside root."""
-    root = check_root(root, flag)
+    root = _check_root(root, flag)
     folder = (root / check_name(name, what)).resolve()
     if folder.parent != root:
         raise UserError(f"{flag} {root}: {name} leads outside it (to {folder})")
@@ -69,7 +69,7 @@ def report_folder(reports_dir: Path, name: str, studies_dir: Path | None = None)
     return folder
 
 
-STUDY_FILES = (JOURNAL, "claim.lock", "plan.json", "registration.json")  # a folder holding one: a study folder
+_STUDY_FILES = (JOURNAL, "claim.lock", "plan.json", "registration.json")  # a folder holding one: a study folder
 
 
 def writable(path: Path, studies_dir: Path | None, flag: str, what: str, study: str | None = None) -> Path:
@@ -77,7 +77,7 @@ def writable(path: Path, studies_dir: Path | None, flag: str, what: str, study: 
 
     Refused in one line when `path` (resolved, its last component not followed) is, or lies inside, a study
     folder: the folder of `study` under `studies_dir` (which a run creates), or any folder that holds a
-    study's files (`STUDY_FILES`), whichever study it belongs to. So `export A --out studies/B/journal.log`,
+    study's files (`_STUDY_FILES`), whichever study it belongs to. So `export A --out studies/B/journal.log`,
     `--reports-dir studies` and `--reports-dir studies/B` never write beside a study's journal.
     """
     path = Path(path).expanduser()
@@ -87,6 +87,6 @@ def writable(path: Path, studies_dir: Path | None, flag: str, what: str, study: 
         raise UserError(f"{flag} {path}: cannot resolve ({exc})") from None
     own = inside(studies_dir, study, "--studies-dir") if studies_dir is not None and study else None
     for folder in (target, *target.parents):
-        if folder == own or any(os.path.lexists(folder / f) for f in STUDY_FILES):
+        if folder == own or any(os.path.lexists(folder / f) for f in _STUDY_FILES):
             raise UserError(f"{flag} {path}: is inside the study folder {folder}; write {what} elsewhere")
     return path

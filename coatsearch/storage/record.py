@@ -192,16 +192,16 @@ def completed(
     return RunRecord(VERSION, "COMPLETE", identity, model, metrics, curves, optimizer, **kw)
 
 
-VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (subsets.split)
+_VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (subsets.split)
 
 
 def twin(key: str) -> str:
     """The validation twin of a metric key read on the test images: `accuracy.eval_acc` -> `accuracy.val_acc`,
     `transfer.gain` -> `transfer.val_gain` (the key itself when it is a validation key)."""
     score, _, name = key.partition(".")
-    if name.startswith(VALIDATION):
+    if name.startswith(_VALIDATION):
         return key
-    return f"{score}.{VALIDATION}{name.removeprefix('eval_')}"
+    return f"{score}.{_VALIDATION}{name.removeprefix('eval_')}"
 
 
 def selection_key(key: str, measured: Mapping[str, Any]) -> str:
@@ -228,7 +228,7 @@ def validation_view(trial: TrialRecord) -> TrialRecord:
                for s, per in run.metrics.items()}  # fmt: skip
 
     def val(k: str) -> str:
-        return VALIDATION + k.removeprefix("eval_")
+        return _VALIDATION + k.removeprefix("eval_")
 
     curves = {c: {**cur, **{k: cur[val(k)] for k in ("eval_acc", "eval_loss") if cur.get(val(k))}}
               for c, cur in run.curves.items()}  # fmt: skip
@@ -247,7 +247,7 @@ def images_of(measured: Mapping[str, Any], test_draw: int, sampling: str = "shar
             return prints[0] if prints else None
         return hashlib.sha1(" ".join(prints).encode()).hexdigest()[:12]
 
-    validation, test = one(f".{VALIDATION}fingerprint"), one(".eval_fingerprint")
+    validation, test = one(f".{_VALIDATION}fingerprint"), one(".eval_fingerprint")
     if validation is None or test is None:
         return {}
     out = {"validation": validation, "test": test, "test_draw": test_draw}

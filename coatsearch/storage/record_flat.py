@@ -71,7 +71,7 @@ def to_data(attrs: Mapping[str, Any], model: Collection[str], skip: Collection[s
     }  # fmt: skip
 
 
-ENV_SINCE_V1 = ("cpu_kernels",)  # environment fields version 1 never wrote: left out of its form while unset
+_ENV_SINCE_V1 = ("cpu_kernels",)  # environment fields version 1 never wrote: left out of its form while unset
 
 
 def from_data(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def from_data(data: Mapping[str, Any]) -> dict[str, Any]:
     if data["optimizer"] is not None:
         out["optim"] = data["optimizer"]["settings"]
     if data["environment"] is not None:
-        env = {k: v for k, v in data["environment"].items() if v is not None or k not in ENV_SINCE_V1}
+        env = {k: v for k, v in data["environment"].items() if v is not None or k not in _ENV_SINCE_V1}
         out.update(device=env.pop("device"), env=env)
     out.update(wall_s=data["wall_s"], objective=data["objective"], **data["extra"])
     out.update({"objectives": list(data["objectives"])} if data["objectives"] else {})

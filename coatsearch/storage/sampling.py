@@ -29,7 +29,7 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     """The registered sampler `name` (vocab.samplers.SAMPLERS), seeded; an unknown name is a one-line error."""
     import warnings
 
-    kind = samplers.sampler_kind(name)
+    kind = samplers.SAMPLERS.entry(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return kinds.load(kind.factory)(seed=seed, **kind.options)
@@ -37,7 +37,7 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 
 def pruner(space: Space) -> optuna.pruners.BasePruner:
     """The registered pruner `study.pruner` (vocab.samplers.PRUNERS)."""
-    kind = samplers.pruner_kind(space.study.pruner)
+    kind = samplers.PRUNERS.entry(space.study.pruner)
     return kinds.load(kind.factory)(**kind.options)
 
 
@@ -63,19 +63,19 @@ def _suggest_dim(trial: optuna.Trial, d: Dim) -> Any:
 
 
 def fixed_points(space: Space) -> Callable[[P.PlanItem, list], dict | None]:
-    """A planned trial's enqueued point: a re-evaluation trial's architecture (reeval_point), the grid sampler's
+    """A planned trial's enqueued point: a re-evaluation trial's architecture (_reeval_point), the grid sampler's
     next point (grid_points), else none ({}: Optuna's sampler samples it)."""
     grid = grid_points(space)
 
     def point(item: P.PlanItem, trials: list) -> dict | None:
         if item.sample >= P.REEVAL:
-            return reeval_point(space, item, trials)
+            return _reeval_point(space, item, trials)
         return grid(item, trials) if grid else {}
 
     return point
 
 
-def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
+def _reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
     """The point of the architecture ranked `item.sample - REEVAL` by mean objective over the search's complete
     trials of its candidate, leaving out the networks a named candidate builds (it is re-evaluated as itself);
     None while any trial on the study's seeds is unfinished, or with fewer architectures."""
@@ -97,7 +97,7 @@ def reeval_point(space: Space, item: P.PlanItem, trials: list) -> dict | None:
 def grid_points(space: Space) -> Callable[[P.PlanItem, list], dict | None] | None:
     """For the grid sampler: a planned trial's next point of its candidate's grid (search.grid) that no trial of
     the same candidate and seed took yet; None once that grid is used up. None for the other samplers."""
-    if not samplers.sampler_kind(space.study.sampler).grid:
+    if not samplers.SAMPLERS.entry(space.study.sampler).grid:
         return None
     grids = {(c.name, s): search.grid(c, s) for c in space.candidates if c.dims for s in space.study.seeds}
 
@@ -152,7 +152,7 @@ def _reads_no_constraint(study: optuna.Study) -> bool:
     return any(isinstance(study.sampler, cls) for cls in blind if isinstance(cls, type))
 
 
-def worst(study: optuna.Study) -> list[float] | None:
+def _worst(study: optuna.Study) -> list[float] | None:
     """The worst value of each objective the study measured (what a rejected point is told), None before any."""
     done = [t.values for t in study.get_trials(deepcopy=False) if measured(t)]
     if not done:
@@ -176,7 +176,7 @@ def tell_rejected(study: optuna.Study, trial: optuna.Trial) -> None:
     infeasible, CMA-ES (no constraint model) as the worst point. Before any value is measured, or in a study
     begun without the constraint, it is told PRUNED (TPE reads it; GP, NSGA-II and CMA-ES skip it)."""
     ok = constrained(study)
-    values = worst(study) if ok else None
+    values = _worst(study) if ok else None
     if ok:
         constrain(trial, True)
     if values is not None:

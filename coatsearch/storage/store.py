@@ -49,7 +49,7 @@ from coatsearch.storage.paths import study_folder
 
 JOURNAL = paths.JOURNAL
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
-STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
+_STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
 REJECTED = "rejected"  # user attribute of a sampled point refused before training (search.admit): why
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
 IDENTITY = "identity"  # user attr of a journal's first Optuna study: a random id its registration is tied to
@@ -75,7 +75,7 @@ def open_storage(path: Path) -> JournalStorage:
     fsafe.check_plain(path)
     if path not in _OPEN or not path.exists():
         if path.exists():
-            check_journal(path)
+            _check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         _OPEN[path] = JournalStorage(JournalFileBackend(str(path), lock_obj=_lock(path)))  # type: ignore[arg-type]
     return _OPEN[path]
@@ -86,7 +86,7 @@ def _lock(path: Path) -> J.Lock:
     return J.Lock(Path(path))
 
 
-def check_journal(path: Path) -> None:
+def _check_journal(path: Path) -> None:
     """Raise a one-line UserError at the journal's first damaged line, naming `coatsearch repair`."""
     J.check(Path(path), _lock(path))
 
@@ -135,7 +135,7 @@ def load_study(studies_dir: Path, name: str, space: Space | None = None, stream:
     return optuna.load_study(study_name=current(storage, name), storage=storage, sampler=sampler, pruner=pruner)
 
 
-GENERATION = "~"  # `<study>~2`: the successor study --force-new-space starts (not a study-name character)
+_GENERATION = "~"  # `<study>~2`: the successor study --force-new-space starts (not a study-name character)
 
 
 def current(storage: JournalStorage, name: str) -> str:
@@ -148,15 +148,15 @@ def current(storage: JournalStorage, name: str) -> str:
     """
     names = {s.study_name for s in storage.get_all_studies()}
     k = 2
-    while f"{name}{GENERATION}{k}" in names:
+    while f"{name}{_GENERATION}{k}" in names:
         k += 1
-    return name if k == 2 else f"{name}{GENERATION}{k - 1}"
+    return name if k == 2 else f"{name}{_GENERATION}{k - 1}"
 
 
 def _successor(name: str, now: str) -> str:
     """The name of the study after `now` (study `name`'s current one)."""
-    k = int(now.rsplit(GENERATION, 1)[1]) + 1 if now != name else 2
-    return f"{name}{GENERATION}{k}"
+    k = int(now.rsplit(_GENERATION, 1)[1]) + 1 if now != name else 2
+    return f"{name}{_GENERATION}{k}"
 
 
 def _study_id(storage: JournalStorage, path: Path, name: str) -> int:
@@ -291,7 +291,7 @@ def matched(study: optuna.Study, space: Space, study_folder: Path) -> dict:
 def tell(
     study: optuna.Study, trial: optuna.Trial, state: str, run: R.RunRecord | None, value: float | list[float] | None
 ) -> None:
-    """Write a finished trial's record as ONE user attribute, then its state (in STATES) and value.
+    """Write a finished trial's record as ONE user attribute, then its state (in _STATES) and value.
 
     Every backend writes back here. A failure's reason is also its own attribute `fail_reason` (the claim
     protocol reads it: a FAIL with a reason keeps its key). A trial finished meanwhile from outside the

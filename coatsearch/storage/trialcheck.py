@@ -55,7 +55,7 @@ def _typed(value: Any, types: tuple[type, ...], optional: bool) -> bool:
     return isinstance(value, types) and not (isinstance(value, float) and not math.isfinite(value) and not optional)
 
 
-def attr_problem(key: str, value: Any) -> str:
+def _attr_problem(key: str, value: Any) -> str:
     """Why one user attribute is not of the type coatsearch writes ("" when it is, or is not one of ours)."""
     if key.startswith("curves."):
         return "" if isinstance(value, Mapping) else f"attribute {key} is {_kind(value)}, expected a mapping"
@@ -74,7 +74,7 @@ def problem(trial: Any) -> str:
     """Why a trial (FrozenTrial) is foreign or malformed: the first bad attribute or state ("" when it is ours)."""
     attrs, params = trial.user_attrs, trial.params
     for key, value in attrs.items():
-        if why := attr_problem(key, value):
+        if why := _attr_problem(key, value):
             return why
     if "candidate" in params and not isinstance(params["candidate"], str):
         return f"param candidate is {_kind(params['candidate'])}, expected a str"

@@ -12,7 +12,7 @@ index kernels), the augmentation's draws into theirs (from the run's own generat
 path's draws), two fills (lr, mixup weight) and two copies of the step's loss and hits into the run's buffers:
 about ten small launches, no host sync.
 
-Graphs are kept per worker process, one slot per architecture and shapes (`slot_key`: the model's parameters and
+Graphs are kept per worker process, one slot per architecture and shapes (`_slot_key`: the model's parameters and
 module tree, the batch and image shape, the optimizer settings baked into the graph), at most SLOTS_MAX (the
 least recently used is dropped with its graph). A later fit of the same architecture (the next score, seed or
 trial) copies its model's initial weights into the slot's model in place (`load_state_dict` copies, so the
@@ -46,9 +46,9 @@ SLOTS_MAX = 8  # slots (models, optimizer states, graphs) kept per worker proces
 DEVICES = ("cuda",)  # device types that capture
 _SLOTS: OrderedDict[tuple, Slot] = OrderedDict()
 
-Draw = Callable[..., tuple[torch.Tensor, ...]]  # augment.augment_draws
-Apply = Callable[[torch.Tensor, tuple[torch.Tensor, ...]], torch.Tensor]  # augment.augment_apply
-MakeOpt = Callable[[nn.Module, torch.Tensor], torch.optim.Optimizer]  # the run's optimizer, lr a 0-d tensor
+_Draw = Callable[..., tuple[torch.Tensor, ...]]  # augment.augment_draws
+_Apply = Callable[[torch.Tensor, tuple[torch.Tensor, ...]], torch.Tensor]  # augment.augment_apply
+_MakeOpt = Callable[[nn.Module, torch.Tensor], torch.optim.Optimizer]  # the run's optimizer, lr a 0-d tensor
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def mode_for(device: torch.device, compile_setting: bool | str, total: int) -> s
     return "captured" if total >= MIN_STEPS else None
 
 
-def slot_key(model: nn.Module, recipe: Recipe, x: torch.Tensor, y: torch.Tensor, mode: str) -> tuple:
+def _slot_key(model: nn.Module, recipe: Recipe, x: torch.Tensor, y: torch.Tensor, mode: str) -> tuple:
     """What two runs must share to share a graph: device, mode, the model's parameters and module tree (repr: it
     names every module and its drop rates), the recipe and the image shape."""
     params = tuple((n, tuple(p.shape)) for n, p in model.named_parameters())
@@ -98,7 +98,7 @@ class Slot:
     """One architecture's captured step in this process: its model, optimizer, static buffers and graph."""
 
     def __init__(self, model: nn.Module, recipe: Recipe, x: torch.Tensor, y: torch.Tensor, mode: str,
-                 make_opt: MakeOpt, draw: Draw, apply: Apply):  # fmt: skip
+                 make_opt: _MakeOpt, draw: _Draw, apply: _Apply):  # fmt: skip
         dev = x.device
         self.device, self.recipe, self.mode, self.draw, self.apply = dev, recipe, mode, draw, apply
         self.net = copy.deepcopy(model)
@@ -210,10 +210,10 @@ def _autocast(device: torch.device) -> contextlib.AbstractContextManager[object]
     return contextlib.nullcontext()
 
 
-def slot_for(model: nn.Module, recipe: Recipe, x: torch.Tensor, y: torch.Tensor, mode: str, make_opt: MakeOpt,
-             draw: Draw, apply: Apply) -> Slot:  # fmt: skip
+def slot_for(model: nn.Module, recipe: Recipe, x: torch.Tensor, y: torch.Tensor, mode: str, make_opt: _MakeOpt,
+             draw: _Draw, apply: _Apply) -> Slot:  # fmt: skip
     """This process's slot for `model`'s architecture and shapes (made when new), loaded with `model`'s weights."""
-    key = slot_key(model, recipe, x, y, mode)
+    key = _slot_key(model, recipe, x, y, mode)
     slot = _SLOTS.get(key)
     if slot is None:
         slot = Slot(model, recipe, x, y, mode, make_opt, draw, apply)

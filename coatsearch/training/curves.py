@@ -238,7 +238,7 @@ def eval_tensors(
     return loss.item() / n, hits.item() / n
 
 
-class Measured(Protocol):
+class _Measured(Protocol):
     """What a Meter reads of a training run: the model to evaluate, its device tensors, batch and device."""
 
     @property
@@ -258,7 +258,7 @@ class Meter:
 
     def __init__(
         self,
-        run: Measured,
+        run: _Measured,
         evaluate: TensorData | None,
         probe: int,
         stop: Stop,

@@ -23,14 +23,14 @@ from coatsearch.errors import UserError
 from coatsearch.vocab import datasets, kinds
 from coatsearch.vocab.specs import DataSpec
 
-PAD_MAX = 4  # targets at most this many pixels larger than the native size are zero-padded, not resized
+_PAD_MAX = 4  # targets at most this many pixels larger than the native size are zero-padded, not resized
 LUMA = (0.299, 0.587, 0.114)  # ITU-R BT.601 weights for RGB -> gray
 FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian package dataset-fashion-mnist
 FASHION_FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
-IDX_DTYPES: dict[int, npt.DTypeLike] = {
+_IDX_DTYPES: dict[int, npt.DTypeLike] = {
     0x08: np.uint8,
     0x09: np.int8,
     0x0B: ">i2",
@@ -69,11 +69,11 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         raw = f.read()
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in IDX_DTYPES:
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise UserError(f"{path}: not an IDX file (bad magic number)")
     ndim = raw[3]
     dims = tuple(int(d) for d in np.frombuffer(raw, ">i4", count=ndim, offset=4))
-    dtype = np.dtype(IDX_DTYPES[raw[2]])
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
     offset = 4 + 4 * ndim
     if len(raw) - offset != math.prod(dims) * dtype.itemsize:
         raise UserError(f"{path}: IDX size does not match its header {dims} (truncated download?)")
@@ -282,7 +282,7 @@ def _raw(dataset: str, root: str | None, size: int | None) -> tuple[torch.Tensor
 def _kind(dataset: str) -> datasets.DatasetKind:
     """The registered dataset (vocab.datasets.DATASETS); a one-line UserError names the known ones."""
     try:
-        return datasets.dataset_kind(dataset)
+        return datasets.DATASETS.entry(dataset)
     except ValueError as err:
         raise UserError(str(err)) from None
 
@@ -291,7 +291,7 @@ def _shape(x: torch.Tensor, size: int, channels: int, chunk: int = 4096) -> torc
     """uint8 (N, C, H, W) -> float32 (N, channels, size, size) in [0, 1]: pad or resize, then convert."""
     n, c, h, w = x.shape
     out = torch.empty((n, channels, size, size), dtype=torch.float32)
-    pad = 0 <= size - h <= PAD_MAX and size - h == size - w
+    pad = 0 <= size - h <= _PAD_MAX and size - h == size - w
     for i in range(0, n, chunk):
         b = x[i : i + chunk].float().div_(255)
         if pad and size != h:
@@ -310,7 +310,7 @@ def _shape(x: torch.Tensor, size: int, channels: int, chunk: int = 4096) -> torc
 def load(spec: DataSpec, image_size: int, channels: int) -> tuple[TensorData, TensorData]:
     """(train pool, test pool) as normalized float tensors of shape (N, channels, image_size, image_size).
 
-    Images up to PAD_MAX pixels smaller than image_size (28 -> 32) are zero-padded, centred; others are
+    Images up to _PAD_MAX pixels smaller than image_size (28 -> 32) are zero-padded, centred; others are
     resized (bilinear, antialiased). 1 -> 3 channels repeats, 3 -> 1 takes BT.601 luminance. Both pools are
     normalized with the train pool's per-channel mean and std. Cached per process by (dataset, root, size,
     channels): treat the tensors as read-only.

@@ -14,7 +14,7 @@ from coatsearch.vocab.specs import DataSpec
 Subset = tuple[str, DataSpec | None, tuple[int, ...] | None]  # (field path, its own dataset, its class ids)
 
 
-def score_classes(scores: object) -> list[Subset]:
+def _score_classes(scores: object) -> list[Subset]:
     """(field path, its own dataset or None, its class ids or None) for every subset a `ScoresSpec` trains on.
 
     A subset is any section spec with a `classes` field (and maybe a `dataset`), found at any depth.
@@ -54,7 +54,7 @@ def check_matches(
         )
     split_plan(test, spec, None, f"{source}: data")  # the validation and test images fit the test split
     for sc in scores:
-        for name, own, ids in score_classes(sc):
+        for name, own, ids in _score_classes(sc):
             data, held = load(own, image_size, channels) if own is not None else (pool, test)
             _check_ids(f"{source}: field 'scores.{name}.classes'", ids, data, own or spec)
             where = f"{source}: scores.{name}.dataset" if own is not None else f"{source}: data"

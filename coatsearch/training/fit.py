@@ -39,8 +39,8 @@ from coatsearch.training.subsets import PROBE_MAX
 from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
 from coatsearch.vocab.specs import OptimSpec
 
-WARMUP_MAX = 0.2  # warmup never takes more than this share of a run's steps (a one-epoch run still decays)
-CLEAN_TRAIN_MAX = 10_000  # the final clean pass over the training set uses at most this many images
+_WARMUP_MAX = 0.2  # warmup never takes more than this share of a run's steps (a one-epoch run still decays)
+_CLEAN_TRAIN_MAX = 10_000  # the final clean pass over the training set uses at most this many images
 CHECK_EVERY_CUDA = 32  # steps between non-finite-loss checks on CUDA (every step on CPU, where it is free)
 
 
@@ -151,7 +151,7 @@ class _Run:
         self.batch = min(optim.batch_size, len(train))
         self.steps = steps_per_epoch(len(train), optim.batch_size)
         self.total = total
-        self.warmup = min(round(WARMUP_MAX * self.total), round(optim.warmup_epochs * self.steps))
+        self.warmup = min(round(_WARMUP_MAX * self.total), round(optim.warmup_epochs * self.steps))
         self.shuffle = torch.Generator().manual_seed(seed)
         self.aug_gen = torch.Generator(device=device).manual_seed(seed + 1)
         self.mix_rng = random.Random(seed + 2)
@@ -407,7 +407,7 @@ def fit(
         if last is not None and last.step == taken:  # the probe was measured after the last step
             pair = (last.train_loss, last.train_acc)
         else:
-            keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), CLEAN_TRAIN_MAX), device=device).long()
+            keep = torch.linspace(0, len(run.y) - 1, min(len(run.y), _CLEAN_TRAIN_MAX), device=device).long()
             pair = eval_tensors(run.eval_model, run.x[keep], run.y[keep], meter.batch, meter.padded)
         clean = finite_pair(pair, len(rows) - 1, "clean train pass")
     cols = {f: tuple(getattr(r, f) for r in rows) for f in EpochStats.__dataclass_fields__}  # History's names

@@ -18,7 +18,7 @@ import numpy as np
 from coatsearch.training.data import TensorData
 
 C_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)  # inverse L2 strengths, strong to weak (warm-started path)
-MAX_ITER = 200  # lbfgs iterations per fit; warm starts converge within it on Fashion-MNIST-sized inputs
+_MAX_ITER = 200  # lbfgs iterations per fit; warm starts converge within it on Fashion-MNIST-sized inputs
 RECIPE = "recipe"  # Floor.choice when the space's own recipe run read better on the validation images
 
 
@@ -35,16 +35,16 @@ def _xy(data: TensorData) -> tuple[np.ndarray, np.ndarray]:
     return data.x.flatten(1).double().numpy(), data.y.numpy()
 
 
-def l2_path(train: TensorData, validation: TensorData, test: TensorData) -> list[Floor]:
+def _l2_path(train: TensorData, validation: TensorData, test: TensorData) -> list[Floor]:
     """One Floor per C of C_GRID: logistic regression on the flattened pixels, no augmentation."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
     (x, y), (xv, yv), (xt, yt) = _xy(train), _xy(validation), _xy(test)
-    model = LogisticRegression(max_iter=MAX_ITER, warm_start=True)
+    model = LogisticRegression(max_iter=_MAX_ITER, warm_start=True)
     out = []
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # a warm-started step may stop at MAX_ITER: still read
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a warm-started step may stop at _MAX_ITER: still read
         for c in C_GRID:
             model.set_params(C=c).fit(x, y)
             out.append(Floor(float(model.score(xv, yv)), float(model.score(xt, yt)), f"C={c:g}"))
@@ -56,7 +56,7 @@ def linear_floor(
 ) -> tuple[Floor, list[Floor]]:
     """(the floor, every contender): the contender with the best validation accuracy, the recipe run included; a
     tie goes to the earlier (more regularized) one."""
-    path = l2_path(train, validation, test)
+    path = _l2_path(train, validation, test)
     contenders = [*path, *([recipe] if recipe is not None else [])]
     best = max(contenders, key=lambda f: f.val_acc)  # max keeps the first of equals
     return best, contenders

@@ -12,7 +12,7 @@ from coatsearch.errors import UserError
 from coatsearch.vocab import specs
 from coatsearch.vocab.specs import rung_below
 
-DEFAULT_POINTS = 10  # measured points per run (besides step 0) when eval_every is not given
+_DEFAULT_POINTS = 10  # measured points per run (besides step 0) when eval_every is not given
 DENSE_RATIO = 1.3  # a dense point once the running train-loss estimate fell by this factor since the last point
 DENSE_WINDOW = 4  # batch losses in the running estimate (128 images at batch 32; a longer window lags more)
 
@@ -35,10 +35,10 @@ def subset_optim(optim: specs.OptimSpec, subset: specs.SubsetSpec) -> specs.Opti
 def curve_steps(total: int, eval_every: int | None = None) -> frozenset[int]:
     """Steps after which a run of `total` steps is measured: 0, every `eval_every`, and `total`.
 
-    eval_every None: about DEFAULT_POINTS points (ceil(total / DEFAULT_POINTS) apart); 0: no points at all.
+    eval_every None: about _DEFAULT_POINTS points (ceil(total / _DEFAULT_POINTS) apart); 0: no points at all.
     """
     if eval_every is None:
-        eval_every = max(1, math.ceil(total / DEFAULT_POINTS))
+        eval_every = max(1, math.ceil(total / _DEFAULT_POINTS))
     if eval_every < 0:
         raise UserError(f"eval_every must be >= 0 (0 = no curve), got {eval_every}")
     if eval_every == 0:

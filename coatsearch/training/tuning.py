@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # torch is imported where a model is timed or compiled
     from torch import nn
 
 COMPILE_PRIOR_S = {"cpu": 90.0, "cuda": 45.0}  # first compile of an architecture (train graph), before measured
-CACHED_PRIOR_S = {"cpu": 9.0, "cuda": 5.0}  # a compile served by the persistent caches (3-9 s measured on CPU)
+_CACHED_PRIOR_S = {"cpu": 9.0, "cuda": 5.0}  # a compile served by the persistent caches (3-9 s measured on CPU)
 SPEEDUP_PRIOR = {"cpu": 1.3}  # eager step time / compiled step time assumed by `auto` on the CPU
 # CUDA, ASSUMED until a GPU measures them (docs/measurements.md): the captured step's speed-up over eager for the
 # paper_layouts candidates at batch 32 (bench_throughput's `capture_ratio=`; eager is launch-bound there, about 1 ms
@@ -59,7 +59,7 @@ SPEEDUP_PRIOR = {"cpu": 1.3}  # eager step time / compiled step time assumed by 
 CUDA_CAPTURE_SPEEDUP = 3.0
 CUDA_CAPTURE_S = 0.05
 PROBE_STEPS = 4  # eager steps timed (after one warm-up step) before `compile: auto` decides
-RECOMPILE_LIMIT = 64  # dynamo graphs kept per code object (timm blocks are shared by every candidate)
+_RECOMPILE_LIMIT = 64  # dynamo graphs kept per code object (timm blocks are shared by every candidate)
 _COMPILED: dict[tuple, float] = {}  # (device type, model signature) -> measured compile seconds, this process
 
 
@@ -123,7 +123,7 @@ class AutoCompile:
             return False
         self.decided, self.eager_s = True, self.spent / PROBE_STEPS
         kind = self.device.type
-        cost, cached = compile_cost(kind, self.sig), CACHED_PRIOR_S.get(kind, CACHED_PRIOR_S["cpu"])
+        cost, cached = compile_cost(kind, self.sig), _CACHED_PRIOR_S.get(kind, _CACHED_PRIOR_S["cpu"])
         speedup = SPEEDUP_PRIOR.get(kind, SPEEDUP_PRIOR["cpu"])
         return worth_compiling(self.total - self.seen, self.eager_s, cost, speedup, self.runs, min(cached, cost))
 
@@ -140,7 +140,7 @@ def compile_cache_dir() -> Path:
     given = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if given and os.path.abspath(given) != os.path.abspath(default_cache_dir()):  # torch writes its default back
         return Path(given)
-    return cache_file().parent / "inductor"
+    return _cache_file().parent / "inductor"
 
 
 def configure_dynamo() -> None:
@@ -153,7 +153,7 @@ def configure_dynamo() -> None:
     import torch._functorch.config
     import torch._inductor.config
 
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, _RECOMPILE_LIMIT)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(compile_cache_dir())
     torch._inductor.config.fx_graph_cache = True
     torch._functorch.config.enable_autograd_cache = True
@@ -214,17 +214,17 @@ class Workers:
         return f"workers auto: {self.processes} process(es) x {self.threads} thread(s) ({where}: {rates})"
 
 
-GPU_WORKER_MB = 6144  # GPU memory a training process may take: context, data, model, 2,048-image eval batches, graphs
-GPU_WORKER_CORES = 2  # host cores a GPU process needs: its Python loop, and its share of compile threads
+_GPU_WORKER_MB = 6144  # GPU memory a training process may take: context, data, model, 2,048-image eval batches, graphs
+_GPU_WORKER_CORES = 2  # host cores a GPU process needs: its Python loop, and its share of compile threads
 GPU_PROCESSES_MAX = 8  # processes per GPU: more only add contexts to time-slice
 
 
 def cuda_processes(gpus: int, gpu_mb: float, cores: int, trials: int) -> int:
     """How many training processes `--workers auto` runs on `gpus` GPUs of `gpu_mb` MB each (the smallest) and
-    `cores` host cores, for `trials` trials left: per GPU as many as its memory holds at GPU_WORKER_MB each (at
-    most GPU_PROCESSES_MAX), in all at most one per GPU_WORKER_CORES cores and one per trial; at least one."""
-    per_gpu = max(1, min(GPU_PROCESSES_MAX, int(gpu_mb // GPU_WORKER_MB)))
-    return max(1, min(per_gpu * max(1, gpus), cores // GPU_WORKER_CORES, trials))
+    `cores` host cores, for `trials` trials left: per GPU as many as its memory holds at _GPU_WORKER_MB each (at
+    most GPU_PROCESSES_MAX), in all at most one per _GPU_WORKER_CORES cores and one per trial; at least one."""
+    per_gpu = max(1, min(GPU_PROCESSES_MAX, int(gpu_mb // _GPU_WORKER_MB)))
+    return max(1, min(per_gpu * max(1, gpus), cores // _GPU_WORKER_CORES, trials))
 
 
 def cuda_workers(trials: int, device: torch.device, cores: int | None = None) -> tuple[int, int, str]:
@@ -284,7 +284,7 @@ def spawned_threads(processes: int, threads: int | None) -> int:
     return threads or max(1, (os.cpu_count() or 1) // max(1, processes))
 
 
-def cache_file() -> Path:
+def _cache_file() -> Path:
     """Where the per-machine choice is cached (COATSEARCH_CACHE overrides ~/.cache/coatsearch)."""
     root = os.environ.get("COATSEARCH_CACHE") or Path.home() / ".cache" / "coatsearch"
     return Path(root) / "workers.json"
@@ -348,7 +348,7 @@ def auto_workers(trials: int, cores: int | None = None, refresh: bool = False) -
     import sys
 
     cores = cores or os.cpu_count() or 1
-    path, key = cache_file(), machine_key(cores)
+    path, key = _cache_file(), machine_key(cores)
     known, why = _read_cache(path)
     rates = None if refresh or why else _cached_rates(known.get(key), cores)
     if why or (key in known and rates is None and not refresh):
@@ -365,7 +365,7 @@ def auto_workers(trials: int, cores: int | None = None, refresh: bool = False) -
     return Workers(*choose(rates, cores, trials), rates, cached)
 
 
-CACHE_MAX = 1_000_000  # bytes of workers.json (an entry per machine is about 200)
+_CACHE_MAX = 1_000_000  # bytes of workers.json (an entry per machine is about 200)
 
 
 def _read_cache(path: Path) -> tuple[dict, str]:
@@ -379,7 +379,7 @@ def _read_cache(path: Path) -> tuple[dict, str]:
     if not os.path.lexists(path):
         return {}, ""
     try:
-        return fsafe.read_json(path, limit=CACHE_MAX), ""
+        return fsafe.read_json(path, limit=_CACHE_MAX), ""
     except UserError as exc:
         return {}, str(exc).removeprefix(f"{path}: ")
 

@@ -20,7 +20,7 @@ EFFECT_MAX = 100.0  # plan(effect=...) / --effect: a difference in accuracy poin
 PILOT_SEEDS_MAX = 10  # plan(pilot_seeds=...) / --pilot-seeds
 ENGINES = ("optuna", "ray")  # backend / --backend
 FORMATS = ("csv", "parquet", "json", "yaml", "timm")  # export's fmt / --format; yaml, timm: the best architectures
-RAY_ARGS = ("address", "cpus_per_trial", "gpus_per_trial")  # arguments only the Ray backend reads
+_RAY_ARGS = ("address", "cpus_per_trial", "gpus_per_trial")  # arguments only the Ray backend reads
 
 
 class ArgumentError(UserError):
@@ -63,11 +63,11 @@ def check_counts(workers: Any, trials: Any) -> None:
 
 
 def check_backend_args(backend: str, workers: Any, ray: Mapping[str, Any]) -> None:
-    """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (RAY_ARGS) on the optuna
+    """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (_RAY_ARGS) on the optuna
     backend, `workers` on Ray; an unknown backend is refused naming those that exist."""
     if backend not in ENGINES:
         raise ArgumentError(lambda flags: f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
-    given = [k for k in RAY_ARGS if ray.get(k) is not None]
+    given = [k for k in _RAY_ARGS if ray.get(k) is not None]
     if backend != "ray" and given:
         raise ArgumentError(lambda flags: f"{', '.join(named(k, flags) for k in given)}: only used with "
                                           f"{_engine('ray', flags)} (this run uses {backend})")  # fmt: skip

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coatsearch.vocab.registry import Registry
+
 
 @dataclass(frozen=True)
 class DatasetKind:
@@ -21,30 +23,26 @@ class DatasetKind:
     sized: bool = False  # decoded at the space's image size (files of any size), not at a native size
 
 
-DATASETS: dict[str, DatasetKind] = {
-    "fashion_mnist": DatasetKind("Fashion-MNIST, 28x28 gray, 10 classes", "coatsearch.training.data:load_fashion"),
-    "mnist": DatasetKind("MNIST digits, 28x28 gray", "coatsearch.training.data:_load_torchvision", hflip=False),
-    "cifar10": DatasetKind("CIFAR-10, 32x32 RGB", "coatsearch.training.data:_load_torchvision"),
-    "cifar100": DatasetKind("CIFAR-100, 32x32 RGB", "coatsearch.training.data:_load_torchvision"),
-    "imagefolder": DatasetKind(
-        "root/<class>/<image> files (train/ and val/ or test/, else a split)",
-        "coatsearch.training.data:_load_imagefolder",
-        sized=True,
-    ),
-    "synthetic": DatasetKind(
-        "generated shapes, 10 classes, 2000/500 images", "coatsearch.training.data:_load_synthetic"
-    ),
-}
-
-
-def dataset_kind(name: str) -> DatasetKind:
-    """The registered dataset `name`; a one-line error names the known ones."""
-    if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; allowed: {', '.join(DATASETS)}")
-    return DATASETS[name]
+DATASETS: Registry[DatasetKind] = Registry(
+    "dataset",
+    {
+        "fashion_mnist": DatasetKind("Fashion-MNIST, 28x28 gray, 10 classes", "coatsearch.training.data:load_fashion"),
+        "mnist": DatasetKind("MNIST digits, 28x28 gray", "coatsearch.training.data:_load_torchvision", hflip=False),
+        "cifar10": DatasetKind("CIFAR-10, 32x32 RGB", "coatsearch.training.data:_load_torchvision"),
+        "cifar100": DatasetKind("CIFAR-100, 32x32 RGB", "coatsearch.training.data:_load_torchvision"),
+        "imagefolder": DatasetKind(
+            "root/<class>/<image> files (train/ and val/ or test/, else a split)",
+            "coatsearch.training.data:_load_imagefolder",
+            sized=True,
+        ),
+        "synthetic": DatasetKind(
+            "generated shapes, 10 classes, 2000/500 images", "coatsearch.training.data:_load_synthetic"
+        ),
+    },
+)
 
 
 def check_dataset(name: str) -> str:
     """`name` when it is a registered dataset (the spec's check of `data.dataset`), else ValueError."""
-    dataset_kind(name)
+    DATASETS.entry(name)
     return name

@@ -1,4 +1,5 @@
-"""Registries of stage kinds (C, T, M) and stem kinds: plain dicts that specs, matching, counting and models read.
+"""Registries of stage kinds (C, T, M), stem kinds and architectures, each a vocab.registry.Registry: specs,
+matching, counting and models read them.
 
 No torch here: a builder is named as "module:function" and imported on first use, so spec code stays light.
 A new stage type is one `register_stage_kind` call (or entry in STAGE_KINDS) plus the module that builds its
@@ -13,6 +14,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+from coatsearch.vocab.registry import Registry
 
 CONV_QUANTUM = 8  # channels of conv stages and stems are multiples of this
 
@@ -72,49 +75,45 @@ def _maxvit_floor(dim_out: int, side: int, block: Any) -> int:
     return _mlp_floor(dim_out, side, block) + 2 * side * side * dim_out * (window * window + grid * grid)
 
 
-STAGE_KINDS: dict[str, StageKind] = {
-    "C": StageKind(
-        "MBConv + squeeze-excitation", "coatsearch.models.coatnet:mbconv_block", attends=False, macs_floor=_mbconv_floor
-    ),
-    "T": StageKind(
-        "relative-attention Transformer",
-        "coatsearch.models.coatnet:transformer_block",
-        attends=True,
-        macs_floor=_attention_floor,
-    ),
-    "M": StageKind(
-        "MaxViT multi-axis attention: window then grid attention",
-        "coatsearch.models.maxvit:maxvit_block",
-        attends=True,
-        tokens=_maxvit_tokens,
-        check=_maxvit_check,
-        macs_floor=_maxvit_floor,
-    ),
-}
+STAGE_KINDS: Registry[StageKind] = Registry(
+    "stage kind",
+    {
+        "C": StageKind(
+            "MBConv + squeeze-excitation",
+            "coatsearch.models.coatnet:mbconv_block",
+            attends=False,
+            macs_floor=_mbconv_floor,
+        ),
+        "T": StageKind(
+            "relative-attention Transformer",
+            "coatsearch.models.coatnet:transformer_block",
+            attends=True,
+            macs_floor=_attention_floor,
+        ),
+        "M": StageKind(
+            "MaxViT multi-axis attention: window then grid attention",
+            "coatsearch.models.maxvit:maxvit_block",
+            attends=True,
+            tokens=_maxvit_tokens,
+            check=_maxvit_check,
+            macs_floor=_maxvit_floor,
+        ),
+    },
+)
 
 
 def register_stage_kind(letter: str, kind: StageKind) -> None:
     """Add stage kind `letter` (one upper-case letter not yet registered); layouts may use it from now on."""
     if not (len(letter) == 1 and letter.isascii() and letter.isupper()):
         raise ValueError(f"a stage kind is one upper-case letter A-Z, not {letter!r}")
-    if letter in STAGE_KINDS:
-        raise ValueError(f"stage kind {letter!r} is already registered; known: {', '.join(STAGE_KINDS)}")
     if not callable(kind.macs_floor):
         raise ValueError(f"stage kind {letter!r}: macs_floor must be a function (dim_out, side, block) -> MACs")
-    STAGE_KINDS[letter] = kind
+    STAGE_KINDS.register(letter, kind)  # a letter already registered: the one-line error naming the known ones
 
 
 def unregister_stage_kind(letter: str) -> StageKind:
     """Remove stage kind `letter` (the undo of `register_stage_kind`); returns it."""
-    stage_kind(letter)  # an unknown letter: the one-line error naming the known ones
-    return STAGE_KINDS.pop(letter)
-
-
-def stage_kind(letter: str) -> StageKind:
-    """The registered stage kind `letter`; a one-line error names the known ones."""
-    if letter not in STAGE_KINDS:
-        raise ValueError(f"unknown stage kind {letter!r}; known: {', '.join(STAGE_KINDS)}")
-    return STAGE_KINDS[letter]
+    return STAGE_KINDS.unregister(letter)  # an unknown letter: the one-line error naming the known ones
 
 
 def check_layout(layout: str) -> str:
@@ -162,42 +161,38 @@ def _convs_floor(in_chans: int, image_size: int, channels: tuple[int, ...], stri
     return total
 
 
-STEM_KINDS: dict[str, StemKind] = {
-    "conv": StemKind(
-        "coatsearch.models.stems:conv_stem",
-        archs=("coatnet",),
-        text=lambda st: f"conv{st.layers}x{st.width}/{st.stride}",
-        total_stride=lambda st: st.stride,
-        out_width=lambda st, first: st.width,
-        resize=lambda st, fn: replace(st, width=fn(st.width)),
-        macs_floor=lambda st, c, first, n: _convs_floor(
-            c, n, (st.width,) * st.layers, (st.stride,) + (1,) * (st.layers - 1)
+STEM_KINDS: Registry[StemKind] = Registry(
+    "stem kind",
+    {
+        "conv": StemKind(
+            "coatsearch.models.stems:conv_stem",
+            archs=("coatnet",),
+            text=lambda st: f"conv{st.layers}x{st.width}/{st.stride}",
+            total_stride=lambda st: st.stride,
+            out_width=lambda st, first: st.width,
+            resize=lambda st, fn: replace(st, width=fn(st.width)),
+            macs_floor=lambda st, c, first, n: _convs_floor(
+                c, n, (st.width,) * st.layers, (st.stride,) + (1,) * (st.layers - 1)
+            ),
         ),
-    ),
-    "patch": StemKind(
-        "coatsearch.models.stems:patch_stem",
-        archs=("coatnet", "vit"),
-        text=lambda st: f"patch{st.patch_size}",
-        total_stride=lambda st: st.patch_size,
-        check=_patch_check,
-        macs_floor=lambda st, c, first, n: n * n * c * first,  # kernel = stride = p: every pixel once per channel
-    ),
-    "vitc": StemKind(
-        "coatsearch.models.stems:vitc_stem",
-        archs=("vit",),
-        text=lambda st: f"vitc{','.join(map(str, st.channels))}/{','.join(map(str, st.strides))}",
-        total_stride=lambda st: math.prod(st.strides),
-        resize=lambda st, fn: replace(st, channels=tuple(fn(c) for c in st.channels)),
-        macs_floor=lambda st, c, first, n: _convs_floor(c, n, st.channels, st.strides),
-    ),
-}
-
-
-def stem_kind(name: str) -> StemKind:
-    """The registered stem kind `name`; a one-line error names the known ones."""
-    if name not in STEM_KINDS:
-        raise ValueError(f"unknown stem kind {name!r}; known: {', '.join(STEM_KINDS)}")
-    return STEM_KINDS[name]
+        "patch": StemKind(
+            "coatsearch.models.stems:patch_stem",
+            archs=("coatnet", "vit"),
+            text=lambda st: f"patch{st.patch_size}",
+            total_stride=lambda st: st.patch_size,
+            check=_patch_check,
+            macs_floor=lambda st, c, first, n: n * n * c * first,  # kernel = stride = p: every pixel once per channel
+        ),
+        "vitc": StemKind(
+            "coatsearch.models.stems:vitc_stem",
+            archs=("vit",),
+            text=lambda st: f"vitc{','.join(map(str, st.channels))}/{','.join(map(str, st.strides))}",
+            total_stride=lambda st: math.prod(st.strides),
+            resize=lambda st, fn: replace(st, channels=tuple(fn(c) for c in st.channels)),
+            macs_floor=lambda st, c, first, n: _convs_floor(c, n, st.channels, st.strides),
+        ),
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -214,30 +209,30 @@ def _one_global_stage(layout: str) -> str:
     return f"arch 'vit' is one global-attention stage: layout 'T', not {layout!r}" if layout != "T" else ""
 
 
-ARCHS: dict[str, ArchKind] = {
-    "coatnet": ArchKind(
-        "stem, then stages of blocks, global average pool, linear head", "coatsearch.models.coatnet:build_coatnet"
-    ),  # fmt: skip
-    "vit": ArchKind(
-        "timm VisionTransformer: one T stage, class token", "coatsearch.models.vit:build_vit", layout=_one_global_stage
-    ),  # fmt: skip
-    "linear": ArchKind(
-        "regime baseline: a linear classifier on pixels", "coatsearch.models.baselines:build_linear", candidate=False
-    ),  # fmt: skip
-    "cnn": ArchKind("regime baseline: a small CNN", "coatsearch.models.baselines:build_cnn", candidate=False),
-}
-
-
-def arch_kind(name: str) -> ArchKind:
-    """The registered architecture `name`; a one-line error names the known ones."""
-    if name not in ARCHS:
-        raise ValueError(f"unknown arch {name!r}; allowed: {', '.join(ARCHS)}")
-    return ARCHS[name]
+ARCHS: Registry[ArchKind] = Registry(
+    "arch",
+    {
+        "coatnet": ArchKind(
+            "stem, then stages of blocks, global average pool, linear head", "coatsearch.models.coatnet:build_coatnet"
+        ),  # fmt: skip
+        "vit": ArchKind(
+            "timm VisionTransformer: one T stage, class token",
+            "coatsearch.models.vit:build_vit",
+            layout=_one_global_stage,
+        ),  # fmt: skip
+        "linear": ArchKind(
+            "regime baseline: a linear classifier on pixels",
+            "coatsearch.models.baselines:build_linear",
+            candidate=False,
+        ),  # fmt: skip
+        "cnn": ArchKind("regime baseline: a small CNN", "coatsearch.models.baselines:build_cnn", candidate=False),
+    },
+)
 
 
 def check_candidate_arch(name: str) -> str:
     """`name` when a candidate may name it (a registered architecture, not a baseline's), else ValueError."""
-    if not arch_kind(name).candidate:
+    if not ARCHS.entry(name).candidate:
         allowed = ", ".join(n for n, k in ARCHS.items() if k.candidate)
         raise ValueError(f"arch {name!r} is a regime baseline's (study.baselines); allowed: {allowed}")
     return name
@@ -248,7 +243,7 @@ def check_arch(arch: str, stem: str, layout: str) -> str:
     takes = [name for name, kind in STEM_KINDS.items() if arch in kind.archs]
     if takes and stem not in takes:
         return f"a '{stem}' stem does not fit arch '{arch}', which takes {' or '.join(repr(t) for t in takes)} stems"
-    return arch_kind(arch).layout(layout)
+    return ARCHS.entry(arch).layout(layout)
 
 
 def load(target: str) -> Callable:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coatsearch.vocab.registry import Registry
+
 
 @dataclass(frozen=True)
 class SamplerKind:
@@ -41,59 +43,51 @@ class PrunerKind:
     prunes: bool = True  # False: the no-op pruner (a study without one; multi-objective studies need it)
 
 
-SAMPLERS: dict[str, SamplerKind] = {
-    "random": SamplerKind("independent uniform draws", "optuna.samplers:RandomSampler"),
-    "tpe": SamplerKind(
-        "multivariate TPE, grouped, constant liar for parallel workers",
-        "optuna.samplers:TPESampler",
-        {"multivariate": True, "group": True, "constant_liar": True},
-    ),
-    "gp": SamplerKind("Gaussian-process Bayesian optimization", "optuna.samplers:GPSampler"),
-    "cmaes": SamplerKind(
-        "CMA-ES over int and float ranges",
-        "optuna.samplers:CmaEsSampler",
-        {"warn_independent_sampling": False},
-        multi=False,
-        choices=False,
-        constraints=False,
-    ),
-    "nsga2": SamplerKind("NSGA-II, for several objectives", "optuna.samplers:NSGAIISampler", single=False),
-    # every point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses: the sampler is random
-    "grid": SamplerKind(
-        "every point of a finite space, each once per seed", "optuna.samplers:RandomSampler", grid=True
-    ),
-}
+SAMPLERS: Registry[SamplerKind] = Registry(
+    "sampler",
+    {
+        "random": SamplerKind("independent uniform draws", "optuna.samplers:RandomSampler"),
+        "tpe": SamplerKind(
+            "multivariate TPE, grouped, constant liar for parallel workers",
+            "optuna.samplers:TPESampler",
+            {"multivariate": True, "group": True, "constant_liar": True},
+        ),
+        "gp": SamplerKind("Gaussian-process Bayesian optimization", "optuna.samplers:GPSampler"),
+        "cmaes": SamplerKind(
+            "CMA-ES over int and float ranges",
+            "optuna.samplers:CmaEsSampler",
+            {"warn_independent_sampling": False},
+            multi=False,
+            choices=False,
+            constraints=False,
+        ),
+        "nsga2": SamplerKind("NSGA-II, for several objectives", "optuna.samplers:NSGAIISampler", single=False),
+        # every point is enqueued as fixed values (claiming), which Optuna's GridSampler refuses: the sampler is random
+        "grid": SamplerKind(
+            "every point of a finite space, each once per seed", "optuna.samplers:RandomSampler", grid=True
+        ),
+    },
+)
 
-PRUNERS: dict[str, PrunerKind] = {
-    "none": PrunerKind("no pruning", "optuna.pruners:NopPruner", prunes=False),
-    "median": PrunerKind("stop below the median of earlier trials at the same step", "optuna.pruners:MedianPruner"),
-    "hyperband": PrunerKind("Hyperband's successive halving", "optuna.pruners:HyperbandPruner"),
-}
-
-
-def sampler_kind(name: str) -> SamplerKind:
-    """The registered sampler `name`; a one-line error names the known ones."""
-    if name not in SAMPLERS:
-        raise ValueError(f"unknown sampler {name!r}; allowed: {', '.join(SAMPLERS)}")
-    return SAMPLERS[name]
-
-
-def pruner_kind(name: str) -> PrunerKind:
-    """The registered pruner `name`; a one-line error names the known ones."""
-    if name not in PRUNERS:
-        raise ValueError(f"unknown pruner {name!r}; allowed: {', '.join(PRUNERS)}")
-    return PRUNERS[name]
+PRUNERS: Registry[PrunerKind] = Registry(
+    "pruner",
+    {
+        "none": PrunerKind("no pruning", "optuna.pruners:NopPruner", prunes=False),
+        "median": PrunerKind("stop below the median of earlier trials at the same step", "optuna.pruners:MedianPruner"),
+        "hyperband": PrunerKind("Hyperband's successive halving", "optuna.pruners:HyperbandPruner"),
+    },
+)
 
 
 def check_sampler(name: str) -> str:
     """`name` when it is a registered sampler (the spec's check of `study.sampler`), else ValueError."""
-    sampler_kind(name)
+    SAMPLERS.entry(name)
     return name
 
 
 def check_pruner(name: str) -> str:
     """`name` when it is a registered pruner (the spec's check of `study.pruner`), else ValueError."""
-    pruner_kind(name)
+    PRUNERS.entry(name)
     return name
 
 

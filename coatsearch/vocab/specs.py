@@ -24,35 +24,35 @@ from coatsearch.vocab import datasets, kinds, numbers, samplers
 
 FORBID = ConfigDict(extra="forbid")  # unknown keys in a space file are errors
 
-PosInt = Annotated[int, Strict(), Field(gt=0)]  # no strings or floats taken for ints
-LaxPosInt = Annotated[int, Field(gt=0)]
-Real = Annotated[float, Field(allow_inf_nan=False)]  # a finite number: .inf and .nan are errors
-Fraction = Annotated[Real, Field(ge=0.0, le=1.0)]
+_PosInt = Annotated[int, Strict(), Field(gt=0)]  # no strings or floats taken for ints
+_LaxPosInt = Annotated[int, Field(gt=0)]
+_Real = Annotated[float, Field(allow_inf_nan=False)]  # a finite number: .inf and .nan are errors
+_Fraction = Annotated[_Real, Field(ge=0.0, le=1.0)]
 
 # Upper bounds on every field that sizes memory or time (docs/limits.md lists them).
 WIDTH_MAX = 8192  # channels of a stage, a stem or a vitc conv
 DEPTH_MAX = 100  # blocks in one stage
-SIDE_MAX = 1024  # image side; also bounds patch, window, grid and head sizes
+_SIDE_MAX = 1024  # image side; also bounds patch, window, grid and head sizes
 BATCH_MAX = 8192  # training batch size
-EVAL_MAX = 200_000  # held-out images evaluated
+_EVAL_MAX = 200_000  # held-out images evaluated
 DRAWS_MAX = 1000  # data.test_draw: disjoint test draws of one split
 PER_CLASS_MAX = 100_000  # training images per class in a subset
 EPOCHS_MAX = 1000  # epochs of one schedule (and warmup epochs)
-STEPS_MAX = 10_000_000  # optimizer steps of one run (max_steps) and steps between curve points
+_STEPS_MAX = 10_000_000  # optimizer steps of one run (max_steps) and steps between curve points
 CLASSES_MAX = 100_000  # classes of the input and class ids
 SEEDS_MAX = 100  # seeds per study
 SEED_MAX = 2**31 - 1  # a seed value
 SAMPLES_MAX = 10_000  # sampled configurations per candidate and seed
 LENGTHS_MAX = 20  # schedule lengths of the length score
-RATIO_MAX = 16.0  # MBConv and MLP expansion ratios
+_RATIO_MAX = 16.0  # MBConv and MLP expansion ratios
 MACS_MAX = 10**12  # multiply-adds per image: a budget, or a model's lower-bound count at load
 POINTS_MAX = 100_000  # points of a finite space `show --all` and the grid sampler enumerate
 NAME_MAX = 64  # characters in a candidate name (it is in every trial key, table and figure label)
 
 Width = Annotated[int, Field(gt=0, le=WIDTH_MAX)]
-Side = Annotated[int, Field(gt=0, le=SIDE_MAX)]
-Epochs = Annotated[int, Field(gt=0, le=EPOCHS_MAX)]
-Ratio = Annotated[Real, Field(gt=0, le=RATIO_MAX)]
+Side = Annotated[int, Field(gt=0, le=_SIDE_MAX)]
+_Epochs = Annotated[int, Field(gt=0, le=EPOCHS_MAX)]
+_Ratio = Annotated[_Real, Field(gt=0, le=_RATIO_MAX)]
 Stride = Literal[1, 2]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+$", max_length=NAME_MAX)]
 
@@ -67,13 +67,13 @@ def spec(cls: type[_Spec]) -> type[_Spec]:
     return dataclass(frozen=True)(cls)
 
 
-def parse_count(value: Any) -> int:
+def _parse_count(value: Any) -> int:
     """Parse a MACs or params count (30000000, 3e7, '30M', '4.2G'): a whole count 1..MACS_MAX (`numbers`)."""
     return numbers.parse_count(value, MACS_MAX)
 
 
 def _stem_kind(name: str) -> str:
-    kinds.stem_kind(name)
+    kinds.STEM_KINDS.entry(name)
     return name
 
 
@@ -87,7 +87,7 @@ class StemSpec:
     )
     layers: Annotated[int, Strict(), Field(ge=1, le=8)] = 2  # conv: number of 3x3 convs
     stride: Stride = 2  # conv: stride of the first 3x3 conv (the stem's total stride)
-    patch_size: Annotated[int, Strict(), Field(gt=0, le=SIDE_MAX)] = 16  # patch: kernel size and stride
+    patch_size: Annotated[int, Strict(), Field(gt=0, le=_SIDE_MAX)] = 16  # patch: kernel size and stride
     channels: Annotated[
         tuple[Annotated[int, Strict(), Field(gt=0, le=WIDTH_MAX)], ...], Field(max_length=8)
     ] = ()  # vitc: output channels of each 3x3 conv (BN + ReLU after each)
@@ -100,7 +100,7 @@ class StemSpec:
     @property
     def total_stride(self) -> int:
         """Downsampling factor from the input to the first stage."""
-        return kinds.stem_kind(self.kind).total_stride(self)
+        return kinds.STEM_KINDS.entry(self.kind).total_stride(self)
 
 
 @spec
@@ -118,16 +118,16 @@ class BlockSpec:
     """Options shared by every block of a model."""
 
     head_size: Side = 32  # attention channels per head; attention widths are multiples of it
-    expand_ratio: Ratio = 4.0  # MBConv inverted-bottleneck expansion
-    mlp_ratio: Ratio = 4.0  # Transformer FFN expansion
-    se_ratio: Fraction = 0.25  # squeeze-excitation ratio (of the block's output width)
+    expand_ratio: _Ratio = 4.0  # MBConv inverted-bottleneck expansion
+    mlp_ratio: _Ratio = 4.0  # Transformer FFN expansion
+    se_ratio: _Fraction = 0.25  # squeeze-excitation ratio (of the block's output width)
     downsample: Literal["eq5", "dw"] = "eq5"  # MBConv stride: "eq5" (strided 1x1 on the normalized input) | "dw"
     pool: Literal["max", "avg"] = "max"  # pooling on downsampling shortcuts and attention input
     conv_norm: Literal["batchnorm", "layernorm"] = "batchnorm"  # norm in MBConv blocks
     attn_norm: Literal["layernorm", "batchnorm"] = "layernorm"  # norm in attention blocks
     rel_pos: bool = True  # relative-position bias in attention (CoAtNet Eq. 3)
     act: Literal["gelu", "relu", "silu"] = "gelu"  # activation in every block type
-    drop_path: Annotated[Real, Field(ge=0.0, lt=1.0)] = 0.0  # stochastic depth, max rate (linear over blocks)
+    drop_path: Annotated[_Real, Field(ge=0.0, lt=1.0)] = 0.0  # stochastic depth, max rate (linear over blocks)
     window_size: Side | None = None  # M: side of a window-attention window (None: the whole map)
     grid_size: Side | None = None  # M: side of a grid-attention grid (None: the whole map)
 
@@ -165,11 +165,11 @@ class ModelSpec:
     block: BlockSpec = field(default_factory=BlockSpec)
 
     def __post_init__(self) -> None:
-        problem = kinds.stem_kind(self.stem.kind).check(self.stem, self.image_size)
+        problem = kinds.STEM_KINDS.entry(self.stem.kind).check(self.stem, self.image_size)
         for i, (stage, side) in enumerate(zip(self.stages, self.feature_sizes(), strict=True)):
             if problem:
                 break
-            kind = kinds.stage_kind(stage.kind)
+            kind = kinds.STAGE_KINDS.entry(stage.kind)
             if stage.stride not in (1, 2):
                 problem = f"stage {i}: stride {stage.stride} not in (1, 2)"
             elif kind.attends and stage.width % self.block.head_size:
@@ -200,15 +200,15 @@ class ModelSpec:
         """A lower bound on the MACs per image, from the dominant terms only (no torch): checked against MACS_MAX."""
         if not self.stages:  # a regime baseline (linear or small CNN): a fixed small model, nothing to bound
             return 1
-        stem = kinds.stem_kind(self.stem.kind).macs_floor(
+        stem = kinds.STEM_KINDS.entry(self.stem.kind).macs_floor(
             self.stem, self.in_chans, self.stages[0].width, self.image_size
         )
-        blocks = (kinds.stage_kind(p.kind).macs_floor(p.dim_out, p.out_side, self.block) for p in self.blocks())
+        blocks = (kinds.STAGE_KINDS.entry(p.kind).macs_floor(p.dim_out, p.out_side, self.block) for p in self.blocks())
         return stem + sum(blocks)
 
     def blocks(self) -> Iterator[BlockPlan]:
         """Every block in order, with its widths, stride, map sides and drop-path rate: the one stage loop."""
-        dim = kinds.stem_kind(self.stem.kind).out_width(self.stem, self.stages[0].width)
+        dim = kinds.STEM_KINDS.entry(self.stem.kind).out_width(self.stem, self.stages[0].width)
         side = -(-self.image_size // self.stem.total_stride)
         n_blocks, k = sum(s.depth for s in self.stages), 0
         for i, (stage, out_side) in enumerate(zip(self.stages, self.feature_sizes(), strict=True)):
@@ -224,11 +224,11 @@ class Budget:
     """A MACs band (and optionally a params band) and what is scaled to land in it."""
 
     macs: Annotated[
-        int, BeforeValidator(parse_count), Field(le=MACS_MAX)
+        int, BeforeValidator(_parse_count), Field(le=MACS_MAX)
     ]  # target multiply-adds per image ('10.5M' in a file)
-    tolerance: Annotated[Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target, for both
+    tolerance: Annotated[_Real, Field(gt=0.0, lt=1.0)] = 0.05  # allowed |achieved - target| / target, for both
     scale: Literal["width", "depth", "none"] = "width"  # what is scaled ("none": check only)
-    params: Annotated[int, BeforeValidator(parse_count), Field(le=MACS_MAX)] | None = (
+    params: Annotated[int, BeforeValidator(_parse_count), Field(le=MACS_MAX)] | None = (
         None  # target parameter count ('0.5M'); with it, width and a second knob are solved together (match.py)
     )
 
@@ -242,13 +242,13 @@ class OptimSpec:
     """One training schedule's optimizer and regularization settings (a space file's `train`)."""
 
     optimizer: Literal["adamw", "sgd"] = "adamw"  # sgd: momentum 0.9, nesterov off
-    lr: Annotated[Real, Field(gt=0)] = 1e-3  # peak learning rate
-    weight_decay: Annotated[Real, Field(ge=0)] = 0.05  # not applied to norms and biases
+    lr: Annotated[_Real, Field(gt=0)] = 1e-3  # peak learning rate
+    weight_decay: Annotated[_Real, Field(ge=0)] = 0.05  # not applied to norms and biases
     batch_size: Annotated[int, Field(gt=0, le=BATCH_MAX)] = 128
-    warmup_epochs: Annotated[Real, Field(ge=0, le=EPOCHS_MAX)] = 1.0  # linear warmup (<= 20% of a run), then cosine
-    label_smoothing: Annotated[Real, Field(ge=0, lt=1)] = 0.0
-    grad_clip: Annotated[Real, Field(ge=0)] = 0.0  # max global grad norm; 0 = off
-    mixup: Annotated[Real, Field(ge=0)] = 0.0  # mixup alpha; 0 = off
+    warmup_epochs: Annotated[_Real, Field(ge=0, le=EPOCHS_MAX)] = 1.0  # linear warmup (<= 20% of a run), then cosine
+    label_smoothing: Annotated[_Real, Field(ge=0, lt=1)] = 0.0
+    grad_clip: Annotated[_Real, Field(ge=0)] = 0.0  # max global grad norm; 0 = off
+    mixup: Annotated[_Real, Field(ge=0)] = 0.0  # mixup alpha; 0 = off
     randaugment: bool = False  # light RandAugment on the in-memory batch
     compile: bool | Literal["auto"] = "auto"  # torch.compile the model; auto: when the run's steps repay it
 
@@ -260,9 +260,9 @@ class DataSpec:
     dataset: Annotated[str, AfterValidator(datasets.check_dataset)]  # a name in vocab.datasets.DATASETS
     root: str | None = None  # folder to look in (dataset-specific default when None)
     # validation images (pilots, pruning, objectives, selection), drawn once; 0 = half of each class of the test split
-    eval_size: Annotated[int, Strict(), Field(ge=0, le=EVAL_MAX)] = 0
+    eval_size: Annotated[int, Strict(), Field(ge=0, le=_EVAL_MAX)] = 0
     # test images (verdicts only) per draw, after the validation images; None = as many as validation (subsets.split)
-    test_size: Annotated[int, Strict(), Field(gt=0, le=EVAL_MAX)] | None = None
+    test_size: Annotated[int, Strict(), Field(gt=0, le=_EVAL_MAX)] | None = None
     test_draw: Annotated[int, Strict(), Field(ge=0, le=DRAWS_MAX)] = 0  # which disjoint test draw (replicates: 1, 2)
     # shared: one test draw serves every trial seed; per_seed: each seed samples its own test images from the pool
     # outside validation, so the seed-to-seed spread (and every interval) holds the image-sampling variance
@@ -278,7 +278,7 @@ def rung_below(levels: Sequence[float]) -> float:
     return low[0] * (low[0] / low[1] if len(low) > 1 else 0.5)
 
 
-Levels = Annotated[tuple[Annotated[Real, Field(gt=0)], ...], Field(min_length=1, max_length=LENGTHS_MAX)]
+_Levels = Annotated[tuple[Annotated[_Real, Field(gt=0)], ...], Field(min_length=1, max_length=LENGTHS_MAX)]
 
 
 @spec
@@ -286,15 +286,17 @@ class SubsetSpec:
     """A deterministic training subset (`per_class` images of each of `classes`) and how a run on it is measured."""
 
     per_class: Annotated[int, Field(gt=0, le=PER_CLASS_MAX)] | None = None  # None = every image of each class
-    epochs: Epochs = 1  # the schedule, unless max_steps is given
+    epochs: _Epochs = 1  # the schedule, unless max_steps is given
     classes: tuple[Annotated[int, Field(ge=0, lt=CLASSES_MAX)], ...] | None = None
     dataset: DataSpec | None = None  # another dataset (transfer target); None = the space's dataset
-    eval_every: Annotated[int, Strict(), Field(ge=0, le=STEPS_MAX)] | None = None  # steps between curve points
-    max_steps: Annotated[int, Field(gt=0, le=STEPS_MAX)] | None = None  # a step budget (cosine ends there), not epochs
-    stop_at_loss: Annotated[Real, Field(gt=0)] | None = None  # stop once the probe's clean train loss is this low
-    loss_levels: Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
-    target_acc: Annotated[Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
-    lr_factor: Annotated[Real, Field(gt=0, le=RATIO_MAX)] = 0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
+    eval_every: Annotated[int, Strict(), Field(ge=0, le=_STEPS_MAX)] | None = None  # steps between curve points
+    max_steps: Annotated[int, Field(gt=0, le=_STEPS_MAX)] | None = None  # a step budget (cosine ends there), not epochs
+    stop_at_loss: Annotated[_Real, Field(gt=0)] | None = None  # stop once the probe's clean train loss is this low
+    loss_levels: _Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
+    target_acc: Annotated[_Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
+    lr_factor: Annotated[_Real, Field(gt=0, le=_RATIO_MAX)] = (
+        0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
+    )
     batch_size: Annotated[int, Field(gt=0, le=BATCH_MAX)] | None = None  # this run's batch; None = train.batch_size
 
     def __post_init__(self) -> None:
@@ -393,10 +395,10 @@ class SearchDim:
     """A search dimension as written: `choices`, or a `low`..`high` range (int when both are ints), `log` scale."""
 
     choices: Annotated[tuple[Any, ...] | None, BeforeValidator(_freeze)] = None
-    low: int | Real | None = None
-    high: int | Real | None = None
+    low: int | _Real | None = None
+    high: int | _Real | None = None
     log: bool = False
-    step: LaxPosInt | None = None
+    step: _LaxPosInt | None = None
 
     def __post_init__(self) -> None:
         if (self.choices is None) == (self.low is None or self.high is None):
@@ -445,7 +447,7 @@ def grid_size(dims: Mapping[str, SearchDim | None]) -> int:
 class InputSpec:
     """The images every candidate takes."""
 
-    image_size: Annotated[int, Strict(), Field(ge=8, le=SIDE_MAX)]
+    image_size: Annotated[int, Strict(), Field(ge=8, le=_SIDE_MAX)]
     channels: Literal[1, 3]
     classes: Annotated[int, Strict(), Field(ge=2, le=CLASSES_MAX)]
 

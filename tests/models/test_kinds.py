@@ -29,10 +29,10 @@ def proxy(layout: str, strides: tuple[int, ...] = (1, 2, 2, 1), block: BlockSpec
 
 
 def test_unknown_kinds_name_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=rf"^unknown stage kind 'X'; known: {', '.join(kinds.STAGE_KINDS)}$"):
-        kinds.stage_kind("X")
-    with pytest.raises(ValueError, match=rf"^unknown stem kind 'hex'; known: {', '.join(kinds.STEM_KINDS)}$"):
-        kinds.stem_kind("hex")
+    with pytest.raises(ValueError, match=rf"^unknown stage kind 'X'; allowed: {', '.join(kinds.STAGE_KINDS)}$"):
+        kinds.STAGE_KINDS.entry("X")
+    with pytest.raises(ValueError, match=rf"^unknown stem kind 'hex'; allowed: {', '.join(kinds.STEM_KINDS)}$"):
+        kinds.STEM_KINDS.entry("hex")
     with pytest.raises(ValueError, match="unknown stage kind 'X'"):
         ModelSpec("x", "coatnet", 32, 1, 10, StemSpec(), (StageSpec("X", 1, 16),))
 
@@ -56,7 +56,7 @@ def test_layout_pattern_and_constraint_read_the_registry(tmp_path: Path) -> None
 @pytest.mark.parametrize("letter", list(kinds.STAGE_KINDS))
 def test_every_stage_kind_has_a_positive_macs_floor_below_its_count(letter: str) -> None:
     spec = proxy(f"C-C-{letter}-{letter}")
-    floors = [kinds.stage_kind(p.kind).macs_floor(p.dim_out, p.out_side, spec.block) for p in spec.blocks()]
+    floors = [kinds.STAGE_KINDS.entry(p.kind).macs_floor(p.dim_out, p.out_side, spec.block) for p in spec.blocks()]
     assert all(f > 0 for f in floors)
     assert 0 < spec.macs_floor() <= count(spec).macs
 

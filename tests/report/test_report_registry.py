@@ -63,7 +63,7 @@ def test_the_claims_data_names_only_registered_scores():
     assert paper.GEN == C.GEN_SCORE == paper.MATCHED_KEY.partition(".")[0]  # claim (a) reads its derived metric
 
 
-def _toy(monkeypatch) -> None:
+def _toy(monkeypatch, registry_patch) -> None:
     """A score registered from the test: one guarded run of 4 classes, a title and a single-run headline."""
     toy = Score(
         name="toy",
@@ -78,7 +78,7 @@ def _toy(monkeypatch) -> None:
         guards=(Guard("toy", "toy.eval_acc", ("toy",)),),
         derived=(acc("toy.derived_acc", "toy derived"),),
     )
-    monkeypatch.setitem(scores.SCORES, "toy", toy)
+    registry_patch.setitem(scores.SCORES, "toy", toy)
     for m in (*toy.metrics, *toy.derived):
         monkeypatch.setitem(scores.METRICS, m.key, m)
 
@@ -88,8 +88,8 @@ def _run(number: int, seed: int, value: float) -> TrialRecord:
     return TrialRecord(number, value, {"candidate": "T", "seed": seed}, None, None, run)
 
 
-def test_a_registered_score_is_guarded_titled_and_derived(monkeypatch):
-    _toy(monkeypatch)
+def test_a_registered_score_is_guarded_titled_and_derived(monkeypatch, registry_patch):
+    _toy(monkeypatch, registry_patch)
     space = {"candidates": ["T"], "input": [8, 1, 10], "scores": {"toy": {"per_class": 5, "classes": [0, 1, 2, 3]}}}
     assert tables.group_acc()["toy"] == "toy.eval_acc" and tables.chance(space, "toy") == 25.0  # its subset's classes
     assert scores.titles()["toy"] == "Toy runs" and "toy.eval_acc" in scores.v_accs()
@@ -109,17 +109,17 @@ def test_the_matched_loss_reading_is_a_report_value_never_written_into_records()
     assert paper.readings(None, None) is None  # no step curves: nothing derived
 
 
-def _paced(monkeypatch) -> dict[str, str]:
+def _paced(registry_patch) -> dict[str, str]:
     """The speed score registered as 'pace': its roles name `pace.*` keys, and no score is called 'speed'."""
     speed = scores.SCORES["speed"]
     roles = {r: "pace." + k.partition(".")[2] for r, k in speed.roles.items()}
-    monkeypatch.delitem(scores.SCORES, "speed")
-    monkeypatch.setitem(scores.SCORES, "pace", dataclasses.replace(speed, name="pace", roles=roles))
+    registry_patch.delitem(scores.SCORES, "speed")
+    registry_patch.setitem(scores.SCORES, "pace", dataclasses.replace(speed, name="pace", roles=roles))
     return roles
 
 
-def test_the_speed_report_reads_its_keys_by_role(monkeypatch, tmp_path):
-    roles = _paced(monkeypatch)
+def test_the_speed_report_reads_its_keys_by_role(registry_patch, tmp_path):
+    roles = _paced(registry_patch)
     facts = {"host": "node-1", "device": "cpu", "threads": 1, "train_batch": 64, "infer_batch": 32, "compiled": False}
     recs = []
     for i, (name, ips) in enumerate((("A", 100.0), ("B", 300.0))):

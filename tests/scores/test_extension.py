@@ -34,8 +34,10 @@ from coatsearch.storage import trials as P
 from coatsearch.training import data
 from coatsearch.vocab import datasets, kinds, samplers
 from coatsearch.vocab import specs as S
+from coatsearch.vocab.registry import Registry
 from tests.report_records import SPACE as REPORT_SPACE
 from tests.report_records import layout_records
+from tests.support.registries import RegistryPatch
 from tests.tiny import tiny_variant
 
 TINY = Path(__file__).resolve().parents[1] / "spaces" / "tiny.yaml"
@@ -248,15 +250,13 @@ def search_variant(tmp_path: Path, sampler: str) -> Path:
     return tmp_path / "search.yaml"
 
 
-def test_a_registered_sampler_is_checked_sampled_and_replayable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_registered_sampler_is_checked_sampled_and_replayable(tmp_path: Path, registry_patch: RegistryPatch) -> None:
     with pytest.raises(SpaceError, match=r"search.yaml:\d+: field 'study.sampler': unknown sampler 'qmc'; allowed: "
                        r"random, tpe, gp, cmaes, nsga2, grid \(found 'qmc'\)$"):  # fmt: skip
         coatsearch.load_space(search_variant(tmp_path, "qmc"))
     with pytest.raises(ValueError, match="unknown sampler 'qmc'"):
         sampling.make_sampler("qmc", 0)  # no silent fallback to random
-    monkeypatch.setitem(samplers.SAMPLERS, "qmc", QMC)
+    registry_patch.setitem(samplers.SAMPLERS, "qmc", QMC)
     space = coatsearch.load_space(search_variant(tmp_path, "qmc"))
     import optuna
 
@@ -271,7 +271,7 @@ def test_a_registered_sampler_is_checked_sampled_and_replayable(
     assert all(1e-3 <= p["train.lr"] <= 1e-2 and p["model.layout.0"] in ("C", "T") for p in points)
     assert len({p["train.lr"] for p in points}) == 3
     assert check_samplers(["qmc", "random"]) == ["qmc", "random"]  # one objective, choice lists: it replays
-    monkeypatch.setitem(samplers.SAMPLERS, "qmc", dataclasses.replace(QMC, choices=False))
+    registry_patch.setitem(samplers.SAMPLERS, "qmc", dataclasses.replace(QMC, choices=False))
     with pytest.raises(SpaceError, match="qmc samples int and float ranges only, and 'model.layout.0' is a choice"):
         coatsearch.load_space(search_variant(tmp_path, "qmc"))  # the compatibility rules read the entry
 
@@ -296,13 +296,13 @@ STRIPES = datasets.DatasetKind(
 )
 
 
-def test_a_registered_dataset_loads_through_the_data_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_registered_dataset_loads_through_the_data_path(tmp_path: Path, registry_patch: RegistryPatch) -> None:
     edits = (("data: {dataset: synthetic, eval_size: 100}", "data: {dataset: stripes, eval_size: 8}"),)
     with pytest.raises(SpaceError, match=r"field 'data.dataset': unknown dataset 'stripes'; allowed: fashion_mnist"):
         coatsearch.load_space(tiny_variant(tmp_path, *edits))
     with pytest.raises(UserError, match="unknown dataset 'stripes'; allowed: .*synthetic$"):
         data.load(S.DataSpec("stripes"), 16, 1)
-    monkeypatch.setitem(datasets.DATASETS, "stripes", STRIPES)
+    registry_patch.setitem(datasets.DATASETS, "stripes", STRIPES)
     space = coatsearch.load_space(tiny_variant(tmp_path, *edits))
     assert space.data.dataset == "stripes"
     train, test = data.load(space.data, 16, 3)  # tiny.yaml: 16x16 images
@@ -335,11 +335,11 @@ PLAIN = kinds.ArchKind(
 )
 
 
-def test_a_registered_architecture_is_matched_and_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_registered_architecture_is_matched_and_built(tmp_path: Path, registry_patch: RegistryPatch) -> None:
     edits = (("  - {name: C-C, layout: C-C}", "  - {name: plain, arch: plain, layout: C-C}"),)
     with pytest.raises(SpaceError, match=r"field 'candidates\[0\].arch': unknown arch 'plain'; allowed: coatnet, vit"):
         coatsearch.load_space(tiny_variant(tmp_path, *edits))
-    monkeypatch.setitem(kinds.ARCHS, "plain", PLAIN)
+    registry_patch.setitem(kinds.ARCHS, "plain", PLAIN)
     space = coatsearch.load_space(tiny_variant(tmp_path, *edits))
     cand = space.candidate("plain")
     assert cand.spec.arch == "plain" and abs(cand.macs - 400_000) <= 40_000  # matched to tiny.yaml's budget
@@ -354,12 +354,41 @@ def test_a_registered_architecture_is_matched_and_built(tmp_path: Path, monkeypa
         coatsearch.load_space(tiny_variant(tmp_path, *baseline))
 
 
-def test_registries_name_what_exists() -> None:
-    for lookup, registry in ((samplers.sampler_kind, samplers.SAMPLERS), (samplers.pruner_kind, samplers.PRUNERS),
-                             (datasets.dataset_kind, datasets.DATASETS), (kinds.arch_kind, kinds.ARCHS),
-                             (kinds.stage_kind, kinds.STAGE_KINDS), (kinds.stem_kind, kinds.STEM_KINDS)):  # fmt: skip
-        with pytest.raises(ValueError, match=f"^unknown .*'nope'; (allowed|known): {', '.join(registry)}$"):
-            lookup("nope")
-        assert all(dataclasses.is_dataclass(e) and e.__dataclass_params__.frozen for e in registry.values())  # type: ignore[attr-defined]
-    with pytest.raises(KeyError, match="unknown score 'nope' \\(known: generalization, "):
-        scores.get("nope")
+REGISTRIES = {
+    "sampler": (samplers.SAMPLERS, "random, tpe, gp, cmaes, nsga2, grid"),
+    "pruner": (samplers.PRUNERS, "none, median, hyperband"),
+    "dataset": (datasets.DATASETS, "fashion_mnist, mnist, cifar10, cifar100, imagefolder, synthetic"),
+    "arch": (kinds.ARCHS, "coatnet, vit, linear, cnn"),
+    "stage kind": (kinds.STAGE_KINDS, "C, T, M"),
+    "stem kind": (kinds.STEM_KINDS, "conv, patch, vitc"),
+    "score": (scores.SCORES, "generalization, capacity, accuracy, transfer, length, robustness, speed"),
+}
+
+
+@pytest.mark.parametrize("what", REGISTRIES)
+def test_an_unknown_name_is_one_line_naming_the_registered_ones(what: str) -> None:
+    registry, known = REGISTRIES[what]
+    assert isinstance(registry, Registry) and registry.what == what
+    with pytest.raises(ValueError) as err:
+        registry.entry("nope")
+    assert str(err.value) == f"unknown {what} 'nope'; allowed: {known}"
+    with pytest.raises(ValueError, match=f"^unknown {what} 'nope'; allowed: {known}$"):
+        registry.unregister("nope")
+    assert all(dataclasses.is_dataclass(e) and e.__dataclass_params__.frozen for e in registry.values())  # type: ignore[attr-defined]
+
+
+def test_a_registry_registers_in_place_and_refuses_a_name_twice(registry_patch: RegistryPatch) -> None:
+    registry_patch.setitem(samplers.PRUNERS, "early", samplers.PrunerKind("stop early", "optuna.pruners:NopPruner"))
+    assert list(samplers.PRUNERS) == ["none", "median", "hyperband", "early"]
+    with pytest.raises(
+        ValueError, match="^pruner 'early' is already registered; known: none, median, hyperband, early$"
+    ):
+        samplers.PRUNERS.register("early", samplers.PRUNERS["none"])
+    samplers.PRUNERS.register("first", samplers.PRUNERS["none"], before="none")
+    assert list(samplers.PRUNERS)[:2] == ["first", "none"] and samplers.PRUNERS.unregister("first").prunes is False
+    registry_patch.delitem(samplers.PRUNERS, "median")  # undone in its place
+    assert list(samplers.PRUNERS) == ["none", "hyperband", "early"]
+
+
+def test_the_registry_patch_put_every_entry_back_in_order() -> None:
+    assert list(samplers.PRUNERS) == ["none", "median", "hyperband"]
