@@ -13,6 +13,8 @@ import torch
 from coatsearch import api
 from coatsearch.analysis import categories as K
 from coatsearch.analysis import judging
+from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.analysis.results import Judgement
 from coatsearch.errors import UserError
 from coatsearch.training import data, subsets
 from coatsearch.vocab.specs import DataSpec
@@ -112,19 +114,20 @@ def test_run_refuses_a_split_too_small_with_exit_2_and_writes_nothing(tmp_path):
     assert not list((tmp_path / "studies").glob("*/journal.log"))
 
 
-def _claim(images: str) -> dict:
-    return {"id": "d", "verdict": "supported", "why": "", "images": images}
+def _claim(images: str) -> ClaimVerdict:
+    found = Judgement("supported", "", None, {}, "")
+    return ClaimVerdict("d", "title", "A > B", "paper", found, images=images)
 
 
 def test_a_verdict_is_confirmatory_only_when_registered_unchanged_and_split():
     ok = "confirmatory: matches the registration (fingerprint 0123…)"
-    assert judging.with_status(_claim("split"), ok)["status"] == "confirmatory"
+    assert judging.with_status(_claim("split"), ok).status == "confirmatory"
     none = judging.with_status(_claim("split"), None)
-    assert none["status"] == "exploratory" and none["status_why"] == "no registered analysis"
+    assert none.status == "exploratory" and none.status_why == "no registered analysis"
     changed = judging.with_status(_claim("split"), "exploratory: differs from the registration in seeds: [0] -> [1]")
-    assert changed["status"] == "exploratory" and "seeds: [0] -> [1]" in changed["status_why"]
+    assert changed.status == "exploratory" and "seeds: [0] -> [1]" in (changed.status_why or "")
     legacy = judging.with_status(_claim("exploratory"), ok)
-    assert legacy["status"] == "exploratory" and "one eval set" in legacy["status_why"]
+    assert legacy.status == "exploratory" and "one eval set" in (legacy.status_why or "")
 
 
 @pytest.mark.slow
