@@ -1,4 +1,5 @@
-"""The tiny test space (tests/spaces/tiny.yaml) and edited copies of it, and the tiny spec trio: one source."""
+"""The tiny test spaces (tests/spaces/tiny.yaml, tiny_search.yaml) and edited copies of them, and the tiny spec
+trio: one source."""
 
 from __future__ import annotations
 
@@ -7,21 +8,22 @@ from pathlib import Path
 from coatsearch.vocab import specs as S
 
 TINY = Path(__file__).resolve().parent / "spaces" / "tiny.yaml"
+TINY_SEARCH = TINY.with_name("tiny_search.yaml")
 
 
-def tiny_text(*edits: tuple[str, str]) -> str:
-    """tiny.yaml with each (old, new) replacement applied; every `old` must occur."""
-    text = TINY.read_text()
+def tiny_text(*edits: tuple[str, str], source: Path = TINY) -> str:
+    """`source` (tiny.yaml) with each (old, new) replacement applied; every `old` must occur."""
+    text = source.read_text()
     for old, new in edits:
         assert old in text, old
         text = text.replace(old, new)
     return text
 
 
-def tiny_variant(tmp_path: Path, *edits: tuple[str, str], name: str = "space.yaml") -> Path:
-    """An edited copy of tiny.yaml written to `tmp_path / name`."""
+def tiny_variant(tmp_path: Path, *edits: tuple[str, str], name: str = "space.yaml", source: Path = TINY) -> Path:
+    """An edited copy of `source` (tiny.yaml) written to `tmp_path / name`."""
     path = tmp_path / name
-    path.write_text(tiny_text(*edits))
+    path.write_text(tiny_text(*edits, source=source))
     return path
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from coatsearch.analysis import search_stats as SS
 from coatsearch.storage import sampling
+from tests.tiny import TINY_SEARCH, tiny_variant
 
 
 def _nets(*means, weights=None):
@@ -158,17 +159,13 @@ def test_an_unvaried_dimension_has_undefined_importance():
     assert markdown_search.UNDEFINED == "undefined (never varied)"
 
 
-SPACE = __import__("pathlib").Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+SPACE = TINY_SEARCH
 
 
 def _enumerate(tmp_path, capsys, *edits):
     from coatsearch.cli import main
 
-    text = SPACE.read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new)
-    (tmp_path / "space.yaml").write_text(text)
+    tiny_variant(tmp_path, *edits, source=SPACE)
     args = ["enumerate", str(tmp_path / "space.yaml"), "--studies-dir", str(tmp_path / "s"), "--reports-dir",
             str(tmp_path / "r"), "--quiet"]  # fmt: skip
     code = main(args)

@@ -23,7 +23,7 @@ from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
 from coatsearch.training.history import NonFinite, NonFiniteLoss
 from tests.support.hostile import deadline
-from tests.tiny import TINY, tiny_text
+from tests.tiny import TINY, TINY_SEARCH, tiny_text, tiny_variant
 
 # ------------------------------------------------------------- 2. exceptions cross processes; a dead worker is seen
 
@@ -80,7 +80,6 @@ def test_a_plan_of_a_space_whose_training_diverges_ends_and_times_the_trials(tmp
     # `run` of a space with lr: 1.0e4 hung in its pilots (killed after 120 s, the study left RUNNING)
     from coatsearch.planner.pilot import run_pilots
     from coatsearch.space.objects import load_space
-    from tests.tiny import tiny_variant
 
     space = load_space(tiny_variant(tmp_path, ("lr: 3.0e-3", "lr: 1.0e4")))
     preps = [c.prepared for c in space.candidates]
@@ -91,7 +90,7 @@ def test_a_plan_of_a_space_whose_training_diverges_ends_and_times_the_trials(tmp
 
 # ------------------------------------------------------------- 1. a search study with re-evaluation resumes in place
 
-SEARCH = Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+SEARCH = TINY_SEARCH
 
 
 def _told(st, space, item) -> None:
@@ -306,11 +305,7 @@ def test_rerunning_a_finished_search_study_trains_nothing_and_export_refuses_a_l
     from coatsearch.storage import found
     from tests.support.hostile import cli, refused
 
-    text = SEARCH.read_text()
-    for old, new in SMALL:
-        assert old in text, old
-        text = text.replace(old, new)
-    (tmp_path / "space.yaml").write_text(text)
+    tiny_variant(tmp_path, *SMALL, source=SEARCH)
     coatsearch.run(tmp_path / "space.yaml", "ts", workers=1, device="cpu", studies_dir=tmp_path / "studies",
                    report=False, progress=False)  # fmt: skip
     store._OPEN.clear()

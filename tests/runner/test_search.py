@@ -18,8 +18,9 @@ from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
 from coatsearch.storage.trials import REEVAL
 from coatsearch.vocab import kinds
+from tests.tiny import TINY_SEARCH, tiny_variant
 
-SPACE = Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+SPACE = TINY_SEARCH
 KEY = "generalization.eval_acc"  # the objective on the test images
 
 
@@ -212,13 +213,7 @@ def test_a_dimension_no_architecture_can_satisfy_exits_2(tmp_path):
 
 
 def _variant(tmp_path, *edits):
-    text = SPACE.read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new)
-    path = tmp_path / "space.yaml"
-    path.write_text(text)
-    return path
+    return tiny_variant(tmp_path, *edits, source=SPACE)
 
 
 @pytest.mark.parametrize(

@@ -7,28 +7,24 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 import coatsearch
 from coatsearch.space import search
 from coatsearch.storage import sampling, store
+from tests.tiny import TINY_SEARCH, tiny_variant
 
-SPACE = Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+SPACE = TINY_SEARCH
 
 
 @pytest.fixture(scope="module")
 def repeated(tmp_path_factory):
     """Six TPE samples a seed on two seeds of a space that holds four networks, two of them named."""
     root = tmp_path_factory.mktemp("dedup")
-    text = SPACE.read_text()
-    for old, new in (("seeds: [0]", "seeds: [0, 1]"), (", reevaluate: {top: 2, seeds: 2}", ""),
-                     ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
-                     ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}")):  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    (root / "space.yaml").write_text(text)
+    tiny_variant(root, ("seeds: [0]", "seeds: [0, 1]"), (", reevaluate: {top: 2, seeds: 2}", ""),
+                 ("train.lr: {low: 1.0e-3, high: 1.0e-2, log: true}", "train.lr: {choices: [3.0e-3]}"),
+                 ("{per_class: 10, epochs: 1}", "{per_class: 2, epochs: 1}"), source=SPACE)  # fmt: skip
     coatsearch.run(coatsearch.load_space(root / "space.yaml"), study="d", workers=1, device="cpu",
                    studies_dir=root / "studies", reports_dir=root / "reports", report=True, progress=False)  # fmt: skip
     return root

@@ -4,15 +4,15 @@ the search section's Pareto front of the found architectures (table and figure),
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 import coatsearch
 from coatsearch.space import search
 from coatsearch.storage import sampling, store
+from tests.tiny import TINY_SEARCH, tiny_variant
 
-SPACE = Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+SPACE = TINY_SEARCH
 OBJECTIVES = ["generalization.eval_acc", "speed.infer_latency_ms"]
 
 
@@ -20,19 +20,16 @@ OBJECTIVES = ["generalization.eval_acc", "speed.infer_latency_ms"]
 def multi(tmp_path_factory):
     """The tiny search under NSGA-II: eval accuracy (maximize) against batch-1 latency (minimize), 6 samples."""
     root = tmp_path_factory.mktemp("nsga")
-    text = SPACE.read_text()
-    for old, new in [
+    path = tiny_variant(
+        root,
         ("sampler: tpe", "sampler: nsga2"),
         ("study: {seeds: [0],", "study: {objectives: [generalization.eval_acc, speed.infer_latency_ms], "
          "directions: [maximize, minimize], seeds: [0],"),
         (", reevaluate: {top: 2, seeds: 2}", ""),
         ("generalization: {per_class: 10, epochs: 1}", "generalization: {per_class: 10, epochs: 1}\n"
          "  speed: {infer_batch: 8, repeats: 3, latency_repeats: 4}"),
-    ]:  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    path = root / "space.yaml"
-    path.write_text(text)
+        source=SPACE,
+    )  # fmt: skip
     coatsearch.run(coatsearch.load_space(path), study="mo", workers=1, device="cpu", studies_dir=root / "studies",
                    reports_dir=root / "reports", report=True, progress=False)  # fmt: skip
     return root

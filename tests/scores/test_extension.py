@@ -38,9 +38,8 @@ from coatsearch.vocab.registry import Registry
 from tests.report_records import SPACE as REPORT_SPACE
 from tests.report_records import layout_records
 from tests.support.registries import RegistryPatch
-from tests.tiny import tiny_variant
+from tests.tiny import TINY, TINY_SEARCH, tiny_variant
 
-TINY = Path(__file__).resolve().parents[1] / "spaces" / "tiny.yaml"
 EDITS = (
     ("  - {name: C-T}", "  - {name: C-D, layout: C-D}"),
     ("  transfer:\n    pretrain: {per_class: 10, epochs: 1, classes: [0, 1, 2, 3, 4]}\n"
@@ -137,13 +136,7 @@ def extended(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def variant(tmp_path: Path) -> Path:
     """tiny.yaml with a C-D candidate and the untrained score in place of transfer."""
-    text = TINY.read_text()
-    for old, new in EDITS:
-        assert old in text, old
-        text = text.replace(old, new)
-    path = tmp_path / "space.yaml"
-    path.write_text(text)
-    return path
+    return tiny_variant(tmp_path, *EDITS)
 
 
 def test_without_the_registrations_the_space_is_refused(tmp_path: Path) -> None:
@@ -240,7 +233,7 @@ QMC = samplers.SamplerKind(
     "optuna.samplers:QMCSampler",
     {"scramble": True, "warn_independent_sampling": False},
 )
-SEARCH = Path(__file__).resolve().parents[1] / "spaces" / "tiny_search.yaml"
+SEARCH = TINY_SEARCH
 
 
 def search_variant(tmp_path: Path, sampler: str) -> Path:
