@@ -14,20 +14,17 @@ import argparse
 import collections
 import dataclasses
 
-import numpy as np
-
 from coatsearch.analysis import calibration as Cal
 from coatsearch.analysis import simulate as Sim
 
 
 def counts(profile: str, claim: str, scenario: str, replicates: int, stress: bool) -> collections.Counter:
     """Verdict counts of `claim` over the profile's first `replicates` power studies (calibration's seeds)."""
-    sc = Cal.scenario(scenario)
-    prof, n = Sim.profile(profile), list(Sim.PROFILES).index(profile)
+    sc, prof = Cal.scenario(scenario), Sim.profile(profile)
     setting = dataclasses.replace(Cal.setting("power", sc), stress=stress)
     out: collections.Counter = collections.Counter()
     for i in range(replicates):
-        rng = np.random.default_rng([0, 1, Sim.SCENARIOS.index(sc), n, i])  # calibration.replicate's seeds
+        rng = Cal.replicate_rng("power", sc, profile, i)  # the committed table's seeds
         out[Cal.verdicts(prof.record, Sim.study(rng, prof, setting)).get(claim, "absent")] += 1
     return out
 

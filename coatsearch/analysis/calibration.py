@@ -65,14 +65,21 @@ def verdicts(space: dict, records: list[TrialRecord]) -> Mapping[str, str]:
     return {c.id: c.verdict for c in judging.judge_records(space, records, describe=False).claims}
 
 
+def replicate_rng(case: str, scenario: Sim.Scenario, key: str, i: int, seed: int = 0) -> np.random.Generator:
+    """The generator of replicate i of a case and scenario for one simulated profile: every (profile, replicate)
+    has its own seed, so any one can be rerun alone."""
+    n = list(Sim.PROFILES).index(key)
+    return np.random.default_rng([seed, 0 if case == "null" else 1, Sim.SCENARIOS.index(scenario), n, i])
+
+
 def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> Mapping[str, str]:
-    """Verdicts of replicate i of a case and scenario, each claim from the profile that decides it; every
-    (profile, replicate) has its own seed, so any one can be rerun alone."""
+    """Verdicts of replicate i of a case and scenario, each claim from the profile that decides it."""
     out = {}
     for key in SCENARIO_PROFILES[scenario.name]:
-        prof, n = Sim.profile(key), list(Sim.PROFILES).index(key)
-        rng = np.random.default_rng([seed, 0 if case == "null" else 1, Sim.SCENARIOS.index(scenario), n, i])
-        got = verdicts(prof.record, Sim.study(rng, prof, setting(case, scenario)))
+        prof = Sim.profile(key)
+        got = verdicts(
+            prof.record, Sim.study(replicate_rng(case, scenario, key, i, seed), prof, setting(case, scenario))
+        )
         out.update({c: v for c, v in got.items() if c in prof.claims})
     return out
 
