@@ -14,6 +14,8 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+from tests.support.registries import RegistryPatch
+
 os.environ.setdefault("COATSEARCH_CACHE", tempfile.mkdtemp(prefix="coatsearch-cache-"))
 
 _SKIPS: list[str] = []  # this session's skips that the rule does not allow (node ids, in order)
@@ -68,11 +70,8 @@ def _fresh_storages():
 
 
 @pytest.fixture
-def registry_patch() -> Iterator[object]:
-    """Registry entries set or removed by a test (tests/support/registries.py), undone at teardown. Imported here,
-    not at the top: tests/repo/test_skip_rule.py runs this file alone, outside the repository's `tests` package."""
-    from tests.support.registries import RegistryPatch
-
+def registry_patch() -> Iterator[RegistryPatch]:
+    """Registry entries set or removed by a test (tests/support/registries.py), undone at teardown."""
     patch = RegistryPatch()
     try:
         yield patch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,9 @@ def _session(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProce
     for name, source in files.items():
         (tmp_path / name).write_text(source)
     args = ["-q", "-rs", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'tmp'}", str(tmp_path)]
-    return subprocess.run([sys.executable, "-m", "pytest", *args], capture_output=True, text=True, cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(CONFTEST.parents[1])}  # the copy imports the repository's tests helpers
+    return subprocess.run([sys.executable, "-m", "pytest", *args], capture_output=True, text=True, cwd=tmp_path,
+                          env=env)  # fmt: skip
 
 
 def test_skips_fail_the_session_and_are_named_except_cuda_ones_without_cuda(tmp_path):
