@@ -270,14 +270,18 @@ def test_the_shipped_layout_search_space_searches_the_paper_choices():
     )
 
     root = Path(__file__).resolve().parents[2]
-    for profile in ("default", "quick", "full"):
+    layout = {"model.layout.1", "model.layout.2", "model.layout.3", "model.depths"}
+    block = {"model.block.head_size", "model.block.downsample", "model.block.rel_pos"}
+    for profile, paths, size in (("default", layout, 24), ("quick", layout, 24), ("full", layout | block, 192)):
         space = load_space(root / "spaces" / "layout_search.yaml", profile)
         cand = space.candidate("searched")
-        paths = {d.path for d in cand.dims}
-        assert paths == {"model.layout.1", "model.layout.2", "model.layout.3", "model.depths",
-                         "model.block.head_size", "model.block.downsample", "model.block.rel_pos"}  # fmt: skip
-        assert search.size(cand) == 192 and space.conv_before_attention and space.study.reevaluate is not None
-    paper = load_space(root / "spaces" / "paper_layouts.yaml", "full")  # the joint budget (the CPU default: 3M MACs)
+        assert {d.path for d in cand.dims} == paths and search.size(cand) == size, profile
+        assert space.conv_before_attention and space.study.reevaluate is not None
+    default = load_space(root / "spaces" / "layout_search.yaml", "default")
+    cpu = load_space(root / "spaces" / "paper_layouts.yaml", "default")  # the in-regime proxy: its budget and data
+    assert default.candidate("C-C-C-T").definition.budget == cpu.candidate("C-C-C-T").definition.budget
+    assert default.study.baselines  # the regime baselines stay on: the search is compared with the fair floor
+    paper = load_space(root / "spaces" / "paper_layouts.yaml", "full")  # the joint budget of the full profiles
     budget = paper.candidate("C-C-T-T").definition.budget
     assert space.candidate("C-C-T-T").definition.budget == budget  # the same joint MACs + params budget
 
