@@ -12,6 +12,7 @@ from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable, estimate
 from coatsearch.report.view_claims import (
     Aa,
+    Calibrated,
     ClaimInfo,
     Edf,
     EvidenceInfo,
@@ -66,18 +67,26 @@ def _calibration(vs: Verdicts) -> str:
     head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)",
             "A/A through the trainer: firm (exact 95% CI)"]  # fmt: skip
     body = [[f"({c.claim})", f"{100 * c.null_firm:.1f}% of {c.null_n}", f"{100 * c.null_firm_upper95:.1f}%",
-             "–" if c.power is None else f"{100 * c.power:.0f}% of {c.power_n}", f"{c.effect_sigma:g}",
-             _aa(vs.aa, c.claim)] for c in vs.calibration]  # fmt: skip
+             _power_cell(c), f"{c.effect_sigma:g}", _aa(vs.aa, c.claim)] for c in vs.calibration]  # fmt: skip
     text = (
         f"Calibration of this rule (`coatsearch.analysis.calibration`, rule version {vs.rule_version}): simulated "
         "studies of the shipped profiles built as trial records (their step grids, dense points and stops, readings "
-        "from step 0 censored, σ and seeds from the committed reports, per-candidate noise, failed runs, missing and "
-        f"never-fitting candidates; n = {vs.n_seeds} seeds; baselines below the models here, where the committed "
-        "reports put them in the docs' second table) and judged by the report's own path. Target: a 95% upper bound "
-        "≤ 5% on firm verdicts in null studies (no model better than another); power: 'supported' with the paper's "
-        "order at the effect."
+        "from step 0 censored, σ and seeds from the committed reports, per-candidate noise; in null studies also "
+        f"failed runs, missing and never-fitting candidates; n = {vs.n_seeds} seeds; baselines below the models here, "
+        "where the committed reports put them in the docs' second table) and judged by the report's own path. "
+        "Target: a 95% upper bound ≤ 5% on firm verdicts in null studies (no model better than another); power: "
+        "'supported' with the paper's order at the effect, at the failure rate the committed studies measured (no "
+        "failed run), and in brackets with 2% of runs failed and candidates missing or never fitting."
     )
     return "\n\n".join([text, _aa_line(vs.aa), table(head, body)])
+
+
+def _power_cell(c: Calibrated) -> str:
+    """'p% of n', and the power under stress in brackets where the table has it."""
+    if c.power is None:
+        return "–"
+    stressed = "" if c.power_stressed is None else f" ({100 * c.power_stressed:.0f}% under stress)"
+    return f"{100 * c.power:.0f}% of {c.power_n}{stressed}"
 
 
 def _aa(aa: Aa | None, claim: str) -> str:

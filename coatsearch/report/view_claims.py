@@ -78,6 +78,7 @@ class Calibrated:
     power: float | None
     power_n: int | None
     effect_sigma: float
+    power_stressed: float | None = None  # the same power studies with 2% of runs failed, candidates missing or unfit
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def verdicts(ctx: ReportContext) -> Verdicts | None:
         return None
     c = rules.get("calibration")
     cal = tuple(Calibrated(k, v["null_firm"], v["null_n"], v["null_firm_upper95"], v["power"], v["power_n"],
-                           c["stem_effect_sigma"] if k == "f" else c["effect_sigma"])
+                           c["stem_effect_sigma"] if k == "f" else c["effect_sigma"], v.get("power_stressed"))
                 for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
     claims = tuple(claim_info(v) for v in found)
     return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims,
