@@ -3,15 +3,13 @@ number comes from the Info."""
 
 from __future__ import annotations
 
-import math
-
 from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.analysis.search_checks import Mapped, Random
 from coatsearch.analysis.search_results import NOT_SHOWN, SAME, Arch, Searched, SearchResults
 from coatsearch.analysis.search_stats import Tau
 from coatsearch.report import escape
 from coatsearch.report.markdown import table
-from coatsearch.report.view_search import SearchInfo, Step
+from coatsearch.report.view_search import SearchedView, SearchInfo
 
 UNDEFINED = "undefined (never varied)"  # the importance of a dimension the trials held at one value
 
@@ -25,18 +23,19 @@ def section(info: SearchInfo) -> str:
         "block options); its runs are its seeds and `train.*` samples."
     )
     parts = ["## Search", head]
-    for one, improved in zip(s.searched, info.improved, strict=True):
-        parts += _searched(s, one, improved, info.forest_seeds)
+    for view in info.searched:
+        parts += _searched(s, view, info.forest_seeds)
     return "\n\n".join(parts)
 
 
-def _searched(s: SearchResults, one: Searched, improved: tuple[Step, ...], forests: int) -> list[str]:
+def _searched(s: SearchResults, view: SearchedView, forests: int) -> list[str]:
+    one = view.found
     out = [f"### Search over candidate `{escape.cell(one.candidate)}`"]
     if one.dims:
         out.append(table(["dimension", "values"], [[f"`{p}`", v] for p, v in one.dims]))
     held = f"holds {one.size} structural points; " if one.size is not None else ""
     out.append(f"The space {held}the search measured {one.measured} distinct architectures in {one.trials} trials.")
-    out.append(_rejected(one))
+    out.append(_rejected(view))
     if one.mapped is not None:
         out.append(_mapped(one.mapped))
     if one.random is not None:
@@ -44,12 +43,12 @@ def _searched(s: SearchResults, one: Searched, improved: tuple[Step, ...], fores
     if one.fidelity is not None:
         out.append(_fidelity(one.fidelity))
     if one.history:
-        out.append(_history(s, one, improved))
+        out.append(_history(s, view))
     if one.top:
         head = "Top architectures found (mean ± sd over their seeds, the runs of one seed averaged first):"
         out.append(_top(s, one.top, head))
     if one.front:
-        out.append(_front(s, one))
+        out.append(_front(s, view))
     if s.named and one.top:
         out.append(_versus(s, one.top[0], s.named[0]))
     if one.reevaluation:
@@ -92,10 +91,10 @@ def _reevaluated(s: SearchResults, one: Searched) -> str:
     return head + "\n\n" + "\n".join(lines)
 
 
-def _front(s: SearchResults, one: Searched) -> str:
+def _front(s: SearchResults, view: SearchedView) -> str:
     """The Pareto front of a multi-objective search: the architectures no other one beats in every objective."""
     goals = ", ".join(f"{lab} ({'higher' if up else 'lower'} is better)" for _, lab, _, up in s.objectives)
-    on = [p for p in one.front if p.pareto]
+    on, one = view.front, view.found
     head = [*(f"{lab} ({unit})" if unit else lab for _, lab, unit, _ in s.objectives)]
     body = [[f"`{p.name}`", p.stages, *(f"{m:.{_digits(m)}f}" for m in p.means), str(p.n)] for p in on]
     text = (
@@ -137,17 +136,17 @@ def _fidelity(t: Tau) -> str:
             "1957).")  # fmt: skip
 
 
-def _rejected(one: Searched) -> str:
-    if not one.rejected:
+def _rejected(view: SearchedView) -> str:
+    if not view.found.rejected:
         return "No sampled point was rejected."
-    total = sum(n for _, n, _ in one.rejected)
-    why = "; ".join(f"{n} {kind} (e.g. {escape.cell(example)})" for kind, n, example in one.rejected)
-    return f"{total} points rejected before training, none trained or counted as a trial: {why}."
+    why = "; ".join(f"{n} {kind} (e.g. {escape.cell(example)})" for kind, n, example in view.found.rejected)
+    return f"{view.rejected} points rejected before training, none trained or counted as a trial: {why}."
 
 
-def _history(s: SearchResults, one: Searched, improved: tuple[Step, ...]) -> str:
+def _history(s: SearchResults, view: SearchedView) -> str:
     """The trials where the best so far improved: trial number, wall time since the search started, value."""
-    rows = [[str(n), "–" if math.isnan(t) else f"{t:.0f} s", f"{v:.2f}{s.unit}"] for n, t, v in improved]
+    rows = [[str(n), "–" if t is None else f"{t:.0f} s", f"{v:.2f}{s.unit}"] for n, t, v in view.improved]
+    one = view.found
     text = f"Best so far (the trials that improved it; {len(one.history)} trials in all, figure `search_history`):"
     return text + "\n\n" + table(["trial", "wall time", f"{s.label}"], rows)
 
