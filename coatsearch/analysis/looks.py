@@ -60,7 +60,7 @@ class Look:
     """One reading of one claim: where it is on record, its space version, verdict, p and which images it read."""
 
     source: str  # "study" (the studies folder), "report" (a summary.json as it stands), "report history" (committed)
-    where: str  # the study's name, "<folder>/summary.json", or "<path>/summary.json @ <commit> (<date>)"
+    where: str  # the study's name, "<folder>/summary.json", or a committed version (looks_found.committed)
     space: str | None
     sha256: str | None
     profile: str

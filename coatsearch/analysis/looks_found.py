@@ -14,6 +14,7 @@ with a note naming it; it never stops the report.
 from __future__ import annotations
 
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -119,21 +120,27 @@ def _git(root: Path, *args: str) -> str | None:
     return None if out is None else out.decode("utf-8", "replace")
 
 
-def _versions(root: Path) -> list[tuple[str, str, str]] | None:
-    """(commit, date, path from the checkout's top) of each committed summary.json under `root`, newest first."""
-    log = _git(root, "log", f"-{HISTORY_MAX}", "--format=@%H %cs", "--name-only", "--", "*/summary.json")
+def _versions(root: Path) -> list[tuple[str, str]] | None:
+    """(commit, path from the checkout's top) of each committed summary.json under `root`, newest first."""
+    log = _git(root, "log", f"-{HISTORY_MAX}", "--format=@%H", "--name-only", "--", "*/summary.json")
     if log is None:
         return None
-    out, commit, date = [], "", ""
+    out, commit = [], ""
     for line in log.splitlines():
         if line.startswith("@"):
-            commit, _, date = line[1:].partition(" ")
+            commit = line[1:].strip()
         elif line.strip() and commit:
-            out.append((commit, date, line.strip()))
+            out.append((commit, line.strip()))
     return out
 
 
-def _blobs(top: Path, versions: list[tuple[str, str, str]]) -> list[str | None]:
+def committed(path: str, k: int, n: int) -> str:
+    """Where a committed version is on record: its path and its place in the path's history (1: the newest), never
+    a commit hash or a date (a committed report holds neither)."""
+    return f"{path}, committed version {k} of {n}, newest first"
+
+
+def _blobs(top: Path, versions: list[tuple[str, str]]) -> list[str | None]:
     """The text of each (commit, path) version (None: deleted there, or past the bounds).
 
     One `git cat-file --batch-check` gives every version's object and size; then one `--batch` reads each distinct
@@ -142,7 +149,7 @@ def _blobs(top: Path, versions: list[tuple[str, str, str]]) -> list[str | None]:
     """
     from coatsearch import fsafe
 
-    specs = "".join(f"{c}:{p}\n" for c, _, p in versions).encode()
+    specs = "".join(f"{c}:{p}\n" for c, p in versions).encode()
     checked = _run(top, ("cat-file", "--batch-check"), specs) or b""
     heads = [line.split() for line in checked.decode("utf-8", "replace").splitlines()]
     if len(heads) != len(versions):
@@ -174,9 +181,12 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
         return L.Found((), (f"report history: not read ({reports_dir} is not in a git checkout, or git is absent)",))
     looks: list[L.Look] = []
     notes: list[str] = []
-    for (commit, date, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
+    total = Counter(path for _, path in versions)
+    nth: Counter[str] = Counter()
+    for (_, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
+        nth[path] += 1
         try:
-            looks += summary_looks(text, f"{path} @ {commit[:12]} ({date})", this)
+            looks += summary_looks(text, committed(path, nth[path], total[path]), this)
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))

@@ -6,8 +6,8 @@ Values in tables are in display units (accuracies in %, MACs and params in milli
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import is_dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, is_dataclass
 from datetime import datetime
 from typing import Any
 
@@ -183,11 +183,26 @@ def measured(rows: list[dict], key: str) -> bool:
     return any(key in r["metrics"] for r in rows)
 
 
-def counts(records: Records) -> dict:
+@dataclass(frozen=True)
+class Counts:
+    """Trials by outcome; `running` counts the waiting ones too."""
+
+    total: int
+    complete: int
+    failed: int
+    interrupted: int  # a FAIL without a reason: its worker died
+    pruned: int
+    running: int
+
+    def to_json(self) -> dict[str, int]:
+        """The summary's form: the fields in order."""
+        return dict(vars(self))
+
+
+def counts(records: Records) -> Counts:
     """Trials by outcome (record.count); a FAIL without a reason is a trial whose worker died (interrupted)."""
     n = count(records)
-    keys = ("total", "complete", "failed", "interrupted", "pruned")
-    return {**{k: n[k] for k in keys}, "running": n["running"] + n["waiting"]}
+    return Counts(n["total"], n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"] + n["waiting"])
 
 
 def failures(records: Records) -> list[dict]:
@@ -222,43 +237,81 @@ def _reason(r: TrialRecord, rerun: int | None) -> str:
     return "interrupted (worker died)" + later
 
 
-def environment(space: dict, records: Records) -> dict:
+@dataclass(frozen=True)
+class Hardware:
+    """Where trials ran: CPU, cores, torch threads, GPU and device (None where not recorded); never a host name."""
+
+    cpu: str | None
+    cpu_count: int | None
+    torch_threads: int | None
+    gpu: str | None
+    device: str | None
+    cpu_kernels: str | None = None  # torch's CPU kernel instruction set (not recorded by older studies)
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: `cpu_kernels` only where recorded (older records' form kept)."""
+        out = {k: getattr(self, k) for k in ("cpu", "cpu_count", "torch_threads", "gpu", "device")}
+        return {**out, "cpu_kernels": self.cpu_kernels} if self.cpu_kernels else out
+
+
+@dataclass(frozen=True)
+class StudyEnvironment:
+    """Data set, subsets per score, image size, seeds, hardware, versions, wall time and trial counts of a study."""
+
+    study: Mapping[str, Any]  # the space's study block ({} when none)
+    data: Mapping[str, Any]  # dataset, root, eval_size ({} when the space names none)
+    image_size: int | None
+    channels: int | None
+    classes: int | None
+    subsets: tuple[Mapping[str, Any], ...]  # per score: subsets()
+    seeds: tuple[int, ...]
+    hardware: tuple[Hardware, ...]  # each distinct one, in trial order
+    versions: tuple[Mapping[str, Any], ...]  # each distinct package -> version set, in trial order
+    wall_total_s: float
+    wall_per_trial: Stat | None
+    elapsed_s: float | None  # first trial's start to the last one's end
+    counts: Counts
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: the fields in order (jsonable renders the typed ones)."""
+        return dict(vars(self))
+
+
+def environment(space: dict, records: Records) -> StudyEnvironment:
     """Data set, subsets per score, image size, seeds, hardware, versions and wall time of the study."""
     done = complete(records)
     size, chans, classes = shape(space)
     walls = [w for r in done if (w := r.run.number("wall_s")) is not None]
-    return {
-        "study": space.get("study") or {},
-        "data": space.get("data") or {},
-        "image_size": size,
-        "channels": chans,
-        "classes": classes,
-        "subsets": subsets(space, done),
-        "seeds": sorted({r.seed for r in done if r.seed is not None}),
-        "hardware": _distinct(done, _hardware),
-        "versions": _distinct(done, lambda r: dict(r.run.environment.versions) if r.run.environment else {}),
-        "wall_total_s": sum(walls),
-        "wall_per_trial": stat(walls),
-        "elapsed_s": _elapsed(records),
-        "counts": counts(records),
-    }
+    versions: list[Mapping[str, Any]] = []
+    for r in done:
+        if r.run.environment and (v := dict(r.run.environment.versions)) and v not in versions:
+            versions.append(v)
+    hardware: list[Hardware] = []
+    for r in done:
+        if (h := _hardware(r)) not in hardware:
+            hardware.append(h)
+    return StudyEnvironment(
+        space.get("study") or {},
+        space.get("data") or {},
+        size,
+        chans,
+        classes,
+        tuple(subsets(space, done)),
+        tuple(sorted({r.seed for r in done if r.seed is not None})),
+        tuple(hardware),
+        tuple(versions),
+        sum(walls),
+        stat(walls),
+        _elapsed(records),
+        counts(records),
+    )
 
 
-def _hardware(r: TrialRecord) -> dict:
+def _hardware(r: TrialRecord) -> Hardware:
     env = r.run.environment
     if env is None:
-        return {"cpu": None, "cpu_count": None, "torch_threads": None, "gpu": None, "device": None}
-    out = {"cpu": env.cpu, "cpu_count": env.cpu_count, "torch_threads": env.torch_threads,
-           "gpu": env.gpu, "device": env.device}  # fmt: skip
-    return {**out, "cpu_kernels": env.cpu_kernels} if env.cpu_kernels else out  # older records: as before
-
-
-def _distinct(records: Records, get: Callable[[TrialRecord], dict]) -> list[dict]:
-    out: list[dict] = []
-    for r in records:
-        if (item := get(r)) and item not in out:
-            out.append(item)
-    return out
+        return Hardware(None, None, None, None, None)
+    return Hardware(env.cpu, env.cpu_count, env.torch_threads, env.gpu, env.device, env.cpu_kernels or None)
 
 
 def _elapsed(records: Records) -> float | None:

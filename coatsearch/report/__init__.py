@@ -19,6 +19,7 @@ from coatsearch.analysis import (
     paper,
     pareto,
     rule_tables,
+    search_results,
     speed_tables,
     spread,
 )
@@ -68,7 +69,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section("setup", vst.setup, md.setup),
     Section("candidates", vst.candidates, md.candidates),
     Section(FIGURES, lambda ctx: None, md.figures),
-    Section("search", lambda ctx: ctx.tables.get("search"), mdsearch.section),
+    Section("search", view_search.search, mdsearch.section),
     Section("rankings", vst.rankings, md.rankings),
     Section("v_table", vst.v_table, md.v_table),
     Section("matched", vm.matched, mdm.matched),
@@ -104,7 +105,7 @@ def summarize(
     `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way."""
     from coatsearch.space import search
 
-    found = view_search.compute(space, records)
+    found = search_results.compute(space, records)
     records = [r for r in search.regroup(records) if r.state not in search.UNTRAINED]  # the search section counts those
     j = judging.judge_records(space, records, registered=registered)
     t = tables(study, space, records, j)
@@ -205,7 +206,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     summary = {
         "version": SUMMARY_VERSION,
         **report.summary,
-        "plan_check": _plan_check(Path(studies_dir), study_name, report["environment"]),
+        "plan_check": _plan_check(Path(studies_dir), study_name, jsonable(report["environment"])),
     }
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):

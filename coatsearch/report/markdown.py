@@ -101,8 +101,8 @@ def setup(e: Setup) -> str:
         goal = ", ".join(f"`{k}` ({d})" for k, d in e.objectives)
         out.append(f"- Objective: {goal}; sampler {study.get('sampler')}, pruner {study.get('pruner')}")
     out.append(
-        f"- Trials: {c['total']} — {c['complete']} complete, {c['failed']} failed, {c['interrupted']} interrupted, "
-        f"{c['pruned']} pruned, {c['running']} running/waiting"
+        f"- Trials: {c.total} — {c.complete} complete, {c.failed} failed, {c.interrupted} interrupted, "
+        f"{c.pruned} pruned, {c.running} running/waiting"
     )
     out += _wall(e) + _hardware(e) + ["", *_subsets(e)]
     return "\n".join(out)

@@ -1,51 +1,54 @@
-"""Markdown of the search section (view_search.SearchInfo): only formatting, every number comes from the Info."""
+"""Markdown of the search section (view_search.SearchInfo over analysis.search_results): only formatting, every
+number comes from the Info."""
 
 from __future__ import annotations
 
-import math
-
 from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
+from coatsearch.analysis.search_checks import Mapped, Random
+from coatsearch.analysis.search_results import NOT_SHOWN, SAME, Arch, Searched, SearchResults
+from coatsearch.analysis.search_stats import Tau
 from coatsearch.report import escape
 from coatsearch.report.markdown import table
-from coatsearch.report.view_search import IMPORTANCE_SEEDS, NOT_SHOWN, SAME, Arch, Searched, SearchInfo
+from coatsearch.report.view_search import SearchedView, SearchInfo
 
-SEEDS = len(IMPORTANCE_SEEDS)
 UNDEFINED = "undefined (never varied)"  # the importance of a dimension the trials held at one value
 
 
-def section(s: SearchInfo) -> str:
+def section(info: SearchInfo) -> str:
     """The '## Search' section: per searched candidate, what the search found."""
+    s = info.results
     head = (
         f"Sampler `{s.sampler}`; objective {s.label} ({'higher' if s.maximize else 'lower'} is better). "
         "Each architecture is one solved model (layout, per-stage depth × width after the budget solve, stem, "
         "block options); its runs are its seeds and `train.*` samples."
     )
     parts = ["## Search", head]
-    for one in s.searched:
-        parts += _searched(s, one)
+    for view in info.searched:
+        parts += _searched(s, view, info.forest_seeds)
     return "\n\n".join(parts)
 
 
-def _searched(s: SearchInfo, one: Searched) -> list[str]:
+def _searched(s: SearchResults, view: SearchedView, forests: int) -> list[str]:
+    one = view.found
     out = [f"### Search over candidate `{escape.cell(one.candidate)}`"]
     if one.dims:
         out.append(table(["dimension", "values"], [[f"`{p}`", v] for p, v in one.dims]))
     held = f"holds {one.size} structural points; " if one.size is not None else ""
     out.append(f"The space {held}the search measured {one.measured} distinct architectures in {one.trials} trials.")
-    out.append(_rejected(one))
+    out.append(_rejected(view))
     if one.mapped is not None:
-        out.append(_mapped(one))
+        out.append(_mapped(one.mapped))
     if one.random is not None:
-        out.append(_random(s, one))
+        out.append(_random(s, one.random))
     if one.fidelity is not None:
-        out.append(_fidelity(one))
+        out.append(_fidelity(one.fidelity))
     if one.history:
-        out.append(_history(s, one))
+        out.append(_history(s, view))
     if one.top:
         head = "Top architectures found (mean ± sd over their seeds, the runs of one seed averaged first):"
         out.append(_top(s, one.top, head))
     if one.front:
-        out.append(_front(s, one))
+        out.append(_front(s, view))
     if s.named and one.top:
         out.append(_versus(s, one.top[0], s.named[0]))
     if one.reevaluation:
@@ -54,12 +57,12 @@ def _searched(s: SearchInfo, one: Searched) -> list[str]:
         body = [
             [f"`{p}`", _pm(m, sd, 2) if m is not None else "undefined (never varied)"] for p, m, sd in one.importance
         ]
-        note = f"Importance of each dimension (fANOVA, `optuna.importance`; ± sd over {SEEDS} forest seeds):"
+        note = f"Importance of each dimension (fANOVA, `optuna.importance`; ± sd over {forests} forest seeds):"
         out.append(note + "\n\n" + table(["dimension", "importance"], body))
     return out
 
 
-def _reevaluated(s: SearchInfo, one: Searched) -> str:
+def _reevaluated(s: SearchResults, one: Searched) -> str:
     """The re-evaluation: each architecture against the best named candidate, paired by fresh seed."""
     lines = []
     for p in one.reevaluation:
@@ -88,10 +91,10 @@ def _reevaluated(s: SearchInfo, one: Searched) -> str:
     return head + "\n\n" + "\n".join(lines)
 
 
-def _front(s: SearchInfo, one: Searched) -> str:
+def _front(s: SearchResults, view: SearchedView) -> str:
     """The Pareto front of a multi-objective search: the architectures no other one beats in every objective."""
     goals = ", ".join(f"{lab} ({'higher' if up else 'lower'} is better)" for _, lab, _, up in s.objectives)
-    on = [p for p in one.front if p.pareto]
+    on, one = view.front, view.found
     head = [*(f"{lab} ({unit})" if unit else lab for _, lab, unit, _ in s.objectives)]
     body = [[f"`{p.name}`", p.stages, *(f"{m:.{_digits(m)}f}" for m in p.means), str(p.n)] for p in on]
     text = (
@@ -107,15 +110,13 @@ def _digits(x: float) -> int:
     return 2 if abs(x) >= 1 else 4
 
 
-def _mapped(one: Searched) -> str:
-    m = one.mapped
+def _mapped(m: Mapped) -> str:
     return (f"{m.points} sampled points passed the constraints and the budget; these points mapped to {m.networks} "
             f"networks: {m.trained} trained, {m.reused} reused a network already measured on their seed (nothing "
             "trained twice; a reuse is counted once, in the run it reused).")  # fmt: skip
 
 
-def _random(s: SearchInfo, one: Searched) -> str:
-    r = one.random
+def _random(s: SearchResults, r: Random) -> str:
     if r.baseline is None:
         return f"Random-search baseline: not computed: {r.note}."
     b = r.baseline
@@ -127,8 +128,7 @@ def _random(s: SearchInfo, one: Searched) -> str:
             f"so random search's regret is {b.regret:.2f} points.{found}")  # fmt: skip
 
 
-def _fidelity(one: Searched) -> str:
-    t = one.fidelity
+def _fidelity(t: Tau) -> str:
     ci = f" [{t.ci[0]:+.2f}, {t.ci[1]:+.2f}]" if t.ci else " (no interval under 5 networks)"
     p = f", p = {t.p:.3g}" if t.p is not None else ""
     return (f"Fidelity: Kendall's τ between the search's objective and the re-evaluation's on the {t.n} networks "
@@ -136,26 +136,22 @@ def _fidelity(one: Searched) -> str:
             "1957).")  # fmt: skip
 
 
-def _rejected(one: Searched) -> str:
-    if not one.rejected:
+def _rejected(view: SearchedView) -> str:
+    if not view.found.rejected:
         return "No sampled point was rejected."
-    total = sum(n for _, n, _ in one.rejected)
-    why = "; ".join(f"{n} {kind} (e.g. {escape.cell(example)})" for kind, n, example in one.rejected)
-    return f"{total} points rejected before training, none trained or counted as a trial: {why}."
+    why = "; ".join(f"{n} {kind} (e.g. {escape.cell(example)})" for kind, n, example in view.found.rejected)
+    return f"{view.rejected} points rejected before training, none trained or counted as a trial: {why}."
 
 
-def _history(s: SearchInfo, one: Searched) -> str:
+def _history(s: SearchResults, view: SearchedView) -> str:
     """The trials where the best so far improved: trial number, wall time since the search started, value."""
-    rows, best = [], None
-    for number, elapsed, value, so_far in one.history:
-        if best is None or so_far != best:
-            rows.append([str(number), "–" if math.isnan(elapsed) else f"{elapsed:.0f} s", f"{value:.2f}{s.unit}"])
-            best = so_far
+    rows = [[str(n), "–" if t is None else f"{t:.0f} s", f"{v:.2f}{s.unit}"] for n, t, v in view.improved]
+    one = view.found
     text = f"Best so far (the trials that improved it; {len(one.history)} trials in all, figure `search_history`):"
     return text + "\n\n" + table(["trial", "wall time", f"{s.label}"], rows)
 
 
-def _top(s: SearchInfo, archs: tuple[Arch, ...], text: str) -> str:
+def _top(s: SearchResults, archs: tuple[Arch, ...], text: str) -> str:
     body = [
         [a.name, a.layout, a.stages, a.block or "–", _m(a.params), _m(a.macs), _pm(a.mean, a.sd, 2, s.unit),
          str(a.n), ", ".join(map(str, a.seeds))]
@@ -165,7 +161,7 @@ def _top(s: SearchInfo, archs: tuple[Arch, ...], text: str) -> str:
     return text + "\n\n" + table(head, body)
 
 
-def _versus(s: SearchInfo, found: Arch, named: Arch) -> str:
+def _versus(s: SearchResults, found: Arch, named: Arch) -> str:
     d = found.mean - named.mean
     better = d > 0 if s.maximize else d < 0
     return (

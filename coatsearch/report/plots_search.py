@@ -1,5 +1,6 @@
 """The search section's figures: best-so-far against trials and wall time, a slice plot per dimension, and the
-Pareto front of a multi-objective search."""
+Pareto front of a multi-objective search. Each draws the search section's Info (view_search.SearchInfo: typed
+`Any` here, as the other figure modules take theirs, so the figures import no analysis)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ def _save(fig: Figure, path: Path) -> str:
     return path.name
 
 
-def history(info: Any, path: Path) -> str | None:
+def history(view: Any, path: Path) -> str | None:
     """Each trial's objective (dots) and the best so far (steps), against trial number and wall time."""
+    info = view.results
     runs = [s for s in info.searched if s.history]
     if not runs:
         return None
@@ -42,8 +44,9 @@ def history(info: Any, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def slices(info: Any, path: Path) -> str | None:
+def slices(view: Any, path: Path) -> str | None:
     """The objective of every complete trial against each sampled dimension (Optuna's slice plot, in matplotlib)."""
+    info = view.results
     panels = [(s.candidate, p, pts) for s in info.searched for p, pts in s.slices if pts]
     if not panels:
         return None
@@ -67,8 +70,9 @@ def slices(info: Any, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def front(info: Any, path: Path) -> str | None:
+def front(view: Any, path: Path) -> str | None:
     """Every measured architecture at its mean objectives (the first two), the Pareto front circled and joined."""
+    info = view.results
     runs = [s for s in info.searched if s.front]
     if not runs or len(info.objectives) < 2:
         return None

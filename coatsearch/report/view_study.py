@@ -13,7 +13,7 @@ from coatsearch.analysis.claim_results import Purposes
 from coatsearch.analysis.claims import BASELINES, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
-from coatsearch.analysis.tables import METRICS, Metric, Stat
+from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat, StudyEnvironment
 from coatsearch.report.plots import FIGURES
 from coatsearch.report.section import ReportContext
 from coatsearch.scores import table_keys, v_accs
@@ -83,18 +83,6 @@ class Images:
 
 
 @dataclass(frozen=True)
-class Hardware:
-    """Where trials ran: CPU, cores, torch threads, GPU and device (None where not recorded); never a host name."""
-
-    cpu: str | None
-    cpu_count: int | None
-    torch_threads: int | None
-    gpu: str | None
-    device: str | None
-    cpu_kernels: str | None = None  # torch's CPU kernel instruction set (not recorded by older studies)
-
-
-@dataclass(frozen=True)
 class Setup:
     """Data, input shape, seeds, objectives, trial counts, wall time, hardware, versions, subsets."""
 
@@ -105,7 +93,7 @@ class Setup:
     seeds: tuple[int, ...]
     study: Mapping[str, Any]  # the space's study block ({} when none)
     objectives: tuple[tuple[str, str], ...]  # (objective, direction) pairs
-    counts: Mapping[str, int]
+    counts: Counts
     wall_total_s: float
     wall_per_trial: Stat | None
     elapsed_s: float | None
@@ -118,22 +106,20 @@ class Setup:
 
 
 def setup(ctx: ReportContext) -> Setup:
-    """The setup from the environment table."""
-    e = ctx.tables["environment"]
-    study = e["study"]
+    """The setup from the environment table (tables.StudyEnvironment)."""
+    e: StudyEnvironment = ctx.tables["environment"]
+    study = e.study
     goals = tuple(zip(study.get("objectives") or (), study.get("directions") or (), strict=False))
     goals = goals or ((study.get("objective"), study.get("direction")),)
     subsets = tuple(
         Subset(r["score"], r["per_class"], None if r["classes"] is None else tuple(r["classes"]), tuple(r["images"]),
                tuple(r["epochs"]) if isinstance(r["epochs"], list) else (r["epochs"],), r["dataset"])
-        for r in e["subsets"]
+        for r in e.subsets
     )  # fmt: skip
-    hardware = tuple(Hardware(h.get("cpu"), h.get("cpu_count"), h.get("torch_threads"), h.get("gpu"),
-                              h.get("device"), h.get("cpu_kernels")) for h in e["hardware"])  # fmt: skip
-    return Setup(e["data"], e["image_size"], e["channels"], e["classes"], tuple(e["seeds"]), study, goals,
-                 e["counts"], e["wall_total_s"], e["wall_per_trial"], e["elapsed_s"], hardware,
-                 tuple(e["versions"]), subsets, tuple(ctx.tables["space"].get(k) for k in ("source", "profile",
-                 "sha256")), _images(ctx.tables.get("images")), ctx.tables.get("registration"))  # fmt: skip
+    return Setup(e.data, e.image_size, e.channels, e.classes, e.seeds, study, goals, e.counts, e.wall_total_s,
+                 e.wall_per_trial, e.elapsed_s, e.hardware, e.versions, subsets,
+                 tuple(ctx.tables["space"].get(k) for k in ("source", "profile", "sha256")),
+                 _images(ctx.tables.get("images")), ctx.tables.get("registration"))  # fmt: skip
 
 
 def _images(i: Purposes | None) -> Images | None:

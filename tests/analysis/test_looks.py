@@ -192,7 +192,12 @@ def test_committed_summary_versions_are_looks_with_their_space_hash(tmp_path: Pa
     found = F.from_history(reports, L.ident(_space(SHA["c"])))
     a = [x for x in found.looks if x.claim == "a"]
     assert [(x.source, x.sha256) for x in a] == [("report history", SHA["b"]), ("report history", SHA["a"])]
-    assert all(x.where.startswith("reports/fab/summary.json @ ") for x in a) and found.notes == ()
+    head = subprocess.run(["git", "-C", str(repo), "log", "--format=%H %cs"], capture_output=True, text=True).stdout
+    assert [x.where for x in a] == [  # the place in the file's history, newest first: no commit hash, no date
+        "reports/fab/summary.json, committed version 1 of 2, newest first",
+        "reports/fab/summary.json, committed version 2 of 2, newest first",
+    ] and found.notes == ()
+    assert not any(w[:7] in x.where or w in x.where for x in found.looks for w in head.split())
     assert a[0].p == pytest.approx(_p(s, "a")) and a[0].verdict == "supported" and a[0].spends
     # a new version of the space: the studies folder's fab and the history's first version are one look
     make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records(OTHER_DATA)))
@@ -233,10 +238,14 @@ def test_without_history_asked_for_the_report_runs_no_git_and_cites_no_commit(tm
     s = _summary(write_report("fab", studies, reports).parent)
     assert s["looks"]["notes"] == [F.NOT_ASKED]
     assert all(c["earlier"] == [] for c in s["looks"]["claims"])
-    assert " @ " not in (reports / "fab" / "report.md").read_text()  # no commit cited
+    assert ", committed version " not in (reports / "fab" / "report.md").read_text()  # no committed version cited
     monkeypatch.undo()
     s = _summary(write_report("fab", studies, reports, history=True).parent)  # asked for: the history is read
     assert {x["source"] for c in s["looks"]["claims"] for x in c["earlier"]} == {"report history"}
+    assert (
+        "| reports/fab-quick/summary.json, committed version 1 of 1, newest first |"
+        in (reports / "fab" / "report.md").read_text()
+    )
 
 
 def test_an_unreadable_study_is_noted_and_left_out(tmp_path: Path) -> None:

@@ -43,9 +43,8 @@ def test_candidate_rows_in_space_order_with_display_units():
 
 def test_counts_and_failure_reasons():
     recs = layout_records()
-    assert tables.counts(recs) == {
-        "total": 17, "complete": 15, "failed": 1, "interrupted": 1, "pruned": 0, "running": 0,
-    }  # fmt: skip
+    assert tables.counts(recs) == tables.Counts(total=17, complete=15, failed=1, interrupted=1, pruned=0, running=0)
+    assert list(tables.counts(recs).to_json()) == ["total", "complete", "failed", "interrupted", "pruned", "running"]
     reasons = {f["candidate"]: f["reason"] for f in tables.failures(recs)}
     assert reasons["C-C-C-C"] == "budget not met: too small"
     assert reasons["C-T-T-T"] == "interrupted (worker died); rerun resumes it"
@@ -65,16 +64,20 @@ def test_interrupted_then_rerun_names_the_completed_trial():
 
 def test_environment_from_space_and_records():
     env = tables.environment(SPACE, layout_records())
-    assert env["seeds"] == [0, 1, 2] and env["image_size"] == 32 and env["classes"] == 10
-    assert env["hardware"] == [  # the records' host "h" is not shown: a report names the machine, not the host
+    assert env.seeds == (0, 1, 2) and env.image_size == 32 and env.classes == 10
+    assert env.hardware == (tables.Hardware("Test CPU", 2, 2, None, "cpu"),)  # the records' host "h" is not shown
+    assert tables.jsonable(env)["hardware"] == [  # older records (no CPU kernels): the summary's form as before
         {"cpu": "Test CPU", "cpu_count": 2, "torch_threads": 2, "gpu": None, "device": "cpu"}
     ]
-    assert env["versions"][0]["optuna"] == "5"
-    assert env["wall_total_s"] == pytest.approx(sum(10.0 + i for i in range(15)))
-    assert env["subsets"][0] == {
+    assert env.versions[0]["optuna"] == "5"
+    assert env.wall_total_s == pytest.approx(sum(10.0 + i for i in range(15)))
+    assert env.subsets[0] == {
         "score": "generalization", "per_class": 200, "classes": None, "epochs": 3, "dataset": None, "images": [2000],
     }  # fmt: skip
-    assert env["counts"]["complete"] == 15
+    assert env.counts.complete == 15
+    assert list(tables.jsonable(env)) == ["study", "data", "image_size", "channels", "classes", "subsets", "seeds",
+                                          "hardware", "versions", "wall_total_s", "wall_per_trial", "elapsed_s",
+                                          "counts"]  # fmt: skip
 
 
 def test_chance_level_per_score_and_convergence():
@@ -88,7 +91,7 @@ def test_chance_level_per_score_and_convergence():
 
 def test_environment_of_an_empty_study():
     env = tables.environment({}, [])
-    assert env["wall_per_trial"] is None and env["elapsed_s"] is None and env["seeds"] == []
+    assert env.wall_per_trial is None and env.elapsed_s is None and env.seeds == ()
 
 
 def test_curves_average_runs_per_epoch():

@@ -145,17 +145,18 @@ def test_an_old_study_without_the_constraint_keeps_pruning_rejections():
 
 
 def test_an_unvaried_dimension_has_undefined_importance():
-    from coatsearch.report import markdown_search, view_search
+    from coatsearch.analysis import search_results
+    from coatsearch.report import markdown_search
 
     dims = [SimpleNamespace(path="model.layout.0", kind="choice", choices=["C", "T"], low=None, high=None),
             SimpleNamespace(path="model.layout.1", kind="choice", choices=["C", "T"], low=None, high=None)]  # fmt: skip
     cand = SimpleNamespace(dims=dims)
     done = [SimpleNamespace(params={"model.layout.0": k, "model.layout.1": "C"}, value=v)
             for k, v in (("C", 0.7), ("T", 0.5), ("C", 0.72), ("T", 0.48))]  # fmt: skip
-    rows = dict((p, (m, sd)) for p, m, sd in view_search._importance(cand, done, True))
+    rows = dict((p, (m, sd)) for p, m, sd in search_results._importance(cand, done, True))
     assert rows["model.layout.1"] == (None, None) and rows["model.layout.0"][0] == pytest.approx(1.0)
     held = [SimpleNamespace(params={"model.layout.0": "C", "model.layout.1": "C"}, value=v) for v in (0.7, 0.6, 0.5)]
-    assert all(m is None for _, m, _ in view_search._importance(cand, held, True))
+    assert all(m is None for _, m, _ in search_results._importance(cand, held, True))
     assert markdown_search.UNDEFINED == "undefined (never varied)"
 
 

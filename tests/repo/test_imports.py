@@ -107,7 +107,7 @@ def test_only_store_backends_and_dashboard_import_optuna():
     backends = {"coatsearch.runner.optuna_backend", "coatsearch.runner.ray_backend", "coatsearch.runner.environment"}
     # the search section's importance (optuna.importance), replay (Optuna's samplers on a measured table) and its
     # multi-fidelity replay (Optuna's pruners on recorded curves)
-    searchers = {"coatsearch.report.view_search", "coatsearch.analysis.replay", "coatsearch.analysis.fidelity"}
+    searchers = {"coatsearch.analysis.search_results", "coatsearch.analysis.replay", "coatsearch.analysis.fidelity"}
     store = {"coatsearch.storage.store", "coatsearch.storage.sampling"}  # the study, and how it samples
     assert _importers("optuna") <= store | {"coatsearch.dashboard"} | backends | searchers
     assert _importers("optuna_dashboard") <= {"coatsearch.dashboard"}

@@ -17,7 +17,14 @@ from coatsearch.scores import SCORES
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, seeded, vit_records
 
 REPORT = Path(__file__).resolve().parents[2] / "coatsearch" / "report"
-MARKDOWN = ("markdown.py", "markdown_answer.py", "markdown_claims.py", "markdown_measures.py", "markdown_speed.py")
+MARKDOWN = (
+    "markdown.py",
+    "markdown_answer.py",
+    "markdown_claims.py",
+    "markdown_measures.py",
+    "markdown_search.py",
+    "markdown_speed.py",
+)
 NUMERIC = {"pandas", "numpy", "scipy", "statistics", "math"}  # computing libraries a renderer must not import
 FORMATTERS = {"escape", "markdown", "markdown_answer", "claims", "categories"}  # cell escaping, the table and
 # verdict formatters, the papers' constants and the verdict categories' names

@@ -302,12 +302,13 @@ def measured(tmp_path_factory):
 
 def test_replay_gives_each_sampler_a_regret_curve(measured, capsys):
     from coatsearch.analysis import replay
+    from coatsearch.analysis.measured_table import MeasuredTable
 
     curves = replay.replay(replay.table("g", measured), ["random", "tpe"], 6, 4)
     for c in curves:
         assert all(m >= 0 and lo <= m <= hi for _, m, lo, hi in c.points)  # the incumbent's regret, over repeats
     full = replay.table("g", measured)
-    exact = replay.MeasuredTable(full.candidate, {k: v[:1] for k, v in full.values.items()}, full.rejected, True)
+    exact = MeasuredTable(full.candidate, {k: v[:1] for k, v in full.values.items()}, full.rejected, True)
     for c in replay.replay(exact, ["random", "tpe"], 6, 4):  # one value a point: the incumbent never worsens
         means = [m for _, m, _, _ in c.points]
         assert means == sorted(means, reverse=True) and means[0] > 0
@@ -406,7 +407,7 @@ def test_block_options_no_block_reads_do_not_make_another_architecture():
 def test_a_found_architecture_a_named_candidate_builds_is_that_candidate(study):
     import dataclasses
 
-    from coatsearch.report import view_search
+    from coatsearch.analysis import search_results
 
     records = [r for r in _records(study) if r.state == "COMPLETE"]
     named = [r for r in records if r.seed in (1, 2) and r.candidate in ("C-C", "C-T")]
@@ -415,5 +416,5 @@ def test_a_found_architecture_a_named_candidate_builds_is_that_candidate(study):
         model = dataclasses.replace(r.run.model, structure=r.run.model.structure + " head_size=64")
         ident = dataclasses.replace(r.run.identity, candidate="searched", sample=REEVAL)
         twins.append(dataclasses.replace(r, run=dataclasses.replace(r.run, model=model, identity=ident)))
-    [row] = view_search._reevaluation(twins, named, KEY, 100.0, True)
-    assert row.verdict == view_search.SAME and row.named == "C-C" and row.p is None and row.n == 0
+    [row] = search_results._reevaluation(twins, named, KEY, 100.0, True)
+    assert row.verdict == search_results.SAME and row.named == "C-C" and row.p is None and row.n == 0

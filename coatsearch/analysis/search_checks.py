@@ -1,7 +1,8 @@
-"""The search section's checks of a search (computed here, formatted in markdown_search): how many sampled points
-mapped to how many networks, the random-search baseline at the same budget with the search's regret where the
-space is measured whole (analysis.search_stats, on the table `replay` reads), and the Kendall tau between the
-search's objective and the re-evaluation on the networks measured at both."""
+"""The checks of a search (analysis.search_results reads them into each searched candidate's result; the report's
+markdown_search formats them): how many sampled points mapped to how many networks, the random-search baseline at
+the same budget with the search's regret where the space is measured whole (analysis.search_stats, on the table
+`replay` reads), and the Kendall tau between the search's objective and the re-evaluation on the networks measured
+at both."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], fo
                     maximize: bool) -> Random:  # fmt: skip
     """The random baseline at `k` trials, from the table of a space measured whole (every point trained,
     reused or rejected on the study's seeds); the note says what is missing otherwise."""
-    from coatsearch.analysis import replay
+    from coatsearch.analysis.measured_table import table_from_rows
     from coatsearch.errors import UserError
     from coatsearch.space.objects import load_space
 
@@ -63,7 +64,7 @@ def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], fo
                            text=str(space["space_yaml"]))  # fmt: skip
         rows = [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
                  search.architecture(r.run)) for r in records]  # fmt: skip
-        table = replay.table_from_rows(built, rows, "the study")
+        table = table_from_rows(built, rows, "the study")
     except UserError as exc:
         why = str(exc).removeprefix("the study ").removeprefix("the study: ")
         return Random(None, found, None, None, f"{why}; `coatsearch enumerate` measures it")
@@ -83,9 +84,18 @@ def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list
     return SS.kendall(first, second)
 
 
+@dataclass(frozen=True)
+class Checks:
+    """The checks of the search over one candidate (search_results.Searched holds them as its own fields)."""
+
+    mapped: Mapped  # points -> networks
+    random: Random | None  # the random-search baseline and the search's regret (None: the search found nothing)
+    fidelity: SS.Tau | None  # the search's objective against the re-evaluation (None: under 3 networks at both)
+
+
 def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], found: str, key: str,
-           scale: float, maximize: bool, fresh: set[int]) -> dict[str, Any]:  # fmt: skip
-    """The checks of the search over candidate `name`, as Searched's fields: `mapped`, `random`, `fidelity`."""
+           scale: float, maximize: bool, fresh: set[int]) -> Checks:  # fmt: skip
+    """The checks of the search over candidate `name`; `found`: the architecture the search ranks first ("": none)."""
     ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
     k = int((space.get("study") or {}).get("samples") or 1)
     named = [r for r in records if r.state == "COMPLETE" and not r.searched()]
@@ -100,8 +110,8 @@ def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], 
             searched_values.setdefault(net, []).append(float(r.value) * scale)
         elif (v := r.run.number(key)) is not None:
             target.setdefault(net, []).append(v * scale)
-    return {
-        "mapped": mapped(ours, records),
-        "random": random_baseline(space, records, found, k, scale, maximize) if found else None,
-        "fidelity": fidelity(searched_values, target),
-    }
+    return Checks(
+        mapped(ours, records),
+        random_baseline(space, records, found, k, scale, maximize) if found else None,
+        fidelity(searched_values, target),
+    )
