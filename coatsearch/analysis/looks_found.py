@@ -134,10 +134,11 @@ def _versions(root: Path) -> list[tuple[str, str]] | None:
     return out
 
 
-def committed(path: str, k: int, n: int) -> str:
-    """Where a committed version is on record: its path and its place in the path's history (1: the newest), never
-    a commit hash or a date (a committed report holds neither)."""
-    return f"{path}, committed version {k} of {n}, newest first"
+def committed(path: str, k: int) -> str:
+    """Where a committed version is on record: its path and its place in the path's history, counted from the
+    oldest (1), so a version keeps its number as later ones are committed; never a commit hash or a date (a
+    committed report holds neither)."""
+    return f"{path}, committed version {k}"
 
 
 def _blobs(top: Path, versions: list[tuple[str, str]]) -> list[str | None]:
@@ -184,9 +185,9 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
     total = Counter(path for _, path in versions)
     nth: Counter[str] = Counter()
     for (_, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
-        nth[path] += 1
+        nth[path] += 1  # versions come newest first
         try:
-            looks += summary_looks(text, committed(path, nth[path], total[path]), this)
+            looks += summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))

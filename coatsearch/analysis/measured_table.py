@@ -47,7 +47,11 @@ def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> MeasuredTabl
     measured: dict[Any, tuple[float, str]] = {}  # trial number -> (value, network): what a reuse reads
     reused: list[tuple[tuple, Any, Any]] = []
     for params, state, value, sample, number, reuse, net in rows:
-        if params.get("candidate") != cand.name or (sample or 0) >= REEVAL:
+        if (sample or 0) >= REEVAL:
+            continue
+        if state == "COMPLETE" and value is not None:  # any candidate's run: a point may reuse a named one's
+            measured[number] = (float(value), net)
+        if params.get("candidate") != cand.name:
             continue
         key = tuple(params.get(p) for p in paths)
         if state == "REJECTED":
@@ -55,7 +59,6 @@ def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> MeasuredTabl
         elif state == "COMPLETE" and value is not None:
             per.setdefault(key, {})[params.get("seed")] = float(value)
             networks[key] = net or networks.get(key, "")
-            measured[number] = (float(value), net)
         elif state == "REUSED" and reuse is not None:
             reused.append((key, params.get("seed"), reuse))
     for key, seed, source in reused:

@@ -36,6 +36,12 @@ class Random:
     found_mean: float | None  # its table mean (display units)
     regret: float | None  # the search's regret against the best network of the table
     note: str  # why there is no baseline ("" with one)
+    by_budget: tuple[SS.RandomBaseline, ...] = ()  # the baseline at 1, 2, 4, ... trials, below the table's size
+
+
+def budgets(networks: int, k: int) -> tuple[int, ...]:
+    """The budgets the random baseline is also given at: powers of two below the table's network count, but k."""
+    return tuple(n for n in (2**i for i in range(networks.bit_length())) if n < networks and n != k)
 
 
 def mapped(mine: Sequence[TrialRecord], records: Sequence[TrialRecord]) -> Mapped:
@@ -74,7 +80,8 @@ def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], fo
     base = SS.random_baseline(nets, k, maximize)
     means = {n.name: n.mean for n in nets}
     at = means.get(found)
-    return Random(base, found, at, base.regret_of(at, maximize) if at is not None else None, "")
+    curve = tuple(SS.random_baseline(nets, n, maximize) for n in budgets(len(nets), k))
+    return Random(base, found, at, base.regret_of(at, maximize) if at is not None else None, "", curve)
 
 
 def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list[float]]) -> SS.Tau | None:

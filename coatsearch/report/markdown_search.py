@@ -125,7 +125,16 @@ def _random(s: SearchResults, r: Random) -> str:
     return (f"Random search at the same budget ({b.k} trials a seed, on the table of all {b.networks} networks "
             f"measured whole): expected best {b.mean:.2f}{s.unit} [{b.ci[0]:.2f}, {b.ci[1]:.2f}] (one random search: "
             f"{b.spread[0]:.2f}–{b.spread[1]:.2f}, 10th–90th percentile); the best network {b.best:.2f}{s.unit}, "
-            f"so random search's regret is {b.regret:.2f} points.{found}")  # fmt: skip
+            f"so random search's regret is {b.regret:.2f} points.{found}{_by_budget(r, s.unit)}")  # fmt: skip
+
+
+def _by_budget(r: Random, unit: str) -> str:
+    """The baseline at smaller budgets: expected best and regret per trial count."""
+    if not r.by_budget:
+        return ""
+    cells = "; ".join(f"{b.k} {'trial' if b.k == 1 else 'trials'} {b.mean:.2f}{unit} (regret {b.regret:.2f})"
+                      for b in r.by_budget)  # fmt: skip
+    return f" At fewer trials a seed, random search's expected best: {cells}."
 
 
 def _fidelity(t: Tau) -> str:

@@ -225,3 +225,43 @@ def test_successive_halving_on_a_table_of_curves_with_known_answers():
     assert "same best as full fidelity" in fidelity.text([f])
     with pytest.raises(fidelity.UserError):
         fidelity.measure(honest, "median", 12, 20, True)
+
+
+def test_a_point_that_reuses_a_named_candidates_run_reads_its_value(tmp_path):
+    """An enumerated space whose named candidates build some of its networks: the points that reuse a named run
+    are measured (before, such a table read as incomplete and neither replay nor the random baseline ran)."""
+    from coatsearch.analysis.measured_table import table_from_rows
+    from coatsearch.space.objects import load_space
+
+    tiny_variant(tmp_path, (LR, "train.lr: {choices: [3.0e-3]}"), source=SPACE)
+    space = load_space(tmp_path / "space.yaml")
+    rows, number = [], 0
+
+    def row(cand, point, state, value=None, reuse=None, net=""):
+        nonlocal number
+        dims = dict(zip(("model.layout.0", "model.layout.1", "model.block.downsample"), point, strict=False))
+        params = {"candidate": cand, "seed": 0, **dims}
+        rows.append((params, state, value, None, number, reuse, net))
+        number += 1
+        return number - 1
+
+    named = row("C-C", (), "COMPLETE", 0.5, net="C-C_net")
+    first = row("searched", ("C", "T", "eq5"), "COMPLETE", 0.7, net="C-T_net")
+    for ds in ("eq5", "dw"):
+        row("searched", ("C", "C", ds), "REUSED", reuse=named)
+        row("searched", ("T", "C", ds), "REJECTED")
+        row("searched", ("T", "T", ds), "COMPLETE", 0.6, net=f"T-T_{ds}")
+    row("searched", ("C", "T", "dw"), "REUSED", reuse=first)
+    table = table_from_rows(space, rows, "the study")
+    cc = [(ds, "C", "C") for ds in ("eq5", "dw")]  # a point's key follows the dims' order: downsample, layouts
+    assert table.values[cc[0]] == table.values[cc[1]] == [0.5]  # the named run's value, on its seed
+    assert table.networks[cc[1]] == "C-C_net" and len(table.values) == 6 and len(table.rejected) == 2
+
+
+def test_the_random_baseline_is_also_given_at_smaller_budgets():
+    from coatsearch.analysis.search_checks import budgets
+
+    assert budgets(12, 24) == (1, 2, 4, 8) and budgets(12, 4) == (1, 2, 8) and budgets(1, 1) == ()
+    nets = _nets(1.0, 2.0, 3.0, 4.0)
+    regrets = [SS.random_baseline(nets, k, True).regret for k in budgets(4, 4)]
+    assert regrets == sorted(regrets, reverse=True) and regrets[0] > 0  # more trials, less regret
