@@ -286,7 +286,7 @@ def verdict_line(reg: Registration | None, now: Analysis, study: str | None = No
     if reg.trials_before:
         diff.insert(0, f"registered after {reg.trials_before} trial(s) had run")
     if not diff:
-        return f"confirmatory: matches the registration (fingerprint {reg.fingerprint[:12]}…, {reg.registered_at})"
+        return f"confirmatory: matches the registration (fingerprint {reg.fingerprint[:12]}…)"  # no date: reports
     return "exploratory: differs from the registration in " + "; ".join(dict.fromkeys(diff))
 
 
