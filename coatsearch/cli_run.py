@@ -157,10 +157,10 @@ def _enumerate(args: argparse.Namespace) -> int:
     """`run` with the space set to its grid of every point once per seed (cli_search.enumerated)."""
     from coatsearch import api
     from coatsearch.cli_search import enumerated
+    from coatsearch.storage.paths import enumerate_name
 
     space = enumerated(api.load_space(args.space, args.profile), str(args.space))
-    profile = "" if args.profile == "default" else f"-{args.profile}"
-    res = api.run(space, args.study or f"{space.name}{profile}-enumerate", "optuna", args.workers or "auto",
+    res = api.run(space, args.study or enumerate_name(space.name, space.profile), "optuna", args.workers or "auto",
                   args.device, studies_dir=args.studies_dir, reports_dir=args.reports_dir,
                   report=not args.no_report, progress=not args.quiet, plan_first=False)  # fmt: skip
     print(f"study {res.study}: {res.complete} trained of {res.planned} planned points (a point whose network was "

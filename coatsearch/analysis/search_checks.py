@@ -37,6 +37,7 @@ class Random:
     regret: float | None  # the search's regret against the best network of the table
     note: str  # why there is no baseline ("" with one)
     by_budget: tuple[SS.RandomBaseline, ...] = ()  # the baseline at 1, 2, 4, ... trials, below the table's size
+    table: str = ""  # the study whose table it reads when this one did not measure the space whole ("": this one)
 
 
 def budgets(networks: int, k: int) -> tuple[int, ...]:
@@ -57,31 +58,47 @@ def mapped(mine: Sequence[TrialRecord], records: Sequence[TrialRecord]) -> Mappe
     return Mapped(len(trained) + len(reused), len(trained), len(reused), len(nets - {""}))
 
 
+@dataclass(frozen=True)
+class Table:
+    """Another study of the same space that measured it whole (`coatsearch enumerate`): its name and records."""
+
+    study: str
+    records: Sequence[TrialRecord]
+
+
 def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], found: str, k: int, scale: float,
-                    maximize: bool) -> Random:  # fmt: skip
+                    maximize: bool, table: Table | None = None) -> Random:  # fmt: skip
     """The random baseline at `k` trials, from the table of a space measured whole (every point trained,
-    reused or rejected on the study's seeds); the note says what is missing otherwise."""
+    reused or rejected on the study's seeds): this study's, else `table`'s; the note says what is missing."""
     from coatsearch.analysis.measured_table import table_from_rows
     from coatsearch.errors import UserError
     from coatsearch.space.objects import load_space
 
+    def rows(recs: Sequence[TrialRecord]) -> list:
+        return [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
+                 search.architecture(r.run)) for r in recs]  # fmt: skip
+
+    source = ""
     try:
         built = load_space(str(space.get("source") or "space.yaml"), str(space.get("profile") or "default"),
                            text=str(space["space_yaml"]))  # fmt: skip
-        rows = [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
-                 search.architecture(r.run)) for r in records]  # fmt: skip
-        table = table_from_rows(built, rows, "the study")
+        try:
+            measured = table_from_rows(built, rows(records), "the study")
+        except UserError:
+            if table is None:
+                raise
+            measured, source = table_from_rows(built, rows(table.records), f"study {table.study}"), table.study
     except UserError as exc:
         why = str(exc).removeprefix("the study ").removeprefix("the study: ")
         return Random(None, found, None, None, f"{why}; `coatsearch enumerate` measures it")
     except Exception as exc:  # noqa: BLE001 - an old or foreign space record: the section goes on without it
         return Random(None, found, None, None, f"the recorded space cannot be read back ({type(exc).__name__})")
-    nets = SS.networks(table.networks, {p: [v * scale for v in vs] for p, vs in table.values.items()})
+    nets = SS.networks(measured.networks, {p: [v * scale for v in vs] for p, vs in measured.values.items()})
     base = SS.random_baseline(nets, k, maximize)
     means = {n.name: n.mean for n in nets}
     at = means.get(found)
     curve = tuple(SS.random_baseline(nets, n, maximize) for n in budgets(len(nets), k))
-    return Random(base, found, at, base.regret_of(at, maximize) if at is not None else None, "", curve)
+    return Random(base, found, at, base.regret_of(at, maximize) if at is not None else None, "", curve, source)
 
 
 def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list[float]]) -> SS.Tau | None:
@@ -101,8 +118,9 @@ class Checks:
 
 
 def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], found: str, key: str,
-           scale: float, maximize: bool, fresh: set[int]) -> Checks:  # fmt: skip
-    """The checks of the search over candidate `name`; `found`: the architecture the search ranks first ("": none)."""
+           scale: float, maximize: bool, fresh: set[int], table: Table | None = None) -> Checks:  # fmt: skip
+    """The checks of the search over candidate `name`; `found`: the architecture the search ranks first ("": none);
+    `table`: a study of the same space measured whole, read when this one is not."""
     ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
     k = int((space.get("study") or {}).get("samples") or 1)
     named = [r for r in records if r.state == "COMPLETE" and not r.searched()]
@@ -119,6 +137,6 @@ def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], 
             target.setdefault(net, []).append(v * scale)
     return Checks(
         mapped(ours, records),
-        random_baseline(space, records, found, k, scale, maximize) if found else None,
+        random_baseline(space, records, found, k, scale, maximize, table) if found else None,
         fidelity(searched_values, target),
     )

@@ -21,7 +21,7 @@ from typing import Any
 from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
-from coatsearch.analysis.search_checks import Mapped, Random, checks
+from coatsearch.analysis.search_checks import Mapped, Random, Table, checks
 from coatsearch.analysis.tables import METRICS
 from coatsearch.space import search
 from coatsearch.storage.record import TrialRecord
@@ -119,8 +119,10 @@ class SearchResults:
     objectives: tuple[tuple[str, str, str, bool], ...] = ()  # multi-objective: (key, label, unit, maximize)
 
 
-def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchResults | None:
-    """What the search found, or None when no candidate samples `model.*` fields."""
+def compute(space: Mapping[str, Any], records: Sequence[TrialRecord], table: Table | None = None
+            ) -> SearchResults | None:  # fmt: skip
+    """What the search found, or None when no candidate samples `model.*` fields; `table`: a study of the same
+    space measured whole (`coatsearch enumerate`), which the random baseline reads when this one is not."""
     names = sorted({str(r.params.get("candidate")) for r in records if any(k.startswith("model.") for k in r.params)})
     names += sorted({str(r.candidate) for r in records if r.state == "REJECTED"} - set(names))
     if not names:
@@ -134,7 +136,8 @@ def compute(space: Mapping[str, Any], records: Sequence[TrialRecord]) -> SearchR
     seeds = [int(s) for s in study.get("seeds") or [0]]
     fresh = set(fresh_seeds(seeds, int((study.get("reevaluate") or {}).get("seeds") or 0)))
     objs = _objectives(study)
-    searched = tuple(_searched(space, n, cands.get(n), records, objective, scale, maximize, fresh, objs) for n in names)
+    searched = tuple(_searched(space, n, cands.get(n), records, objective, scale, maximize, fresh, objs, table)
+                     for n in names)  # fmt: skip
     named = [r for r in records if r.state == "COMPLETE" and r.seed not in fresh and not r.searched()]
     return SearchResults(
         objective,
@@ -180,6 +183,7 @@ def _searched(
     maximize: bool,
     fresh: set[int],
     objs: tuple[tuple[str, str, str, bool], ...] = (),
+    table: Table | None = None,
 ) -> Searched:
     ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
     mine = [r for r in ours if (r.run.identity.sample or 0) < REEVAL]  # the search's trials, not re-evaluations
@@ -188,7 +192,7 @@ def _searched(
     named = [r for r in records if r.state == "COMPLETE" and r.seed in fresh and not r.searched()]
     dims = tuple((d.path, _values(d)) for d in cand.dims) if cand is not None else ()
     top = _archs(done, scale, maximize)[:TOP]
-    found = checks(space, name, records, top[0].name if top else "", objective, scale, maximize, fresh)
+    found = checks(space, name, records, top[0].name if top else "", objective, scale, maximize, fresh, table)
     return Searched(
         name,
         dims,

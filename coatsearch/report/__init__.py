@@ -19,6 +19,7 @@ from coatsearch.analysis import (
     paper,
     pareto,
     rule_tables,
+    search_checks,
     search_results,
     speed_tables,
     spread,
@@ -96,16 +97,18 @@ def summarize(
     registered: str | None = None,
     earlier: looks.Found | None = None,
     original: Original | None = None,
+    table: search_checks.Table | None = None,
 ) -> Report:
     """Every table the report shows, computed from the space record and trial records alone, and each section's
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
     per architecture it trained (search.regroup); the search section reads the records as stored. `registered`: the
     study's line against its registration (registration.verdict_line), which marks each verdict confirmatory;
     `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p (None: not gathered);
-    `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way."""
+    `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way; `table`:
+    a study of the same space measured whole, the search's random baseline when this one is not."""
     from coatsearch.space import search
 
-    found = search_results.compute(space, records)
+    found = search_results.compute(space, records, table)
     records = [r for r in search.regroup(records) if r.state not in search.UNTRAINED]  # the search section counts those
     j = judging.judge_records(space, records, registered=registered)
     t = tables(study, space, records, j)
@@ -202,7 +205,8 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     space, records = store.read(study)
     earlier = looks_found.gather(Path(studies_dir), Path(reports_dir), study_name, space, judged_claims, history)
     registered, original = _registered(Path(studies_dir), study_name, space), _original(Path(studies_dir), study_name)
-    report = summarize(study_name, space, records, registered, earlier, original)
+    table = _measured_table(Path(studies_dir), study_name, space)
+    report = summarize(study_name, space, records, registered, earlier, original, table)
     summary = {
         "version": SUMMARY_VERSION,
         **report.summary,
@@ -277,6 +281,24 @@ def _replication(study: str, space: dict, records: TB.Records, j: judging.Judged
         return vr.missing(study, original.study, original.missing)
     theirs = [r for r in search.regroup(original.records) if r.state not in search.UNTRAINED]
     return vr.compute(study, space, records, j, original.study, original.space, theirs, original.registered)
+
+
+def _measured_table(studies_dir: Path, name: str, space: dict) -> search_checks.Table | None:
+    """The study `coatsearch enumerate` measured this space's profile in by default, when it is another study whose
+    recorded space has this one's content identity (None otherwise, or when it cannot be read)."""
+    from coatsearch.errors import UserError
+    from coatsearch.storage import store
+    from coatsearch.storage.paths import enumerate_name
+
+    other = enumerate_name(str(space.get("name")), str(space.get("profile") or "default"))
+    if other == name or not (studies_dir / other).is_dir():
+        return None
+    try:
+        their_space, records = store.read(store.load_study(studies_dir, other))
+    except (UserError, OSError):
+        return None
+    same = recorded_content(their_space) == recorded_content(space) is not None
+    return search_checks.Table(other, records) if same else None
 
 
 def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:

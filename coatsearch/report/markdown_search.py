@@ -122,10 +122,12 @@ def _random(s: SearchResults, r: Random) -> str:
     b = r.baseline
     found = (f" This search's best `{escape.cell(r.found)}` has table mean {r.found_mean:.2f}{s.unit}: regret "
              f"{r.regret:.2f} points." if r.found_mean is not None and r.regret is not None else "")  # fmt: skip
+    where = f" by study `{escape.cell(r.table)}`" if r.table else ""
     return (f"Random search at the same budget ({b.k} trials a seed, on the table of all {b.networks} networks "
-            f"measured whole): expected best {b.mean:.2f}{s.unit} [{b.ci[0]:.2f}, {b.ci[1]:.2f}] (one random search: "
-            f"{b.spread[0]:.2f}–{b.spread[1]:.2f}, 10th–90th percentile); the best network {b.best:.2f}{s.unit}, "
-            f"so random search's regret is {b.regret:.2f} points.{found}{_by_budget(r, s.unit)}")  # fmt: skip
+            f"measured whole{where}): expected best {b.mean:.2f}{s.unit} [{b.ci[0]:.2f}, {b.ci[1]:.2f}] (one random "
+            f"search: {b.spread[0]:.2f}–{b.spread[1]:.2f}, 10th–90th percentile); the best network "
+            f"{b.best:.2f}{s.unit}, so random search's regret is {b.regret:.2f} points.{found}"
+            f"{_by_budget(r, s.unit)}")  # fmt: skip
 
 
 def _by_budget(r: Random, unit: str) -> str:

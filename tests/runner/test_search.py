@@ -330,6 +330,23 @@ def test_an_exported_table_replays_as_the_study_does(measured, tmp_path):
     assert replay.replay(from_csv, ["tpe"], 5, 3) == replay.replay(from_study, ["tpe"], 5, 3)
 
 
+def test_a_search_not_measured_whole_reads_the_random_baseline_from_the_enumerated_table(measured):
+    """A search that measured part of its space takes the random baseline from a study of the same space that
+    measured it whole (`coatsearch enumerate`'s), and names it; without one, the note says what is missing."""
+    from coatsearch.analysis import search_checks
+
+    space, records = store.read(store.load_study(measured, "g"))
+    dropped = {r.params.get("model.layout.0") for r in records if r.searched() and r.state == "COMPLETE"}
+    part = [r for r in records if not (r.searched() and r.params.get("model.layout.0") == sorted(dropped)[0])]
+    alone = search_checks.random_baseline(space, part, "x", 2, 100.0, True)
+    assert alone.baseline is None and "replay needs every point" in alone.note and alone.table == ""
+    whole = search_checks.Table("g-enumerate", records)
+    got = search_checks.random_baseline(space, part, "x", 2, 100.0, True, whole)
+    own = search_checks.random_baseline(space, records, "x", 2, 100.0, True)
+    assert got.table == "g-enumerate" and got.baseline is not None and own.baseline is not None
+    assert (got.baseline.networks, got.baseline.best) == (own.baseline.networks, own.baseline.best) and own.table == ""
+
+
 def test_replay_refuses_an_unmeasured_study_or_sampler(study, measured, capsys):
     assert main(["replay", "ts", "--studies-dir", str(study / "studies")]) == 2
     assert "replay needs every point" in capsys.readouterr().err
