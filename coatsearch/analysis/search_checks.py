@@ -59,7 +59,7 @@ def mapped(mine: Sequence[TrialRecord], records: Sequence[TrialRecord]) -> Mappe
 
 
 @dataclass(frozen=True)
-class Table:
+class EnumeratedTable:
     """Another study of the same space that measured it whole (`coatsearch enumerate`): its name and records."""
 
     study: str
@@ -67,7 +67,7 @@ class Table:
 
 
 def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], found: str, k: int, scale: float,
-                    maximize: bool, table: Table | None = None) -> Random:  # fmt: skip
+                    maximize: bool, table: EnumeratedTable | None = None) -> Random:  # fmt: skip
     """The random baseline at `k` trials, from the table of a space measured whole (every point trained,
     reused or rejected on the study's seeds): this study's, else `table`'s; the note says what is missing."""
     from coatsearch.analysis.measured_table import table_from_rows
@@ -118,7 +118,7 @@ class Checks:
 
 
 def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], found: str, key: str,
-           scale: float, maximize: bool, fresh: set[int], table: Table | None = None) -> Checks:  # fmt: skip
+           scale: float, maximize: bool, fresh: set[int], table: EnumeratedTable | None = None) -> Checks:  # fmt: skip
     """The checks of the search over candidate `name`; `found`: the architecture the search ranks first ("": none);
     `table`: a study of the same space measured whole, read when this one is not."""
     ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]

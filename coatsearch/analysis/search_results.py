@@ -21,7 +21,7 @@ from typing import Any
 from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
-from coatsearch.analysis.search_checks import Mapped, Random, Table, checks
+from coatsearch.analysis.search_checks import EnumeratedTable, Mapped, Random, checks
 from coatsearch.analysis.tables import METRICS
 from coatsearch.space import search
 from coatsearch.storage.record import TrialRecord
@@ -119,7 +119,7 @@ class SearchResults:
     objectives: tuple[tuple[str, str, str, bool], ...] = ()  # multi-objective: (key, label, unit, maximize)
 
 
-def compute(space: Mapping[str, Any], records: Sequence[TrialRecord], table: Table | None = None
+def compute(space: Mapping[str, Any], records: Sequence[TrialRecord], table: EnumeratedTable | None = None
             ) -> SearchResults | None:  # fmt: skip
     """What the search found, or None when no candidate samples `model.*` fields; `table`: a study of the same
     space measured whole (`coatsearch enumerate`), which the random baseline reads when this one is not."""
@@ -183,7 +183,7 @@ def _searched(
     maximize: bool,
     fresh: set[int],
     objs: tuple[tuple[str, str, str, bool], ...] = (),
-    table: Table | None = None,
+    table: EnumeratedTable | None = None,
 ) -> Searched:
     ours = [r for r in records if r.params.get("candidate") == name or r.candidate == name]
     mine = [r for r in ours if (r.run.identity.sample or 0) < REEVAL]  # the search's trials, not re-evaluations

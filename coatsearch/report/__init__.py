@@ -97,7 +97,7 @@ def summarize(
     registered: str | None = None,
     earlier: looks.Found | None = None,
     original: Original | None = None,
-    table: search_checks.Table | None = None,
+    table: search_checks.EnumeratedTable | None = None,
 ) -> Report:
     """Every table the report shows, computed from the space record and trial records alone, and each section's
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
@@ -283,7 +283,7 @@ def _replication(study: str, space: dict, records: TB.Records, j: judging.Judged
     return vr.compute(study, space, records, j, original.study, original.space, theirs, original.registered)
 
 
-def _measured_table(studies_dir: Path, name: str, space: dict) -> search_checks.Table | None:
+def _measured_table(studies_dir: Path, name: str, space: dict) -> search_checks.EnumeratedTable | None:
     """The study `coatsearch enumerate` measured this space's profile in by default, when it is another study whose
     recorded space has this one's content identity (None otherwise, or when it cannot be read)."""
     from coatsearch.errors import UserError
@@ -298,7 +298,7 @@ def _measured_table(studies_dir: Path, name: str, space: dict) -> search_checks.
     except (UserError, OSError):
         return None
     same = recorded_content(their_space) == recorded_content(space) is not None
-    return search_checks.Table(other, records) if same else None
+    return search_checks.EnumeratedTable(other, records) if same else None
 
 
 def _plan_check(studies_dir: Path, name: str, environment: dict) -> dict | None:

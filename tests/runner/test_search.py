@@ -340,7 +340,7 @@ def test_a_search_not_measured_whole_reads_the_random_baseline_from_the_enumerat
     part = [r for r in records if not (r.searched() and r.params.get("model.layout.0") == sorted(dropped)[0])]
     alone = search_checks.random_baseline(space, part, "x", 2, 100.0, True)
     assert alone.baseline is None and "replay needs every point" in alone.note and alone.table == ""
-    whole = search_checks.Table("g-enumerate", records)
+    whole = search_checks.EnumeratedTable("g-enumerate", records)
     got = search_checks.random_baseline(space, part, "x", 2, 100.0, True, whole)
     own = search_checks.random_baseline(space, records, "x", 2, 100.0, True)
     assert got.table == "g-enumerate" and got.baseline is not None and own.baseline is not None
