@@ -134,3 +134,24 @@ def test_type_only_imports_are_not_edges_but_their_else_branch_is():
 def test_spec_code_imports_no_torch(module):
     assert module in GRAPH, f"{module} is listed as spec code but is not a module of the package"
     assert not {"torch", "timm", "torchvision"} & GRAPH[module]
+
+
+def _class_names(root: Path) -> dict[str, list[str]]:
+    """Class name -> the modules under `root` that define a class of that name."""
+    import ast
+
+    out: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, []).append(str(path.relative_to(root)))
+    return out
+
+
+def test_no_class_name_means_two_things(tmp_path):
+    package = Path(__file__).resolve().parents[2] / "coatsearch"
+    found = _class_names(package)
+    assert len(found) > 100 and {k: v for k, v in found.items() if len(v) > 1} == {}
+    (tmp_path / "a.py").write_text("class Table:\n    pass\n")
+    (tmp_path / "b.py").write_text("def f():\n    class Table:\n        pass\n")
+    assert _class_names(tmp_path) == {"Table": ["a.py", "b.py"]}  # the rule sees a nested one too
