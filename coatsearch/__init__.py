@@ -55,13 +55,13 @@ if TYPE_CHECKING:
     )
     from coatsearch.replication import replicate
 
-ELSEWHERE = {"replicate": "coatsearch.replication"}  # public names not in coatsearch.api (which that module imports)
+_ELSEWHERE = {"replicate": "coatsearch.replication"}  # public names not in coatsearch.api (which that module imports)
 
 
 def __getattr__(name: str) -> Any:
-    """Load a public API name from coatsearch.api (or its module in ELSEWHERE) on first access."""
+    """Load a public API name from coatsearch.api (or its module in _ELSEWHERE) on first access."""
     if name in __all__:
         import importlib
 
-        return getattr(importlib.import_module(ELSEWHERE.get(name, "coatsearch.api")), name)
+        return getattr(importlib.import_module(_ELSEWHERE.get(name, "coatsearch.api")), name)
     raise AttributeError(f"module 'coatsearch' has no attribute {name!r}")

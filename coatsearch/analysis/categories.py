@@ -25,7 +25,7 @@ NOT_TESTED = "not tested at this scale"  # a claim the space marks untestable: n
 REGISTERED_ONLY = "registered (no firm verdict possible)"
 DECIDED = "decided (a replicate on fresh seeds checks it)"
 NEEDS_RELATION = "candidates that measure a strict ('>' or '≫') relation of the paper's order"
-REGIME_NEED = ("key models that train, converge where the claim needs it, and beat the fair linear floor on the "
+_REGIME_NEED = ("key models that train, converge where the claim needs it, and beat the fair linear floor on the "
                "deciding measure")  # fmt: skip
 CATEGORY_RULE = (
     "Each judged claim is exactly one of: **supported** (every key relation holds at the Holm-adjusted level and "
@@ -70,7 +70,7 @@ def decide(cat: str, power: Power | None, estimate: Estimate | None) -> str:
     if cat in FIRM:
         return DECIDED
     if cat == OUT_OF_REGIME:
-        return f"a profile in regime: {REGIME_NEED}"
+        return f"a profile in regime: {_REGIME_NEED}"
     if power is None or power.n < 2:
         need = power.seeds_needed if power else None
         return "at least 2 paired seeds on the deciding models" + (f" (about {need} for the paper's effect)"

@@ -67,7 +67,7 @@ class Purposes:
                 "sampling": self.sampling}  # fmt: skip
 
 
-ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # a judged claim's key order
+_ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # a judged claim's key order
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class ClaimVerdict:
     scale: str | None = None  # a firm verdict's proxy scale (judging.with_scale)
     status: str | None = None  # confirmatory / registered (no firm verdict possible) / exploratory
     status_why: str | None = None
-    why_first: bool = True  # summary.json's key order: `why` after the verdict (ANSWER), else last (Judgement)
+    why_first: bool = True  # summary.json's key order: `why` after the verdict (_ANSWER), else last (Judgement)
 
     @property
     def verdict(self) -> str:
@@ -125,7 +125,7 @@ class ClaimVerdict:
         """The claim as summary.json holds it."""
         found = self.found.to_json()
         out: dict[str, Any] = {"id": self.id, "title": self.title, "chain": self.chain, "source": self.source,
-                               **({k: found[k] for k in ANSWER} if self.why_first else found),
+                               **({k: found[k] for k in _ANSWER} if self.why_first else found),
                                "evidence": [e.to_json() for e in self.evidence], "notes": list(self.notes)}  # fmt: skip
         out.update({} if self.parts is None else {"parts": [p.to_json() for p in self.parts]})
         tags = {"scope": self.scope, "images": self.images, "scale": self.scale, "status": self.status,

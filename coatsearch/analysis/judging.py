@@ -13,7 +13,7 @@ from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.claim_results import ClaimVerdict, Purposes, StemTables
 from coatsearch.storage import record as R
 
-EXPLORATORY = "exploratory: one eval set served choices and verdicts"
+_EXPLORATORY = "exploratory: one eval set served choices and verdicts"
 SPLIT = ("validation images served every choice (pruning, stop_at_acc, the objective, the best runs and lengths); "
          "test images the verdict measures only")  # fmt: skip
 
@@ -61,7 +61,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     found = [with_status(with_scale(space, fr.complete, _with_purposes(c, images), acc), registered) for c in found]
     claims, untested = paper.untestable(space, found)
     return Judged(fr, gen, rows, acc, dims, runs, edf_rows, noise, stems, claims, untested, images,
-                  registration_line(registered or UNREGISTERED, claims))  # fmt: skip
+                  registration_line(registered or _UNREGISTERED, claims))  # fmt: skip
 
 
 def purposes(done: Sequence) -> Purposes:
@@ -84,7 +84,7 @@ def purposes(done: Sequence) -> Purposes:
             ),
         )
     elif not done or len(split) < len(done):
-        state, line = "exploratory", EXPLORATORY
+        state, line = "exploratory", _EXPLORATORY
     else:
         state, line = "split", SPLIT
     draws = sorted({int(r.run.images.get("test_draw") or 0) for r in split})
@@ -116,16 +116,16 @@ def _with_purposes(claim: ClaimVerdict, images: Purposes) -> ClaimVerdict:
 
 
 FIRM = K.FIRM
-UNREGISTERED = "exploratory: no registered analysis"
+_UNREGISTERED = "exploratory: no registered analysis"
 
 
 def with_status(claim: ClaimVerdict, registered: str | None) -> ClaimVerdict:
     """The claim marked confirmatory (its study matches its registration, its runs split validation from test
     images, and a firm verdict was possible: categories.POSSIBLE), registered only (no firm verdict possible) or
     exploratory, with the reasons (`status`, `status_why`)."""
-    why = [registered or UNREGISTERED] if not (registered or "").startswith("confirmatory") else []
+    why = [registered or _UNREGISTERED] if not (registered or "").startswith("confirmatory") else []
     if claim.images != "split":
-        why.append(EXPLORATORY if claim.images == "exploratory" else "its measure was selected on test images")
+        why.append(_EXPLORATORY if claim.images == "exploratory" else "its measure was selected on test images")
     if why:
         return replace(claim, status="exploratory", status_why="; ".join(w.removeprefix("exploratory: ") for w in why))
     status = K.status_word(True, claim.verdict)

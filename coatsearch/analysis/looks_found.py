@@ -25,7 +25,7 @@ from coatsearch.errors import UserError
 
 GIT_TIMEOUT_S = 20.0  # each git call; past it the history is left out with a note
 HISTORY_MAX = 500  # commits of summary.json files read at most (newest first)
-HISTORY_BYTES = 256_000_000  # distinct summary.json versions read from the history at most, in all
+_HISTORY_BYTES = 256_000_000  # distinct summary.json versions read from the history at most, in all
 NOT_ASKED = "report history: not read (the committed versions of the reports' summary.json are read only on request)"
 JOURNAL = "journal.log"
 
@@ -145,7 +145,7 @@ def _blobs(top: Path, versions: list[tuple[str, str]]) -> list[str | None]:
     """The text of each (commit, path) version (None: deleted there, or past the bounds).
 
     One `git cat-file --batch-check` gives every version's object and size; then one `--batch` reads each distinct
-    object of at most fsafe.JSON_MAX bytes, while their total stays within HISTORY_BYTES, so a huge summary.json
+    object of at most fsafe.JSON_MAX bytes, while their total stays within _HISTORY_BYTES, so a huge summary.json
     anywhere in the history costs nothing (it is read by no one), and the whole read is bounded.
     """
     from coatsearch import fsafe
@@ -158,7 +158,7 @@ def _blobs(top: Path, versions: list[tuple[str, str]]) -> list[str | None]:
     objects: dict[str, int] = {}
     for head in heads:
         if len(head) == 3 and head[2].isdigit() and int(head[2]) <= fsafe.JSON_MAX and head[0] not in objects:
-            if sum(objects.values()) + int(head[2]) <= HISTORY_BYTES:
+            if sum(objects.values()) + int(head[2]) <= _HISTORY_BYTES:
                 objects[head[0]] = int(head[2])
     data = _run(top, ("cat-file", "--batch"), "".join(f"{o}\n" for o in objects).encode()) or b""
     text: dict[str, str] = {}

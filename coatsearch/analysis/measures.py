@@ -28,11 +28,11 @@ from coatsearch.storage.record import twin
 from coatsearch.vocab.specs import DEFAULT_LEVELS
 
 CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", "eval_loss", "eval_acc", "lr_phase")
-LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "lr_phase", "reached", "censored", "why")
+_LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "lr_phase", "reached", "censored", "why")
 TINY_LOSS = 1e-12  # losses are floored here before taking logs
 MAX_SPAN = 3.0  # a reading is censored when its two measured points differ more than this factor in train loss
 FROM_INIT = "bracket starts at the untrained model (step 0)"
-NOT_REACHED = "never reached"
+_NOT_REACHED = "never reached"
 WIDE = f"bracket wider than {MAX_SPAN:g}x in train loss"
 
 
@@ -68,7 +68,7 @@ class Reading:
     eval_acc: float = math.nan
     lr_phase: float = math.nan
     reached: bool = False
-    why: str = NOT_REACHED
+    why: str = _NOT_REACHED
 
     @property
     def censored(self) -> bool:
@@ -102,7 +102,7 @@ def crossing(step: Any, loss: Any, acc: Any, level: float, phase: Any = None) ->
 
 
 def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) -> pd.DataFrame:
-    """Each run's reading at each train-loss level (LEVEL_COLUMNS); censored rows have NaN step, acc and phase."""
+    """Each run's reading at each train-loss level (_LEVEL_COLUMNS); censored rows have NaN step, acc and phase."""
     rows = []
     runs = curves.sort_values(["run", "step"]).groupby(["run", "candidate", "seed"], sort=False, dropna=False)
     for (run, cand, seed), c in runs:
@@ -113,7 +113,7 @@ def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) ->
             rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": r.step,
                          "eval_acc": r.eval_acc, "lr_phase": r.lr_phase, "reached": r.reached,
                          "censored": r.censored, "why": r.why})  # fmt: skip
-    return pd.DataFrame(rows, columns=list(LEVEL_COLUMNS))
+    return pd.DataFrame(rows, columns=list(_LEVEL_COLUMNS))
 
 
 def _among(matched: pd.DataFrame, candidates: Iterable[str] | None) -> pd.DataFrame:

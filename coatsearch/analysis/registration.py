@@ -28,11 +28,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from coatsearch import fsafe
 from coatsearch.errors import UserError
 
-REGISTRATION_FILE = "registration.json"  # beside the study's journal
+_REGISTRATION_FILE = "registration.json"  # beside the study's journal
 FORMAT = 1  # registration.json's format version
-STUDY_KEYS = ("seeds", "samples", "sampler", "objective", "direction", "objectives", "directions", "baselines",
+_STUDY_KEYS = ("seeds", "samples", "sampler", "objective", "direction", "objectives", "directions", "baselines",
               "reevaluate")  # fmt: skip  # the study settings that change what a verdict rests on
-STOP_KEYS = ("epochs", "max_steps", "stop_at_loss", "target_acc", "loss_levels", "per_class")  # per training run
+_STOP_KEYS = ("epochs", "max_steps", "stop_at_loss", "target_acc", "loss_levels", "per_class")  # per training run
 
 
 class Analysis(BaseModel):
@@ -45,7 +45,7 @@ class Analysis(BaseModel):
     profile: str
     seeds: tuple[int, ...]
     candidates: tuple[str, ...]
-    study: dict[str, Any]  # STUDY_KEYS: objectives, directions, sampler, samples, re-evaluation
+    study: dict[str, Any]  # _STUDY_KEYS: objectives, directions, sampler, samples, re-evaluation
     claims: dict[str, dict[str, Any]]  # claim id -> chain, measures, margin (report.claims)
     untestable: dict[str, str] = {}  # claim id -> why this scale cannot test it (never a verdict)
     pilots: tuple[str, ...] = ()  # the claims this space pilots (its looks spend no test α)
@@ -102,7 +102,7 @@ def _runs(scores: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
     if not isinstance(scores, Mapping):
         return {}
     if "epochs" in scores:
-        return {prefix.rstrip("."): {k: scores.get(k) for k in STOP_KEYS}}
+        return {prefix.rstrip("."): {k: scores.get(k) for k in _STOP_KEYS}}
     return {k: v for key, sub in scores.items() for k, v in _runs(sub, f"{prefix}{key}.").items()}
 
 
@@ -128,7 +128,7 @@ def analysis(record: Mapping[str, Any], replicate_of: str | None = None, registe
         profile=str(record.get("profile") or "default"),
         seeds=tuple(study.get("seeds") or ()),
         candidates=tuple(record.get("candidates") or ()),
-        study={k: study.get(k) for k in STUDY_KEYS if k != "seeds"},
+        study={k: study.get(k) for k in _STUDY_KEYS if k != "seeds"},
         claims=_claims(),
         untestable=dict(record.get("untestable") or {}),
         pilots=tuple(record.get("pilots") or ()),
@@ -169,7 +169,7 @@ def changes(registered: Analysis, now: Analysis) -> list[str]:
 
 def path(folder: Path) -> Path:
     """The registration file of the study in `folder`."""
-    return Path(folder) / REGISTRATION_FILE
+    return Path(folder) / _REGISTRATION_FILE
 
 
 def load(folder: Path) -> Registration | None:

@@ -18,7 +18,7 @@ from coatsearch.errors import UserError
 from coatsearch.space import search
 from coatsearch.vocab.samplers import replayable
 
-ASKS_PER_TRIAL = 50  # asks per counted trial before a replay gives up (rejected points cost no trial)
+_ASKS_PER_TRIAL = 50  # asks per counted trial before a replay gives up (rejected points cost no trial)
 REJECTS_MAX = 1_000  # rejected proposals in a row before a replay gives up (a sampler stuck on rejected points)
 
 
@@ -42,15 +42,15 @@ def table(study_name: str, studies_dir: str | Path) -> MeasuredTable:
     return table_from_rows(space, rows, f"study '{study_name}'")
 
 
-CSV_MAX = 256_000_000  # bytes of an exported table `replay --table` reads (a row per trial: about 1 KB each)
-CSV_COLUMNS = ("state", "value", "candidate", "seed")  # besides the searched candidate's `model.*` dimensions
-NUMBER_COLUMNS = ("value", "seed", "sample", "number", "reuse_of")  # a number or empty in each row read
+_CSV_MAX = 256_000_000  # bytes of an exported table `replay --table` reads (a row per trial: about 1 KB each)
+_CSV_COLUMNS = ("state", "value", "candidate", "seed")  # besides the searched candidate's `model.*` dimensions
+_NUMBER_COLUMNS = ("value", "seed", "sample", "number", "reuse_of")  # a number or empty in each row read
 
 
 def table_from_csv(space_file: str | Path, csv_file: str | Path) -> MeasuredTable:
     """The table of an exported study (`coatsearch export STUDY --format csv`) and the space it ran.
 
-    The file is read through the bounded reader (a regular file of at most CSV_MAX bytes) and checked before any
+    The file is read through the bounded reader (a regular file of at most _CSV_MAX bytes) and checked before any
     replay: every column it needs present, a number (or nothing) in each numeric cell, and each row of the searched
     candidate naming a point of its space. Anything else is one UserError naming the file, its line and the field,
     and what is allowed: a row that names no point is refused, never counted as an extra point."""
@@ -62,7 +62,7 @@ def table_from_csv(space_file: str | Path, csv_file: str | Path) -> MeasuredTabl
     from coatsearch.space.objects import load_space
 
     space = load_space(space_file)
-    raw = fsafe.read_named(Path(csv_file), CSV_MAX, "table (CSV)")
+    raw = fsafe.read_named(Path(csv_file), _CSV_MAX, "table (CSV)")
     try:
         frame = pd.read_csv(io.BytesIO(raw))
     except pd.errors.EmptyDataError:
@@ -84,14 +84,14 @@ def _check_rows(space: Any, records: list[dict[str, Any]], columns: Sequence[str
     numbers count the header as 1."""
     cands = [c for c in space.candidates if search.searches_model(c)]
     dims = search.model_dims(cands[0]) if cands else ()
-    needed = (*CSV_COLUMNS, *(d.path for d in dims))
+    needed = (*_CSV_COLUMNS, *(d.path for d in dims))
     missing = [c for c in needed if c not in columns]
     if missing:
         raise UserError(f"{where}:1: no column '{missing[0]}'; a replay table has the columns {', '.join(needed)} "
                         "(`coatsearch export --format csv`)")  # fmt: skip
     allowed = {d.path: [search.label(v) for v in d.values() or ()] for d in dims}
     for line, row in enumerate(records, start=2):
-        for col in (c for c in NUMBER_COLUMNS if c in row):
+        for col in (c for c in _NUMBER_COLUMNS if c in row):
             row[col] = _number(row[col], f"{where}:{line}: field '{col}'")  # text in a column: pandas left it text
         if not cands or row.get("candidate") != cands[0].name or row.get("state") not in ("COMPLETE", "REJECTED",
                                                                                           "REUSED"):  # fmt: skip
@@ -204,9 +204,9 @@ def _one(sampler: str, measured: MeasuredTable, trials: int, seed: int) -> list[
                 raise UserError(f"replay of {sampler} (search seed {seed}): {REJECTS_MAX} proposals in a row were "
                                 f"points the table rejects, after {len(means)} of {trials} trials; allowed: fewer "
                                 "--trials or another --sampler")  # fmt: skip
-            if rejects > trials * ASKS_PER_TRIAL:
+            if rejects > trials * _ASKS_PER_TRIAL:
                 raise UserError(f"replay of {sampler}: fewer than {trials} admissible points in "
-                                f"{trials * ASKS_PER_TRIAL} asks")  # fmt: skip
+                                f"{trials * _ASKS_PER_TRIAL} asks")  # fmt: skip
             continue
         in_row = 0
         net = measured.network(key)

@@ -28,7 +28,7 @@ from coatsearch.errors import UserError
 
 GIT_TIMEOUT_S = 20.0  # each git call of the check of reports made before content hashes
 HISTORY_MAX = 200  # commits of a space file searched for the version such a report was made from
-QUOTE = re.compile(r"<!--\s*reports/([\w.+-]+):\s*([\w.\-\[\]]+)\s*-->\s*([+\-−]?\d[\d,]*(?:\.\d+)?)")
+_QUOTE = re.compile(r"<!--\s*reports/([\w.+-]+):\s*([\w.\-\[\]]+)\s*-->\s*([+\-−]?\d[\d,]*(?:\.\d+)?)")
 
 
 def report_problem(summary: Mapping[str, Any], root: Path) -> str:
@@ -154,7 +154,7 @@ def lookup(data: Any, dotted: str) -> Any:
 
 def quotes(text: str) -> Iterator[tuple[int, str, str, str]]:
     """(line, report name, summary path, quoted number as printed) for every marked quote in a Markdown text."""
-    for m in QUOTE.finditer(text):
+    for m in _QUOTE.finditer(text):
         yield text.count("\n", 0, m.start()) + 1, m[1], m[2], m[3]
 
 

@@ -28,7 +28,7 @@ from coatsearch.storage.record import TrialRecord
 from coatsearch.storage.trials import REEVAL
 from coatsearch.vocab.specs import fresh_seeds
 
-TOP = 5  # architectures listed per searched candidate
+_TOP = 5  # architectures listed per searched candidate
 IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
 
 
@@ -191,7 +191,7 @@ def _searched(
     again = [r for r in ours if (r.run.identity.sample or 0) >= REEVAL and r.state == "COMPLETE"]
     named = [r for r in records if r.state == "COMPLETE" and r.seed in fresh and not r.searched()]
     dims = tuple((d.path, _values(d)) for d in cand.dims) if cand is not None else ()
-    top = _archs(done, scale, maximize)[:TOP]
+    top = _archs(done, scale, maximize)[:_TOP]
     found = checks(space, name, records, top[0].name if top else "", objective, scale, maximize, fresh, table)
     return Searched(
         name,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from coatsearch.storage.architectures import rank  # noqa: F401  (one ranking, in the storage stage: export uses it)
 
-RANDOM_DRAWS = 4000  # simulated random searches behind one baseline (seeded: the same table gives the same figure)
+_RANDOM_DRAWS = 4000  # simulated random searches behind one baseline (seeded: the same table gives the same figure)
 
 
 def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -74,7 +74,7 @@ def networks(points: Mapping[tuple, str], values: Mapping[tuple, Sequence[float]
     return [Network(n, weight[n], tuple(float(x) for x in vals[n])) for n in sorted(weight)]
 
 
-def random_baseline(nets: Sequence[Network], k: int, maximize: bool, draws: int = RANDOM_DRAWS,
+def random_baseline(nets: Sequence[Network], k: int, maximize: bool, draws: int = _RANDOM_DRAWS,
                     seed: int = 0) -> RandomBaseline:  # fmt: skip
     """The expected result of random search with `k` trials on the table (the module docstring's model), its
     interval over `draws` simulated searches, and its regret against the best network."""

@@ -19,7 +19,7 @@ from coatsearch.storage.record import RunRecord
 
 SPREAD_NOTE = 1.5  # fastest / slowest measured throughput among budget-matched candidates that earns a note
 RATES = ("train_ips", "infer_ips", "latency_ms", "latency_iqr_ms")  # roles of the rates each row gives (mean, sd)
-SPREAD = ("train_ips", "infer_ips")  # roles of the throughputs whose spread earns the note
+_SPREAD = ("train_ips", "infer_ips")  # roles of the throughputs whose spread earns the note
 FACTS = ("device", "threads", "train_batch", "infer_batch", "compiled")  # roles: where and how, as listed
 
 
@@ -90,7 +90,7 @@ def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
 def spread(rows: list[dict]) -> list[dict]:
     """Per rate: the fastest and slowest budget-matched candidates and their ratio (when 2 or more have it)."""
     out = []
-    for key in map(role, SPREAD):
+    for key in map(role, _SPREAD):
         have = [r for r in rows if r["matched"] and r[key][0]]
         if len(have) < 2:
             continue

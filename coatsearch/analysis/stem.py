@@ -148,7 +148,7 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     if not tables or not {g["model_label"] for g in tables.gaps} & set(VIT_LABELS):
         return None
     n_opt = len({e["optimizer"] for e in tables.edf})
-    parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, 1 + n_opt) or [EDF_NOT_RUN])]
+    parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, 1 + n_opt) or [_EDF_NOT_RUN])]
     idx = [i for i, p in enumerate(parts) if p.status == "tested"]
     for i, q in zip(idx, S.holm([parts[i].p for i in idx]), strict=True):
         firm, d = q is not None and q < C.VERDICT_ALPHA, parts[i].d or 0.0
@@ -191,7 +191,7 @@ def _gap_power(part: StemPart, family: int) -> Power | None:
     return Power(n, sd, n - 1, 2, alpha, mdd, effect, need)
 
 
-EDF_NOT_RUN = StemPart(f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "EDF", None, 0,
+_EDF_NOT_RUN = StemPart(f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (sampled lr/wd runs)", "EDF", None, 0,
                        None, None, "Holm p < α", "not run", "no sampled lr/wd runs in this study")  # fmt: skip
 
 

@@ -58,7 +58,7 @@ from coatsearch.space.identity import recorded_content, space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
 
-SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
+_SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
 SUMMARY_VERSION = 1  # summary.json's format; reports written before it have no `version` (read them as 0)
 FIGURES = "figures"  # the section listing the figures written beside the report (known only after drawing)
 
@@ -122,7 +122,7 @@ def _space_ids(space: dict) -> dict:
     """The summary's space: source, profile, its hash as recorded, and its content identity when that differs (a
     study that recorded the file's bytes: analysis.reproduce matches an edit of comments against it)."""
     sha, content = space_hash(space), recorded_content(space)
-    return {**{k: space.get(k) for k in SPACE_KEYS}, "sha256": sha, **({"content_sha256": content}
+    return {**{k: space.get(k) for k in _SPACE_KEYS}, "sha256": sha, **({"content_sha256": content}
             if content and content != sha else {})}  # fmt: skip
 
 

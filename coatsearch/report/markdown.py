@@ -192,7 +192,7 @@ def size_note(z: Sizes | None, ratio: float | None) -> str:
     )
 
 
-BASELINE_TEXT = {
+_BASELINE_TEXT = {
     "baseline-linear": "a linear classifier on the pixels; its accuracy is the floor of the regime guards",
     "baseline-cnn": "a small plain CNN (3 conv-BN-ReLU layers, global average pool, linear head)",
 }
@@ -202,7 +202,7 @@ def baselines_note(found: tuple[str, ...]) -> str:
     """What the regime baselines among the rows are (empty when the study has none)."""
     if not found:
         return ""
-    what = "; ".join(f"**{n}** is {BASELINE_TEXT[n]}" for n in found)
+    what = "; ".join(f"**{n}** is {_BASELINE_TEXT[n]}" for n in found)
     return f" Regime baselines (same subsets and seeds, not budget-matched, never in a claim): {what}."
 
 

@@ -6,11 +6,11 @@ from coatsearch.analysis import categories as K
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.view_answer import Answer, Detectable, Estimate, Regime, RegimeRow, Verdict
 
-ICON = {K.SUPPORTED: "✅", K.NOT_SUPPORTED: "❌", K.OUT_OF_REGIME: "⛔", K.UNDERPOWERED: "🔍", K.UNRESOLVED: "❔",
+_ICON = {K.SUPPORTED: "✅", K.NOT_SUPPORTED: "❌", K.OUT_OF_REGIME: "⛔", K.UNDERPOWERED: "🔍", K.UNRESOLVED: "❔",
         K.NOT_TESTED: "➖"}  # fmt: skip
-VERDICT_MARK = {c: f"{ICON[c]} {c}" for c in (*K.CATEGORIES, K.NOT_TESTED)}  # every category, and only those
-DOCS = "docs/verdicts.md"  # where the rule, the categories and the calibration are explained
-DOCS_LINK = f"[{DOCS}](../../{DOCS})"  # from reports/<study>/report.md
+VERDICT_MARK = {c: f"{_ICON[c]} {c}" for c in (*K.CATEGORIES, K.NOT_TESTED)}  # every category, and only those
+_DOCS = "docs/verdicts.md"  # where the rule, the categories and the calibration are explained
+DOCS_LINK = f"[{_DOCS}](../../{_DOCS})"  # from reports/<study>/report.md
 
 
 def estimate(e: Estimate | None) -> str:

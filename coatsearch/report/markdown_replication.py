@@ -6,7 +6,7 @@ from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_answer import VERDICT_MARK
 from coatsearch.report.view_replication import REPLICATED, ClaimReplication, RelationEstimate, Replication, Side
 
-OUTCOME_MARK = {REPLICATED: "✅ replicated"}
+_OUTCOME_MARK = {REPLICATED: "✅ replicated"}
 
 
 def section(r: Replication) -> str:
@@ -21,7 +21,7 @@ def section(r: Replication) -> str:
     if not r.claims:
         return "\n".join([*out, "Neither study judged a claim: nothing to replicate."])
     body = [[f"({c.id}) {c.title}", _verdict(c.original), _verdict(c.replicate), _verdict(c.pooled),
-             OUTCOME_MARK.get(c.outcome, c.outcome), c.why] for c in r.claims]  # fmt: skip
+             _OUTCOME_MARK.get(c.outcome, c.outcome), c.why] for c in r.claims]  # fmt: skip
     out += [table(["claim", "original", "replicate", "pooled", "outcome", "why"], body)]
     for c in r.claims:
         out += ["", *_estimates(c)]

@@ -16,7 +16,7 @@ from coatsearch.analysis.speed_tables import by_network, pareto  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 
 # One panel per throughput: the SpeedRow field it reads, what it times and the Speed field that gives its batch.
-PANELS = (("infer_ips", "inference", "infer_batch"), ("train_ips", "training", "train_batch"))
+_PANELS = (("infer_ips", "inference", "infer_batch"), ("train_ips", "training", "train_batch"))
 
 
 def draw(speed: Any, path: Path) -> str | None:
@@ -26,7 +26,7 @@ def draw(speed: Any, path: Path) -> str | None:
     if not rows:
         return None
     fig = Figure(figsize=(11, 4.5), layout="constrained")
-    for ax, (rate, what, batch_of) in zip(fig.subplots(1, 2), PANELS, strict=True):
+    for ax, (rate, what, batch_of) in zip(fig.subplots(1, 2), _PANELS, strict=True):
         have = [r for r in rows if getattr(r, rate)[0]]
         pooled = by_network([r.network for r in have], [getattr(r, rate)[0] for r in have])  # timing noise pooled
         for i, (r, x) in enumerate(zip(have, pooled, strict=True)):

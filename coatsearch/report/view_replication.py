@@ -1,5 +1,5 @@
 """A replicate's claims beside the original's: each claim's estimates in the original, the replicate and both
-pooled, and whether the replicate replicated it (REPLICATION_RULE). Tables only; markdown_replication renders.
+pooled, and whether the replicate replicated it (_REPLICATION_RULE). Tables only; markdown_replication renders.
 
 Every verdict and estimate comes from the report's own judging path (judging.judge_records: differences paired by
 seed, analysis.stats). The pooled estimate judges both studies' records together: their seeds are disjoint, so each
@@ -20,7 +20,7 @@ from coatsearch.analysis.judging import FIRM, Judged, judge_records
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"
 NOTHING = "original not firm: nothing to replicate"
-REPLICATION_RULE = (
+_REPLICATION_RULE = (
     "A claim is **replicated** only when the original's verdict is firm (supported or not supported) and the "
     "replicate's own test, on fresh seeds and a fresh test draw judged alone by the same rule, reaches the same firm "
     "verdict. A replicate whose own test is not firm, firm the other way, or not fresh (a seed or test draw "
@@ -54,7 +54,7 @@ class Side:
 
 @dataclass(frozen=True)
 class ClaimReplication:
-    """One claim in the original, the replicate and both pooled, and the outcome under REPLICATION_RULE."""
+    """One claim in the original, the replicate and both pooled, and the outcome under _REPLICATION_RULE."""
 
     id: str
     title: str
@@ -78,12 +78,12 @@ class Replication:
     draws: tuple[int, ...]
     fresh: str  # "" when seeds and test draws are disjoint, else what the two studies share
     claims: tuple[ClaimReplication, ...]
-    rule: str = REPLICATION_RULE
+    rule: str = _REPLICATION_RULE
     missing: str = ""  # why the original could not be read (then no claims)
 
 
 def outcome(original: str | None, replicate: str | None, fresh: str = "") -> tuple[str, str]:
-    """(outcome, why) of one claim under REPLICATION_RULE from the two verdicts; `fresh`: what the studies share."""
+    """(outcome, why) of one claim under _REPLICATION_RULE from the two verdicts; `fresh`: what the studies share."""
     if original not in FIRM:
         return NOTHING, f"the original is {original or 'not judged on this claim'}"
     if fresh:

@@ -57,13 +57,13 @@ def inside(root: Path, name: str, flag: str, what: str = "study name") -> Path:
     return folder
 
 
-ENUMERATE_SUFFIX = "-enumerate"
+_ENUMERATE_SUFFIX = "-enumerate"
 
 
 def enumerate_name(space: str, profile: str) -> str:
     """The study `coatsearch enumerate` measures a space's profile in by default (the table a search of the same
     space is judged against): the space's name, -PROFILE unless default, then -enumerate."""
-    return f"{space}{'' if profile == 'default' else f'-{profile}'}{ENUMERATE_SUFFIX}"
+    return f"{space}{'' if profile == 'default' else f'-{profile}'}{_ENUMERATE_SUFFIX}"
 
 
 def study_folder(studies_dir: Path, name: str) -> Path:

@@ -163,9 +163,30 @@ LAB_NOTES = re.compile(
                          ids=lambda p: str(p.relative_to(ROOT)))  # fmt: skip
 def test_docs_hold_no_lab_notes(path):
     """A measurement names its command, machine type and figure; not the load, the day or the commit it ran at."""
-    found = [(n, m.group(0)) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             for m in LAB_NOTES.finditer(line)]  # fmt: skip
-    assert found == []
+    assert _notes(path, LAB_NOTES) == []
+
+
+# A committed report holds content fingerprints and space hashes by design; a commit is one named as "@ <hash>"
+REPORT_NOTES = re.compile(
+    r"load averages?|load avg|loadavg|\b20\d\d-\d\d-\d\d(?!\.\w)|@ [0-9a-f]{7,40}\b", re.IGNORECASE
+)
+
+
+@pytest.mark.committed
+@pytest.mark.parametrize("path", sorted(ROOT.glob("reports/*/report.md")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_reports_hold_no_lab_notes(path):
+    """The tool writes no day, load or commit into a report (a registration's time, a history row's commit)."""
+    assert _notes(path, REPORT_NOTES) == []
+
+
+def test_the_report_rule_sees_each_note():
+    text = "registered 2026-12-04T22:05:26; summary.json @ fc4867a3c0fd; load average 1.9; fingerprint 9df92da031d4"
+    assert [m.group(0) for m in REPORT_NOTES.finditer(text)] == ["2026-12-04", "@ fc4867a3c0fd", "load average"]
+
+
+def _notes(path: Path, rule: re.Pattern) -> list[tuple[int, str]]:
+    return [(n, m.group(0)) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            for m in rule.finditer(line)]  # fmt: skip
 
 
 def test_the_lab_notes_rule():
