@@ -290,7 +290,7 @@ def _measured_table(studies_dir: Path, name: str, space: dict) -> search_checks.
     from coatsearch.storage import store
     from coatsearch.storage.paths import enumerate_name
 
-    other = enumerate_name(str(space.get("name")), str(space.get("profile") or "default"))
+    other = enumerate_name(str(space.get("space")), str(space.get("profile") or "default"))
     if other == name or not (studies_dir / other).is_dir():
         return None
     try:

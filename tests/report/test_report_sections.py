@@ -162,3 +162,23 @@ def test_a_score_names_its_roles_or_says_which_it_has():
     assert SCORES["transfer"].role("gain") == "transfer.gain"
     with pytest.raises(KeyError, match="declares no role 'steps' .declared: epochs, accs"):
         SCORES["length"].role("steps")
+
+
+def test_a_search_finds_the_enumerated_table_of_its_own_space(tmp_path, monkeypatch):
+    """The report looks for `coatsearch enumerate`'s default study of the same space and profile, and takes it only
+    when its recorded space has this study's content identity."""
+    from coatsearch import report
+    from coatsearch.storage import store
+
+    space = {"space": "s", "profile": "quick", "space_content_sha256": "a" * 64}
+    studies = {"s-quick-enumerate": ({**space}, ["rec"]), "t-enumerate": ({**space, "space": "t"}, ["rec"])}
+    monkeypatch.setattr(store, "load_study", lambda folder, name: name)
+    monkeypatch.setattr(store, "read", lambda name: studies[name])
+    for name in studies:
+        (tmp_path / name).mkdir()
+    found = report._measured_table(tmp_path, "s-quick", space)
+    assert found is not None and (found.study, found.records) == ("s-quick-enumerate", ["rec"])
+    assert report._measured_table(tmp_path, "s-quick-enumerate", space) is None  # never its own table
+    studies["s-quick-enumerate"] = ({**space, "space_content_sha256": "b" * 64}, ["rec"])
+    assert report._measured_table(tmp_path, "s-quick", space) is None  # another version of the space
+    assert report._measured_table(tmp_path, "s", {**space, "profile": "default"}) is None  # no such study
