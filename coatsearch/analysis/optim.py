@@ -8,7 +8,7 @@ from coatsearch.analysis.tables import METRICS, Records, complete
 from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
 from coatsearch.vocab.specs import VIT_LABELS
 
-SEARCH_PREFIXES = ("train.", "model.")
+SEARCH_PREFIXES = ("train.",)  # sampled hyperparameters; `model.*` samples are architectures (the search section)
 
 
 def primary_acc(space: dict, done: Records) -> str | None:
@@ -20,7 +20,8 @@ def primary_acc(space: dict, done: Records) -> str | None:
 
 
 def search_dims(records: Records) -> list[str]:
-    """Sampled hyperparameters (params with a train./model. path) found in the records."""
+    """Sampled hyperparameters (params with a train. path) found in the records; a sampled `model.*` field picks an
+    architecture, which the search section reports, not a hyperparameter whose stability the EDF measures."""
     return sorted({k for r in records for k in r.params if k.startswith(SEARCH_PREFIXES)})
 
 
