@@ -265,3 +265,12 @@ def test_the_random_baseline_is_also_given_at_smaller_budgets():
     nets = _nets(1.0, 2.0, 3.0, 4.0)
     regrets = [SS.random_baseline(nets, k, True).regret for k in budgets(4, 4)]
     assert regrets == sorted(regrets, reverse=True) and regrets[0] > 0  # more trials, less regret
+
+
+def test_a_sampled_architecture_is_not_a_hyperparameter_sample():
+    """The EDF of hyperparameter stability (the ViT paper's) reads train.* samples; model.* samples pick networks."""
+    from coatsearch.analysis import optim
+
+    recs = [SimpleNamespace(params={"candidate": "s", "model.layout.1": "C", "train.lr": 0.1}),
+            SimpleNamespace(params={"candidate": "s", "model.depths": [1, 3]})]  # fmt: skip
+    assert optim.search_dims(recs) == ["train.lr"] and optim.search_dims(recs[1:]) == []
