@@ -33,6 +33,12 @@ class MeasuredTable:
 Row = tuple[Mapping[str, Any], str, Any, Any, Any, Any, str]  # params, state, value, sample, number, reuse, network
 
 
+def rows_of(records: Sequence[Any]) -> list[Row]:
+    """The rows a table reads from a study's trial records (storage.record.TrialRecord)."""
+    return [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
+             search.architecture(r.run)) for r in records]  # fmt: skip
+
+
 def table_from_rows(space: Any, rows: Sequence[Row], where: str) -> MeasuredTable:
     """The table from the trial rows of the space's first searched candidate; a reused point (REUSED, `reuse`:
     the trial it reused) reads its source's measurement on that seed and builds its source's network."""

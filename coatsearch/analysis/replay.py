@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coatsearch.analysis.measured_table import MeasuredTable, table_from_rows
+from coatsearch.analysis.measured_table import MeasuredTable, rows_of, table_from_rows
 from coatsearch.errors import UserError
 from coatsearch.space import search
 from coatsearch.vocab.samplers import replayable
@@ -37,9 +37,7 @@ def table(study_name: str, studies_dir: str | Path) -> MeasuredTable:
 
     study = store.load_study(Path(studies_dir), study_name)
     space = found.study_space(study)
-    rows = [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
-             search.architecture(r.run)) for r in store.records(study, say=False)]  # fmt: skip
-    return table_from_rows(space, rows, f"study '{study_name}'")
+    return table_from_rows(space, rows_of(store.records(study, say=False)), f"study '{study_name}'")
 
 
 _CSV_MAX = 256_000_000  # bytes of an exported table `replay --table` reads (a row per trial: about 1 KB each)

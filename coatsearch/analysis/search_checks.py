@@ -70,24 +70,20 @@ def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], fo
                     maximize: bool, table: EnumeratedTable | None = None) -> Random:  # fmt: skip
     """The random baseline at `k` trials, from the table of a space measured whole (every point trained,
     reused or rejected on the study's seeds): this study's, else `table`'s; the note says what is missing."""
-    from coatsearch.analysis.measured_table import table_from_rows
+    from coatsearch.analysis.measured_table import rows_of, table_from_rows
     from coatsearch.errors import UserError
     from coatsearch.space.objects import load_space
-
-    def rows(recs: Sequence[TrialRecord]) -> list:
-        return [(r.params, r.state, r.value, r.run.identity.sample, r.number, r.run.extra.get("reuse"),
-                 search.architecture(r.run)) for r in recs]  # fmt: skip
 
     source = ""
     try:
         built = load_space(str(space.get("source") or "space.yaml"), str(space.get("profile") or "default"),
                            text=str(space["space_yaml"]))  # fmt: skip
         try:
-            measured = table_from_rows(built, rows(records), "the study")
+            measured = table_from_rows(built, rows_of(records), "the study")
         except UserError:
             if table is None:
                 raise
-            measured, source = table_from_rows(built, rows(table.records), f"study {table.study}"), table.study
+            measured, source = table_from_rows(built, rows_of(table.records), f"study {table.study}"), table.study
     except UserError as exc:
         why = str(exc).removeprefix("the study ").removeprefix("the study: ")
         return Random(None, found, None, None, f"{why}; `coatsearch enumerate` measures it")
