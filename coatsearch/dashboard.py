@@ -264,13 +264,11 @@ def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
     unchanged note is not written again. False, with a note line, when optuna-dashboard is missing.
     """
     from coatsearch import fsafe
+    from coatsearch.analysis import summary_file
     from coatsearch.storage import store
 
-    summary = fsafe.read_json(report.parent / "summary.json")  # bounded; a mapping
-    try:
-        verdicts = {str(v["id"]): str(v["verdict"]) for v in summary["claims"]}
-    except (KeyError, TypeError) as exc:
-        raise UserError(f"{report.parent / 'summary.json'}: no claim verdicts ({type(exc).__name__}: {exc})") from None
+    summary = summary_file.read(report.parent / "summary.json")  # bounded, typed; a damaged one: a UserError
+    verdicts = {c.id: c.verdict for c in summary.claims}
     study = store.load_study(Path(studies_dir), study_name)
     try:
         save_note(study, fsafe.read_bytes(report, fsafe.JSON_MAX).decode("utf-8", "replace"), verdicts)

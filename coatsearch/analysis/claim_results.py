@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coatsearch.analysis import json_form
 from coatsearch.analysis.results import Estimate, Evidence, Judgement
 
 
@@ -37,6 +38,16 @@ class StemPart:
         out.update({"needed": self.needed, "p": self.p} if self.p_last else {"p": self.p, "needed": self.needed})
         out.update({} if self.per_seed is None else {"per_seed": dict(self.per_seed)})
         return {**out, "status": self.status, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StemPart:
+        """The part `to_json` wrote (its key order tells `p_last`)."""
+        jf, n, per_seed = json_form, data.get("n"), data.get("per_seed")
+        return cls(str(data.get("what") or ""), str(data.get("short") or ""), jf.maybe(data.get("d")),
+                   int(n or 0), jf.interval(data.get("ci")), jf.maybe(data.get("p")), str(data.get("needed") or ""),
+                   str(data.get("status") or ""), str(data.get("reason") or ""),
+                   None if per_seed is None else {k: jf.number(v) for k, v in jf.mapping(per_seed).items()},
+                   jf.before(data, "needed", "p"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,15 @@ class Purposes:
         """{state, line, draws, runs, sampling}."""
         return {"state": self.state, "line": self.line, "draws": list(self.draws), "runs": [dict(r) for r in self.runs],
                 "sampling": self.sampling}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Purposes:
+        """The purposes `to_json` wrote."""
+        jf, sampling = json_form, data.get("sampling")
+        return cls(str(data.get("state") or ""), str(data.get("line") or ""),
+                   tuple(int(d) for d in jf.items(data.get("draws"))),
+                   tuple(jf.mapping(r) for r in jf.items(data.get("runs"))),
+                   None if sampling is None else str(sampling))  # fmt: skip
 
 
 _ANSWER = ("verdict", "why", "reason", "estimate", "detectable", "decide")  # a judged claim's key order
@@ -131,3 +151,20 @@ class ClaimVerdict:
         tags = {"scope": self.scope, "images": self.images, "scale": self.scale, "status": self.status,
                 "status_why": self.status_why}  # fmt: skip
         return {**out, **{k: v for k, v in tags.items() if v is not None}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClaimVerdict:
+        """The claim `to_json` wrote: an older summary's, too (its missing keys read as empty; the key order of
+        `why` tells `why_first`)."""
+        jf, parts = json_form, data.get("parts")
+
+        def tag(name: str) -> str | None:
+            return None if data.get(name) is None else str(data[name])
+
+        return cls(str(data["id"]), str(data.get("title") or ""), str(data.get("chain") or ""),
+                   str(data.get("source") or ""), Judgement.from_json(data),
+                   tuple(Evidence.from_json(e) for e in jf.items(data.get("evidence"))),
+                   tuple(str(n) for n in jf.items(data.get("notes"))),
+                   None if parts is None else tuple(StemPart.from_json(p) for p in jf.items(parts)),
+                   tag("scope"), tag("images"), tag("scale"), tag("status"), tag("status_why"),
+                   not jf.before(data, "reason", "why"))  # fmt: skip

@@ -25,7 +25,6 @@ from typing import Any
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.claims import VERDICT_ALPHA
-from coatsearch.analysis.results import Evidence
 from coatsearch.space.identity import space_hash
 
 SPLIT = ("split", "refused")  # a claim's `images` (judging.judge_records) when its measures read test images
@@ -73,47 +72,37 @@ class Look:
     spends: bool  # spends test α: a test (it has a p) on test images, not from a pilot of the claim
 
 
-def claim_p(claim: Mapping[str, Any]) -> float | None:
+def claim_p(claim: ClaimVerdict) -> float | None:
     """The p of the claim's order holding: the largest Holm p of its deciding measure's key relations (a relation
     measured the wrong way: 1); claim (f): of its tested parts. None when nothing was tested."""
-    if claim.get("evidence"):  # a judged claim's typed evidence, or as a summary.json holds it
-        ev = claim["evidence"][0]
-        pairs = [q.to_json() for q in ev.pairs] if isinstance(ev, Evidence) else ev.get("pairs") or ()
-        tested = [q for q in pairs if q.get("key")]
-        ps: list[Any] = [q.get("p_holm") for q in tested]
+    tested: list[tuple[float | None, float | None]]
+    if claim.evidence:
+        tested = [(q.p_holm, q.d) for q in claim.evidence[0].pairs if q.key]
     else:
-        tested = [q for q in claim.get("parts") or () if q.get("status") != "not run"]
-        ps = [q.get("p") for q in tested]
-    if not tested or any(not isinstance(p, int | float) for p in ps):
+        tested = [(q.p, q.d) for q in claim.parts or () if q.status != "not run"]
+    if not tested or any(p is None for p, _ in tested):
         return None
-    return max(float(p) if (q.get("d") or 0) > 0 else 1.0 for q, p in zip(tested, ps, strict=True))
+    return max(float(p or 0.0) if (d or 0) > 0 else 1.0 for p, d in tested)  # p is never None here
 
 
-def images(claim: Mapping[str, Any], of: Ident, this: Ident) -> str:
+def images(claim: ClaimVerdict, of: Ident, this: Ident) -> str:
     """Which images a look read, seen from this study: "test" unless it had no split and its eval draw lies
     within this study's validation images (same dataset, no more images: draws are nested)."""
-    if claim.get("images") in SPLIT:
+    if claim.images in SPLIT:
         return "test"
     inside = of.dataset == this.dataset and None not in (of.eval_size, this.eval_size)
     return "validation" if inside and int(of.eval_size or 0) <= int(this.eval_size or 0) else "test"
 
 
-def summary_form(claim: ClaimVerdict | Mapping[str, Any]) -> Mapping[str, Any]:
-    """A claim as summary.json holds it: a judged claim's `to_json`; a claim read from a summary as it is."""
-    return claim.to_json() if isinstance(claim, ClaimVerdict) else claim
-
-
-def looks_of(source: str, where: str, of: Ident, claims: Sequence[ClaimVerdict | Mapping[str, Any]],
-             this: Ident) -> list[Look]:  # fmt: skip
+def looks_of(source: str, where: str, of: Ident, claims: Sequence[ClaimVerdict], this: Ident) -> list[Look]:
     """One study's (or one committed report's) looks at the claims: those of the same space, and a pilot
     space's looks at the claims it pilots."""
     out = []
-    for c in map(summary_form, claims):
-        cid = str(c.get("id"))
-        if of.space != this.space and cid not in of.pilots:
+    for c in claims:
+        if of.space != this.space and c.id not in of.pilots:
             continue
-        seen, pilot, p = images(c, of, this), cid in of.pilots, claim_p(c)
-        out.append(Look(source, where, of.space, of.sha256, of.profile, of.seeds, cid, c.get("verdict"), p, seen,
+        seen, pilot, p = images(c, of, this), c.id in of.pilots, claim_p(c)
+        out.append(Look(source, where, of.space, of.sha256, of.profile, of.seeds, c.id, c.verdict, p, seen,
                         pilot, seen == "test" and not pilot and p is not None))  # fmt: skip
     return out
 
@@ -185,15 +174,15 @@ class Looks:
     claims: tuple[ClaimLooks, ...]
 
 
-def adjust(claim: Mapping[str, Any], this: Ident, earlier: Sequence[Look]) -> ClaimLooks:
+def adjust(claim: ClaimVerdict, this: Ident, earlier: Sequence[Look]) -> ClaimLooks:
     """This study's look at one claim, the earlier looks at it, and this look's Holm-adjusted p."""
-    cid, p = str(claim.get("id")), claim_p(claim)
+    cid, p = claim.id, claim_p(claim)
     mine = tuple(x for x in earlier if x.claim == cid)
-    spends = claim.get("images") in SPLIT and cid not in this.pilots and p is not None  # its verdict read test images
+    spends = claim.images in SPLIT and cid not in this.pilots and p is not None  # its verdict read test images
     family = [p, *(x.p for x in mine if x.spends)] if spends else []
     holm_p = S.holm(family)[0] if family else None
     n = int(spends) + sum(x.spends for x in mine)
-    row = ClaimLooks(cid, claim.get("verdict"), p, spends, mine, 1 + len(mine), n, holm_p, "")
+    row = ClaimLooks(cid, claim.verdict, p, spends, mine, 1 + len(mine), n, holm_p, "")
     return ClaimLooks(**{**vars(row), "line": line(row, this)})
 
 
@@ -226,6 +215,6 @@ def table(space: Mapping[str, Any], judged: Sequence[ClaimVerdict], found: Found
     were gathered (a report computed without its studies folder)."""
     if found is None:
         return None
-    this, claims = ident(space), [summary_form(c) for c in judged]
-    earlier = unique(found.looks, this, {str(c.get("id")): (c.get("verdict"), claim_p(c)) for c in claims})
-    return Looks(this, found.notes, tuple(adjust(c, this, earlier) for c in claims))
+    this = ident(space)
+    earlier = unique(found.looks, this, {c.id: (c.verdict, claim_p(c)) for c in judged})
+    return Looks(this, found.notes, tuple(adjust(c, this, earlier) for c in judged))

@@ -195,23 +195,20 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
 
 def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
     """The looks one summary.json holds (none when it is of another space, or not a summary); a UserError naming
-    `where` when it is damaged (too deep, a list where a mapping belongs)."""
+    `where` when it is damaged (too deep, a list where a mapping belongs) or from a newer coatsearch."""
     from coatsearch import fsafe
+    from coatsearch.analysis import summary_file
 
     try:
-        summary = fsafe.parse_json(text or "", where, object)
+        data = fsafe.parse_json(text or "", where, object)
     except UserError as exc:
         if "not a JSON file" in str(exc):  # another kind of file: not a look
             return []
         raise
-    if not isinstance(summary, dict) or not isinstance(summary.get("space"), dict):
+    if not summary_file.is_summary(data):
         return []
-    try:
-        env, mine = summary.get("environment") or {}, (summary.get("looks") or {}).get("this") or {}
-        record = {**summary["space"], "study": env.get("study") or {}, "data": env.get("data") or {},
-                  "pilots": mine.get("pilots") or ()}  # fmt: skip
-        claims = [c for c in summary.get("claims") or () if isinstance(c, dict)]
-        sha = summary["space"].get("sha256")
-        return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), claims, this)
-    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
-        raise UserError(f"{where}: a damaged summary ({type(exc).__name__}: {exc})") from None
+    summary = summary_file.from_json(data, where)
+    env = summary.environment
+    record = {**summary.space, "study": env.study, "data": env.data, "pilots": summary.pilots}
+    sha = summary.space.get("sha256")
+    return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), summary.claims, this)

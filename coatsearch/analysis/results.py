@@ -2,7 +2,8 @@
 
 Frozen, like the run records (storage.record): judging returns new values (verdicts.judge), never edits one.
 Each has `to_json`, the data summary.json holds: the dict the verdict path built before these types, key order
-kept, so a report is byte-identical for the same records.
+kept, so a report is byte-identical for the same records; and `from_json`, which reads that data back (an older
+summary's missing keys as their defaults), so `X.from_json(x.to_json())` gives x's summary again.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from coatsearch.analysis import claims as C
+from coatsearch.analysis import json_form
 from coatsearch.analysis.stats import PairTest
 
 
@@ -33,6 +35,11 @@ class Stat:
         """JSON form, with the standard error."""
         return {**asdict(self), "se": self.se}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Stat:
+        """The stat `to_dict` wrote (its `se` is derived, so not read)."""
+        return cls(json_form.number(data.get("mean")), json_form.maybe(data.get("sd")), int(data.get("n") or 0))
+
 
 @dataclass(frozen=True)
 class Relation:
@@ -44,6 +51,11 @@ class Relation:
     def to_json(self) -> dict[str, Any]:
         """{symbol, then the test's fields}."""
         return {"symbol": self.symbol, **self.test.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Relation:
+        """The relation `to_json` wrote."""
+        return cls(str(data["symbol"]), PairTest.from_json(data))
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,14 @@ class Pair:
                **self.test.to_json()}  # fmt: skip
         return {**out, "p_test": self.p_test, "p_holm": self.p_holm, "status": self.status} if self.status else out
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Pair:
+        """The pair `to_json` wrote, judged when it holds a status."""
+        jf = json_form
+        return cls(str(data["a"]), str(data["b"]), str(data.get("paper", "")), bool(data.get("key")),
+                   jf.number(data.get("margin"), 0.0), PairTest.from_json(data), jf.maybe(data.get("p_test")),
+                   jf.maybe(data.get("p_holm")), str(data.get("status") or ""))  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Power:
@@ -111,6 +131,25 @@ class Power:
                 "power": self.power, "mdd": self.mdd, "effect": self.effect, "effect_note": self.effect_note,
                 "seeds_needed": self.seeds_needed, "sized": self.sized, "resolvable": self.resolvable}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Power:
+        """The power `to_json` wrote (a null detectable difference: none is detectable, inf)."""
+        jf, need = json_form, data.get("seeds_needed")
+        return cls(
+            int(data["n"]),
+            jf.number(data.get("sd_diff")),
+            int(data.get("df") or 0),
+            int(data.get("k") or 0),
+            jf.number(data.get("alpha")),
+            jf.number(data.get("mdd"), math.inf),
+            jf.maybe(data.get("effect")),
+            None if need is None else int(need),
+            str(data.get("effect_note") or ""),
+            bool(data.get("sized", True)),
+            data.get("resolvable"),
+            jf.number(data.get("power"), C.POWER),
+        )
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -127,6 +166,12 @@ class Estimate:
         """{what, d, ci, n, unit}, the interval as a list."""
         ci = None if self.ci is None else [self.ci[0], self.ci[1]]
         return {"what": self.what, "d": self.d, "ci": ci, "n": self.n, "unit": self.unit}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Estimate:
+        """The estimate `to_json` wrote."""
+        return cls(str(data["what"]), json_form.number(data.get("d")), json_form.interval(data.get("ci")),
+                   int(data.get("n") or 0), str(data.get("unit") or ""))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -148,6 +193,16 @@ class Judgement:
         return {"verdict": self.verdict, "reason": self.reason, "estimate": est,
                 "detectable": self.detectable, "decide": self.decide, "why": self.why}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Judgement:
+        """The judgement a claim's or evidence's `to_json` wrote among its keys (an older summary's missing keys
+        read as empty)."""
+        est, det = data.get("estimate"), data.get("detectable")
+        return cls(str(data.get("verdict") or ""), str(data.get("reason") or ""),
+                   None if est is None else Estimate.from_json(json_form.mapping(est)),
+                   None if det is None else json_form.mapping(det), str(data.get("decide") or ""),
+                   str(data.get("why") or ""))  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Member:
@@ -160,6 +215,11 @@ class Member:
     def to_json(self) -> dict[str, Any]:
         """{name, candidate, stat}."""
         return {"name": self.name, "candidate": self.candidate, "stat": self.stat}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Member:
+        """The member `to_json` wrote."""
+        return cls(str(data["name"]), str(data["candidate"]), Stat.from_json(json_form.mapping(data["stat"])))
 
 
 @dataclass(frozen=True)
@@ -193,6 +253,26 @@ class Evidence:
                 "out_of_regime": list(self.out_of_regime), "needs_convergence": self.needs_convergence,
                 **self.found.to_json(), "equivalence": self.equivalence}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Evidence:
+        """The evidence `to_json` wrote."""
+        jf, power = json_form, data.get("power")
+        return cls(
+            str(data["key"]),
+            str(data.get("label") or ""),
+            str(data.get("unit") or ""),
+            jf.maybe(data.get("rho")),
+            jf.maybe(data.get("rho_p")),
+            tuple(Member.from_json(m) for m in jf.items(data.get("members"))),
+            tuple(Pair.from_json(p) for p in jf.items(data.get("pairs"))),
+            None if power is None else Power.from_json(jf.mapping(power)),
+            tuple(jf.mapping(g) for g in jf.items(data.get("guards"))),
+            tuple(str(x) for x in jf.items(data.get("out_of_regime"))),
+            bool(data.get("needs_convergence")),
+            Judgement.from_json(data),
+            str(data.get("equivalence") or ""),
+        )
+
 
 @dataclass(frozen=True)
 class MeasureRanking:
@@ -211,3 +291,12 @@ class MeasureRanking:
         return {"key": self.key, "label": self.label, "unit": self.unit, "better": self.better,
                 "order": [{"candidate": c, "stat": s} for c, s in self.order],
                 "relations": [r.to_json() for r in self.relations], "text": self.text}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MeasureRanking:
+        """The ranking `to_json` wrote."""
+        jf = json_form
+        order = tuple((str(o["candidate"]), Stat.from_json(jf.mapping(o["stat"]))) for o in jf.items(data.get("order")))
+        return cls(str(data["key"]), str(data.get("label") or ""), str(data.get("unit") or ""), data.get("better"),
+                   order, tuple(Relation.from_json(r) for r in jf.items(data.get("relations"))),
+                   str(data.get("text") or ""))  # fmt: skip

@@ -21,6 +21,8 @@ import pandas as pd
 from scipy import optimize
 from scipy import stats as st
 
+from coatsearch.analysis import json_form
+
 MAX_SEEDS = 1000  # seeds_needed gives up beyond this
 
 
@@ -69,6 +71,15 @@ class PairTest:
         """The test as summary.json holds it (the dict `paired` returned before it was typed), key order kept."""
         return {"n": self.n, "d": self.d, "sd": self.sd, "per_seed": [[s, v] for s, v in self.per_seed],
                 "se": self.se, "df": self.df, "ci": self.ci, "ci_equiv": self.ci_equiv, "p": self.p}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PairTest:
+        """The test `to_json` wrote (a null mean: NaN, no common seed)."""
+        jf, df = json_form, data.get("df")
+        per_seed = tuple((s, jf.number(v)) for s, v in jf.items(data.get("per_seed")))
+        return cls(int(data.get("n") or 0), jf.number(data.get("d")), jf.maybe(data.get("sd")), per_seed,
+                   jf.maybe(data.get("se")), None if df is None else int(df), jf.interval(data.get("ci")),
+                   jf.interval(data.get("ci_equiv")), jf.maybe(data.get("p")))  # fmt: skip
 
 
 def paired(a: Mapping[Any, float], b: Mapping[Any, float], sign: float, pooled: Noise | None, alpha: float) -> PairTest:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from coatsearch import scores
+from coatsearch.analysis import json_form
 from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import Stat
 from coatsearch.scores import Metric
@@ -198,6 +199,12 @@ class Counts:
         """The summary's form: the fields in order."""
         return dict(vars(self))
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Counts:
+        """The counts `to_json` wrote."""
+        names = ("total", "complete", "failed", "interrupted", "pruned", "running")
+        return cls(*(int(data.get(f) or 0) for f in names))
+
 
 def counts(records: Records) -> Counts:
     """Trials by outcome (record.count); a FAIL without a reason is a trial whose worker died (interrupted)."""
@@ -253,6 +260,13 @@ class Hardware:
         out = {k: getattr(self, k) for k in ("cpu", "cpu_count", "torch_threads", "gpu", "device")}
         return {**out, "cpu_kernels": self.cpu_kernels} if self.cpu_kernels else out
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Hardware:
+        """The hardware `to_json` wrote (an older summary's host name is not read)."""
+        count, threads = data.get("cpu_count"), data.get("torch_threads")
+        return cls(data.get("cpu"), None if count is None else int(count), None if threads is None else int(threads),
+                   data.get("gpu"), data.get("device"), data.get("cpu_kernels"))  # fmt: skip
+
 
 @dataclass(frozen=True)
 class StudyEnvironment:
@@ -275,6 +289,27 @@ class StudyEnvironment:
     def to_json(self) -> dict[str, Any]:
         """The summary's form: the fields in order (jsonable renders the typed ones)."""
         return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StudyEnvironment:
+        """The environment `to_json` wrote."""
+        jf, wall, ints = json_form, data.get("wall_per_trial"), ("image_size", "channels", "classes")
+        size, chans, classes = (None if data.get(k) is None else int(data[k]) for k in ints)
+        return cls(
+            jf.mapping(data.get("study")),
+            jf.mapping(data.get("data")),
+            size,
+            chans,
+            classes,
+            tuple(jf.mapping(x) for x in jf.items(data.get("subsets"))),
+            tuple(int(x) for x in jf.items(data.get("seeds"))),
+            tuple(Hardware.from_json(h) for h in jf.items(data.get("hardware"))),
+            tuple(jf.mapping(v) for v in jf.items(data.get("versions"))),
+            jf.number(data.get("wall_total_s"), 0.0),
+            None if wall is None else Stat.from_json(jf.mapping(wall)),
+            jf.maybe(data.get("elapsed_s")),
+            Counts.from_json(jf.mapping(data.get("counts"))),
+        )
 
 
 def environment(space: dict, records: Records) -> StudyEnvironment:

@@ -22,7 +22,7 @@ from scipy.stats import linregress
 
 from coatsearch.analysis import claims as C
 from coatsearch.analysis import stats as S
-from coatsearch.analysis import stem
+from coatsearch.analysis import stem, summary_file
 from coatsearch.analysis import verdicts as V
 from coatsearch.errors import UserError
 from coatsearch.scores import METRICS
@@ -120,28 +120,26 @@ def _steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
 
 def from_report(reports_dir: Path, name: str) -> Earlier | None:
     """An earlier study's rows, curves and run steps from its report's summary.json; None when absent, and None with a
-    note line when unreadable or damaged (read with fsafe's bounds: regular file, size, depth).
+    note line when unreadable or damaged (summary_file.read: fsafe's bounds, the types' from_json).
 
     Its steps per candidate and curve score are the last step of the mean curve: the longest of its runs.
     """
-    from coatsearch import fsafe
-
     path = Path(reports_dir) / name / "summary.json"
     if not os.path.lexists(path):
         return None
     try:
-        return _earlier_of(fsafe.read_json(path), path)
+        return _earlier_of(summary_file.read(path), path)
     except UserError as exc:
         why = str(exc)
-    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:  # a curve that is not a curve
         why = f"{path}: a damaged summary ({type(exc).__name__}: {exc})"
     print(f"coatsearch: note: {why}; the plan does not use its noise", file=sys.stderr)
     return None
 
 
-def _earlier_of(summary: dict, path: Path) -> Earlier | None:
-    """The Earlier of a report's summary.json (None without candidate rows)."""
-    rows, curves = summary.get("candidates") or [], summary.get("curves") or {}
+def _earlier_of(summary: summary_file.Summary, path: Path) -> Earlier | None:
+    """The Earlier of a report's summary (None without candidate rows)."""
+    rows, curves = [dict(r) for r in summary.candidates], dict(summary.curves)
     steps: dict[str, dict[str, float]] = {}
     for score, means in curves.items():  # a candidate's longest run: an upper estimate
         for m in means or []:
@@ -152,16 +150,15 @@ def _earlier_of(summary: dict, path: Path) -> Earlier | None:
     return Earlier("report", str(path), rows, curves, steps, _stem_of(summary)) if rows else None
 
 
-def _stem_of(summary: dict) -> StemNoise | None:
-    """Claim (f)'s gap-contrast noise from a report's summary.json: its first part's t interval."""
-    found = next((c for c in summary.get("claims") or [] if c.get("id") == C.STEM_CLAIM.id), None)
-    parts = (found or {}).get("parts") or []
-    sd = stem.contrast_sd(parts[0].get("ci"), parts[0].get("n") or 0) if parts else None
+def _stem_of(summary: summary_file.Summary) -> StemNoise | None:
+    """Claim (f)'s gap-contrast noise from a report's summary: its first part's t interval."""
+    found = next((c for c in summary.claims if c.id == C.STEM_CLAIM.id), None)
+    parts = (found.parts or ()) if found else ()
+    sd = stem.contrast_sd(parts[0].ci, parts[0].n) if parts else None
     if found is None or sd is None:
         return None
-    why = str(found.get("why", ""))
-    low = why.partition("out of regime — ")[2].partition(" (")[0]
-    return StemNoise(sd, int(parts[0]["n"]), tuple(low.split("; ")) if low else ())
+    low = found.why.partition("out of regime — ")[2].partition(" (")[0]
+    return StemNoise(sd, parts[0].n, tuple(low.split("; ")) if low else ())
 
 
 def measured_keys(scores: object) -> set[str]:

@@ -23,6 +23,7 @@ from coatsearch.analysis import (
     search_results,
     speed_tables,
     spread,
+    summary_file,
 )
 from coatsearch.analysis import measures as M
 from coatsearch.analysis import tables as TB
@@ -59,7 +60,6 @@ from coatsearch.space.identity import recorded_content, space_hash
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
 
 _SPACE_KEYS = ("space", "source", "profile", "description", "scale", "input")
-SUMMARY_VERSION = 1  # summary.json's format; reports written before it have no `version` (read them as 0)
 FIGURES = "figures"  # the section listing the figures written beside the report (known only after drawing)
 
 SECTIONS: tuple[Section, ...] = (  # in report order
@@ -208,7 +208,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     table = _measured_table(Path(studies_dir), study_name, space)
     report = summarize(study_name, space, records, registered, earlier, original, table)
     summary = {
-        "version": SUMMARY_VERSION,
+        "version": summary_file.SUMMARY_VERSION,
         **report.summary,
         "plan_check": _plan_check(Path(studies_dir), study_name, jsonable(report["environment"])),
     }

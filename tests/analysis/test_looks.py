@@ -13,6 +13,7 @@ import pytest
 
 from coatsearch.analysis import looks as L
 from coatsearch.analysis import looks_found as F
+from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.report import judged_claims, write_report
 from tests.report_records import MEANS, SPACE, layout_records, make_study, seeded
 
@@ -38,8 +39,8 @@ def _claim(summary: dict, cid: str) -> dict:
     return next(c for c in summary["looks"]["claims"] if c["claim"] == cid)
 
 
-def _p(summary: dict, cid: str) -> float:
-    return next(L.claim_p(c) for c in summary["claims"] if c["id"] == cid)
+def _p(summary: dict, cid: str) -> float | None:
+    return next(L.claim_p(ClaimVerdict.from_json(c)) for c in summary["claims"] if c["id"] == cid)
 
 
 def test_a_second_study_of_the_space_lists_the_first_and_holm_adjusts_over_both(tmp_path: Path) -> None:
@@ -96,10 +97,17 @@ def _look(p: float | None, sha: str = SHA["b"], spends: bool = True, **kw) -> L.
     return L.Look(**{**fields, **kw})
 
 
-def _judged(p: float, images: str = "split") -> dict:
+def _typed(pairs: list | None = None, parts: list | None = None, **kw) -> ClaimVerdict:
+    """A judged claim as a summary holds it, read back typed (ClaimVerdict.from_json)."""
+    pairs = [{"a": "x", "b": "y", "n": 2, **q} for q in pairs or ()]
+    evidence = [{"key": "generalization.matched_acc", "pairs": pairs}] if pairs else []
+    return ClaimVerdict.from_json({"id": "a", "verdict": "supported", "evidence": evidence, "parts": parts, **kw})
+
+
+def _judged(p: float, images: str = "split") -> ClaimVerdict:
     pairs = [{"key": True, "d": 1.0, "p_holm": p / 2}, {"key": True, "d": 0.5, "p_holm": p},
              {"key": False, "d": -3.0, "p_holm": 0.9}]  # fmt: skip
-    return {"id": "a", "verdict": "supported", "images": images, "evidence": [{"pairs": pairs}]}
+    return _typed(pairs, images=images)
 
 
 THIS = L.Ident("fab", SHA["a"], "default", (0, 1), (), "synthetic", 200)
@@ -121,14 +129,13 @@ def test_holm_over_the_looks_that_spend_alpha_on_known_values() -> None:
 
 def test_a_claims_p_is_the_largest_key_holm_p_and_one_for_a_reversed_relation() -> None:
     assert L.claim_p(_judged(0.02)) == 0.02
-    reversed_ = {
-        "evidence": [{"pairs": [{"key": True, "d": -1.0, "p_holm": 0.001}, {"key": True, "d": 1, "p_holm": 0.2}]}]
-    }
+    reversed_ = _typed([{"key": True, "d": -1.0, "p_holm": 0.001}, {"key": True, "d": 1, "p_holm": 0.2}])
     assert L.claim_p(reversed_) == 1.0
-    assert L.claim_p({"evidence": [{"pairs": [{"key": True, "d": 1.0, "p_holm": None}]}]}) is None
+    assert L.claim_p(_typed([{"key": True, "d": 1.0, "p_holm": None}])) is None
+    assert L.claim_p(_typed([{"key": True, "d": None, "p_holm": 0.01}])) == 1.0  # no common seed: not shown
     parts = [{"status": "holds", "d": 2.0, "p": 0.01}, {"status": "not run", "d": None, "p": None}]
-    assert L.claim_p({"evidence": [], "parts": parts}) == 0.01  # claim (f): its tested parts
-    assert L.claim_p({"verdict": "not tested at this scale", "evidence": []}) is None
+    assert L.claim_p(_typed(parts=parts)) == 0.01  # claim (f): its tested parts
+    assert L.claim_p(_typed(verdict="not tested at this scale")) is None
 
 
 def test_readings_with_the_same_space_hash_profile_and_seeds_are_one_look() -> None:
@@ -157,11 +164,11 @@ def test_an_earlier_space_version_that_read_this_studys_data_is_this_look_and_an
 
 def test_a_look_without_a_split_is_on_validation_images_only_within_this_validation_set() -> None:
     of = dataclasses.replace(THIS, sha256=SHA["b"], eval_size=100)
-    assert L.images({"images": "exploratory"}, of, THIS) == "validation"  # its 100 images: within the 200
-    assert L.images({}, dataclasses.replace(of, eval_size=300), THIS) == "test"  # saw images past the prefix
-    assert L.images({}, dataclasses.replace(of, eval_size=None), THIS) == "test"  # the whole split
-    assert L.images({}, dataclasses.replace(of, dataset="cifar10"), THIS) == "test"
-    assert L.images({"images": "split"}, of, THIS) == "test"
+    assert L.images(_typed(images="exploratory"), of, THIS) == "validation"  # its 100 images: within the 200
+    assert L.images(_typed(), dataclasses.replace(of, eval_size=300), THIS) == "test"  # saw images past the prefix
+    assert L.images(_typed(), dataclasses.replace(of, eval_size=None), THIS) == "test"  # the whole split
+    assert L.images(_typed(), dataclasses.replace(of, dataset="cifar10"), THIS) == "test"
+    assert L.images(_typed(images="split"), of, THIS) == "test"
     (look,) = L.looks_of("study", "s", of, [_judged(0.01, images="exploratory")], THIS)
     assert (look.images, look.spends) == ("validation", False)
 

@@ -44,7 +44,7 @@ def test_layout_study_report(tmp_path):
         assert (folder / name).read_bytes()[:8] == PNG and f"]({name})" in text
     assert not (folder / "edf.png").exists() and not (folder / "length.png").exists()
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["version"] == 1  # the summary's format (report.SUMMARY_VERSION)
+    assert summary["version"] == 1  # the summary's format (analysis.summary_file.SUMMARY_VERSION)
     assert summary["rules"]["alpha"] == 0.05 and summary["rules"]["verdict_alpha"] == 0.03
     assert all(v["null_firm"] <= 0.05 for v in summary["rules"]["calibration"]["per_claim"].values())
     assert {c["id"]: c["verdict"] for c in summary["claims"]} == dict.fromkeys("abcd", "supported")
