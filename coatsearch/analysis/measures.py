@@ -24,6 +24,7 @@ import pandas as pd
 
 from coatsearch.analysis.claims import EDF_K
 from coatsearch.analysis.tables import Records, complete
+from coatsearch.scores.base import points
 from coatsearch.storage.record import twin
 from coatsearch.vocab.specs import DEFAULT_LEVELS
 
@@ -241,11 +242,11 @@ def runs_frame(records: Records, acc_key: str) -> pd.DataFrame:
                 "model_label": r.run.label,
                 "optimizer": r.run.optimizer_name,
                 "seed": r.seed,
-                "acc": 100 * acc,
+                "acc": points(acc),
                 "lr": optim.lr if optim else None,
                 "weight_decay": optim.weight_decay if optim else None,
                 "number": r.number,
-                "sel": 100 * (acc if sel is None else sel),
+                "sel": points(acc if sel is None else sel),
             }
         )
     cols = ["candidate", "model_label", "optimizer", "seed", "acc", "lr", "weight_decay", "number", "sel"]

@@ -21,6 +21,7 @@ from coatsearch.analysis import measures as M
 from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.tables import Records
 from coatsearch.scores import SCORES, derived
+from coatsearch.scores.base import points
 from coatsearch.storage.record import TrialRecord
 
 MATCHED_KEY = next(k for k in derived() if k.endswith(".matched_acc"))  # the generalization score's derived metric
@@ -242,7 +243,7 @@ def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
                     "run": int(n),
                     "step": g["step"].tolist(),
                     "train_loss": g["train_loss"].tolist(),
-                    "eval_acc": (g["eval_acc"] * 100).tolist(),
+                    "eval_acc": points(g["eval_acc"]).tolist(),
                 }
                 for n, g in mine[mine["recipe"] == rec].groupby("run")
             ]

@@ -15,6 +15,7 @@ from coatsearch.analysis.claims import BASELINES
 from coatsearch.analysis.optim import primary_acc
 from coatsearch.analysis.tables import METRICS, Records, complete, order
 from coatsearch.scores import role
+from coatsearch.scores.base import points
 from coatsearch.storage.record import RunRecord
 
 SPREAD_NOTE = 1.5  # fastest / slowest measured throughput among budget-matched candidates that earns a note
@@ -54,7 +55,7 @@ def _row(name: str, runs: list[RunRecord], acc: str | None) -> dict:
     for key in (*map(role, RATES), seconds, "macs", "params"):
         vals = [v for a in runs if (v := a.number(key)) is not None]
         row[key] = _mean_sd(vals) if vals else (None, None)
-    accs = [100 * a.value(acc) for a in runs if a.value(acc) is not None] if acc else []
+    accs = [points(a.value(acc)) for a in runs if a.value(acc) is not None] if acc else []
     row["acc"] = _mean_sd(accs) if accs else None
     shares = [a.value(seconds) / a.wall_s for a in runs if a.wall_s]
     row["cost_share"] = statistics.fmean(shares) if shares else None

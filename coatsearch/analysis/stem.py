@@ -23,6 +23,7 @@ from coatsearch.analysis import stats as S
 from coatsearch.analysis.claim_results import ClaimVerdict, StemPart, StemTables
 from coatsearch.analysis.results import Power
 from coatsearch.analysis.tables import Records, floor_key
+from coatsearch.scores.base import points
 from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
 
 CELLS = ((VIT_P, "adamw"), (VIT_P, "sgd"), (VIT_C, "adamw"), (VIT_C, "sgd"))
@@ -49,7 +50,7 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
     edf_rows = M.edf(table[table["number"].isin(sampled)].reset_index(drop=True)) if sampled else []
     runs = table.to_dict("records")
     fair = floor_key(acc_key) if acc_key else None
-    fairs = {r.number: 100 * v for r in done if fair and (v := r.run.number(fair)) is not None}
+    fairs = {r.number: points(v) for r in done if fair and (v := r.run.number(fair)) is not None}
     linear = [r for r in runs if r["candidate"] == C.BASELINES[0] and r["seed"] is not None]
     floor = {s: float(np.mean([fairs.get(r["number"], r["acc"]) for r in linear if r["seed"] == s]))
              for s in {r["seed"] for r in linear}}  # fmt: skip

@@ -19,6 +19,7 @@ from coatsearch.analysis import json_form
 from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import Stat
 from coatsearch.scores import Metric
+from coatsearch.scores.base import points
 from coatsearch.storage.record import TrialRecord, count
 
 __all__ = ["METRICS", "Metric", "Stat", "candidate_rows", "curve_scores", "stat"]
@@ -99,7 +100,7 @@ def chance(space: dict, group: str) -> float | None:
 
 def converged(curve: Mapping | None) -> bool | None:
     """False when eval accuracy still rises > PLATEAU_POINTS over the last third of the curve (linear fit)."""
-    ys = [100 * y for y in (curve or {}).get("eval_acc") or [] if y is not None]
+    ys = [points(y) for y in (curve or {}).get("eval_acc") or [] if y is not None]
     if len(ys) < 3:
         return None
     xs = list((curve or {}).get("step") or range(len(ys)))[: len(ys)]
@@ -121,7 +122,7 @@ def frame(space: dict, records: Records, derived: Mapping[int, Mapping[str, floa
         for group, acc in guarded.items():
             low = chance(space, group)
             value = run.number(acc)
-            failed = value is not None and low is not None and 100 * value - low <= CHANCE_POINTS
+            failed = value is not None and low is not None and points(value) - low <= CHANCE_POINTS
             flags[group] = (failed, converged(run.curves.get(group)))
         for key, m in METRICS.items():
             if (v := mine.get(key) if key in derives and derived is not None else run.number(key)) is not None:
@@ -400,7 +401,7 @@ def curves(space: dict, records: Records, score: str) -> list[dict]:
                 "candidate": name,
                 "epoch": list(range(1, n + 1)),
                 "train_loss": [_mean_at(cs, "train_loss", i) for i in range(n)],
-                "eval_acc": [100 * _mean_at(cs, "eval_acc", i) for i in range(n)],
+                "eval_acc": [points(_mean_at(cs, "eval_acc", i)) for i in range(n)],
                 "runs": len(cs),
             }
         )
@@ -423,7 +424,7 @@ def length_rows(space: dict, records: Records) -> list[dict]:
             continue
         epochs = list(runs[0].run.value(sched))
         runs = [r for r in runs if list(r.run.value(sched)) == epochs]
-        accs = [_stat(100 * r.run.value(acc)[i] for r in runs) for i in range(len(epochs))]
+        accs = [_stat(points(r.run.value(acc)[i]) for r in runs) for i in range(len(epochs))]
         longest = accs[epochs.index(max(epochs))].mean
         rows.append(
             {
@@ -449,7 +450,7 @@ def robustness_rows(space: dict, records: Records) -> list[dict]:
         cs = [c for c in cs if list(c["severity"]) == severity]
         kinds = [k for k in cs[0] if k != "severity"]
         per_run = [[float(pd.Series([c[k][i] for k in kinds]).mean()) for i in range(len(severity))] for c in cs]
-        accs = [stat(100 * run[i] for run in per_run) for i in range(len(severity))]
+        accs = [stat(points(run[i]) for run in per_run) for i in range(len(severity))]
         rows.append({"candidate": name, "severity": severity, "acc": accs, "corruptions": kinds, "runs": len(cs)})
     return rows
 

@@ -26,6 +26,7 @@ from coatsearch.analysis import stem, summary_file
 from coatsearch.analysis import verdicts as V
 from coatsearch.errors import UserError
 from coatsearch.scores import METRICS
+from coatsearch.scores.base import ACC_SCALE
 from coatsearch.storage.record import TrialRecord
 
 # sd of a paired difference assumed without any measurement, by display unit. Accuracies: the pooled noise of
@@ -271,7 +272,7 @@ def _converges(curve: dict, have: int | None) -> str:
     from coatsearch.analysis.tables import converged
 
     curve = representative(curve)
-    done = converged({"step": curve["step"], "eval_acc": [a / 100 for a in curve["eval_acc"]]})
+    done = converged({"step": curve["step"], "eval_acc": [a / ACC_SCALE for a in curve["eval_acc"]]})
     last = int(curve["step"][-1]) if curve["step"] else 0
     if done is None or have is None:
         why = "the earlier curve has too few points" if done is None else "steps not planned"

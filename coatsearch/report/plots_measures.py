@@ -17,12 +17,13 @@ from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 from coatsearch import fsafe  # noqa: E402
 from coatsearch.analysis.measures import TINY_LOSS  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
+from coatsearch.scores.base import points
 
 
 def _ladder(matched: pd.DataFrame) -> pd.DataFrame:
     """Per level of one candidate: mean eval acc (%) of the runs that reached it, and how many did not."""
     g = matched.groupby("level")
-    out = pd.DataFrame({"acc": g["eval_acc"].mean() * 100, "censored": g["censored"].sum(), "runs": g.size()})
+    out = pd.DataFrame({"acc": points(g["eval_acc"].mean()), "censored": g["censored"].sum(), "runs": g.size()})
     out = out[out["acc"].notna()]  # every reading censored: nothing measured to show
     return out[out["censored"] < out["runs"]]  # levels no run reached have nothing to show
 
@@ -60,10 +61,10 @@ def matched_loss_figure(curves: pd.DataFrame, matched: pd.DataFrame, level: floa
     for i, cand in enumerate(dict.fromkeys(curves["candidate"])):
         color, marker = f"C{i % 10}", MARKERS[i % len(MARKERS)]
         for run, c in curves[(curves["candidate"] == cand) & (curves["step"] > 0)].sort_values("step").groupby("run"):
-            ax.plot(c["train_loss"].clip(lower=TINY_LOSS), 100 * c["eval_acc"], color=color, alpha=0.25, lw=0.8)
+            ax.plot(c["train_loss"].clip(lower=TINY_LOSS), points(c["eval_acc"]), color=color, alpha=0.25, lw=0.8)
             if run in censored_runs:
                 last = c.iloc[-1]
-                ax.plot(max(last["train_loss"], TINY_LOSS), 100 * last["eval_acc"], "x", color=color, ms=7)
+                ax.plot(max(last["train_loss"], TINY_LOSS), points(last["eval_acc"]), "x", color=color, ms=7)
         lad = _ladder(matched[matched["candidate"] == cand])
         full, part = lad[lad["censored"] == 0], lad[lad["censored"] > 0]
         ax.plot(full.index, full["acc"], marker=marker, color=color, label=cand, ms=6)

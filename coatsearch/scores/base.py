@@ -27,9 +27,19 @@ class Metric:
     ranked: bool = False  # ranked with ≈ / ≥ / > in the report
 
 
+ACC_SCALE = 100  # an accuracy's analysis unit is the point (%): the papers state effects, margins and floors in it
+
+
+def points(fraction: Any) -> Any:
+    """An accuracy stored as a fraction (a float, an array or a Series) in points, the unit the analysis tests,
+    compares and reports it in; the one place a stored accuracy is scaled (ACC_SCALE). Rendering only formats."""
+    return ACC_SCALE * fraction
+
+
 def acc(key: str, label: str, *, table: bool = True, ranked: bool = False) -> Metric:
-    """An accuracy metric: stored as a fraction, shown in %, higher is better, 0.5-point noise floor."""
-    return Metric(key, label, "%", 100, 1, "higher", 0.5, table, ranked)
+    """An accuracy metric: stored as a fraction, analysed and shown in points (ACC_SCALE), higher is better,
+    0.5-point noise floor."""
+    return Metric(key, label, "%", ACC_SCALE, 1, "higher", 0.5, table, ranked)
 
 
 def loss(key: str, label: str, *, ranked: bool = False) -> Metric:
