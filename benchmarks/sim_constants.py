@@ -1,11 +1,11 @@
 """The calibration simulator's measured constants (coatsearch.analysis.simulate), read from a finished study.
 
 For each model of the study's generalization runs: the median step at which the probe train loss first reaches
-claim (a)'s FIT_LOSS (FIT_STEPS; interpolated in log loss between the two points that bracket it), the median
-log-sd of the probe loss around a log-linear fit of each run's curve from its first point after step 0 down to
-FIT_LOSS (PROBE_SD), and each model's mean matched reading. Then the pooled paired noise of the matched reading
-(SIGMA = sd_diff / √2), the fair linear floor's offset from the models' mean (the REAL scenario), the training
-images and the batch the steps were counted at. The last line is `sigma_matched=<σ>`.
+claim (a)'s FIT_LOSS (simulate._FIT_STEPS; interpolated in log loss between the two points that bracket it), the
+median log-sd of the probe loss around a log-linear fit of each run's curve from its first point after step 0 down
+to FIT_LOSS (simulate._PROBE_SD), and each model's mean matched reading. Then the pooled paired noise of the matched
+reading (simulate._SIGMA = sd_diff / √2), the fair linear floor's offset from the models' mean (the REAL scenario),
+the training images and the batch the steps were counted at. The last line is `sigma_matched=<σ>`.
 
 With --failures, it counts instead the completed runs of the named studies and those that failed to train (every
 eval accuracy they recorded within 2 points of chance, 10 classes); the last line is `failed_runs=<k>/<n>`.

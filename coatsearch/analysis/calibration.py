@@ -49,7 +49,7 @@ CLAIMS = "abcdef"
 EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
 STEM_EFFECT = float(C.STEM_CLAIM.paper_effect or 0.0)  # points: (f)'s gap interaction in the power studies
 REPLICATES, POWER_REPLICATES = 1000, 100
-N_SEEDS = "4-10"  # the seeds per candidate of the simulated profiles, as a report prints them
+_N_SEEDS = "4-10"  # the seeds per candidate of the simulated profiles, as a report prints them
 # The profiles each scenario simulates: "real" moves only what the committed paper_layouts default report measured.
 SCENARIO_PROFILES = {Sim.IN_REGIME.name: tuple(Sim.PROFILES), Sim.REAL.name: ("layouts", "stems")}
 # Null studies carry the simulated stress (failed runs, missing and never-fitting candidates): a verdict must stay
@@ -169,7 +169,7 @@ def _calibrate(replicates: int = REPLICATES, power_replicates: int = POWER_REPLI
 def constants() -> dict[str, Any]:
     """The constants a report prints beside the table's figures (rule_tables.CITED), written into the table so
     that reading it needs no simulator: the scenario a report cites, the seed counts, (f)'s effect in its σ."""
-    return {"in_regime": Sim.IN_REGIME.name, "n_seeds": N_SEEDS, "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA}
+    return {"in_regime": Sim.IN_REGIME.name, "n_seeds": _N_SEEDS, "stem_effect_sigma": STEM_EFFECT / Sim.STEM_SIGMA}
 
 
 def scenario(name: str) -> Sim.Scenario:
@@ -189,7 +189,7 @@ def summary(data: dict) -> str:
                      for name, sc in data["scenarios"].items())  # fmt: skip
 
 
-def write_table(workers: int = 3) -> Path:
+def _write_table(workers: int = 3) -> Path:
     """Regenerate calibration.json for RULE_VERSION (python -m coatsearch.analysis.calibration)."""
     Sim.need_checkout()
     TABLE.write_text(json.dumps(_calibrate(workers=workers), indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -198,8 +198,8 @@ def write_table(workers: int = 3) -> Path:
 
 # ---------------------------------------------------------------------------------------------- refutation paths
 
-PATH_FIT_STEPS = 1000.0  # the paths' studies: every model fits in 1,000 steps with quiet probes, so readings are read
-PATH_PROBE_SD = 0.1
+_PATH_FIT_STEPS = 1000.0  # the paths' studies: every model fits in 1,000 steps with quiet probes, so readings are read
+_PATH_PROBE_SD = 0.1
 
 
 def edit(records: list[TrialRecord], names: tuple[str, ...], fn: Callable[[dict], object]) -> list[TrialRecord]:
@@ -216,14 +216,14 @@ def edit(records: list[TrialRecord], names: tuple[str, ...], fn: Callable[[dict]
     return out
 
 
-def shift_curve(attrs: dict, points: float) -> None:
+def _shift_curve(attrs: dict, points: float) -> None:
     """Every trained point of the generalization curve `points` higher in eval accuracy."""
     c = attrs[f"curves.{GEN}"]
     moved = [a + (points / 100 if s else 0) for s, a in zip(c["step"], c["eval_acc"], strict=True)]
     attrs[f"curves.{GEN}"] = {**c, "eval_acc": moved}
 
 
-def from_step0(attrs: dict) -> None:
+def _from_step0(attrs: dict) -> None:
     """The generalization curve measured only at step 0 and at its stop: the reading's bracket starts untrained."""
     c = attrs[f"curves.{GEN}"]
     attrs[f"curves.{GEN}"] = {k: [v[0], v[-1]] if isinstance(v, list) else v for k, v in c.items()}
@@ -236,7 +236,7 @@ def shift(attrs: dict, keys: str | tuple[str, ...], points: float) -> None:
             attrs[key] += points / METRICS[key].scale
 
 
-def cut_curve(attrs: dict, group: str, points: int) -> None:
+def _cut_curve(attrs: dict, group: str, points: int) -> None:
     """A run's curve of `group` cut to its first `points` points (too short to check convergence)."""
     c = attrs[f"curves.{group}"]
     attrs[f"curves.{group}"] = {k: v[:points] if isinstance(v, list) else v for k, v in c.items()}
@@ -260,19 +260,19 @@ def reverse(attrs: dict, key: str) -> None:
 def _paths() -> dict[str, tuple]:
     """Refutation paths: name → (profile, candidates, edit of their runs, claim, verdict, words of the reason),
     applied to a paper-order study (EFFECT σ, the paper's (f) interaction, no random stress, every model fitting
-    in PATH_FIT_STEPS). Each must fire through judge_records."""
+    in _PATH_FIT_STEPS). Each must fire through judge_records."""
     m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.gain()
     big = 2 * EFFECT * m  # points: two key steps of (a)
     fail, transfer, clash = "every run failed to train", C.CHAIN_CLAIMS[2].measures, C.CHAIN_CLAIMS[1].measures[1]
     linear, out = C.BASELINES[0], K.OUT_OF_REGIME
     return {
-        "(a) ≈ violated": ("layouts-all", ("C-C-C-C",), lambda a: shift_curve(a, -big / 2), "a", "not supported",
+        "(a) ≈ violated": ("layouts-all", ("C-C-C-C",), lambda a: _shift_curve(a, -big / 2), "a", "not supported",
                            "'≈' relation violated"),
-        "(a) ≥ violated": ("layouts-all", ("C-C-C-C", "C-C-C-T"), lambda a: shift_curve(a, -big / 2), "a",
+        "(a) ≥ violated": ("layouts-all", ("C-C-C-C", "C-C-C-T"), lambda a: _shift_curve(a, -big / 2), "a",
                            "not supported", "'≥' relation violated"),
-        "(a) key reversed": ("layouts-all", ("C-T-T-T",), lambda a: shift_curve(a, big), "a", "not supported",
+        "(a) key reversed": ("layouts-all", ("C-T-T-T",), lambda a: _shift_curve(a, big), "a", "not supported",
                              "key relation significantly reversed: C-C-T-T vs C-T-T-T"),
-        "(a) extremes reversed": ("layouts", ("ViT_REL",), lambda a: shift_curve(a, 2 * big), "a", "not supported",
+        "(a) extremes reversed": ("layouts", ("ViT_REL",), lambda a: _shift_curve(a, 2 * big), "a", "not supported",
                                   "key relation significantly reversed: C-C-C-T vs ViT_REL"),
         "(c) key reversed": ("layouts-full", ("C-T-T-T",), lambda a: shift(a, transfer, 12.0), "c",
                              "not supported", "key relation significantly reversed"),
@@ -284,16 +284,16 @@ def _paths() -> dict[str, tuple]:
                                        f"C-C-C-C: {fail}"),
         "guard (a): never fits": ("layouts", ("C-C-C-T",), lambda a: a[f"curves.{GEN}"].update(
             train_loss=[max(x, 0.3) for x in a[f"curves.{GEN}"]["train_loss"]]), "a", out, "C-C-C-T never fit below"),
-        "guard (a): step-0 brackets censored": ("layouts", ("C-C-C-C",), from_step0, "a", out,
+        "guard (a): step-0 brackets censored": ("layouts", ("C-C-C-C",), _from_step0, "a", out,
                                                 "C-C-C-C: 5 of 5 readings at 0.07 nats censored (bracket starts"),
         "guard (a): below the fair linear floor at the matched reading": (
             "layouts", (linear,), lambda a: a.update({f"{GEN}.floor_acc": 0.99}), "a", out,
             f"C-C-C-C not shown above the fair linear floor on {METRICS[MATCHED_KEY].label} at 0.07 nats"),
         "guard (d): below the linear baseline": ("layouts-all", (linear,), lambda a: shift(a, acc, 20.0), "d", out,
                                                  f"V0 not shown above the fair linear floor on {METRICS[acc].label}"),
-        "guard (d): convergence not checkable": ("layouts-all", ("C-C-T-T",), lambda a: cut_curve(a, Sim.ACC_SCORE,
+        "guard (d): convergence not checkable": ("layouts-all", ("C-C-T-T",), lambda a: _cut_curve(a, Sim.ACC_SCORE,
                                                  2), "d", out, "out of regime — V0: convergence not checkable"),
-        "guard (e): convergence not checkable": ("layouts-all", ("C-C-T-T",), lambda a: cut_curve(a, Sim.ACC_SCORE,
+        "guard (e): convergence not checkable": ("layouts-all", ("C-C-T-T",), lambda a: _cut_curve(a, Sim.ACC_SCORE,
                                                  2), "e", out, "out of regime — C-C-T-T: convergence not checkable"),
         "guard (c): pretraining helped none": ("layouts-full", ("*",), lambda a: a.update({gain: -0.05}) if gain in a
                                                else None, "c", out, "pretraining helped no key candidate"),
@@ -305,10 +305,10 @@ def _paths() -> dict[str, tuple]:
 PATHS = _paths()
 
 
-def path_study(key: str, seed: int = 0) -> list[TrialRecord]:
+def _path_study(key: str, seed: int = 0) -> list[TrialRecord]:
     """The paper-order study the refutation paths edit, for one profile."""
-    st = Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, stress=False, fit_steps=PATH_FIT_STEPS,
-                     probe_sd=PATH_PROBE_SD)  # fmt: skip
+    st = Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, stress=False, fit_steps=_PATH_FIT_STEPS,
+                     probe_sd=_PATH_PROBE_SD)  # fmt: skip
     index = [*Sim.PROFILES, *Sim.PATH_PROFILES].index(key)
     return Sim.study(np.random.default_rng([seed, 2, index]), Sim.profile(key), st)
 
@@ -316,7 +316,7 @@ def path_study(key: str, seed: int = 0) -> list[TrialRecord]:
 def paths(seed: int = 0) -> dict[str, Mapping[str, Any]]:
     """Each refutation path's claim verdict and reason on its edited paper-order study (and each profile's
     unedited verdicts under the name of the profile)."""
-    base = {key: path_study(key, seed) for key in (*Sim.PROFILES, *Sim.PATH_PROFILES)}
+    base = {key: _path_study(key, seed) for key in (*Sim.PROFILES, *Sim.PATH_PROFILES)}
     out = {key: verdicts(Sim.profile(key).record, recs) for key, recs in base.items()}
     for name, (key, names, fn, cid, _, _) in PATHS.items():
         found = judging.judge_records(Sim.profile(key).record, edit(base[key], names, fn), describe=False).claims
@@ -327,6 +327,6 @@ def paths(seed: int = 0) -> dict[str, Mapping[str, Any]]:
 
 if __name__ == "__main__":
     try:
-        print(write_table())
+        print(_write_table())
     except UserError as exc:
         sys.exit(f"coatsearch: error: {exc}")

@@ -35,7 +35,7 @@ def top_group(chain: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def half_effect(effect: float) -> float:
+def _half_effect(effect: float) -> float:
     """The margin derived from a paper's numbers: half its smallest strict difference (docs/verdicts.md)."""
     return round(effect / 2, 2)
 
@@ -71,7 +71,7 @@ CHAIN_CLAIMS = (
         0.61,
         "Table 2: 82.39 − 81.78 points at 224",
         True,
-        half_effect(0.61),
+        _half_effect(0.61),
         "half of Table 2's 0.61 points (no ≈/≥ relation uses it)",
     ),
     Claim(
@@ -83,7 +83,7 @@ CHAIN_CLAIMS = (
         0.6,
         "Table 7: V2 − V1 = 84.0 − 83.4 points (V0 − V2 = 0.1 is a ≥ relation)",
         True,
-        half_effect(0.6),
+        _half_effect(0.6),
         "half of Table 7's strict V2 − V1 = 0.6 points (the paper's own V0 − V2 = 0.1 lies within it)",
     ),
 )
@@ -102,7 +102,7 @@ REL_CLAIM = Claim(
     0.3,
     "Table 6: 84.1 − 83.8 points at 224",
     True,
-    half_effect(0.3),
+    _half_effect(0.3),
     "half of Table 6's 0.3 points (no ≈/≥ relation uses it)",
 )
 NOREL_TAG = "norel"

@@ -145,10 +145,10 @@ def with_scale(space: dict, done: Sequence, claim: ClaimVerdict, acc: str | None
     if claim.verdict not in FIRM:
         return claim
     key = claim.evidence[0].key if claim.evidence else acc
-    return replace(claim, scale=scale_of(space, done, key.split(".")[0] if key else None))
+    return replace(claim, scale=_scale_of(space, done, key.split(".")[0] if key else None))
 
 
-def scale_of(space: dict, done: Sequence, score: str | None) -> str:
+def _scale_of(space: dict, done: Sequence, score: str | None) -> str:
     """'at this proxy scale: <dataset>, <images> training images, <size>x<size>x<channels>, <n> seeds, <steps>'."""
     size, channels, _ = tables.shape(space)
     dataset = (space.get("data") or {}).get("dataset")

@@ -112,7 +112,7 @@ def key(x: Look | Ident) -> tuple:
     return (x.sha256, x.profile, x.seeds)
 
 
-def same_reading(x: Look, this: Ident, readings: Mapping[str, tuple[Any, float | None]]) -> bool:
+def _same_reading(x: Look, this: Ident, readings: Mapping[str, tuple[Any, float | None]]) -> bool:
     """Whether `x` read this study's data: a reading of this study's space (not a pilot), profile and seeds whose
     verdict and p (`readings`: claim -> this look's (verdict, p)) equal this look's to every digit."""
     mine = readings.get(x.claim)
@@ -129,8 +129,8 @@ def unique(looks: Sequence[Look], this: Ident, readings: Mapping[str, tuple[Any,
            ) -> list[Look]:  # fmt: skip
     """One look per (space hash, profile, seeds, claim), the first found; this study's own readings left out: those
     of its space hash, profile and seeds, and every look of a (space hash, profile, seeds) one of whose readings
-    is this study's reading of the claim (same_reading)."""
-    same = {(*key(x), x.claim) for x in looks if same_reading(x, this, readings or {})}
+    is this study's reading of the claim (_same_reading)."""
+    same = {(*key(x), x.claim) for x in looks if _same_reading(x, this, readings or {})}
     seen, out = {key(this)}, []
     done: set[tuple] = set()
     for x in looks:

@@ -38,12 +38,12 @@ def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str,
     """Every earlier look of study `study` (space record `space`) on record: studies (judged by `judge`), reports,
     then (`history`) the reports' committed versions; without `history` no git runs and one note says so."""
     this = L.ident(space)
-    past = from_history(Path(reports_dir), this) if history else not_asked(Path(reports_dir))
+    past = from_history(Path(reports_dir), this) if history else _not_asked(Path(reports_dir))
     parts = (from_studies(Path(studies_dir), study, this, judge), from_reports(Path(reports_dir), this), past)
     return L.Found(tuple(x for f in parts for x in f.looks), tuple(n for f in parts for n in f.notes))
 
 
-def not_asked(reports_dir: Path) -> L.Found:
+def _not_asked(reports_dir: Path) -> L.Found:
     """No looks from the history, which was not asked for: one note when a reports folder exists (no folder, no
     history to read, no note, as from_history)."""
     return L.Found((), (NOT_ASKED,) if reports_dir.is_dir() else ())
@@ -98,7 +98,7 @@ def from_reports(reports_dir: Path, this: L.Ident) -> L.Found:
     for path in sorted(reports_dir.glob("*/summary.json")) if reports_dir.is_dir() else ():
         try:
             text = fsafe.read_bytes(path, fsafe.JSON_MAX).decode("utf-8", "replace")
-            looks += summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
+            looks += _summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))
@@ -187,13 +187,13 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
     for (_, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
         nth[path] += 1  # versions come newest first
         try:
-            looks += summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
+            looks += _summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))
 
 
-def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
+def _summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
     """The looks one summary.json holds (none when it is of another space, or not a summary); a UserError naming
     `where` when it is damaged (too deep, a list where a mapping belongs) or from a newer coatsearch."""
     from coatsearch import fsafe

@@ -29,13 +29,13 @@ GEN = C.GEN_SCORE  # the score whose step curves claim (a) is read off
 NOT_TESTED = K.NOT_TESTED  # the category of a claim a space marks untestable
 
 
-def levels_of(space: dict) -> tuple[float, ...]:
+def _levels_of(space: dict) -> tuple[float, ...]:
     """The train-loss ladder of the space (`scores.generalization.loss_levels`), else the default."""
     gen = (space.get("scores") or {}).get(GEN) or {}
     return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
 
 
-def key_candidates(curves: pd.DataFrame, done: Records) -> list[str]:
+def _key_candidates(curves: pd.DataFrame, done: Records) -> list[str]:
     """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
     names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
     have = list(dict.fromkeys(curves["candidate"]))
@@ -75,11 +75,11 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
     if curves.empty:
         return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": [], "key": [],
                 "out_of_regime": []}  # fmt: skip
-    ladder = levels_of(space)
+    ladder = _levels_of(space)
     at = M.at_levels(curves, ladder)
     lowest = M.lowest_reached(at)
     reached = [c for c in lowest.index if not pd.isna(lowest[c])]
-    key = key_candidates(curves, done)
+    key = _key_candidates(curves, done)
     unfit = _unfit(at, key, C.FIT_LOSS)
     must = must_learn(key)
     fits = [c for c in key or reached if c in reached and c not in unfit]

@@ -31,7 +31,7 @@ HISTORY_MAX = 200  # commits of a space file searched for the version such a rep
 _QUOTE = re.compile(r"<!--\s*reports/([\w.+-]+):\s*([\w.\-\[\]]+)\s*-->\s*([+\-−]?\d[\d,]*(?:\.\d+)?)")
 
 
-def report_problem(summary: Mapping[str, Any], root: Path) -> str:
+def _report_problem(summary: Mapping[str, Any], root: Path) -> str:
     """Why a report (its summary.json) was not made from its space file as it stands under `root` ("" if it was)."""
     from coatsearch.space.objects import load_space
 
@@ -98,7 +98,7 @@ def _same_content_as_committed(root: Path, source: str, recorded: str, content: 
 
 def problems(reports: Path, root: Path) -> list[str]:
     """'reports/NAME: why' for every summary.json under `reports` not made from its space file as it stands."""
-    return _each_summary(reports, lambda summary: report_problem(summary, root))
+    return _each_summary(reports, lambda summary: _report_problem(summary, root))
 
 
 def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:

@@ -6,13 +6,13 @@ schedule.run_steps), the dense points of a matched-loss run placed by curves.Den
 batch loss, and the stop (the first point after step 0 at or below `stop_at_loss`, one rung below the ladder). Only
 the scores that the claims a profile decides read are simulated.
 
-A generalization run's loss falls log-linearly to FIT_LOSS at its model's fit speed (FIT_STEPS, from the committed
+A generalization run's loss falls log-linearly to FIT_LOSS at its model's fit speed (_FIT_STEPS, from the committed
 paper_layouts report) down to a floor; the probe loss measured at a point scatters around it by the model's own
-PROBE_SD (fast conv models' probes jump 2-5x between neighbouring points), so brackets can start at step 0 or span
+_PROBE_SD (fast conv models' probes jump 2-5x between neighbouring points), so brackets can start at step 0 or span
 more than measures.MAX_SPAN and are censored as the report censors them. Eval accuracy saturates in log loss
-(acc = chance + (top − chance)(1 − (L/L0)^ACC_POWER)), so an interpolated reading is not exact. A run's value of a
+(acc = chance + (top − chance)(1 − (L/L0)^_ACC_POWER)), so an interpolated reading is not exact. A run's value of a
 measure (for the matched reading: its eval accuracy at FIT_LOSS) is `level + order effect + seed effect + noise`,
-with σ per measure from the committed reports (SIGMA) and a noise sd that differs per candidate. Baselines sit where
+with σ per measure from the committed reports (_SIGMA) and a noise sd that differs per candidate. Baselines sit where
 the committed reports put them relative to the models (Scenario "real") or below every model ("in regime").
 """
 
@@ -56,50 +56,50 @@ DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "bc"}  # the claims eac
 # Profiles the refutation paths (calibration.PATHS) also edit, never in the calibration table: every layout of
 # paper_layouts at its full profile, judged on (a), (d) and (e), whose paths need the models the CPU default lacks.
 PATH_PROFILES = {"layouts-all": ("spaces/paper_layouts.yaml", "full", "ade")}
-LIFTED = {"layouts-full": ("b",)}  # no shipped profile judges (b): it is simulated at the full profile's schedule
-FULL_PER_CLASS = 6000  # Fashion-MNIST's training images per class: a subset with per_class null takes them all
+_LIFTED = {"layouts-full": ("b",)}  # no shipped profile judges (b): it is simulated at the full profile's schedule
+_FULL_PER_CLASS = 6000  # Fashion-MNIST's training images per class: a subset with per_class null takes them all
 L0, CHANCE = 2.45, 10.0  # an untrained model's train loss (nats) and eval accuracy (%), as the committed curves start
 # Steps to fit the paper_layouts default's 12,000 images to FIT_LOSS at batch 64, as its committed report measured
 # them (median step at which the probe loss reaches 0.1 nats, interpolated in log loss, over 5 runs each:
 # `python benchmarks/sim_constants.py paper_layouts`): C-C-C-C, C-C-C-T, ViT_REL. C-C-T-T and C-T-T-T, which the
 # default does not train, keep their measured ratio to C-C-C-C (1.84 and 4.32: the pilot spaces/pilots/regime_a.yaml
 # against the earlier default). Other subsets and batches scale with images / batch. The linear baseline and the
-# small CNN level off above FIT_LOSS (FLOOR). Models not listed fit like C-C-T-T.
-FIT_STEPS = {"C-C-C-C": 1076, "C-C-C-T": 1316, "C-C-T-T": 1976, "C-T-T-T": 4648, "ViT_REL": 3409,
+# small CNN level off above FIT_LOSS (_FLOOR). Models not listed fit like C-C-T-T.
+_FIT_STEPS = {"C-C-C-C": 1076, "C-C-C-T": 1316, "C-C-T-T": 1976, "C-T-T-T": 4648, "ViT_REL": 3409,
              "linear baseline": 3000, "cnn baseline": 3000}  # fmt: skip
-FLOOR = {
+_FLOOR = {
     "linear baseline": 0.36,
     "cnn baseline": 0.28,
 }  # nats: where a model's train loss levels off, the committed default's baseline ends (others: FIT_LOSS / 10)
 # Log-sd of the probe loss around a log-linear fit of each run's curve down to FIT_LOSS, median of its 5 runs in
 # the committed paper_layouts default report (C-C-C-C, C-C-C-T, ViT_REL, both baselines: its 2,000-image probe);
 # C-C-T-T and C-T-T-T from the earlier 10.5M-MAC report, whose 500-image probe jumped more.
-PROBE_SD = {"C-C-C-C": 0.105, "C-C-C-T": 0.11, "C-C-T-T": 0.32, "C-T-T-T": 0.25, "ViT_REL": 0.084,
+_PROBE_SD = {"C-C-C-C": 0.105, "C-C-C-T": 0.11, "C-C-T-T": 0.32, "C-T-T-T": 0.25, "ViT_REL": 0.084,
             "linear baseline": 0.059, "cnn baseline": 0.15}  # fmt: skip
 # Log-sd of one run's fit speed (steps to FIT_LOSS) around its model's: 0.02-0.05 across the 5 seeds of each model
 # in the committed paper_layouts default and replicate reports (benchmarks/sim_constants.py); the largest is used.
-FIT_JITTER = 0.05
-BATCH_SD = 0.35  # log-sd of one batch's loss around the curve: curves.Dense reads the mean of DENSE_WINDOW of them
-FIT_IMAGES, FIT_BATCH = 12000, 64  # the subset and batch FIT_STEPS were measured at
+_FIT_JITTER = 0.05
+_BATCH_SD = 0.35  # log-sd of one batch's loss around the curve: curves.Dense reads the mean of DENSE_WINDOW of them
+FIT_IMAGES, FIT_BATCH = 12000, 64  # the subset and batch _FIT_STEPS were measured at
 # One run's noise sd σ, in display units: the committed reports' pooled sd_diff / √2 — paper_layouts' default
 # (3M MACs, 12,000 images, 4,000 test images a reading): matched reading 0.636 (df 8); the earlier 10.5M-MAC default:
 # gen. eval acc 2.12 (df 12), recipe accuracy 0.86 (df 9); vit_stems' default (18,000 images, unregularized, 4,000
 # test images a seed): gap contrast sd 0.625 per seed over 4 cells (/2). Measures no committed report has (capacity,
 # transfer): 1 point, 0.02 nats (assumed).
-SIGMA = {MATCHED_KEY: 0.636 / math.sqrt(2), GEN_ACC: 2.12 / math.sqrt(2), ACC: 0.86 / math.sqrt(2)}
+_SIGMA = {MATCHED_KEY: 0.636 / math.sqrt(2), GEN_ACC: 2.12 / math.sqrt(2), ACC: 0.86 / math.sqrt(2)}
 STEM_SIGMA = 0.625 / 2
-UNIT_SIGMA = {"%": 1.0, "points": 1.0, "nats": 0.02}
-LEVEL = {"%": 86.7, "points": 3.0, "nats": 0.3}  # the models' mean level per unit (paper_layouts reads 85.2-87.5%)
+_UNIT_SIGMA = {"%": 1.0, "points": 1.0, "nats": 0.02}
+_LEVEL = {"%": 86.7, "points": 3.0, "nats": 0.3}  # the models' mean level per unit (paper_layouts reads 85.2-87.5%)
 # (f)'s cells in the committed vit_stems default report (ViT_P AdamW / SGD 85.9 / 84.1%, ViT_C 87.9 / 87.8%), minus
 # their mean (86.4%): the null keeps the two main effects (ViT_C +2.85, AdamW +0.95 points) and no interaction; the
 # paper's interaction is 4.6 points.
-STEM_MAIN = {"ViT_C": 2.85 / 2, "ViT_P": -2.85 / 2, "adamw": 0.95 / 2, "sgd": -0.95 / 2}
-STEM_LEVEL = 86.425
-SEED_SD = 1.0  # sd of the shared seed effect, in σ: pairing removes it
-NOISE_SPREAD = (0.7, 1.4)  # each candidate's noise sd, uniform in this range (× σ)
+_STEM_MAIN = {"ViT_C": 2.85 / 2, "ViT_P": -2.85 / 2, "adamw": 0.95 / 2, "sgd": -0.95 / 2}
+_STEM_LEVEL = 86.425
+_SEED_SD = 1.0  # sd of the shared seed effect, in σ: pairing removes it
+_NOISE_SPREAD = (0.7, 1.4)  # each candidate's noise sd, uniform in this range (× σ)
 P_FAIL, P_MISSING, P_UNFIT = 0.02, 0.1, 0.05
-POINT_SD = 0.5  # points: eval noise of one curve point around its run's curve
-ACC_POWER = 1.5  # eval acc = chance + (top − chance)(1 − (L/L0)^1.5): the committed ViT_REL mean curve (60.3, 65.7,
+_POINT_SD = 0.5  # points: eval noise of one curve point around its run's curve
+_ACC_POWER = 1.5  # eval acc = chance + (top − chance)(1 − (L/L0)^1.5): the committed ViT_REL mean curve (60.3, 65.7,
 # 67.1, 68.1% at 0.83, 0.43, 0.19, 0.12 nats) against 56, 64, 67, 68 here
 
 
@@ -121,9 +121,9 @@ class Scenario:
 # points above ViT_REL at 0.07 nats (spaces/pilots/regime_a4.yaml, validation images), over the two key steps of
 # (a)'s chain: 1.1 points a step. vit_stems' default: the fair linear floor read 83.7% against the cells' mean 86.4
 # (2.7 points below). Capacity and transfer were not run: their baseline stays below.
-PILOT_STEP = 2.2 / 2  # points per key step of claim (a) that the pilot measured
+_PILOT_STEP = 2.2 / 2  # points per key step of claim (a) that the pilot measured
 REAL = Scenario("real", MappingProxyType({MATCHED_KEY: -3.1, GEN_ACC: -3.1, "stems": -2.7}), 0.0,
-                effect=PILOT_STEP / SIGMA[MATCHED_KEY])  # fmt: skip
+                effect=_PILOT_STEP / _SIGMA[MATCHED_KEY])  # fmt: skip
 IN_REGIME = Scenario("in regime", MappingProxyType({}), 0.0)
 SCENARIOS = (IN_REGIME, REAL)
 
@@ -175,7 +175,7 @@ def measured(g: Grid, batch: np.ndarray, probe: np.ndarray) -> list[int]:
 def images(space: Space, subset: specs.SubsetSpec) -> int:
     """Training images of a run on `subset` (per class × classes; every image of the class when per_class is null)."""
     classes = len(subset.classes) if subset.classes else space.classes
-    return (subset.per_class or FULL_PER_CLASS) * classes
+    return (subset.per_class or _FULL_PER_CLASS) * classes
 
 
 def grid(space: Space, optim: specs.OptimSpec, subset: specs.SubsetSpec, levels: bool = False) -> Grid:
@@ -213,13 +213,13 @@ def need_checkout() -> None:
 
 @lru_cache(maxsize=8)
 def profile(key: str) -> Profile:
-    """A shipped profile (PROFILES or PATH_PROFILES), loaded by api.load_space; claims it marks untestable but LIFTED
+    """A shipped profile (PROFILES or PATH_PROFILES), loaded by api.load_space; claims it marks untestable but _LIFTED
     are judged."""
     need_checkout()
     path, name, claims = (*PROFILES[key], DECIDES[key]) if key in PROFILES else PATH_PROFILES[key]
     space = load_space(ROOT / path, name)
     rec = space_record(space)
-    rec["untestable"] = {k: v for k, v in rec["untestable"].items() if k not in LIFTED.get(key, ())}
+    rec["untestable"] = {k: v for k, v in rec["untestable"].items() if k not in _LIFTED.get(key, ())}
     return Profile(key, space, rec, claims)
 
 
@@ -228,14 +228,14 @@ def optim_of(cand: Candidate | Baseline) -> specs.OptimSpec:
     return cand.resolve()[1]
 
 
-def label_of(cand: Candidate | Baseline) -> str:
+def _label_of(cand: Candidate | Baseline) -> str:
     """What the papers call a candidate's model (specs.model_label of its resolved, unmatched model)."""
     return model_label(cand.resolve()[0])
 
 
 def sigma(key: str) -> float:
-    """One run's noise sd σ of a measure (SIGMA, else by unit)."""
-    return SIGMA.get(key, UNIT_SIGMA[METRICS[key].unit])
+    """One run's noise sd σ of a measure (_SIGMA, else by unit)."""
+    return _SIGMA.get(key, _UNIT_SIGMA[METRICS[key].unit])
 
 
 def lr_phase(steps: np.ndarray, total: int, warmup: int) -> np.ndarray:
@@ -251,18 +251,18 @@ def gen_curve(rng: np.random.Generator, g: Grid, matched: float, steps: float, f
     `matched` (%) at FIT_LOSS and saturates in log loss."""
     total = g.points[-1]
     t = np.arange(total + 1, dtype=float)
-    t_fit = steps * math.exp(rng.normal(0.0, FIT_JITTER))
+    t_fit = steps * math.exp(rng.normal(0.0, _FIT_JITTER))
     low = (floor or C.FIT_LOSS / 10) if fits else 3 * C.FIT_LOSS
     smooth = np.maximum(L0 * np.exp(-(t / t_fit) * math.log(L0 / C.FIT_LOSS)), low)
-    batch = smooth * np.exp(rng.normal(0.0, BATCH_SD, len(t)))
+    batch = smooth * np.exp(rng.normal(0.0, _BATCH_SD, len(t)))
     window = np.convolve(batch, np.ones(DENSE_WINDOW) / DENSE_WINDOW)[: len(t)]
     probe = smooth * np.exp(rng.normal(0.0, probe_sd, len(t)) * (t > 0))
     probe[0] = L0 * math.exp(rng.normal(0.0, 0.03))
     pts = np.asarray(measured(g, window, probe))
     loss = probe[pts]
-    top = CHANCE + (matched - CHANCE) / (1 - (C.FIT_LOSS / L0) ** ACC_POWER)
-    acc = CHANCE + (top - CHANCE) * (1 - (np.minimum(loss, L0) / L0) ** ACC_POWER)
-    acc = acc + POINT_SD * rng.normal(size=len(pts)) * (pts > 0)
+    top = CHANCE + (matched - CHANCE) / (1 - (C.FIT_LOSS / L0) ** _ACC_POWER)
+    acc = CHANCE + (top - CHANCE) * (1 - (np.minimum(loss, L0) / L0) ** _ACC_POWER)
+    acc = acc + _POINT_SD * rng.normal(size=len(pts)) * (pts > 0)
     train_acc = np.clip(1 - 0.4 * loss, 0.1, 1.0)
     return {"step": [int(p) for p in pts], "train_loss": loss.tolist(), "train_acc": train_acc.tolist(),
             "eval_loss": [1.0] * len(pts), "eval_acc": (acc / 100).tolist(),
@@ -285,7 +285,7 @@ def record(number: int, cand: Candidate | Baseline, seed: int, attrs: dict) -> T
     """A simulated COMPLETE trial of `cand`, built by the constructor the trial uses (record.completed)."""
     model = cand.resolve()[0]
     optim = R.optimizer(optim_of(cand))
-    run = R.completed(R.Identity(cand.name, seed), R.Model(label=label_of(cand), layout=model.layout), attrs, optim)
+    run = R.completed(R.Identity(cand.name, seed), R.Model(label=_label_of(cand), layout=model.layout), attrs, optim)
     return TrialRecord(number, 0.5, MappingProxyType({"candidate": cand.name, "seed": seed}), None, None, run)
 
 
@@ -340,7 +340,7 @@ class Setting:
     probe_sd: float | None = None
 
 
-def subset_of(cand: Candidate | Baseline, score: str) -> Any:
+def _subset_of(cand: Candidate | Baseline, score: str) -> Any:
     """The candidate's section of a score (None when it does not run it)."""
     return getattr(cand.scores, score, None)
 
@@ -351,27 +351,27 @@ def _model_means(key: str, names: list[str], st: Setting, rng: np.random.Generat
     out = {}
     for n in names:
         jitter = rng.uniform(-0.25, 0.25) * (C.LOSS_MARGIN if METRICS[key].unit == "nats" else 1.0) if st.effect else 0
-        out[n] = LEVEL[METRICS[key].unit] - sign * (s * st.effect * where.get(n, 0) + jitter)
+        out[n] = _LEVEL[METRICS[key].unit] - sign * (s * st.effect * where.get(n, 0) + jitter)
     return out
 
 
 def _stem_mean(label: str, opt: str, st: Setting) -> float:
     """A (model, optimizer) cell's mean recipe accuracy: the measured main effects, ± a quarter of the interaction."""
     inter = st.stem_effect / 4 * (1 if (label == "ViT_P") == (opt == "adamw") else -1)
-    return STEM_LEVEL + STEM_MAIN.get(label, 0.0) + STEM_MAIN.get(opt, 0.0) + inter
+    return _STEM_LEVEL + _STEM_MAIN.get(label, 0.0) + _STEM_MAIN.get(opt, 0.0) + inter
 
 
 def means(prof: Profile, rng: np.random.Generator, st: Setting) -> Mapping[tuple[str, str], tuple[float, float, float]]:
     """(candidate, measure) → (mean in display units, noise sd, σ) for every measure a candidate records here."""
     ms, out = measures(prof), {}
     cands = [c for c in prof.space.candidates if not isinstance(c, Baseline)]
-    spread = {c.name: rng.uniform(*NOISE_SPREAD) for c in prof.space.candidates}
+    spread = {c.name: rng.uniform(*_NOISE_SPREAD) for c in prof.space.candidates}
     for score, keys in ms.items():
-        mine = [c for c in cands if subset_of(c, score) is not None]
+        mine = [c for c in cands if _subset_of(c, score) is not None]
         for key in keys:
-            stems = [c for c in mine if label_of(c) in STEM_MAIN and key == prof.space.study.objective]
+            stems = [c for c in mine if _label_of(c) in _STEM_MAIN and key == prof.space.study.objective]
             mu = _model_means(key, [c.name for c in mine], st, rng)
-            mu.update({c.name: _stem_mean(label_of(c), optim_of(c).optimizer, st) for c in stems})
+            mu.update({c.name: _stem_mean(_label_of(c), optim_of(c).optimizer, st) for c in stems})
             for c in mine:
                 s = STEM_SIGMA if c in stems else sigma(key)
                 out[(c.name, key)] = (mu[c.name], spread[c.name] * s, s)
@@ -379,7 +379,7 @@ def means(prof: Profile, rng: np.random.Generator, st: Setting) -> Mapping[tuple
                 continue
             off, mean = st.scenario.linear.get("stems" if stems else key), float(np.mean(list(mu.values())))
             floor = mean + off if off is not None else min(mu.values()) + st.scenario.default
-            for b in (x for x in prof.space.candidates if isinstance(x, Baseline) and subset_of(x, score) is not None):
+            for b in (x for x in prof.space.candidates if isinstance(x, Baseline) and _subset_of(x, score) is not None):
                 level = floor if b.name == C.BASELINES[0] and METRICS[key].unit == "%" else mean
                 s = STEM_SIGMA if stems else sigma(key)
                 out[(b.name, key)] = (level, 0.7 * s, s)
@@ -389,14 +389,14 @@ def means(prof: Profile, rng: np.random.Generator, st: Setting) -> Mapping[tuple
 def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseline, sub: specs.SubsetSpec, vals: dict,
                st: Setting, fits: bool) -> dict:  # fmt: skip
     """A generalization run: its curve (read by the report at matched loss) and the final values it records."""
-    label = label_of(cand)
-    steps = st.fit_steps or FIT_STEPS.get(label, FIT_STEPS[C.V0_STANDIN])
+    label = _label_of(cand)
+    steps = st.fit_steps or _FIT_STEPS.get(label, _FIT_STEPS[C.V0_STANDIN])
     optim = subset_optim(optim_of(cand), sub)
     steps *= images(prof.space, sub) / FIT_IMAGES * FIT_BATCH / optim.batch_size if st.fit_steps is None else 1.0
-    sd = st.probe_sd if st.probe_sd is not None else PROBE_SD.get(label, PROBE_SD[C.V0_STANDIN])
+    sd = st.probe_sd if st.probe_sd is not None else _PROBE_SD.get(label, _PROBE_SD[C.V0_STANDIN])
     warmup = round(optim.warmup_epochs * images(prof.space, sub) / optim.batch_size)
     g = grid(prof.space, optim_of(cand), sub, levels=True)
-    c = gen_curve(rng, g, vals[MATCHED_KEY], steps, fits, sd, FLOOR.get(label), warmup)
+    c = gen_curve(rng, g, vals[MATCHED_KEY], steps, fits, sd, _FLOOR.get(label), warmup)
     acc, tr = c["eval_acc"][-1], c["train_acc"][-1]
     out = {GEN_ACC: acc, f"{GEN}.train_loss": c["train_loss"][-1], f"{GEN}.train_acc": tr, f"{GEN}.gap": tr - acc,
            f"curves.{GEN}": c}  # fmt: skip
@@ -414,7 +414,7 @@ def _score_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Base
     out: dict[str, Any] = {k: v / METRICS[k].scale for k, v in vals.items()}
     for g in (g for g in scores.guards() if g.acc.split(".")[0] == score):
         out.setdefault(g.acc, 0.85)
-        sub = subset_of(cand, score)
+        sub = _subset_of(cand, score)
         for part in g.subset[1:]:
             sub = getattr(sub, part)
         converged = score != ACC_SCORE or rng.random() >= st.scenario.rising
@@ -427,11 +427,11 @@ def study(rng: np.random.Generator, prof: Profile, st: Setting) -> list[TrialRec
     """One simulated study of a profile: every candidate × seed that runs a score the decided claims read."""
     ms, mu = measures(prof), means(prof, rng, st)
     keys = {k for ks in ms.values() for k in ks}
-    seed_eff = {(k, s): rng.normal(0.0, SEED_SD) for k in sorted(keys) for s in prof.seeds}
+    seed_eff = {(k, s): rng.normal(0.0, _SEED_SD) for k in sorted(keys) for s in prof.seeds}
     models = [c.name for c in prof.space.candidates if not isinstance(c, Baseline)]
     gone = {str(rng.choice(models))} if st.stress and rng.random() < P_MISSING else set()
     chain = C.CHAIN_CLAIMS[0].chain.split()[0::2]
-    keyed = [c.name for c in prof.space.candidates if c.name in chain and subset_of(c, GEN) is not None]
+    keyed = [c.name for c in prof.space.candidates if c.name in chain and _subset_of(c, GEN) is not None]
     unfit = {str(rng.choice(keyed))} if st.stress and keyed and rng.random() < P_UNFIT else set()
     recs: list[TrialRecord] = []
     for seed in prof.seeds:
@@ -440,7 +440,7 @@ def study(rng: np.random.Generator, prof: Profile, st: Setting) -> list[TrialRec
             for score, ks in ms.items():
                 here = {k: mu[(cand.name, k)] for k in ks if (cand.name, k) in mu}
                 vals = {k: m + s * seed_eff[(k, seed)] + sd * rng.normal() for k, (m, sd, s) in here.items()}
-                if (sub := subset_of(cand, score)) is None or not vals:
+                if (sub := _subset_of(cand, score)) is None or not vals:
                     continue
                 if score == GEN:
                     attrs.update(_gen_attrs(rng, prof, cand, sub, vals, st, cand.name not in unfit))

@@ -175,7 +175,7 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     est = K.estimate("gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)", gap.d, gap.ci, gap.n, "points")
     claim = C.STEM_CLAIM
     return ClaimVerdict(claim.id, claim.title, claim.chain, claim.source, K.fields(verdict, reason, est, pw, "points",
-                        why), notes=(lr_source(tables.cells),), parts=tuple(parts),
+                        why), notes=(_lr_source(tables.cells),), parts=tuple(parts),
                         scope=scope if verdict in K.FIRM else "", why_first=False)  # fmt: skip
 
 
@@ -205,7 +205,7 @@ def _scope(parts: list[StemPart], decisive: list[StemPart]) -> str:
     return f"without {', '.join(left)} (not resolvable at these runs)" if left else ""
 
 
-def lr_source(cells: Mapping[str, Mapping]) -> str:
+def _lr_source(cells: Mapping[str, Mapping]) -> str:
     """Where each (model, optimizer) recipe's lr came from, as the report states it."""
     got = {k: c for k, c in cells.items() if c.get("lr") is not None}
     if not got:

@@ -133,7 +133,7 @@ def frame(space: dict, records: Records, derived: Mapping[int, Mapping[str, floa
     return pd.DataFrame(out, columns=cols)
 
 
-def rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
+def _rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
     """Candidate rows from the long table: Stats and per-seed means without failed runs, and the regime guards."""
     long = long[long["candidate"].isin(list(idents))]  # a run whose candidate the study does not know is left out
     ok = long[~long["failed"].astype(bool)]
@@ -177,7 +177,7 @@ def candidate_rows(
             "optimizers": sorted({r.run.optimizer_name for r in runs}),
             "n": len(runs),
         }
-    return rows_from_frame(frame(space, records, derived), idents)
+    return _rows_from_frame(frame(space, records, derived), idents)
 
 
 def measured(rows: list[dict], key: str) -> bool:

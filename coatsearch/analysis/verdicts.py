@@ -327,7 +327,7 @@ def equivalence_note(pairs: Sequence[Pair], claim: C.Claim) -> str:
     )
 
 
-def order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
+def _order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
                    extra: tuple[str, ...] = (), where: str = "") -> Evidence | None:  # fmt: skip
     """Measured vs paper order on one measure, between neighbouring measured models of the chain.
 
@@ -398,7 +398,7 @@ def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: Mapping | None =
     if not resolved:
         return None
     found = [e for k in claim.measures
-             if (e := order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra, where))]  # fmt: skip
+             if (e := _order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra, where))]  # fmt: skip
     return _combine(claim, found, notes) or _unjudged(claim, resolved, extra, notes)
 
 

@@ -159,8 +159,8 @@ def candidates(c: Candidates) -> str:
     note = "Scores are mean ± sd over the runs of each candidate (n runs; '(n=1)' = a single run, no spread)."
     if c.search_dims:
         note += " Runs include sampled hyperparameters (" + ", ".join(c.search_dims) + ")."
-    parts = ["## Candidates", note + baselines_note(c.baselines), table(head, body), size_note(c.sizes, c.params_ratio),
-             guards(c.fired)]  # fmt: skip
+    parts = ["## Candidates", note + _baselines_note(c.baselines), table(head, body),
+             size_note(c.sizes, c.params_ratio), guards(c.fired)]  # fmt: skip
     return "\n\n".join(p for p in parts if p)
 
 
@@ -198,7 +198,7 @@ _BASELINE_TEXT = {
 }
 
 
-def baselines_note(found: tuple[str, ...]) -> str:
+def _baselines_note(found: tuple[str, ...]) -> str:
     """What the regime baselines among the rows are (empty when the study has none)."""
     if not found:
         return ""

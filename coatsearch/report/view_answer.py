@@ -65,11 +65,11 @@ def answer(ctx: ReportContext) -> Answer | None:
         return None
     rows = tuple(Verdict(c.id, c.title, c.verdict, c.estimate, detectable_of(c), c.reason or c.why, c.decide,
                          c.status or "") for c in claims)  # fmt: skip
-    scores = [score_of(c, ctx.tables) for c in claims]
+    scores = [_score_of(c, ctx.tables) for c in claims]
     return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u["id"], u["reason"]) for u in untested))
 
 
-def score_of(claim: ClaimVerdict, tables: Mapping[str, Any]) -> str | None:
+def _score_of(claim: ClaimVerdict, tables: Mapping[str, Any]) -> str | None:
     """The measure (metric key) a claim is decided on: its first evidence's, else the study's primary accuracy."""
     return claim.evidence[0].key if claim.evidence else tables.get("primary_acc")
 
@@ -128,7 +128,7 @@ def regime(ctx: ReportContext) -> Regime | None:
 
 
 def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
-    key = score_of(claim, ctx.tables)
+    key = _score_of(claim, ctx.tables)
     if not key or key not in METRICS:
         return None
     metric, group, rows = METRICS[key], key.split(".")[0], ctx.tables["candidates"]

@@ -207,7 +207,7 @@ def candidates(ctx: ReportContext) -> Candidates:
         tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys),
         tuple(_candidate(r, keys) for r in rows),
         tuple(ctx.tables["search_dims"]), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
-        z.big[1] / z.small[1] if z else None, _fired(rows), claim_measures(ctx.tables),
+        z.big[1] / z.small[1] if z else None, _fired(rows), _claim_measures(ctx.tables),
         tuple(_curve_set(score, c) for score, c in ctx.tables["curves"].items() if c),
         tuple(RobustnessRow(r["candidate"], tuple(r["severity"]), tuple(r["acc"]), tuple(r["corruptions"]))
               for r in ctx.tables[ROBUSTNESS_SCORE]),
@@ -222,7 +222,7 @@ def _candidate(r: dict, keys: list[str]) -> CandidateRow:
                         r["n"], tuple(m.get(k) for k in keys), m)  # fmt: skip
 
 
-def claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
+def _claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
     """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
     keys = [c.evidence[0].key for c in tables.get("claims") or [] if c.evidence]
     keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
