@@ -358,6 +358,9 @@ def open_study(study: str, studies_dir: str | Path = "studies") -> Study:
     return load_study(Path(studies_dir), study)
 
 
+NOT_EXPORTED = ("env.host",)  # a table written to share names no machine (as the report's hardware never does)
+
+
 def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
     """One row per trial (record.row of its run record): number, state, value, candidate, seed, sample, model,
     every scalar metric, optimizer and environment.
@@ -415,6 +418,7 @@ def export(
         return timm_models.export(study, int(best or 0), studies_dir, device)
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir) if best is None else None  # a missing study stops here
+    frame = None if frame is None else frame.drop(columns=[c for c in NOT_EXPORTED if c in frame])
     if save_weights and best is None:
         raise UserError("--save-weights goes with --best K --format yaml (the found architectures' weights)")
     text = _best_yaml(study, best, studies_dir) if best is not None else ""

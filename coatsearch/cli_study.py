@@ -109,6 +109,9 @@ def status_text(st: Status) -> str:
         f"{st.running} running, {st.waiting} waiting of {planned} planned"
         + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
     ]
+    if st.reused or st.rejected:
+        lines.append(f"sampled points not trained: {st.reused} reused (their network measured on that seed before), "
+                     f"{st.rejected} rejected (refused before training)")  # fmt: skip
     if st.predicted_s is not None:
         left = "" if st.plan_eta_s is None else f", {duration(st.plan_eta_s)} of it left"
         lines.append(f"plan: predicted {duration(st.predicted_s)} for the whole study{left}")

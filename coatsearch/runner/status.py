@@ -31,13 +31,16 @@ class Status:
     predicted_s: float | None = None  # the whole study's wall time as its stored plan predicted it (plan.json)
     plan_eta_s: float | None = None  # the plan's prediction for the remaining trials (their share of predicted_s)
     left: int | None = None  # planned trials not finished that can still run (None: counted from `planned`)
+    reused: int = 0  # sampled points whose network was measured on that seed (nothing trained)
+    rejected: int = 0  # sampled points refused before training (a constraint)
 
     @property
     def remaining(self) -> int | None:
         """Planned trials not yet finished (running ones included) that can still run."""
         if self.left is not None:
             return self.left
-        return None if self.planned is None else max(0, self.planned - self.complete - self.failed - self.pruned)
+        done = self.complete + self.failed + self.pruned + self.reused + self.rejected
+        return None if self.planned is None else max(0, self.planned - done)
 
 
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
@@ -56,7 +59,7 @@ def status(study: str, studies_dir: str | Path = "studies") -> Status:
     eta = None if mean is None or left is None else left * mean / max(1, n["running"])
     counts = (n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"], n["waiting"])
     predicted, plan_eta = _plan_eta(Path(studies_dir), study, left)
-    return Status(study, planned, *counts, mean, eta, predicted, plan_eta, left)
+    return Status(study, planned, *counts, mean, eta, predicted, plan_eta, left, n["reused"], n["rejected"])
 
 
 def _plan_eta(studies_dir: Path, study: str, left: int | None) -> tuple[float | None, float | None]:
@@ -106,6 +109,23 @@ def _planned(user_attrs: Mapping[str, Any]) -> Space | None:
         return None
     text = text if isinstance(text, str) and text else None  # "" when the file could not be read at the start
     try:
-        return as_recorded(_load(source, record.get("profile") or "default", text), record)
+        return _as_run(as_recorded(_load(source, record.get("profile") or "default", text), record), record)
     except UserError:
         return None
+
+
+def _as_run(space: Space, record: Mapping[str, Any]) -> Space:
+    """The space as its study ran it: the recorded study block's sampler, samples and re-evaluation where they
+    differ from the file's (`coatsearch enumerate` runs its space on the grid of every point, without a
+    re-evaluation: cli_search.enumerated), so the plan counted is the one that ran."""
+    import dataclasses
+
+    ran, study = record.get("study") or {}, space.study
+    changes: dict[str, Any] = {}
+    if isinstance(ran.get("sampler"), str) and ran["sampler"] != study.sampler:
+        changes["sampler"] = ran["sampler"]
+    if isinstance(ran.get("samples"), int) and ran["samples"] != study.samples:
+        changes["samples"] = ran["samples"]
+    if "reevaluate" in ran and ran["reevaluate"] is None and study.reevaluate is not None:
+        changes["reevaluate"] = None
+    return dataclasses.replace(space, study=dataclasses.replace(study, **changes)) if changes else space

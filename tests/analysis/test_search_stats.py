@@ -4,6 +4,7 @@ Optuna's constraint (TPE, GP, NSGA-II; CMA-ES as the worst value); an unvaried d
 
 from __future__ import annotations
 
+import re
 import warnings
 from types import SimpleNamespace
 
@@ -274,3 +275,18 @@ def test_a_sampled_architecture_is_not_a_hyperparameter_sample():
     recs = [SimpleNamespace(params={"candidate": "s", "model.layout.1": "C", "train.lr": 0.1}),
             SimpleNamespace(params={"candidate": "s", "model.depths": [1, 3]})]  # fmt: skip
     assert optim.search_dims(recs) == ["train.lr"] and optim.search_dims(recs[1:]) == []
+
+
+def test_a_finished_enumerate_study_has_no_trials_left_and_says_what_was_not_trained(tmp_path, capsys):
+    """status plans from what ran (the grid of every point, no re-evaluation), not from the space file's search."""
+    from coatsearch.cli import main
+
+    code, err = _enumerate(tmp_path, capsys, (LR, "train.lr: {choices: [3.0e-3]}"))
+    assert code == 0, err
+    assert main(["status", "tiny_search-enumerate", "--studies-dir", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "remaining 0 trials" in out and "ETA 0 s" in out
+    counts = [int(n) for n in re.findall(r"(\d+) (?:completed|reused|rejected)", out)]
+    planned = int(re.search(r"of (\d+) planned", out).group(1))
+    assert sum(counts) == planned == 10  # 2 named + 8 grid points on one seed: each trained, reused or refused
+    assert "reused" in out and "rejected" in out  # C-C and C-T points reuse the named runs; T-C breaks a constraint
