@@ -30,17 +30,10 @@ class Status:
     eta_s: float | None  # remaining trials × mean wall time, spread over the running workers (at least 1)
     predicted_s: float | None = None  # the whole study's wall time as its stored plan predicted it (plan.json)
     plan_eta_s: float | None = None  # the plan's prediction for the remaining trials (their share of predicted_s)
-    left: int | None = None  # planned trials not finished that can still run (None: counted from `planned`)
+    remaining: int | None = None  # planned trials not finished (running ones included) that can still run; None: the
+    # space the study ran cannot be read
     reused: int = 0  # sampled points whose network was measured on that seed (nothing trained)
     rejected: int = 0  # sampled points refused before training (a constraint)
-
-    @property
-    def remaining(self) -> int | None:
-        """Planned trials not yet finished (running ones included) that can still run."""
-        if self.left is not None:
-            return self.left
-        done = self.complete + self.failed + self.pruned + self.reused + self.rejected
-        return None if self.planned is None else max(0, self.planned - done)
 
 
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
@@ -96,8 +89,8 @@ def _planned(user_attrs: Mapping[str, Any]) -> Space | None:
     """The space the study plans its trials from, as recorded; None when it cannot be read.
 
     The space text recorded with the study comes first (it is what ran, and it does not depend on the working
-    directory); studies without it fall back to the space file at its recorded path. The seeds and test draw are
-    the recorded ones (a replicate runs its space file on fresh ones: space.as_recorded).
+    directory); studies without it fall back to the space file at its recorded path. Its sampler, samples,
+    re-evaluation, seeds and test draw are the recorded ones (an enumerate study, a replicate: space.as_recorded).
     """
     from coatsearch.space.objects import as_recorded
     from coatsearch.space.objects import load_space as _load
@@ -109,23 +102,6 @@ def _planned(user_attrs: Mapping[str, Any]) -> Space | None:
         return None
     text = text if isinstance(text, str) and text else None  # "" when the file could not be read at the start
     try:
-        return _as_run(as_recorded(_load(source, record.get("profile") or "default", text), record), record)
+        return as_recorded(_load(source, record.get("profile") or "default", text), record)
     except UserError:
         return None
-
-
-def _as_run(space: Space, record: Mapping[str, Any]) -> Space:
-    """The space as its study ran it: the recorded study block's sampler, samples and re-evaluation where they
-    differ from the file's (`coatsearch enumerate` runs its space on the grid of every point, without a
-    re-evaluation: cli_search.enumerated), so the plan counted is the one that ran."""
-    import dataclasses
-
-    ran, study = record.get("study") or {}, space.study
-    changes: dict[str, Any] = {}
-    if isinstance(ran.get("sampler"), str) and ran["sampler"] != study.sampler:
-        changes["sampler"] = ran["sampler"]
-    if isinstance(ran.get("samples"), int) and ran["samples"] != study.samples:
-        changes["samples"] = ran["samples"]
-    if "reevaluate" in ran and ran["reevaluate"] is None and study.reevaluate is not None:
-        changes["reevaluate"] = None
-    return dataclasses.replace(space, study=dataclasses.replace(study, **changes)) if changes else space

@@ -160,11 +160,24 @@ def with_draw(space: Space, seeds: tuple[int, ...], test_draw: int) -> Space:
 
 
 def as_recorded(space: Space, record: Mapping[str, Any]) -> Space:
-    """A space loaded from a study's recorded text, on the seeds and test draw the study recorded (its space
-    record, storage.trials.space_record): a replicate runs the same file on fresh ones (`reseeded`)."""
+    """A space loaded from a study's recorded text, as the study ran it (its space record,
+    storage.trials.space_record): with the recorded sampler, samples and re-evaluation where they differ from the
+    file's (`coatsearch enumerate` runs it on the grid of every point, without a re-evaluation:
+    cli_search.enumerated), and on the recorded seeds and test draw (a replicate runs it on fresh ones: `reseeded`)."""
+    from dataclasses import replace
+
+    ran, study = record.get("study") or {}, space.study
+    changes: dict[str, Any] = {}
+    if isinstance(ran.get("sampler"), str) and ran["sampler"] != study.sampler:
+        changes["sampler"] = ran["sampler"]
+    if isinstance(ran.get("samples"), int) and ran["samples"] != study.samples:
+        changes["samples"] = ran["samples"]
+    if "reevaluate" in ran and ran["reevaluate"] is None and study.reevaluate is not None:
+        changes["reevaluate"] = None
+    space = replace(space, study=replace(study, **changes)) if changes else space
     if not record.get("reseeded"):
         return space
-    seeds = tuple((record.get("study") or {}).get("seeds") or space.study.seeds)
+    seeds = tuple(ran.get("seeds") or space.study.seeds)
     draw = (record.get("data") or {}).get("test_draw", space.data.test_draw)
     if seeds == tuple(space.study.seeds) and draw == space.data.test_draw:
         return space
