@@ -21,6 +21,9 @@ class Claim:
     needs_convergence: bool = False  # a key candidate whose eval accuracy still rises makes the claim out of regime
     margin: float = 1.0  # equivalence margin for ≈ (and non-inferiority for ≥), in points; losses use LOSS_MARGIN
     margin_note: str = "the paper gives no numbers: 1 point by convention"  # how the margin was derived
+    overfit: tuple[str, str] | None = None  # (train loss, held-out loss): a member further apart than OVERFIT_NATS
+    # is out of the claim's regime ("no overfitting", CoAtNet §2.2)
+    floor_on: str | None = None  # the accuracy measure the fair-floor guard reads when the deciding one is a loss
 
 
 def top_group(chain: str) -> tuple[str, ...]:
@@ -61,6 +64,8 @@ CHAIN_CLAIMS = (
         ("capacity.train_loss", "capacity.eval_acc"),
         None,
         "Fig. 1 gives curves, not numbers (unconfirmed); capacity is judged after a fixed budget",
+        overfit=("capacity.train_loss", "capacity.val_loss"),
+        floor_on="capacity.eval_acc",
     ),
     Claim(
         "c",
@@ -125,6 +130,9 @@ VERDICT_ALPHA = 0.03  # family-wise error rate of a claim's verdict (Holm). A cl
 # calibrated false-verdict rate's 95% upper bound over 1,000 null studies ≤ 5% (analysis.calibration)
 POWER = 0.80  # power at which the smallest detectable difference is stated
 LOSS_MARGIN = 0.05  # equivalence margin for losses (nats)
+OVERFIT_NATS = 0.1  # claim (b)'s "no overfitting": a model's mean held-out (validation) loss at most this far above its
+# final clean train loss. The default's 12,000-image runs, which memorise, end 0.43-0.53 nats apart; a model that
+# fits abundant data generalizes within a few hundredths (docs/verdicts.md, "Capacity")
 CHANCE_POINTS = 2.0  # a run ending within this many points of chance accuracy "failed to train"
 PLATEAU_POINTS = 1.0  # a run whose eval accuracy rises more than this over the last third of its curve: not converged
 BASELINES = tuple(_BASELINE_ARCHS)  # regime baselines, the linear one first: its accuracy is the regime's floor

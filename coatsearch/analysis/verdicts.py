@@ -274,7 +274,7 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
         if claim.needs_convergence and key in row["metrics"] and (g.get("unchecked") or not g):
             runs = f"{g['unchecked']} of {g['runs']} run(s)" if g else "its runs"
             out.append(f"{name}: convergence not checkable for {runs} (curve too short or missing)")
-    out += _below_floor(named, key, rows, where)
+    out += _below_floor(named, claim.floor_on if METRICS[key].unit != "%" and claim.floor_on else key, rows, where)
     up = gain()
     gains = [row["metrics"][up].mean for _, row in named if up in row["metrics"]] if group == group_of(up) else []
     if gains and max(gains) <= 0:
@@ -282,6 +282,28 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
             f"pretraining helped no key candidate (mean {METRICS[up].label} {max(gains):+.1f} points at best: "
             "fine-tuning never beat training from scratch)"
         )
+    return out
+
+
+def overfits(claim: C.Claim, named: list[tuple[str, dict]]) -> list[str]:
+    """Why a claim premised on "no overfitting" (claims.Claim.overfit) is out of regime: every measured member,
+    the paper's predicted losers included, whose mean held-out loss lies more than OVERFIT_NATS above its final
+    clean train loss; a member without both losses is not checkable."""
+    if claim.overfit is None:
+        return []
+    fit, held = claim.overfit
+    out = []
+    for name, row in named:
+        m = row["metrics"]
+        if fit not in m and held not in m:
+            continue
+        if fit not in m or held not in m:
+            out.append(f"{name}: overfitting not checkable (no {METRICS[held].label})")
+            continue
+        gap = m[held].mean - m[fit].mean
+        if gap > C.OVERFIT_NATS:
+            out.append(f"{name} overfits: {METRICS[held].label} {m[held].mean:.3f} is {gap:.3f} nats above its "
+                       f"{METRICS[fit].label} {m[fit].mean:.3f} (at most {C.OVERFIT_NATS:g})")  # fmt: skip
     return out
 
 
@@ -294,7 +316,7 @@ def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: list, ro
     pairs = judge(measured)
     pw = power(claim, key, pairs, noise, need=rho is not None)
     gated = must_learn(claim, named) if gate is None else gate
-    reasons = [*extra, *regime(claim, gated, key, rows, where if key == MATCHED_KEY else "")]
+    reasons = [*extra, *regime(claim, gated, key, rows, where if key == MATCHED_KEY else ""), *overfits(claim, named)]
     found = K.measure_verdict(pairs, pw, reasons, "points" if metric.unit == "%" else metric.unit)
     pw = pw if rho is not None else None
     equiv = equivalence_note(pairs, claim)

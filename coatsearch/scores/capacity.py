@@ -24,6 +24,7 @@ SCORE = Score(
     metrics=(
         loss("capacity.train_loss", "cap. train loss", ranked=True),
         acc("capacity.eval_acc", "cap. eval acc", ranked=True),
+        loss("capacity.val_loss", "cap. held-out loss"),  # validation images: the regime's no-overfitting check
         floor("capacity"),
     ),
     curves=lambda spec: ("capacity",),
