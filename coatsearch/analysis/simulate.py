@@ -412,6 +412,8 @@ def _score_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Base
                  st: Setting) -> dict:  # fmt: skip
     """A run of another score: its values, each guard accuracy it lacks (85%), and each guarded run's curve."""
     out: dict[str, Any] = {k: v / METRICS[k].scale for k, v in vals.items()}
+    for fit, held in (c.overfit for c in C.CHAIN_CLAIMS if c.overfit and c.overfit[0] in out):
+        out.setdefault(held, out[fit] + C.OVERFIT_NATS / 2)  # the premise "no overfitting" holds in every scenario
     for g in (g for g in scores.guards() if g.acc.split(".")[0] == score):
         out.setdefault(g.acc, 0.85)
         sub = _subset_of(cand, score)
