@@ -276,7 +276,7 @@ def _paths() -> dict[str, tuple]:
                                   "key relation significantly reversed: C-C-C-T vs ViT_REL"),
         "(c) key reversed": ("layouts-full", ("C-T-T-T",), lambda a: shift(a, transfer, 12.0), "c",
                              "not supported", "key relation significantly reversed"),
-        "(b) second-measure clash": ("layouts-full", ("*",), lambda a: reverse(a, clash), "b", K.UNRESOLVED,
+        "(b) second-measure clash": ("layouts-capacity", ("*",), lambda a: reverse(a, clash), "b", K.UNRESOLVED,
                                      f"{METRICS[clash].label} says not supported"),
         "(f) reversed": ("stems", ("ViT_C-sgd-fixed",), lambda a: shift(a, acc, -3 * STEM_EFFECT), "f",
                          "not supported", "1 part(s) significantly reversed"),
@@ -295,6 +295,8 @@ def _paths() -> dict[str, tuple]:
                                                  2), "d", out, "out of regime — V0: convergence not checkable"),
         "guard (e): convergence not checkable": ("layouts-all", ("C-C-T-T",), lambda a: _cut_curve(a, Sim.ACC_SCORE,
                                                  2), "e", out, "out of regime — C-C-T-T: convergence not checkable"),
+        "guard (b): a model overfits": ("layouts-capacity", ("C-C-C-C",), lambda a: a.update(
+            {C.CHAIN_CLAIMS[1].overfit[1]: a[C.CHAIN_CLAIMS[1].overfit[0]] + 0.5}), "b", out, "C-C-C-C overfits"),
         "guard (c): pretraining helped none": ("layouts-full", ("*",), lambda a: a.update({gain: -0.05}) if gain in a
                                                else None, "c", out, "pretraining helped no key candidate"),
         "guard (f): below the linear baseline": ("stems", (linear,), lambda a: shift(a, acc, 30.0), "f", out,

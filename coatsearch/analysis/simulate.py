@@ -51,12 +51,14 @@ PROFILES = {
     "layouts": ("spaces/paper_layouts.yaml", "default"),
     "stems": ("spaces/vit_stems.yaml", "default"),
     "layouts-full": ("spaces/paper_layouts.yaml", "full"),
-}
-DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "bc"}  # the claims each simulated profile calibrates
+    "layouts-capacity": ("spaces/paper_layouts.yaml", "capacity"),
+    "layouts-depth": ("spaces/paper_layouts.yaml", "depth"),
+}  # appended, never reordered: a profile's replicates draw from its index (calibration.replicate_rng)
+DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "c", "layouts-capacity": "b", "layouts-depth": "d"}  # the
+# claims each simulated profile calibrates
 # Profiles the refutation paths (calibration.PATHS) also edit, never in the calibration table: every layout of
 # paper_layouts at its full profile, judged on (a), (d) and (e), whose paths need the models the CPU default lacks.
 PATH_PROFILES = {"layouts-all": ("spaces/paper_layouts.yaml", "full", "ade")}
-_LIFTED = {"layouts-full": ("b",)}  # no shipped profile judges (b): it is simulated at the full profile's schedule
 _FULL_PER_CLASS = 6000  # Fashion-MNIST's training images per class: a subset with per_class null takes them all
 L0, CHANCE = 2.45, 10.0  # an untrained model's train loss (nats) and eval accuracy (%), as the committed curves start
 # Steps to fit the paper_layouts default's 12,000 images to FIT_LOSS at batch 64, as its committed report measured
@@ -213,14 +215,11 @@ def need_checkout() -> None:
 
 @lru_cache(maxsize=8)
 def profile(key: str) -> Profile:
-    """A shipped profile (PROFILES or PATH_PROFILES), loaded by api.load_space; claims it marks untestable but _LIFTED
-    are judged."""
+    """A shipped profile (PROFILES or PATH_PROFILES), loaded by api.load_space."""
     need_checkout()
     path, name, claims = (*PROFILES[key], DECIDES[key]) if key in PROFILES else PATH_PROFILES[key]
     space = load_space(ROOT / path, name)
-    rec = space_record(space)
-    rec["untestable"] = {k: v for k, v in rec["untestable"].items() if k not in _LIFTED.get(key, ())}
-    return Profile(key, space, rec, claims)
+    return Profile(key, space, space_record(space), claims)
 
 
 def optim_of(cand: Candidate | Baseline) -> specs.OptimSpec:
@@ -396,7 +395,8 @@ def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseli
     sd = st.probe_sd if st.probe_sd is not None else _PROBE_SD.get(label, _PROBE_SD[C.V0_STANDIN])
     warmup = round(optim.warmup_epochs * images(prof.space, sub) / optim.batch_size)
     g = grid(prof.space, optim_of(cand), sub, levels=True)
-    c = gen_curve(rng, g, vals[MATCHED_KEY], steps, fits, sd, _FLOOR.get(label), warmup)
+    level = vals[MATCHED_KEY] if MATCHED_KEY in vals else vals[GEN_ACC]  # a profile read at its end (depth): its end
+    c = gen_curve(rng, g, level, steps, fits, sd, _FLOOR.get(label), warmup)
     acc, tr = c["eval_acc"][-1], c["train_acc"][-1]
     out = {GEN_ACC: acc, f"{GEN}.train_loss": c["train_loss"][-1], f"{GEN}.train_acc": tr, f"{GEN}.gap": tr - acc,
            f"curves.{GEN}": c}  # fmt: skip
