@@ -54,25 +54,39 @@ def _report_problem(summary: Mapping[str, Any], root: Path) -> str:
         load_space(path, str(profile or "default"))
     except UserError as exc:
         return f"space file {source}, profile {profile}: {exc}"
-    ids = file_ids(raw, path)
+    ids, mine = file_ids(raw, path), _profile_id(raw, str(profile or "default"), path)
     if sp.get("content_sha256") is not None and sp.get("content_sha256") == ids.get("content"):
         return ""  # the same content as run (a study that recorded the bytes; an edit of comments since)
-    if recorded not in ids.values() and not _same_content_as_committed(root, source, recorded, ids.get("content")):
+    if mine is not None and sp.get("profile_sha256") == mine:
+        return ""  # the profile it ran is as it was: only other profiles of the file changed
+    if recorded not in ids.values() and not _same_profile_as_committed(root, source, str(profile or "default"),
+                                                                       recorded, mine):  # fmt: skip
         now = ids.get("content", ids["bytes"])
         return f"{source} changed since the report was made (sha256 {recorded[:12]}… recorded, {now[:12]}… now)"
     return ""
 
 
-def _same_content_as_committed(root: Path, source: str, recorded: str, content: str | None) -> bool:
-    """Whether a report made before content hashes (`recorded`: the sha256 of the file's bytes as run) was made from
-    a file of this `content`: the committed version of `source` in `root`'s checkout whose bytes hash to `recorded`
-    parses to the same content (an edit of comments or formatting since). False without git, outside a checkout, or
-    when no such version is committed. A repository check: the report itself never runs git."""
+def _profile_id(raw: bytes, profile: str, where: str | Path) -> str | None:
+    """space.identity.profile_sha256 of a file's bytes; None when they do not parse."""
+    from coatsearch.space.identity import profile_sha256
+
+    try:
+        return profile_sha256(raw.decode("utf-8"), profile, where)
+    except (UserError, UnicodeDecodeError):
+        return None
+
+
+def _same_profile_as_committed(root: Path, source: str, profile: str, recorded: str, mine: str | None) -> bool:
+    """Whether a report whose summary holds no profile identity was made from a file whose `profile` runs what it
+    runs now (`mine`): the committed version of `source` in `root`'s checkout whose bytes or content hash to
+    `recorded` gives the same profile identity (an edit of comments or formatting, or of other profiles, since).
+    False without git, outside a checkout, or when no such version is committed. A repository check: the report
+    itself never runs git."""
     import subprocess
 
     from coatsearch.space.identity import bytes_sha256, file_ids
 
-    if content is None or Path(source).is_absolute():
+    if mine is None or Path(source).is_absolute():
         return False
 
     def git(*args: str, stdin: bytes | None = None) -> bytes:
@@ -91,8 +105,8 @@ def _same_content_as_committed(root: Path, source: str, recorded: str, content: 
         if len(parts) != 3 or not parts[2].isdigit():
             continue
         blob, out = out[: int(parts[2])], out[int(parts[2]) + 1 :]
-        if bytes_sha256(blob) == recorded:
-            return file_ids(blob, source).get("content") == content
+        if recorded in (bytes_sha256(blob), file_ids(blob, source).get("content")):
+            return _profile_id(blob, profile, source) == mine
     return False
 
 

@@ -52,10 +52,11 @@ PROFILES = {
     "stems": ("spaces/vit_stems.yaml", "default"),
     "layouts-full": ("spaces/paper_layouts.yaml", "full"),
     "layouts-capacity": ("spaces/paper_layouts.yaml", "capacity"),
-    "layouts-depth": ("spaces/paper_layouts.yaml", "depth"),
-}  # appended, never reordered: a profile's replicates draw from its index (calibration.replicate_rng)
-DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "c", "layouts-capacity": "b", "layouts-depth": "d"}  # the
-# claims each simulated profile calibrates
+}  # appended, never reordered: a profile's replicates draw from its index (calibration.replicate_rng). The depth
+# profile is not simulated: gen_curve's accuracy keeps rising past FIT_LOSS, so its end-of-schedule reading of V0
+# fails the convergence guard in every simulated study, where the real 10-epoch runs rose 0.3-0.6 points
+DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "c", "layouts-capacity": "b"}  # the claims each simulated
+# profile calibrates
 # Profiles the refutation paths (calibration.PATHS) also edit, never in the calibration table: every layout of
 # paper_layouts at its full profile, judged on (a), (d) and (e), whose paths need the models the CPU default lacks.
 PATH_PROFILES = {"layouts-all": ("spaces/paper_layouts.yaml", "full", "ade")}
@@ -395,8 +396,7 @@ def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseli
     sd = st.probe_sd if st.probe_sd is not None else _PROBE_SD.get(label, _PROBE_SD[C.V0_STANDIN])
     warmup = round(optim.warmup_epochs * images(prof.space, sub) / optim.batch_size)
     g = grid(prof.space, optim_of(cand), sub, levels=True)
-    level = vals[MATCHED_KEY] if MATCHED_KEY in vals else vals[GEN_ACC]  # a profile read at its end (depth): its end
-    c = gen_curve(rng, g, level, steps, fits, sd, _FLOOR.get(label), warmup)
+    c = gen_curve(rng, g, vals[MATCHED_KEY], steps, fits, sd, _FLOOR.get(label), warmup)
     acc, tr = c["eval_acc"][-1], c["train_acc"][-1]
     out = {GEN_ACC: acc, f"{GEN}.train_loss": c["train_loss"][-1], f"{GEN}.train_acc": tr, f"{GEN}.gap": tr - acc,
            f"curves.{GEN}": c}  # fmt: skip

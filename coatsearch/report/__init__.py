@@ -55,7 +55,7 @@ from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
 from coatsearch.report.section import Report, ReportContext, Section, compute
-from coatsearch.space.identity import recorded_content, space_hash
+from coatsearch.space.identity import recorded_content, recorded_profile, space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
 
@@ -121,9 +121,9 @@ def summarize(
 def _space_ids(space: dict) -> dict:
     """The summary's space: source, profile, its hash as recorded, and its content identity when that differs (a
     study that recorded the file's bytes: analysis.reproduce matches an edit of comments against it)."""
-    sha, content = space_hash(space), recorded_content(space)
+    sha, content, mine = space_hash(space), recorded_content(space), recorded_profile(space)
     return {**{k: space.get(k) for k in _SPACE_KEYS}, "sha256": sha, **({"content_sha256": content}
-            if content and content != sha else {})}  # fmt: skip
+            if content and content != sha else {}), **({"profile_sha256": mine} if mine else {})}  # fmt: skip
 
 
 def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> dict:

@@ -54,6 +54,18 @@ def content_sha256(text: str, where: str | Path = "space file") -> str:
     return hashlib.sha256(canonical(_measured_part(parsed(Path(where), text))).encode("utf-8")).hexdigest()
 
 
+def profile_sha256(text: str, profile: str, where: str | Path = "space file") -> str:
+    """The identity of what one profile of a space runs: content_sha256 of the space with its other profiles left
+    out, so adding or editing another profile of the file leaves a study of this one standing (a one-line
+    SpaceError when the text does not parse)."""
+    from coatsearch.space.load import parsed
+
+    data = _measured_part(parsed(Path(where), text))
+    if isinstance(data, Mapping) and isinstance(data.get("profiles"), Mapping):
+        data = {**data, "profiles": {k: v for k, v in data["profiles"].items() if k == profile}}
+    return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
+
+
 def file_ids(raw: bytes, where: str | Path = "space file") -> dict[str, str]:
     """A space file's identities: 'content' (when it parses) and 'bytes'; a recorded hash matches either."""
     from coatsearch.errors import UserError
@@ -87,6 +99,18 @@ def recorded_content(record: Mapping[str, Any]) -> str | None:
     text = record.get("space_yaml")
     try:
         return content_sha256(text, str(record.get("source") or "space file")) if isinstance(text, str) else None
+    except UserError:
+        return None
+
+
+def recorded_profile(record: Mapping[str, Any]) -> str | None:
+    """profile_sha256 of the space text a study recorded, for the profile it ran; None without a text that parses."""
+    from coatsearch.errors import UserError
+
+    text = record.get("space_yaml")
+    try:
+        where = str(record.get("source") or "space file")
+        return profile_sha256(text, str(record.get("profile") or "default"), where) if isinstance(text, str) else None
     except UserError:
         return None
 

@@ -118,6 +118,23 @@ def test_the_space_record_holds_the_content_hash_and_older_records_read(tmp_path
     assert identity.space_ids(record) == {record["space_sha256"], record["space_content_sha256"]}
 
 
+def test_a_report_stands_when_another_profile_of_its_file_changes_and_falls_when_its_own_does(tmp_path):
+    """A report records the identity of the profile it ran (identity.profile_sha256): adding or editing another
+    profile of the space file keeps it standing, an edit of its own profile or of the shared sections does not."""
+    reports = _tree(tmp_path, _made_from_file(tmp_path))
+    path = tmp_path / SPACE
+    record = space_record(load_space(path, "default"))
+    summary = reports / "vit_stems" / "summary.json"
+    summary.write_text(json.dumps({"space": {**_made_from_file(tmp_path),
+                                             "profile_sha256": identity.recorded_profile(record)}}))  # fmt: skip
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("profiles:\n", "profiles:\n  extra: {study: {seeds: [7]}}\n", 1), encoding="utf-8")
+    assert identity.recorded_profile(space_record(load_space(path, "extra"))) is not None
+    assert RP.problems(reports, tmp_path) == []  # a profile added
+    path.write_text(text.replace("epochs: 50", "epochs: 60", 1), encoding="utf-8")
+    assert any("changed since the report was made" in p for p in RP.problems(reports, tmp_path))
+
+
 def test_comments_formatting_and_key_order_keep_the_identity_and_a_value_changes_it():
     text = "name: s\nstudy:\n  seeds: [0, 1]  # two\n  lr: 0.001\n"
     same = "# a comment\n\nstudy: {lr: 1.0e-3,\n  seeds: [0, 1]}\nname: 's'\n"
@@ -158,15 +175,16 @@ def _git(repo: Path, *args: str) -> None:
 @pytest.mark.committed
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_comment_only_edit_of_every_shipped_space_file_keeps_the_committed_reports_standing(tmp_path):
-    """The committed reports recorded their space files' bytes: in a checkout holding those files (a copy of the
-    shipped ones, committed), a comment-only edit of every one keeps every report standing; a value edit does not."""
+    """The committed reports recorded their space files' identity as run: in a clone of this checkout (its history
+    holds the versions they ran, where another profile of the file changed since) with the shipped files committed,
+    a comment-only edit of every one keeps every report standing; a value edit does not."""
+    _git(ROOT, "clone", "-q", "--no-checkout", str(ROOT), str(tmp_path))
     shutil.copytree(ROOT / "spaces", tmp_path / "spaces")
     for path in (ROOT / "reports").glob("*/summary.json"):
         (tmp_path / "reports" / path.parent.name).mkdir(parents=True)
         shutil.copy(path, tmp_path / "reports" / path.parent.name / "summary.json")
-    _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", "spaces", "reports")
-    _git(tmp_path, "commit", "-qm", "as shipped")
+    _git(tmp_path, "commit", "-qm", "as shipped", "--allow-empty")
     assert RP.problems(tmp_path / "reports", tmp_path) == []
     for path in sorted((tmp_path / "spaces").glob("*.yaml")):
         _comment_edit(path)
