@@ -351,6 +351,17 @@ def _report(study: str, studies_dir: Path, reports_dir: Path, note: bool = False
     return ReportPaths(markdown, folder / "summary.json", tuple(sorted(folder.glob("*.png"))))
 
 
+def write_answer(space: str | Path, reports_dir: str | Path = "reports") -> Path:
+    """Write reports/<space name>/answer.md: every claim of the space taken from the study whose profile decides it,
+    one row per relation, from the summaries under `reports_dir` (which it only reads); returns the page's path.
+    A missing space file, or no report of the space, is a one-line UserError."""
+    from coatsearch.report.space_answer import write_answer as _write
+
+    if not isinstance(space, str | Path):
+        raise UserError(f"space: {space!r} is not allowed; allowed: a space file's path (a str or Path)")
+    return _write(Path(space), Path(reports_dir))
+
+
 def open_study(study: str, studies_dir: str | Path = "studies") -> Study:
     """The study's storage, opened: the one place this API reads trials from (UserError when missing)."""
     from coatsearch.storage.store import load_study

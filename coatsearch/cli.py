@@ -1,7 +1,8 @@
-"""Command line: show | plan | run | enumerate | report | replay | status | export | repair | dashboard | replicate.
+"""Command line: show | plan | run | enumerate | report | answer | replay | status | export | repair | dashboard |
+replicate.
 
 Each command is an `add_*` function holding its arguments beside the action it runs (`cli_run`: plan, run,
-enumerate; `cli_study`: the commands that read a study; `show` and `replicate` here).
+enumerate; `cli_study`: the commands that read studies and reports; `show` and `replicate` here).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _fail(message: str, code: int) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = Parser(prog="coatsearch", description=__doc__.split("\n")[0])
+    p = Parser(prog="coatsearch", description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--version", action="version", version=f"coatsearch {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_show(sub)

@@ -1,5 +1,5 @@
-"""The command line's commands that read an existing study: `report`, `replay`, `status`, `export`, `repair` and
-`dashboard`, each its arguments beside its action."""
+"""The command line's commands that read existing studies: `report`, `answer`, `replay`, `status`, `export`, `repair`
+and `dashboard`, each its arguments beside its action."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _study_parser(
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Every command of this module, in the order `coatsearch --help` lists them."""
-    for add in (_add_report, _add_replay, _add_status, _add_export, _add_repair, _add_dashboard):
+    for add in (_add_report, _add_answer, _add_replay, _add_status, _add_export, _add_repair, _add_dashboard):
         add(sub)
 
 
@@ -47,6 +47,24 @@ def _report(args: argparse.Namespace) -> int:
     print(
         api.write_report(args.study, args.studies_dir, args.reports_dir, note=args.note, history=args.history).markdown
     )
+    return 0
+
+
+def _add_answer(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch answer SPACE`: one page for the space, every claim from the study whose profile decides it."""
+    what = "write reports/<space>/answer.md: every claim of a space from the study (profile) that decides it"
+    answer = sub.add_parser("answer", help=what)
+    answer.add_argument("space", type=Path, help="the space file whose profiles' reports to gather")
+    answer.add_argument("--reports-dir", type=Path, default=REPORTS)
+    answer.set_defaults(func=_answer)
+
+
+def _answer(args: argparse.Namespace) -> int:
+    from coatsearch import api
+
+    path = api.write_answer(args.space, args.reports_dir)
+    print(path.read_text(encoding="utf-8"), end="")
+    print(f"answer page: {path}")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""A report's summary.json read back typed: the one reading of it for the planner, the earlier looks and the
-dashboard note.
+"""A report's summary.json read back typed: the one reading of it for the planner, the earlier looks, the
+dashboard note and a space's answer page.
 
 The report writes summary.json (report.write_report) from the typed results' `to_json`; this reads the parts other
 commands use through the same types' `from_json`, for every format version up to SUMMARY_VERSION (0: a summary
@@ -23,6 +23,35 @@ SUMMARY_VERSION = 1  # summary.json's format; reports written before it have no 
 
 
 @dataclass(frozen=True)
+class UntestedClaim:
+    """A claim the study's profile marks untestable (summary.json `untested`): its id, title and why."""
+
+    id: str
+    title: str
+    reason: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UntestedClaim:
+        """The entry the report wrote ({id, title, reason, verdict})."""
+        return cls(str(data["id"]), str(data.get("title") or ""), str(data.get("reason") or ""))
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """One claim's outcome in a replicate's record (summary.json's replication section): replicated or not, and
+    why."""
+
+    id: str
+    outcome: str  # replicated / not replicated / original not firm: nothing to replicate
+    why: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Replicated:
+        """The entry the replication section wrote."""
+        return cls(str(data["id"]), str(data.get("outcome") or ""), str(data.get("why") or ""))
+
+
+@dataclass(frozen=True)
 class Summary:
     """What other commands read of a report's summary.json: its version, study, space, environment, judged claims,
     candidate rows, mean curves and the claims its space pilots."""
@@ -35,6 +64,9 @@ class Summary:
     candidates: tuple[Mapping[str, Any], ...]  # analysis.tables.candidate_rows, as written
     curves: Mapping[str, Any]  # score -> mean curves (report._curves), as written
     pilots: tuple[str, ...]  # the claims this study's space pilots (its looks table's `this`)
+    untested: tuple[UntestedClaim, ...] = ()  # the claims its profile marks untestable
+    replicate_of: str = ""  # the original study, when this one is a replicate (its `replication` record)
+    replicated: tuple[Replicated, ...] = ()  # a replicate's outcome per claim
 
 
 def is_summary(data: Any) -> bool:
@@ -51,6 +83,7 @@ def from_json(data: Mapping[str, Any], where: str) -> Summary:
     try:
         jf = json_form
         this = jf.mapping(jf.mapping(data.get("looks")).get("this"))
+        rep = jf.mapping(data.get("replication"))
         return Summary(
             version,
             str(data.get("study") or ""),
@@ -60,6 +93,9 @@ def from_json(data: Mapping[str, Any], where: str) -> Summary:
             tuple(jf.mapping(r) for r in jf.items(data.get("candidates"))),
             jf.mapping(data.get("curves")),
             tuple(str(p) for p in jf.items(this.get("pilots"))),
+            tuple(UntestedClaim.from_json(jf.mapping(u)) for u in jf.items(data.get("untested"))),
+            str(rep.get("original") or ""),
+            tuple(Replicated.from_json(jf.mapping(c)) for c in jf.items(rep.get("claims"))),
         )
     except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
         raise UserError(f"{where}: a damaged summary ({type(exc).__name__}: {exc})") from None

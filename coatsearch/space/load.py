@@ -260,6 +260,11 @@ def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def read_text(path: str | Path) -> str:
+    """A space file's text, checked as load_document reads it (a regular UTF-8 file within MAX_BYTES)."""
+    return _read_space_text(Path(path))
+
+
 def _read_space_text(path: Path) -> str:
     """The space file's text: a regular file of at most MAX_BYTES, UTF-8; a one-line SpaceError otherwise.
 
