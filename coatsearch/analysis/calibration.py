@@ -110,7 +110,11 @@ def _simulate(case: str, sc: Sim.Scenario, replicates: int, seed: int = 0, worke
             done = list(pool.map(_codes, parts))
     else:
         done = [_codes(parts[0])]
-    codes = [done[i % workers][i // workers] for i in range(replicates)]
+    return counted([done[i % workers][i // workers] for i in range(replicates)])
+
+
+def counted(codes: list[str]) -> dict:
+    """A case's table entry from its replicates' codes: the codes and the count of each verdict per claim."""
     counts: dict[str, dict[str, int]] = {}
     word = {"s": K.SUPPORTED, "n": K.NOT_SUPPORTED, "i": "not firm", "t": NOT_TESTED}  # CODE's letters, read back
     for row in codes:
@@ -118,7 +122,7 @@ def _simulate(case: str, sc: Sim.Scenario, replicates: int, seed: int = 0, worke
             if letter != "-":
                 per = counts.setdefault(cid, {})
                 per[word[letter]] = per.get(word[letter], 0) + 1
-    return {"replicates": replicates, "per_claim": dict(sorted(counts.items())), "codes": codes}
+    return {"replicates": len(codes), "per_claim": dict(sorted(counts.items())), "codes": codes}
 
 
 def upper(k: int, n: int, conf: float = 0.95) -> float:

@@ -57,6 +57,8 @@ PROFILES = {
 # fails the convergence guard in every simulated study, where the real 10-epoch runs rose 0.3-0.6 points
 DECIDES = {"layouts": "a", "stems": "f", "layouts-full": "c", "layouts-capacity": "b"}  # the claims each simulated
 # profile calibrates
+_DRAWN = {"layouts-full": "bc"}  # the claims whose runs a profile draws, where more than it calibrates: the full
+# profile calibrated (b) before the capacity profile did, and keeps drawing its runs so that its (c) replicates stay
 # Profiles the refutation paths (calibration.PATHS) also edit, never in the calibration table: every layout of
 # paper_layouts at its full profile, judged on (a), (d) and (e), whose paths need the models the CPU default lacks.
 PATH_PROFILES = {"layouts-all": ("spaces/paper_layouts.yaml", "full", "ade")}
@@ -315,7 +317,7 @@ def measures(prof: Profile) -> Mapping[str, tuple[str, ...]]:
     """Score → the measures a run of it records here: the decided claims' measures, the score's guard accuracies,
     and claim (f)'s study objective."""
     by_id = claims()
-    wanted = {k for c in prof.claims for k in by_id[c].measures}
+    wanted = {k for c in _DRAWN.get(prof.key, prof.claims) for k in by_id[c].measures}
     if "f" in prof.claims:
         wanted.add(prof.space.study.objective)
     wanted |= {g.acc for g in scores.guards() if g.acc.split(".")[0] in {k.split(".")[0] for k in wanted}}

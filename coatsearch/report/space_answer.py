@@ -21,7 +21,7 @@ def read_space(path: Path) -> vsp.SpaceFile:
     """The space file's name, identities and profiles (each profile validated as `run` would; a one-line
     SpaceError on a missing or invalid file)."""
     from coatsearch.space import load
-    from coatsearch.space.identity import file_ids
+    from coatsearch.space.identity import file_ids, profile_sha256
 
     doc = load.load_document(path)  # the file and its default profile, checked first
     text = load.read_text(path)
@@ -29,7 +29,7 @@ def read_space(path: Path) -> vsp.SpaceFile:
     names = list((raw.get("profiles") or {}) if isinstance(raw, dict) else {})
     names = (["default"] if "default" not in names else []) + names
     untestable = {n: tuple(sorted(load.load_document(path, n, text).untestable or {})) for n in names}
-    profiles = tuple(vsp.SpaceProfile(n, claims) for n, claims in untestable.items())
+    profiles = tuple(vsp.SpaceProfile(n, claims, profile_sha256(text, n, path)) for n, claims in untestable.items())
     ids = tuple(sorted(file_ids(text.encode("utf-8"), path).values()))
     return vsp.SpaceFile(doc.name, shown(Path(path)), ids, profiles)
 

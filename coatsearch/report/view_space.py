@@ -44,6 +44,7 @@ class SpaceProfile:
 
     name: str
     untestable: tuple[str, ...]
+    identity: str = ""  # space.identity.profile_sha256: what this profile runs, as the file stands
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ class StudyRow:
     replicate_of: str
     decides: tuple[str, ...]  # claim ids it decides here
     adds: tuple[str, ...]  # claim ids it adds relations to
-    same_space: bool | None  # the space as it ran is the file as it is now (None: no study)
+    same_space: bool | None  # the profile as it ran is the file's as it is now (None: no study); a report that
+    # recorded no profile identity: the whole file as it ran is the file as it is now
 
 
 @dataclass(frozen=True)
@@ -374,4 +376,7 @@ def _study_row(s: Study, space: SpaceFile, claims: Sequence[ClaimAnswer], rows: 
     decides = tuple(c.id for c in claims if c.study == s.folder)
     adds = tuple(dict.fromkeys(r.claim for r in rows if r.study == s.folder and r.claim not in decides))
     recorded = str(s.summary.space.get("sha256") or "")
-    return StudyRow(s.profile, s.folder, s.replicate_of, decides, adds, recorded in space.ids if recorded else None)
+    mine = str(s.summary.space.get("profile_sha256") or "")  # the profile as run (reports made since it is recorded)
+    now = {p.name: p.identity for p in space.profiles}.get(s.profile, "")
+    same = (mine == now) if mine and now else (recorded in space.ids if recorded else None)
+    return StudyRow(s.profile, s.folder, s.replicate_of, decides, adds, same)

@@ -24,8 +24,9 @@ from coatsearch.errors import UserError
 from coatsearch.training import curves, schedule
 
 # In regime, at EFFECT σ (f: the paper's 4.6 points), these claims reach 80% power; so do the shipped defaults' (a)
-# and (f) in the real scenario (the committed reports' floors, σ and curves; (a) at the pilot's 2.2 points). (d) and
-# (e) are decided by no shipped CPU profile (declared untestable there): their guard paths are exercised below.
+# and (f) in the real scenario (the committed reports' floors, σ and curves; (a) at the pilot's 2.2 points). (e) is
+# decided by no shipped CPU profile and (d)'s depth profile is not simulated (docs/verdicts.md): their guard paths are
+# exercised below.
 # Power is printed (test_null_studies_...).
 POWERED = {Sim.IN_REGIME.name: "abcf", Sim.REAL.name: "af"}
 
