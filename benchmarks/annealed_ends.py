@@ -11,7 +11,6 @@ bracket, validation points>`, the models in the order of `--models`.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 from pathlib import Path
@@ -42,7 +41,9 @@ def at_level(points: list[tuple[int, float, float, float]], level: float) -> flo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("study")
     ap.add_argument("--studies-dir", default="studies")
     ap.add_argument("--models", default="C-C-C-T,ViT_REL", help="the contrast's two models, better first")

@@ -35,9 +35,11 @@ def timed(backend: str, space: api.Space, args: argparse.Namespace, folder: Path
 
 def main() -> None:
     """Run the study on both backends; print each wall time, then the ratio."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=4)
-    ap.add_argument("--processes", type=int, default=2, help="optuna workers = Ray slots")
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=bounded(1, 100_000), default=4)
+    ap.add_argument("--processes", type=bounded(1, 64), default=2, help="optuna workers = Ray slots")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--profile", default="quick")
     args = ap.parse_args()

@@ -16,7 +16,6 @@ metadata, safetensors write through the safe writer). Prints each save's millise
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 import tempfile
@@ -36,12 +35,14 @@ SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
 def main() -> None:
     """Train one checkpointed run and print the checkpoint's size and save times."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--candidate", default="C-C-C-T")
     ap.add_argument("--profile", default="default")
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--every", type=int, default=50)
-    ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
+    ap.add_argument("--steps", type=bounded(1, 10_000_000), default=300)
+    ap.add_argument("--every", type=bounded(1, 10_000_000), default=50)
+    ap.add_argument("--threads", type=bounded(1, 4096), default=None, help="intra-op threads (default: torch's)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

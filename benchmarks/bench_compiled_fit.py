@@ -13,7 +13,6 @@ and one evaluation graph per compiled region shape. The last line is `speedup=<e
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -29,10 +28,12 @@ SPACE = Path(__file__).resolve().parent.parent / "spaces" / "paper_layouts.yaml"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--candidate", default="C-T-T-T")
-    ap.add_argument("--steps", type=int, default=600)
-    ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--steps", type=bounded(1, 10_000_000), default=600)
+    ap.add_argument("--every", type=bounded(1, 10_000_000), default=100)
     args = ap.parse_args()
     torch.set_num_threads(1)
     space = api.load_space(SPACE)

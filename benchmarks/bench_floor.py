@@ -12,7 +12,6 @@ validation-chosen floor at the largest size, %>`.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from coatsearch.training import data as D
@@ -23,7 +22,9 @@ from coatsearch.vocab.specs import DataSpec
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-class", default="100,250,600", help="training images per class, comma-separated")
     ap.add_argument("--seed", default="0", help="the subset's seed (a study's trial seed)")
     ap.add_argument("--eval-size", default="1000", help="validation images (data.eval_size)")

@@ -18,8 +18,6 @@ The last line is `shared_firm_at_tau1=<rate>` (per-seed rates are printed above 
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 from scipy import stats as st
 
@@ -61,8 +59,10 @@ def disagreement(rng: np.random.Generator, tau: float) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--replicates", type=int, default=2000, help="null studies per (tau, sampling)")
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("--replicates", type=bounded(1, 1_000_000), default=2000, help="null studies per (tau, sampling)")
     args = ap.parse_args()
     rng = np.random.default_rng(20261202)
     print(f"{args.replicates} null studies per cell, {SEEDS} seeds, {TEST} test images of {POOL}, α {VERDICT_ALPHA}")

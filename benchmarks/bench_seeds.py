@@ -20,7 +20,6 @@ at one thread it is the time the step itself ran). The last lines are `cpu_speed
 
 from __future__ import annotations
 
-import argparse
 import copy
 import time
 from pathlib import Path
@@ -115,13 +114,17 @@ def measure(spec, k: int, batch: int, steps: int, rounds: int) -> dict[str, tupl
 
 def main() -> None:
     """Measure every candidate; print rates and ratios, last `speedup=`."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--k", type=int, default=3, help="seeds stacked (default 3, the study's seeds)")
-    ap.add_argument("--threads", type=int, default=1, help="intra-op threads, both sides (default 1: a worker's)")
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=bounded(1, 100), default=3, help="seeds stacked (default 3, the study's seeds)")
+    ap.add_argument(
+        "--threads", type=bounded(1, 4096), default=1, help="intra-op threads, both sides (default 1: a worker's)"
+    )
     ap.add_argument("--profile", default="default")
     ap.add_argument("--candidates", default=CANDIDATES)
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--rounds", type=int, default=ROUNDS)
+    ap.add_argument("--steps", type=bounded(1, 10_000_000), default=STEPS)
+    ap.add_argument("--rounds", type=bounded(1, 10_000), default=ROUNDS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     space = load_space(SPACE, args.profile)

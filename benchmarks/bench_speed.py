@@ -11,7 +11,6 @@ the budget-matched candidates' fastest / slowest ratio, and as its last line
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
@@ -45,11 +44,12 @@ def rates(prep, spec: SpeedSpec, threads: int, device: torch.device) -> throughp
 def main() -> None:
     """Measure and print; the last line is max_train_ratio=..."""
     from coatsearch.budget.prepare import prepare
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
 
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--profile", default="default")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=bounded(1, 4096), default=1)
+    ap.add_argument("--runs", type=bounded(1, 1000), default=3)
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     space, device = load_space(SPACE, args.profile), torch.device(args.device)

@@ -22,7 +22,6 @@ steps they speed up; the halves then take turns in rotation.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 from collections import defaultdict
@@ -116,12 +115,14 @@ def compare(base: str, half: str, records: dict, speedup: float) -> None:
 
 def main() -> None:
     """Run the plan eager, then with the speed choices; print both and the speed-up."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--candidates", default="C-C-T-T,C-C-C-C")
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=bounded(1, 100), default=3)
     ap.add_argument("--halves", default=HALVES, help=f"half:compile,... (default {HALVES}; e.g. add forced:true)")
-    ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
+    ap.add_argument("--threads", type=bounded(1, 4096), default=None, help="intra-op threads (default: torch's)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -20,7 +20,6 @@ candidates of the best mode's GFLOP/s / peak GFLOP/s>`. A SIGTERM (a time limit)
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import signal
 import time
@@ -126,14 +125,16 @@ def measure(spec, optim, mode: str, device: torch.device, steps: int, batch: int
 
 def main(argv: list[str] | None = None) -> None:
     """Measure every candidate in every mode; print a table, the peak, the capture ratio and the fraction of peak."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--candidates", help="comma-separated names (default: all of paper_layouts)")
     ap.add_argument("--profile", default=None, help="space profile (default: full on CUDA, default on CPU)")
     ap.add_argument("--modes", default=None, help=f"comma-separated (default CPU: {','.join(MODES)}; CUDA: "
                     f"{','.join(CUDA_MODES)}); the first is the baseline of the ratios")  # fmt: skip
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
+    ap.add_argument("--steps", type=bounded(1, 10_000_000), default=STEPS)
+    ap.add_argument("--threads", type=bounded(1, 4096), default=None, help="intra-op threads (default: torch's)")
     ap.add_argument("--dry-run", action="store_true", help="check the arguments and the space, measure nothing")
     args = ap.parse_args(argv)
     if args.threads:

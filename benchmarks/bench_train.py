@@ -21,7 +21,6 @@ spin-waiting OpenMP threads make timings swing by 2-10x. The last line is
 
 from __future__ import annotations
 
-import argparse
 import copy
 import time
 
@@ -131,11 +130,15 @@ def time_fit(model: nn.Module, pool: data.TensorData, optim: OptimSpec, epochs: 
 
 def main() -> None:
     """Run the comparisons and print images/s, the compile speed-up and the ratio."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: 1 on CPU, see above)")
+    ap.add_argument("--epochs", type=bounded(1, 1000), default=2)
+    ap.add_argument("--batch", type=bounded(1, 8192), default=128)
+    ap.add_argument(
+        "--threads", type=bounded(0, 4096), default=0, help="torch intra-op threads (0: 1 on CPU, see above)"
+    )
     ap.add_argument("--no-compile", action="store_true", help="skip the compiled comparison (about 70 s on CPU)")
     args = ap.parse_args()
     dev = fit.pick_device(args.device)

@@ -14,7 +14,6 @@ the temporary study folder), and the time spent inside the tracker (its curve po
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import tempfile
 import time
@@ -62,11 +61,13 @@ class Timer:
 
 def main() -> None:
     """Run one trial and print where its wall time went."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--candidate", default="C-C-T-T")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
+    ap.add_argument("--threads", type=bounded(1, 4096), default=None, help="intra-op threads (default: torch's)")
     ap.add_argument("--log", choices=tracking.CHOICES, default="none", help="track the trial (runner.tracking)")
     args = ap.parse_args()
     if args.threads:

@@ -22,7 +22,6 @@ time limit) ends a phase with what it measured so far.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import importlib
@@ -309,7 +308,9 @@ def summary(dry: bool, work: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one phase; its exit status."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("phase", choices=("preflight", "tests", "throughput", "capture", "study", "summary"))
     ap.add_argument("--dry-run", action="store_true", help="check the phase's inputs on the CPU, run nothing")
     ap.add_argument("--work", default=os.environ.get("GPU_CHECK_WORK", "/tmp/coatsearch-gpu-check"),

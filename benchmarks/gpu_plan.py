@@ -11,19 +11,23 @@ trial's runs and GPU seconds, and as its last line `gpu_hours=<the study, trials
 
 from __future__ import annotations
 
-import argparse
-
 from coatsearch import api
 from coatsearch.planner import gpu
 
 
 def main() -> None:
     """Print the count and the predicted GPU-hours."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded_real  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("space")
     ap.add_argument("--profile", default="full")
-    ap.add_argument("--fraction", type=float, default=0.002, help="share of the bf16 peak reached (assumed)")
-    ap.add_argument("--peak", type=float, default=gpu.H200_BF16_PEAK, help="FLOP/s (default: H200 dense bf16)")
+    ap.add_argument(
+        "--fraction", type=bounded_real(0.0, 1.0), default=0.002, help="share of the bf16 peak reached (assumed)"
+    )
+    ap.add_argument(
+        "--peak", type=bounded_real(0.0, 1e20), default=gpu.H200_BF16_PEAK, help="FLOP/s (default: H200 dense bf16)"
+    )
     args = ap.parse_args()
     plan = gpu.gpu_plan(api.load_space(args.space, args.profile), args.fraction, args.peak)
     rate = f"peak {plan.peak / 1e12:.0f} TFLOP/s x {plan.fraction:g} = {plan.peak * plan.fraction / 1e12:.2f} TFLOP/s"

@@ -12,7 +12,6 @@ truth. The last line is `false_alarm=<flagged>/<converged>`.
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
@@ -41,7 +40,9 @@ def cases(studies_dir: Path, name: str) -> list[tuple[str, int, int, float, bool
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("study")
     ap.add_argument("--studies-dir", type=Path, default=Path("studies"))
     args = ap.parse_args()

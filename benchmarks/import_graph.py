@@ -15,7 +15,6 @@ Prints the circles, the longest chain, lines and files per package and the edges
 
 from __future__ import annotations
 
-import argparse
 import ast
 from collections import Counter
 from pathlib import Path
@@ -176,7 +175,9 @@ def sizes() -> dict[str, tuple[int, int]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--runtime-only", action="store_true", help="leave out imports in `if TYPE_CHECKING:` blocks")
     args = ap.parse_args()
     g = graph(runtime_only=args.runtime_only)

@@ -11,7 +11,6 @@ last line is `power_unstressed=<fraction supported>`.
 
 from __future__ import annotations
 
-import argparse
 import collections
 
 from coatsearch.analysis import calibration as Cal
@@ -30,11 +29,13 @@ def counts(profile: str, claim: str, scenario: str, replicates: int, stress: boo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser, bounded  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="stems", choices=list(Sim.PROFILES))
     ap.add_argument("--claim", default="f")
     ap.add_argument("--scenario", default="in regime", choices=[s.name for s in Sim.SCENARIOS])
-    ap.add_argument("--replicates", type=int, default=100)
+    ap.add_argument("--replicates", type=bounded(1, 1_000_000), default=100)
     args = ap.parse_args()
     found = {}
     for stress in (True, False):

@@ -20,7 +20,6 @@ Prints per package the public names and those unused (`--list`: each unused one)
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 from collections import Counter
@@ -138,7 +137,9 @@ def package_of(module: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--list", action="store_true", help="print each unused name as module.name")
     args = ap.parse_args()
     public, found = unused()

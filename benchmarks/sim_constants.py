@@ -16,7 +16,6 @@ eval accuracy they recorded within 2 points of chance, 10 classes); the last lin
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 from pathlib import Path
@@ -67,7 +66,9 @@ def failures(studies: list[str], studies_dir: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser  # the CLI's number check and one-line errors
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("study", nargs="+")
     ap.add_argument("--studies-dir", type=Path, default=Path("studies"))
     ap.add_argument("--failures", action="store_true")

@@ -188,6 +188,7 @@ def run(
     A profile that declares a claim decided (`decides:`) whose plan cannot decide it is a UserError before anything
     is written, unless `allow_undecided` (planner.runs.check_decides).
     """
+    from coatsearch import fsafe
     from coatsearch.planner.runs import check_decides, eta_first
     from coatsearch.runner import tracking
     from coatsearch.runner.workers import processes
@@ -205,7 +206,7 @@ def run(
     bounds.check_backend_args(backend, workers, ray)  # the one check of the backend's arguments (CLI: as flags)
     if backend != "optuna" and sp.study.objectives:
         raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
-    study_folder(studies, name)  # a bad name or folder stops here, before anything is written
+    fsafe.check_owned(study_folder(studies, name))  # a bad name, folder, or a link in it stops here, before any write
     if report:
         report_folder(Path(reports_dir), name, studies)
     if backend == "optuna":

@@ -125,7 +125,12 @@ def status_text(st: Status) -> str:
     lines = [
         f"study {st.study}: {st.complete} completed, {st.failed} failed, {st.pruned} pruned, "
         f"{st.running} running, {st.waiting} waiting of {planned} planned"
-        + (f" ({st.interrupted} interrupted, to rerun)" if st.interrupted else ""),
+        + (
+            f" ({st.interrupted} interrupted, to rerun: the next `coatsearch run` trains them again, from their last "
+            "checkpoint where one was saved)"
+            if st.interrupted
+            else ""
+        ),
     ]
     if st.reused or st.rejected:
         lines.append(f"sampled points not trained: {st.reused} reused (their network measured on that seed before), "

@@ -27,6 +27,11 @@ def bounded(low: int, high: int) -> Callable[[str], int]:
     return argtype(lambda text: numbers.parse_int(text, low, high))
 
 
+def bounded_real(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number > low and <= high (`numbers.parse_real`); the error states the range."""
+    return argtype(lambda text: numbers.parse_real(text, low, high))
+
+
 def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """`parse` as an argparse type: its ValueError (the `numbers` wording) becomes argparse's one-line error."""
 

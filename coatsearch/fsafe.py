@@ -7,6 +7,9 @@
   at most `limit` bytes are read, and JSON nested deeper than _JSON_DEPTH is refused, so `/dev/zero`, a FIFO, a
   huge or deeply nested file is one line, never a hang, a MemoryError or a RecursionError. A file the user names
   (`--space`, `--resume`, a weights file) may be reached through a link; one inside a study or report folder not.
+- A folder a study owns (checkpoints/, tensorboard/, mlruns/, weights/, ray/) is reached through `owned(root, ...)`:
+  every component below the study folder is checked, not only the last, so a link planted at any level
+  (`checkpoints -> ~/work`) is one line, and `remove_owned` never removes through one.
 - Every write goes to a temporary file in the same folder, is flushed to disk, then renamed over the target:
   a write that fails (a full disk, `ulimit -f`) leaves the previous file as it was and names the file.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -171,3 +175,59 @@ def create(path: Path, data: bytes) -> Path:
         fh.flush()
         os.fsync(fh.fileno())
     return Path(path)
+
+
+OWNED = ("checkpoints", "tensorboard", "mlruns", "weights", "ray")  # the folders a study owns beside its files
+
+
+def owned(root: Path, *parts: str | Path) -> Path:
+    """`root/parts` (a path under a study folder) after checking every component below `root`, top down.
+
+    None may be a symbolic link; each but the last must be a folder, the last a folder or a regular file (or the
+    path may end where nothing exists yet); `parts` may not be absolute or hold `..`, so the path cannot leave
+    `root`. A one-line UserError names the first component that breaks the rule.
+    """
+    root = Path(root)
+    rel = Path(*parts) if parts else Path()
+    if rel.is_absolute() or ".." in rel.parts:
+        raise UserError(f"{root / rel}: leads outside the study folder {root}")
+    path = root
+    for i, name in enumerate(rel.parts):
+        path = path / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            break  # nothing below exists yet: it will be made as a folder of the study
+        except OSError as exc:
+            raise UserError(f"{path}: cannot be used ({exc.strerror})") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise UserError(
+                f"{path}: is a symbolic link (to {os.readlink(path)}); coatsearch does not read, write or remove "
+                "through links in a study folder: remove the link"
+            )
+        last = i == len(rel.parts) - 1
+        if not stat.S_ISDIR(st.st_mode) and (not last or not stat.S_ISREG(st.st_mode)):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise UserError(f"{path}: is {kind}, where the study keeps a folder; remove it")
+    return root / rel
+
+
+def check_owned(root: Path) -> None:
+    """Every folder the study at `root` owns (OWNED) checked with `owned`: a link there is one line."""
+    for name in OWNED:
+        owned(root, name)
+
+
+def remove_owned(root: Path, *parts: str | Path) -> None:
+    """Remove the folder `root/parts` and what it holds, never through a link: every component is checked first
+    (`owned`), and shutil.rmtree removes a link inside it as a link, never what it points to."""
+    path = owned(root, *parts)
+    if not os.path.lexists(path):
+        return
+    try:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be removed ({exc.strerror or exc})") from None

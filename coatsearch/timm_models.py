@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import string
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -33,10 +34,11 @@ _OURS: dict[str, tuple[str, str]] = {}  # name -> (study, architecture) this pro
 
 def weights_path(studies_dir: str | Path, study: str, architecture: str) -> Path:
     """Where `export --format timm` puts an architecture's weights: `<study>/weights/<architecture>.safetensors`."""
+    from coatsearch import fsafe
     from coatsearch.runner import weights
     from coatsearch.storage import store
 
-    return store.folder(Path(studies_dir), study) / _WEIGHTS / f"{architecture}{weights.SUFFIX}"
+    return fsafe.owned(store.folder(Path(studies_dir), study), _WEIGHTS, f"{architecture}{weights.SUFFIX}")
 
 
 def _name_for(study: str, architecture: str, template: str = NAME) -> str:
@@ -44,11 +46,40 @@ def _name_for(study: str, architecture: str, template: str = NAME) -> str:
     return re.sub(r"[^a-z0-9_]", "_", template.format(study=study, architecture=architecture).lower())
 
 
+def check_template(template: object) -> str:
+    """`template` if it is a name template `str.format` fills from {study} and {architecture} alone; one line else."""
+    allowed = "a str naming only {study} and {architecture}, e.g. 'mynet_{architecture}'"
+    if not isinstance(template, str) or not template:
+        raise UserError(f"name: {template!r} is not allowed; allowed: {allowed}")
+    try:
+        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:  # an unmatched brace
+        raise UserError(f"name: {template!r} is not a template ({exc}); allowed: {allowed}") from None
+    if any(spec or conv for _, spec, conv in parsed):
+        raise UserError(f"name: {template!r} has a conversion or format spec; allowed: {allowed}")
+    fields = {f for f, _, _ in parsed}
+    if fields - {"study", "architecture"}:
+        other = ", ".join(repr(f) for f in sorted(fields - {"study", "architecture"}))
+        raise UserError(f"name: {template!r} names {other}; allowed: {allowed}")
+    try:
+        filled = _name_for("s", "a", template)
+    except (ValueError, KeyError, IndexError, AttributeError) as exc:  # a format spec: '{study:>5q}'
+        raise UserError(
+            f"name: {template!r} cannot be filled ({type(exc).__name__}: {exc}); allowed: {allowed}"
+        ) from None
+    if not filled.strip("_"):
+        raise UserError(f"name: {template!r} gives no name; allowed: {allowed}")
+    return template
+
+
 def register(study: str, best: int = 1, studies_dir: str | Path = "studies", name: str = NAME) -> list[str]:
     """Register the study's `best` found architectures with timm; their timm names, best first.
 
-    Weights written by `export --format timm` are attached as the pretrained cfg's `file`. A name timm
-    already holds for another model is a one-line UserError, raised before anything is registered.
+    Weights written by `export --format timm` are attached as the pretrained cfg's `file`, after the checks
+    `load_weights` makes (`weights.checked`: the spec validated, its MACs and parameters bounded, its tensors' shapes
+    the model's). The name template may name only {study} and {architecture}; a template that gives two
+    architectures one name is refused (never one silently replacing the other), and so is a name timm already holds
+    for another model: each a one-line UserError, raised before anything is registered.
     """
     import timm
     from timm.models import generate_default_cfgs, register_model
@@ -56,9 +87,15 @@ def register(study: str, best: int = 1, studies_dir: str | Path = "studies", nam
     from coatsearch.runner import weights
     from coatsearch.storage import found
 
+    check_template(name)  # before anything is read or registered
+    models = [tm for tm, _, _ in found.best(study, best, studies_dir)]
+    names = [_name_for(study, tm.architecture, name) for tm in models]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"name {name!r}: gives {len(models)} architectures the timm name {twice[0]!r}; one "
+                        "architecture, one name: put {architecture} in the template")  # fmt: skip
     entries = []
-    for tm, _, _ in found.best(study, best, studies_dir):
-        timm_name = _name_for(study, tm.architecture, name)
+    for tm, timm_name in zip(models, names, strict=True):
         if timm.is_model(timm_name) and _OURS.get(timm_name) != (study, tm.architecture):
             raise UserError(f"{timm_name}: timm already has a model of that name; register under another name "
                             "(name='<template with {study} and {architecture}>')")  # fmt: skip
@@ -68,7 +105,7 @@ def register(study: str, best: int = 1, studies_dir: str | Path = "studies", nam
             content = weights.read(path)
             if content.get("architecture") != tm.architecture:
                 raise UserError(f"{path}: holds architecture {content.get('architecture')}, not {tm.architecture}")
-            spec, file = weights.spec(content), str(path)
+            spec, file = weights.checked(path, content), str(path)  # load_weights' bounds, before timm builds
         entries.append((timm_name, tm.architecture, spec, file))
     for timm_name, architecture, spec, file in entries:
         default_cfgs.update(generate_default_cfgs({timm_name: _cfg(spec, file)}))

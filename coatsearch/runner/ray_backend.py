@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -34,6 +35,7 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search import Searcher
 
+from coatsearch import fsafe
 from coatsearch.errors import UserError
 from coatsearch.runner import environment
 from coatsearch.space.objects import Space
@@ -78,7 +80,7 @@ def run(
         searcher.bar = bar
         try:
             with _legacy_output():
-                _tuner(space, searcher, folder / "ray", run_id, device, (cpus, gpus, slots), matched).fit()
+                _tuner(space, searcher, fsafe.owned(folder, "ray"), run_id, device, (cpus, gpus, slots), matched).fit()
         finally:
             interrupted = searcher.close()
     if interrupted:
@@ -297,10 +299,11 @@ class StudySearcher(Searcher):
         trial = self.open.pop(trial_id)
         store.tell(self.study, trial, *outcome(result, error, self.folder / "ray"))
         if not self.space.checkpoint.keep:  # Ray's copies of the trial's checkpoints go with the trial's own
-            from coatsearch.runner.resume import remove
-
             for ray_copy in (self.folder / "ray" / f"run-{self.run_id}" / f"trial-{trial.number}").glob("checkpoint_*"):
-                remove(ray_copy)
+                try:  # every component checked: never removed through a link
+                    fsafe.remove_owned(self.folder, ray_copy.relative_to(self.folder))
+                except UserError as exc:
+                    print(f"coatsearch: note: {exc}; Ray's copy of the checkpoints was not removed", file=sys.stderr)
         self.bar(trial.number)
 
     def close(self) -> int:

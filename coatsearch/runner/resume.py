@@ -13,7 +13,7 @@ gets Ray's copy back into its folder (`restored`) before it trains, on whichever
 from __future__ import annotations
 
 import contextlib
-import shutil
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from coatsearch import fsafe
+from coatsearch.errors import UserError
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
@@ -33,7 +34,12 @@ _Outcome = tuple[str, R.RunRecord | None, Any]
 
 def folder_of(study_folder: Path, item: PlanItem) -> Path:
     """Where the checkpoints of planned trial `item` go."""
-    return Path(study_folder) / FOLDER / item.candidate / f"seed={item.seed}" / f"sample={item.sample}"
+    return Path(study_folder) / FOLDER / _parts(item)
+
+
+def _parts(item: PlanItem) -> Path:
+    """The trial's checkpoint folder below the study folder's FOLDER."""
+    return Path(item.candidate) / f"seed={item.seed}" / f"sample={item.sample}"
 
 
 @contextmanager
@@ -47,13 +53,20 @@ def trial(
     """Checkpoint the trial's long training runs; yields `done(outcome)`, which notes a resume in the record and
     removes the checkpoints (unless kept). Without a study folder or with `checkpoint.every: 0`, nothing.
 
+    Every component of the folder below the study folder is checked (`fsafe.owned`): a link on it (planted after
+    `run` checked the study's folders) is a note line, and the trial runs without checkpoints.
     `on_save(folder, step)` hears each save; `restored`: a folder of the trial's checkpoints (Ray's copy) that
     replaces the trial's own before it trains."""
     spec = space.checkpoint
-    where = folder_of(study_folder, item) if study_folder is not None and spec.every > 0 else None
+    where = None
+    if study_folder is not None and spec.every > 0:
+        try:
+            where = fsafe.owned(study_folder, FOLDER, _parts(item))
+        except UserError as exc:
+            print(f"coatsearch: note: {exc}; this trial runs without checkpoints", file=sys.stderr)
     if where is not None and restored is not None:
-        _bring_back(Path(restored), where)
-    policy = checkpoint.Policy(where, spec.every, spec.min_steps, on_save) if where is not None else None
+        _bring_back(Path(restored), where, Path(study_folder))  # type: ignore[arg-type]  # not None with `where`
+    policy = checkpoint.Policy(where, spec.every, spec.min_steps, on_save, study_folder) if where is not None else None
     with checkpoint.trial(policy) as state:
 
         def done(outcome: _Outcome) -> _Outcome:
@@ -61,31 +74,30 @@ def trial(
             if state is not None and state.resumed and run is not None:
                 run = replace(run, extra={**run.extra, "resumed": [dict(r) for r in state.resumed]})
             if where is not None and not spec.keep:
-                remove(where, where.parents[2])  # and <study>/checkpoints/<candidate>/seed=<seed> when emptied
+                remove(Path(study_folder), item)  # type: ignore[arg-type]  # not None with `where`
             return status, run, value
 
         yield done
 
 
-def remove(where: Path, top: Path | None = None) -> None:
-    """Remove a trial's checkpoint folder (never through a link), a failure a note line; then its parents up to
-    `top` that are left empty (quietly: another trial may be making its folder there)."""
+def remove(study_folder: Path, item: PlanItem) -> None:
+    """Remove a trial's checkpoint folder, never through a link on any component of its path (a failure is a
+    note line); then its parents up to `<study>/checkpoints` that are left empty (quietly: another trial may be
+    making its folder there)."""
+    parts = _parts(item)
     try:
-        if where.is_symlink():
-            raise OSError("it is a symbolic link; remove it")
-        if where.exists():
-            shutil.rmtree(where)
-    except OSError as exc:
-        print(f"coatsearch: note: {where}: its checkpoints could not be removed ({exc})", file=sys.stderr)
+        fsafe.remove_owned(study_folder, FOLDER, parts)
+    except UserError as exc:
+        print(f"coatsearch: note: {exc}; the trial's checkpoints were not removed", file=sys.stderr)
         return
-    up = where.parent
-    with contextlib.suppress(OSError):
-        while top is not None and up.is_relative_to(top) and not up.is_symlink():
-            up.rmdir()  # only an empty folder goes (an OSError otherwise, which ends the walk)
-            up = up.parent
+    with contextlib.suppress(OSError, UserError):
+        for up in parts.parents[:-1]:  # seed=<seed>, then <candidate>
+            os.rmdir(fsafe.owned(study_folder, FOLDER, up))  # only an empty folder goes (an OSError ends the walk)
 
 
-def _bring_back(source: Path, where: Path) -> None:
+def _bring_back(source: Path, where: Path, study_folder: Path) -> None:
     """Copy the checkpoint files of `source` (Ray's copy of a trial's folder) into `where` through the safe writer."""
     for f in sorted(source.glob("fit*.safetensors")):
-        fsafe.write(where / f.name, fsafe.read_bytes(f))
+        target = fsafe.owned(study_folder, where.relative_to(study_folder), f.name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fsafe.write(target, fsafe.read_bytes(f))

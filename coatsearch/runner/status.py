@@ -22,9 +22,9 @@ class Status:
     planned: int | None  # None when the space file the study ran is gone
     complete: int
     failed: int  # failed with a reason (kept; not rerun)
-    interrupted: int  # failed without a reason (the worker died): rerun by the next `run`
+    interrupted: int  # failed without a reason, or RUNNING with its worker gone (killed): rerun by the next `run`
     pruned: int
-    running: int
+    running: int  # RUNNING with a live worker (or one on another host, which cannot be seen)
     waiting: int
     mean_wall_s: float | None  # mean wall time of the completed trials
     eta_s: float | None  # remaining trials × mean wall time, spread over the running workers (at least 1)
@@ -39,6 +39,7 @@ class Status:
 def status(study: str, studies_dir: str | Path = "studies") -> Status:
     """Count a study's trials by state and estimate the time left from the completed trials' wall times."""
     from coatsearch.storage import record, store
+    from coatsearch.storage.lock import worker_gone
     from coatsearch.storage.trials import plan as plan_of
 
     st = store.load_study(Path(studies_dir), study)
@@ -49,8 +50,9 @@ def status(study: str, studies_dir: str | Path = "studies") -> Status:
     space = _planned(st.user_attrs)
     planned = None if space is None else len(plan_of(space))
     left = None if space is None else _left(space, st)
-    eta = None if mean is None or left is None else left * mean / max(1, n["running"])
-    counts = (n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"], n["waiting"])
+    gone = sum(worker_gone(t) for t in st.get_trials(deepcopy=False))  # liveness, not only the stored state
+    eta = None if mean is None or left is None else left * mean / max(1, n["running"] - gone)
+    counts = (n["complete"], n["failed"], n["interrupted"] + gone, n["pruned"], n["running"] - gone, n["waiting"])
     predicted, plan_eta = _plan_eta(Path(studies_dir), study, left)
     return Status(study, planned, *counts, mean, eta, predicted, plan_eta, left, n["reused"], n["rejected"])
 

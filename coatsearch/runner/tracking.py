@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from coatsearch import fsafe
 from coatsearch.errors import UserError
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
@@ -89,9 +90,10 @@ def _open(space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any],
     hparams |= {k: v for k, v in params.items() if k not in hparams}
     peak = float(params.get("train.lr") or _peak_lr(space, item.candidate))
     try:
+        where = fsafe.owned(folder, _FOLDERS[space.log], name if space.log == "tensorboard" else "")
         if space.log == "tensorboard":
-            return TensorBoard(folder / _FOLDERS["tensorboard"] / name, hparams, peak)
-        return MLflow(folder / _FOLDERS["mlflow"], folder.name, name, hparams, peak)
+            return TensorBoard(where, hparams, peak)
+        return MLflow(where, folder.name, name, hparams, peak)
     except Exception as exc:  # noqa: BLE001 - see _guarded
         print(f"coatsearch: note: tracking {name} in {space.log} failed to start: {exc}", file=sys.stderr)
         return None
@@ -161,7 +163,8 @@ class MLflow:
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
-        self.client, self.peak = MlflowClient(tracking_uri=store.resolve().as_uri()), peak
+        # the store's path is checked (fsafe.owned) and absolute: resolve() would follow a link planted meanwhile
+        self.client, self.peak = MlflowClient(tracking_uri=Path(os.path.abspath(store)).as_uri()), peak
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
             try:
@@ -170,6 +173,7 @@ class MLflow:
                 exp_id = self.client.get_experiment_by_name(experiment).experiment_id  # type: ignore[union-attr]
         else:
             exp_id = found.experiment_id
+        fsafe.owned(store, str(exp_id))  # the experiment's folder, where the run's files go: not a link
         tags = {k: str(v) for k, v in hparams.items() if k in ("candidate", "seed", "sample", "study")}
         self.run_id = self.client.create_run(exp_id, run_name=name, tags=tags).info.run_id
         for k, v in hparams.items():

@@ -121,6 +121,48 @@ def spec(content: dict[str, Any]) -> specs.ModelSpec:
     return TypeAdapter(specs.ModelSpec).validate_python(content["model"])
 
 
+def checked(path: str | Path, content: dict[str, Any]) -> specs.ModelSpec:
+    """The model spec of a weights file's `content`, bounded before anything is allocated: the one check of every
+    route to a stored model (`load`, timm's `create_model` through `coatsearch.timm_models.register`).
+
+    The spec is validated (a bad field is one line), its MACs lower bound is at most MACS_MAX, its parameters,
+    counted part by part on torch's meta device, at most the stored values, and the stored tensors' names and
+    shapes are the state dict of the model built on the meta device (nothing allocated); a one-line UserError else.
+    """
+    from coatsearch.budget.count import count
+    from coatsearch.models import build
+
+    stored = sum(v.numel() for v in content["state_dict"].values() if isinstance(v, torch.Tensor))
+    try:
+        model_spec = spec(content)
+        floor, params = model_spec.macs_floor(), 0
+        if floor <= specs.MACS_MAX:
+            params = count(model_spec).params  # counted part by part on the meta device: nothing is allocated
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        if hasattr(exc, "errors"):  # pydantic: the first error, one line
+            err = exc.errors()[0]
+            first = f"field {'.'.join(map(str, err['loc']))}: {err['msg']} (found {err.get('input')!r})"
+        raise UserError(f"{path}: its model spec cannot be read ({type(exc).__name__}: {first})"[:300]) from None
+    if floor > specs.MACS_MAX or params > stored:
+        size = f"at least {floor:.3g} MACs" if floor > specs.MACS_MAX else f"{params:,} parameters"
+        raise UserError(
+            f"{path}: its weights do not fit its model spec ({stored:,} values stored, the spec has {size})"
+        )
+    try:
+        with torch.device("meta"):
+            shapes = {k: tuple(v.shape) for k, v in build(model_spec).state_dict().items()}
+    except Exception as exc:
+        raise UserError(f"{path}: its model spec cannot be built ({type(exc).__name__}: {exc})"[:300]) from None
+    got = {k: tuple(v.shape) for k, v in content["state_dict"].items()}
+    for name in sorted(set(shapes) | set(got)):
+        if shapes.get(name) != got.get(name):
+            raise UserError(f"{path}: its weights do not fit its model spec (tensor {name!r}: stored "
+                            f"{list(got[name]) if name in got else 'none'}, the spec's "
+                            f"{list(shapes[name]) if name in shapes else 'none'})"[:300])  # fmt: skip
+    return model_spec
+
+
 def load(path: str | Path, device: str = "cpu") -> nn.Module:
     """The trained model a `--save-weights` file holds: built from its spec, its weights loaded, in eval mode.
 
@@ -130,7 +172,6 @@ def load(path: str | Path, device: str = "cpu") -> nn.Module:
     model is built: a small file naming a huge model is one line, not gigabytes.
     """
     from coatsearch import fsafe
-    from coatsearch.budget.count import count
     from coatsearch.models import build
     from coatsearch.training.fit import pick_device
 
@@ -139,19 +180,7 @@ def load(path: str | Path, device: str = "cpu") -> nn.Module:
     dev = pick_device(device)
     fsafe.check_named(Path(path), "weights file")  # regular: no FIFO, no device
     content = read(path)
-    stored = sum(v.numel() for v in content["state_dict"].values() if isinstance(v, torch.Tensor))
-    try:
-        model_spec = spec(content)
-        floor, params = model_spec.macs_floor(), 0
-        if floor <= specs.MACS_MAX:
-            params = count(model_spec).params  # counted part by part on the meta device: nothing is allocated
-    except Exception as exc:
-        raise UserError(f"{path}: its model spec cannot be read ({type(exc).__name__}: {exc})"[:300]) from None
-    if floor > specs.MACS_MAX or params > stored:
-        size = f"at least {floor:.3g} MACs" if floor > specs.MACS_MAX else f"{params:,} parameters"
-        raise UserError(
-            f"{path}: its weights do not fit its model spec ({stored:,} values stored, the spec has {size})"
-        )
+    model_spec = checked(path, content)
     net = build(model_spec)
     try:
         net.load_state_dict(content["state_dict"])

@@ -128,12 +128,20 @@ def _fail_stale(study: optuna.Study, storage: BaseStorage) -> None:
             print(f"coatsearch: note: trial {t.number}: {why}; told FAIL and left out", file=sys.stderr)
         if t.state.name != "RUNNING" or why:
             continue
-        worker = t.user_attrs["worker"]
-        if worker["host"] == host and not _alive(worker["pid"]):
+        if worker_gone(t, host):
             kills = 1 + sum(_killed(o) and o.user_attrs.get("key") == t.user_attrs["key"] for o in trials)
             how = t.user_attrs.get("killed_by") or "process gone"
             reason = f"worker killed ({how}; out of memory?) on {kills} attempts" if kills > KILL_RETRIES else None
             _fail(study, storage, t, reason)
+
+
+def worker_gone(t: optuna.trial.FrozenTrial, host: str | None = None) -> bool:
+    """A RUNNING trial claimed by coatsearch whose worker process on this host is gone (killed: the next `run`
+    tells it FAIL and trains its key again). A worker on another host cannot be seen, so it counts as alive."""
+    if t.state.name != "RUNNING" or problem(t):
+        return False
+    worker = t.user_attrs["worker"]
+    return worker["host"] == (host or socket.gethostname()) and not _alive(worker["pid"])
 
 
 def _killed(t: optuna.trial.FrozenTrial) -> bool:

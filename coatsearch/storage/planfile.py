@@ -12,6 +12,8 @@ from coatsearch import fsafe
 from coatsearch.errors import UserError
 
 PLAN_FILE = "plan.json"  # beside the study's journal: the plan `run` made, read by `status` and the report
+SECONDS_MAX = 100 * 31_622_400  # a century: a predicted duration past it is no plan any run could follow
+TRIALS_MAX = 100_000_000  # planned trials: far above what a space can plan (10,000 samples x 100 seeds x ...)
 
 
 class StoredPlan(BaseModel):
@@ -19,11 +21,11 @@ class StoredPlan(BaseModel):
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
 
-    study_s: Annotated[float, Field(gt=0)]  # the whole study's predicted wall seconds
-    trials: Annotated[int, Field(ge=1)]  # planned trials the prediction covers
-    trial_s: dict[str, Annotated[float, Field(ge=0)]] = {}  # candidate -> predicted seconds of one trial
-    processes: Annotated[int, Field(ge=1)]
-    threads: Annotated[int, Field(ge=1)] | None = None
+    study_s: Annotated[float, Field(gt=0, le=SECONDS_MAX)]  # the whole study's predicted wall seconds
+    trials: Annotated[int, Field(ge=1, le=TRIALS_MAX)]  # planned trials the prediction covers
+    trial_s: dict[str, Annotated[float, Field(ge=0, le=SECONDS_MAX)]] = {}  # candidate -> seconds of one trial
+    processes: Annotated[int, Field(ge=1, le=64)]  # --workers is at most 64
+    threads: Annotated[int, Field(ge=1, le=65_536)] | None = None
     device: str = "auto"
     eta_line: str = ""
 

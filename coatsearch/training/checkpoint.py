@@ -16,14 +16,16 @@ run's bit for bit (tests/runner/test_checkpoint.py). The optimizer's moments are
 parameters (channels_last for convolutions): CPU's fused AdamW and SGD read a moment's raw memory in its
 parameter's order, so a moment restored contiguous beside a channels_last weight is a silently wrong update.
 A file is used only when written for the same run: the same architecture and initial weights, optimizer settings,
-seed, step budget, training and evaluation data (`fingerprint`); a damaged or foreign file is a note line, removed,
-and that run starts afresh.
+seed, step budget, training and evaluation data (`fingerprint`), checked before it is trusted (`checkpoint_check`:
+header, position, values); a damaged or foreign file (or a folder, link or FIFO in its place) is a note line, set
+aside as `fit<k>.safetensors.damaged`, and that run starts afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +38,7 @@ from typing import Any
 import torch
 
 from coatsearch import fsafe
-from coatsearch.training.curves import Point
+from coatsearch.training import checkpoint_check as check
 
 FORMAT = "coatsearch.training.checkpoint/1"
 
@@ -49,6 +51,7 @@ class Policy:
     every: int = 500
     min_steps: int = 2000
     on_save: Callable[[Path, int], None] | None = None  # told (folder, step) after each save (Ray's checkpoints)
+    root: Path | None = None  # the study folder: each save checks every component below it (fsafe.owned)
 
 
 @dataclass
@@ -129,6 +132,8 @@ class Saver:
 
     def save(self, run: Any, meter: Any, epoch: int, done: int) -> None:
         """Write the state after `done` steps of epoch `epoch` (a `fit._Run` and its `curves.Meter`)."""
+        root = self.owner.policy.root  # every component below the study folder checked first: no link followed
+        path = fsafe.owned(root, self.path.relative_to(root)) if root is not None else self.path
         tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in run.net.state_dict().items()}
         scalars: dict[str, dict[str, Any]] = {}
         for i, (p, _) in enumerate(_params(run.opt)):
@@ -160,31 +165,43 @@ class Saver:
         }
         from safetensors.torch import save_file
 
-        with fsafe.replacing(self.path) as tmp:
+        with fsafe.replacing(path) as tmp:
             save_file(tensors, str(tmp), metadata={"state": json.dumps(meta)})
 
     def load(self, run: Any, meter: Any, key: str, row: type) -> tuple[int, int] | None:
         """Restore the run from its file when there is one for this run (`key`): (epoch, steps done in it).
 
-        A damaged file or one of another run is a note line and removed; None: the run starts afresh."""
+        The file is checked before it is trusted (checkpoint_check: header, position, values), so a damaged file,
+        one of another run, or a folder, link or special file where the file should be is one note line, set
+        aside beside it (`fit<k>.safetensors.damaged`), and None: the run starts afresh."""
         self.key = key
-        if not self.path.exists() and not self.path.is_symlink():
+        if not os.path.lexists(self.path):
             return None
         try:
-            tensors, meta = _read(self.path)
-            if meta.get("key") != key:
-                raise ValueError("it belongs to another architecture, seed, optimizer or data")
-            if meta.get("params") != len(_params(run.opt)):
-                raise ValueError("its optimizer has another number of parameters")
-            _restore(run, meter, tensors, meta)
-            self.rows[:] = [row(**r) for r in meta["rows"]]
-        except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: a note, and the run starts afresh
-            print(f"coatsearch: note: {self.path}: {exc}; this training run starts afresh", file=sys.stderr)
-            self.path.unlink(missing_ok=True)
+            tensors, meta, (epoch, done, step), (points, rows) = _read(self.path, run, key, row)
+        except check.Damaged as exc:
+            self._set_aside(str(exc))
             return None
-        self.last = int(meta["step"])
+        _restore(run, meter, tensors, meta, points)
+        self.rows[:] = rows
+        self.last = step
         self.owner.resumed.append({"fit": self.owner.fits, "step": self.last})
-        return int(meta["epoch"]), int(meta["done"])
+        return epoch, done
+
+    def _set_aside(self, why: str) -> None:
+        """Move a damaged checkpoint (a file, folder, link or special file) out of the way, with one note line;
+        a run whose file cannot be moved saves none (its saves would fail on it)."""
+        for n in range(1, 100):
+            aside = self.path.with_name(f"{self.path.name}.damaged" + (f"-{n}" if n > 1 else ""))
+            if not os.path.lexists(aside):
+                break
+        try:
+            os.rename(self.path, aside)
+            then = f"set aside as {aside.name}"
+        except OSError as exc:
+            self.every = 1 << 62  # never due again
+            then = f"it could not be set aside ({exc.strerror}), so this run saves no checkpoint"
+        print(f"coatsearch: note: {self.path}: {why}; {then}; this training run starts afresh", file=sys.stderr)
 
 
 def _params(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor, dict]]:
@@ -192,20 +209,33 @@ def _params(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor, dict]]:
     return [(p, g) for g in opt.param_groups for p in g["params"]]
 
 
-def _read(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """A checkpoint's tensors and metadata (no link followed; never unpickled)."""
+def _read(path: Path, run: Any, key: str, row: type) -> tuple[dict[str, torch.Tensor], dict[str, Any], Any, Any]:
+    """A checkpoint's tensors, metadata, position and (points, rows), checked against `run` (check.Damaged else).
+
+    The header is checked before any tensor is read (no link followed; never unpickled)."""
     from safetensors import safe_open
 
-    fsafe.check_plain(path)
-    with safe_open(str(path), framework="pt") as f:
-        meta = fsafe.parse_json((f.metadata() or {}).get("state", "{}"), path)
-        tensors = {k: f.get_tensor(k).clone() for k in f.keys()}  # noqa: SIM118 - owned copies, not the file
+    entries, meta = check.header(path, run)
     if meta.get("format") != FORMAT:
-        raise ValueError(f"not a coatsearch checkpoint ({FORMAT} expected)")
-    return tensors, meta
+        raise check.Damaged(f"not a coatsearch checkpoint ({FORMAT} expected)")
+    if meta.get("key") != key:
+        raise check.Damaged("it belongs to another architecture, seed, optimizer or data")
+    if meta.get("params") != len(_params(run.opt)):
+        raise check.Damaged("its optimizer has another number of parameters")
+    at = check.position(meta, run, entries)
+    values = check.state(meta, run, row, at[0])
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            tensors = {k: f.get_tensor(k).clone() for k in entries}  # owned copies, not the file
+    except Exception as exc:  # noqa: BLE001 - changed since its header was read, or its data damaged
+        raise check.Damaged(f"its tensors cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
+    for name in ("epoch.losses", "epoch.hits"):
+        if not torch.isfinite(tensors[name].float()).all():
+            raise check.Damaged(f"tensor {name!r} holds values that are not finite")
+    return tensors, meta, at, values
 
 
-def _restore(run: Any, meter: Any, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+def _restore(run: Any, meter: Any, tensors: dict[str, torch.Tensor], meta: dict[str, Any], points: list) -> None:
     """Put a checkpoint's state into a fresh `fit._Run` and `curves.Meter`."""
     run.net.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})  # copied in place
     _restore_optimizer(run.opt, tensors, meta["opt_scalars"])
@@ -219,7 +249,7 @@ def _restore(run: Any, meter: Any, tensors: dict[str, torch.Tensor], meta: dict[
     done = int(meta["done"])
     run.losses[:done] = tensors["epoch.losses"].to(run.device)
     run.hits[:done] = tensors["epoch.hits"].to(run.device)
-    meter.points[:] = [Point(**p) for p in meta["points"]]
+    meter.points[:] = points
     if meter.dense is not None and meta["dense"] is not None:
         meter.dense.window.clear()
         meter.dense.window.extend(meta["dense"]["window"])

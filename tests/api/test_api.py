@@ -151,3 +151,22 @@ def test_readme_python_example_runs(
     assert (tmp_path / "reports" / "tiny-api" / "report.md").exists()
     table = coatsearch.results("tiny-api", "studies")
     assert set(table["state"]) == {"COMPLETE"} and all(math.isfinite(v) for v in table["generalization.eval_acc"])
+
+
+def test_status_shows_a_running_trial_whose_worker_is_gone_as_interrupted(tmp_path: Path, capsys) -> None:
+    from coatsearch.cli import main
+
+    space_file = tmp_path / "tiny.yaml"
+    space_file.write_text(TINY.read_text())
+    study = make_study(tmp_path, "k", {**SPACE, "source": str(space_file), "profile": "default"}, [])
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is gone: a worker killed with SIGKILL looks the same
+    for pid, key in ((dead.pid, "C-C/seed=0/sample=0"), (os.getpid(), "C-T/seed=0/sample=0")):
+        t = study.ask()
+        t.set_user_attr("key", key)
+        t.set_user_attr("worker", {"host": socket.gethostname(), "pid": pid})
+    st = coatsearch.status("k", tmp_path)
+    assert (st.running, st.interrupted, st.remaining) == (1, 1, 2)
+    assert main(["status", "k", "--studies-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 running, 0 waiting of 2 planned (1 interrupted, to rerun: the next `coatsearch run` trains" in out

@@ -195,7 +195,9 @@ PLAN = {"study_s": 120.0, "trials": 10, "processes": 1, "threads": None, "device
     "edit, field",
     [({"study_s": "soon"}, "study_s"), ({"study_s": 0}, "study_s"), ({"trials": 0}, "trials"),
      ({"study_s": float("nan")}, "study_s"), ({"study_s": float("inf")}, "study_s"),
-     ({"trials": None}, "trials"), ({"trial_s": {"a": "x"}}, "trial_s.a"), ({"study_s": None}, "study_s")],
+     ({"trials": None}, "trials"), ({"trial_s": {"a": "x"}}, "trial_s.a"), ({"study_s": None}, "study_s"),
+     ({"study_s": 1e308}, "study_s"), ({"trial_s": {"a": 1e300}}, "trial_s.a"), ({"trials": 10**30}, "trials"),
+     ({"processes": 10**9}, "processes")],
 )  # fmt: skip
 def test_a_damaged_plan_is_noted_and_ignored_by_status_and_report(tmp_path, edit, field):
     journal = study(tmp_path)

@@ -215,6 +215,28 @@ def test_bench_search_arguments_are_one_line_before_anything_runs(args, expected
 
 
 @pytest.mark.parametrize(
+    "name, args, expected",
+    [("bench_checkpoint.py", ["--steps", "-5"], "--steps: -5 is not allowed; allowed: an integer 1..10000000"),
+     ("bench_checkpoint.py", ["--every", "x"], "--every: 'x' is not allowed"),
+     ("bench_train.py", ["--batch", "0"], "--batch: 0 is not allowed"),
+     ("bench_seeds.py", ["--k", "1e9"], "--k: '1e9' is not allowed"),
+     ("gpu_plan.py", ["x", "--fraction", "nan"], "--fraction: nan is not allowed"),
+     ("power_stress.py", ["--replicates", "-1"], "--replicates: -1 is not allowed")],
+)  # fmt: skip
+def test_every_benchmarks_numeric_flags_take_the_clis_number_check(name, args, expected):
+    done = _bench(name, *args)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_no_benchmark_parses_a_number_or_its_arguments_on_its_own():
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        text = path.read_text()
+        assert "type=int" not in text and "type=float" not in text, path.name  # cli_types.bounded, bounded_real
+        assert "argparse.ArgumentParser(" not in text, path.name  # cli_types.Parser: one-line errors, exit 2
+
+
+@pytest.mark.parametrize(
     "args, expected",
     [(["--resume", "/dev/zero"], "--resume: /dev/zero: is a character device"),
      (["--resume", "FIFO"], "is a FIFO"), (["--studies", "x"], "--studies: 'x' is not allowed"),

@@ -16,7 +16,7 @@ import coatsearch
 from coatsearch.runner import resume
 from coatsearch.storage import store
 from coatsearch.storage.trials import PlanItem
-from tests.support.checkpoint import EDITS, ROOT, STUDY, untimed
+from tests.support.checkpoint import EDITS, ROOT, STUDY, fit_under, untimed
 from tests.tiny import tiny_variant
 
 
@@ -72,56 +72,25 @@ def test_a_killed_trial_resumes_from_its_checkpoint_to_the_uninterrupted_record(
     assert again.value == whole.value
 
 
-@pytest.fixture(scope="module")
-def pools():
-    from coatsearch.training import data, subsets
-    from coatsearch.vocab.specs import DataSpec
-
-    tr, te = data.load(DataSpec("synthetic"), 32, 1)
-    return subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(
-        te, 100, None, seed=0
-    )  # 300 images: 4 steps an epoch
-
-
-def _fit(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | str = False):
-    """A short fit with mixup, augmentation and curve points, under checkpoint `policy` (None: none)."""
-    import dataclasses
-
-    from coatsearch.training import checkpoint, fit
-    from coatsearch.vocab.specs import OptimSpec
-    from tests.support.training import CPU, tiny_net
-
-    optim = OptimSpec(lr=3e-3, batch_size=64, mixup=mixup, compile=compile)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with checkpoint.trial(policy) as state:
-            h = fit.fit(tiny_net(seed), *pools, optim, 1, seed=seed, device=CPU, max_steps=12, eval_every=5)
-    finally:
-        torch.set_num_threads(before)
-    untimed = {k: v for k, v in dataclasses.asdict(h).items() if k not in ("seconds", "images_per_s")}
-    return untimed, state
-
-
 def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_afresh(pools, tmp_path, capsys):
     from coatsearch.training import checkpoint
 
-    plain, _ = _fit(pools, None)
+    plain, _ = fit_under(pools, None)
     policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
-    first, state = _fit(pools, policy)  # saves at steps 5 and 10, inside epochs (the runner removes it at the end)
+    first, state = fit_under(pools, policy)  # saves at steps 5 and 10, inside epochs (the runner removes it at the end)
     assert first == plain and state.resumed == [] and (tmp_path / "c" / "fit1.safetensors").exists()
-    again, state = _fit(pools, policy)
+    again, state = fit_under(pools, policy)
     assert again == plain and state.resumed == [{"fit": 1, "step": 10}]
     (tmp_path / "c" / "fit1.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{damaged")
-    damaged, state = _fit(pools, policy)
+    damaged, state = fit_under(pools, policy)
     assert damaged == plain and state.resumed == []
     assert "fit1.safetensors: " in capsys.readouterr().err
-    other, state = _fit(pools, policy, seed=1)  # the file holds seed 0's run
+    other, state = fit_under(pools, policy, seed=1)  # the file holds seed 0's run
     assert state.resumed == [] and other != plain
     assert "belongs to another architecture, seed" in capsys.readouterr().err
     (tmp_path / "c" / "fit1.safetensors").unlink()
     (tmp_path / "c" / "fit1.safetensors").symlink_to(tmp_path / "elsewhere")
-    _, state = _fit(pools, policy)
+    _, state = fit_under(pools, policy)
     assert state.resumed == [] and "symbolic link" in capsys.readouterr().err
 
 
@@ -131,14 +100,14 @@ def test_a_captured_run_resumes_into_its_slot_in_place_or_into_a_fresh_one(pools
     monkeypatch.setattr(capture, "DEVICES", ("cuda", "cpu"))  # the CPU's stand-in (tests/training/test_capture.py)
     capture.clear()
     try:
-        plain, _ = _fit(pools, None, compile="auto")
+        plain, _ = fit_under(pools, None, compile="auto")
         assert plain["compile_mode"] == "captured"
         policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
-        assert _fit(pools, policy, compile="auto")[0] == plain
+        assert fit_under(pools, policy, compile="auto")[0] == plain
         for fresh in (False, True):  # the slot of the last fit (its state copied into), then a new slot
             if fresh:
                 capture.clear()
-            again, state = _fit(pools, policy, compile="auto")
+            again, state = fit_under(pools, policy, compile="auto")
             assert again == plain and state.resumed == [{"fit": 1, "step": 10}]
     finally:
         capture.clear()

@@ -112,3 +112,73 @@ def test_a_timm_name_that_is_taken_is_one_line_and_registers_nothing(studies):
     assert timm.create_model("resnet18").__class__.__name__ == "ResNet"
     assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "timm",
                  "--out", "x"]) == 2  # fmt: skip
+
+
+def _bad_weights(studies: Path, saved, tmp_path: Path, kind: str) -> Path:
+    """A copy of the study whose timm weights file is the saved one with its spec or a tensor edited; the file."""
+    import shutil
+
+    from coatsearch import timm_models
+    from coatsearch.runner import weights
+
+    copy = tmp_path / "studies"
+    shutil.copytree(studies / "ts", copy / "ts", ignore=shutil.ignore_patterns("weights"))
+    _, path, tm = saved
+    content = weights.read(path)
+    stages = content["model"]["stages"]
+    if kind == "width -5":
+        stages[0]["width"] = -5
+    elif kind == "width 8192 x depth 100":
+        content["model"]["stages"] = [{**s, "width": 8192, "depth": 100} for s in stages]
+    else:
+        name = next(k for k, v in content["state_dict"].items() if v.dim() == 4)
+        content["state_dict"][name] = torch.zeros(3, 3)
+    target = timm_models.weights_path(copy, "ts", tm.architecture)
+    target.parent.mkdir(parents=True)
+    weights.save(target, content)
+    return copy
+
+
+@pytest.mark.parametrize("kind, words", [("width -5", "its model spec cannot be read"),
+                                         ("width 8192 x depth 100", "the spec has at least"),
+                                         ("a replaced tensor", "do not fit its model spec (tensor")])  # fmt: skip
+def test_the_timm_route_bounds_a_weights_files_spec_as_load_weights_does(studies, saved, tmp_path, kind, words):
+    import timm
+
+    from coatsearch import timm_models
+
+    copy = _bad_weights(studies, saved, tmp_path, kind)
+    before = set(timm.list_models("mynet*"))
+    with pytest.raises(UserError) as err:
+        timm_models.register("ts", best=1, studies_dir=copy, name="mynet_{architecture}")
+    msg = str(err.value)
+    assert "\n" not in msg and words in msg and "weights" in msg
+    assert set(timm.list_models("mynet*")) == before  # nothing registered
+    with pytest.raises(UserError) as again:
+        coatsearch.load_weights(timm_models.weights_path(copy, "ts", saved[2].architecture))
+    assert str(again.value) == msg  # one check serves both routes
+
+
+@pytest.mark.parametrize("name", ["{0}", "{nosuch}_x", "{", "{study.x}", "{architecture!r:>999}", "", "---", 5])
+def test_a_bad_timm_name_template_is_one_line_and_registers_nothing(studies, name):
+    import timm
+
+    from coatsearch import timm_models
+
+    before = set(timm.list_models())
+    with pytest.raises(UserError) as err:
+        timm_models.register("ts", best=1, studies_dir=studies, name=name)
+    assert str(err.value).startswith("name") and "\n" not in str(err.value)
+    assert set(timm.list_models()) == before
+
+
+def test_two_architectures_never_share_one_timm_name(studies):
+    import timm
+
+    from coatsearch import timm_models
+
+    with pytest.raises(UserError, match="gives 2 architectures the timm name 'mynet'; one architecture, one name"):
+        timm_models.register("ts", best=2, studies_dir=studies, name="mynet")
+    assert not timm.is_model("mynet")
+    names = timm_models.register("ts", best=2, studies_dir=studies, name="mynet_{architecture}")
+    assert len(set(names)) == 2 and all(timm.is_model(n) for n in names)

@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = "study: {seeds: [0], baselines: false}"
 EDITS = (
@@ -56,3 +58,34 @@ def die_after_first_save() -> None:
 
     tick.dies = True  # type: ignore[attr-defined]
     checkpoint.Saver.tick = tick
+
+
+def make_pools():
+    """The train and eval pools of the short checkpointed fits."""
+    from coatsearch.training import data, subsets
+    from coatsearch.vocab.specs import DataSpec
+
+    tr, te = data.load(DataSpec("synthetic"), 32, 1)
+    return subsets.subset(tr, 30, None, seed=0), subsets.eval_subset(
+        te, 100, None, seed=0
+    )  # 300 images: 4 steps an epoch
+
+
+def fit_under(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | str = False):
+    """A short fit with mixup, augmentation and curve points, under checkpoint `policy` (None: none)."""
+    import dataclasses
+
+    from coatsearch.training import checkpoint, fit
+    from coatsearch.vocab.specs import OptimSpec
+    from tests.support.training import CPU, tiny_net
+
+    optim = OptimSpec(lr=3e-3, batch_size=64, mixup=mixup, compile=compile)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with checkpoint.trial(policy) as state:
+            h = fit.fit(tiny_net(seed), *pools, optim, 1, seed=seed, device=CPU, max_steps=12, eval_every=5)
+    finally:
+        torch.set_num_threads(before)
+    untimed = {k: v for k, v in dataclasses.asdict(h).items() if k not in ("seconds", "images_per_s")}
+    return untimed, state
