@@ -66,3 +66,20 @@ def test_the_gate_is_the_papers_top_group():
     assert C.top_group(C.CHAIN_CLAIMS[0].chain) == ("C-C-C-C", "C-C-C-T")
     assert C.top_group(C.CHAIN_CLAIMS[1].chain) == ("C-C-T-T", "C-T-T-T")
     assert C.top_group(C.CHAIN_CLAIMS[3].chain) == ("V0",)
+
+
+def test_a_large_training_set_chooses_c_on_a_balanced_subsample_and_refits_it_on_every_image(monkeypatch):
+    """Past SELECT_MAX training images the path runs on a class-balanced subsample; the C best on validation is
+    refit on all of them, and that refit (more data, the same C) is the last contender."""
+    from coatsearch.training import floor as F
+
+    monkeypatch.setattr(F, "SELECT_MAX", 100)
+    train, val, test = _blobs(400, 0, 3.0), _blobs(400, 1, 3.0), _blobs(400, 2, 3.0)
+    best, contenders = linear_floor(train, val, test)
+    assert [c.choice for c in contenders[:-1]] == [f"C={c:g}" for c in C_GRID]
+    picked = max(contenders[:-1], key=lambda f: f.val_acc)
+    assert contenders[-1].choice == f"{picked.choice}, all 400" and best.val_acc == max(c.val_acc for c in contenders)
+    idx = F._balanced(train.y.numpy(), 100)
+    assert len(idx) == 100 and (train.y.numpy()[idx] == 1).sum() == 50 and list(idx) == sorted(set(idx))
+    monkeypatch.setattr(F, "SELECT_MAX", 400)  # at the limit: the whole path on every image, no refit
+    assert [c.choice for c in linear_floor(train, val, test)[1]] == [f"C={c:g}" for c in C_GRID]
