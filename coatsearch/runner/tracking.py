@@ -3,9 +3,10 @@
 Each trial is one run, named `<candidate>-seed<seed>[-s<sample>]-t<trial number>` and grouped by study: a folder
 under `<study>/tensorboard/`, or a run of the MLflow experiment named after the study. MLflow's store is the
 first of: `--tracking-uri` (`run(tracking_uri=)`), the standard `MLFLOW_TRACKING_URI`, else SQLite in the study
-folder (`sqlite:///<study>/mlflow.db`, artifacts in `<study>/mlartifacts`), which the plain MLflow client opens
-with no extra setting (`mlflow ui --backend-store-uri sqlite:///studies/<study>/mlflow.db`). After the report is
-written, a run named `report` in the same experiment holds report.md, summary.json and the PNG figures.
+folder (`sqlite:///<study>/mlflow.db`), which the plain MLflow client opens with no extra setting (`mlflow ui
+--backend-store-uri sqlite:///studies/<study>/mlflow.db`); a local store keeps artifacts in `<study>/mlartifacts`.
+After the report is written, a run named `report` in the same experiment holds report.md, summary.json and the
+PNG figures.
 While the trial trains, each curve point of each training run (score phase) is written as it is
 measured (`training.listeners`): `<phase>/train_loss`, `train_acc`, `eval_loss`, `eval_acc`, `val_acc` and `lr`
 (the trial's peak lr times the schedule's phase) at its step. When it ends: its hyperparameters (candidate, seed,
@@ -179,14 +180,16 @@ def mlflow_client(uri: str) -> Any:
 
 
 def experiment(client: Any, folder: Path, uri: str) -> str:
-    """The id of the study's experiment (named after the study folder), made when missing; in the default store
-    its artifacts go to `<study>/mlartifacts` (MLflow's own default would be ./mlruns of the working folder)."""
+    """The id of the study's experiment (named after the study folder), made when missing; in a local store (SQLite,
+    a file store) its artifacts go to `<study>/mlartifacts` (MLflow's own default: ./mlruns of the working folder);
+    a tracking server keeps its own."""
     from mlflow.exceptions import MlflowException
 
     found = client.get_experiment_by_name(folder.name)
     if found is not None:
         return str(found.experiment_id)
-    where = (Path(folder).resolve() / MLFLOW_ARTIFACTS).as_uri() if uri == _sqlite(folder) else None
+    local = uri.startswith(("sqlite:", "file:")) or "://" not in uri
+    where = (Path(folder).resolve() / MLFLOW_ARTIFACTS).as_uri() if local else None
     try:
         return str(client.create_experiment(folder.name, artifact_location=where))
     except MlflowException:  # another worker created it meanwhile

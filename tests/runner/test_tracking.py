@@ -94,6 +94,7 @@ def test_mlflow_follows_the_tracking_uri_flag_and_the_standard_variable(tmp_path
 
     space = coatsearch.load_space(TINY)
     folder = tmp_path / "s" / "t"
+    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert tracking.mlflow_uri(folder) == f"sqlite:///{folder.resolve() / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'team.db'}")
@@ -109,6 +110,7 @@ def test_mlflow_follows_the_tracking_uri_flag_and_the_standard_variable(tmp_path
     names = {r.info.run_name for r in client.search_runs([exp.experiment_id])}
     assert len(names) == 3 and tracking.REPORT_RUN in names
     assert not (folder / "mlflow.db").exists() and not (tmp_path / "team.db").exists()
+    assert (folder / "mlartifacts").is_dir() and not (tmp_path / "mlruns").exists()  # a local store: the study's
     assert space.tracking_uri is None
 
 
