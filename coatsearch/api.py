@@ -57,7 +57,10 @@ class ReportPaths:
 
 
 def load_space(path: str | Path, profile: str | None = None) -> Space:
-    """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
+    """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input).
+
+    `path` may name a shipped space (`"paper_layouts"`, coatsearch.shipped) when no such file exists."""
+    from coatsearch import shipped
     from coatsearch.space.load import where
     from coatsearch.space.objects import load_space as _load
 
@@ -65,7 +68,7 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
         raise UserError(f"space: {path!r} is not allowed; allowed: a space file's path (a str or Path) or a Space")
     if profile is not None and not isinstance(profile, str):
         raise UserError(f"profile: {profile!r} is not allowed; allowed: a profile's name (a str)")
-    space = _load(path, profile or "default")
+    space = _load(shipped.resolve(path), profile or "default")
     for i, cand in enumerate(space.candidates):
         prep = cand.prepared  # matched now, kept on the candidate: run, plan and show never solve it again
         if prep.params_range is not None:  # a layout that cannot reach the params target at this MACs target
