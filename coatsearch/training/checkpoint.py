@@ -184,6 +184,7 @@ class Saver:
             return None
         self.last = int(meta["step"])
         self.owner.resumed.append({"fit": self.owner.fits, "step": self.last})
+        print(f"coatsearch: resumed a training run from {self.path} at step {self.last}", file=sys.stderr, flush=True)
         return int(meta["epoch"]), int(meta["done"])
 
 
