@@ -57,7 +57,10 @@ class ReportPaths:
 
 
 def load_space(path: str | Path, profile: str | None = None) -> Space:
-    """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input)."""
+    """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input).
+
+    `path` may name a shipped space (`"paper_layouts"`, coatsearch.shipped) when no such file exists."""
+    from coatsearch import shipped
     from coatsearch.space.load import where
     from coatsearch.space.objects import load_space as _load
 
@@ -65,7 +68,7 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
         raise UserError(f"space: {path!r} is not allowed; allowed: a space file's path (a str or Path) or a Space")
     if profile is not None and not isinstance(profile, str):
         raise UserError(f"profile: {profile!r} is not allowed; allowed: a profile's name (a str)")
-    space = _load(path, profile or "default")
+    space = _load(shipped.resolve(path), profile or "default")
     for i, cand in enumerate(space.candidates):
         prep = cand.prepared  # matched now, kept on the candidate: run, plan and show never solve it again
         if prep.params_range is not None:  # a layout that cannot reach the params target at this MACs target
@@ -170,6 +173,7 @@ def run(
     replicate_of: str | None = None,
     log: str | None = None,
     allow_undecided: bool = False,
+    tracking_uri: str | None = None,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -184,7 +188,9 @@ def run(
     Before the first trial the analysis is registered (studies_dir/<study>/registration.json,
     coatsearch.analysis.registration; `replicate_of`: the study this one replicates); a resumed run with another
     analysis records the deviation.
-    `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking).
+    `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking);
+    `tracking_uri`: MLflow's store (None: MLFLOW_TRACKING_URI, else SQLite in the study folder), which also gets the
+    report and figures as artifacts.
     A profile that declares a claim decided (`decides:`) whose plan cannot decide it is a UserError before anything
     is written, unless `allow_undecided` (planner.runs.check_decides).
     """
@@ -200,6 +206,7 @@ def run(
     sp = _space_arg(space, profile)
     tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
     sp = sp if log is None else dataclasses.replace(sp, log=log)
+    sp = sp if tracking_uri is None else dataclasses.replace(sp, tracking_uri=tracking_uri)
     name, studies = study_name(sp, study), Path(studies_dir)
     bounds.check_counts(workers, trials)
     ray = {"address": address, "cpus_per_trial": cpus_per_trial, "gpus_per_trial": gpus_per_trial}
@@ -230,8 +237,12 @@ def run(
     if plan_first and backend == "optuna":
         eta_first(sp, studies, name, procs, device, Path(reports_dir))
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
+    tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment, before any worker
     s = _engine(sp, studies, name, backend, procs, common, ray)
-    path = _report(name, studies, Path(reports_dir)).markdown if report else None
+    written = _report(name, studies, Path(reports_dir)) if report else None
+    if written is not None:
+        tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
+    path = written.markdown if written is not None else None
     return RunResult(**dataclasses.asdict(s), report=path)
 
 

@@ -1,8 +1,8 @@
 """Command line: show | plan | run | enumerate | report | answer | replay | status | export | repair | dashboard |
-replicate.
+replicate | spaces.
 
 Each command is an `add_*` function holding its arguments beside the action it runs (`cli_run`: plan, run,
-enumerate; `cli_study`: the commands that read studies and reports; `show` and `replicate` here).
+enumerate; `cli_study`: the commands that read studies and reports; `show`, `replicate` and `spaces` here).
 """
 
 from __future__ import annotations
@@ -59,7 +59,27 @@ def _parser() -> argparse.ArgumentParser:
     cli_run.add_enumerate(sub)
     cli_study.add_commands(sub)
     _add_replicate(sub)
+    _add_spaces(sub)
     return p
+
+
+def _add_spaces(sub: argparse._SubParsersAction) -> None:
+    """`coatsearch spaces [--copy NAME DEST]`: the shipped example spaces, or a copy of one to start from."""
+    cmd = sub.add_parser("spaces", help="list the shipped example spaces (run or show one by its name), or copy one")
+    cmd.add_argument("--copy", nargs=2, metavar=("NAME", "DEST"), help="write shipped space NAME to the file DEST")
+    cmd.set_defaults(func=_spaces)
+
+
+def _spaces(args: argparse.Namespace) -> int:
+    from coatsearch import shipped
+
+    if args.copy:
+        print(f"wrote {shipped.copy(args.copy[0], Path(args.copy[1]))}")
+        return 0
+    for name in shipped.names():
+        print(f"{name:<16} {shipped.describe(name)}")
+    print(f"(in {shipped.FOLDER}; `coatsearch show NAME`, `coatsearch run NAME`, `coatsearch spaces --copy NAME FILE`)")
+    return 0
 
 
 def _add_show(sub: argparse._SubParsersAction) -> None:

@@ -99,8 +99,10 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the study was run with another version of this space: record this one and keep the old trials",
     )
-    help_log = "track each trial live in <study>/tensorboard or <study>/mlruns (extras; default: the space's log:)"
+    help_log = "track each trial live in <study>/tensorboard or MLflow (extras; default: the space's log:)"
     run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
+    help_uri = "--log mlflow: the MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<study>/mlflow.db)"
+    run.add_argument("--tracking-uri", metavar="URI", help=help_uri)
     run.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=_ALLOW_HELP)
     run.set_defaults(func=_run)
 
@@ -128,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         plan_first=not args.no_plan,
         log=args.log,
         allow_undecided=args.allow_undecided,
+        tracking_uri=args.tracking_uri,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "

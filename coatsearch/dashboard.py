@@ -9,7 +9,12 @@ attributes) raises `ReadOnly` and the server answers with an error. What the vie
 stored, so it can never be the source of a write: optuna-dashboard's rename copies what it reads into a
 new study and deletes the original, which through the view would keep only the readable copy and lose every
 run record. `--allow-writes` therefore serves the journal storage itself (raw attributes, no readable view),
-with a warning: every write, a rename's copy included, is of the stored records.
+with a warning: every write, a rename's copy included, is of the stored records. A refused write is answered
+403 with its reason (the API's JSON `reason`), not a bare 500.
+The report's PNG figures reach the note through optuna's artifact store in the study folder
+(`<study>/artifacts`, `optuna.artifacts.upload_artifact`): `save_report_note` uploads each figure once (an
+unchanged figure is found again by name and bytes) and points the note's image links at the dashboard's
+`/artifacts/<study id>/<artifact id>` route, which `serve` answers from that store.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from __future__ import annotations
 import copy
 import functools
 import ipaddress
+import re
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,14 +124,18 @@ class ReadOnly(PermissionError):
     """A write through a read-only dashboard view."""
 
 
+Refusal = Callable[[str], Exception]  # makes the exception a refused write raises (ReadOnly or a subclass)
+
+
 class ReadableStorage(BaseStorage):
     """A read-only view of a storage whose studies and trials show `readable` user attributes.
 
-    Every write method raises ReadOnly and the storage is not touched (there is no writable view).
+    Every write method raises `refuse(message)` (ReadOnly by default) and the storage is not touched (there is
+    no writable view).
     """
 
-    def __init__(self, inner: BaseStorage) -> None:
-        self._inner = inner
+    def __init__(self, inner: BaseStorage, refuse: Refusal = ReadOnly) -> None:
+        self._inner, self._refuse = inner, refuse
 
     def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
         """The study's user attributes, readable."""
@@ -187,10 +197,15 @@ def _metric_names_key() -> str:
     return key
 
 
+def refused(what: str) -> str:
+    """The one-line reason a read-only dashboard gives for refusing `what`."""
+    return f"the dashboard is read-only ({what} refused); serve it with --allow-writes to edit"
+
+
 def _delegate(name: str) -> Any:
     def method(self: ReadableStorage, *args: Any, **kwargs: Any) -> Any:
         if name in WRITES:
-            raise ReadOnly(f"the dashboard is read-only ({name} refused); serve it with --allow-writes to edit")
+            raise self._refuse(refused(name))
         return getattr(self._inner, name)(*args, **kwargs)
 
     method.__name__ = name
@@ -207,19 +222,85 @@ def serve(study: str, studies_dir: Path, host: str = "127.0.0.1", port: int = 80
     """Check the study exists, print its URL, and serve optuna-dashboard until Ctrl-C.
 
     Read-only through `ReadableStorage`; `allow_writes` serves the journal storage itself (never the view)."""
-    from coatsearch.storage import store
-
     try:
         import optuna_dashboard
     except ImportError:
         raise UserError("optuna-dashboard is not installed: pip install 'coatsearch[dashboard]'") from None
-    store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
+    storage, artifacts = served(study, Path(studies_dir), allow_writes)  # a missing study: a UserError with its path
     _warn(host, allow_writes)
-    journal = store.open_storage(store.storage_file(Path(studies_dir), study))
-    storage: BaseStorage = journal if allow_writes else ReadableStorage(journal)  # type: ignore[abstract]
     _check_port(host, port)
     print(f"coatsearch: dashboard for study '{study}' at {url(host, port)} (Ctrl-C stops it)", flush=True)
-    optuna_dashboard.run_server(storage, host=host, port=port)
+    optuna_dashboard.run_server(storage, host=host, port=port, artifact_store=artifacts)
+
+
+def wsgi_app(study: str, studies_dir: Path, allow_writes: bool = False) -> Any:
+    """optuna-dashboard's WSGI app on what `serve` serves (for a WSGI server of your choice, and for tests)."""
+    import optuna_dashboard
+
+    storage, artifacts = served(study, Path(studies_dir), allow_writes)
+    return optuna_dashboard.wsgi(storage, artifact_store=artifacts)
+
+
+def served(study: str, studies_dir: Path, allow_writes: bool = False) -> tuple[BaseStorage, Any]:
+    """(storage, artifact store) the dashboard serves: the read-only view and a store that refuses uploads, each
+    refusing with 403 and its reason; with `allow_writes` the journal storage and the study's artifact store."""
+    from optuna.artifacts import FileSystemArtifactStore
+
+    from coatsearch.storage import store
+
+    store.load_study(Path(studies_dir), study)  # a missing study is a UserError with the expected path
+    journal = store.open_storage(store.storage_file(Path(studies_dir), study))
+    artifacts = FileSystemArtifactStore(artifacts_folder(Path(studies_dir), study, create=allow_writes))
+    if allow_writes:
+        return journal, artifacts
+    refuse = _http_refusal()
+    return ReadableStorage(journal, refuse), ReadOnlyArtifacts(artifacts, refuse)  # type: ignore[abstract]
+
+
+def _http_refusal() -> Refusal:
+    """ReadOnly as the dashboard's JSON API answers it: 403 with the reason (bottle's HTTPError), not a bare 500."""
+    import bottle
+
+    class Refused(ReadOnly, bottle.HTTPError):
+        def __init__(self, message: str) -> None:
+            ReadOnly.__init__(self, message)
+            bottle.HTTPError.__init__(self, 403, message)
+
+    return Refused
+
+
+class ReadOnlyArtifacts:
+    """An artifact store that reads from `inner` and refuses every write (the read-only dashboard's)."""
+
+    def __init__(self, inner: Any, refuse: Refusal = ReadOnly) -> None:
+        self._inner, self._refuse = inner, refuse
+
+    def open_reader(self, artifact_id: str) -> Any:
+        """The stored artifact's bytes, as a file."""
+        return self._inner.open_reader(artifact_id)
+
+    def write(self, artifact_id: str, content_body: Any) -> None:
+        """Refused: the dashboard is read-only."""
+        raise self._refuse(refused("uploading an artifact"))
+
+    def remove(self, artifact_id: str) -> None:
+        """Refused: the dashboard is read-only."""
+        raise self._refuse(refused("removing an artifact"))
+
+
+ARTIFACTS = "artifacts"  # the study folder's optuna artifact store: the report's figures, for the note
+
+
+def artifacts_folder(studies_dir: Path, study: str, create: bool = False) -> Path:
+    """The study's artifact store folder `<study>/artifacts` (checked: not a link; made when `create`)."""
+    from coatsearch.storage.paths import study_folder
+
+    folder = study_folder(Path(studies_dir), study) / ARTIFACTS
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UserError(f"{folder}: is not a folder (a link or a file); coatsearch keeps the note's figures there")
+    if create:
+        folder.mkdir(exist_ok=True)
+    return folder
 
 
 def _warn(host: str, allow_writes: bool) -> None:
@@ -260,8 +341,9 @@ def save_note(study: optuna.Study, text: str, verdicts: dict) -> None:
 def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
     """Write a written report (report.md, and the verdicts of its summary.json) as the study's dashboard note.
 
-    The one place reporting writes to the journal, and only when asked (`coatsearch report --note`); an
-    unchanged note is not written again. False, with a note line, when optuna-dashboard is missing.
+    The one place reporting writes to the journal, and only when asked (`coatsearch report --note`): its figures
+    are uploaded to the study's artifact store (`note_figures`) and the note links them; an unchanged note or
+    figure is not written again. False, with a note line, when optuna-dashboard is missing.
     """
     from coatsearch import fsafe
     from coatsearch.analysis import summary_file
@@ -270,12 +352,55 @@ def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
     summary = summary_file.read(report.parent / "summary.json")  # bounded, typed; a damaged one: a UserError
     verdicts = {c.id: c.verdict for c in summary.claims}
     study = store.load_study(Path(studies_dir), study_name)
+    text = fsafe.read_bytes(report, fsafe.JSON_MAX).decode("utf-8", "replace")
     try:
-        save_note(study, fsafe.read_bytes(report, fsafe.JSON_MAX).decode("utf-8", "replace"), verdicts)
+        import optuna_dashboard  # noqa: F401
     except ImportError:
         print("coatsearch: note: optuna-dashboard is not installed; the note was not saved", file=sys.stderr)
         return False
+    text = note_figures(study, text, report.parent, artifacts_folder(Path(studies_dir), study_name, create=True))
+    save_note(study, text, verdicts)
     return True
+
+
+_FIGURE = re.compile(r"!\[([^\]]*)\]\(([^()\s/]+\.png)\)")  # a report's figure link: ![name](file.png), beside it
+
+
+def note_figures(study: optuna.Study, text: str, report_dir: Path, folder: Path) -> str:
+    """The report's Markdown with each figure link pointing at the figure in the study's artifact store.
+
+    A figure is uploaded (`optuna.artifacts.upload_artifact`) unless the study holds an artifact of the same
+    name and bytes already; the link is the dashboard's `/artifacts/<study id>/<artifact id>` path."""
+    from optuna.artifacts import FileSystemArtifactStore, get_all_artifact_meta, upload_artifact
+    from optuna_dashboard.artifact import get_artifact_path
+
+    from coatsearch import fsafe
+
+    artifacts = FileSystemArtifactStore(folder)
+    held = {m.filename: m.artifact_id for m in get_all_artifact_meta(study)}
+
+    def link(match: re.Match[str]) -> str:
+        path = report_dir / match.group(2)
+        if not path.is_file():
+            return match.group(0)
+        data = fsafe.read_bytes(path, fsafe.JSON_MAX)
+        found = held.get(path.name)
+        if found is None or _artifact_bytes(artifacts, found) != data:
+            found = held[path.name] = upload_artifact(
+                artifact_store=artifacts, file_path=str(path), study_or_trial=study
+            )
+        return f"![{match.group(1)}]({get_artifact_path(study, found)})"
+
+    return _FIGURE.sub(link, text)
+
+
+def _artifact_bytes(artifacts: Any, artifact_id: str) -> bytes | None:
+    """A stored artifact's bytes (None when its file is gone)."""
+    try:
+        with artifacts.open_reader(artifact_id) as f:
+            return f.read()
+    except Exception:  # noqa: BLE001 - a missing or unreadable artifact is uploaded again
+        return None
 
 
 _Scalar = str | int | float | bool | None

@@ -7,7 +7,7 @@
   at most `limit` bytes are read, and JSON nested deeper than _JSON_DEPTH is refused, so `/dev/zero`, a FIFO, a
   huge or deeply nested file is one line, never a hang, a MemoryError or a RecursionError. A file the user names
   (`--space`, `--resume`, a weights file) may be reached through a link; one inside a study or report folder not.
-- A folder a study owns (checkpoints/, tensorboard/, mlruns/, weights/, ray/) is reached through `owned(root, ...)`:
+- A folder a study owns (checkpoints/, tensorboard/, mlartifacts/, artifacts/, weights/, ray/; mlflow.db) is reached through `owned(root, ...)`:
   every component below the study folder is checked, not only the last, so a link planted at any level
   (`checkpoints -> ~/work`) is one line, and `remove_owned` never removes through one.
 - Every write goes to a temporary file in the same folder, is flushed to disk, then renamed over the target:
@@ -177,7 +177,8 @@ def create(path: Path, data: bytes) -> Path:
     return Path(path)
 
 
-OWNED = ("checkpoints", "tensorboard", "mlruns", "weights", "ray")  # the folders a study owns beside its files
+OWNED = ("checkpoints", "tensorboard", "mlflow.db", "mlartifacts", "artifacts", "weights", "ray")  # what a study owns
+# beside its journal and records: folders, and MLflow's SQLite file
 
 
 def owned(root: Path, *parts: str | Path) -> Path:

@@ -75,7 +75,11 @@ def make_plan(space: Space, study: str, processes: int, threads: int | None, *, 
     """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
     began = time.perf_counter()
     preps = matched_preps(space)
+    print(f"coatsearch: piloting {len(preps)} candidate(s) of {study} for a few steps each at {processes} "
+          f"process(es) (this takes a while; the plan follows)", file=sys.stderr, flush=True)  # fmt: skip
     timings = tuple(run_pilots(space, preps, space.study.seeds[0], device, processes, threads))
+    print(f"coatsearch: piloted {len(timings)} candidate(s) in {time.perf_counter() - began:.0f} s", file=sys.stderr,
+          flush=True)  # fmt: skip
     timings = tuple(predict.with_earlier(t, earlier.steps) for t in timings) if earlier else timings
     trial_s = {t.candidate: predict.trial_seconds(t) for t in timings}
     samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}

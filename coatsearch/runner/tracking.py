@@ -1,16 +1,21 @@
 """Live tracking of trials in TensorBoard or MLflow (`run --log tensorboard|mlflow`, or `log:` in the space file).
 
 Each trial is one run, named `<candidate>-seed<seed>[-s<sample>]-t<trial number>` and grouped by study: a folder
-under `<study>/tensorboard/`, or a run of the MLflow experiment named after the study in the file store
-`<study>/mlruns`. While the trial trains, each curve point of each training run (score phase) is written as it is
+under `<study>/tensorboard/`, or a run of the MLflow experiment named after the study. MLflow's store is the
+first of: `--tracking-uri` (`run(tracking_uri=)`), the standard `MLFLOW_TRACKING_URI`, else SQLite in the study
+folder (`sqlite:///<study>/mlflow.db`), which the plain MLflow client opens with no extra setting (`mlflow ui
+--backend-store-uri sqlite:///studies/<study>/mlflow.db`); a local store keeps artifacts in `<study>/mlartifacts`.
+After the report is written, a run named `report` in the same experiment holds report.md, summary.json and the
+PNG figures.
+While the trial trains, each curve point of each training run (score phase) is written as it is
 measured (`training.listeners`): `<phase>/train_loss`, `train_acc`, `eval_loss`, `eval_acc`, `val_acc` and `lr`
 (the trial's peak lr times the schedule's phase) at its step. When it ends: its hyperparameters (candidate, seed,
 sampled values, optimizer), architecture (layout, stages, params, MACs), final scalar metrics and state.
 Tracking never fails a trial: an error of the tracker is one note line, and the trial goes on untracked.
 The extras: `pip install "coatsearch[tensorboard]"` or `"coatsearch[mlflow]"` (mlflow-skinny: the client and
-the file store, not the server); `mlflow ui --backend-store-uri studies/<study>/mlruns` or
-`tensorboard --logdir studies/<study>/tensorboard` opens them. MLflow keeps its file store in maintenance mode
-behind `MLFLOW_ALLOW_FILE_STORE`, which this module sets (unless set already) in the processes that track.
+the SQLite store, not the server); `tensorboard --logdir studies/<study>/tensorboard` opens those. A file store
+URI (`file:...`) still works: MLflow keeps it behind `MLFLOW_ALLOW_FILE_STORE`, which this module then sets (unless
+set already) in the processes that track, and a reader needs it set too.
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ from coatsearch.training.curves import Point
 
 CHOICES = ("none", "tensorboard", "mlflow")
 _EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow"}  # backend -> the module it needs (and its extra's name)
-_FOLDERS = {"tensorboard": "tensorboard", "mlflow": "mlruns"}  # backend -> its folder inside the study folder
+_FOLDERS = {"tensorboard": "tensorboard"}  # backend -> its folder inside the study folder
+MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # the default MLflow store inside the study folder
+REPORT_RUN = "report"  # the MLflow run that holds the study's report and figures
 
 
 class Tracker(Protocol):
@@ -90,10 +97,10 @@ def _open(space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any],
     hparams |= {k: v for k, v in params.items() if k not in hparams}
     peak = float(params.get("train.lr") or _peak_lr(space, item.candidate))
     try:
-        where = fsafe.owned(folder, _FOLDERS[space.log], name if space.log == "tensorboard" else "")
         if space.log == "tensorboard":
+            where = fsafe.owned(folder, _FOLDERS["tensorboard"], name)
             return TensorBoard(where, hparams, peak)
-        return MLflow(where, folder.name, name, hparams, peak)
+        return MLflow(mlflow_uri(folder, space.tracking_uri), folder, name, hparams, peak)
     except Exception as exc:  # noqa: BLE001 - see _guarded
         print(f"coatsearch: note: tracking {name} in {space.log} failed to start: {exc}", file=sys.stderr)
         return None
@@ -155,42 +162,107 @@ class TensorBoard:
         self.writer.close()
 
 
+def mlflow_uri(folder: Path, given: str | None = None) -> str:
+    """The MLflow tracking URI of a study: `given` (--tracking-uri), else MLFLOW_TRACKING_URI, else its SQLite file."""
+    return given or os.environ.get("MLFLOW_TRACKING_URI") or _sqlite(folder)
+
+
+def _sqlite(folder: Path) -> str:
+    """The default MLflow store: SQLite in the study folder."""
+    return f"sqlite:///{Path(os.path.abspath(fsafe.owned(Path(folder), MLFLOW_DB)))}"  # checked, never resolved
+
+
+def mlflow_client(uri: str) -> Any:
+    """An MlflowClient on `uri`; a file store is allowed for this process (MLflow 3 keeps it behind a setting)."""
+    if uri.startswith("file:") or "://" not in uri:
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def experiment(client: Any, folder: Path, uri: str) -> str:
+    """The id of the study's experiment (named after the study folder), made when missing; in a local store (SQLite,
+    a file store) its artifacts go to `<study>/mlartifacts` (MLflow's own default: ./mlruns of the working folder);
+    a tracking server keeps its own."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(folder.name)
+    if found is not None:
+        return str(found.experiment_id)
+    local = uri.startswith(("sqlite:", "file:")) or "://" not in uri
+    where = Path(os.path.abspath(fsafe.owned(Path(folder), MLFLOW_ARTIFACTS))).as_uri() if local else None
+    try:
+        return str(client.create_experiment(folder.name, artifact_location=where))
+    except MlflowException:  # another worker created it meanwhile
+        return str(client.get_experiment_by_name(folder.name).experiment_id)
+
+
+def prepare(space: Space, folder: Path) -> None:
+    """Before the workers start: the MLflow store and the study's experiment exist (SQLite is made once, here,
+    not by several workers at once); nothing for other backends. An error is a note line."""
+    if space.log != "mlflow":
+        return
+    uri = mlflow_uri(folder, space.tracking_uri)
+    try:
+        experiment(mlflow_client(uri), Path(folder), uri)
+    except Exception as exc:  # noqa: BLE001 - see _guarded
+        print(f"coatsearch: note: tracking in mlflow ({uri}) failed to start: {exc}", file=sys.stderr)
+
+
 class MLflow:
-    """A trial's run in the MLflow file store `<study>/mlruns`, experiment = the study (MlflowClient)."""
+    """A trial's run in the study's MLflow experiment (MlflowClient on `uri`, see `mlflow_uri`)."""
 
-    def __init__(self, store: Path, experiment: str, name: str, hparams: dict[str, Any], peak: float) -> None:
-        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this
-        from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
-
-        # the store's path is checked (fsafe.owned) and absolute: resolve() would follow a link planted meanwhile
-        self.client, self.peak = MlflowClient(tracking_uri=Path(os.path.abspath(store)).as_uri()), peak
-        found = self.client.get_experiment_by_name(experiment)
-        if found is None:
-            try:
-                exp_id = self.client.create_experiment(experiment)
-            except MlflowException:  # another worker created it meanwhile
-                exp_id = self.client.get_experiment_by_name(experiment).experiment_id  # type: ignore[union-attr]
-        else:
-            exp_id = found.experiment_id
-        fsafe.owned(store, str(exp_id))  # the experiment's folder, where the run's files go: not a link
+    def __init__(self, uri: str, folder: Path, name: str, hparams: dict[str, Any], peak: float) -> None:
+        self.client, self.peak = mlflow_client(uri), peak
+        exp_id = experiment(self.client, folder, uri)
         tags = {k: str(v) for k, v in hparams.items() if k in ("candidate", "seed", "sample", "study")}
         self.run_id = self.client.create_run(exp_id, run_name=name, tags=tags).info.run_id
-        for k, v in hparams.items():
-            self.client.log_param(self.run_id, k, v)
+        _log_batch(self.client, self.run_id, params=hparams)
 
     def point(self, phase: str, step: int, p: Point) -> None:
-        for key, v in _values(p, self.peak).items():
-            self.client.log_metric(self.run_id, f"{phase}/{key}", v, step=step)
+        values = {f"{phase}/{key}": v for key, v in _values(p, self.peak).items()}
+        _log_batch(self.client, self.run_id, metrics=values, step=step)  # one write per curve point
 
     def finish(self, state: str, run: R.RunRecord | None, value: Any) -> None:
         arch, metrics = _final(state, run, value)
-        for k, v in arch.items():
-            self.client.log_param(self.run_id, k, v)
-        for k, v in metrics.items():
-            self.client.log_metric(self.run_id, f"final/{k}", v)
+        _log_batch(self.client, self.run_id, {f"final/{k}": v for k, v in metrics.items()}, params=arch)
         status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state, "FAILED")
         self.client.set_terminated(self.run_id, status)
+
+
+def _log_batch(
+    client: Any, run_id: str, metrics: Mapping[str, float] | None = None, step: int = 0, params: Mapping | None = None
+) -> None:
+    """Metrics at one step and params (as text) in one MLflow request."""
+    import time
+
+    from mlflow.entities import Metric, Param
+
+    now = int(time.time() * 1000)
+    ms = [Metric(k, float(v), now, step) for k, v in (metrics or {}).items()]
+    ps = [Param(k, str(v)) for k, v in (params or {}).items()]
+    client.log_batch(run_id, metrics=ms, params=ps)
+
+
+def log_report(space: Space, folder: Path, files: list[Path]) -> None:
+    """The study's report files as artifacts of its MLflow run `report` (made once, then re-logged in place)."""
+    if space.log != "mlflow":
+        return
+    uri = mlflow_uri(folder, space.tracking_uri)
+    try:
+        client = mlflow_client(uri)
+        exp_id = experiment(client, Path(folder), uri)
+        found = client.search_runs([exp_id], filter_string=f"tags.`coatsearch.kind` = '{REPORT_RUN}'", max_results=1)
+        tags = {"coatsearch.kind": REPORT_RUN, "study": Path(folder).name}
+        run_id = (
+            found[0].info.run_id if found else client.create_run(exp_id, run_name=REPORT_RUN, tags=tags).info.run_id
+        )
+        for path in files:
+            client.log_artifact(run_id, str(path))
+        client.set_terminated(run_id, "FINISHED")
+    except Exception as exc:  # noqa: BLE001 - see _guarded
+        print(f"coatsearch: note: tracking: the report was not logged to mlflow ({uri}): {exc}", file=sys.stderr)
 
 
 def finish(tracker: Tracker | None, state: str, run: R.RunRecord | None, value: Any) -> None:

@@ -152,7 +152,8 @@ def progress_bar(done: int, total: int, enabled: bool) -> Iterator[Callable[[int
     """A study-level progress bar (trials done of planned, ETA); yields a callback taking a trial number."""
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
-    bar = tqdm(total=total, initial=min(done, total), desc="study", unit="trial", disable=not enabled)
+    off = None if enabled else True  # None: drawn only on a terminal, never into a redirected log
+    bar = tqdm(total=total, initial=min(done, total), desc="study", unit="trial", disable=off)
     try:
         yield lambda number: bar.update(1)
     finally:

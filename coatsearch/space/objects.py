@@ -134,6 +134,7 @@ class Space:
     decides: Mapping[str, float | None] = field(default_factory=dict)  # claim id -> effect sized for (None: paper)
     reseeded: bool = False  # seeds and test draw set apart from the file (a replicate's: with_draw)
     log: str = "none"  # live tracking of each trial (runner.tracking): none, tensorboard or mlflow; not its identity
+    tracking_uri: str | None = None  # the MLflow store (runner.tracking.mlflow_uri; None: env, else SQLite); ditto
     checkpoint: schema.CheckpointSpec = field(
         default_factory=schema.CheckpointSpec
     )  # trial checkpoints; not its identity

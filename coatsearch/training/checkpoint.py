@@ -186,6 +186,7 @@ class Saver:
         self.rows[:] = rows
         self.last = step
         self.owner.resumed.append({"fit": self.owner.fits, "step": self.last})
+        print(f"coatsearch: resumed a training run from {self.path} at step {self.last}", file=sys.stderr, flush=True)
         return epoch, done
 
     def _set_aside(self, why: str) -> None:

@@ -435,7 +435,9 @@ def _epochs(
         on_epoch(e, stats)  # type: ignore[misc]  # not None here
     first_epoch, first = at or (0, 0)
     epochs = math.ceil(run.total / run.steps)
-    with tqdm(total=run.total, disable=not progress, file=sys.stderr, leave=False, desc="fit") as bar:
+    done_before = min(first_epoch * run.steps + first, run.total)  # a resumed run's bar counts its steps so far
+    bar_off = None if progress else True  # None: tqdm draws only on a terminal, never into a redirected log
+    with tqdm(total=run.total, initial=done_before, disable=bar_off, file=sys.stderr, leave=False, desc="fit") as bar:
         for e in range(first_epoch, epochs):
             bar.set_description(f"epoch {e + 1}/{epochs}")
             n = min(run.steps, run.total - e * run.steps)

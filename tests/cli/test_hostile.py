@@ -621,7 +621,7 @@ def test_a_public_dashboard_warns(tmp_path, capsys, monkeypatch):
 
     create_study(load_space(TINY), tmp_path, "tiny")
     calls = []
-    monkeypatch.setattr(optuna_dashboard, "run_server", lambda storage, host, port: calls.append((host, port)))
+    monkeypatch.setattr(optuna_dashboard, "run_server", lambda storage, host, port, **kw: calls.append((host, port)))
     serve("tiny", tmp_path, "127.0.0.1", 0)  # port 0: any free one (the port is checked before serving)
     assert "warning" not in capsys.readouterr().err
     serve("tiny", tmp_path, "0.0.0.0", 0)

@@ -16,7 +16,7 @@ import pytest
 
 from coatsearch.dashboard import ReadableStorage, readable, save_note, serve, space_attrs, url
 from coatsearch.errors import UserError
-from coatsearch.storage.store import open_storage, storage_file
+from coatsearch.storage.store import load_study, open_storage, storage_file
 from tests.report_records import AGREE, SPACE, layout_records, make_study
 from tests.support.dashboard import free_port, get, start, stop, wait
 
@@ -152,3 +152,99 @@ def test_study_page_in_chromium_shows_study_metric_and_candidate(tmp_path):
     assert "Objective 0" not in text
     assert f"candidate: {best.candidate}" in text  # the best trial's params
     assert "space.scale" in text and SPACE["scale"] in text  # the readable study attributes
+
+
+def _serve_in_thread(app):
+    """A WSGI app on a free 127.0.0.1 port in a daemon thread: (server, base address)."""
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = make_server("127.0.0.1", free_port(), app, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}"
+
+
+PROBE = """<!doctype html><html><body>
+<iframe id="f" src="{page}" style="width:1400px;height:8000px"></iframe><pre id="out">pending</pre>
+<script>
+function check() {{
+  const doc = document.getElementById("f").contentDocument;
+  const imgs = doc ? Array.from(doc.querySelectorAll("img")) : [];
+  if (imgs.length >= {n} && imgs.every((i) => i.complete)) {{
+    document.getElementById("out").textContent = JSON.stringify(
+      imgs.map((i) => [i.getAttribute("alt"), i.getAttribute("src"), i.naturalWidth, i.naturalHeight]));
+  }} else {{ setTimeout(check, 250); }}
+}}
+check();
+</script></body></html>"""
+
+
+@pytest.mark.slow
+def test_every_figure_of_the_note_loads_in_chromium(tmp_path):
+    """The report's figures in the dashboard note are images the browser loads (the served app, a real Chromium):
+    a probe page of the same origin frames the note page and reads each image's natural size."""
+    import json
+
+    import coatsearch
+    from coatsearch.dashboard import wsgi_app
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed (apt-get install -y chromium; .ci/run does)")
+    make_study(tmp_path / "studies", "fab", SPACE, layout_records())
+    paths = coatsearch.write_report("fab", tmp_path / "studies", tmp_path / "reports", note=True)
+    figures = re.findall(r"!\[([^\]]*)\]\(([^)]+\.png)\)", paths.markdown.read_text())
+    assert len(figures) >= 3 and {f.name for f in paths.figures} == {f for _, f in figures}
+    app = wsgi_app("fab", tmp_path / "studies")  # what `coatsearch dashboard` serves, read-only
+    page = f"/dashboard/studies/{load_study(tmp_path / 'studies', 'fab')._study_id}/note"
+    app.route("/probe", callback=lambda: PROBE.format(page=page, n=len(figures)))
+    server, base = _serve_in_thread(app)
+    try:
+        profile = tmp_path / "chromium-profile"
+        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", f"{base}/probe"]
+        dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+        out = re.search(r'<pre id="out">(.*?)</pre>', dom, flags=re.S)
+        assert out is not None and out.group(1) != "pending", dom[-2000:]
+        shown = json.loads(html.unescape(out.group(1)))
+        assert [alt for alt, *_ in shown] == [name for name, _ in figures]  # every figure of the report, in order
+        for (_, src, width, height), (_, file) in zip(shown, figures, strict=True):
+            assert src.startswith("/artifacts/") and width > 100 and height > 100  # loaded: a broken image is 0x0
+            with urllib.request.urlopen(base + src, timeout=5) as resp:  # the bytes of the report's own figure
+                assert resp.headers["Content-Type"] == "image/png"
+                assert resp.read() == (paths.markdown.parent / file).read_bytes()
+    finally:
+        server.shutdown()
+
+
+def test_a_refused_edit_is_403_with_its_reason_and_writes_nothing(tmp_path):
+    import json
+
+    from coatsearch.dashboard import wsgi_app
+
+    make_study(tmp_path, "fab", SPACE, layout_records())
+    journal = storage_file(tmp_path, "fab")
+    written = journal.read_bytes()
+    server, base = _serve_in_thread(wsgi_app("fab", tmp_path))
+    study_id = load_study(tmp_path, "fab")._study_id
+    edits = [
+        ("PUT", f"/api/studies/{study_id}/note", {"version": 1, "body": "edited"}),
+        ("POST", f"/api/artifacts/{study_id}", {"file": "data:text/plain;base64,eA==", "filename": "x.txt"}),
+        ("DELETE", f"/api/studies/{study_id}", None),
+    ]
+    try:
+        for method, path, body in edits:
+            data = json.dumps(body).encode() if body is not None else None
+            req = urllib.request.Request(base + path, data=data, method=method)
+            req.add_header("Content-Type", "application/json")
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(req, timeout=5)
+            assert err.value.code == 403, (path, err.value.code)  # not a bare 500
+            assert "the dashboard is read-only" in json.loads(err.value.read())["reason"]
+    finally:
+        server.shutdown()
+    assert journal.read_bytes() == written
+    assert not (tmp_path / "fab" / "artifacts").exists() or not any((tmp_path / "fab" / "artifacts").iterdir())

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -167,7 +168,10 @@ def test_plan_json_and_bad_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--budget 'soon': not a duration; allowed: e.g. 30m" in err and len(err.strip().splitlines()) == 1
     assert main([*args, "--reports-dir", str(tmp_path / "r"), "--budget", "10m", "--json"]) == 0
-    plan = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    plan = json.loads(said.out)
+    assert "coatsearch: piloting 2 candidate(s) of tiny" in said.err  # a line as the pilot starts, one as it ends
+    assert re.search(r"coatsearch: piloted 2 candidate\(s\) in \d+ s", said.err)
     assert plan["trials"] == 2 and plan["processes"] == 1 and plan["budget_s"] == 600
     assert plan["budget_seeds"] >= 1 and plan["study_s"] > 0 and plan["peak_mb"] > 0
     assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()  # planning writes nothing

@@ -54,10 +54,16 @@ def test_layout_study_report(tmp_path):
     assert get_note(load_study(tmp_path / "studies", "fab")) == ""
     assert save_report_note("fab", tmp_path / "studies", path)  # the explicit step (`coatsearch report --note`)
     study = load_study(tmp_path / "studies", "fab")  # a fresh handle reads the note back from the journal
-    assert get_note(study) == text and study.user_attrs["report_verdicts"]["d"] == "supported"
-    size = journal.stat().st_size
-    save_report_note("fab", tmp_path / "studies", path)  # the same note and verdicts: nothing new stored
-    assert journal.stat().st_size == size
+    assert _as_report(get_note(study)) == text and study.user_attrs["report_verdicts"]["d"] == "supported"
+    assert "](/artifacts/" in get_note(study) and not re.search(r"!\[\w+\]\([\w.]+\.png\)", get_note(study))
+    size, stored = journal.stat().st_size, sorted((tmp_path / "studies" / "fab" / "artifacts").iterdir())
+    save_report_note("fab", tmp_path / "studies", path)  # the same note, figures and verdicts: nothing new stored
+    assert journal.stat().st_size == size and sorted((tmp_path / "studies" / "fab" / "artifacts").iterdir()) == stored
+
+
+def _as_report(note: str) -> str:
+    """A dashboard note with its figure links back as the report's (`![name](/artifacts/..)` -> `![name](name.png)`)."""
+    return re.sub(r"!\[(\w+)\]\(/artifacts/\d+/[0-9a-f-]+\)", r"![\1](\1.png)", note)
 
 
 def test_vit_study_report_has_optimizability(tmp_path):
@@ -130,7 +136,7 @@ def test_report_writes_the_note_only_with_note(tmp_path, capsys):
     assert main(args) == 0 and journal.read_bytes() == before  # a plain report leaves the journal as it was
     assert main([*args, "--note"]) == 0
     text = (tmp_path / "r" / "fab" / "report.md").read_text()
-    assert get_note(load_study(tmp_path / "studies", "fab")) == text and journal.read_bytes() != before
+    assert _as_report(get_note(load_study(tmp_path / "studies", "fab"))) == text and journal.read_bytes() != before
 
 
 def test_the_calibration_table_gives_each_claims_a_a_rate_from_the_committed_table(monkeypatch):

@@ -81,6 +81,8 @@ def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_a
     assert first == plain and state.resumed == [] and (tmp_path / "c" / "fit1.safetensors").exists()
     again, state = fit_under(pools, policy)
     assert again == plain and state.resumed == [{"fit": 1, "step": 10}]
+    said = capsys.readouterr().err  # one line says so
+    assert f"coatsearch: resumed a training run from {tmp_path / 'c' / 'fit1.safetensors'} at step 10" in said
     (tmp_path / "c" / "fit1.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{damaged")
     damaged, state = fit_under(pools, policy)
     assert damaged == plain and state.resumed == []

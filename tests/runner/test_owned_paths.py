@@ -79,7 +79,7 @@ def test_a_save_checks_the_whole_path_again(tmp_path):
 
 
 @pytest.mark.parametrize("log, level", [("tensorboard", "tensorboard"), ("tensorboard", "tensorboard/RUN"),
-                                        ("mlflow", "mlruns")])  # fmt: skip
+                                        ("mlflow", "mlartifacts"), ("mlflow", "mlflow.db")])  # fmt: skip
 def test_tracking_never_writes_through_a_link_in_the_study(tmp_path, log, level, capsys):
     pytest.importorskip("tensorboard" if log == "tensorboard" else "mlflow")
     space = load_space(TINY)
@@ -107,7 +107,7 @@ def test_the_timm_weights_path_refuses_a_link(tmp_path):
         timm_models.weights_path(studies, "s", "C-T")
 
 
-@pytest.mark.parametrize("name", ("checkpoints", "tensorboard", "mlruns", "weights", "ray"))
+@pytest.mark.parametrize("name", fsafe.OWNED)
 def test_run_refuses_a_link_to_any_folder_the_study_owns_before_writing(tmp_path, name):
     studies, outside = tmp_path / "studies", tmp_path / "outside"
     outside.mkdir()

@@ -20,7 +20,7 @@ TINY = Path(__file__).resolve().parents[1] / "spaces" / "tiny.yaml"
 def _run(tmp_path: Path, log: str, workers: int = 1) -> tuple[Path, list]:
     studies = tmp_path / "studies"
     coatsearch.run(coatsearch.load_space(TINY), study="t", workers=workers, device="cpu", studies_dir=studies,
-                   report=False, progress=False, log=log)  # fmt: skip
+                   report=log == "mlflow", reports_dir=tmp_path / "reports", progress=False, log=log)  # fmt: skip
     return studies / "t", store.records(store.load_study(studies, "t"))
 
 
@@ -49,22 +49,69 @@ def test_tensorboard_holds_each_trials_curves_hparams_and_final_metrics(tmp_path
 
 
 def test_mlflow_holds_one_run_per_trial_in_the_studys_experiment(tmp_path):
-    from mlflow.tracking import MlflowClient
+    """Read back in a fresh process with the plain client and no MLflow setting (the default store is SQLite)."""
+    import json
+    import os
+    import subprocess
+    import sys
 
-    folder, records = _run(tmp_path, "mlflow")
-    client = MlflowClient(tracking_uri=(folder / "mlruns").resolve().as_uri())
-    exp = client.get_experiment_by_name("t")
-    runs = {run.info.run_name: run for run in client.search_runs([exp.experiment_id])}
-    assert len(runs) == len(records) == 2
+    folder, records = _run(tmp_path, "mlflow", workers=2)
+    assert (folder / "mlflow.db").is_file() and not (folder / "mlruns").exists() and not Path("mlruns").exists()
+    read = """if True:
+        import json, sys
+        from mlflow.tracking import MlflowClient
+        client = MlflowClient(tracking_uri=sys.argv[1])
+        exp = client.get_experiment_by_name("t")
+        out = {}
+        for run in client.search_runs([exp.experiment_id]):
+            hist = client.get_metric_history(run.info.run_id, "generalization/train_loss")
+            out[run.info.run_name] = {"status": run.info.status, "tags": run.data.tags, "params": run.data.params,
+                "metrics": run.data.metrics, "steps": [m.step for m in hist], "losses": [m.value for m in hist],
+                "artifacts": sorted(a.path for a in client.list_artifacts(run.info.run_id))}
+        print(json.dumps(out))
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}  # no MLFLOW_ALLOW_FILE_STORE
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    done = subprocess.run([sys.executable, "-c", read, uri], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(runs) == len(records) + 1 == 3  # a run per trial, and the report's
     for r in records:
         run = runs[tracking.run_name(PlanItem(r.params["candidate"], 0), r.number)]
-        assert run.info.status == "FINISHED" and run.data.tags["candidate"] == r.params["candidate"]
-        assert run.data.params["layout"] == r.run.model.layout and run.data.params["seed"] == "0"
+        assert run["status"] == "FINISHED" and run["tags"]["candidate"] == r.params["candidate"]
+        assert run["params"]["layout"] == r.run.model.layout and run["params"]["seed"] == "0"
         steps, losses = _curve(r, "generalization")
-        hist = client.get_metric_history(run.info.run_id, "generalization/train_loss")
-        assert [m.step for m in hist] == steps and [m.value for m in hist] == pytest.approx(losses)
+        assert run["steps"] == steps and run["losses"] == pytest.approx(losses)
         acc = r.run.metrics["generalization"]["eval_acc"]
-        assert run.data.metrics["final/generalization.eval_acc"] == pytest.approx(acc)
+        assert run["metrics"]["final/generalization.eval_acc"] == pytest.approx(acc)
+    report = runs[tracking.REPORT_RUN]
+    written = sorted(p.name for p in (tmp_path / "reports" / "t").iterdir() if p.suffix in (".md", ".json", ".png"))
+    assert report["artifacts"] == written and "report.md" in written and any(n.endswith(".png") for n in written)
+
+
+def test_mlflow_follows_the_tracking_uri_flag_and_the_standard_variable(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    space = coatsearch.load_space(TINY)
+    folder = tmp_path / "s" / "t"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking.mlflow_uri(folder) == f"sqlite:///{folder.resolve() / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'team.db'}")
+    assert tracking.mlflow_uri(folder) == f"sqlite:///{tmp_path / 'team.db'}"
+    assert tracking.mlflow_uri(folder, "http://mlflow.team:5000") == "http://mlflow.team:5000"  # the flag wins
+    flag = f"sqlite:///{tmp_path / 'flag.db'}"
+    args = ["run", str(TINY), "--study", "t", "--studies-dir", str(tmp_path / "s"), "--reports-dir",
+            str(tmp_path / "r"), "--log", "mlflow", "--tracking-uri", flag, "--no-plan", "--quiet", "--workers", "1",
+            "--device", "cpu"]  # fmt: skip
+    assert main(args) == 0
+    client = MlflowClient(tracking_uri=flag)
+    exp = client.get_experiment_by_name("t")
+    names = {r.info.run_name for r in client.search_runs([exp.experiment_id])}
+    assert len(names) == 3 and tracking.REPORT_RUN in names
+    assert not (folder / "mlflow.db").exists() and not (tmp_path / "team.db").exists()
+    assert (folder / "mlartifacts").is_dir() and not (tmp_path / "mlruns").exists()  # a local store: the study's
+    assert space.tracking_uri is None
 
 
 def test_points_are_written_while_the_trial_trains(tmp_path):
