@@ -7,8 +7,9 @@
   at most `limit` bytes are read, and JSON nested deeper than _JSON_DEPTH is refused, so `/dev/zero`, a FIFO, a
   huge or deeply nested file is one line, never a hang, a MemoryError or a RecursionError. A file the user names
   (`--space`, `--resume`, a weights file) may be reached through a link; one inside a study or report folder not.
-- A folder a study owns (checkpoints/, tensorboard/, mlartifacts/, artifacts/, weights/, ray/; mlflow.db) is reached through `owned(root, ...)`:
-  every component below the study folder is checked, not only the last, so a link planted at any level
+- What a study owns (checkpoints/, tensorboard/, mlartifacts/, artifacts/, weights/, ray/; mlflow.db) is reached
+  through `owned(root, ...)`: every component below the study folder is checked, not only the last, so a link planted
+  at any level
   (`checkpoints -> ~/work`) is one line, and `remove_owned` never removes through one.
 - Every write goes to a temporary file in the same folder, is flushed to disk, then renamed over the target:
   a write that fails (a full disk, `ulimit -f`) leaves the previous file as it was and names the file.
