@@ -421,7 +421,8 @@ def export(
     `save_weights` also retrains each on its best trial's seed and values and saves its trained weights beside
     the YAML, `<stem>.<architecture>.safetensors` (coatsearch.runner.weights; `coatsearch.load_weights` loads one
     back). fmt "timm" with `best` K: each retrained and its weights written into the study folder for
-    `coatsearch.timm_models.register` (returns that folder).
+    `coatsearch.timm_models.register` (returns that folder); with `out`, also a folder per architecture there that
+    `timm.create_model("local-dir:...")` loads without the study (`timm_models.save_folder`; returns `out`).
 
     The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
     this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
@@ -436,9 +437,10 @@ def export(
     if fmt == "timm":
         from coatsearch import timm_models
 
-        if out is not None or save_weights:
-            raise UserError("--format timm writes the weights into the study folder: no --out, no --save-weights")
-        return timm_models.export(study, int(best or 0), studies_dir, device)
+        if save_weights:
+            raise UserError("--format timm writes the weights into the study folder (and folders to --out): "
+                            "no --save-weights")  # fmt: skip
+        return timm_models.export(study, int(best or 0), studies_dir, device, out)
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir) if best is None else None  # a missing study stops here
     frame = None if frame is None else frame.drop(columns=[c for c in NOT_EXPORTED if c in frame])
