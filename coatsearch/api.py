@@ -389,8 +389,8 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
     every scalar metric, optimizer and environment.
 
     Metric columns keep their registry keys (`generalization.eval_acc`); nested fields are dotted (`optim.lr`,
-    `env.versions.torch`); per-step curves are left out (the report plots them). Journals of any version read
-    the same (record.read).
+    `env.versions.torch`); per-step curves are left out (`curves(study)` gives them, one row per point).
+    Journals of any version read the same (record.read).
     """
     import pandas as pd
 
@@ -405,6 +405,21 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
     for col in ("start", "complete"):
         frame[col] = pd.to_datetime(frame[col])
     return frame[head + [c for c in frame.columns if c not in head]]
+
+
+def curves(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
+    """The per-step curves of every complete trial as one tidy table: a row per measured point, with columns
+    study, trial, candidate, seed, phase (the curve: `generalization`, a transfer run's, ...), step, then
+    train_loss, train_acc, eval_loss, eval_acc (test images), val_loss, val_acc (validation images), lr_phase.
+
+    A function of its own rather than a `results(..., curves=True)`: `results` is one row per trial and this is
+    one row per point, so a flag would change what a row is; `trial` joins the two (`results`' `number`).
+    """
+    from coatsearch.analysis.measures import step_curves
+    from coatsearch.storage import store
+
+    records = [store.record(t) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]
+    return step_curves(records, study)
 
 
 def export(
