@@ -1,6 +1,6 @@
 """coatsearch: which arrangement of convolution and attention stages is best at equal compute.
 
-The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`,
+The public API (see the README's "Python API"): `load_space`, `build`, `count`, `plan`, `run`, `results`, `curves`,
 `write_report`, `status`, `export`, `repair` (plain functions of coatsearch.api) and `replicate`
 (coatsearch.replication, which runs through the API), imported on first use, so `import coatsearch` loads
 neither torch nor optuna. No function shares its name with a module: `coatsearch.report` is the report package
@@ -22,6 +22,7 @@ __all__ = [
     "__version__",
     "build",
     "count",
+    "curves",
     "export",
     "load_space",
     "load_weights",
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         Status,
         build,
         count,
+        curves,
         export,
         load_space,
         load_weights,

@@ -389,8 +389,8 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
     every scalar metric, optimizer and environment.
 
     Metric columns keep their registry keys (`generalization.eval_acc`); nested fields are dotted (`optim.lr`,
-    `env.versions.torch`); per-step curves are left out (the report plots them). Journals of any version read
-    the same (record.read).
+    `env.versions.torch`); per-step curves are left out (`curves(study)` gives them, one row per point).
+    Journals of any version read the same (record.read).
     """
     import pandas as pd
 
@@ -407,6 +407,21 @@ def results(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame
     return frame[head + [c for c in frame.columns if c not in head]]
 
 
+def curves(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
+    """The per-step curves of every complete trial as one tidy table: a row per measured point, with columns
+    study, trial, candidate, seed, phase (the curve: `generalization`, a transfer run's, ...), step, then
+    train_loss, train_acc, eval_loss, eval_acc (test images), val_loss, val_acc (validation images), lr_phase.
+
+    A function of its own rather than a `results(..., curves=True)`: `results` is one row per trial and this is
+    one row per point, so a flag would change what a row is; `trial` joins the two (`results`' `number`).
+    """
+    from coatsearch.analysis.measures import step_curves
+    from coatsearch.storage import store
+
+    records = [store.record(t) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]
+    return step_curves(records, study)
+
+
 def export(
     study: str,
     fmt: str,
@@ -421,7 +436,8 @@ def export(
     `save_weights` also retrains each on its best trial's seed and values and saves its trained weights beside
     the YAML, `<stem>.<architecture>.safetensors` (coatsearch.runner.weights; `coatsearch.load_weights` loads one
     back). fmt "timm" with `best` K: each retrained and its weights written into the study folder for
-    `coatsearch.timm_models.register` (returns that folder).
+    `coatsearch.timm_models.register` (returns that folder); with `out`, also a folder per architecture there that
+    `timm.create_model("local-dir:...")` loads without the study (`timm_models.save_folder`; returns `out`).
 
     The file is written atomically (`coatsearch.fsafe`); a path inside any study's folder (`paths.writable`:
     this study's, or any folder holding a journal, lock or plan) or a link is refused before anything is written.
@@ -436,9 +452,10 @@ def export(
     if fmt == "timm":
         from coatsearch import timm_models
 
-        if out is not None or save_weights:
-            raise UserError("--format timm writes the weights into the study folder: no --out, no --save-weights")
-        return timm_models.export(study, int(best or 0), studies_dir, device)
+        if save_weights:
+            raise UserError("--format timm writes the weights into the study folder (and folders to --out): "
+                            "no --save-weights")  # fmt: skip
+        return timm_models.export(study, int(best or 0), studies_dir, device, out)
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir) if best is None else None  # a missing study stops here
     frame = None if frame is None else frame.drop(columns=[c for c in NOT_EXPORTED if c in frame])

@@ -156,7 +156,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     """`coatsearch export STUDY`: the results table, or the best architectures (and their weights)."""
     export = _study_parser(sub, "export", "write the study's results table (one row per trial)", _export)
     export.add_argument("--format", choices=FORMATS, default="csv")
-    export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT)")
+    export.add_argument("--out", type=Path, help="output file (default: STUDY.FORMAT); with --format timm: a folder")
     help_best = "with --format yaml or timm: the K best architectures"
     export.add_argument("--best", type=bounded(1, TRIALS_MAX), help=help_best)
     export.add_argument(

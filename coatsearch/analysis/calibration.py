@@ -268,7 +268,8 @@ def _paths() -> dict[str, tuple]:
     m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.gain()
     big = 2 * EFFECT * m  # points: two key steps of (a)
     fail, transfer, clash = "every run failed to train", C.CHAIN_CLAIMS[2].measures, C.CHAIN_CLAIMS[1].measures[1]
-    linear, out = C.BASELINES[0], K.OUT_OF_REGIME
+    linear, out, overfit = C.BASELINES[0], K.OUT_OF_REGIME, C.CHAIN_CLAIMS[1].overfit
+    assert overfit is not None  # claim (b) names its train and eval measures
     return {
         "(a) ≈ violated": ("layouts-all", ("C-C-C-C",), lambda a: _shift_curve(a, -big / 2), "a", "not supported",
                            "'≈' relation violated"),
@@ -300,7 +301,7 @@ def _paths() -> dict[str, tuple]:
         "guard (e): convergence not checkable": ("layouts-all", ("C-C-T-T",), lambda a: _cut_curve(a, Sim.ACC_SCORE,
                                                  2), "e", out, "out of regime — C-C-T-T: convergence not checkable"),
         "guard (b): a model overfits": ("layouts-capacity", ("C-C-C-C",), lambda a: a.update(
-            {C.CHAIN_CLAIMS[1].overfit[1]: a[C.CHAIN_CLAIMS[1].overfit[0]] + 0.5}), "b", out, "C-C-C-C overfits"),
+            {overfit[1]: a[overfit[0]] + 0.5}), "b", out, "C-C-C-C overfits"),
         "guard (c): pretraining helped none": ("layouts-full", ("*",), lambda a: a.update({gain: -0.05}) if gain in a
                                                else None, "c", out, "pretraining helped no key candidate"),
         "guard (f): below the linear baseline": ("stems", (linear,), lambda a: shift(a, acc, 30.0), "f", out,

@@ -60,6 +60,34 @@ def curve_frame(records: Records, score: str) -> pd.DataFrame:
     return out.astype({k: float for k in CURVE_COLUMNS[4:]})
 
 
+STEP_COLUMNS = ("study", "trial", "candidate", "seed", "phase", "step")  # a step curve's keys, then its metrics
+STEP_METRICS = ("train_loss", "train_acc", "eval_loss", "eval_acc", "val_loss", "val_acc", "lr_phase")
+
+
+def step_curves(records: Records, study: str) -> pd.DataFrame:
+    """Every step-level curve of the complete trials, tidy: one row per measured point (STEP_COLUMNS, then
+    STEP_METRICS), `phase` the curve's name (`generalization`, a transfer run's, `length<epochs>`).
+
+    Only curves with a `step` list are read (curves.Curve.as_dict; a robustness curve is per severity, older
+    per-epoch curves have no steps); a metric a curve lacks, or records shorter than its steps, is NaN. Eval
+    columns are the test images', val columns the validation images'; accuracies are fractions, losses nats,
+    lr_phase the fraction of the lr schedule done.
+    """
+    rows = []
+    for r in complete(records):
+        for phase, c in sorted(r.run.curves.items()):
+            steps = c.get("step")
+            if not isinstance(steps, list | tuple) or not steps:
+                continue
+            cols = {k: c[k] if isinstance(c.get(k), list | tuple) and len(c[k]) == len(steps) else None
+                    for k in STEP_METRICS}  # fmt: skip
+            for i, step in enumerate(steps):
+                row = {"study": study, "trial": r.number, "candidate": r.candidate, "seed": r.seed, "phase": phase}
+                rows.append({**row, "step": step, **{k: math.nan if v is None else v[i] for k, v in cols.items()}})
+    out = pd.DataFrame(rows, columns=[*STEP_COLUMNS, *STEP_METRICS])
+    return out.astype({"trial": int, "step": int, **{k: float for k in STEP_METRICS}})
+
+
 @dataclass(frozen=True)
 class Reading:
     """Where a run's train loss first reaches a level: step, eval acc and lr phase read between two measured

@@ -105,12 +105,27 @@ class CoAtNet(nn.Module):
         dim = spec.stages[-1].width
         self.stages = nn.Sequential(*(nn.Sequential(*stage) for stage in blocks))
         self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, spec.num_classes)
-        self.num_features = dim
+        self.head: nn.Module = nn.Linear(dim, spec.num_classes)
+        self.num_features, self.num_classes = dim, spec.num_classes
+        # timm's feature_info: the stem's map, then each stage's, with its width and total stride (features_only)
+        reduction = [spec.stem.total_stride]
+        for stage in spec.stages:
+            reduction.append(reduction[-1] * stage.stride)
+        widths = [kinds.STEM_KINDS.entry(spec.stem.kind).out_width(spec.stem, spec.stages[0].width)]
+        widths += [s.width for s in spec.stages]
+        modules = ["stem"] + [f"stages.{i}" for i in range(len(spec.stages))]
+        self.feature_info = [
+            dict(num_chs=c, reduction=r, module=m) for c, r, m in zip(widths, reduction, modules, strict=True)
+        ]
 
     def get_classifier(self) -> nn.Module:
         """The classifier (timm convention), e.g. to re-initialize it for fine-tuning."""
         return self.head
+
+    def reset_classifier(self, num_classes: int) -> None:
+        """A new, untrained classifier for `num_classes` (timm convention; 0: no head, forward gives features)."""
+        self.num_classes = num_classes
+        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> last stage map (B, D, h, w)."""

@@ -5,9 +5,10 @@ study's size), so each exported architecture's best trial is trained again: the 
 values, scores, data subset, step budget and seed, on the device asked for. Training is seeded, so on the CPU
 the retrained objective is the recorded one; the file records both, and `export` prints both. The file is
 safetensors (never a pickle: nothing is unpickled to read it): the tensors are the score model's state_dict,
-its metadata the solved model spec and where it came from, as JSON strings. It is written atomically
-(`coatsearch.fsafe`), never through a link. `load(path)` builds the model from the spec in the file and loads
-the weights; timm loads the same file through a pretrained_cfg `file` entry (`coatsearch.timm_models`).
+its metadata the solved model spec, the input's normalization (timm's mean and std) and where it came from, as
+JSON strings. It is written atomically (`coatsearch.fsafe`), never through a link. `load(path)` builds the model
+from the spec in the file and loads the weights; timm loads the same file through a pretrained_cfg `file` entry
+(`coatsearch.timm_models`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     from coatsearch import scores
     from coatsearch.scores.base import Context, TrialInput
     from coatsearch.storage import store
+    from coatsearch.training import data
     from coatsearch.training.fit import pick_device
 
     space = study_space(store.load_study(Path(studies_dir), study_name))
@@ -56,6 +58,7 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     if kept is None:
         raise UserError(f"trial {tm.number}: its scores keep no trained model, so it has no weights to save")
     net = kept[0]
+    mean_std = data.load(space.data, prep.model.image_size, prep.model.in_chans)[0].norm
     return {
         "format": FORMAT,
         "study": study_name,
@@ -66,6 +69,7 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
         "recorded": tm.measured,  # the same metric as "retrained" (the trial value may be another: validation)
         "retrained": float(metrics[key]) if isinstance(metrics.get(key), int | float) else None,
         "model": TypeAdapter(specs.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
+        "norm": [list(v) for v in mean_std] if mean_std else None,  # the input's [mean, std] (timm's cfg)
         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
     }
 
@@ -98,10 +102,11 @@ def read(path: str | Path) -> dict[str, Any]:
     path = fsafe.check_plain(Path(path))
     try:
         with open(path, "rb") as fh:
-            start = fh.read(4)
+            start = fh.read(9)
     except OSError as exc:
         raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
-    if start.startswith(_PICKLE_MAGIC):
+    # safetensors: an 8-byte header length, then the JSON header; its first byte may be 0x80 (a length of 128 + 256k)
+    if start[8:9] != b"{" and start.startswith(_PICKLE_MAGIC):
         raise UserError(f"{path}: is a pickle (torch.save), which coatsearch never loads; export the weights "
                         f"again with --save-weights (safetensors)")  # fmt: skip
     try:

@@ -49,6 +49,8 @@ class TensorData:
     classes: tuple[int, ...]  # original class ids, in label order
     hflip: bool = True  # whether a horizontal flip keeps the label (False for digits)
     ids: torch.Tensor | None = None  # (N,) int64 index of each image in the loaded pool; None = the pool itself
+    # the per-channel (mean, std) subtracted and divided on [0, 1] pixels (`load`); None where not recorded
+    norm: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def __len__(self) -> int:
         """Number of images."""
@@ -333,5 +335,5 @@ def _shaped(dataset: str, root: str | None, image_size: int, channels: int) -> t
     xtr.sub_(mean).div_(std)
     xte.sub_(mean).div_(std)
     classes = tuple(range(int(max(ytr.max(), yte.max())) + 1))
-    hflip = kind.hflip
-    return TensorData(xtr, ytr, classes, hflip), TensorData(xte, yte, classes, hflip)
+    norm = (tuple(mean.flatten().tolist()), tuple(std.flatten().tolist()))
+    return TensorData(xtr, ytr, classes, kind.hflip, norm=norm), TensorData(xte, yte, classes, kind.hflip, norm=norm)

@@ -58,7 +58,9 @@ def _l2_path(train: TensorData, validation: TensorData, test: TensorData) -> lis
             fits.append(copy.deepcopy(model) if chosen is not None else None)
         if chosen is not None:  # the C best on validation, from its subsample solution on to all images
             best = max(range(len(C_GRID)), key=lambda i: out[i].val_acc)  # max keeps the first of equals
-            full = fits[best].fit(x, y)
+            kept = fits[best]
+            assert kept is not None  # chosen: every C's fit was kept
+            full = kept.fit(x, y)
             out.append(Floor(float(full.score(xv, yv)), float(full.score(xt, yt)), f"C={C_GRID[best]:g}, all {len(y)}"))
     return out
 

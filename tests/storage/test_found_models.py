@@ -42,7 +42,8 @@ def test_save_weights_writes_safetensors_that_load_back(studies, saved, capsys):
 
     out, path, tm = saved
     assert out.exists() and path.exists() and [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []
-    assert not path.read_bytes().startswith((b"\x80", b"PK"))  # no pickle, no torch.save zip
+    raw = path.read_bytes()  # safetensors: the header's length, then its JSON (no pickle, no torch.save zip)
+    assert isinstance(json.loads(raw[8 : 8 + int.from_bytes(raw[:8], "little")]), dict)
     with safe_open(str(path), framework="pt") as f:
         meta = {k: json.loads(v) for k, v in f.metadata().items()}
         state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
@@ -111,7 +112,7 @@ def test_a_timm_name_that_is_taken_is_one_line_and_registers_nothing(studies):
         timm_models.register("ts", best=1, studies_dir=studies, name="resnet18")
     assert timm.create_model("resnet18").__class__.__name__ == "ResNet"
     assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "timm",
-                 "--out", "x"]) == 2  # fmt: skip
+                 "--save-weights"]) == 2  # fmt: skip
 
 
 def _bad_weights(studies: Path, saved, tmp_path: Path, kind: str) -> Path:
@@ -182,3 +183,99 @@ def test_two_architectures_never_share_one_timm_name(studies):
     assert not timm.is_model("mynet")
     names = timm_models.register("ts", best=2, studies_dir=studies, name="mynet_{architecture}")
     assert len(set(names)) == 2 and all(timm.is_model(n) for n in names)
+
+
+# A user's script in a fresh process: the found network as a full timm citizen, built by name after `register` or
+# from a saved folder (`local-dir:`), with weights, features, another input width and other heads.
+_CITIZEN = """
+import json, sys
+import timm, torch
+from safetensors import safe_open
+import coatsearch, coatsearch.timm_models
+route, where, weights_file = sys.argv[1:4]
+if route == "register":
+    [name] = coatsearch.timm_models.register("ts", best=1, studies_dir=where)
+else:
+    name = "local-dir:" + where
+x = torch.randn(4, 1, 16, 16, generator=torch.Generator().manual_seed(0))
+with safe_open(weights_file, framework="pt") as f:
+    norm = json.loads(f.metadata()["norm"])
+trained = coatsearch.load_weights(weights_file)
+net = timm.create_model(name, pretrained=True).eval()
+feats = timm.create_model(name, pretrained=True, features_only=True).eval()
+wide = timm.create_model(name, pretrained=True, in_chans=3).eval()
+bare = timm.create_model(name, pretrained=True, num_classes=0).eval()
+with torch.no_grad():
+    out = {"equal": torch.equal(net(x), trained(x)),
+           "maps": [list(t.shape) for t in feats(x)],
+           "last_map": torch.allclose(feats(x)[-1], net.forward_features(x)),
+           "wide": torch.allclose(wide(x.expand(-1, 3, -1, -1)), net(x), atol=1e-5),
+           "bare": list(bare(x).shape)}
+    net.reset_classifier(5)
+    out["reset"] = list(net(x).shape)
+cfg = timm.data.resolve_data_config({}, model=net)
+out.update(channels=feats.feature_info.channels(), reduction=feats.feature_info.reduction(),
+           mean=list(cfg["mean"]), std=list(cfg["std"]), input_size=list(cfg["input_size"]), norm=norm,
+           num_features=net.num_features, three=list(timm.create_model(name, num_classes=3)(x).shape))
+print(json.dumps(out))
+"""
+
+
+def _citizen(route: str, where: Path, weights_file: Path, cwd: Path) -> dict:
+    """`_CITIZEN` run in a fresh Python (this checkout first on the path); its JSON line."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(coatsearch.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-c", _CITIZEN, route, str(where), str(weights_file)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _check_citizen(got: dict, tm: found.TrialModel) -> None:
+    """What a full timm citizen does: the trained logits, features per stage, 3 channels, other heads, the cfg."""
+    spec = tm.prepared.model
+    assert got["equal"] and got["last_map"] and got["wide"]
+    sides = spec.feature_sizes()
+    stem_side = -(-spec.image_size // spec.stem.total_stride)
+    assert got["maps"] == [[4, c, s, s] for c, s in zip(got["channels"], (stem_side, *sides), strict=True)]
+    assert got["channels"][1:] == [s.width for s in spec.stages] and got["reduction"][0] == spec.stem.total_stride
+    assert got["bare"] == [4, got["num_features"]] and got["reset"] == [4, 5] and got["three"] == [4, 3]
+    mean, std = got["norm"]
+    assert len(mean) == spec.in_chans and 0 < mean[0] < 1 and std[0] > 0  # the train pool's, on [0, 1] pixels
+    assert (got["mean"], got["std"]) == (mean, std) and got["input_size"] == [1, spec.image_size, spec.image_size]
+
+
+def test_a_registered_network_is_a_full_timm_citizen_in_a_fresh_process(studies, saved, tmp_path):
+    from coatsearch import timm_models
+
+    tm = saved[2]
+    assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "timm"]) == 0
+    path = timm_models.weights_path(studies, "ts", tm.architecture)
+    _check_citizen(_citizen("register", studies, path, tmp_path), tm)
+
+
+def test_a_saved_folder_loads_in_timm_without_the_study(studies, saved, tmp_path, capsys):
+    import shutil
+
+    tm = saved[2]
+    copy = tmp_path / "studies"
+    shutil.copytree(studies / "ts", copy / "ts")
+    out = tmp_path / "shared"
+    assert main(["export", "ts", "--studies-dir", str(copy), "--best", "1", "--format", "timm", "--out", str(out)]) == 0
+    [folder] = list(out.iterdir())
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors"]
+    assert f"local-dir:{folder}" in capsys.readouterr().out
+    shutil.rmtree(copy)  # the study is gone: the folder alone must do
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architecture"] == "coatsearch_found" and config["coatsearch"]["trial"] == tm.number
+    _check_citizen(_citizen("folder", folder, folder / "model.safetensors", tmp_path), tm)
+
+
+def test_timm_folders_are_never_written_inside_a_study(studies):
+    assert main(["export", "ts", "--studies-dir", str(studies), "--best", "1", "--format", "timm",
+                 "--out", str(studies / "ts" / "shared")]) == 2  # fmt: skip
+    assert not (studies / "ts" / "shared").exists()
