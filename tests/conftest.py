@@ -8,6 +8,7 @@ read from the reports as they come, so a module skipped at collection counts lik
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -57,6 +58,35 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if _SKIPS:
         names = ", ".join(_SKIPS[:5])
         terminalreporter.write_line(f"FAILED: {len(_SKIPS)} test(s) skipped (a skip is a failure here): {names}")
+
+
+def _process_settings() -> tuple[int, str | None, bool, object]:
+    """torch's process-wide settings a library call or a test could leave changed: intra-op threads, the
+    TORCHINDUCTOR_COMPILE_THREADS variable, whether inductor's config is imported, and its compile_threads (or why
+    it cannot be read: a test's undo once left it unreadable and every later compile failed, issue 56)."""
+    config = sys.modules.get("torch._inductor.config")
+    compile_threads: object = None
+    if config is not None:
+        try:
+            compile_threads = config.compile_threads
+        except AttributeError as exc:
+            compile_threads = f"unreadable ({exc})"
+    return torch.get_num_threads(), os.environ.get("TORCHINDUCTOR_COMPILE_THREADS"), config is not None, compile_threads
+
+
+@pytest.fixture(autouse=True)
+def _process_settings_kept(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No test leaves torch's threads or inductor's compile threads as it did not find them, so the suite passes in
+    any order of its files (a test that must change them runs them in a process of its own)."""
+    before = _process_settings()
+    yield
+    after = _process_settings()
+    if not before[2]:  # inductor's config first imported by this test: it must still read, at its import value
+        after = (*after[:2], False, None if isinstance(after[3], int | None) else after[3])
+    if after != before:
+        names = ("torch threads", "TORCHINDUCTOR_COMPILE_THREADS", "inductor config imported", "compile_threads")
+        changed = [f"{n}: {b!r} -> {a!r}" for n, b, a in zip(names, before, after, strict=True) if a != b]
+        pytest.fail(f"{request.node.nodeid} left process settings changed: {'; '.join(changed)}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

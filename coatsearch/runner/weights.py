@@ -29,6 +29,7 @@ from coatsearch.vocab import specs
 FORMAT = "coatsearch.runner.weights/2"  # /1 was a torch.save pickle, never read
 SUFFIX = ".safetensors"
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # a pickle (protocol 2+) and torch.save's zip container
+_FILE_MAX = 2**42  # bytes of a weights file (4 TB: no real bound; the spec and the header's tensors bound it)
 
 
 def path_for(yaml_path: Path, architecture: str) -> Path:
@@ -94,7 +95,13 @@ def save(path: Path, content: dict[str, Any]) -> Path:
 
 
 def read(path: str | Path) -> dict[str, Any]:
-    """A weights file's content (`retrain`'s form): a one-line UserError for a link, a pickle or another file."""
+    """A weights file's content (`retrain`'s form): a one-line UserError for a link, a pickle or another file.
+
+    Header first: the safetensors header is read by hand (`checkpoint_check.raw_header`: at most 64 MB of JSON,
+    every tensor's byte range inside the file), the format and the model spec checked (`checked`, on tensors of
+    the header's shapes on torch's meta device), and only then are the tensors read: a sparse file whose header
+    names one huge tensor is one line, never read whole.
+    """
     from safetensors import SafetensorError, safe_open
 
     from coatsearch import fsafe
@@ -109,16 +116,34 @@ def read(path: str | Path) -> dict[str, Any]:
     if start[8:9] != b"{" and start.startswith(_PICKLE_MAGIC):
         raise UserError(f"{path}: is a pickle (torch.save), which coatsearch never loads; export the weights "
                         f"again with --save-weights (safetensors)")  # fmt: skip
+    content = _header(path)
+    checked(path, content)  # the spec bounded and the header's tensors the model's, before any tensor is read
     try:
         with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            state = {k: f.get_tensor(k) for k in f.keys()}
-        content = {k: json.loads(v) for k, v in meta.items()}
+            state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - a safe_open handle, not a dict
     except (SafetensorError, OSError, ValueError) as exc:
         raise UserError(f"{path}: not a coatsearch weights file ({exc})") from None
+    return {**content, "state_dict": state}
+
+
+def _header(path: Path) -> dict[str, Any]:
+    """The file's metadata, with a state dict of meta-device tensors of the header's dtypes and shapes (nothing
+    allocated); a one-line UserError when the header is not a coatsearch weights file's."""
+    from coatsearch.training import checkpoint_check as cc
+
+    try:
+        entries, data = cc.raw_header(path, _FILE_MAX, "a weights file", "a weights file may hold")
+        raw = entries.pop("__metadata__", None) or {}
+        shapes = {k: cc.entry(k, e, data, "a weights file") for k, e in entries.items()}
+        content = {k: json.loads(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    except cc.Damaged as exc:
+        raise UserError(f"{path}: not a coatsearch weights file ({exc})") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise UserError(f"{path}: not a coatsearch weights file (metadata: {str(exc)[:80]})") from None
     if content.get("format") != FORMAT or not isinstance(content.get("model"), dict):
         raise UserError(f"{path}: not a coatsearch weights file (safetensors with format {FORMAT} expected)")
-    return {**content, "state_dict": state}
+    meta = {k: torch.empty(shape, dtype=cc.DTYPES[d], device="meta") for k, (d, shape) in shapes.items()}
+    return {**content, "state_dict": meta}
 
 
 def spec(content: dict[str, Any]) -> specs.ModelSpec:

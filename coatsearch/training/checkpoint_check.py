@@ -29,6 +29,7 @@ _SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
 _NAMES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
           torch.bool: "BOOL"}  # fmt: skip
+DTYPES = {v: k for k, v in _NAMES.items()}  # safetensors' dtype names -> torch's
 _OPT_COPIES = 4  # tensors an optimizer keeps per parameter at most (Adam's two moments, AMSGrad's max, a spare)
 
 
@@ -61,7 +62,22 @@ def budget(run: Any) -> int:
 
 def header(path: Path, run: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file's tensor entries and its metadata ('state' JSON), checked against `run` before any tensor is read."""
-    limit = budget(run)
+    entries, data = raw_header(path, budget(run), "a checkpoint file", "this run's state can take")
+    raw = entries.pop("__metadata__", None) or {}
+    try:
+        meta = json.loads(raw.get("state", "{}")) if isinstance(raw, dict) else None
+    except (ValueError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise Damaged("its metadata is not a coatsearch checkpoint's")
+    _tensors(entries, run, data)
+    return entries, meta
+
+
+def raw_header(path: Path, limit: int, what: str, room: str) -> tuple[dict[str, Any], int]:
+    """A safetensors file's header mapping (`__metadata__` included) and the bytes of data after it, read by hand
+    before any tensor is: the path a regular file (no link followed, no FIFO opened) of at most `limit` bytes (what
+    `room` can take), its header at most HEADER_MAX bytes of JSON. Shared by checkpoints and weights files."""
     try:
         kind = os.lstat(path).st_mode
     except OSError as exc:
@@ -69,7 +85,7 @@ def header(path: Path, run: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if stat.S_ISLNK(kind):
         raise Damaged(f"is a symbolic link (to {os.readlink(path)}), never followed in a study folder")
     if not stat.S_ISREG(kind):
-        raise Damaged(f"is {_KINDS.get(stat.S_IFMT(kind), 'not a regular file')}, not a checkpoint file")
+        raise Damaged(f"is {_KINDS.get(stat.S_IFMT(kind), 'not a regular file')}, not {what}")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
@@ -79,7 +95,7 @@ def header(path: Path, run: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if not stat.S_ISREG(st.st_mode):
             raise Damaged("is not a regular file")
         if st.st_size > limit:
-            raise Damaged(f"{st.st_size:,} bytes, more than this run's state can take ({limit:,})")
+            raise Damaged(f"{st.st_size:,} bytes, more than {room} ({limit:,})")
         first = fh.read(8)
         if len(first) < 8:
             raise Damaged("not a safetensors file (shorter than its header)")
@@ -92,15 +108,7 @@ def header(path: Path, run: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             raise Damaged(f"not a safetensors file (header: {str(exc)[:80]})") from None
     if not isinstance(entries, dict):
         raise Damaged("not a safetensors file (its header is not a mapping)")
-    raw = entries.pop("__metadata__", None) or {}
-    try:
-        meta = json.loads(raw.get("state", "{}")) if isinstance(raw, dict) else None
-    except (ValueError, RecursionError):
-        meta = None
-    if not isinstance(meta, dict):
-        raise Damaged("its metadata is not a coatsearch checkpoint's")
-    _tensors(entries, run, st.st_size - 8 - n)
-    return entries, meta
+    return entries, st.st_size - 8 - n
 
 
 def _tensors(entries: dict[str, Any], run: Any, data: int) -> None:
@@ -108,14 +116,8 @@ def _tensors(entries: dict[str, Any], run: Any, data: int) -> None:
     expected = _expected(run)
     params = [p for g in run.opt.param_groups for p in g["params"]]
     for name, e in entries.items():
-        if not isinstance(e, dict) or e.get("dtype") not in _SIZES:
-            raise Damaged(f"tensor {name[:60]!r}: not a tensor entry this run can hold")
-        shape, offsets = e.get("shape"), e.get("data_offsets")
-        if not _ints(shape) or not _ints(offsets) or len(offsets) != 2 or not 0 <= offsets[0] <= offsets[1] <= data:
-            raise Damaged(f"tensor {name[:60]!r}: its shape or byte range is damaged")
-        if math.prod(shape) * _SIZES[e["dtype"]] != offsets[1] - offsets[0]:
-            raise Damaged(f"tensor {name[:60]!r}: its shape {shape} does not fit its {offsets[1] - offsets[0]} bytes")
-        got = (e["dtype"], tuple(shape))
+        got = entry(name, e, data, "this run")
+        shape = list(got[1])
         if name.startswith("opt."):
             _, i, _key = (name.split(".", 2) + ["", ""])[:3]
             if not i.isdigit() or int(i) >= len(params) or got[1] not in (tuple(params[int(i)].shape), (), (1,)):
@@ -131,6 +133,19 @@ def _tensors(entries: dict[str, Any], run: Any, data: int) -> None:
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise Damaged(f"tensor {missing[0][:60]!r} is missing{more}")
+
+
+def entry(name: str, e: Any, data: int, holder: str) -> tuple[str, tuple[int, ...]]:
+    """(dtype, shape) of one header entry: a dtype `holder` can hold, whole sizes, its bytes inside the file's
+    `data` bytes and exactly its shape's size."""
+    if not isinstance(e, dict) or e.get("dtype") not in _SIZES:
+        raise Damaged(f"tensor {name[:60]!r}: not a tensor entry {holder} can hold")
+    shape, offsets = e.get("shape"), e.get("data_offsets")
+    if not _ints(shape) or not _ints(offsets) or len(offsets) != 2 or not 0 <= offsets[0] <= offsets[1] <= data:
+        raise Damaged(f"tensor {name[:60]!r}: its shape or byte range is damaged")
+    if math.prod(shape) * _SIZES[e["dtype"]] != offsets[1] - offsets[0]:
+        raise Damaged(f"tensor {name[:60]!r}: its shape {shape} does not fit its {offsets[1] - offsets[0]} bytes")
+    return e["dtype"], tuple(shape)
 
 
 def _ints(value: Any) -> TypeGuard[list[int]]:

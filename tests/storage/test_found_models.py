@@ -80,6 +80,56 @@ def test_a_weights_file_that_is_a_pickle_a_link_or_garbage_is_one_line(saved, tm
     ] in msg
 
 
+def _rewritten(path: Path, out: Path, size: int, edit) -> Path:
+    """`path`'s safetensors file with its header edited by `edit` (its data kept), made `size` bytes (sparse)."""
+    import struct
+
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    head = json.loads(raw[8 : 8 + n])
+    edit(head)
+    text = json.dumps(head).encode()
+    out.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n :])
+    if size:
+        with open(out, "r+b") as fh:
+            fh.truncate(size)
+    return out
+
+
+def _one_huge_tensor(head: dict) -> None:
+    name = next(k for k in head if k != "__metadata__")
+    head[name] = {"dtype": "F32", "shape": [750_000_000], "data_offsets": [0, 3_000_000_000]}
+
+
+def _beyond_the_file(head: dict) -> None:
+    name = next(k for k in head if k != "__metadata__")
+    head[name]["data_offsets"] = [0, 10**12]
+
+
+@pytest.mark.parametrize("kind, size, edit, words", [
+    ("a sparse 3 GB file naming one huge tensor", 3_000_100_000, _one_huge_tensor, "do not fit its model spec"),
+    ("a small file naming a huge tensor", 0, _one_huge_tensor, "byte range"),
+    ("a byte range beyond the file", 0, _beyond_the_file, "byte range"),
+    ("a header of 1e15 bytes", 0, lambda head: None, "header claims"),
+])  # fmt: skip
+def test_a_weights_file_is_checked_header_first_never_read_whole(saved, tmp_path, monkeypatch, kind, size, edit,
+                                                                  words):  # fmt: skip
+    """load_weights and the timm route read the header by hand and check it against the spec before any tensor
+    is read (safetensors' reader is never opened on a damaged file)."""
+    import safetensors
+
+    _, path, _ = saved
+    bad = _rewritten(path, tmp_path / "w.safetensors", size, edit)
+    if kind == "a header of 1e15 bytes":
+        with open(bad, "r+b") as fh:
+            fh.write((10**15).to_bytes(8, "little"))
+    monkeypatch.setattr(safetensors, "safe_open", lambda *a, **k: pytest.fail("a tensor was read"))
+    with pytest.raises(UserError) as err:
+        coatsearch.load_weights(bad)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(str(bad)) and words in msg, msg
+
+
 def test_timm_creates_the_found_network_with_the_trial_models_logits(studies, saved, capsys):
     import timm
 

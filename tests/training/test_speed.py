@@ -183,6 +183,17 @@ def test_regions_are_the_blocks_of_the_stages():
     assert speed.regions(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())) == []  # layers, not blocks
 
 
+def test_a_small_compile_runs_in_this_process():
+    """torch.compile of a small block through inductor (its C++ kernels and compile threads) in the test process:
+    the fast lane's compile, which tests/repo/test_suite_order.py also runs after the worker-threads test."""
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+    compiled = torch.compile(block, dynamic=False)
+    with torch.no_grad():
+        assert torch.allclose(compiled(x), block(x), atol=1e-5)
+
+
 def test_the_compile_caches_go_to_one_shared_folder(tmp_path, monkeypatch):
     import os
 

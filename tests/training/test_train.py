@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
+import sys
 
 import pytest
 import torch
@@ -124,14 +126,26 @@ def test_augment_batch_is_a_shift_or_flip_of_each_image(monkeypatch):
         assert any(torch.equal(img, c) or torch.equal(img, c.flip(-1)) for c in crops)
 
 
-def test_evaluate_and_callbacks_and_progress(pools, capsys):
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (tqdm draws its bar only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_evaluate_and_callbacks_and_progress(pools, capsys, monkeypatch):
     tr, ev = pools
     tr = subsets.subset(tr, 20, None, seed=0)
     seen = []
-    h = fit.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 2, seed=0, device=CPU, progress=True,
-                  on_epoch=lambda e, s: seen.append((e, s.eval_acc)), measure_train=False)  # fmt: skip
+    terminal = _Terminal()
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stderr", terminal)
+        h = fit.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 2, seed=0, device=CPU, progress=True,
+                      on_epoch=lambda e, s: seen.append((e, s.eval_acc)), measure_train=False)  # fmt: skip
     assert [e for e, _ in seen] == [0, 1] and seen[-1][1] == h.final_eval_acc
-    assert h.final_train_loss is None and "epoch 2/2" in capsys.readouterr().err
+    assert h.final_train_loss is None and "epoch 2/2" in terminal.getvalue()
+    fit.fit(tiny_net(), tr, ev, OptimSpec(batch_size=64), 1, seed=0, device=CPU, progress=True)
+    assert capsys.readouterr().err == ""  # a redirected log gets no bar (no carriage returns)
     net = tiny_net().train()
     loss, acc = fit.evaluate(net, ev, CPU, batch_size=64)
     assert 0 <= acc <= 1 and loss > 0 and net.training  # mode restored
