@@ -74,9 +74,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         item = PlanItem(args.candidate, 0)
         start = time.perf_counter()
-        with resume.trial(space, Path(tmp), item) as done:
+        with resume.trial(space, Path(tmp), item) as (done, saves):
             fit.fit(net, train, None, prep.optim, 1, seed=0, device=device, augment=False,
-                    measure_train=False, eval_every=0, max_steps=args.steps)  # fmt: skip
+                    measure_train=False, eval_every=0, max_steps=args.steps, checkpoints=saves)  # fmt: skip
             done(("COMPLETE", None, None))
         wall = time.perf_counter() - start
         files = sorted((resume.folder_of(Path(tmp), item)).glob("fit*.safetensors"))

@@ -24,6 +24,7 @@ from coatsearch.vocab.bounds import (  # noqa: F401  (the bounds the CLI shares,
     PILOT_SEEDS_MAX,
     TRIALS_MAX,
     WORKERS_MAX,
+    RayOptions,
     check_backend_args,
     checked,
 )
@@ -194,28 +195,62 @@ def run(
     A profile that declares a claim decided (`decides:`) whose plan cannot decide it is a UserError before anything
     is written, unless `allow_undecided` (planner.runs.check_decides).
     """
-    from coatsearch import fsafe
     from coatsearch.planner.runs import check_decides, eta_first
     from coatsearch.runner import tracking
     from coatsearch.runner.workers import processes
-    from coatsearch.storage.paths import report_folder, study_folder
+    from coatsearch.storage.paths import study_folder
     from coatsearch.storage.store import counts as store_counts
-    from coatsearch.training.datacheck import check_matches
-    from coatsearch.training.fit import parse_device, pick_device
 
+    ray = RayOptions(address, cpus_per_trial, gpus_per_trial)  # the one place Ray's options are built
     sp = _space_arg(space, profile)
     tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
     sp = sp if log is None else dataclasses.replace(sp, log=log)
     sp = sp if tracking_uri is None else dataclasses.replace(sp, tracking_uri=tracking_uri)
-    name, studies = study_name(sp, study), Path(studies_dir)
+    name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
+    _check_run(sp, name, studies, reports if report else None, backend, workers, trials, device, ray)
+    _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
+    check_decides(sp, studies, name, reports, allow=allow_undecided)  # a profile that cannot decide
+    prepared = _prepare_study(sp, studies, name, force_new_space)
+    _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
+    done = store_counts(prepared[0])["finished"]
+    procs = processes(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
+    if plan_first and backend == "optuna":
+        eta_first(sp, studies, name, procs, device, reports)
+    common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
+    tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment, before any worker
+    s = _engine(sp, studies, name, backend, procs, common, ray)
+    written = _report(name, studies, reports) if report else None
+    if written is not None:
+        tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
+    path = written.markdown if written is not None else None
+    return RunResult(**dataclasses.asdict(s), report=path)
+
+
+def _check_run(
+    sp: Space,
+    name: str,
+    studies: Path,
+    reports: Path | None,
+    backend: str,
+    workers: int | str,
+    trials: int | None,
+    device: str,
+    ray: RayOptions,
+) -> None:
+    """Every check `run` makes of its arguments, the study's and report's folders, the device and the data before it
+    writes anything (`reports`: None without a report)."""
+    from coatsearch import fsafe
+    from coatsearch.storage.paths import report_folder, study_folder
+    from coatsearch.training.datacheck import check_matches
+    from coatsearch.training.fit import parse_device, pick_device
+
     bounds.check_counts(workers, trials)
-    ray = {"address": address, "cpus_per_trial": cpus_per_trial, "gpus_per_trial": gpus_per_trial}
     bounds.check_backend_args(backend, workers, ray)  # the one check of the backend's arguments (CLI: as flags)
     if backend != "optuna" and sp.study.objectives:
         raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
     fsafe.check_owned(study_folder(studies, name))  # a bad name, folder, or a link in it stops here, before any write
-    if report:
-        report_folder(Path(reports_dir), name, studies)
+    if reports is not None:
+        report_folder(reports, name, studies)
     if backend == "optuna":
         pick_device(device)  # this machine must have it
     else:  # Ray: the cluster's nodes must have the device (ray_backend checks its GPUs); its resources and cluster
@@ -223,27 +258,10 @@ def run(
 
         if device != "auto":
             parse_device(device)
-        ray_backend.preflight(device, address, cpus_per_trial, gpus_per_trial)
+        ray_backend.preflight(device, ray.address, ray.cpus_per_trial, ray.gpus_per_trial)
     d = sp  # a missing dataset, or one that does not match the space, stops here
     check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
     _check_matched(sp)
-    _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
-    check_decides(sp, studies, name, Path(reports_dir), allow=allow_undecided)  # a profile that cannot decide
-    prepared = _prepare_study(sp, studies, name, force_new_space)
-    _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
-    ray = {"address": address, "cpus": cpus_per_trial, "gpus": gpus_per_trial}  # ray_backend.run's names
-    done = store_counts(prepared[0])["finished"]
-    procs = processes(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
-    if plan_first and backend == "optuna":
-        eta_first(sp, studies, name, procs, device, Path(reports_dir))
-    common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
-    tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment, before any worker
-    s = _engine(sp, studies, name, backend, procs, common, ray)
-    written = _report(name, studies, Path(reports_dir)) if report else None
-    if written is not None:
-        tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
-    path = written.markdown if written is not None else None
-    return RunResult(**dataclasses.asdict(s), report=path)
 
 
 def plan(
@@ -303,12 +321,14 @@ def plan(
     return dataclasses.replace(made, registration=registrar.lines())
 
 
-def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: dict) -> Any:
+def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: RayOptions) -> Any:
     """Run the study on the chosen engine; its RunSummary."""
     if backend == "ray":
         from coatsearch.runner import ray_backend
 
-        return ray_backend.run(space, studies, name, **common, **ray)
+        return ray_backend.run(
+            space, studies, name, **common, address=ray.address, cpus=ray.cpus_per_trial, gpus=ray.gpus_per_trial
+        )
     from coatsearch.runner import optuna_backend
 
     return optuna_backend.run(space, studies, name, workers=procs[0], threads=procs[1], **common)

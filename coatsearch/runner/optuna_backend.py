@@ -192,9 +192,11 @@ def _run_trial(
     from coatsearch.runner.trial import attempt, epoch_reporter
 
     report = epoch_reporter(space, _pruning_sink(trial))
-    with resume.trial(space, folder, item) as done, tracking.tracked(space, folder or Path("."), item, params,
-                                                                      trial.number) as tracker:  # fmt: skip
-        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted))
+    with (
+        resume.trial(space, folder, item) as (done, saves),
+        tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker,
+    ):
+        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves))
         tracking.finish(tracker, *outcome)
     store.tell(study, trial, *outcome)
 

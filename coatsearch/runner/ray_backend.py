@@ -361,11 +361,11 @@ def _trainable(
     ray_copy = tune.get_checkpoint()  # a trial Ray restored after its worker died: its last checkpoint
     with (
         ray_copy.as_directory() if ray_copy is not None else nullcontext(None) as restored,
-        resume.trial(space, Path(folder), item, _to_ray, restored) as done,
+        resume.trial(space, Path(folder), item, _to_ray, restored) as (done, saves),
         tracking.tracked(space, Path(folder), item, params, config.get("number")) as tracker,
     ):
         state, run, value = done(attempt(space, item, params, dev, environment.probe(dev), report=report,
-                                         matched=matched))  # fmt: skip
+                                         matched=matched, checkpoints=saves))  # fmt: skip
         tracking.finish(tracker, state, run, value)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     sent = None if run is None else R.to_json(run)

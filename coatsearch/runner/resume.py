@@ -1,13 +1,15 @@
 """Killed trials resume: each trial's checkpoints in the study folder, the record's note, their removal when done.
 
-Around one trial, `trial(space, folder, item)` turns on `training.checkpoint` with the space's `checkpoint:`
-settings, in `<study>/checkpoints/<candidate>/seed=<seed>/sample=<sample>/` (the trial's key: the same for the
-trial that runs again after a kill). When the trial ends with an outcome (completed, failed or pruned), its
-record says which training runs resumed and from which step (`extra.resumed`), and the folder is removed unless
-`checkpoint.keep`. A trial whose worker is killed leaves its folder, and the next `coatsearch run` goes on from
-it. Ray trials take the same path inside their Ray worker, and each save also goes to Ray (`on_save`: the Ray
-backend reports the folder through `tune.report(checkpoint=...)`); a trial Ray restores after its worker died
-gets Ray's copy back into its folder (`restored`) before it trains, on whichever machine it lands.
+Around one trial, `trial(space, folder, item)` makes the trial's `training.checkpoint.Trial` from the space's
+`checkpoint:` settings, in `<study>/checkpoints/<candidate>/seed=<seed>/sample=<sample>/` (the trial's key: the same
+for the trial that runs again after a kill); the runner passes it down to every `fit` of the trial as an argument
+(runner.trial.attempt -> scores.measure -> scores.training.train -> training.fit). When the trial ends with an
+outcome (completed, failed or pruned), its record says which training runs resumed and from which step
+(`extra.resumed`), and the folder is removed unless `checkpoint.keep`. A trial whose worker is killed leaves its
+folder, and the next `coatsearch run` goes on from it. Ray trials take the same path inside their Ray worker, and
+each save also goes to Ray (`on_save`: the Ray backend reports the folder through `tune.report(checkpoint=...)`); a
+trial Ray restores after its worker died gets Ray's copy back into its folder (`restored`) before it trains, on
+whichever machine it lands.
 """
 
 from __future__ import annotations
@@ -49,9 +51,10 @@ def trial(
     item: PlanItem,
     on_save: Callable[[Path, int], None] | None = None,
     restored: Path | None = None,
-) -> Iterator[Callable[[_Outcome], _Outcome]]:
-    """Checkpoint the trial's long training runs; yields `done(outcome)`, which notes a resume in the record and
-    removes the checkpoints (unless kept). Without a study folder or with `checkpoint.every: 0`, nothing.
+) -> Iterator[tuple[Callable[[_Outcome], _Outcome], checkpoint.Trial | None]]:
+    """Checkpoint the trial's long training runs; yields (`done(outcome)`, the trial's checkpointing to pass to its
+    fits). `done` notes a resume in the record and removes the checkpoints (unless kept). Without a study folder or
+    with `checkpoint.every: 0`, the checkpointing is None.
 
     Every component of the folder below the study folder is checked (`fsafe.owned`): a link on it (planted after
     `run` checked the study's folders) is a note line, and the trial runs without checkpoints.
@@ -67,17 +70,17 @@ def trial(
     if where is not None and restored is not None:
         _bring_back(Path(restored), where, Path(study_folder))  # type: ignore[arg-type]  # not None with `where`
     policy = checkpoint.Policy(where, spec.every, spec.min_steps, on_save, study_folder) if where is not None else None
-    with checkpoint.trial(policy) as state:
+    state = checkpoint.Trial(policy) if policy is not None else None
 
-        def done(outcome: _Outcome) -> _Outcome:
-            status, run, value = outcome
-            if state is not None and state.resumed and run is not None:
-                run = replace(run, extra={**run.extra, "resumed": [dict(r) for r in state.resumed]})
-            if where is not None and not spec.keep:
-                remove(Path(study_folder), item)  # type: ignore[arg-type]  # not None with `where`
-            return status, run, value
+    def done(outcome: _Outcome) -> _Outcome:
+        status, run, value = outcome
+        if state is not None and state.resumed and run is not None:
+            run = replace(run, extra={**run.extra, "resumed": [dict(r) for r in state.resumed]})
+        if where is not None and not spec.keep:
+            remove(Path(study_folder), item)  # type: ignore[arg-type]  # not None with `where`
+        return status, run, value
 
-        yield done
+    yield done, state
 
 
 def remove(study_folder: Path, item: PlanItem) -> None:

@@ -19,6 +19,7 @@ from coatsearch.space import search
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
+from coatsearch.training.checkpoint import Trial as Checkpoints
 from coatsearch.training.history import NonFinite, check_finite
 from coatsearch.vocab.specs import model_label
 
@@ -32,12 +33,14 @@ def run_item(
     report: Report | None = None,
     matched: Mapping[str, Prepared] | None = None,
     admitted: Prepared | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[float | list[float], R.RunRecord]:
     """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
     `admitted`: the point's model, already admitted at sampling (search.admit); else it is admitted here, so a
-    point no engine checked still never trains against a constraint or a missed budget.
+    point no engine checked still never trains against a constraint or a missed budget. `checkpoints`: the trial's
+    checkpointing (runner.resume.trial), passed to every training run; None: none.
     """
     start = time.perf_counter()
     try:
@@ -50,7 +53,7 @@ def run_item(
         offset = getattr(cand.definition, "init_offset", None)  # a baseline's definition is its ModelSpec: none
         init = None if offset is None else item.seed + offset
         inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs, init_seed=init)
-        metrics = measure(inp, device, progress=progress, report=report)
+        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints)
         check_finite(metrics)
     except (TrialFailed, Pruned, UserError):
         raise
@@ -115,12 +118,14 @@ def attempt(
     report: Report | None = None,
     matched: Mapping[str, Prepared] | None = None,
     admitted: Prepared | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
     """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
 
-    `env` is the worker's environment (runner.environment.probe); the record takes it with the trial's device."""
+    `env` is the worker's environment (runner.environment.probe); the record takes it with the trial's device;
+    `checkpoints` as in `run_item`."""
     try:
-        value, run = run_item(space, item, params, device, progress, report, matched, admitted)
+        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints)
     except Pruned:
         return "PRUNED", None, None
     except (TrialFailed, UserError) as exc:

@@ -17,6 +17,9 @@ from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialI
 from coatsearch.vocab import specs
 from coatsearch.vocab.registry import Registry
 
+if TYPE_CHECKING:
+    from coatsearch.training.checkpoint import Trial as Checkpoints  # imports torch: type hints only
+
 __all__ = [
     "FALLBACK",
     "METRICS",
@@ -187,13 +190,19 @@ def enabled(scores: ScoresSpec) -> list[tuple[Score, object]]:
 
 
 def measure(
-    inp: TrialInput, device: Any, progress: bool = False, report: Report | None = None, fit: Callable | None = None
+    inp: TrialInput,
+    device: Any,
+    progress: bool = False,
+    report: Report | None = None,
+    fit: Callable | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict:
     """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
 
     `fit(phase, ...)` replaces `training.fit` for every training run (the planner's timing pilot); None: training.fit.
+    `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), passed to every training run's `fit`.
     """
-    ctx = Context(inp, device, progress, report, fit=fit)
+    ctx = Context(inp, device, progress, report, fit=fit, checkpoints=checkpoints)
     out: dict = {}
     for score, spec in enabled(inp.scores):
         out.update(score.run(ctx, spec))

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coatsearch.vocab import specs
+
+if TYPE_CHECKING:
+    from coatsearch.training.checkpoint import Trial as Checkpoints  # imports torch: type hints only
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
 
@@ -87,6 +90,7 @@ class Context:
         default_factory=dict
     )  # score name -> (trained model, test images, validation images)
     fit: Callable[..., Any] | None = None  # (phase, *training.fit's arguments) -> History: the planner's timing pilot
+    checkpoints: Checkpoints | None = None  # the trial's checkpointing, passed to every training run (None: none)
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,9 @@ def train(
     hook = (lambda epoch, stats: report(phase, epoch, stats.val_acc)) if report else None
     run = functools.partial(ctx.fit, phase) if ctx.fit is not None else fit  # the planner's pilot takes the phase
     heard = listeners.on_point(phase)  # a tracked trial's curve points, as they are measured
-    tracked: dict[str, Any] = {"on_point": heard} if heard is not None else {}  # the pilot's fit takes none
+    wired: dict[str, Any] = {"on_point": heard} if heard is not None else {}  # the pilot's fit takes neither
+    if ctx.checkpoints is not None:
+        wired["checkpoints"] = ctx.checkpoints  # the trial's checkpointing: each long run saves and resumes
     return run(
         net,
         train_set,
@@ -97,7 +99,7 @@ def train(
         stop_at_acc=stop_at_acc,
         levels=levels,
         validate=validation,
-        **tracked,
+        **wired,
     )
 
 

@@ -1,7 +1,8 @@
 """Trial checkpoints: a long training run saves its whole state every N steps and resumes from it after a kill.
 
-A runner opens `trial(policy)` around one trial; each `fit` inside it asks `for_fit` for its saver (None outside a
-trial or for a run shorter than `policy.min_steps`). The k-th training run of the trial keeps one file,
+A runner makes one `Trial(policy)` per trial and passes it down to every `fit` of the trial (`fit(...,
+checkpoints=trial)`); each `fit` asks it for its saver (`Trial.saver`: None for a run shorter than
+`policy.min_steps`; a `fit` given no Trial saves nothing). The k-th training run of the trial keeps one file,
 `<policy.folder>/fit<k>.safetensors`, rewritten through the safe writer (fsafe.replacing) at the first step whose
 losses are read once `policy.every` steps have passed since the last save. It holds the model (parameters and
 BatchNorm buffers), the optimizer's state, every random stream the loop draws from (torch's CPU generator, which
@@ -28,9 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,8 @@ import torch
 
 from coatsearch import fsafe
 from coatsearch.training import checkpoint_check as check
+from coatsearch.training.checkpoint_check import RunState
+from coatsearch.training.curves import Meter
 
 FORMAT = "coatsearch.training.checkpoint/1"
 
@@ -62,41 +63,25 @@ class Trial:
     fits: int = 0
     resumed: list[dict[str, int]] = field(default_factory=list)
 
-
-_TRIAL: ContextVar[Trial | None] = ContextVar("coatsearch_checkpoint_trial", default=None)
-
-
-@contextmanager
-def trial(policy: Policy | None) -> Iterator[Trial | None]:
-    """Checkpoint the training runs inside the block under `policy` (None: none)."""
-    state = Trial(policy) if policy is not None else None
-    token = _TRIAL.set(state)
-    try:
-        yield state
-    finally:
-        _TRIAL.reset(token)
+    def saver(self, total: int) -> Saver | None:
+        """The saver of this trial's next training run of `total` steps; None when it is shorter than `min_steps`."""
+        self.fits += 1  # every run counts, so the k-th run is the same one when the trial runs again
+        if total < self.policy.min_steps:
+            return None
+        return Saver(self, self.policy.folder / f"fit{self.fits}.safetensors")
 
 
-def for_fit(total: int) -> Saver | None:
-    """The saver of the current trial's next training run of `total` steps; None outside a trial or when short."""
-    t = _TRIAL.get()
-    if t is None:
+def resume(
+    saver: Saver | None, run: RunState, meter: Meter, parts: tuple[Any, ...], row: type
+) -> tuple[int, int] | None:
+    """Restore a fresh run and its `curves.Meter` from the run's checkpoint (`saver`'s file), if it has one written
+    for this run (`parts`: the fit arguments it must share); (epoch, steps done in it), else None (start afresh)."""
+    if saver is None:
         return None
-    t.fits += 1  # every run counts, so the k-th run is the same one when the trial runs again
-    if total < t.policy.min_steps:
-        return None
-    return Saver(t, t.policy.folder / f"fit{t.fits}.safetensors")
+    return saver.load(run, meter, fingerprint(run, meter, parts), row)
 
 
-def resume(run: Any, meter: Any, parts: tuple[Any, ...], row: type) -> tuple[int, int] | None:
-    """Restore a fresh `fit._Run` and its `curves.Meter` from the run's checkpoint, if it has one written for this
-    run (`parts`: the fit arguments it must share); (epoch, steps done in it), else None (start afresh)."""
-    if run.saver is None:
-        return None
-    return run.saver.load(run, meter, fingerprint(run, meter, parts), row)
-
-
-def fingerprint(run: Any, meter: Any, parts: tuple[Any, ...]) -> str:
+def fingerprint(run: RunState, meter: Meter, parts: tuple[Any, ...]) -> str:
     """What a checkpoint must belong to: parameter names, shapes and initial values, `parts`, batch and data."""
     h = hashlib.sha256(repr((parts, run.batch, run.steps)).encode())
     for name, t in run.net.state_dict().items():
@@ -117,7 +102,7 @@ class Saver:
         self.last = 0  # the step of the last save (or of the resume)
         self.rows: list = []  # the run's epoch rows so far (fit's loop appends to this list)
 
-    def tick(self, run: Any, meter: Any, epoch: int, done: int) -> float:
+    def tick(self, run: RunState, meter: Meter, epoch: int, done: int) -> float:
         """Save after `done` steps of `epoch` when `every` steps have passed since the last save and the run goes
         on; the seconds it took (0 when not due)."""
         step = epoch * run.steps + done
@@ -130,8 +115,8 @@ class Saver:
             self.owner.policy.on_save(self.path.parent, step)
         return time.perf_counter() - began
 
-    def save(self, run: Any, meter: Any, epoch: int, done: int) -> None:
-        """Write the state after `done` steps of epoch `epoch` (a `fit._Run` and its `curves.Meter`)."""
+    def save(self, run: RunState, meter: Meter, epoch: int, done: int) -> None:
+        """Write the state after `done` steps of epoch `epoch` (a run and its `curves.Meter`)."""
         root = self.owner.policy.root  # every component below the study folder checked first: no link followed
         path = fsafe.owned(root, self.path.relative_to(root)) if root is not None else self.path
         tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in run.net.state_dict().items()}
@@ -168,7 +153,7 @@ class Saver:
         with fsafe.replacing(path) as tmp:
             save_file(tensors, str(tmp), metadata={"state": json.dumps(meta)})
 
-    def load(self, run: Any, meter: Any, key: str, row: type) -> tuple[int, int] | None:
+    def load(self, run: RunState, meter: Meter, key: str, row: type) -> tuple[int, int] | None:
         """Restore the run from its file when there is one for this run (`key`): (epoch, steps done in it).
 
         The file is checked before it is trusted (checkpoint_check: header, position, values), so a damaged file,
@@ -210,7 +195,7 @@ def _params(opt: torch.optim.Optimizer) -> list[tuple[torch.Tensor, dict]]:
     return [(p, g) for g in opt.param_groups for p in g["params"]]
 
 
-def _read(path: Path, run: Any, key: str, row: type) -> tuple[dict[str, torch.Tensor], dict[str, Any], Any, Any]:
+def _read(path: Path, run: RunState, key: str, row: type) -> tuple[dict[str, torch.Tensor], dict[str, Any], Any, Any]:
     """A checkpoint's tensors, metadata, position and (points, rows), checked against `run` (check.Damaged else).
 
     The header is checked before any tensor is read (no link followed; never unpickled)."""
@@ -236,8 +221,8 @@ def _read(path: Path, run: Any, key: str, row: type) -> tuple[dict[str, torch.Te
     return tensors, meta, at, values
 
 
-def _restore(run: Any, meter: Any, tensors: dict[str, torch.Tensor], meta: dict[str, Any], points: list) -> None:
-    """Put a checkpoint's state into a fresh `fit._Run` and `curves.Meter`."""
+def _restore(run: RunState, meter: Meter, tensors: dict[str, torch.Tensor], meta: dict[str, Any], points: list) -> None:
+    """Put a checkpoint's state into a fresh run and its `curves.Meter`."""
     run.net.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})  # copied in place
     _restore_optimizer(run.opt, tensors, meta["opt_scalars"])
     torch.set_rng_state(tensors["rng.torch"])

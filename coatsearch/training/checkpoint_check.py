@@ -8,6 +8,9 @@ position fields against the run (0 <= epoch < epochs, 1 <= done <= the steps of 
 steps + done < total, one epoch row per finished epoch) and `state(meta, run, row)` the JSON values restore reads
 (curve points, rows, the mixup RNG, the dense window, optimizer scalars). Each raises `Damaged` with a reason
 naming what is wrong (not the path: the caller names it once).
+
+`RunState` is what a checkpoint reads and writes of a training run (`fit`'s run state satisfies it): the checks
+here and the saver and restore in `training.checkpoint` read nothing else of it.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import stat
 import struct
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import torch
+from torch import nn
 
 from coatsearch.training.curves import Point
 
@@ -36,11 +41,47 @@ _OPT_COPIES = 4  # tensors an optimizer keeps per parameter at most (Adam's two 
 _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
 
 
+class RunState(Protocol):
+    """What a checkpoint reads and writes of one training run: its model, optimizer, random streams, the epoch's
+    device buffers and its schedule. Tensors and generators are restored in place; no attribute is reassigned."""
+
+    @property
+    def net(self) -> nn.Module: ...  # the module that trains (its state_dict is the checkpoint's model)
+    @property
+    def opt(self) -> torch.optim.Optimizer: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def cuda(self) -> bool: ...  # CUDA's random stream is saved too
+    @property
+    def x(self) -> torch.Tensor: ...  # the training images on the device (fingerprinted, never saved)
+    @property
+    def y(self) -> torch.Tensor: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def steps(self) -> int: ...  # steps an epoch
+    @property
+    def total(self) -> int: ...  # steps of the run
+    @property
+    def shuffle(self) -> torch.Generator: ...  # the batch order's generator
+    @property
+    def epoch_shuffle(self) -> torch.Tensor: ...  # its state as the current epoch began
+    @property
+    def aug_gen(self) -> torch.Generator: ...  # the augmentation generator
+    @property
+    def mix_rng(self) -> random.Random: ...  # mixup's
+    @property
+    def losses(self) -> torch.Tensor: ...  # the epoch's batch losses so far (steps,), on the device
+    @property
+    def hits(self) -> torch.Tensor: ...  # and hits
+
+
 class Damaged(Exception):
     """A checkpoint that cannot be this run's: the reason, without the path."""
 
 
-def _expected(run: Any) -> dict[str, tuple[str, tuple[int, ...]] | None]:
+def _expected(run: RunState) -> dict[str, tuple[str, tuple[int, ...]] | None]:
     """The tensors a checkpoint of `run` holds: name -> (dtype, shape); None where the shape varies (checked apart)."""
     out: dict[str, tuple[str, tuple[int, ...]] | None] = {
         f"model.{k}": (_NAMES.get(v.dtype, str(v.dtype)), tuple(v.shape)) for k, v in run.net.state_dict().items()
@@ -52,7 +93,7 @@ def _expected(run: Any) -> dict[str, tuple[str, tuple[int, ...]] | None]:
     return out
 
 
-def budget(run: Any) -> int:
+def budget(run: RunState) -> int:
     """The most bytes a checkpoint of `run` can take: model, optimizer state, random streams, epoch buffers, header."""
     params = [p for g in run.opt.param_groups for p in g["params"]]
     model = sum(v.numel() * v.element_size() for v in run.net.state_dict().values())
@@ -60,7 +101,7 @@ def budget(run: Any) -> int:
     return 8 + HEADER_MAX + model + opt + 4 * 65_536 + run.steps * 16
 
 
-def header(path: Path, run: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def header(path: Path, run: RunState) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file's tensor entries and its metadata ('state' JSON), checked against `run` before any tensor is read."""
     entries, data = raw_header(path, budget(run), "a checkpoint file", "this run's state can take")
     raw = entries.pop("__metadata__", None) or {}
@@ -111,7 +152,7 @@ def raw_header(path: Path, limit: int, what: str, room: str) -> tuple[dict[str, 
     return entries, st.st_size - 8 - n
 
 
-def _tensors(entries: dict[str, Any], run: Any, data: int) -> None:
+def _tensors(entries: dict[str, Any], run: RunState, data: int) -> None:
     """Every entry a tensor of this run's state, of its dtype and shape, its bytes inside the file's data."""
     expected = _expected(run)
     params = [p for g in run.opt.param_groups for p in g["params"]]
@@ -159,7 +200,7 @@ def _int(meta: dict[str, Any], key: str) -> int:
     return value
 
 
-def position(meta: dict[str, Any], run: Any, entries: dict[str, Any]) -> tuple[int, int, int]:
+def position(meta: dict[str, Any], run: RunState, entries: dict[str, Any]) -> tuple[int, int, int]:
     """(epoch, done, step) of the checkpoint, each checked against the run; its epoch buffers hold `done` steps."""
     epoch, done, step = _int(meta, "epoch"), _int(meta, "done"), _int(meta, "step")
     epochs = math.ceil(run.total / run.steps)
@@ -176,7 +217,7 @@ def position(meta: dict[str, Any], run: Any, entries: dict[str, Any]) -> tuple[i
     return epoch, done, step
 
 
-def state(meta: dict[str, Any], run: Any, row: type, epoch: int) -> tuple[list[Point], list[Any]]:
+def state(meta: dict[str, Any], run: RunState, row: type, epoch: int) -> tuple[list[Point], list[Any]]:
     """The curve points and epoch rows of the checkpoint, its mixup RNG, dense window and optimizer scalars checked."""
     try:
         points = [Point(**p) for p in meta["points"]]

@@ -131,7 +131,8 @@ class _Guarded(nn.Module):
 
 
 class _Run:
-    """The state of one `fit` call: model, optimizer, device data, generators, schedule."""
+    """The state of one `fit` call: model, optimizer, device data, generators, schedule (what a checkpoint reads of
+    it is `checkpoint_check.RunState`)."""
 
     def __init__(
         self,
@@ -143,6 +144,7 @@ class _Run:
         device: torch.device,
         augment: bool,
         runs: int = 1,
+        checkpoints: checkpoint.Trial | None = None,
     ):
         self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
         self.cl = channels_last(device)
@@ -172,7 +174,7 @@ class _Run:
             torch.backends.cudnn.benchmark = True  # fixed shapes: each is benchmarked once
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
-        self.saver = checkpoint.for_fit(total)  # a long run of a checkpointed trial saves its state (None: not)
+        self.saver = checkpoints.saver(total) if checkpoints is not None else None  # None: this run saves nothing
         self.epoch_shuffle = self.shuffle.get_state()  # the batch order's generator as the epoch began
 
     def _slot(self, mode: str | None) -> capture.Slot | None:
@@ -361,6 +363,7 @@ def fit(
     runs: int = 1,
     levels: tuple[float, ...] | None = None,
     validate: TensorData | None = None,
+    checkpoints: checkpoint.Trial | None = None,
 ) -> History:
     """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
 
@@ -381,6 +384,8 @@ def fit(
     budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
     (seeds x scores), which `compile: auto` weighs its compile against (tuning.AutoCompile). `levels`: a
     train-loss ladder (nats) whose crossings get dense points (training.curves.Dense); each point records its lr phase.
+    `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), whose saver saves this run's state every N
+    steps and restores it when the trial runs again; None: no checkpoints.
     """
     if len(train) == 0:
         raise UserError("empty training set")
@@ -391,12 +396,13 @@ def fit(
         raise UserError("stop_at_acc needs evaluation data")
     torch.manual_seed(seed)
     total = max_steps if max_steps is not None else epochs * steps_per_epoch(len(train), optim.batch_size)
-    run = _Run(model, train, optim, total, seed, device, augment, runs)
+    run = _Run(model, train, optim, total, seed, device, augment, runs, checkpoints)
     points = curve_steps(run.total, eval_every)
     if stop.active and not points:
         raise UserError("stop_at_loss / stop_at_acc need curve points (eval_every > 0)")
     meter = Meter(run, evaluate, probe, stop, on_point, levels if points else None, validate)
-    at = checkpoint.resume(run, meter, (optim, seed, run.total, augment, eval_every, probe, stop, levels), EpochStats)
+    parts = (optim, seed, run.total, augment, eval_every, probe, stop, levels)  # what a checkpoint must share
+    at = checkpoint.resume(run.saver, run, meter, parts, EpochStats)
     if 0 in points and at is None:
         meter(0)
     rows = _epochs(run, meter, points, progress, on_epoch, at)

@@ -7,7 +7,9 @@ is the API's wording, `as_flags()` the command line's, so each face prints its o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.errors import UserError
@@ -20,7 +22,19 @@ EFFECT_MAX = 100.0  # plan(effect=...) / --effect: a difference in accuracy poin
 PILOT_SEEDS_MAX = 10  # plan(pilot_seeds=...) / --pilot-seeds
 ENGINES = ("optuna", "ray")  # backend / --backend
 FORMATS = ("csv", "parquet", "json", "yaml", "timm")  # export's fmt / --format; yaml, timm: the best architectures
-_RAY_ARGS = ("address", "cpus_per_trial", "gpus_per_trial")  # arguments only the Ray backend reads
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """The arguments only the Ray backend reads (`address`, `cpus_per_trial`, `gpus_per_trial` in the API, their flags
+    on the command line); None: not given."""
+
+    address: str | None = None  # the cluster: "auto" or HOST:PORT (None starts a local Ray)
+    cpus_per_trial: float | None = None
+    gpus_per_trial: float | None = None
+
+
+_RAY_ARGS = tuple(f.name for f in dataclasses.fields(RayOptions))  # arguments only the Ray backend reads
 
 
 class ArgumentError(UserError):
@@ -62,9 +76,10 @@ def check_counts(workers: Any, trials: Any) -> None:
         checked("trials", numbers.count, trials, 1, TRIALS_MAX)
 
 
-def check_backend_args(backend: str, workers: Any, ray: Mapping[str, Any]) -> None:
-    """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (_RAY_ARGS) on the optuna
+def check_backend_args(backend: str, workers: Any, ray: RayOptions | Mapping[str, Any]) -> None:
+    """An argument the chosen backend would ignore is an error, not a silent no-op: Ray's (RayOptions) on the optuna
     backend, `workers` on Ray; an unknown backend is refused naming those that exist."""
+    ray = dataclasses.asdict(ray) if isinstance(ray, RayOptions) else ray
     if backend not in ENGINES:
         raise ArgumentError(lambda flags: f"unknown backend {backend!r}; backends: {', '.join(ENGINES)}")
     given = [k for k in _RAY_ARGS if ray.get(k) is not None]

@@ -170,3 +170,18 @@ def test_status_shows_a_running_trial_whose_worker_is_gone_as_interrupted(tmp_pa
     assert main(["status", "k", "--studies-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "1 running, 0 waiting of 2 planned (1 interrupted, to rerun: the next `coatsearch run` trains" in out
+
+
+def test_rays_options_are_one_typed_value_checked_like_the_keywords() -> None:
+    import inspect
+
+    from coatsearch.vocab import bounds
+
+    source = inspect.getsource(api.run)
+    assert source.count("RayOptions(") == 1 and "cpus_per_trial:" in source  # built once; the keywords stay
+    given = api.RayOptions(address="auto", gpus_per_trial=1.0)
+    for ray in (given, {"address": "auto", "gpus_per_trial": 1.0}):
+        with pytest.raises(bounds.ArgumentError) as caught:
+            api.check_backend_args("optuna", "auto", ray)
+        assert str(caught.value) == "address, gpus_per_trial: only used with backend='ray' (this run uses optuna)"
+    api.check_backend_args("ray", "auto", given)

@@ -122,19 +122,19 @@ def _checkpointed(tmp_path: Path, setting: str) -> Path:
 
 def test_a_trial_keeps_its_checkpoints_on_request_and_otherwise_removes_them(tmp_path):
     from coatsearch.space.objects import load_space
-    from coatsearch.training import checkpoint
 
     item = PlanItem("C-T", 0)
     for keep in (False, True):
         space = load_space(_checkpointed(tmp_path, f"{{every: 3, keep: {str(keep).lower()}}}"))
-        with resume.trial(space, tmp_path / "s", item) as done:
+        with resume.trial(space, tmp_path / "s", item) as (done, saves):
+            assert saves is not None and saves.policy.every == 3
             where = resume.folder_of(tmp_path / "s", item)
             where.mkdir(parents=True, exist_ok=True)
             (where / "fit1.safetensors").write_bytes(b"")
             assert done(("COMPLETE", None, 1.0)) == ("COMPLETE", None, 1.0)
         assert where.exists() is keep
-    with resume.trial(load_space(_checkpointed(tmp_path, "{every: 0}")), tmp_path / "off", item):
-        assert checkpoint.for_fit(10**6) is None  # every: 0 saves nothing
+    with resume.trial(load_space(_checkpointed(tmp_path, "{every: 0}")), tmp_path / "off", item) as (_, saves):
+        assert saves is None  # every: 0 saves nothing
 
 
 @pytest.mark.parametrize(

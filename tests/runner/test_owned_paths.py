@@ -38,8 +38,8 @@ def test_a_link_on_the_checkpoint_path_is_never_written_or_removed_through(tmp_p
     space = load_space(tiny_variant(tmp_path, (STUDY, f"{STUDY}\ncheckpoint: {{every: 3, keep: false}}")))
     study, outside = tmp_path / "s", tmp_path / "outside"
     notes = _plant(study, level, outside)
-    with resume.trial(space, study, ITEM) as done:
-        assert checkpoint.for_fit(10**6) is None  # no saver: the trial runs without checkpoints
+    with resume.trial(space, study, ITEM) as (done, saves):
+        assert saves is None  # no saver: the trial runs without checkpoints
         assert done(("COMPLETE", None, 1.0)) == ("COMPLETE", None, 1.0)
     assert notes.read_text() == "mine"  # the end of the trial removed nothing through the link
     err = capsys.readouterr().err

@@ -83,8 +83,9 @@ def fit_under(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with checkpoint.trial(policy) as state:
-            h = fit.fit(tiny_net(seed), *pools, optim, 1, seed=seed, device=CPU, max_steps=12, eval_every=5)
+        state = checkpoint.Trial(policy) if policy is not None else None
+        h = fit.fit(tiny_net(seed), *pools, optim, 1, seed=seed, device=CPU, max_steps=12, eval_every=5,
+                    checkpoints=state)  # fmt: skip
     finally:
         torch.set_num_threads(before)
     untimed = {k: v for k, v in dataclasses.asdict(h).items() if k not in ("seconds", "images_per_s")}
