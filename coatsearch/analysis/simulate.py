@@ -51,7 +51,7 @@ PROFILES = {
     "layouts": ("spaces/paper_layouts.yaml", "default"),
     "stems": ("spaces/vit_stems.yaml", "default"),
     "layouts-full": ("spaces/paper_layouts.yaml", "full"),
-    "layouts-capacity": ("spaces/paper_layouts.yaml", "capacity"),
+    "layouts-capacity": ("spaces/paper_layouts.yaml", C.CAPACITY_SCORE),  # the profile named after (b)'s score
 }  # appended, never reordered: a profile's replicates draw from its index (calibration.replicate_rng). The depth
 # profile is not simulated: gen_curve's accuracy keeps rising past FIT_LOSS, so its end-of-schedule reading of V0
 # fails the convergence guard in every simulated study, where the real 10-epoch runs rose 0.3-0.6 points

@@ -64,8 +64,9 @@ def test_a_captured_run_trains_as_the_eager_run(small, cpu_captures, optim):
     captured = run(small, dataclasses.replace(optim, compile="auto"))
     assert (eager.compile_mode, captured.compile_mode) == ("eager", "captured") and captured.fallback is None
     assert not captured.compiled and eager.steps == captured.steps == 18
-    # the same draws and kernels; only the lr (a float32 tensor) and the mixup weight round apart
-    assert close(eager.train_loss, captured.train_loss) and close(eager.curve.eval_loss, captured.curve.eval_loss)
+    # the same draws and kernels; only the lr (a float32 tensor) and the mixup weight round apart, and that rounding
+    # compounds over the 18 steps: on an AMD EPYC host (AVX512 kernels) the eval loss ends 1.1e-4 apart (relative)
+    assert close(eager.train_loss, captured.train_loss) and close(eager.curve.eval_loss, captured.curve.eval_loss, 5e-4)
     assert eager.curve.step == captured.curve.step
 
 
