@@ -37,19 +37,28 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the mode open() would give them (mkstemp makes them 0600)
 
 
-def check_plain(path: Path) -> Path:
-    """`path` if it does not exist or is a regular file (not a link); a one-line UserError otherwise."""
+def _unlinked(path: Path, acts: str, where: str) -> os.stat_result | None:
+    """lstat of `path`, None where nothing is; a one-line UserError when it cannot be read or is a symbolic link
+    (coatsearch does not `acts` through links in `where`)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return Path(path)
+        return None
     except OSError as exc:
         raise UserError(f"{path}: cannot be used ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
         raise UserError(
-            f"{path}: is a symbolic link (to {os.readlink(path)}); coatsearch does not read or write through "
-            "links in a study or report folder: remove the link"
+            f"{path}: is a symbolic link (to {os.readlink(path)}); coatsearch does not {acts} through links in "
+            f"{where}: remove the link"
         )
+    return st
+
+
+def check_plain(path: Path) -> Path:
+    """`path` if it does not exist or is a regular file (not a link); a one-line UserError otherwise."""
+    st = _unlinked(path, "read or write", "a study or report folder")
+    if st is None:
+        return Path(path)
     if not stat.S_ISREG(st.st_mode):
         kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
         raise UserError(f"{path}: is {kind}, not a regular file; remove it")
@@ -196,17 +205,9 @@ def owned(root: Path, *parts: str | Path) -> Path:
     path = root
     for i, name in enumerate(rel.parts):
         path = path / name
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
+        st = _unlinked(path, "read, write or remove", "a study folder")
+        if st is None:
             break  # nothing below exists yet: it will be made as a folder of the study
-        except OSError as exc:
-            raise UserError(f"{path}: cannot be used ({exc.strerror})") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise UserError(
-                f"{path}: is a symbolic link (to {os.readlink(path)}); coatsearch does not read, write or remove "
-                "through links in a study folder: remove the link"
-            )
         last = i == len(rel.parts) - 1
         if not stat.S_ISDIR(st.st_mode) and (not last or not stat.S_ISREG(st.st_mode)):
             kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")

@@ -51,7 +51,12 @@ def content_sha256(text: str, where: str | Path = "space file") -> str:
     keys)."""
     from coatsearch.space.load import parsed
 
-    return hashlib.sha256(canonical(_measured_part(parsed(Path(where), text))).encode("utf-8")).hexdigest()
+    return _digest(_measured_part(parsed(Path(where), text)))
+
+
+def _digest(data: Any) -> str:
+    """The sha256 of parsed content as canonical JSON."""
+    return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
 
 
 def profile_sha256(text: str, profile: str, where: str | Path = "space file") -> str:
@@ -63,7 +68,7 @@ def profile_sha256(text: str, profile: str, where: str | Path = "space file") ->
     data = _measured_part(parsed(Path(where), text))
     if isinstance(data, Mapping) and isinstance(data.get("profiles"), Mapping):
         data = {**data, "profiles": {k: v for k, v in data["profiles"].items() if k == profile}}
-    return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
+    return _digest(data)
 
 
 def file_ids(raw: bytes, where: str | Path = "space file") -> dict[str, str]:
