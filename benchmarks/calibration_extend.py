@@ -19,16 +19,7 @@ NEW = sys.argv[1].split(",")
 
 def part(args):
     case, name, idx = args
-    sc = K.scenario(name)
-    out = []
-    for i in idx:
-        got = {}
-        for key in NEW:
-            prof = Sim.profile(key)
-            v = K.verdicts(prof.record, Sim.study(K.replicate_rng(case, sc, key, i, 0), prof, K.setting(case, sc)))
-            got.update({c: x for c, x in v.items() if c in prof.claims})
-        out.append(got)
-    return out
+    return [K.replicate(case, K.scenario(name), i, 0, tuple(NEW)) for i in idx]
 
 
 if __name__ == "__main__":

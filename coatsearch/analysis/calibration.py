@@ -80,10 +80,12 @@ def replicate_rng(case: str, scenario: Sim.Scenario, key: str, i: int, seed: int
     return np.random.default_rng([seed, 0 if case == "null" else 1, Sim.SCENARIOS.index(scenario), n, i])
 
 
-def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0) -> Mapping[str, str]:
-    """Verdicts of replicate i of a case and scenario, each claim from the profile that decides it."""
+def replicate(case: str, scenario: Sim.Scenario, i: int, seed: int = 0,
+              keys: tuple[str, ...] | None = None) -> Mapping[str, str]:  # fmt: skip
+    """Verdicts of replicate i of a case and scenario, each claim from the profile that decides it (`keys`: only
+    those simulated profiles, as benchmarks/calibration_extend.py adds one to the table)."""
     out = {}
-    for key in SCENARIO_PROFILES[scenario.name]:
+    for key in SCENARIO_PROFILES[scenario.name] if keys is None else keys:
         prof = Sim.profile(key)
         got = verdicts(
             prof.record, Sim.study(replicate_rng(case, scenario, key, i, seed), prof, setting(case, scenario))
