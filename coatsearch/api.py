@@ -313,7 +313,7 @@ def plan(
         pilot = pilot_study(sp, name, pilot_seeds, workers, device, studies, run)
         earlier = power.from_study(studies, pilot, "pilot")
     else:
-        earlier = power.from_study(studies, name) or power.from_report(reports, name)
+        earlier = power.earlier(studies, reports, name, sp.name)
     made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
     check_decides(sp, studies, name, reports, made.claims, allow_undecided)  # before the registration is written
     if register:

@@ -106,6 +106,14 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if rows else None
 
 
+def earlier(studies_dir: Path, reports_dir: Path, name: str, space_name: str | None = None) -> Earlier | None:
+    """The noise source of study `name`: its own trials, else its report; else (`space_name`) the same space's own
+    study (its default profile) the same way, whose measures on the same proxy are the closest measured noise for a
+    profile not yet run (a new profile of a space whose default has run). None when none exists."""
+    names = dict.fromkeys(n for n in (name, space_name) if n)
+    return next((e for n in names if (e := from_study(studies_dir, n) or from_report(reports_dir, n))), None)
+
+
 def _steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
     """candidate -> run phase -> median optimizer steps its complete runs took: `<score>.steps` is the score's
     run, `<score>.<phase>_steps` a named run of it (transfer's pretrain and finetune)."""

@@ -52,7 +52,7 @@ def eta_first(space: Space, studies: Path, name: str, procs: tuple, device: str,
     if same and stored is not None:
         print(f"{stored['eta_line']} (stored plan)", file=sys.stderr)
         return
-    earlier = power.from_study(studies, name) or power.from_report(reports, name)
+    earlier = power.earlier(studies, reports, name, space.name)
     made = planner.make_plan(space, name, procs[0], procs[1], device=device, earlier=earlier)
     planner.save(made, where, {"form": form, "eta_line": eta_line(made)})
     print(eta_line(made), file=sys.stderr)
@@ -62,8 +62,8 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
                   allow: bool = False) -> None:  # fmt: skip
     """Refuse (one-line UserError) a profile that declares a claim decided (`decides:`) when its plan cannot decide
     it: power at the declared effect or regime (planner.power.undecided). `claims` are a made plan's; without them,
-    the claims are planned from the earlier study or report alone, of this name else the space's own study name
-    (no pilot: what `run` checks before any write)."""
+    the claims are planned from the earlier study or report alone, of this name, else the profile's own study name (a
+    replicate: the original's noise), else the space's default study (no pilot: what `run` checks before any write)."""
     from coatsearch.errors import UserError
     from coatsearch.planner import model_rows, power
     from coatsearch.vocab.bounds import ALLOW_UNDECIDED
@@ -73,8 +73,7 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
     if claims is None:
         rows, keys = model_rows(space)
         default = space.name if space.profile == "default" else f"{space.name}-{space.profile}"  # api.study_name's
-        earlier = next((e for n in dict.fromkeys((name, default)) if (e := power.from_study(studies, n)
-                        or power.from_report(reports, n))), None)  # a replicate: the original's noise  # fmt: skip
+        earlier = power.earlier(studies, reports, name) or power.earlier(studies, reports, default, space.name)
         claims = tuple(power.plan_claims(rows, keys, {}, len(space.study.seeds), earlier, None))
     lines = power.undecided(claims, space.decides, len(space.study.seeds))
     if lines:

@@ -73,11 +73,26 @@ def test_the_flag_runs_it_anyway(tmp_path):
 
 
 @pytest.mark.committed
-@pytest.mark.parametrize("name, claim", [("paper_layouts", "a"), ("vit_stems", "f")])
-def test_each_shipped_default_can_decide_what_it_declares(name, claim, tmp_path):
-    sp = api.load_space(ROOT / "spaces" / f"{name}.yaml")
+@pytest.mark.parametrize("name, profile, claim", [("paper_layouts", "default", "a"), ("vit_stems", "default", "f")])
+def test_each_shipped_profile_can_decide_what_it_declares(name, profile, claim, tmp_path):
+    sp = api.load_space(ROOT / "spaces" / f"{name}.yaml", profile)
+    study = api.study_name(sp, None)
     assert claim in sp.decides
-    check_decides(sp, tmp_path / "no-studies", name, ROOT / "reports")  # the committed report's noise: no error
+    check_decides(sp, tmp_path / "no-studies", study, ROOT / "reports")  # the committed report's noise: no error
     weak = dataclasses.replace(sp, decides={claim: 0.01})
     with pytest.raises(Exception, match=rf"\({claim}\): smallest detectable difference"):
-        check_decides(weak, tmp_path / "no-studies", name, ROOT / "reports")
+        check_decides(weak, tmp_path / "no-studies", study, ROOT / "reports")
+
+
+def test_a_profile_not_yet_run_takes_its_noise_from_the_spaces_default_study(tmp_path):
+    reports = tmp_path / "r"
+    (reports / "sp").mkdir(parents=True)
+    (reports / "sp" / "summary.json").write_text((ROOT / "reports" / "paper_layouts" / "summary.json").read_text())
+    assert P.earlier(tmp_path / "s", reports, "sp-middle") is None  # its own name only: nothing measured
+    found = P.earlier(tmp_path / "s", reports, "sp-middle", "sp")
+    assert found is not None and found.source == "report" and found.where.endswith("sp/summary.json")
+    (reports / "sp-middle").mkdir()
+    (reports / "sp-middle" / "summary.json").write_text((ROOT / "reports" / "paper_layouts-depth" / "summary.json")
+                                                        .read_text())  # fmt: skip
+    own = P.earlier(tmp_path / "s", reports, "sp-middle", "sp")
+    assert own is not None and own.where.endswith("sp-middle/summary.json")  # its own report comes first
