@@ -103,6 +103,9 @@ class Paired:
     p_holm: float | None
     verdict: str  # "better than", "worse than", NOT_SHOWN, or SAME (`named`: the candidate it is)
     detectable: float | None = None  # the smallest true d found at 80% power (the first Holm step's level)
+    sd_diff: float | None = None  # the pair's own paired sd (analysis.stats.noise over the two), display units
+    df: int | None = None  # its degrees of freedom (seeds - 1)
+    level: float | None = None  # the two-sided level `detectable` is at: the first Holm step's
 
 
 @dataclass(frozen=True)
@@ -288,7 +291,8 @@ def _reevaluation(
         verdict = NOT_SHOWN if not firm else ("better than" if res.d > 0 else "worse than")
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
                           statistics.fmean(names[best].values()), res.n, res.d, res.ci, res.p, q,
-                          verdict, can))  # fmt: skip
+                          verdict, can, own.sd_diff if own else None, own.df if own else None,
+                          level))  # fmt: skip
     return tuple(sorted(out, key=lambda x: -x.d))
 
 

@@ -64,6 +64,7 @@ FIGURES = "figures"  # the section listing the figures written beside the report
 
 SECTIONS: tuple[Section, ...] = (  # in report order
     Section("header", vst.header, md.header),
+    Section("search_answer", view_search.answer, mdsearch.lead),  # a search study's own answer comes first
     Section("answer", va.answer, mda.answer),  # the answer and the verdict table: first, without scrolling
     Section("regime", va.regime, mda.regime),
     Section("about", vst.about, md.about),

@@ -49,7 +49,7 @@ def answer(a: Answer) -> str:
     text = at + (said + "." if said else "no claim of the papers is judged.")
     if a.untested:
         text += f" Not tested at this scale: {', '.join(f'({c})' for c, _ in a.untested)} (see below)."
-    out = ["**Answer.** " + text]
+    out = [("**The papers' claims.** " if a.after_search else "**Answer.** ") + text]
     if a.rows:
         head = ["claim", "verdict", "estimate [95% CI]", "detectable (80% power) vs paper's effect", "reason",
                 "what would decide it", "analysis"]  # fmt: skip

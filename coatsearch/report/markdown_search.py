@@ -7,11 +7,85 @@ from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
 from coatsearch.analysis.search_checks import Mapped, Random
 from coatsearch.analysis.search_results import NOT_SHOWN, SAME, Arch, Searched, SearchResults
 from coatsearch.analysis.search_stats import Tau
+from coatsearch.analysis.stats import MAX_SEEDS
 from coatsearch.report import escape
 from coatsearch.report.markdown import table
-from coatsearch.report.view_search import SearchedView, SearchInfo
+from coatsearch.report.view_search import Fresh, Lead, SearchAnswer, SearchedView, SearchInfo
 
 UNDEFINED = "undefined (never varied)"  # the importance of a dimension the trials held at one value
+
+
+def lead(a: SearchAnswer) -> str:
+    """The search's answer, which a search study's report opens with: per searched candidate, its best against the
+    best named candidate on fresh seeds, what that could resolve, and the random baseline's expected result."""
+    return "**The search's answer.** " + "\n\n".join(_lead(a, one) for one in a.leads)
+
+
+def _lead(a: SearchAnswer, one: Lead) -> str:
+    head = f"The search over `{escape.cell(one.candidate)}` ({a.sampler}, {one.trials} trials)"
+    if one.best is None:
+        return head + " found no architecture."
+    text = head + f" ranks `{escape.cell(one.best.name)}` ({one.best.stages}) first."
+    if one.twin is not None:
+        text += f" It builds the named candidate `{escape.cell(one.twin)}`: the search found a named layout again."
+    if one.fresh is not None:
+        text += _fresh(a, one.fresh, one.best.name)
+    elif one.twin is not None:
+        text += " Nothing else was compared on fresh seeds."
+    elif one.planned:
+        text += (f" `study.reevaluate` asks for {one.planned} fresh seeds, but no re-evaluated architecture is on "
+                 "record beside a named candidate on them: there is no comparison on fresh seeds.")  # fmt: skip
+    else:
+        text += (" No re-evaluation ran (`study.reevaluate` is not set): nothing was retrained on fresh seeds, so "
+                 "nothing here tests the search's best against the named layouts.")  # fmt: skip
+    if one.fresh is None and one.named is not None and one.selected is not None:
+        text += (f" On the seeds it selected on: {one.best.mean:.2f}{a.unit} against the best named candidate "
+                 f"`{escape.cell(one.named.name)}` {one.named.mean:.2f}{a.unit}, {one.selected:+.2f} points (a "
+                 "selection-biased figure).")  # fmt: skip
+    if one.random is not None:
+        text += " " + _random_lead(a, one.random)
+    return text
+
+
+def _fresh(a: SearchAnswer, f: Fresh, best: str) -> str:
+    """The paired comparison on fresh seeds and what it could resolve."""
+    p, u = f.pair, a.unit
+    d = f"{p.d:+.2f} [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}] points" if p.ci else f"{p.d:+.2f} points, no interval"
+    test = (f"paired t test on this pair's own noise, p = {p.p:.3g}, Holm {p.p_holm:.3g}"
+            if p.p is not None and p.p_holm is not None else "no paired test")  # fmt: skip
+    more = f"; {f.others} more re-evaluated under Search" if f.others else ""
+    which = "it" if p.found == best else f"its best-ranked architecture re-evaluated, `{escape.cell(p.found)}`,"
+    text = (f" On {p.n} fresh {'seed' if p.n == 1 else 'seeds'} the search never saw, {which} is **{p.verdict}** "
+            f"the best named candidate `{escape.cell(p.named)}`: {p.found_mean:.2f}{u} vs {p.named_mean:.2f}{u}, "
+            f"d = {d} ({test}{more}).")  # fmt: skip
+    if p.detectable is None or p.sd_diff is None:
+        return text + (" With no paired noise (fewer than 2 fresh seeds, or no spread) nothing is tested, and the "
+                       "fresh seeds a difference needs cannot be sized from it.")  # fmt: skip
+    text += (f" The smallest difference it could detect at 80% power is {p.detectable:.2f} points (paired sd "
+             f"{p.sd_diff:.2f} points, {p.df} df)")  # fmt: skip
+    res = f"{a.resolution:g}-point"
+    if f.resolves is None:
+        return text + "."
+    if f.resolves:
+        return text + f": it could detect a {res} difference."
+    need = (f"it would need {f.needed} fresh seeds at this paired sd" if f.needed is not None
+            else f"it would need more than {MAX_SEEDS} fresh seeds at this paired sd")  # fmt: skip
+    machinery = "this profile demonstrates the machinery; " if f.machinery else ""
+    return text + f": {machinery}it cannot detect a {res} difference; {need} (`study.reevaluate.seeds`)."
+
+
+def _random_lead(a: SearchAnswer, r: Random) -> str:
+    """The random baseline's expected result and regret, and the search's own regret, in a sentence."""
+    if r.baseline is None:
+        return f"Random-search baseline: not computed: {r.note}."
+    b, u = r.baseline, a.unit
+    where = f" by study `{escape.cell(r.table)}`" if r.table else ""
+    text = (f"Random search at the same budget ({b.k} trials a seed, on the {b.networks} networks measured "
+            f"whole{where}) expects {b.mean:.2f}{u}, a regret of {b.regret:.2f} points against the best network's "
+            f"{b.best:.2f}{u}")  # fmt: skip
+    if r.found_mean is None or r.regret is None:
+        return text + f"; the search's best `{escape.cell(r.found)}` is not in that table."
+    return text + f"; the search's best has table mean {r.found_mean:.2f}{u}: regret {r.regret:.2f} points."
 
 
 def section(info: SearchInfo) -> str:

@@ -56,6 +56,7 @@ class Answer:
     scale: str  # 'fashion_mnist, 500–1,000 training images, 32x32x1, 4 seeds' ('' when nothing is recorded)
     rows: tuple[Verdict, ...]
     untested: tuple[tuple[str, str], ...]  # (claim id, why not tested)
+    after_search: bool = False  # a search study: its own answer (view_search.answer) comes first, the claims after
 
 
 def answer(ctx: ReportContext) -> Answer | None:
@@ -66,7 +67,8 @@ def answer(ctx: ReportContext) -> Answer | None:
     rows = tuple(Verdict(c.id, c.title, c.verdict, c.estimate, detectable_of(c), c.reason or c.why, c.decide,
                          c.status or "") for c in claims)  # fmt: skip
     scores = [_score_of(c, ctx.tables) for c in claims]
-    return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u["id"], u["reason"]) for u in untested))
+    return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u["id"], u["reason"]) for u in untested),
+                  ctx.tables.get("search") is not None)  # fmt: skip
 
 
 def _score_of(claim: ClaimVerdict, tables: Mapping[str, Any]) -> str | None:

@@ -1,13 +1,26 @@
-"""The search section's Info: what the search found (analysis.search_results, the summary's `search` table) and,
-per searched candidate, the rows the text lists: the trials that improved the best so far, the rejected points in
-all and the members of a multi-objective search's Pareto front."""
+"""The search's Infos: what the search found (analysis.search_results, the summary's `search` table) and, per
+searched candidate, the rows the text lists (the trials that improved the best so far, the rejected points in all
+and the members of a multi-objective search's Pareto front); and the search's answer, which a search study's report
+opens with before the papers' claims: its best against the best named candidate on fresh seeds, what that
+re-evaluation could resolve, and the random baseline's expected result and regret."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from coatsearch.analysis.search_results import IMPORTANCE_SEEDS, ParetoPoint, Searched, SearchResults
+from coatsearch.analysis import stats as S
+from coatsearch.analysis.search_checks import Random
+from coatsearch.analysis.search_results import (
+    IMPORTANCE_SEEDS,
+    POWER,
+    SAME,
+    Arch,
+    Paired,
+    ParetoPoint,
+    Searched,
+    SearchResults,
+)
 from coatsearch.report.section import ReportContext
 
 Step = tuple[int, float | None, float]  # (trial number, seconds since the search's first trial started, value)
@@ -49,3 +62,85 @@ def _view(one: Searched) -> SearchedView:
             best = so_far
     on = tuple(p for p in one.front if p.pareto)
     return SearchedView(one, tuple(rows), sum(n for _, n, _ in one.rejected), on)
+
+
+RESOLUTION = 1.0  # points: the difference a search's answer on an accuracy (%) should resolve (issue #54: about 1)
+FAR = 2.0  # a detectable difference above FAR × RESOLUTION: the re-evaluation only demonstrates the machinery
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """The search's best re-evaluated architecture against the best named candidate on the fresh seeds, and what that
+    re-evaluation could resolve on an accuracy (%): RESOLUTION or not, and the fresh seeds it would need."""
+
+    pair: Paired  # the paired test (analysis.search_results: d, interval, Holm p, detectable, the pair's own noise)
+    resolves: bool | None  # detectable <= RESOLUTION; None: not an accuracy in %, or nothing detectable (one seed)
+    machinery: bool  # detectable > FAR × RESOLUTION: the re-evaluation demonstrates the machinery, no more
+    needed: int | None  # fresh seeds at which RESOLUTION is detectable at 80% power, at the pair's level and paired
+    # sd (stats.seeds_needed); None where it resolves already, has no noise, or needs more than stats.MAX_SEEDS
+    others: int  # the other architectures the re-evaluation compared (the search section lists them)
+
+
+@dataclass(frozen=True)
+class Lead:
+    """One searched candidate's answer: the search's best on its own seeds, the comparison on fresh seeds, the random
+    baseline."""
+
+    candidate: str
+    trials: int
+    best: Arch | None  # the architecture the search ranks first, on the seeds it selected on (None: found nothing)
+    named: Arch | None  # the best named candidate on the search's own seeds (None: no named candidate)
+    selected: float | None  # best − named on those seeds: the selection-biased figure (None: either missing)
+    twin: str | None  # the named candidate that the search's best builds too (search.identity), where it does
+    fresh: Fresh | None  # None: no architecture was compared on fresh seeds
+    planned: int  # the fresh seeds `study.reevaluate` asks for (0: no re-evaluation)
+    random: Random | None  # the random baseline and regret (None: the search found nothing)
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    """A search study's opening: per searched candidate, the search's answer, before the papers' claims."""
+
+    sampler: str
+    label: str
+    unit: str
+    resolution: float  # RESOLUTION, in the objective's units
+    leads: tuple[Lead, ...]
+
+
+def answer(ctx: ReportContext) -> SearchAnswer | None:
+    """The search's answer, or None when the study searched nothing."""
+    found: SearchResults | None = ctx.tables.get("search")
+    planned = int(((ctx.space.get("study") or {}).get("reevaluate") or {}).get("seeds") or 0)
+    return None if found is None else answer_of(found, planned)
+
+
+def answer_of(found: SearchResults, planned: int) -> SearchAnswer:
+    """The search's answer from what it found; `planned`: the fresh seeds `study.reevaluate` asks for."""
+    named = found.named[0] if found.named else None
+    leads = tuple(_lead(one, named, planned, found.unit == "%") for one in found.searched)
+    return SearchAnswer(found.sampler, found.label, found.unit, RESOLUTION, leads)
+
+
+def _lead(one: Searched, named: Arch | None, planned: int, percent: bool) -> Lead:
+    """One searched candidate's answer: the re-evaluated pairs in the search's own ranking (never re-ranked on the
+    test images that judge them); the first one that is tested leads."""
+    rank = {a.name: i for i, a in enumerate(one.top)}
+    pairs = sorted(one.reevaluation, key=lambda p: rank.get(p.found, len(rank)))
+    best = one.top[0] if one.top else None
+    twin = pairs[0].named if best and pairs and pairs[0].verdict == SAME and pairs[0].found == best.name else None
+    tested = [p for p in pairs if p.verdict != SAME]
+    fresh = _fresh(tested[0], len(tested) - 1, percent) if tested else None
+    selected = best.mean - named.mean if best and named else None
+    return Lead(one.candidate, one.trials, best, named, selected, twin, fresh, planned, one.random)
+
+
+def _fresh(p: Paired, others: int, percent: bool) -> Fresh:
+    """What the pair's re-evaluation could resolve, and the fresh seeds RESOLUTION would need."""
+    if not percent or p.detectable is None:
+        return Fresh(p, None, False, None, others)
+    resolves = p.detectable <= RESOLUTION
+    needed = None
+    if not resolves and p.sd_diff and p.level:  # the same test, at the pair's own level and noise (k = 2)
+        needed = S.seeds_needed(p.sd_diff, RESOLUTION, 2, p.level, POWER)
+    return Fresh(p, resolves, p.detectable > FAR * RESOLUTION, needed, others)

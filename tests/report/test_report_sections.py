@@ -120,7 +120,7 @@ def test_the_optimizability_section_reads_the_vit_runs():
 
 def test_sections_are_listed_once_and_every_figure_draws_a_sections_info():
     names = [s.name for s in SECTIONS]
-    assert len(names) == len(set(names)) and names[:4] == ["header", "answer", "regime", "about"]
+    assert len(names) == len(set(names)) and names[:5] == ["header", "search_answer", "answer", "regime", "about"]
     assert {f.section for f in plots.FIGURES.values()} <= set(names) - {"figures"}
 
 
