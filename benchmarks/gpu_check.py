@@ -35,7 +35,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPACE = ROOT / "spaces" / "paper_layouts.yaml"
-CARRIED = {".whl": "optuna and its dependencies as cp312 wheels (/work/shared/GPU.md)",
+CARRIED = {".whl": "optuna and its dependencies as cp312 wheels (docs/measurements.md#the-gpu-check)",
            ".data/fashion-mnist": "the four Fashion-MNIST IDX files"}  # fmt: skip
 IMPORTS = ("torch", "triton", "timm", "optuna", "pydantic", "pandas", "sqlalchemy", "coatsearch")
 THROUGHPUT = ("C-T-T-T", "ViT_REL", "C-C-T-T")

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The GPU checks as one prepared run on the CUDA machine (/work/shared/GPU.md describes it), in at most 9 minutes,
+# The GPU checks as one prepared run on a CUDA machine (docs/measurements.md#the-gpu-check), in at most 9 minutes,
 # so a 10-minute command limit leaves room and a 15-minute lease leaves time to run it again.
 #
 # Carried folders (ignored folders of the checkout; nothing else outside the repository is needed):
 #   .whl/                 optuna 5, pydantic 2, pydantic-core, annotated-types, typing-inspection, sqlalchemy 2,
-#                         alembic, mako, colorlog, greenlet as cp312 manylinux wheels (GPU.md says how to fetch them)
+#                         alembic, mako, colorlog, greenlet as cp312 manylinux wheels (docs/measurements.md: how)
 #   .data/fashion-mnist/  the four Fashion-MNIST IDX files (train/t10k images and labels, gzipped or not)
 #
 # Phases (each under its own time limit; the limits add up to at most 540 s; benchmarks/gpu_check.py runs them):
@@ -49,7 +49,7 @@ echo "gpu_check: ${#PHASES[@]} phases, limits ${LIMITS[*]} s (${total} s in all)
 
 if [ "$dry" = 0 ]; then
   if ! ls .whl/*.whl >/dev/null 2>&1; then
-    echo "gpu_check: stop: missing .whl/ (optuna and its dependencies as cp312 wheels: /work/shared/GPU.md)" | tee -a "$out/phases.txt"
+    echo "gpu_check: stop: missing .whl/ (optuna and its dependencies as cp312 wheels: docs/measurements.md#the-gpu-check)" | tee -a "$out/phases.txt"
     exit 2
   fi
   python3 -m pip install -q --no-index --no-deps --target "$work/site" .whl/*.whl >"$work/pip.txt" 2>&1 ||

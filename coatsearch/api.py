@@ -175,6 +175,7 @@ def run(
     log: str | None = None,
     allow_undecided: bool = False,
     tracking_uri: str | None = None,
+    keep_top: int | None = None,
 ) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
@@ -192,6 +193,9 @@ def run(
     `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking);
     `tracking_uri`: MLflow's store (None: MLFLOW_TRACKING_URI, else SQLite in the study folder), which also gets the
     report and figures as artifacts.
+    `keep_top` K (None: the space's `keep_top:`; 0: none) keeps the final weights of the K best trials in
+    studies_dir/<study>/weights/kept/ (coatsearch.runner.kept; optuna backend, one objective), which
+    `export --best` then uses instead of retraining.
     A profile that declares a claim decided (`decides:`) whose plan cannot decide it is a UserError before anything
     is written, unless `allow_undecided` (planner.runs.check_decides).
     """
@@ -200,12 +204,15 @@ def run(
     from coatsearch.runner.workers import processes
     from coatsearch.storage.paths import study_folder
     from coatsearch.storage.store import counts as store_counts
+    from coatsearch.vocab import numbers
 
     ray = RayOptions(address, cpus_per_trial, gpus_per_trial)  # the one place Ray's options are built
     sp = _space_arg(space, profile)
     tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
     sp = sp if log is None else dataclasses.replace(sp, log=log)
     sp = sp if tracking_uri is None else dataclasses.replace(sp, tracking_uri=tracking_uri)
+    if keep_top is not None:
+        sp = dataclasses.replace(sp, keep_top=checked("keep_top", numbers.count, keep_top, 0, TRIALS_MAX))
     name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
     _check_run(sp, name, studies, reports if report else None, backend, workers, trials, device, ray)
     _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
@@ -219,6 +226,10 @@ def run(
     common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
     tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment, before any worker
     s = _engine(sp, studies, name, backend, procs, common, ray)
+    if sp.keep_top:
+        from coatsearch.runner import kept
+
+        kept.prune(prepared[0], study_folder(studies, name), sp.keep_top, sp.study.direction)
     written = _report(name, studies, reports) if report else None
     if written is not None:
         tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
@@ -248,6 +259,9 @@ def _check_run(
     bounds.check_backend_args(backend, workers, ray)  # the one check of the backend's arguments (CLI: as flags)
     if backend != "optuna" and sp.study.objectives:
         raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
+    if sp.keep_top and (backend != "optuna" or sp.study.objectives):
+        raise UserError(f"--keep-top (keep_top: {sp.keep_top}): keeps the best trials' weights of a study with one "
+                        "objective on --backend optuna only")  # fmt: skip
     fsafe.check_owned(study_folder(studies, name))  # a bad name, folder, or a link in it stops here, before any write
     if reports is not None:
         report_folder(reports, name, studies)
@@ -450,12 +464,16 @@ def export(
     best: int | None = None,
     save_weights: bool = False,
     device: str = "cpu",
+    *,
+    retrain: bool = False,
 ) -> Path:
     """Write `results(study)` as csv, parquet or json (default path: <study>.<fmt>); returns the path. With
     `best` K and fmt "yaml": the K best searched architectures as candidate entries (coatsearch.storage.found);
-    `save_weights` also retrains each on its best trial's seed and values and saves its trained weights beside
-    the YAML, `<stem>.<architecture>.safetensors` (coatsearch.runner.weights; `coatsearch.load_weights` loads one
-    back). fmt "timm" with `best` K: each retrained and its weights written into the study folder for
+    `save_weights` also saves each one's trained weights beside the YAML, `<stem>.<architecture>.safetensors`
+    (coatsearch.runner.weights; `coatsearch.load_weights` loads one back): its best trial's weights kept by
+    `run(..., keep_top=K)` when they match that trial's architecture, seed and model (coatsearch.runner.kept), else
+    (or with `retrain`) retrained on its seed and values. fmt "timm" with `best` K: the same weights written into
+    the study folder for
     `coatsearch.timm_models.register` (returns that folder); with `out`, also a folder per architecture there that
     `timm.create_model("local-dir:...")` loads without the study (`timm_models.save_folder`; returns `out`).
 
@@ -475,10 +493,12 @@ def export(
         if save_weights:
             raise UserError("--format timm writes the weights into the study folder (and folders to --out): "
                             "no --save-weights")  # fmt: skip
-        return timm_models.export(study, int(best or 0), studies_dir, device, out)
+        return timm_models.export(study, int(best or 0), studies_dir, device, out, retrain=retrain)
     path = Path(out) if out is not None else Path(f"{study}.{fmt}")
     frame = results(study, studies_dir) if best is None else None  # a missing study stops here
     frame = None if frame is None else frame.drop(columns=[c for c in NOT_EXPORTED if c in frame])
+    if retrain and not save_weights:
+        raise UserError("--retrain goes with --save-weights or --format timm (the found architectures' weights)")
     if save_weights and best is None:
         raise UserError("--save-weights goes with --best K --format yaml (the found architectures' weights)")
     text = _best_yaml(study, best, studies_dir) if best is not None else ""
@@ -486,7 +506,7 @@ def export(
     fsafe.check_plain(path)  # a link or special file there: refused before anything is trained or written
     if save_weights:
         assert best is not None
-        return _save_weights(study, best, path, text, studies_dir, device)
+        return _save_weights(study, best, path, text, studies_dir, device, retrain)
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -505,11 +525,13 @@ def export(
     return path
 
 
-def _save_weights(study: str, best: int, path: Path, text: str, studies_dir: str | Path, device: str) -> Path:
-    """Retrain the `best` architectures (nothing written until all are trained), then write the YAML and each
-    one's weights file; a line per file says the recorded and the retrained objective."""
+def _save_weights(
+    study: str, best: int, path: Path, text: str, studies_dir: str | Path, device: str, retrain: bool = False
+) -> Path:
+    """The `best` architectures' weights, kept or retrained (nothing written until all are at hand), then the YAML
+    and each one's weights file; a line per file says where the weights came from and the objective."""
     from coatsearch import fsafe
-    from coatsearch.runner import weights
+    from coatsearch.runner import kept, weights
     from coatsearch.storage import found
     from coatsearch.storage.paths import writable
     from coatsearch.training.fit import pick_device
@@ -521,14 +543,14 @@ def _save_weights(study: str, best: int, path: Path, text: str, studies_dir: str
         writable(target, Path(studies_dir), "--out", "the weights" if target != path else "the export", study)
         fsafe.check_plain(target)
     files = [
-        (target, weights.retrain(study, tm, studies_dir, device)) for tm, target in zip(models, targets, strict=True)
+        (target, kept.for_export(study, tm, studies_dir, device, retrain))
+        for tm, target in zip(models, targets, strict=True)
     ]
     for target, content in files:
         weights.save(target, content)
     fsafe.write(path, text)  # last: the YAML names weights that are all written
     for target, content in files:
-        print(f"{target}: trial {content['trial']} ({content['architecture']}) retrained on seed {content['seed']}: "
-              f"{content['objective']} {content['retrained']} (recorded {content['recorded']})")  # fmt: skip
+        print(f"{target}: trial {content['trial']} ({content['architecture']}) {kept.origin(content)}")
     return path
 
 

@@ -103,6 +103,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--log", choices=("none", "tensorboard", "mlflow"), help=help_log)
     help_uri = "--log mlflow: the MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<study>/mlflow.db)"
     run.add_argument("--tracking-uri", metavar="URI", help=help_uri)
+    help_keep = "keep the final weights of the K best trials in <study>/weights/kept/ for export (default: keep_top:)"
+    run.add_argument("--keep-top", type=bounded(0, TRIALS_MAX), metavar="K", help=help_keep)
     run.add_argument(ALLOW_UNDECIDED, dest="allow_undecided", action="store_true", help=_ALLOW_HELP)
     run.set_defaults(func=_run)
 
@@ -131,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         log=args.log,
         allow_undecided=args.allow_undecided,
         tracking_uri=args.tracking_uri,
+        keep_top=args.keep_top,
     )
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "

@@ -162,7 +162,11 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     export.add_argument(
         "--save-weights",
         action="store_true",
-        help="with --best: retrain each on its best trial's seed and save its weights (safetensors) beside --out",
+        help="with --best: save each one's weights (safetensors) beside --out: its best trial's weights kept by "
+        "`run --keep-top`, else retrained on that trial's seed",
+    )
+    export.add_argument(
+        "--retrain", action="store_true", help="with --save-weights or --format timm: retrain, even with kept weights"
     )
     export.add_argument("--device", default="cpu", help="with --save-weights or --format timm: the retrain's device")
 
@@ -170,7 +174,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 def _export(args: argparse.Namespace) -> int:
     from coatsearch import api
 
-    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best, args.save_weights, args.device))
+    print(api.export(args.study, args.format, args.out, args.studies_dir, args.best, args.save_weights, args.device,
+                     retrain=args.retrain))  # fmt: skip
     return 0
 
 

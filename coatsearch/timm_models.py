@@ -241,23 +241,31 @@ _register_found()
 
 
 def export(
-    study: str, best: int, studies_dir: str | Path = "studies", device: str = "cpu", out: str | Path | None = None
+    study: str,
+    best: int,
+    studies_dir: str | Path = "studies",
+    device: str = "cpu",
+    out: str | Path | None = None,
+    *,
+    retrain: bool = False,
 ) -> Path:
-    """Retrain the `best` architectures (nothing written until all are trained), write each one's weights into
-    `<study>/weights/`, and print a line per file; with `out`, also a timm folder per architecture there
-    (`save_folder`). The study's weights folder, or `out`."""
-    from coatsearch.runner import weights
+    """The `best` architectures' weights, kept by `run --keep-top` where they match, else (or with `retrain`)
+    retrained (runner.kept.for_export; nothing written until all are at hand), written into `<study>/weights/`, a
+    line per file; with `out`, also a timm folder per architecture there (`save_folder`). The study's weights
+    folder, or `out`."""
+    from coatsearch.runner import kept, weights
     from coatsearch.storage import found
     from coatsearch.storage.paths import writable
 
     if out is not None:  # refused before anything is trained
         writable(Path(out), Path(studies_dir), "--out", "the timm folders", study)
-    done = [(tm, weights.retrain(study, tm, studies_dir, device)) for tm, _, _ in found.best(study, best, studies_dir)]
+    done = [
+        (tm, kept.for_export(study, tm, studies_dir, device, retrain))
+        for tm, _, _ in found.best(study, best, studies_dir)
+    ]
     for tm, content in done:
         target = weights.save(weights_path(studies_dir, study, tm.architecture), content)
-        got, was = content["retrained"], content["recorded"]
-        print(f"{target}: {_name_for(study, tm.architecture)}: trial {content['trial']} retrained on seed "
-              f"{content['seed']}: {content['objective']} {got} (recorded {was})")  # fmt: skip
+        print(f"{target}: {_name_for(study, tm.architecture)}: trial {content['trial']} {kept.origin(content)}")
     if out is not None:
         folders = save_folder(study, best, out, studies_dir)
         print(f"in Python: import coatsearch.timm_models, then timm.create_model('local-dir:{folders[0]}', "
@@ -307,7 +315,7 @@ def _config(spec: specs.ModelSpec, content: dict[str, Any]) -> dict[str, Any]:
     """A folder's config.json (timm's layout: architecture, num_classes, model_args, pretrained_cfg) and where the
     weights came from."""
     cfg = {k: v for k, v in _cfg(spec, None, content.get("norm")).items() if k != "file"}
-    keep = ("study", "trial", "architecture", "seed", "objective", "recorded", "retrained")
+    keep = ("study", "trial", "architecture", "seed", "objective", "recorded", "retrained", "kept")
     return {
         "architecture": FOUND,
         "num_classes": spec.num_classes,

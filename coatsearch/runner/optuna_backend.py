@@ -187,17 +187,21 @@ def _run_trial(
     """Train, score and tell one claimed, sampled and admitted trial; any failure is recorded with its reason.
 
     With a `folder`, the trial's long runs are checkpointed there and a killed one resumes (runner.resume), and
-    with the space's `log` it is tracked live (runner.tracking)."""
-    from coatsearch.runner import resume, tracking
+    with the space's `log` it is tracked live (runner.tracking), and with its `keep_top` its weights are kept when
+    it is among the best (runner.kept)."""
+    from coatsearch.runner import kept, resume, tracking
     from coatsearch.runner.trial import attempt, epoch_reporter
 
     report = epoch_reporter(space, _pruning_sink(trial))
+    trained = kept.Trained() if space.keep_top and folder is not None else None
     with (
         resume.trial(space, folder, item) as (done, saves),
         tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker,
     ):
-        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves))
+        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves, trained))
         tracking.finish(tracker, *outcome)
+    if trained is not None and folder is not None:
+        kept.keep(space, study, folder, trial.number, item, outcome, trained)  # before the value is told
     store.tell(study, trial, *outcome)
 
 

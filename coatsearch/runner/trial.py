@@ -14,6 +14,7 @@ import torch
 from coatsearch import scores
 from coatsearch.budget.prepare import Prepared, prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
+from coatsearch.runner.kept import Trained
 from coatsearch.scores import Report, TrialInput, measure
 from coatsearch.space import search
 from coatsearch.space.objects import Space
@@ -34,13 +35,15 @@ def run_item(
     matched: Mapping[str, Prepared] | None = None,
     admitted: Prepared | None = None,
     checkpoints: Checkpoints | None = None,
+    trained: Trained | None = None,
 ) -> tuple[float | list[float], R.RunRecord]:
     """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
     `admitted`: the point's model, already admitted at sampling (search.admit); else it is admitted here, so a
     point no engine checked still never trains against a constraint or a missed budget. `checkpoints`: the trial's
-    checkpointing (runner.resume.trial), passed to every training run; None: none.
+    checkpointing (runner.resume.trial), passed to every training run; None: none. `trained`: where the trained
+    models and the solved model are left (runner.kept keeps their weights); None: nowhere.
     """
     start = time.perf_counter()
     try:
@@ -53,8 +56,11 @@ def run_item(
         offset = getattr(cand.definition, "init_offset", None)  # a baseline's definition is its ModelSpec: none
         init = None if offset is None else item.seed + offset
         inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs, init_seed=init)
-        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints)
+        kept = None if trained is None else trained.models  # the trained models, left there for runner.kept
+        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints, models=kept)
         check_finite(metrics)
+        if trained is not None:
+            trained.model = prep.model
     except (TrialFailed, Pruned, UserError):
         raise
     except search.Rejected as exc:
@@ -119,13 +125,14 @@ def attempt(
     matched: Mapping[str, Prepared] | None = None,
     admitted: Prepared | None = None,
     checkpoints: Checkpoints | None = None,
+    trained: Trained | None = None,
 ) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
     """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
 
     `env` is the worker's environment (runner.environment.probe); the record takes it with the trial's device;
-    `checkpoints` as in `run_item`."""
+    `checkpoints` and `trained` as in `run_item`."""
     try:
-        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints)
+        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints, trained)
     except Pruned:
         return "PRUNED", None, None
     except (TrialFailed, UserError) as exc:

@@ -42,7 +42,6 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     from coatsearch import scores
     from coatsearch.scores.base import Context, TrialInput
     from coatsearch.storage import store
-    from coatsearch.training import data
     from coatsearch.training.fit import pick_device
 
     space = study_space(store.load_study(Path(studies_dir), study_name))
@@ -55,21 +54,33 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     for score, section in scores.enabled(cand.scores):
         metrics.update(score.run(ctx, section))
     key = space.study.keys[0]
-    kept = ctx.models.get(key.split(".", 1)[0]) or next(iter(ctx.models.values()), None)
-    if kept is None:
+    net = trained(ctx.models, key)
+    if net is None:
         raise UserError(f"trial {tm.number}: its scores keep no trained model, so it has no weights to save")
-    net = kept[0]
-    mean_std = data.load(space.data, prep.model.image_size, prep.model.in_chans)[0].norm
+    retrained = float(metrics[key]) if isinstance(metrics.get(key), int | float) else None
+    made = content(space, prep.model, net, study=study_name, trial=tm.number, architecture=tm.architecture,
+                   seed=tm.seed, objective=key, recorded=tm.measured)  # fmt: skip
+    return {**made, "retrained": retrained}
+
+
+def trained(models: dict[str, Any], key: str) -> nn.Module | None:
+    """The trained model a trial's weights are: the one of the score whose metric `key` is the study's first
+    objective, else the first score's that kept one (`scores.Context.models`); None when no score kept one."""
+    kept = models.get(key.split(".", 1)[0]) or next(iter(models.values()), None)
+    return None if kept is None else kept[0]
+
+
+def content(space: Any, model: specs.ModelSpec, net: nn.Module, **origin: Any) -> dict[str, Any]:
+    """A weights file's content: `origin` (study, trial, architecture, seed, objective, recorded), the solved
+    model's spec with the trained head's classes, the input's normalization and the state dict on the CPU."""
+    from coatsearch.training import data
+
+    mean_std = data.load(space.data, model.image_size, model.in_chans)[0].norm
     return {
         "format": FORMAT,
-        "study": study_name,
-        "trial": tm.number,
-        "architecture": tm.architecture,
-        "seed": tm.seed,
-        "objective": key,
-        "recorded": tm.measured,  # the same metric as "retrained" (the trial value may be another: validation)
-        "retrained": float(metrics[key]) if isinstance(metrics.get(key), int | float) else None,
-        "model": TypeAdapter(specs.ModelSpec).dump_python(_classes(prep.model, net), mode="json"),
+        **origin,  # "recorded": the study's first metric key as the trial recorded it (the value may be another)
+        "retrained": None,
+        "model": TypeAdapter(specs.ModelSpec).dump_python(_classes(model, net), mode="json"),
         "norm": [list(v) for v in mean_std] if mean_std else None,  # the input's [mean, std] (timm's cfg)
         "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
     }

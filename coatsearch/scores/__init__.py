@@ -196,13 +196,18 @@ def measure(
     report: Report | None = None,
     fit: Callable | None = None,
     checkpoints: Checkpoints | None = None,
+    models: dict[str, Any] | None = None,
 ) -> dict:
     """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
 
     `fit(phase, ...)` replaces `training.fit` for every training run (the planner's timing pilot); None: training.fit.
     `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), passed to every training run's `fit`.
+    `models`: a dict the scores' trained models are left in (`Context.models`: score name -> (model, test images,
+    validation images)), for a caller that keeps the weights (runner.kept); None: dropped with the context.
     """
     ctx = Context(inp, device, progress, report, fit=fit, checkpoints=checkpoints)
+    if models is not None:
+        ctx.models = models
     out: dict = {}
     for score, spec in enabled(inp.scores):
         out.update(score.run(ctx, spec))

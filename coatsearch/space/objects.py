@@ -138,6 +138,7 @@ class Space:
     checkpoint: schema.CheckpointSpec = field(
         default_factory=schema.CheckpointSpec
     )  # trial checkpoints; not its identity
+    keep_top: int = 0  # keep the final weights of the K best trials (runner.kept; 0: none); not its identity
 
     def candidate(self, name: str) -> Candidate | Baseline:
         """The candidate called `name`; a one-line error lists the names that exist."""
@@ -206,6 +207,7 @@ def _build_space(doc: schema.SpaceDoc, source: str, profile: str) -> Space:
         decides=dict(doc.decides),
         log=doc.log,
         checkpoint=doc.checkpoint,
+        keep_top=doc.keep_top,
     )
 
 

@@ -119,6 +119,8 @@ class SpaceDoc:
     # plan cannot decide one (planner.power.undecided). Not the space's identity (space.identity.IDENTITY_FREE)
     log: Literal["none", "tensorboard", "mlflow"] = "none"  # live tracking of each trial (`run --log` overrides it)
     checkpoint: CheckpointSpec = CheckpointSpec()  # how long trials save and resume their state
+    keep_top: Annotated[int, Strict(), Field(ge=0, le=100_000)] = 0  # keep the final weights of the K best trials
+    # in <study>/weights/kept/ (runner.kept; `run --keep-top` overrides it; 0: none)
 
 
 _DOCUMENT: dict[type, TypeAdapter] = {}  # the score registry's current ScoresSpec -> the validator built for it

@@ -68,7 +68,8 @@ def test_the_built_wheel_installs_and_shows_a_shipped_space(tmp_path):
         files = set(z.namelist())
         meta = z.read(next(n for n in files if n.endswith(".dist-info/METADATA"))).decode()
     assert {f"coatsearch/spaces/{n}.yaml" for n in shipped.names()} <= files and "coatsearch/py.typed" in files
-    assert "Author: coatsearch maintainers" in meta and "Classifier: Typing :: Typed" in meta
+    assert "Author: coatsearch developers" in meta and "Classifier: Typing :: Typed" in meta
+    assert "License-Expression: MIT" in meta and any(n.endswith(".dist-info/licenses/LICENSE") for n in files)
     venv = tmp_path / "venv"  # coatsearch from the wheel; its dependencies from this interpreter's site-packages,
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)  # named by a plain path line
     [site] = (venv / "lib").glob("python3*/site-packages")  # (so no editable install of a checkout comes along)
