@@ -5,7 +5,9 @@ default as many as it registered, numbered after the largest seed it used, re-ev
 the next test draw it never used, into the study `<STUDY>-rep`, registered with `replicate_of` = STUDY. Its report
 sets each claim's verdict beside the original's and a pooled one (report.view_replication). Everything is checked
 before anything is written: a missing or unregistered study, seeds the original used, a space file whose identity
-(space.identity: content, or bytes for older registrations) is not the registered one are each one line (UserError).
+(space.identity: content, or bytes for older registrations) is not the registered one, a test draw that reads
+images an earlier look at the same claims read (analysis.draws_seen: the reports folder and its record
+test_draws.json, withdrawn looks included) are each one line (UserError).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
+from coatsearch.space.draws import draws_of_space, parse, shares
 from coatsearch.space.objects import Space, with_draw
 from coatsearch.vocab.specs import DRAWS_MAX, SEED_MAX, SEEDS_MAX
 
@@ -87,7 +90,7 @@ def replicate(
     The other arguments are `run`'s. Bad input is a one-line UserError before anything is written."""
     from coatsearch import api
 
-    rep = prepare(study, seeds, studies_dir=studies_dir, space_file=space_file)
+    rep = prepare(study, seeds, studies_dir=studies_dir, space_file=space_file, reports_dir=reports_dir)
     return api.run(rep.space, rep.study, "optuna", workers, device, trials=trials, studies_dir=studies_dir,
                    reports_dir=reports_dir, report=report, progress=progress, plan_first=plan_first,
                    replicate_of=rep.original)  # fmt: skip
@@ -99,8 +102,10 @@ def prepare(
     *,
     studies_dir: str | Path = "studies",
     space_file: str | Path | None = None,
+    reports_dir: str | Path = "reports",
 ) -> Replicate:
-    """The replicate of `original` as it would run (nothing written): its space, fresh seeds and test draw."""
+    """The replicate of `original` as it would run (nothing written): its space, fresh seeds and test draw; one
+    line (UserError) when a draw it would read was read by an earlier look at its claims (`_check_fresh`)."""
     from coatsearch.analysis import registration
     from coatsearch.storage import store
     from coatsearch.storage.paths import check_name
@@ -113,17 +118,42 @@ def prepare(
     space = _space(reg, original, space_file)
     used_seeds, used_draws = _used(studies, original, reg, space)
     mine = registration.load(store.folder(studies, name))
-    if mine is not None or store.storage_file(studies, name).exists():
-        return _resumed(name, original, mine, seeds, space, used_seeds, used_draws)
+    resumed = mine is not None or store.storage_file(studies, name).exists()
+    seen = _seen(Path(reports_dir), original, space, but=name if resumed else None)
+    if resumed:
+        return _check_fresh(_resumed(name, original, mine, seeds, space, used_seeds, used_draws), seen)
     chosen = _fresh_seeds(seeds, len(reg.analysis.seeds), used_seeds, original)
-    draw = max(used_draws) + 1
+    draw = max((*used_draws, *(parse(d).draw for d in seen))) + 1  # past every draw index a look at it read
     if draw > DRAWS_MAX:
         raise UserError(f"study '{original}': no test draw left (draws {_join(used_draws)} used; at most {DRAWS_MAX})")
     fresh = with_draw(space, chosen, draw)
     if again := sorted(set(fresh.study.fresh_seeds) & set(used_seeds)):
         raise UserError(f"--seeds: the re-evaluation after seeds {_join(chosen)} would run seed(s) {_join(again)}, "
                         f"already used by '{original}'; allowed: seeds above {max(used_seeds)}")  # fmt: skip
-    return Replicate(name, original, fresh, chosen, draw, used_seeds, used_draws, False)
+    return _check_fresh(Replicate(name, original, fresh, chosen, draw, used_seeds, used_draws, False), seen)
+
+
+def _seen(reports: Path, original: str, space: Space, but: str | None) -> dict[str, str]:
+    """Draw label -> the look that read it: every look on record (analysis.draws_seen) at the claims the original's
+    reports judged, or of its space; `but`: a resumed replicate, whose standing report is its own look."""
+    from coatsearch.analysis import draws_seen
+
+    claims = {c for look in draws_seen.current(reports) if look.study == original for c in look.claims}
+    return draws_seen.draws_seen(reports, claims, space.name, but=but)
+
+
+def _check_fresh(rep: Replicate, seen: dict[str, str]) -> Replicate:
+    """`rep`, when none of its test draws reads images an earlier look at its claims read (space.draws.shares);
+    else one line naming the first such draw and the look (docs/verdicts.md, "Fresh test images")."""
+    mine = sorted(d.label for d in draws_of_space(rep.space))
+    if clash := [(d, e) for d in mine for e in seen if shares(parse(d), parse(e))]:
+        d, e = clash[0]
+        raise UserError(
+            f"study '{rep.study}': test draw '{d}' reads images of '{e}', which {seen[e]} read (an earlier look at "
+            f"the same claims; {len(clash)} such draw(s)); a replicate reads fresh test images only (docs/verdicts.md, "
+            "'Fresh test images')"
+        )
+    return rep
 
 
 def _registration_of(studies: Path, original: str) -> Registration:

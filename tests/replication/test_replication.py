@@ -145,6 +145,28 @@ def test_a_test_draw_that_does_not_fit_is_refused_before_anything_is_written(
     assert "data.test_size" in err and "draw 1" in err
 
 
+def test_a_test_draw_an_earlier_look_read_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Fresh test images: the default draw index goes past every draw a look at the claims read (the reports
+    folder's record, withdrawn looks included), and a draw that still reads their images is refused in one line,
+    exit status 2, nothing written: here a withdrawn look's 80-image draw 1 covers the 40-image draw 2."""
+    from coatsearch.analysis import draws_seen
+    from coatsearch.space.draws import draws_of_space, parse
+
+    _, studies = _registered(tmp_path)
+    rec = tmp_path / "rec"
+    space = replication.prepare("tiny-quick", studies_dir=studies, reports_dir=rec).space
+    mine = sorted(draws_of_space(space), key=lambda d: d.label)
+    assert {d.draw for d in mine} == {1} and mine[0].classes is None
+    wide = dataclasses.replace(mine[0], test_size=80).label  # positions 80-160 after validation: draws 2 and 3 of 40
+    rec.mkdir()
+    (rec / draws_seen.RECORD).write_text(draws_seen.dump([draws_seen.DrawLook(
+        "tiny-quick-rep", "reports/tiny-quick-rep/summary.json @ 0abc", "tiny", "quick", ("a",), (wide,), ("f",),
+        True)]))  # fmt: skip
+    err = _refused(["tiny-quick", "--studies-dir", str(studies), "--reports-dir", str(rec)], capsys, tmp_path)
+    assert f"'{dataclasses.replace(mine[0], draw=2).label}' reads images of '{wide}'" in err and "@ 0abc read" in err
+    assert parse(wide).draw == 1
+
+
 def test_a_missing_study_through_the_command_line(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "coatsearch", "replicate", "nope", "--studies-dir",
                           str(tmp_path / "s")], capture_output=True, text=True, timeout=120)  # fmt: skip
