@@ -112,7 +112,7 @@ def from_reports(reports_dir: Path, this: L.Ident) -> L.Found:
     for path in sorted(reports_dir.glob("*/summary.json")) if reports_dir.is_dir() else ():
         try:
             text = fsafe.read_bytes(path, fsafe.JSON_MAX).decode("utf-8", "replace")
-            looks += _summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
+            looks += summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))
@@ -201,13 +201,13 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
     for (_, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
         nth[path] += 1  # versions come newest first
         try:
-            looks += _summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
+            looks += summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))
 
 
-def _summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
+def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
     """The looks one summary.json holds (none when it is of another space, or not a summary), and the earlier
     looks it counted (looks_record.recorded); a UserError naming `where` when it is damaged (too deep, a list where
     a mapping belongs) or from a newer coatsearch."""

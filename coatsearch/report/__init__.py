@@ -169,6 +169,7 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> d
         "failures": TB.failures(records),
         "pareto": pareto.front(space, records),
         "rules": {
+            "rule_version": rule_tables.RULE_VERSION,  # the verdict rule this report was judged under
             "relation": V.RELATION_RULE,
             "verdict": V.VERDICT_RULE,
             "method": V.METHOD,
