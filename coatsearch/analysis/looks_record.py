@@ -6,9 +6,10 @@ studies folder. So every report written adds its own looks and every earlier loo
 is committed with the reports; a later report, on any machine, reads the record first and counts the same looks.
 
 Format (RECORD_VERSION 1): a JSON object `{"kind": KIND, "version": 1, "looks": [...]}`, each look the fields of
-`looks.Look` (its `to_json`), sorted, one look per (space hash, profile, seeds, claim): the newest reading of it
-replaces an older one. Written atomically through coatsearch.fsafe; read within fsafe's bounds; a record from a
-newer coatsearch or a damaged one is one line (a UserError naming the file), never a silent count.
+`looks.Look` (its `to_json`), sorted, one look per (space hash, profile, seeds, claim): a report's own reading
+replaces an older one of it, and an earlier look keeps the entry the report showed. Written atomically through
+coatsearch.fsafe; read within fsafe's bounds; a record from a newer coatsearch or a damaged one is one line (a
+UserError naming the file), never a silent count.
 """
 
 from __future__ import annotations
@@ -85,10 +86,15 @@ def read(reports_dir: Path) -> tuple[L.Look, ...]:
 
 
 def merged(old: Iterable[L.Look], new: Iterable[L.Look]) -> list[L.Look]:
-    """The record's looks: `old` with `new` added, one per (space hash, profile, seeds, claim), a new reading
-    replacing an old one; sorted so the same looks give the same file."""
+    """The record's looks: `old` with `new` added, one per (space hash, profile, seeds, claim): the first of `new`
+    replaces an old reading of it (a report passes its own looks first, then the looks it counted in the order it
+    found them, the record's first); sorted so the same looks give the same file."""
     out: dict[tuple, L.Look] = {_key(x): x for x in old}
-    out.update({_key(x): x for x in new})
+    seen: set[tuple] = set()
+    for x in new:
+        if _key(x) not in seen:
+            seen.add(_key(x))
+            out[_key(x)] = x
     return sorted(out.values(), key=lambda x: json.dumps(x.to_json(), sort_keys=True, ensure_ascii=False))
 
 

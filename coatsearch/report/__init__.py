@@ -226,7 +226,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
     this = looks.ident(space)  # the looks record: every look counted here, and this one, for any later report
     mine = looks_record.own(f"{folder.name}/summary.json", this, report["claims"])
-    looks_record.write(Path(reports_dir), [*earlier.looks, *mine])
+    looks_record.write(Path(reports_dir), [*mine, *earlier.looks])  # its own reading first: the newest
     return path
 
 
