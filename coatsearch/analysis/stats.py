@@ -7,7 +7,7 @@ difference paired by seed. The error variance is estimated once per metric from 
 standard error sqrt(2·s²/n) with the residual degrees of freedom (k − 1)(n − 1) for k candidates on n common
 seeds. Pooling is what makes n = 3 seeds usable: one pair's own spread would have 2 degrees of freedom. It
 assumes the candidates share one noise level, so a pair noisier than the rest would get too narrow an interval:
-PAIR_NOISE_RULE (`paired`) never lets a pair's interval be narrower than its own paired noise gives.
+PAIR_NOISE_RULE (`paired`) never lets a pair's test read less noise than its own paired sd.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ from coatsearch.analysis import json_form
 
 MAX_SEEDS = 1000  # seeds_needed gives up beyond this
 PAIR_NOISE_RULE = (
-    "Each pair's t test uses the pooled sd of a paired difference with its residual degrees of freedom, unless the "
-    "pair's own paired sd with n − 1 degrees of freedom gives a wider 95% interval; then the pair's own (sd and df "
-    "together, never mixed). So no interval is narrower than the pair's own paired noise gives, and the p value and "
-    "the 90% interval come from the same choice."
+    "Each pair's t test uses the larger of two sds of a paired difference, each with its own degrees of freedom: "
+    "the pooled sd with the residual df, or the pair's own paired sd with n − 1 df (never one's sd with the other's "
+    "df). So no test reads less noise than the pair's own; the intervals and the p value come from the same choice."
 )
 
 
@@ -104,7 +103,7 @@ def paired(a: Mapping[Any, float], b: Mapping[Any, float], sign: float, pooled: 
     per_seed = tuple((s, float(v)) for s, v in zip(seeds, d, strict=True))
     if n < 2 or pooled is None:
         return PairTest(n, mean, sd, per_seed)
-    sd_diff, df = pair_noise(pooled, sd, n, alpha)
+    sd_diff, df = pair_noise(pooled, sd, n)
     se = sd_diff / math.sqrt(n)
     q95, q90 = st.t.ppf([1 - alpha / 2, 1 - alpha], df) * se
     p = float(2 * st.t.sf(abs(mean) / se, df))
@@ -112,13 +111,10 @@ def paired(a: Mapping[Any, float], b: Mapping[Any, float], sign: float, pooled: 
     return PairTest(n, mean, sd, per_seed, se, df, (mean - q95, mean + q95), (mean - q90, mean + q90), p, own)
 
 
-def pair_noise(pooled: Noise, own: float | None, n: int, alpha: float) -> tuple[float, int]:
-    """PAIR_NOISE_RULE: (sd of a paired difference, df): the pooled one, or the pair's own sd with n − 1 df where
-    that gives the wider (1 − alpha) interval."""
-    if own is None or n < 2:
-        return pooled.sd_diff, pooled.df
-    q_own, q_pooled = (float(st.t.ppf(1 - alpha / 2, df)) for df in (n - 1, pooled.df))
-    return (own, n - 1) if own * q_own > pooled.sd_diff * q_pooled else (pooled.sd_diff, pooled.df)
+def pair_noise(pooled: Noise, own: float | None, n: int) -> tuple[float, int]:
+    """PAIR_NOISE_RULE: (sd of a paired difference, df): the pair's own sd with n − 1 df where it exceeds the
+    pooled sd, else the pooled sd with its residual df."""
+    return (own, n - 1) if own is not None and n >= 2 and own > pooled.sd_diff else (pooled.sd_diff, pooled.df)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def _own_test(d: list[float]) -> tuple[tuple[float, float], float]:
 
 def test_a_pair_noisier_than_the_pool_gets_its_own_wider_interval():
     b = {s: 0.0 for s in range(5)}
-    a = {0: 1.2, 1: 2.9, 2: 2.6, 3: 1.5, 4: 2.6}  # own paired sd 0.77 against the pooled 0.64
+    a = {0: 1.2, 1: 2.9, 2: 2.6, 3: 1.5, 4: 2.6}  # own paired sd 0.76 against the pooled 0.64
     res = S.paired(a, b, 1.0, POOLED, 0.05)
     ci, p = _own_test(list(a.values()))
     assert res.own_noise and res.df == 4 and res.ci == pytest.approx(ci) and res.p == pytest.approx(p)
@@ -38,14 +38,15 @@ def test_a_pair_as_quiet_as_the_pool_keeps_the_pooled_noise_and_its_df():
     assert not res.own_noise and res.df == POOLED.df and res.ci == pytest.approx((2.08 - half, 2.08 + half))
 
 
-@pytest.mark.parametrize("own_sd", [0.3, 0.5, 0.6, 0.64, 0.7, 1.0, 2.0])
-def test_no_interval_is_narrower_than_the_pairs_own(own_sd):
-    """Own sd a little below the pooled one, with fewer df, still wins when its interval is the wider."""
-    d = [1.0 + own_sd * z for z in (-1.2649, -0.6325, 0.0, 0.6325, 1.2649)]  # sd exactly own_sd
+@pytest.mark.parametrize("own_sd", [0.3, 0.5, 0.63, 0.65, 0.7, 1.0, 2.0])
+def test_the_test_reads_the_larger_sd_with_its_own_df(own_sd):
+    d = [1.0 + own_sd * z for z in (-1.2649, -0.6325, 0.0, 0.6325, 1.2649)]  # sd own_sd (to 4 digits)
     res = S.paired(dict(enumerate(d)), dict.fromkeys(range(5), 0.0), 1.0, POOLED, 0.05)
-    ci, _ = _own_test(d)
-    assert res.ci[1] - res.ci[0] >= ci[1] - ci[0] - 1e-12
-    assert res.ci_equiv[1] - res.ci_equiv[0] >= 2 * st.t.ppf(0.95, 4) * st.tstd(d) / math.sqrt(5) - 1e-12
+    sd = st.tstd(d)
+    assert res.se * math.sqrt(5) == pytest.approx(max(sd, POOLED.sd_diff))
+    assert (res.df, res.own_noise) == ((4, True) if sd > POOLED.sd_diff else (POOLED.df, False))
+    if res.own_noise:  # on its own noise, the pair's own t interval exactly
+        assert res.ci == pytest.approx(_own_test(d)[0])
 
 
 def test_the_rule_is_stated_in_the_method_and_in_docs():
