@@ -28,17 +28,17 @@ NEEDS_RELATION = "candidates that measure a strict ('>' or '≫') relation of th
 _REGIME_NEED = ("key models that train, converge where the claim needs it, and beat the fair linear floor on the "
                "deciding measure")  # fmt: skip
 CATEGORY_RULE = (
-    "Each judged claim is exactly one of: **supported** (every key relation holds at the Holm-adjusted level and "
-    "nothing is violated); **not supported** (a key relation is significantly reversed or a '≈'/'≥' relation "
-    "significantly violated); **out of regime** (a regime guard fired: the reading cannot speak to the paper, "
-    "whatever its p); **underpowered** (not firm, and the study could not have detected the paper's effect: its "
-    "smallest detectable difference exceeds the effect, fewer than 2 paired seeds, or no noise estimate); "
-    "**unresolved** (not firm, though the study could have detected the paper's effect, or the paper states no "
-    "effect in these units). Out of regime comes first, then firm, then underpowered, then unresolved. Each "
-    "verdict states a one-line reason, the deciding estimate with its interval, the smallest detectable "
-    "difference beside the paper's effect, and what would decide it. A registered study is called confirmatory "
-    "only for claims where a firm verdict was possible (supported, not supported or unresolved); elsewhere it "
-    f"is '{REGISTERED_ONLY}'."
+    "Each judged claim is exactly one of: **supported** (every key relation holds at the Holm-adjusted level, "
+    "nothing is violated, and the claim holds after the looks correction); **not supported** (a key relation is "
+    "significantly reversed or a '≈'/'≥' relation significantly violated); **out of regime** (a regime guard fired: "
+    "the reading cannot speak to the paper, whatever its p); **underpowered** (not firm, and the study could not "
+    "have detected the paper's effect: its smallest detectable difference exceeds the effect, fewer than 2 paired "
+    "seeds, or no noise estimate); **unresolved** (not firm, though the study could have detected the paper's "
+    "effect, or the paper states no effect in these units). Out of regime comes first, then firm, then underpowered, "
+    "then unresolved. Each verdict states a one-line reason, the deciding estimate with its interval, the smallest "
+    "detectable difference beside the paper's effect, and what would decide it. A registered study is called "
+    "confirmatory only for claims where a firm verdict was possible (supported, not supported or unresolved); "
+    f"elsewhere it is '{REGISTERED_ONLY}'."
 )
 
 

@@ -110,6 +110,7 @@ class ClaimVerdict:
     status: str | None = None  # confirmatory / registered (no firm verdict possible) / exploratory
     status_why: str | None = None
     why_first: bool = True  # summary.json's key order: `why` after the verdict (_ANSWER), else last (Judgement)
+    before_looks: str | None = None  # the study's own verdict where the looks correction changed it (looks.counted)
 
     @property
     def verdict(self) -> str:
@@ -149,7 +150,7 @@ class ClaimVerdict:
                                "evidence": [e.to_json() for e in self.evidence], "notes": list(self.notes)}  # fmt: skip
         out.update({} if self.parts is None else {"parts": [p.to_json() for p in self.parts]})
         tags = {"scope": self.scope, "images": self.images, "scale": self.scale, "status": self.status,
-                "status_why": self.status_why}  # fmt: skip
+                "status_why": self.status_why, "before_looks": self.before_looks}  # fmt: skip
         return {**out, **{k: v for k, v in tags.items() if v is not None}}
 
     @classmethod
@@ -167,4 +168,4 @@ class ClaimVerdict:
                    tuple(str(n) for n in jf.items(data.get("notes"))),
                    None if parts is None else tuple(StemPart.from_json(p) for p in jf.items(parts)),
                    tag("scope"), tag("images"), tag("scale"), tag("status"), tag("status_why"),
-                   not jf.before(data, "reason", "why"))  # fmt: skip
+                   not jf.before(data, "reason", "why"), tag("before_looks"))  # fmt: skip

@@ -12,22 +12,33 @@ the space file's comments, say), which gives a false verdict no second chance.
 A look spends test α when it read test images: its records split validation from test images (a look without a
 split read the eval draw, which is a prefix of the validation images when it had no more images than this study's
 validation set of the same dataset: it spends none), and its space does not pilot the claim (`pilots:`). The looks
-that spend test α and have a p, this one included, are one Holm family per claim (analysis.stats.holm).
+that spend test α and have a p, this one included, are one Holm family per claim (analysis.stats.holm), and the
+verdict counts them (LOOKS_RULE, `counted`): a claim is supported only where it holds after that correction.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from coatsearch.analysis import categories as K
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.claims import VERDICT_ALPHA
 from coatsearch.space.identity import space_hash
 
+DECIDE = "a replicate on fresh seeds and fresh test images, its look counted with these"  # a demoted claim's
 SPLIT = ("split", "refused")  # a claim's `images` (judging.judge_records) when its measures read test images
+LOOKS_RULE = (
+    "A claim is supported only where it holds after the looks correction: when this look spends test α, its p (the "
+    "claim's order holding) is Holm-adjusted over every look at the claim that spends test α, and a supported "
+    f"verdict whose adjusted p is not below α = {VERDICT_ALPHA} is unresolved, with both p values in its reason. "
+    "The looks are those on record in the reports folder's looks record (reports/looks.json, written with every "
+    "report and committed with them), the reports' summaries and the studies folder, one look per space hash, "
+    "profile and seeds."
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +69,7 @@ def ident(record: Mapping[str, Any], sha256: str | None = None) -> Ident:
 class Look:
     """One reading of one claim: where it is on record, its space version, verdict, p and which images it read."""
 
-    source: str  # "study" (the studies folder), "report" (a summary.json as it stands), "report history" (committed)
+    source: str  # where first found: "study" (the studies folder), "report" (a summary.json), "report history" (git)
     where: str  # the study's name, "<folder>/summary.json", or a committed version (looks_found.committed)
     space: str | None
     sha256: str | None
@@ -70,6 +81,10 @@ class Look:
     images: str  # "test" or "validation"
     pilot: bool  # its space pilots this claim
     spends: bool  # spends test α: a test (it has a p) on test images, not from a pilot of the claim
+
+    def to_json(self) -> dict[str, Any]:
+        """The look as summary.json and the looks record hold it."""
+        return {**vars(self), "seeds": None if self.seeds is None else list(self.seeds)}
 
 
 def claim_p(claim: ClaimVerdict) -> float | None:
@@ -102,9 +117,15 @@ def looks_of(source: str, where: str, of: Ident, claims: Sequence[ClaimVerdict],
         if of.space != this.space and c.id not in of.pilots:
             continue
         seen, pilot, p = images(c, of, this), c.id in of.pilots, claim_p(c)
-        out.append(Look(source, where, of.space, of.sha256, of.profile, of.seeds, c.id, c.verdict, p, seen,
+        verdict = c.before_looks or c.verdict  # the study's own verdict: the same data re-read reads the same
+        out.append(Look(source, where, of.space, of.sha256, of.profile, of.seeds, c.id, verdict, p, seen,
                         pilot, seen == "test" and not pilot and p is not None))  # fmt: skip
     return out
+
+
+def relevant(x: Look, this: Ident) -> bool:
+    """Whether a look on record is one at this study's claims: of its space, or a pilot's look (looks_of's rule)."""
+    return x.space == this.space or x.pilot
 
 
 def key(x: Look | Ident) -> tuple:
@@ -216,5 +237,27 @@ def table(space: Mapping[str, Any], judged: Sequence[ClaimVerdict], found: Found
     if found is None:
         return None
     this = ident(space)
-    earlier = unique(found.looks, this, {c.id: (c.verdict, claim_p(c)) for c in judged})
+    earlier = unique(found.looks, this, {c.id: (c.before_looks or c.verdict, claim_p(c)) for c in judged})
     return Looks(this, found.notes, tuple(adjust(c, this, earlier) for c in judged))
+
+
+def counted(claims: Sequence[ClaimVerdict], info: Looks | None) -> list[ClaimVerdict]:
+    """The claims under LOOKS_RULE: a supported claim whose look spends test α and whose Holm-adjusted p over the
+    looks is not below α becomes unresolved, with both p values; every spending claim notes both (info None: no
+    looks gathered, claims unchanged)."""
+    rows = {r.claim: r for r in info.claims} if info is not None else {}
+    out = []
+    for c in claims:
+        row = rows.get(c.id)
+        if row is None or not row.spends or row.holm_p is None or row.p is None:
+            out.append(c)
+            continue
+        both = (f"this look's p {row.p:.3g}, Holm-adjusted p {row.holm_p:.3g} over the {row.spending} look"
+                f"{'s' if row.spending != 1 else ''} at this claim that spend test α")  # fmt: skip
+        if c.verdict != K.SUPPORTED or row.holm_p < VERDICT_ALPHA:
+            out.append(replace(c, notes=(*c.notes, f"Looks: {both}.")))
+            continue
+        reason = f"holds on its own (p {row.p:.3g}), not after the looks correction ({both}; ≥ α {VERDICT_ALPHA:g})"
+        found = replace(c.found, verdict=K.UNRESOLVED, reason=reason, why=f"{reason}. {c.found.why}", decide=DECIDE)
+        out.append(replace(c, found=found, scale=None, before_looks=c.verdict, notes=(*c.notes, f"Looks: {both}.")))
+    return out

@@ -1,5 +1,6 @@
-"""The earlier looks on record (analysis/looks.py): the other studies in the studies folder, the reports folder and,
-when asked for, its git history.
+"""The earlier looks on record (analysis/looks.py): the reports folder's looks record (analysis/looks_record.py),
+the other studies in the studies folder, the reports folder (each summary's looks and the earlier looks it counted)
+and, when asked for, its git history.
 
 Read only. A study of the same space, or of a space that pilots a claim, is judged from its own trials by the
 report's path (the report passes judging.judge_records, without the description-only figures); its registration
@@ -35,12 +36,25 @@ Judge = Callable[[dict, list], list[ClaimVerdict]]  # a space record and trial r
 
 def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str, Any], judge: Judge,
            history: bool = False) -> L.Found:  # fmt: skip
-    """Every earlier look of study `study` (space record `space`) on record: studies (judged by `judge`), reports,
-    then (`history`) the reports' committed versions; without `history` no git runs and one note says so."""
+    """Every earlier look of study `study` (space record `space`) on record: the looks record first (so a look
+    keeps where it was first found), then studies (judged by `judge`), reports, then (`history`) the reports'
+    committed versions; without `history` no git runs and one note says so."""
     this = L.ident(space)
     past = from_history(Path(reports_dir), this) if history else _not_asked(Path(reports_dir))
-    parts = (from_studies(Path(studies_dir), study, this, judge), from_reports(Path(reports_dir), this), past)
+    parts = (from_record(Path(reports_dir), this), from_studies(Path(studies_dir), study, this, judge),
+             from_reports(Path(reports_dir), this), past)  # fmt: skip
     return L.Found(tuple(x for f in parts for x in f.looks), tuple(n for f in parts for n in f.notes))
+
+
+def from_record(reports_dir: Path, this: L.Ident) -> L.Found:
+    """The looks the reports folder's looks record holds at this study's claims (its space's, and pilots'); a
+    damaged record is a note, and its looks are left out."""
+    from coatsearch.analysis import looks_record
+
+    try:
+        return L.Found(tuple(x for x in looks_record.read(reports_dir) if L.relevant(x, this)))
+    except UserError as exc:
+        return L.Found((), (f"{exc}; its looks are left out",))
 
 
 def _not_asked(reports_dir: Path) -> L.Found:
@@ -98,7 +112,7 @@ def from_reports(reports_dir: Path, this: L.Ident) -> L.Found:
     for path in sorted(reports_dir.glob("*/summary.json")) if reports_dir.is_dir() else ():
         try:
             text = fsafe.read_bytes(path, fsafe.JSON_MAX).decode("utf-8", "replace")
-            looks += _summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
+            looks += summary_looks(text, f"{path.parent.name}/summary.json", this, "report")
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))
@@ -187,17 +201,18 @@ def from_history(reports_dir: Path, this: L.Ident) -> L.Found:
     for (_, path), text in zip(versions, _blobs(Path(top.strip()), versions), strict=True):
         nth[path] += 1  # versions come newest first
         try:
-            looks += _summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
+            looks += summary_looks(text, committed(path, total[path] - nth[path] + 1), this)
         except UserError as exc:
             notes.append(f"{exc}; its looks are left out")
     return L.Found(tuple(looks), tuple(notes))
 
 
-def _summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
-    """The looks one summary.json holds (none when it is of another space, or not a summary); a UserError naming
-    `where` when it is damaged (too deep, a list where a mapping belongs) or from a newer coatsearch."""
+def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "report history") -> list[L.Look]:
+    """The looks one summary.json holds (none when it is of another space, or not a summary), and the earlier
+    looks it counted (looks_record.recorded); a UserError naming `where` when it is damaged (too deep, a list where
+    a mapping belongs) or from a newer coatsearch."""
     from coatsearch import fsafe
-    from coatsearch.analysis import summary_file
+    from coatsearch.analysis import looks_record, summary_file
 
     try:
         data = fsafe.parse_json(text or "", where, object)
@@ -211,4 +226,5 @@ def _summary_looks(text: str | None, where: str, this: L.Ident, source: str = "r
     env = summary.environment
     record = {**summary.space, "study": env.study, "data": env.data, "pilots": summary.pilots}
     sha = summary.space.get("sha256")
-    return L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), summary.claims, this)
+    own = L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), summary.claims, this)
+    return [*own, *(x for x in looks_record.recorded(data, where) if L.relevant(x, this))]

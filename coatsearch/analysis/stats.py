@@ -6,7 +6,8 @@ difference paired by seed. The error variance is estimated once per metric from 
 (two-way, candidate + seed) fit over every candidate measured, so a difference of n paired seeds has the
 standard error sqrt(2·s²/n) with the residual degrees of freedom (k − 1)(n − 1) for k candidates on n common
 seeds. Pooling is what makes n = 3 seeds usable: one pair's own spread would have 2 degrees of freedom. It
-assumes the candidates share one noise level; the pair tables show each pair's own spread beside it.
+assumes the candidates share one noise level, so a pair noisier than the rest would get too narrow an interval:
+PAIR_NOISE_RULE (`paired`) never lets a pair's test read less noise than its own paired sd.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from scipy import stats as st
 from coatsearch.analysis import json_form
 
 MAX_SEEDS = 1000  # seeds_needed gives up beyond this
+PAIR_NOISE_RULE = (
+    "Each pair's t test uses the larger of two sds of a paired difference, each with its own degrees of freedom: "
+    "the pooled sd with the residual df, or the pair's own paired sd with n − 1 df (never one's sd with the other's "
+    "df). So no test reads less noise than the pair's own; the intervals and the p value come from the same choice."
+)
 
 
 @dataclass(frozen=True)
@@ -66,11 +72,14 @@ class PairTest:
     ci: tuple[float, float] | None = None  # (1 − alpha) interval
     ci_equiv: tuple[float, float] | None = None  # (1 − 2 alpha) interval: the equivalence check's
     p: float | None = None
+    own_noise: bool = False  # PAIR_NOISE_RULE took the pair's own sd (n − 1 df), not the pooled one
 
     def to_json(self) -> dict[str, Any]:
-        """The test as summary.json holds it (the dict `paired` returned before it was typed), key order kept."""
+        """The test as summary.json holds it (the dict `paired` returned before it was typed), key order kept;
+        `own_noise` only where it is true (summaries before PAIR_NOISE_RULE have none)."""
         return {"n": self.n, "d": self.d, "sd": self.sd, "per_seed": [[s, v] for s, v in self.per_seed],
-                "se": self.se, "df": self.df, "ci": self.ci, "ci_equiv": self.ci_equiv, "p": self.p}  # fmt: skip
+                "se": self.se, "df": self.df, "ci": self.ci, "ci_equiv": self.ci_equiv, "p": self.p,
+                **({"own_noise": True} if self.own_noise else {})}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairTest:
@@ -79,11 +88,13 @@ class PairTest:
         per_seed = tuple((s, jf.number(v)) for s, v in jf.items(data.get("per_seed")))
         return cls(int(data.get("n") or 0), jf.number(data.get("d")), jf.maybe(data.get("sd")), per_seed,
                    jf.maybe(data.get("se")), None if df is None else int(df), jf.interval(data.get("ci")),
-                   jf.interval(data.get("ci_equiv")), jf.maybe(data.get("p")))  # fmt: skip
+                   jf.interval(data.get("ci_equiv")), jf.maybe(data.get("p")),
+                   data.get("own_noise") is True)  # fmt: skip
 
 
 def paired(a: Mapping[Any, float], b: Mapping[Any, float], sign: float, pooled: Noise | None, alpha: float) -> PairTest:
-    """a − b over the seeds both have, in the better direction (sign): mean, own sd, t interval and p-value."""
+    """a − b over the seeds both have, in the better direction (sign): mean, own sd, t interval and p-value, with the
+    noise PAIR_NOISE_RULE picks (`pair_noise`)."""
     seeds = [s for s in a if s in b]
     d = np.array([sign * (a[s] - b[s]) for s in seeds], dtype=float)
     n = len(d)
@@ -92,10 +103,18 @@ def paired(a: Mapping[Any, float], b: Mapping[Any, float], sign: float, pooled: 
     per_seed = tuple((s, float(v)) for s, v in zip(seeds, d, strict=True))
     if n < 2 or pooled is None:
         return PairTest(n, mean, sd, per_seed)
-    se = pooled.sd_diff / math.sqrt(n)
-    q95, q90 = st.t.ppf([1 - alpha / 2, 1 - alpha], pooled.df) * se
-    p = float(2 * st.t.sf(abs(mean) / se, pooled.df))
-    return PairTest(n, mean, sd, per_seed, se, pooled.df, (mean - q95, mean + q95), (mean - q90, mean + q90), p)
+    sd_diff, df = pair_noise(pooled, sd, n)
+    se = sd_diff / math.sqrt(n)
+    q95, q90 = st.t.ppf([1 - alpha / 2, 1 - alpha], df) * se
+    p = float(2 * st.t.sf(abs(mean) / se, df))
+    own = df != pooled.df or sd_diff != pooled.sd_diff
+    return PairTest(n, mean, sd, per_seed, se, df, (mean - q95, mean + q95), (mean - q90, mean + q90), p, own)
+
+
+def pair_noise(pooled: Noise, own: float | None, n: int) -> tuple[float, int]:
+    """PAIR_NOISE_RULE: (sd of a paired difference, df): the pair's own sd with n − 1 df where it exceeds the
+    pooled sd, else the pooled sd with its residual df."""
+    return (own, n - 1) if own is not None and n >= 2 and own > pooled.sd_diff else (pooled.sd_diff, pooled.df)
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ METHOD = (
     f"Differences are paired by seed (only seeds both candidates have count) and taken in the better direction. "
     f"The noise of each measure is pooled over every candidate from the residuals of value ~ candidate + seed, so "
     f"a difference of n paired seeds has se = sd_diff/√n with the residual degrees of freedom (Student t, "
-    f"scipy.stats). Family-wise α = {C.VERDICT_ALPHA} per claim (intervals at {100 * (1 - C.ALPHA):g}%), Holm "
-    "step-down across the claim's relations."
+    f"scipy.stats). {S.PAIR_NOISE_RULE} Family-wise α = {C.VERDICT_ALPHA} per claim (intervals at "
+    f"{100 * (1 - C.ALPHA):g}%), Holm step-down across the claim's relations."
 )
 RELATION_RULE = (
     "Neighbours are compared by their mean paired difference with a 95% Student-t interval (description only, "

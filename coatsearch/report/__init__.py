@@ -7,7 +7,7 @@ The report as the study's optuna-dashboard note is an explicit step (`dashboard.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,8 @@ def summarize(
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
     per architecture it trained (search.regroup); the search section reads the records as stored. `registered`: the
     study's line against its registration (registration.verdict_line), which marks each verdict confirmatory;
-    `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p (None: not gathered);
+    `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p, and a supported claim
+    stands only below α after them (looks.LOOKS_RULE; None: not gathered, the claims as judged);
     `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way; `table`:
     a study of the same space measured whole, the search's random baseline when this one is not."""
     from coatsearch.space import search
@@ -112,8 +113,10 @@ def summarize(
     found = search_results.compute(space, records, table)
     records = [r for r in search.regroup(records) if r.state not in search.UNTRAINED]  # the search section counts those
     j = judging.judge_records(space, records, registered=registered)
+    seen = looks.table(space, j.claims, earlier)
+    j = replace(j, claims=looks.counted(j.claims, seen))  # LOOKS_RULE: a claim is supported after the looks only
     t = tables(study, space, records, j)
-    more = {"search": found, "looks": looks.table(space, t["claims"], earlier),
+    more = {"search": found, "looks": seen,
             "replication": _replication(study, space, records, j, original)}  # fmt: skip
     ctx = ReportContext(study, space, j.frames, j, {**t, **more})
     return Report(ctx.tables, compute(SECTIONS, ctx))
@@ -167,6 +170,7 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> d
         "failures": TB.failures(records),
         "pareto": pareto.front(space, records),
         "rules": {
+            "rule_version": rule_tables.RULE_VERSION,  # the verdict rule this report was judged under
             "relation": V.RELATION_RULE,
             "verdict": V.VERDICT_RULE,
             "method": V.METHOD,
@@ -194,11 +198,12 @@ def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
 
 
 def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history: bool = False) -> Path:
-    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only); report.md.
+    """Write reports/<study>/report.md, its PNG figures and summary.json from the storage (read only), and add the
+    looks it counted and its own to the reports folder's looks record (looks_record); report.md.
     `history`: the earlier looks also read the committed versions of the reports' summary.json (git); by default
     they read only what the studies and reports folders hold, and no git runs."""
     from coatsearch import fsafe
-    from coatsearch.analysis import looks_found
+    from coatsearch.analysis import looks_found, looks_record
     from coatsearch.storage import store
     from coatsearch.storage.paths import report_folder
 
@@ -220,6 +225,9 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     path = folder / "report.md"
     fsafe.write(path, render(report, figures))  # atomic, no link followed (coatsearch.fsafe)
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
+    this = looks.ident(space)  # the looks record: every look counted here, and this one, for any later report
+    mine = looks_record.own(f"{folder.name}/summary.json", this, report["claims"])
+    looks_record.write(Path(reports_dir), [*mine, *earlier.looks])  # its own reading first: the newest
     return path
 
 

@@ -124,11 +124,11 @@ def _evidence(info: EvidenceInfo) -> list[str]:
     digits = metric.digits + 1
     body = [
         [f"{p.a} vs {p.b}", p.paper, p.n, fmt_num(p.d, digits, signed=True), fmt_num(p.test.sd, digits),
-         _ci(p.ci, digits), _p(p.p_holm), p.status]
+         _ci(p.ci, digits) + (" (own sd)" if p.test.own_noise else ""), _p(p.p_holm), p.status]
         for p in e.pairs
     ]  # fmt: skip
-    head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd", "95% CI (pooled)",
-            "Holm p", "relation"]  # fmt: skip
+    head = ["pair", "paper", "paired seeds", "mean diff (a − b, better direction)", "own sd",
+            "95% CI (pooled sd, or own)", "Holm p", "relation"]  # fmt: skip
     out += [table(head, body), "", _power(e.power, metric), "", _regime(info)]
     out += ["", "Equivalence: " + e.equivalence] if e.equivalence else []
     return out

@@ -21,13 +21,16 @@ def section(info: Looks) -> str:
     out = [
         "## Earlier looks",
         "",
-        "Earlier readings of the same claims of this space on record: the other studies in the studies folder "
-        "(other profiles, space versions, pilot spaces naming the claim) and the committed versions of the "
-        "reports' summary.json. Readings with the same space hash, profile and seeds are one look; so are an "
+        "Earlier readings of the same claims of this space on record: the reports folder's looks record "
+        "(reports/looks.json, written with every report and committed with them), the other studies in the studies "
+        "folder (other profiles, space versions, pilot spaces naming the claim), the reports' summary.json and the "
+        "looks each counted, and, when asked for, their committed versions; `source` says where a look was first "
+        "found. Readings with the same space hash, profile and seeds are one look; so are an "
         "earlier reading of this space, profile and seeds and this one when their verdict and p agree to every "
         "digit (the same data re-read, as after an edit of the space file's comments). A look spends "
         "test α when it read test images and its space does not pilot the claim; this look's p is Holm-adjusted "
-        'over the looks that spend test α (docs/verdicts.md, "Earlier looks").',
+        "over the looks that spend test α, and a supported verdict stands only where that adjusted p is below α "
+        '(docs/verdicts.md, "Earlier looks").',
     ]
     out += ["", *(f"Note: {n}." for n in info.notes)] if info.notes else []
     for c in info.claims:

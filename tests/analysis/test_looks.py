@@ -53,7 +53,7 @@ def test_a_second_study_of_the_space_lists_the_first_and_holm_adjusts_over_both(
     s = _summary(reports / "fab")
     row = _claim(s, "a")
     assert [(x["where"], x["profile"], x["sha256"], x["seeds"]) for x in row["earlier"]] == [
-        ("fab-quick", "quick", SHA["a"], [0, 1, 2])
+        ("fab-quick/summary.json", "quick", SHA["a"], [0, 1, 2])  # the looks record's: where it was first found
     ]
     assert row["earlier"][0]["verdict"] == "supported" and row["earlier"][0]["spends"] is True
     p, earlier = _p(s, "a"), _p(first, "a")

@@ -36,7 +36,7 @@ def test_layout_study_report(tmp_path):
     assert "interrupted (worker died); rerun resumes it" in text
     assert "✅ supported" in text and "Optimizability" not in text  # no ViT, no sampled hyperparameters
     for part in ("Method: Differences are paired by seed", "Holm", "Calibration of this rule", "Power: smallest "
-                 "detectable difference", "Regime checks:", "95% CI (pooled)"):  # fmt: skip
+                 "detectable difference", "Regime checks:", "95% CI (pooled sd, or own)"):  # fmt: skip
         assert part in text
     assert re.search(r"\| C-C-T-T +\| C-C-T-T +\| C1x32/1 C3x64/2 T7x128/2 T1x256/1 +\|", text)  # pandas table
     folder = path.parent

@@ -60,6 +60,21 @@ def test_every_committed_reports_a_a_column_is_a_state_of_the_committed_a_a_tabl
     assert RP.aa_problems(ROOT / "reports", table) == []
 
 
+@pytest.mark.committed
+def test_every_committed_report_names_the_rule_it_was_made_under_and_it_is_a_known_one():
+    """A report made under an earlier rule version stands under that rule (rule_tables.EARLIER_RULES says what
+    changed since); it is regenerated from its study, never edited, to be judged under the current rule."""
+    known = {rule_tables.RULE_VERSION, *rule_tables.EARLIER_RULES}
+    for path in sorted((ROOT / "reports").glob("*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        rules = summary["rules"]
+        rule = rules.get("rule_version") or (rules.get("calibration") or {}).get("rule_version")
+        assert rule in known, f"{path.parent.name}: rule {rule!r} is no known rule version"
+        text = (path.parent / "report.md").read_text(encoding="utf-8")
+        if rule != rule_tables.RULE_VERSION and "Calibration of this rule" in text:  # it names the rule it is under
+            assert f"rule version {rule}" in text, path.parent.name
+
+
 def test_a_report_citing_an_earlier_state_passes_and_altered_figures_fail(tmp_path):
     old = {"studies": 2, "date": "d1", "families": {"f": {"firm": 0}}}
     table = {"studies": 3, "date": "d2", "families": {"f": {"firm": 1}}, "verdicts": [], "history": [old]}
