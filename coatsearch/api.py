@@ -198,6 +198,7 @@ def run(
     from coatsearch.planner.runs import check_decides, eta_first
     from coatsearch.runner import tracking
     from coatsearch.runner.workers import processes
+    from coatsearch.storage.lock import running
     from coatsearch.storage.paths import study_folder
     from coatsearch.storage.store import counts as store_counts
 
@@ -210,19 +211,20 @@ def run(
     _check_run(sp, name, studies, reports if report else None, backend, workers, trials, device, ray)
     _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
     check_decides(sp, studies, name, reports, allow=allow_undecided)  # a profile that cannot decide
-    prepared = _prepare_study(sp, studies, name, force_new_space)
-    _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
-    done = store_counts(prepared[0])["finished"]
-    procs = processes(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
-    if plan_first and backend == "optuna":
-        eta_first(sp, studies, name, procs, device, reports)
-    common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
-    tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment, before any worker
-    s = _engine(sp, studies, name, backend, procs, common, ray)
-    written = _report(name, studies, reports) if report else None
-    if written is not None:
-        tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
-    path = written.markdown if written is not None else None
+    with running(study_folder(studies, name)):  # one run of a study at a time: a second is one line
+        prepared = _prepare_study(sp, studies, name, force_new_space)
+        _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
+        done = store_counts(prepared[0])["finished"]
+        procs = processes(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
+        if plan_first and backend == "optuna":
+            eta_first(sp, studies, name, procs, device, reports)
+        common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
+        sp = tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment (or no tracking)
+        s = _engine(sp, studies, name, backend, procs, common, ray)
+        written = _report(name, studies, reports) if report else None
+        if written is not None:
+            tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
+        path = written.markdown if written is not None else None
     return RunResult(**dataclasses.asdict(s), report=path)
 
 

@@ -196,7 +196,8 @@ def _run_trial(
         resume.trial(space, folder, item) as (done, saves),
         tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker,
     ):
-        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves))
+        heard = tracking.listener(tracker)
+        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves, heard))
         tracking.finish(tracker, *outcome)
     store.tell(study, trial, *outcome)
 

@@ -21,6 +21,7 @@ from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
 from coatsearch.training.checkpoint import Trial as Checkpoints
 from coatsearch.training.history import NonFinite, check_finite
+from coatsearch.training.listeners import Listener
 from coatsearch.vocab.specs import model_label
 
 
@@ -34,13 +35,15 @@ def run_item(
     matched: Mapping[str, Prepared] | None = None,
     admitted: Prepared | None = None,
     checkpoints: Checkpoints | None = None,
+    listener: Listener | None = None,
 ) -> tuple[float | list[float], R.RunRecord]:
     """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
     `admitted`: the point's model, already admitted at sampling (search.admit); else it is admitted here, so a
     point no engine checked still never trains against a constraint or a missed budget. `checkpoints`: the trial's
-    checkpointing (runner.resume.trial), passed to every training run; None: none.
+    checkpointing (runner.resume.trial), passed to every training run; None: none. `listener`: hears every training
+    run's curve points (runner.tracking.listener; None: nobody).
     """
     start = time.perf_counter()
     try:
@@ -53,7 +56,7 @@ def run_item(
         offset = getattr(cand.definition, "init_offset", None)  # a baseline's definition is its ModelSpec: none
         init = None if offset is None else item.seed + offset
         inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs, init_seed=init)
-        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints)
+        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints, listener=listener)
         check_finite(metrics)
     except (TrialFailed, Pruned, UserError):
         raise
@@ -119,13 +122,14 @@ def attempt(
     matched: Mapping[str, Prepared] | None = None,
     admitted: Prepared | None = None,
     checkpoints: Checkpoints | None = None,
+    listener: Listener | None = None,
 ) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
     """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
 
     `env` is the worker's environment (runner.environment.probe); the record takes it with the trial's device;
-    `checkpoints` as in `run_item`."""
+    `checkpoints` and `listener` as in `run_item`."""
     try:
-        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints)
+        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints, listener)
     except Pruned:
         return "PRUNED", None, None
     except (TrialFailed, UserError) as exc:
