@@ -16,6 +16,7 @@ from coatsearch.version import __version__
 __all__ = [
     "Candidate",
     "ReportPaths",
+    "RunOptions",
     "RunResult",
     "Space",
     "Status",
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from coatsearch.api import (
         Candidate,
         ReportPaths,
+        RunOptions,
         RunResult,
         Space,
         Status,

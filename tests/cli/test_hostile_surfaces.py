@@ -246,7 +246,7 @@ def _registered_run(monkeypatch, studies: Path, name: str) -> str:
 
     monkeypatch.setattr(optuna_backend, "_run_trial", stop)
     with pytest.raises(_Stop):
-        coatsearch.run(TINY, name, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False,
+        coatsearch.run(TINY, study=name, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False,
                        progress=False)  # fmt: skip
     store._OPEN.clear()
     space = P.space_record(load_space(TINY, "quick"))
