@@ -27,7 +27,7 @@ def timed(backend: str, space: api.Space, args: argparse.Namespace, folder: Path
     extra = {"workers": args.processes} if backend == "optuna" else {"cpus_per_trial": float(threads)}
     start = time.perf_counter()
     res = api.run(
-        space, "bench", backend, device=args.device, trials=args.trials, studies_dir=folder,
+        space, study="bench", backend=backend, device=args.device, trials=args.trials, studies_dir=folder,
         report=False, progress=False, **extra,
     )  # fmt: skip
     return time.perf_counter() - start, res

@@ -10,7 +10,8 @@ plan's seed-major order, so its first trial of an architecture pays that archite
 passes (inference_mode, channels_last, the eval batch of curve.eval_batch) are the same in both halves.
 
 It prints per half the summed trial wall time, training seconds and steps, the runs' compile modes and the
-seconds spent in first compiled steps (compile plus one step, `fit._Run._first_compiled`), then the largest
+seconds spent in first compiled steps (compile plus one step: a training run's step taken while its compile is due,
+`fit._Run._compiled_loss` entered with `compile_pending` set), then the largest
 difference in each recorded accuracy between the twin trials, and last `speedup=<eager wall / auto wall>`.
 TORCHINDUCTOR_CACHE_DIR set to an empty folder measures a cold persistent cache; a second process with the
 same folder measures a warm one. `--halves eager:false,auto:auto,forced:true` adds a half that always compiles
@@ -51,13 +52,16 @@ def space_with(profile: str, compile_value: str, seeds: int):
 
 
 class Clock:
-    """Seconds spent in `fit._Run._first_compiled` (a compile plus one step), by half."""
+    """Seconds spent in first compiled steps (a compile plus one step), by half: the steps a training run takes
+    while its compile is due (`compile_pending`, set by `compile: true` or by `auto` once it decides to compile)."""
 
     def __init__(self):
         self.half, self.spent, self.count = "", defaultdict(float), defaultdict(int)
-        inner = fit._Run._first_compiled
+        inner = fit._Run._compiled_loss  # (run, xb, yb, step): compiles first when the run's compile is due
 
         def timed(run, *args):
+            if not run.compile_pending:
+                return inner(run, *args)
             start = time.perf_counter()
             try:
                 return inner(run, *args)
@@ -65,7 +69,7 @@ class Clock:
                 self.spent[self.half] += time.perf_counter() - start
                 self.count[self.half] += 1
 
-        fit._Run._first_compiled = timed
+        fit._Run._compiled_loss = timed
 
 
 def order(halves: list[str], i: int) -> list[str]:

@@ -88,7 +88,8 @@ def main() -> None:
         item = PlanItem(args.candidate, space.study.seeds[0])
         start = time.perf_counter()
         with tracking.tracked(space, store.folder(Path(tmp), "bench"), item, {}, 0) as tracker:
-            state, run, value = T.attempt(space, item, {}, device, R.Environment(), matched=matched)
+            heard = tracking.listener(tracker)
+            state, run, value = T.attempt(space, item, {}, device, R.Environment(), matched=matched, listener=heard)
             tracking.finish(tracker, state, run, value)
         wall = time.perf_counter() - start
     if state != "COMPLETE":

@@ -16,6 +16,7 @@ from coatsearch.version import __version__
 __all__ = [
     "Candidate",
     "ReportPaths",
+    "RunOptions",
     "RunResult",
     "Space",
     "Status",
@@ -56,8 +57,10 @@ if TYPE_CHECKING:
         write_report,
     )
     from coatsearch.replication import replicate
+    from coatsearch.vocab.run_options import RunOptions
 
-_ELSEWHERE = {"replicate": "coatsearch.replication"}  # public names not in coatsearch.api (which that module imports)
+# public names not in coatsearch.api (which that module imports)
+_ELSEWHERE = {"replicate": "coatsearch.replication", "RunOptions": "coatsearch.vocab.run_options"}
 
 
 def __getattr__(name: str) -> Any:

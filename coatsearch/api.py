@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coatsearch.errors import UserError
+from coatsearch.run_study import ReportPaths, check_matched, registration, report_paths
 from coatsearch.runner.status import Status, status  # noqa: F401  (public: where a study stands)
 from coatsearch.space.objects import Baseline, Candidate, Space
 from coatsearch.storage.trials import RunSummary
@@ -28,6 +29,7 @@ from coatsearch.vocab.bounds import (  # noqa: F401  (the bounds the CLI shares,
     check_backend_args,
     checked,
 )
+from coatsearch.vocab.run_options import RunOptions, options_of
 
 if TYPE_CHECKING:
     import pandas
@@ -48,15 +50,6 @@ class RunResult(RunSummary):
     report: Path | None = None
 
 
-@dataclass(frozen=True)
-class ReportPaths:
-    """The files `write_report` wrote: the Markdown report, its JSON tables and PNG figures."""
-
-    markdown: Path
-    summary: Path
-    figures: tuple[Path, ...]
-
-
 def load_space(path: str | Path, profile: str | None = None) -> Space:
     """Read, validate and expand a space file; every candidate solved to the budget (UserError on bad input).
 
@@ -75,20 +68,6 @@ def load_space(path: str | Path, profile: str | None = None) -> Space:
         if prep.params_range is not None:  # a layout that cannot reach the params target at this MACs target
             raise UserError(f"{where(path, ('candidates', i, 'budget', 'params'))}: {prep.name}: {prep.reason}")
     return space
-
-
-def _check_matched(space: Space) -> None:
-    """A space none of whose candidates meets its budget is one line (before anything is written): no study."""
-    from coatsearch.space.load import where
-
-    named = [c for c in space.candidates if isinstance(c, Candidate)]
-    if not named or any(c.dims or c.prepared.ok for c in named):
-        return
-    misses = "; ".join(f"{c.name}: {c.prepared.reason}" for c in named[:3]) + ("; ..." if len(named) > 3 else "")
-    raise UserError(
-        f"{where(space.source, ('candidates',))}: no candidate meets the budget ({misses}); allowed: a space with "
-        "at least one matched candidate (`coatsearch show` lists them); nothing was planned or written"
-    )
 
 
 def build(
@@ -153,35 +132,14 @@ def study_name(space: Space, study: str | None = None) -> str:
     return space.name if space.profile == "default" else f"{space.name}-{space.profile}"
 
 
-def run(
-    space: Space | str | Path,
-    study: str | None = None,
-    backend: str = "optuna",
-    workers: int | str = "auto",
-    device: str = "auto",
-    *,
-    trials: int | None = None,
-    profile: str | None = None,
-    studies_dir: str | Path = "studies",
-    reports_dir: str | Path = "reports",
-    report: bool = True,
-    progress: bool = True,
-    address: str | None = None,
-    cpus_per_trial: float | None = None,
-    gpus_per_trial: float | None = None,
-    force_new_space: bool = False,
-    plan_first: bool = False,
-    replicate_of: str | None = None,
-    log: str | None = None,
-    allow_undecided: bool = False,
-    tracking_uri: str | None = None,
-    keep_top: int | None = None,
-) -> RunResult:
+def run(space: Space | str | Path, options: RunOptions | None = None, /, **given: Any) -> RunResult:
     """Train and score every planned trial not yet in the study (resumes), then write the report.
 
-    The same engine as `coatsearch run`: `backend` "optuna" runs `workers` local processes ("auto": processes
-    x threads from a short probe, cached per machine, its choice printed), "ray" runs Ray Tune (`address`,
-    `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/.
+    The same engine as `coatsearch run`, whose flags build the same `options` (coatsearch.RunOptions: each option
+    declared once, its meaning beside it); keywords set its fields: `run(space, study="s", workers=2)` is
+    `run(space, RunOptions(study="s", workers=2))`. `backend` "optuna" runs `workers` local processes ("auto":
+    processes x threads from a short probe, cached per machine, its choice printed), "ray" runs Ray Tune (`address`,
+    `cpus_per_trial`, `gpus_per_trial`); either writes into studies_dir/<study>/, one run of a study at a time.
     A study keeps the space it was created with: a changed space is a UserError (nothing written) unless
     `force_new_space`, which records the new space and keeps the old trials.
     `plan_first` (optuna backend; `coatsearch run` sets it unless --no-plan): pilot the study first (or reuse
@@ -199,83 +157,12 @@ def run(
     A profile that declares a claim decided (`decides:`) whose plan cannot decide it is a UserError before anything
     is written, unless `allow_undecided` (planner.runs.check_decides).
     """
-    from coatsearch.planner.runs import check_decides, eta_first
-    from coatsearch.runner import tracking
-    from coatsearch.runner.workers import processes
-    from coatsearch.storage.paths import study_folder
-    from coatsearch.storage.store import counts as store_counts
-    from coatsearch.vocab import numbers
+    from coatsearch import run_study
 
-    ray = RayOptions(address, cpus_per_trial, gpus_per_trial)  # the one place Ray's options are built
-    sp = _space_arg(space, profile)
-    tracking.check(sp.log if log is None else log, f"{sp.source}: log" if log is None else "--log")  # before any write
-    sp = sp if log is None else dataclasses.replace(sp, log=log)
-    sp = sp if tracking_uri is None else dataclasses.replace(sp, tracking_uri=tracking_uri)
-    if keep_top is not None:
-        sp = dataclasses.replace(sp, keep_top=checked("keep_top", numbers.count, keep_top, 0, TRIALS_MAX))
-    name, studies, reports = study_name(sp, study), Path(studies_dir), Path(reports_dir)
-    _check_run(sp, name, studies, reports if report else None, backend, workers, trials, device, ray)
-    _registration(sp, studies, name).check()  # a registration of another space stops here, before anything is written
-    check_decides(sp, studies, name, reports, allow=allow_undecided)  # a profile that cannot decide
-    prepared = _prepare_study(sp, studies, name, force_new_space)
-    _registration(sp, studies, name).register(len(prepared[0].get_trials(deepcopy=False)), replicate_of)
-    done = store_counts(prepared[0])["finished"]
-    procs = processes(sp, workers, trials, device, progress, done) if backend == "optuna" else (1, None)
-    if plan_first and backend == "optuna":
-        eta_first(sp, studies, name, procs, device, reports)
-    common = {"trials": trials, "device": device, "progress": progress, "prepared": prepared}
-    tracking.prepare(sp, study_folder(studies, name))  # the MLflow store and experiment, before any worker
-    s = _engine(sp, studies, name, backend, procs, common, ray)
-    if sp.keep_top:
-        from coatsearch.runner import kept
-
-        kept.prune(prepared[0], study_folder(studies, name), sp.keep_top, sp.study.direction)
-    written = _report(name, studies, reports) if report else None
-    if written is not None:
-        tracking.log_report(sp, study_folder(studies, name), [written.markdown, written.summary, *written.figures])
-    path = written.markdown if written is not None else None
-    return RunResult(**dataclasses.asdict(s), report=path)
-
-
-def _check_run(
-    sp: Space,
-    name: str,
-    studies: Path,
-    reports: Path | None,
-    backend: str,
-    workers: int | str,
-    trials: int | None,
-    device: str,
-    ray: RayOptions,
-) -> None:
-    """Every check `run` makes of its arguments, the study's and report's folders, the device and the data before it
-    writes anything (`reports`: None without a report)."""
-    from coatsearch import fsafe
-    from coatsearch.storage.paths import report_folder, study_folder
-    from coatsearch.training.datacheck import check_matches
-    from coatsearch.training.fit import parse_device, pick_device
-
-    bounds.check_counts(workers, trials)
-    bounds.check_backend_args(backend, workers, ray)  # the one check of the backend's arguments (CLI: as flags)
-    if backend != "optuna" and sp.study.objectives:
-        raise UserError(f"{sp.source}: study.objectives: a multi-objective study runs on --backend optuna only")
-    if sp.keep_top and (backend != "optuna" or sp.study.objectives):
-        raise UserError(f"--keep-top (keep_top: {sp.keep_top}): keeps the best trials' weights of a study with one "
-                        "objective on --backend optuna only")  # fmt: skip
-    fsafe.check_owned(study_folder(studies, name))  # a bad name, folder, or a link in it stops here, before any write
-    if reports is not None:
-        report_folder(reports, name, studies)
-    if backend == "optuna":
-        pick_device(device)  # this machine must have it
-    else:  # Ray: the cluster's nodes must have the device (ray_backend checks its GPUs); its resources and cluster
-        from coatsearch.runner import ray_backend  # address are checked before the journal, lock or registration exist
-
-        if device != "auto":
-            parse_device(device)
-        ray_backend.preflight(device, ray.address, ray.cpus_per_trial, ray.gpus_per_trial)
-    d = sp  # a missing dataset, or one that does not match the space, stops here
-    check_matches(d.classes, d.data, d.image_size, d.channels, [c.scores for c in d.candidates], source=d.source)
-    _check_matched(sp)
+    o = options_of(options, given)
+    sp = _space_arg(space, o.profile)
+    s, written = run_study.run(sp, study_name(sp, o.study), o)
+    return RunResult(**dataclasses.asdict(s), report=written.markdown if written is not None else None)
 
 
 def plan(
@@ -319,8 +206,8 @@ def plan(
         checked("effect", numbers.real, effect, 0.0, EFFECT_MAX)
     checked("pilot_seeds", numbers.count, pilot_seeds, 0, PILOT_SEEDS_MAX)
     bounds.check_counts(workers, None)
-    _check_matched(sp)
-    registrar = _registration(sp, studies, name)
+    check_matched(sp)
+    registrar = registration(sp, studies, name)
     registrar.check()  # a registration of another space stops here
     procs = processes(sp, workers, None, device, False)
     if pilot_seeds:
@@ -333,35 +220,6 @@ def plan(
     if register:
         registrar.register(trials_held(studies, name))
     return dataclasses.replace(made, registration=registrar.lines())
-
-
-def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, common: dict, ray: RayOptions) -> Any:
-    """Run the study on the chosen engine; its RunSummary."""
-    if backend == "ray":
-        from coatsearch.runner import ray_backend
-
-        return ray_backend.run(
-            space, studies, name, **common, address=ray.address, cpus=ray.cpus_per_trial, gpus=ray.gpus_per_trial
-        )
-    from coatsearch.runner import optuna_backend
-
-    return optuna_backend.run(space, studies, name, workers=procs[0], threads=procs[1], **common)
-
-
-def _registration(space: Space, studies: Path, name: str) -> Any:
-    """The study's registration, against this space's analysis (coatsearch.analysis.registration.Registrar)."""
-    from coatsearch.analysis.registration import Registrar
-    from coatsearch.storage.store import folder
-    from coatsearch.storage.trials import space_record
-
-    return Registrar(space_record(space), folder(studies, name), name)
-
-
-def _prepare_study(space: Space, studies_dir: Path, name: str, force_new_space: bool) -> tuple[Any, dict]:
-    """Create (or reopen) the study and store its matched candidates before any trial runs: once per run."""
-    from coatsearch.storage import store
-
-    return store.prepare(space, studies_dir, name, force_new_space)
 
 
 def repair(study: str, studies_dir: str | Path = "studies") -> Repaired:
@@ -384,17 +242,7 @@ def write_report(
     `history`: also read earlier looks from the git history of the reports folder's repository."""
     if not isinstance(history, bool):
         raise UserError(f"history: must be True or False, got {history!r}")
-    return _report(study, Path(studies_dir), Path(reports_dir), note, history)
-
-
-def _report(study: str, studies_dir: Path, reports_dir: Path, note: bool = False, history: bool = False) -> ReportPaths:
-    from coatsearch import dashboard, report
-
-    markdown = report.write_report(study, Path(studies_dir), Path(reports_dir), history=history)
-    if note:
-        dashboard.save_report_note(study, Path(studies_dir), markdown)
-    folder = markdown.parent
-    return ReportPaths(markdown, folder / "summary.json", tuple(sorted(folder.glob("*.png"))))
+    return report_paths(study, Path(studies_dir), Path(reports_dir), note, history)
 
 
 def write_answer(space: str | Path, reports_dir: str | Path = "reports") -> Path:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from coatsearch.cli_types import REPORTS, STUDIES, argtype, bounded, workers
 from coatsearch.vocab import numbers
 from coatsearch.vocab.bounds import ALLOW_UNDECIDED, EFFECT_MAX, ENGINES, PILOT_SEEDS_MAX, TRIALS_MAX, WORKERS_MAX
+from coatsearch.vocab.run_options import NAMES, RunOptions
 
 _DEVICE_HELP = "auto (CUDA when available) | cpu | cuda | cuda:N"
 _PROFILE_HELP = "quick | default | full, as the space defines"
@@ -114,27 +116,7 @@ def _run(args: argparse.Namespace) -> int:
     from coatsearch import api
 
     space = api.load_space(args.space, args.profile)
-    res = api.run(
-        space,
-        args.study,
-        args.backend,
-        args.workers or "auto",
-        args.device,
-        trials=args.trials,
-        studies_dir=args.studies_dir,
-        reports_dir=args.reports_dir,
-        report=not args.no_report,
-        progress=not args.quiet,
-        address=args.address,
-        cpus_per_trial=args.cpus_per_trial,
-        gpus_per_trial=args.gpus_per_trial,
-        force_new_space=args.force_new_space,
-        plan_first=not args.no_plan,
-        log=args.log,
-        allow_undecided=args.allow_undecided,
-        tracking_uri=args.tracking_uri,
-        keep_top=args.keep_top,
-    )
+    res = api.run(space, run_options(args))
     print(
         f"study {res.study}: {res.complete} complete, {res.failed} failed, {res.pruned} pruned "
         f"of {res.planned} planned; {res.ran_now} ran now in {res.seconds:.0f} s; storage {res.storage}"
@@ -142,6 +124,17 @@ def _run(args: argparse.Namespace) -> int:
     if res.report is not None:
         print(f"report: {res.report}")
     return 0
+
+
+_NEGATED = {"report": "no_report", "progress": "quiet", "plan_first": "no_plan"}  # option -> the flag that turns it off
+
+
+def run_options(args: argparse.Namespace, **fixed: Any) -> RunOptions:
+    """The RunOptions of a command's flags: each flag whose destination is an option's name (unless None: the option's
+    default), each `--no-X` flag its option's negation, then `fixed`. A new option is a field and a flag, no more."""
+    given = {name: getattr(args, name) for name in NAMES if getattr(args, name, None) is not None}
+    given |= {name: not getattr(args, flag) for name, flag in _NEGATED.items() if hasattr(args, flag)}
+    return RunOptions(**(given | fixed))
 
 
 def add_enumerate(sub: argparse._SubParsersAction) -> None:
@@ -166,9 +159,8 @@ def _enumerate(args: argparse.Namespace) -> int:
     from coatsearch.storage.paths import enumerate_name
 
     space = enumerated(api.load_space(args.space, args.profile), str(args.space))
-    res = api.run(space, args.study or enumerate_name(space.name, space.profile), "optuna", args.workers or "auto",
-                  args.device, studies_dir=args.studies_dir, reports_dir=args.reports_dir,
-                  report=not args.no_report, progress=not args.quiet, plan_first=False)  # fmt: skip
+    study = args.study or enumerate_name(space.name, space.profile)
+    res = api.run(space, run_options(args, study=study, plan_first=False))
     print(f"study {res.study}: {res.complete} trained of {res.planned} planned points (a point whose network was "
           f"measured on its seed reuses it); {res.seconds:.0f} s; storage {res.storage}")  # fmt: skip
     if res.report is not None:

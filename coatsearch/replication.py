@@ -91,7 +91,7 @@ def replicate(
     from coatsearch import api
 
     rep = prepare(study, seeds, studies_dir=studies_dir, space_file=space_file, reports_dir=reports_dir)
-    return api.run(rep.space, rep.study, "optuna", workers, device, trials=trials, studies_dir=studies_dir,
+    return api.run(rep.space, study=rep.study, workers=workers, device=device, trials=trials, studies_dir=studies_dir,
                    reports_dir=reports_dir, report=report, progress=progress, plan_first=plan_first,
                    replicate_of=rep.original)  # fmt: skip
 

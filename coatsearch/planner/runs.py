@@ -21,7 +21,7 @@ def pilot_study(space: Space, name: str, seeds: int, workers: int | str, device:
     study_spec: Any = space.study
     small = dataclasses.replace(space, study=dataclasses.replace(study_spec, seeds=chosen))
     pilot = f"{name}-pilot{seeds}"
-    run(small, pilot, "optuna", workers, device, studies_dir=studies, report=False, progress=False)
+    run(small, study=pilot, workers=workers, device=device, studies_dir=studies, report=False, progress=False)
     return pilot
 
 

@@ -198,7 +198,9 @@ def _run_trial(
         resume.trial(space, folder, item) as (done, saves),
         tracking.tracked(space, folder or Path("."), item, params, trial.number) as tracker,
     ):
-        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves, trained))
+        heard = tracking.listener(tracker)
+        outcome = done(attempt(space, item, params, device, env, progress, report, matched, admitted, saves,
+                               trained=trained, listener=heard))  # fmt: skip
         tracking.finish(tracker, *outcome)
     if trained is not None and folder is not None:
         kept.keep(space, study, folder, trial.number, item, outcome, trained)  # before the value is told

@@ -364,8 +364,9 @@ def _trainable(
         resume.trial(space, Path(folder), item, _to_ray, restored) as (done, saves),
         tracking.tracked(space, Path(folder), item, params, config.get("number")) as tracker,
     ):
+        heard = tracking.listener(tracker)
         state, run, value = done(attempt(space, item, params, dev, environment.probe(dev), report=report,
-                                         matched=matched, checkpoints=saves))  # fmt: skip
+                                         matched=matched, checkpoints=saves, listener=heard))  # fmt: skip
         tracking.finish(tracker, state, run, value)
     where = {"trial_id": tune.get_context().get_trial_id(), "host": socket.gethostname(), "pid": os.getpid()}
     sent = None if run is None else R.to_json(run)

@@ -7,11 +7,13 @@ folder (`sqlite:///<study>/mlflow.db`), which the plain MLflow client opens with
 --backend-store-uri sqlite:///studies/<study>/mlflow.db`); a local store keeps artifacts in `<study>/mlartifacts`.
 After the report is written, a run named `report` in the same experiment holds report.md, summary.json and the
 PNG figures.
-While the trial trains, each curve point of each training run (score phase) is written as it is
-measured (`training.listeners`): `<phase>/train_loss`, `train_acc`, `eval_loss`, `eval_acc`, `val_acc` and `lr`
-(the trial's peak lr times the schedule's phase) at its step. When it ends: its hyperparameters (candidate, seed,
-sampled values, optimizer), architecture (layout, stages, params, MACs), final scalar metrics and state.
-Tracking never fails a trial: an error of the tracker is one note line, and the trial goes on untracked.
+While the trial trains, each curve point of each training run (score phase) is written as it is measured
+(`listener(tracker)`, passed to `attempt(listener=)`, training.listeners): `<phase>/train_loss`, `train_acc`,
+`eval_loss`, `eval_acc`, `val_acc` and `lr` (the trial's peak lr times the schedule's phase) at its step.
+When it ends: its hyperparameters (candidate, seed, sampled values, optimizer), architecture (layout, stages, params,
+MACs), final scalar metrics and state.
+Tracking never fails a trial: an error of the tracker is one note line, and the trial goes on untracked; a store that
+cannot start before the run (a damaged `mlflow.db`) is one note line, and the run is not tracked (`prepare`).
 The extras: `pip install "coatsearch[tensorboard]"` or `"coatsearch[mlflow]"` (mlflow-skinny: the client and
 the SQLite store, not the server); `tensorboard --logdir studies/<study>/tensorboard` opens those. A file store
 URI (`file:...`) still works: MLflow keeps it behind `MLFLOW_ALLOW_FILE_STORE`, which this module then sets (unless
@@ -20,6 +22,7 @@ set already) in the processes that track, and a reader needs it set too.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import os
@@ -69,23 +72,24 @@ def run_name(item: PlanItem, number: int | None) -> str:
 def tracked(
     space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any], number: int | None
 ) -> Iterator[Tracker | None]:
-    """Around one trial: its tracker (None with `log: none`), hearing every curve point measured in the block."""
-    tracker = _open(space, Path(folder), item, params, number) if space.log != "none" else None
-    with listeners.listening(_guarded(tracker) if tracker is not None else None):
-        yield tracker
+    """Around one trial: its tracker (None with `log: none`); `listener(tracker)` is what its training runs call."""
+    yield _open(space, Path(folder), item, params, number) if space.log != "none" else None
 
 
-def _guarded(tracker: Tracker) -> listeners.Listener:
-    """The tracker's `point`, whose errors are a note once, never the trial's failure."""
-    said: list[bool] = []
+def listener(tracker: Tracker | None) -> listeners.Listener | None:
+    """The tracker's `point` as the trial's curve-point listener (`attempt(listener=)`), whose errors are a note once,
+    never the trial's failure; None without a tracker."""
+    if tracker is None:
+        return None
+    told: list[bool] = []
 
     def point(phase: str, step: int, p: Point) -> None:
         try:
             tracker.point(phase, step, p)
         except Exception as exc:  # noqa: BLE001 - tracking is a by-product of training, never its end
-            if not said:
-                said.append(True)
-                print(f"coatsearch: note: tracking: {type(exc).__name__}: {exc}", file=sys.stderr)
+            if not told:
+                told.append(True)
+                print(f"coatsearch: note: tracking: {said(exc)}", file=sys.stderr)
 
     return point
 
@@ -101,8 +105,8 @@ def _open(space: Space, folder: Path, item: PlanItem, params: Mapping[str, Any],
             where = fsafe.owned(folder, _FOLDERS["tensorboard"], name)
             return TensorBoard(where, hparams, peak)
         return MLflow(mlflow_uri(folder, space.tracking_uri), folder, name, hparams, peak)
-    except Exception as exc:  # noqa: BLE001 - see _guarded
-        print(f"coatsearch: note: tracking {name} in {space.log} failed to start: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - see listener
+        print(f"coatsearch: note: tracking {name} in {space.log} failed to start: {said(exc)}", file=sys.stderr)
         return None
 
 
@@ -198,16 +202,27 @@ def experiment(client: Any, folder: Path, uri: str) -> str:
         return str(client.get_experiment_by_name(folder.name).experiment_id)
 
 
-def prepare(space: Space, folder: Path) -> None:
+def prepare(space: Space, folder: Path) -> Space:
     """Before the workers start: the MLflow store and the study's experiment exist (SQLite is made once, here,
-    not by several workers at once); nothing for other backends. An error is a note line."""
+    not by several workers at once); nothing for other backends. A store that cannot start (a damaged `mlflow.db`,
+    a server that does not answer) is one note line, and the space is returned with `log: none`: this run is not
+    tracked, and the store is left as it was."""
     if space.log != "mlflow":
-        return
+        return space
     uri = mlflow_uri(folder, space.tracking_uri)
     try:
         experiment(mlflow_client(uri), Path(folder), uri)
-    except Exception as exc:  # noqa: BLE001 - see _guarded
-        print(f"coatsearch: note: tracking in mlflow ({uri}) failed to start: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - see listener
+        print(f"coatsearch: note: tracking in mlflow ({uri}) failed to start: {said(exc)}; this run is not tracked",
+              file=sys.stderr)  # fmt: skip
+        return dataclasses.replace(space, log="none")
+    return space
+
+
+def said(exc: BaseException) -> str:
+    """An error as one short line: its type and the first line of its message (SQLAlchemy's run to several)."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
 
 
 class MLflow:
@@ -261,8 +276,8 @@ def log_report(space: Space, folder: Path, files: list[Path]) -> None:
         for path in files:
             client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, "FINISHED")
-    except Exception as exc:  # noqa: BLE001 - see _guarded
-        print(f"coatsearch: note: tracking: the report was not logged to mlflow ({uri}): {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - see listener
+        print(f"coatsearch: note: tracking: the report was not logged to mlflow ({uri}): {said(exc)}", file=sys.stderr)
 
 
 def finish(tracker: Tracker | None, state: str, run: R.RunRecord | None, value: Any) -> None:
@@ -271,5 +286,5 @@ def finish(tracker: Tracker | None, state: str, run: R.RunRecord | None, value: 
         return
     try:
         tracker.finish(state, run, value)
-    except Exception as exc:  # noqa: BLE001 - see _guarded
-        print(f"coatsearch: note: tracking: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - see listener
+        print(f"coatsearch: note: tracking: {said(exc)}", file=sys.stderr)

@@ -22,6 +22,7 @@ from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
 from coatsearch.training.checkpoint import Trial as Checkpoints
 from coatsearch.training.history import NonFinite, check_finite
+from coatsearch.training.listeners import Listener
 from coatsearch.vocab.specs import model_label
 
 
@@ -36,6 +37,7 @@ def run_item(
     admitted: Prepared | None = None,
     checkpoints: Checkpoints | None = None,
     trained: Trained | None = None,
+    listener: Listener | None = None,
 ) -> tuple[float | list[float], R.RunRecord]:
     """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
@@ -43,7 +45,8 @@ def run_item(
     `admitted`: the point's model, already admitted at sampling (search.admit); else it is admitted here, so a
     point no engine checked still never trains against a constraint or a missed budget. `checkpoints`: the trial's
     checkpointing (runner.resume.trial), passed to every training run; None: none. `trained`: where the trained
-    models and the solved model are left (runner.kept keeps their weights); None: nowhere.
+    models and the solved model are left (runner.kept keeps their weights); None: nowhere. `listener`: hears every
+    training run's curve points (runner.tracking.listener; None: nobody).
     """
     start = time.perf_counter()
     try:
@@ -57,7 +60,8 @@ def run_item(
         init = None if offset is None else item.seed + offset
         inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, item.seed, runs, init_seed=init)
         kept = None if trained is None else trained.models  # the trained models, left there for runner.kept
-        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints, models=kept)
+        metrics = measure(inp, device, progress=progress, report=report, checkpoints=checkpoints, models=kept,
+                          listener=listener)  # fmt: skip
         check_finite(metrics)
         if trained is not None:
             trained.model = prep.model
@@ -126,13 +130,15 @@ def attempt(
     admitted: Prepared | None = None,
     checkpoints: Checkpoints | None = None,
     trained: Trained | None = None,
+    listener: Listener | None = None,
 ) -> tuple[str, R.RunRecord | None, float | list[float] | None]:
     """Run one planned trial: (state name, its record, value); a failure or pruning is an outcome, not an exception.
 
     `env` is the worker's environment (runner.environment.probe); the record takes it with the trial's device;
-    `checkpoints` and `trained` as in `run_item`."""
+    `checkpoints`, `trained` and `listener` as in `run_item`."""
     try:
-        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints, trained)
+        value, run = run_item(space, item, params, device, progress, report, matched, admitted, checkpoints, trained,
+                              listener)  # fmt: skip
     except Pruned:
         return "PRUNED", None, None
     except (TrialFailed, UserError) as exc:

@@ -19,6 +19,7 @@ from coatsearch.vocab.registry import Registry
 
 if TYPE_CHECKING:
     from coatsearch.training.checkpoint import Trial as Checkpoints  # imports torch: type hints only
+    from coatsearch.training.listeners import Listener
 
 __all__ = [
     "FALLBACK",
@@ -197,15 +198,17 @@ def measure(
     fit: Callable | None = None,
     checkpoints: Checkpoints | None = None,
     models: dict[str, Any] | None = None,
+    listener: Listener | None = None,
 ) -> dict:
     """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
 
     `fit(phase, ...)` replaces `training.fit` for every training run (the planner's timing pilot); None: training.fit.
-    `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), passed to every training run's `fit`.
+    `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), passed to every training run's `fit`;
+    `listener`: hears each training run's curve points (training.listeners; None: nobody).
     `models`: a dict the scores' trained models are left in (`Context.models`: score name -> (model, test images,
     validation images)), for a caller that keeps the weights (runner.kept); None: dropped with the context.
     """
-    ctx = Context(inp, device, progress, report, fit=fit, checkpoints=checkpoints)
+    ctx = Context(inp, device, progress, report, fit=fit, checkpoints=checkpoints, listener=listener)
     if models is not None:
         ctx.models = models
     out: dict = {}

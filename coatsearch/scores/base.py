@@ -11,6 +11,7 @@ from coatsearch.vocab import specs
 
 if TYPE_CHECKING:
     from coatsearch.training.checkpoint import Trial as Checkpoints  # imports torch: type hints only
+    from coatsearch.training.listeners import Listener
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
 
@@ -91,6 +92,7 @@ class Context:
     )  # score name -> (trained model, test images, validation images)
     fit: Callable[..., Any] | None = None  # (phase, *training.fit's arguments) -> History: the planner's timing pilot
     checkpoints: Checkpoints | None = None  # the trial's checkpointing, passed to every training run (None: none)
+    listener: Listener | None = None  # hears every training run's curve points (a tracked trial; None: nobody)
 
 
 @dataclass(frozen=True)

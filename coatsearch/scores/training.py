@@ -77,7 +77,7 @@ def train(
     report = ctx.report
     hook = (lambda epoch, stats: report(phase, epoch, stats.val_acc)) if report else None
     run = functools.partial(ctx.fit, phase) if ctx.fit is not None else fit  # the planner's pilot takes the phase
-    heard = listeners.on_point(phase)  # a tracked trial's curve points, as they are measured
+    heard = listeners.for_phase(ctx.listener, phase)  # a tracked trial's curve points, as they are measured
     wired: dict[str, Any] = {"on_point": heard} if heard is not None else {}  # the pilot's fit takes neither
     if ctx.checkpoints is not None:
         wired["checkpoints"] = ctx.checkpoints  # the trial's checkpointing: each long run saves and resumes

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from coatsearch import fsafe
+from coatsearch.errors import UserError
 from coatsearch.storage.trialcheck import problem
 
 if TYPE_CHECKING:  # types only: this module imports no optuna at run time
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # types only: this module imports no optuna at run time
     from optuna.storages import BaseStorage
 
 LOCK = "claim.lock"
+RUN_LOCK = "run.lock"  # held by the one `coatsearch run` (api.run) of a study, from its first write to its end
 KILL_RETRIES = 2  # reruns of a trial whose worker was killed, before it is recorded as failed
 
 
@@ -58,6 +60,33 @@ def locked(study_folder: Path) -> Iterator[None]:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+@contextmanager
+def running(study_folder: Path) -> Iterator[None]:
+    """One run of a study at a time: a non-blocking exclusive flock on `<study>/run.lock`, held by the driver (the
+    process of `coatsearch run` or `api.run`) until it returns; its workers claim trials under `locked` as before.
+
+    A second run of the same study is a one-line UserError naming the holder (its pid and host, written into the
+    file), before it writes anything. A flock dies with its process, so a killed run never leaves it held.
+    """
+    path = fsafe.check_plain(Path(study_folder) / RUN_LOCK)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = " ".join(os.pread(fd, 200, 0).decode(errors="replace").split()) or "another process"
+            raise UserError(
+                f"{path}: study '{Path(study_folder).name}' is being run already ({holder}); one run of a study at a "
+                "time (give that one more --workers instead): wait for it to end, then run again to resume"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the flock

@@ -78,7 +78,7 @@ def report_folder(reports_dir: Path, name: str, studies_dir: Path | None = None)
     return folder
 
 
-_STUDY_FILES = (JOURNAL, "claim.lock", "plan.json", "registration.json")  # a folder holding one: a study folder
+_STUDY_FILES = (JOURNAL, "claim.lock", "run.lock", "plan.json", "registration.json")  # a folder holding one: a study
 
 
 def writable(path: Path, studies_dir: Path | None, flag: str, what: str, study: str | None = None) -> Path:

@@ -125,7 +125,7 @@ def test_a_registration_of_another_space_stops_run_before_anything_is_written(tm
     registration.register(_record(TINY, "default"), folder, "tiny-quick")
     before = sorted(p.name for p in folder.iterdir())
     with pytest.raises(UserError, match="registers space 'tiny' profile 'default'"):
-        api.run(TINY, "tiny-quick", profile="quick", workers=1, device="cpu", studies_dir=tmp_path / "studies",
+        api.run(TINY, study="tiny-quick", profile="quick", workers=1, device="cpu", studies_dir=tmp_path / "studies",
                 report=False, progress=False)  # fmt: skip
     assert sorted(p.name for p in folder.iterdir()) == before == ["registration.json"]
 

@@ -175,13 +175,48 @@ def test_status_shows_a_running_trial_whose_worker_is_gone_as_interrupted(tmp_pa
 def test_rays_options_are_one_typed_value_checked_like_the_keywords() -> None:
     import inspect
 
-    from coatsearch.vocab import bounds
+    from coatsearch import run_study
+    from coatsearch.vocab import bounds, run_options
 
-    source = inspect.getsource(api.run)
-    assert source.count("RayOptions(") == 1 and "cpus_per_trial:" in source  # built once; the keywords stay
+    sources = inspect.getsource(api) + inspect.getsource(run_study) + inspect.getsource(run_options)
+    body = inspect.getsource(api.run).split('"""')[2]  # after the docstring
+    assert sources.count("RayOptions(") == 1 and "RunOptions(" not in body  # built once, in RunOptions.ray
+    assert run_options.RunOptions(address="a", cpus_per_trial=2.0).ray == api.RayOptions("a", 2.0)
     given = api.RayOptions(address="auto", gpus_per_trial=1.0)
     for ray in (given, {"address": "auto", "gpus_per_trial": 1.0}):
         with pytest.raises(bounds.ArgumentError) as caught:
             api.check_backend_args("optuna", "auto", ray)
         assert str(caught.value) == "address, gpus_per_trial: only used with backend='ray' (this run uses optuna)"
     api.check_backend_args("ray", "auto", given)
+
+
+def test_run_takes_one_options_object_that_the_command_line_builds_too():
+    """Each run option is a RunOptions field, declared once: every flag of `coatsearch run` fills one (by its
+    destination, or as its `--no-X` negation), and the API's keywords set the same fields."""
+    import dataclasses
+
+    from coatsearch.cli import _parser
+    from coatsearch.cli_run import _NEGATED, run_options
+    from coatsearch.vocab.run_options import NAMES, RunOptions, options_of
+
+    args = _parser().parse_args(["run", "s.yaml", "--study", "x", "--workers", "2", "--trials", "3", "--no-plan",
+                                 "--quiet", "--log", "tensorboard", "--device", "cpu"])  # fmt: skip
+    built = run_options(args)
+    assert built == RunOptions(study="x", workers=2, trials=3, plan_first=False, progress=False, log="tensorboard",
+                               device="cpu", profile="default", studies_dir=Path("studies"),
+                               reports_dir=Path("reports"))  # fmt: skip
+    run_parser = _parser()._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    dests = {a.dest for a in run_parser._actions} - {"help", "space"}
+    assert dests <= set(NAMES) | set(_NEGATED.values()), sorted(dests - set(NAMES) - set(_NEGATED.values()))
+    assert options_of(built, {"trials": 5}) == dataclasses.replace(built, trials=5)
+    assert options_of(None, {"study": "s"}) == RunOptions(study="s")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.trials = 1  # type: ignore[misc]
+
+
+def test_an_unknown_run_option_or_options_object_is_one_line(tmp_path):
+    with pytest.raises(UserError, match="run: no option 'workerz'; allowed: study, backend, workers"):
+        coatsearch.run(TINY, workerz=2, studies_dir=tmp_path)
+    with pytest.raises(UserError, match="options: .* is not allowed; allowed: a coatsearch.RunOptions"):
+        coatsearch.run(TINY, {"study": "s"})  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())

@@ -246,7 +246,7 @@ def _registered_run(monkeypatch, studies: Path, name: str) -> str:
 
     monkeypatch.setattr(optuna_backend, "_run_trial", stop)
     with pytest.raises(_Stop):
-        coatsearch.run(TINY, name, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False,
+        coatsearch.run(TINY, study=name, profile="quick", workers=1, device="cpu", studies_dir=studies, report=False,
                        progress=False)  # fmt: skip
     store._OPEN.clear()
     space = P.space_record(load_space(TINY, "quick"))
@@ -306,7 +306,7 @@ def test_rerunning_a_finished_search_study_trains_nothing_and_export_refuses_a_l
     from tests.support.hostile import cli, refused
 
     tiny_variant(tmp_path, *SMALL, source=SEARCH)
-    coatsearch.run(tmp_path / "space.yaml", "ts", workers=1, device="cpu", studies_dir=tmp_path / "studies",
+    coatsearch.run(tmp_path / "space.yaml", study="ts", workers=1, device="cpu", studies_dir=tmp_path / "studies",
                    report=False, progress=False)  # fmt: skip
     store._OPEN.clear()
     before = len(store.load_study(tmp_path / "studies", "ts").trials)

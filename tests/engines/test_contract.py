@@ -75,7 +75,8 @@ def _run(backend: str, space: Path, studies: Path, **kw: Any) -> Any:
     """`coatsearch.run` of study "s" on the CPU, no report, quietly; one worker unless told (optuna)."""
     workers = kw.pop("workers", 1)
     workers = workers if backend == "optuna" else "auto"  # Ray sizes its trials itself
-    return coatsearch.run(space, "s", backend, workers, "cpu", studies_dir=studies, report=False, progress=False, **kw)
+    return coatsearch.run(space, study="s", backend=backend, workers=workers, device="cpu", studies_dir=studies,
+                          report=False, progress=False, **kw)  # fmt: skip
 
 
 def _records(studies: Path) -> dict:
@@ -227,7 +228,8 @@ BAD_COUNTS = [
 @pytest.mark.parametrize(("kwargs", "expected"), BAD_COUNTS)
 def test_a_bad_count_is_the_same_one_line_error_and_writes_nothing(tmp_path, backend, kwargs, expected):
     with pytest.raises(UserError) as exc:
-        coatsearch.run(TINY, "s", backend, studies_dir=tmp_path / "studies", report=False, progress=False, **kwargs)
+        coatsearch.run(TINY, study="s", backend=backend, studies_dir=tmp_path / "studies", report=False,
+                       progress=False, **kwargs)  # fmt: skip
     assert str(exc.value) == expected and not (tmp_path / "studies").exists()
 
 

@@ -184,7 +184,7 @@ def test_show_lists_the_new_kind(tmp_path: Path, extended: None, capsys: pytest.
 def test_a_tiny_run_and_the_report_use_all_three(tmp_path: Path, extended: None) -> None:
     space = coatsearch.load_space(variant(tmp_path), profile="quick")
     studies, reports = tmp_path / "studies", tmp_path / "reports"
-    done = coatsearch.run(space, "ext", workers=1, device="cpu", studies_dir=studies, reports_dir=reports)
+    done = coatsearch.run(space, study="ext", workers=1, device="cpu", studies_dir=studies, reports_dir=reports)
     assert (done.planned, done.complete) == (2, 2)
     table = coatsearch.results("ext", studies_dir=studies).set_index("candidate")
     assert 0.0 <= table.loc["C-D", "untrained.eval_acc"] <= 1.0 and table.loc["C-D", "untrained.eval_loss"] > 0

@@ -175,3 +175,13 @@ def test_linear_probe_separates_separable_features():
     x = (2.0 * y - 1)[:, None, None, None] + 0.1 * torch.randn(40, 1, 4, 4, generator=torch.Generator().manual_seed(0))
     data = D.TensorData(x, y, (0, 1))
     assert linear_probe(Net(), data, data, torch.device("cpu"), 16) == 1.0
+
+
+def test_the_listener_passed_to_measure_hears_each_runs_curve_points_by_phase():
+    """The listener is an argument (training.listeners): passed in, it hears every point; left out, nothing is."""
+    heard: list[tuple[str, int]] = []
+    scores = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 2)))
+    out = measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"),
+                  listener=lambda phase, step, p: heard.append((phase, step)))  # fmt: skip
+    for phase in ("length1", "length2"):
+        assert [s for ph, s in heard if ph == phase] == list(out[f"curves.{phase}"]["step"])
