@@ -129,7 +129,9 @@ def test_keep_top_is_a_space_key_and_its_bounds_are_one_line(tmp_path, capsys):
     space.write_text(tiny_text(*_EDITS, source=TINY_SEARCH) + "keep_top: -1\n")
     with pytest.raises(Exception, match="keep_top"):
         coatsearch.load_space(space)
-    assert main(["run", str(TINY_SEARCH), "--keep-top", "-1", "--studies-dir", str(tmp_path / "s")]) == 2
+    with pytest.raises(SystemExit) as stop:  # argparse's one-line flag error
+        main(["run", str(TINY_SEARCH), "--keep-top", "-1", "--studies-dir", str(tmp_path / "s")])
+    assert stop.value.code == 2 and "--keep-top: -1 is not allowed" in capsys.readouterr().err
     assert main(["export", "ks", "--studies-dir", str(tmp_path), "--retrain"]) == 2
     assert "--retrain" in capsys.readouterr().err
     with pytest.raises(UserError, match="keep"):
