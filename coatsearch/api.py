@@ -342,13 +342,13 @@ def export(
             raise UserError("--format timm writes the weights into the study folder (and folders to --out): "
                             "no --save-weights")  # fmt: skip
         return timm_models.export(study, int(best or 0), studies_dir, device, out, retrain=retrain)
-    path = Path(out) if out is not None else Path(f"{study}.{fmt}")
-    frame = results(study, studies_dir) if best is None else None  # a missing study stops here
-    frame = None if frame is None else frame.drop(columns=[c for c in NOT_EXPORTED if c in frame])
-    if retrain and not save_weights:
+    if retrain and not save_weights:  # the flags' combinations first, before the study is read
         raise UserError("--retrain goes with --save-weights or --format timm (the found architectures' weights)")
     if save_weights and best is None:
         raise UserError("--save-weights goes with --best K --format yaml (the found architectures' weights)")
+    path = Path(out) if out is not None else Path(f"{study}.{fmt}")
+    frame = results(study, studies_dir) if best is None else None  # a missing study stops here
+    frame = None if frame is None else frame.drop(columns=[c for c in NOT_EXPORTED if c in frame])
     text = _best_yaml(study, best, studies_dir) if best is not None else ""
     writable(path, Path(studies_dir), "--out", "the export", study)
     fsafe.check_plain(path)  # a link or special file there: refused before anything is trained or written

@@ -73,7 +73,8 @@ def test_the_flag_runs_it_anyway(tmp_path):
 
 
 @pytest.mark.committed
-@pytest.mark.parametrize("name, profile, claim", [("paper_layouts", "default", "a"), ("vit_stems", "default", "f")])
+@pytest.mark.parametrize("name, profile, claim", [("paper_layouts", "default", "a"), ("vit_stems", "default", "f"),
+                                                  ("paper_layouts", "middle", "a")])  # fmt: skip
 def test_each_shipped_profile_can_decide_what_it_declares(name, profile, claim, tmp_path):
     sp = api.load_space(ROOT / "spaces" / f"{name}.yaml", profile)
     study = api.study_name(sp, None)

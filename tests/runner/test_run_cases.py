@@ -4,11 +4,9 @@ a resume with another number of workers. Each exits as docs/limits.md says."""
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -78,31 +76,36 @@ def _cli(space: Path, studies: Path, *extra: str) -> list[str]:
             "--device", "cpu", "--no-plan", "--no-report", "--quiet", *extra]  # fmt: skip
 
 
+_HOLD = """import sys, time
+from pathlib import Path
+from coatsearch.storage import lock
+with lock.running(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
 @pytest.mark.slow
 def test_a_second_run_of_a_study_while_one_runs_is_one_line_and_exit_2(tmp_path):
-    """Two real `coatsearch run` processes: the second is refused before it writes; the lock dies with the first."""
-    space, studies = tiny_variant(tmp_path, *EDITS), tmp_path / "studies"  # a trial of some seconds
+    """A process holds the study's run lock as a running `coatsearch run` does: a real second `coatsearch run` is
+    refused in one line before it writes anything, whatever the timing; the lock dies with its holder's process."""
+    space, studies = tiny_variant(tmp_path, *EDITS), tmp_path / "studies"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(_cli(space, studies, "--workers", "1"), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)  # fmt: skip
-    held = studies / "s" / lock.RUN_LOCK
-    deadline = time.monotonic() + 300
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(studies / "s")], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        while not (held.is_file() and held.read_text().startswith("pid ")):  # written once the lock is taken
-            assert first.poll() is None, first.stderr.read().decode() if first.stderr else first.returncode
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"  # EOF if the holder died
         second = subprocess.run(_cli(space, studies, "--workers", "2"), env=env, cwd=ROOT, capture_output=True,
                                 text=True, timeout=300)  # fmt: skip
-        running = first.poll() is None
+        assert holder.poll() is None
     finally:
-        first.send_signal(signal.SIGINT)  # the first run stops as after Ctrl-C (its trial is resumed next time)
-        first.wait(timeout=120)
-    assert running, "the first run ended before the second was refused"
+        holder.kill()
+        holder.wait(timeout=60)
     assert second.returncode == 2 and second.stdout == "", second.stderr
     assert second.stderr.count("\n") == 1 and "is being run already (pid " in second.stderr, second.stderr
-    assert f"pid {first.pid} on " in second.stderr
-    with lock.running(studies / "s"):  # free again once the first run's process is gone
+    assert f"pid {holder.pid} on " in second.stderr
+    assert sorted(os.listdir(studies / "s")) == [lock.RUN_LOCK]  # the refused run wrote nothing
+    with lock.running(studies / "s"):  # free again once the holder's process is gone (killed, not released)
         pass
 
 
