@@ -209,8 +209,9 @@ def test_committed_summary_versions_are_looks_with_their_space_hash(tmp_path: Pa
     # a new version of the space: the studies folder's fab and the history's first version are one look
     make_study(studies, "fab-new", _space(SHA["c"]), _split(layout_records(OTHER_DATA)))
     row = _claim(_summary(write_report("fab-new", studies, reports, history=True).parent), "a")
-    # the second version is also the reports folder's summary as it stands: found there first
-    assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report", SHA["b"]), ("study", SHA["a"])]
+    # the first version is in the looks record (written with its report), which keeps where it was first found (the
+    # studies folder's fab is that look again); the second is the reports folder's summary as it stands
+    assert sorted((x["source"], x["sha256"]) for x in row["earlier"]) == [("report", SHA["a"]), ("report", SHA["b"])]
     assert row["looks"] == 3 and row["spending"] == 3
 
 
@@ -244,9 +245,12 @@ def test_without_history_asked_for_the_report_runs_no_git_and_cites_no_commit(tm
     make_study(studies, "fab", _space(), _split(layout_records()))
     s = _summary(write_report("fab", studies, reports).parent)
     assert s["looks"]["notes"] == [F.NOT_ASKED]
-    assert all(c["earlier"] == [] for c in s["looks"]["claims"])
+    earlier = [x for c in s["looks"]["claims"] for x in c["earlier"]]  # the looks record still holds fab-quick's
+    assert earlier and {(x["source"], x["where"]) for x in earlier} == {("report", "fab-quick/summary.json")}
     assert ", committed version " not in (reports / "fab" / "report.md").read_text()  # no committed version cited
     monkeypatch.undo()
+    (reports / "looks.json").unlink()  # without the record (nor fab's first summary, which passes on the looks it
+    shutil.rmtree(reports / "fab")  # counted), fab-quick's look is on record only in the history
     s = _summary(write_report("fab", studies, reports, history=True).parent)  # asked for: the history is read
     assert {x["source"] for c in s["looks"]["claims"] for x in c["earlier"]} == {"report history"}
     assert "| reports/fab-quick/summary.json, committed version 1 |" in (reports / "fab" / "report.md").read_text()
