@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +28,11 @@ from coatsearch.training import curves, schedule
 # and (f) in the real scenario (the committed reports' floors, σ and curves; (a) at the pilot's 2.2 points). (e) is
 # decided by no shipped CPU profile and (d)'s depth profile is not simulated (docs/verdicts.md): their guard paths are
 # exercised below.
-# Power is printed (test_null_studies_...).
-POWERED = {Sim.IN_REGIME.name: "abcf", Sim.REAL.name: "af"}
+# Power is printed (test_null_studies_...). Claim (b) is not among them: under the pair-noise rule (stats.pair_noise)
+# the capacity profile's 3 seeds test a pair whose own sd exceeds the pooled one on 2 df, and its power at EFFECT σ
+# fell to 23% (docs/verdicts.md states it; test_underpowered_claims_are_stated below holds the figure to the table).
+POWERED = {Sim.IN_REGIME.name: "acf", Sim.REAL.name: "af"}
+UNDERPOWERED = {Sim.IN_REGIME.name: "b"}  # below 80% at EFFECT σ: stated in docs/verdicts.md, never hidden
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +246,16 @@ def test_spearman_with_exact_permutation_p():
     assert rho == pytest.approx(st.spearmanr([0, 1, 2, 3, 4], [0.1, 1.3, 1.2, 3.0, 4.0]).statistic)
     assert S.spearman([0, 1, 2, 3, 4], [0, 1, 2, 3, 4])[1] == pytest.approx(2 / 120)  # 2 of 5! orders as extreme
     assert S.spearman([0, 1], [1, 0]) == (-1.0, None) and S.spearman([0, 0], [1, 2]) == (None, None)
+
+
+@pytest.mark.committed
+def test_underpowered_claims_are_stated(table):
+    """A claim the calibration shows below 80% power is named with its power in docs/verdicts.md, so no profile claims
+    a power it does not have (and a rule that restores it moves the claim back to POWERED)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text()
+    for name, claims in UNDERPOWERED.items():
+        per = table["scenarios"][name]["per_claim"]
+        for cid in claims:
+            power = per[cid]["power"]
+            assert power < 0.80, (name, cid, "now powered: move it to POWERED")
+            assert f"({cid}) power {power:.0%}" in docs, (name, cid, power)
