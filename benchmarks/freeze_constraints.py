@@ -7,7 +7,6 @@ extra's), pinned at the version installed in this interpreter (`pip install -c c
 
 from __future__ import annotations
 
-import argparse
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -66,7 +65,9 @@ def text() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from coatsearch.cli_types import Parser  # the CLI's one-line errors, exit 2
+
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare, do not write")
     args = ap.parse_args()
     if args.check:

@@ -75,7 +75,9 @@ def running(study_folder: Path) -> Iterator[None]:
     """
     path = fsafe.check_plain(Path(study_folder) / RUN_LOCK)
     path.parent.mkdir(parents=True, exist_ok=True)
+    new = not os.path.lexists(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    held = False
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -85,9 +87,14 @@ def running(study_folder: Path) -> Iterator[None]:
                 f"{path}: study '{Path(study_folder).name}' is being run already ({holder}); one run of a study at a "
                 "time (give that one more --workers instead): wait for it to end, then run again to resume"
             ) from None
+        held = True
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         yield
+    except UserError:
+        if held and new:  # a run refused before it wrote anything leaves no lock file of its own behind
+            os.unlink(path)  # while still holding the flock
+        raise
     finally:
         os.close(fd)  # releases the flock
 
