@@ -14,6 +14,7 @@ with a note naming it; it never stops the report.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -228,3 +229,29 @@ def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "re
     sha = summary.space.get("sha256")
     own = L.looks_of(source, where, L.ident(record, sha if isinstance(sha, str) else None), summary.claims, this)
     return [*own, *(x for x in looks_record.recorded(data, where) if L.relevant(x, this))]
+
+
+def seed_record(reports_dir: Path) -> Path:
+    """Add to the record every look the reports folder's summaries hold: each report's own looks and the earlier
+    looks it counted (a reports folder made before the record); its path."""
+    from coatsearch import fsafe
+    from coatsearch.analysis import looks_record, summary_file
+
+    looks: list[L.Look] = []
+    for path in sorted(Path(reports_dir).glob("*/summary.json")):
+        data = fsafe.read_json(path)
+        if not summary_file.is_summary(data):
+            continue
+        where = f"{path.parent.name}/summary.json"
+        s = summary_file.from_json(data, where)
+        sha = s.space.get("sha256")
+        this = L.ident({**s.space, "study": s.environment.study, "data": s.environment.data, "pilots": s.pilots},
+                       sha if isinstance(sha, str) else None)  # fmt: skip
+        looks += summary_looks(json.dumps(data), where, this, "report")
+    return looks_record.write(reports_dir, looks)
+
+
+if __name__ == "__main__":  # python -m coatsearch.analysis.looks_found [REPORTS_DIR]
+    import sys
+
+    print(seed_record(Path(sys.argv[1] if len(sys.argv) > 1 else "reports")))

@@ -128,29 +128,3 @@ def recorded(summary: Mapping[str, Any], where: str) -> list[L.Look]:
         for i, x in enumerate(c.get("earlier") or () if isinstance(c, Mapping) else ()):
             out.append(parse(x, f"{where}, earlier look {i + 1}"))
     return out
-
-
-def seed(reports_dir: Path) -> Path:
-    """Add to the record every look the reports folder's summaries hold: each report's own looks and the earlier
-    looks it counted (a reports folder made before the record); its path."""
-    from coatsearch import fsafe
-    from coatsearch.analysis import looks_found, summary_file
-
-    looks: list[L.Look] = []
-    for path in sorted(Path(reports_dir).glob("*/summary.json")):
-        data = fsafe.read_json(path)
-        if not summary_file.is_summary(data):
-            continue
-        where = f"{path.parent.name}/summary.json"
-        s = summary_file.from_json(data, where)
-        sha = s.space.get("sha256")
-        this = L.ident({**s.space, "study": s.environment.study, "data": s.environment.data, "pilots": s.pilots},
-                       sha if isinstance(sha, str) else None)  # fmt: skip
-        looks += looks_found.summary_looks(json.dumps(data), where, this, "report")
-    return write(reports_dir, looks)
-
-
-if __name__ == "__main__":  # python -m coatsearch.analysis.looks_record [REPORTS_DIR]
-    import sys
-
-    print(seed(Path(sys.argv[1] if len(sys.argv) > 1 else "reports")))

@@ -14,7 +14,7 @@ from coatsearch.analysis import looks as L
 from coatsearch.analysis import looks_record as R
 from coatsearch.errors import UserError
 from coatsearch.report import write_report
-from tests.analysis.test_looks import OTHER_DATA, SHA, THIS, _judged, _look, _space, _split
+from tests.looks_support import OTHER_DATA, SHA, THIS, _judged, _look, _space, _split
 from tests.report_records import layout_records, make_study
 
 
