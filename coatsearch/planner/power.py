@@ -103,7 +103,8 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
         part = stem.gap_contrast(tables.cells)
         if (sd := stem.contrast_sd(part.ci, part.n)) is not None:
             gap = StemNoise(sd, part.n, tuple(stem.below_linear(tables.cells, tables.linear)))
-    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if rows else None
+    measured = rows and fr.complete  # a study with no complete trial (just registered, or interrupted) measured nothing
+    return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if measured else None
 
 
 def earlier(studies_dir: Path, reports_dir: Path, name: str, space_name: str | None = None) -> Earlier | None:
