@@ -107,12 +107,12 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     return Earlier(source, str(store.folder(studies_dir, name)), rows, curves, steps, gap) if measured else None
 
 
-def earlier(studies_dir: Path, reports_dir: Path, name: str, space_name: str | None = None) -> Earlier | None:
-    """The noise source of study `name`: its own trials, else its report; else (`space_name`) the same space's own
-    study (its default profile) the same way, whose measures on the same proxy are the closest measured noise for a
-    profile not yet run (a new profile of a space whose default has run). None when none exists."""
-    names = dict.fromkeys(n for n in (name, space_name) if n)
-    return next((e for n in names if (e := from_study(studies_dir, n) or from_report(reports_dir, n))), None)
+def earlier(studies_dir: Path, reports_dir: Path, *names: str) -> Earlier | None:
+    """The noise source of the first of the studies `names` measured: its trials, else its report. Callers name the
+    study, then the space's own study (its default profile), whose measures on the same proxy are the closest
+    measured noise for a profile not yet run. None when none was measured."""
+    return next((e for n in dict.fromkeys(names) if (e := from_study(studies_dir, n) or from_report(reports_dir, n))),
+                None)  # fmt: skip
 
 
 def _steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:

@@ -73,7 +73,7 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
     if claims is None:
         rows, keys = model_rows(space)
         default = space.name if space.profile == "default" else f"{space.name}-{space.profile}"  # api.study_name's
-        earlier = power.earlier(studies, reports, name) or power.earlier(studies, reports, default, space.name)
+        earlier = power.earlier(studies, reports, name, default, space.name)
         claims = tuple(power.plan_claims(rows, keys, {}, len(space.study.seeds), earlier, None))
     lines = power.undecided(claims, space.decides, len(space.study.seeds))
     if lines:
