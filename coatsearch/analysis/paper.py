@@ -35,6 +35,12 @@ def _levels_of(space: dict) -> tuple[float, ...]:
     return tuple(sorted(gen.get("loss_levels") or M.DEFAULT_LEVELS, reverse=True))
 
 
+def fit_of(space: Mapping[str, Any]) -> float:
+    """Claim (a)'s fit level for the space: its `scores.generalization.fit_loss`, else claims.FIT_LOSS (nats)."""
+    gen = (space.get("scores") or {}).get(GEN) or {}
+    return float(gen.get("fit_loss") or C.FIT_LOSS)
+
+
 def _key_candidates(curves: pd.DataFrame, done: Records) -> list[str]:
     """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
     names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
@@ -67,7 +73,8 @@ def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
 def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
     """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
 
-    The common level is the lowest ladder level at or below FIT_LOSS that every run of every key candidate of
+    The common level is the lowest ladder level at or below the fit level (fit_of: the profile's `fit_loss`, else
+    FIT_LOSS) that every run of every key candidate of
     claim (a) reached (any candidate that reached the ladder, when the study has no key candidate). A model that
     must learn (must_learn) with a run that never fits that low is named in `out_of_regime`; another key candidate
     that never fits is named in `censored` and left unread, never silently dropped.
@@ -80,12 +87,13 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
     lowest = M.lowest_reached(at)
     reached = [c for c in lowest.index if not pd.isna(lowest[c])]
     key = _key_candidates(curves, done)
-    unfit = _unfit(at, key, C.FIT_LOSS)
+    fit = fit_of(space)
+    unfit = _unfit(at, key, fit)
     must = must_learn(key)
     fits = [c for c in key or reached if c in reached and c not in unfit]
-    rule = (f"every run of a model that must learn must reach {C.FIT_LOSS:g} nats, where train accuracy exceeds "
+    rule = (f"every run of a model that must learn must reach {fit:g} nats, where train accuracy exceeds "
             "eval accuracy")  # fmt: skip
-    low = at[at["level"] <= C.FIT_LOSS * (1 + 1e-9)]
+    low = at[at["level"] <= fit * (1 + 1e-9)]
     level = M.common_level(low, fits) if fits else None
     table = _table(at, level, lowest)
     censored = at[at["level"] == level].groupby("candidate")["censored"].sum() if level is not None else None

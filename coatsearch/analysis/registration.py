@@ -33,6 +33,7 @@ FORMAT = 1  # registration.json's format version
 _STUDY_KEYS = ("seeds", "samples", "sampler", "objective", "direction", "objectives", "directions", "baselines",
               "reevaluate")  # fmt: skip  # the study settings that change what a verdict rests on
 _STOP_KEYS = ("epochs", "max_steps", "stop_at_loss", "target_acc", "loss_levels", "per_class")  # per training run
+_SET_KEYS = ("fit_loss",)  # registered only where set, so that analyses registered before the field keep theirs
 
 
 class Analysis(BaseModel):
@@ -102,7 +103,8 @@ def _runs(scores: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
     if not isinstance(scores, Mapping):
         return {}
     if "epochs" in scores:
-        return {prefix.rstrip("."): {k: scores.get(k) for k in _STOP_KEYS}}
+        set_ = {k: scores[k] for k in _SET_KEYS if scores.get(k) is not None}
+        return {prefix.rstrip("."): {**{k: scores.get(k) for k in _STOP_KEYS}, **set_}}
     return {k: v for key, sub in scores.items() for k, v in _runs(sub, f"{prefix}{key}.").items()}
 
 

@@ -71,8 +71,10 @@ def _fit_json(f: FitTiming) -> dict:
 
 def make_plan(space: Space, study: str, processes: int, threads: int | None, *, device: str = "auto",
               earlier: power.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
-              level: float = power.REGIME_LOSS) -> Plan:  # fmt: skip
-    """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior)."""
+              level: float | None = None) -> Plan:  # fmt: skip
+    """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior);
+    claim (a)'s regime is judged at `level`, else the space's own fit level (power.regime_loss)."""
+    level = power.regime_loss(space) if level is None else level
     began = time.perf_counter()
     preps = matched_preps(space)
     print(f"coatsearch: piloting {len(preps)} candidate(s) of {study} for a few steps each at {processes} "

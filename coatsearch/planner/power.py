@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scipy.stats import linregress
 
@@ -34,6 +35,13 @@ from coatsearch.storage.record import TrialRecord
 # paper_layouts and 4.2 points (accuracy.eval_acc) on vit_stems; losses 0.04-0.13 nats.
 PRIOR_SD_DIFF = {"%": 4.0, "points": 4.0, "nats": 0.1}
 REGIME_LOSS = C.FIT_LOSS  # nats: the train-loss level claim (a)'s key runs must reach (the verdict rule's own)
+
+
+def regime_loss(space: Any) -> float:
+    """The level claim (a)'s key runs of `space` (a loaded Space) must reach: its generalization score's `fit_loss`
+    (the verdict reads the same field: analysis.paper.fit_of), else REGIME_LOSS."""
+    gen = getattr(space.scores, C.GEN_SCORE, None)
+    return float(getattr(gen, "fit_loss", None) or REGIME_LOSS)
 _EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its length (beyond: not expected)
 
 

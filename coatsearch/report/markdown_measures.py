@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from coatsearch.analysis.claims import FIT_LOSS
 from coatsearch.analysis.measures import MAX_SPAN
 from coatsearch.analysis.tables import Metric
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.view_measures import Capacity, Edges, Matched, Sized, Transfer, Untested
 
-MATCHED = (
+def _matched_rule(fit: float) -> str:
+    """How the matched-loss reading is taken, at claim (a)'s fit level `fit` (nats)."""
+    return (
     "CoAtNet §2.2: *if two models have the same training loss, the one with higher evaluation accuracy "
     "generalizes better*. Each run's eval accuracy is read off its step-level curve (clean train loss on a fixed "
     "probe of the training subset against accuracy on the fixed eval set) where its train loss first reaches a "
@@ -17,10 +18,10 @@ MATCHED = (
     "in train loss. The lr phase (lr / peak lr of the cosine schedule) at each reading is shown: a model read "
     "at its peak lr and one read late in the decay are not at the same point of training. "
     "The common level is the lowest ladder level at or below "
-    f"{FIT_LOSS:g} nats (where train accuracy exceeds eval accuracy) that every run of every key candidate of "
-    "claim (a) reached; other candidates are read there too. A run that never reaches a level is censored there "
-    "(shown, never credited); a key candidate that never fits that low puts claim (a) out of regime."
-)
+    f"{fit:g} nats (the profile's fit level, where train accuracy exceeds eval accuracy) that every run of every "
+    "key candidate of claim (a) reached; other candidates are read there too. A run that never reaches a level is "
+    "censored there (shown, never credited); a key candidate that never fits that low puts claim (a) out of regime."
+    )
 
 
 def _size(at: Sized, metrics: tuple[Metric, ...]) -> list[str]:
@@ -39,7 +40,7 @@ def _phase(lo_hi: tuple[float | None, float | None]) -> str:
 def matched(g: Matched) -> str:
     """Generalization at matched training loss: the common level, the table with censoring, the figure."""
     at = "no common level: " + ("no candidate reached the ladder" if not g.reached else
-                                f"a key candidate's runs stop above {FIT_LOSS:g} nats")  # fmt: skip
+                                f"a key candidate's runs stop above {g.fit:g} nats")  # fmt: skip
     head = ["candidate", "params (M)", "MACs (M)", "runs", "eval acc at the common level (%)", "censored there",
             "lr phase there", "lowest level all runs reached", "lowest level any run reached"]  # fmt: skip
     body = []
@@ -52,7 +53,7 @@ def matched(g: Matched) -> str:
              for c in g.never]  # fmt: skip
     ladder = ", ".join(f"{v:.3g}" for v in g.levels)
     common = f"**{g.level:.3g} nats**." if g.level is not None else at + "."
-    out = ["## Generalization at matched training loss", "", MATCHED, "",
+    out = ["## Generalization at matched training loss", "", _matched_rule(g.fit), "",
            f"Ladder (nats): {ladder}. Common level: " + common, "", table(head, body)]  # fmt: skip
     if g.key:
         out += ["", f"Key candidates of claim (a): {', '.join(g.key)}."]

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.claims import CAPACITY_SCORE, TRANSFER_SCORE
+from coatsearch.analysis.claims import CAPACITY_SCORE, FIT_LOSS, TRANSFER_SCORE
+from coatsearch.analysis.paper import fit_of
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.report.section import ReportContext
 from coatsearch.report.view_study import SIZE_KEYS
@@ -59,6 +60,7 @@ class Matched:
     out_of_regime: tuple[str, ...]
     censored: tuple[str, ...] = ()  # runs that reached the common level but whose reading there is censored
     points: MatchedPoints | None = None  # what matched_loss.png draws (None without step curves)
+    fit: float = FIT_LOSS  # claim (a)'s fit level (nats): the profile's fit_loss, else the default
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def matched(ctx: ReportContext) -> Matched | None:
                  for r in g["table"])  # fmt: skip
     return Matched(tuple(METRICS[k] for k in SIZE_KEYS), tuple(g["levels"]), g["level"], bool(g["table"]), rows,
                    tuple(_sized(ctx, c) for c in g["never"]), tuple(g["key"]), tuple(g["out_of_regime"]),
-                   tuple(g.get("censored") or ()), _points(ctx.tables["matched_loss"]))  # fmt: skip
+                   tuple(g.get("censored") or ()), _points(ctx.tables["matched_loss"]), fit_of(ctx.space))  # fmt: skip
 
 
 def _points(table: Mapping[str, Any] | None) -> MatchedPoints | None:

@@ -293,6 +293,8 @@ class SubsetSpec:
     max_steps: Annotated[int, Field(gt=0, le=_STEPS_MAX)] | None = None  # a step budget (cosine ends there), not epochs
     stop_at_loss: Annotated[_Real, Field(gt=0)] | None = None  # stop once the probe's clean train loss is this low
     loss_levels: _Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
+    fit_loss: Annotated[_Real, Field(gt=0, le=1)] | None = None  # generalization: claim (a)'s fit level (nats),
+    # the highest level it may be read at; None = analysis.claims.FIT_LOSS. Registered with the profile.
     target_acc: Annotated[_Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
     lr_factor: Annotated[_Real, Field(gt=0, le=_RATIO_MAX)] = (
         0.1  # transfer.finetune: fine-tune lr = pretrain lr x this
@@ -305,6 +307,8 @@ class SubsetSpec:
                 f"stop_at_loss {self.stop_at_loss:g} must be at most one rung below the lowest of loss_levels "
                 f"({rung_below(self.loss_levels):.3g} nats), so that measured points bracket every reading"
             )
+        if self.fit_loss is not None and self.loss_levels and self.fit_loss < min(self.loss_levels):
+            raise ValueError(f"fit_loss {self.fit_loss:g} is below every level of loss_levels: nothing could be read")
 
 
 @spec
