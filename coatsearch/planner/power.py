@@ -42,6 +42,8 @@ def regime_loss(space: Any) -> float:
     (the verdict reads the same field: analysis.paper.fit_of), else REGIME_LOSS."""
     gen = getattr(space.scores, C.GEN_SCORE, None)
     return float(getattr(gen, "fit_loss", None) or REGIME_LOSS)
+
+
 _EXTRAPOLATE_MAX = 10  # a curve is extrapolated to at most this many times its length (beyond: not expected)
 
 

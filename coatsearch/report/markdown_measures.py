@@ -7,20 +7,21 @@ from coatsearch.analysis.tables import Metric
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.view_measures import Capacity, Edges, Matched, Sized, Transfer, Untested
 
+
 def _matched_rule(fit: float) -> str:
     """How the matched-loss reading is taken, at claim (a)'s fit level `fit` (nats)."""
     return (
-    "CoAtNet §2.2: *if two models have the same training loss, the one with higher evaluation accuracy "
-    "generalizes better*. Each run's eval accuracy is read off its step-level curve (clean train loss on a fixed "
-    "probe of the training subset against accuracy on the fixed eval set) where its train loss first reaches a "
-    "ladder level, interpolated in log loss between the two measured points around it. A reading is censored, "
-    f"never interpolated, when that bracket starts at the untrained model (step 0) or spans more than {MAX_SPAN:g}x "
-    "in train loss. The lr phase (lr / peak lr of the cosine schedule) at each reading is shown: a model read "
-    "at its peak lr and one read late in the decay are not at the same point of training. "
-    "The common level is the lowest ladder level at or below "
-    f"{fit:g} nats (the profile's fit level, where train accuracy exceeds eval accuracy) that every run of every "
-    "key candidate of claim (a) reached; other candidates are read there too. A run that never reaches a level is "
-    "censored there (shown, never credited); a key candidate that never fits that low puts claim (a) out of regime."
+        "CoAtNet §2.2: *if two models have the same training loss, the one with higher evaluation accuracy "
+        "generalizes better*. Each run's eval accuracy is read off its step-level curve (clean train loss on a fixed "
+        "probe of the training subset against accuracy on the fixed eval set) where its train loss first reaches a "
+        "ladder level, interpolated in log loss between the two measured points around it. A reading is censored, "
+        f"never interpolated, when that bracket starts at the untrained model (step 0) or spans more than {MAX_SPAN:g}x "
+        "in train loss. The lr phase (lr / peak lr of the cosine schedule) at each reading is shown: a model read "
+        "at its peak lr and one read late in the decay are not at the same point of training. "
+        "The common level is the lowest ladder level at or below "
+        f"{fit:g} nats (the profile's fit level, where train accuracy exceeds eval accuracy) that every run of every "
+        "key candidate of claim (a) reached; other candidates are read there too. A run that never reaches a level is "
+        "censored there (shown, never credited); a key candidate that never fits that low puts claim (a) out of regime."
     )
 
 
