@@ -285,3 +285,28 @@ def test_curves_are_drawn_per_run_and_the_pareto_front_pools_one_network():
     assert {len(c["runs"]) for c in per_run} == {3} and "train_loss" not in per_run[0]  # no mean over runs
     # timing noise between runs of one network pooled
     assert SP.by_network(["P", "P", "C"], [100.0, 110.0, 50.0]) == [105.0, 105.0, 50.0]
+
+
+def test_a_profile_fit_level_reads_claim_a_where_its_runs_stop_and_the_default_does_not():
+    """Runs annealed to 0.15 nats: out of regime at the default fit level (0.1 nats); with the profile's 0.2 they
+    are read at the lowest ladder level at or below it that every run reached, 0.15."""
+    recs = edit_runs(_study(DENSE), _stop_at_015)
+    ladder = [0.5, 0.3, 0.2, 0.15, 0.1]
+    default = judging.judge_records({**SPACE, "scores": {"generalization": {"loss_levels": ladder}}}, recs)
+    raised = judging.judge_records(
+        {**SPACE, "scores": {"generalization": {"loss_levels": ladder, "fit_loss": 0.2}}}, recs
+    )
+    a = {j: next(c for c in x.claims if c.id == "a") for j, x in (("default", default), ("raised", raised))}
+    assert default.gen["level"] is None and a["default"].verdict == "out of regime"
+    assert "must reach 0.1 nats" in " ".join(default.gen["out_of_regime"])
+    assert raised.gen["level"] == pytest.approx(0.15) and raised.gen["out_of_regime"] == []
+    assert a["raised"].verdict == "supported"
+
+
+def _stop_at_015(r, m) -> None:
+    """Every curve ends at 0.15 nats: its last two points (0.09 and 0.07 in _study) leave."""
+    c = m["curves.generalization"]
+    for k in ("step", "train_loss", "train_acc", "eval_loss", "eval_acc", "lr_phase"):
+        if isinstance(c.get(k), list) and len(c[k]) == len(DENSE):
+            c[k] = c[k][:3]
+    m["generalization.train_loss"] = c["train_loss"][-1]

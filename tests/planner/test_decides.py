@@ -85,6 +85,19 @@ def test_each_shipped_profile_can_decide_what_it_declares(name, profile, claim, 
         check_decides(weak, tmp_path / "no-studies", study, ROOT / "reports")
 
 
+def test_the_planner_judges_claim_a_at_the_profiles_own_fit_level():
+    """The middle profile reads claim (a) at 0.2 nats (fit_loss); the default at the verdict rule's 0.1."""
+    middle = api.load_space(ROOT / "spaces" / "paper_layouts.yaml", "middle")
+    default = api.load_space(ROOT / "spaces" / "paper_layouts.yaml")
+    assert P.regime_loss(middle) == pytest.approx(0.2) and P.regime_loss(default) == pytest.approx(P.REGIME_LOSS)
+    curve = {"candidate": "C-C-C-T", "step": [0, 500, 1000], "train_loss": [2.3, 0.4, 0.15], "eval_acc": [10, 80, 85]}
+    earlier = P.Earlier("study", "here", [], {"generalization": [curve]}, {}, None)
+    planned = {"C-C-C-T": {"generalization": 1000}}
+    at_02 = P.regime("generalization.matched_acc", ["C-C-C-T"], planned, earlier, P.regime_loss(middle), False)
+    at_01 = P.regime("generalization.matched_acc", ["C-C-C-T"], planned, earlier, P.regime_loss(default), False)
+    assert "(in regime)" in at_02[0] and "(out of regime)" in at_01[0]
+
+
 def test_a_profile_not_yet_run_takes_its_noise_from_the_spaces_default_study(tmp_path):
     reports = tmp_path / "r"
     (reports / "sp").mkdir(parents=True)
