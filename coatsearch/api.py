@@ -215,7 +215,10 @@ def plan(
         earlier = power.from_study(studies, pilot, "pilot")
     else:
         earlier = power.earlier(studies, reports, name, sp.name)
-    made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect)
+    own = power.earlier(studies, reports, name) if not pilot_seeds else earlier
+    sibs = power.siblings(reports, sp.name, name, sp.name) if own is None else ()
+    made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect,
+                             siblings=sibs)  # fmt: skip
     check_decides(sp, studies, name, reports, made.claims, allow_undecided)  # before the registration is written
     if register:
         registrar.register(trials_held(studies, name))

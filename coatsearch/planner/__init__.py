@@ -71,9 +71,10 @@ def _fit_json(f: FitTiming) -> dict:
 
 def make_plan(space: Space, study: str, processes: int, threads: int | None, *, device: str = "auto",
               earlier: power.Earlier | None = None, budget_s: float | None = None, effect: float | None = None,
-              level: float | None = None) -> Plan:  # fmt: skip
+              level: float | None = None, siblings: tuple[power.Earlier, ...] = ()) -> Plan:  # fmt: skip
     """Pilot `space` (a loaded Space) at `processes` x `threads` and size it against `earlier` (or the prior);
-    claim (a)'s regime is judged at `level`, else the space's own fit level (power.regime_loss)."""
+    claim (a)'s regime is judged at `level`, else the space's own fit level (power.regime_loss); a claim `earlier`
+    did not measure takes its noise from the first of `siblings` that did (power.plan_claims)."""
     level = power.regime_loss(space) if level is None else level
     began = time.perf_counter()
     preps = matched_preps(space)
@@ -89,7 +90,7 @@ def make_plan(space: Space, study: str, processes: int, threads: int | None, *, 
     durations = [trial_s[i.candidate] for i in trials.plan(space) if i.candidate in trial_s]  # re-evaluation too
     rows, keys = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
-    claims = tuple(power.plan_claims(rows, keys, planned, seeds, earlier, effect, level))
+    claims = tuple(power.plan_claims(rows, keys, planned, seeds, earlier, effect, level, siblings))
     start = max((t.warmup_s for t in timings), default=0.0)
     fit = predict.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
     decides = tuple(c.claim for c in claims if fit and power.decidable(c, fit)) if budget_s else ()

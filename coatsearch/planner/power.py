@@ -319,12 +319,17 @@ class _Setting:
     earlier: Earlier | None
     effect: float | None
     level: float
+    siblings: tuple[Earlier, ...] = ()
 
 
 def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier: Earlier | None,
-                effect: float | None, level: float = REGIME_LOSS) -> list[ClaimPlan]:  # fmt: skip
-    """Every claim the space's models touch, at `seeds` seeds: its deciding measure, power and regime."""
-    at = _Setting(rows, keys, planned, seeds, earlier, effect, level)
+                effect: float | None, level: float = REGIME_LOSS, siblings: tuple[Earlier, ...] = ()
+                ) -> list[ClaimPlan]:  # fmt: skip
+    """Every claim the space's models touch, at `seeds` seeds: its deciding measure, power and regime.
+
+    A chain claim takes its noise and regime from the first of `siblings` (other studies of the space: siblings())
+    that measured its deciding measure on every one of its models, else from `earlier`."""
+    at = _Setting(rows, keys, planned, seeds, earlier, effect, level, siblings)
     out = [_chain(c, at) for c in C.CHAIN_CLAIMS]
     pairs = V.rel_pairs(rows)
     if pairs:
@@ -378,10 +383,11 @@ def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, a
     if key is None:
         return ClaimPlan(*head, None, "", None, None, claim.paper_effect, None, at.effect, None, (),
                          "no measure of the claim is recorded by two of its models")  # fmt: skip
-    sd, source = _noise_of(key, at.earlier)
+    earlier = next((e for e in at.siblings if _ran(e, key, models)), at.earlier)
+    sd, source = _noise_of(key, earlier)
     points = METRICS[key].unit in ("%", "points")
     paper = claim.paper_effect if points else None
-    zone = regime(key, models, at.planned, at.earlier, at.level, claim.needs_convergence)
+    zone = regime(key, models, at.planned, earlier, at.level, claim.needs_convergence)
     if not relations or sd is None:
         why = "no strict relation to test (≈ and ≥ only)" if not relations else "no noise estimate"
         return ClaimPlan(*head, sd, source, None, None, paper, None, at.effect, None, zone, why)
@@ -390,6 +396,21 @@ def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, a
     mine = claim_power(sd, at.seeds, k, family, at.effect if points else None)["seeds"] if at.effect else None
     return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], at.effect, mine, zone, "", k,
                      family)  # fmt: skip
+
+
+def _ran(earlier: Earlier, key: str, models: list[str]) -> bool:
+    """Whether an earlier study measured `key`'s paired noise on every one of `models` (candidate names)."""
+    ran = {r["candidate"] for r in earlier.rows if len(r["by_seed"].get(key) or ()) >= 2}
+    return set(models) <= ran and V.noises(earlier.rows).get(key) is not None
+
+
+def siblings(reports_dir: Path, space: str, *skip: str) -> tuple[Earlier, ...]:
+    """The reports of the space's other studies (`reports/<space>-<profile>/summary.json`, by name, less `skip`):
+    a profile not yet run takes a claim's noise from one that ran the claim's models (plan_claims)."""
+    root = Path(reports_dir)
+    found = root.glob(f"{space}-*") if root.is_dir() else ()
+    names = sorted(p.name for p in found if p.is_dir() and p.name not in skip)
+    return tuple(e for n in names if (e := from_report(root, n)) is not None)
 
 
 def _measured(rows: list[dict], keys: dict, key: str) -> int:

@@ -74,8 +74,10 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
         rows, keys = model_rows(space)
         default = space.name if space.profile == "default" else f"{space.name}-{space.profile}"  # api.study_name's
         earlier = power.earlier(studies, reports, name, default, space.name)
+        own = power.earlier(studies, reports, name)
+        sibs = power.siblings(reports, space.name, name, default, space.name) if own is None else ()
         claims = tuple(power.plan_claims(rows, keys, {}, len(space.study.seeds), earlier, None,
-                                         power.regime_loss(space)))  # fmt: skip
+                                         power.regime_loss(space), sibs))  # fmt: skip
     lines = power.undecided(claims, space.decides, len(space.study.seeds))
     if lines:
         raise UserError(f"{space.source}: profile {space.profile}: decides: the plan cannot decide "

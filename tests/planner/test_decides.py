@@ -74,7 +74,8 @@ def test_the_flag_runs_it_anyway(tmp_path):
 
 @pytest.mark.committed
 @pytest.mark.parametrize("name, profile, claim", [("paper_layouts", "default", "a"), ("vit_stems", "default", "f"),
-                                                  ("paper_layouts", "middle", "a")])  # fmt: skip
+                                                  ("paper_layouts", "middle", "a"),
+                                                  ("paper_layouts", "depth_long", "d")])  # fmt: skip
 def test_each_shipped_profile_can_decide_what_it_declares(name, profile, claim, tmp_path):
     sp = api.load_space(ROOT / "spaces" / f"{name}.yaml", profile)
     study = api.study_name(sp, None)
@@ -96,6 +97,24 @@ def test_the_planner_judges_claim_a_at_the_profiles_own_fit_level():
     at_02 = P.regime("generalization.matched_acc", ["C-C-C-T"], planned, earlier, P.regime_loss(middle), False)
     at_01 = P.regime("generalization.matched_acc", ["C-C-C-T"], planned, earlier, P.regime_loss(default), False)
     assert "(in regime)" in at_02[0] and "(out of regime)" in at_01[0]
+
+
+@pytest.mark.committed
+def test_a_claim_takes_its_noise_from_the_sibling_study_that_ran_its_models():
+    """depth_long's (d) is sized on the depth study's V0/V1/V2 noise, not the default's three other layouts; the
+    middle's (a) on the default's, since no sibling ran all four of its models on the matched-loss measure."""
+    from coatsearch.planner import model_rows
+
+    reports = ROOT / "reports"
+    for profile, claim, source in (("depth_long", "d", "paper_layouts-depth/"), ("middle", "a", "paper_layouts/")):
+        sp = api.load_space(ROOT / "spaces" / "paper_layouts.yaml", profile)
+        rows, keys = model_rows(sp)
+        default = P.earlier(Path("/nonexistent"), reports, "paper_layouts")
+        sibs = P.siblings(reports, "paper_layouts", f"paper_layouts-{profile}", "paper_layouts")
+        plans = {c.claim: c for c in P.plan_claims(rows, keys, {}, 5, default, None, P.regime_loss(sp), sibs)}
+        assert source in plans[claim].noise_source, (profile, plans[claim].noise_source)
+        alone = {c.claim: c for c in P.plan_claims(rows, keys, {}, 5, default, None, P.regime_loss(sp))}
+        assert "paper_layouts/" in alone[claim].noise_source  # without siblings: the default's
 
 
 def test_a_profile_not_yet_run_takes_its_noise_from_the_spaces_default_study(tmp_path):
