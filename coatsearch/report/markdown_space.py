@@ -4,6 +4,7 @@ relation, the regime table and the studies it gathers."""
 from __future__ import annotations
 
 from coatsearch.analysis import categories as K
+from coatsearch.analysis.claims import VERDICT_ALPHA
 from coatsearch.report import escape
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable
@@ -70,9 +71,24 @@ def _sentence(c: ClaimAnswer) -> str:
     text += f"; not held: {', '.join(c.not_held)}" if c.not_held else ""
     text += f"; not tested: {', '.join(c.untested)}" if c.untested else ""
     text += f"; also judged by {', '.join(f'{s} ({v})' for s, v in c.others)}" if c.others else ""
+    text += _jointly(c)
     if c.category not in K.FIRM and c.decide:
         text += f" (to decide it: {c.decide})"
     return text
+
+
+def _jointly(c: ClaimAnswer) -> str:
+    """The family correction across the studies a claim's relations come from (empty for one study)."""
+    k = len(c.sources)
+    if k < 2:
+        return ""
+    held = ", ".join(c.held_jointly) or "none"
+    return (
+        f"; its tested {c.word}s come from {k} studies ({', '.join(c.sources)}), each at family-wise α "
+        f"{VERDICT_ALPHA:g}, so together at most {k * VERDICT_ALPHA:g} (Bonferroni over the studies); "
+        f"strict {c.word}s held at α {VERDICT_ALPHA / k:.3g} in their study, so at {VERDICT_ALPHA:g} "
+        f"jointly: {held} (of {c.held_strict} held in their study)"
+    )
 
 
 def _short(title: str) -> str:
@@ -191,5 +207,8 @@ def rule() -> str:
         "another study that measured exactly that pair, and a pair with fewer than 2 paired seeds is not tested. A "
         "pair across models no study ran tests the chain's ends, not the relations it spans. The category is the "
         "deciding study's: no verdict here combines studies, and a claim with an untested relation is never called "
-        "supported without saying on how many of its relations."
+        "supported without saying on how many of its relations. Where a claim's relations come from k > 1 studies, "
+        "each of which holds its own family-wise error at α, the page states the family across them: at most k α "
+        "together (Bonferroni over the studies), and which strict relations hold at α / k in their study, so at α "
+        "jointly."
     )

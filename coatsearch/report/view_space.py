@@ -98,6 +98,8 @@ class RelationRow:
     detectable: Detectable | None
     study: str
     replication: tuple[RowReplicate, ...]
+    p_holm: float | None = None  # Holm-adjusted within its study's family (a strict relation: held below α)
+    strict: bool = False  # a key relation (> or ≫): held only when shown
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,9 @@ class ClaimAnswer:
     across: tuple[str, ...]  # measured pairs across names no study ran
     replication: tuple[tuple[str, str], ...]  # (replicate, outcome)
     others: tuple[tuple[str, str], ...]  # (another study that judged it, its category)
+    sources: tuple[str, ...] = ()  # the studies its tested relations come from
+    held_jointly: tuple[str, ...] = ()  # with sources > 1: the strict relations held at α / len(sources)
+    held_strict: int = 0  # with sources > 1: the strict relations held in their study (at α)
 
     @property
     def complete(self) -> bool:
@@ -222,7 +227,21 @@ def _claim(cid: str, space: SpaceFile, studies: Sequence[Study]) -> tuple[ClaimA
                        tuple(r.relation for r in counted if r.status == HELD),
                        tuple(r.relation for r in counted if r.status == NOT_HELD),
                        tuple(r.relation for r in counted if r.status == NOT_TESTED),
-                       tuple(r.relation for r in rows if not r.counts), reps, others), rows  # fmt: skip
+                       tuple(r.relation for r in rows if not r.counts), reps, others,
+                       *_jointly(counted)), rows  # fmt: skip
+
+
+def _jointly(counted: Sequence[RelationRow]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """(the studies the tested relations come from, the strict relations held at α / that many, the strict relations
+    held in their study): each study holds
+    its own family-wise error at α, so relations gathered from k studies hold jointly at k α (Bonferroni over the
+    studies), and at α when each is held below α / k."""
+    sources = tuple(dict.fromkeys(r.study for r in counted if r.status != NOT_TESTED))
+    if len(sources) < 2:
+        return sources, (), 0
+    cut = C.VERDICT_ALPHA / len(sources)
+    strict = [r for r in counted if r.status == HELD and r.strict]
+    return sources, tuple(r.relation for r in strict if r.p_holm is not None and r.p_holm < cut), len(strict)
 
 
 def _untested_claim(cid: str, paper: C.Claim | None, studies: Sequence[Study],
@@ -285,7 +304,8 @@ def _row_of(cid: str, rel: str, p: Pair, e: Evidence, study: Study, studies: Seq
         why = f"{p.n} paired seed(s) in {study.folder}: no test"
         return RelationRow(cid, rel, counts, NOT_TESTED, why, est, det, study.folder, reps)
     status = HELD if p.status in _HOLDS else NOT_HELD
-    return RelationRow(cid, rel, counts, status, p.status or "not judged", est, det, study.folder, reps)
+    return RelationRow(cid, rel, counts, status, p.status or "not judged", est, det, study.folder, reps, p.p_holm,
+                       p.key)  # fmt: skip
 
 
 def _replicate_row(replicate: Study, cid: str, p: Pair) -> RowReplicate | None:

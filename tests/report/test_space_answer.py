@@ -156,6 +156,28 @@ def test_of_two_profiles_testing_a_claim_the_firm_one_decides_and_a_relation_com
         info, "x")  # fmt: skip
 
 
+def test_relations_gathered_from_two_studies_state_their_joint_family(fabricated) -> None:
+    """Each study holds its own family at α 0.03; gathered from two, the page says so (0.06 together) and which
+    strict relations hold at 0.015 in their study: here the middle's (Holm p 0.01), not the default's (0.02)."""
+    space, reports = fabricated
+    alone = next(c for c in _info(space, reports).claims if c.id == "a")  # every relation from one study
+    assert (alone.sources, alone.held_jointly) == (("tiny",), ()) and "studies (tiny" not in mdsp.page(
+        _info(space, reports), "x")  # fmt: skip
+    mid = _pair("C-C-T-T", "C-T-T-T", ">", 1.2, "holds")
+    mid = Pair(mid.a, mid.b, mid.paper, mid.key, mid.margin, mid.test, 0.004, 0.01, "holds")
+    _write(reports, "tiny-mid", "cap", [_claim("a", CHAIN_A, "supported", (mid,))], {})
+    ext = (_pair("C-C-C-C", "C-C-C-T", "≈", 0.1, "equivalent"), _pair("C-C-C-T", "ViT_REL", "≫", 2.14, "holds"))
+    for study in ("tiny", "tiny-rep"):
+        path = reports / study / "summary.json"
+        claim = _claim("a", CHAIN_A, "supported", ext)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "claims": [claim]}, ensure_ascii=False))
+    a = next(c for c in _info(space, reports).claims if c.id == "a")
+    assert a.sources == ("tiny", "tiny-mid") and a.held_jointly == ("C-C-T-T > C-T-T-T",) and a.held_strict == 1
+    text = mdsp.page(_info(space, reports), "x")
+    assert "come from 2 studies (tiny, tiny-mid), each at family-wise α 0.03, so together at most 0.06" in text
+    assert "jointly: C-C-T-T > C-T-T-T (of 1 held in their study)" in text
+
+
 def test_the_page_is_written_once_per_space_and_regenerates_byte_identical(fabricated, monkeypatch) -> None:
     space, reports = fabricated
     monkeypatch.chdir(space.parent)
