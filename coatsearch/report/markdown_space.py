@@ -35,15 +35,16 @@ def verdict_text(c: ClaimAnswer, lists: bool = True) -> str:
     if c.category == K.NOT_TESTED:
         return "not tested"
     tested = len(c.held) + len(c.not_held)
-    if c.complete:
+    shown = len(c.held) if c.category == K.SUPPORTED else tested  # supported counts what held, never what failed
+    if c.complete and (c.category != K.SUPPORTED or not c.not_held) and c.category in K.FIRM:
         text = f"{c.category} on its one {c.word}" if c.relations == 1 else \
             f"{c.category} on all {_count(c.relations, c.word)}"  # fmt: skip
     elif c.category in K.FIRM:
-        text = f"{c.category} on {tested} of {_count(c.relations, c.word)}"
+        text = f"{c.category} on {shown} of {_count(c.relations, c.word)}"
     else:
         text = f"{c.category}; {tested} of {_count(c.relations, c.word)} tested"
     if c.across:
-        text += f", plus {', '.join(c.across)}, which spans untested relations"
+        text += f", plus {', '.join(c.across)}, which spans several relations of the chain"
     if lists and c.not_held:
         text += f"; not held: {', '.join(c.not_held)}"
     if lists and c.untested and c.category != K.NOT_TESTED:
@@ -149,7 +150,7 @@ def verdicts(p: AnswerPage) -> str:
         cell = f"({c.id}) {_short(c.title)}: {_MARK.get(c.category, c.category)}" if first else ""
         if first and c.category != K.NOT_TESTED:
             cell = f"({c.id}) {_short(c.title)}: {verdict_text(c, lists=False)}"
-        rel = r.relation if r.counts else f"{r.relation} (spans untested relations)"
+        rel = r.relation if r.counts else f"{r.relation} (spans several relations)"
         est = "–" if r.estimate is None else f"{r.estimate.what} = {r.estimate.d:+.2f} {r.estimate.unit}"
         body.append([cell, rel, _status(r, above), est, _interval(r), detectable(r.detectable), link(r.study),
                      _replication(r)])  # fmt: skip
@@ -205,7 +206,7 @@ def rule() -> str:
         "the original) is shown as replication and decides only where no original tests the claim. A claim's "
         "relations are the neighbour relations of the paper's chain; each is read from the deciding study, else from "
         "another study that measured exactly that pair, and a pair with fewer than 2 paired seeds is not tested. A "
-        "pair across models no study ran tests the chain's ends, not the relations it spans. The category is the "
+        "pair across models its study did not run tests the chain's ends, not the relations it spans. The category is the "
         "deciding study's: no verdict here combines studies, and a claim with an untested relation is never called "
         "supported without saying on how many of its relations. Where a claim's relations come from k > 1 studies, "
         "each of which holds its own family-wise error at α, the page states the family across them: at most k α "

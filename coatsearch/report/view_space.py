@@ -228,19 +228,19 @@ def _claim(cid: str, space: SpaceFile, studies: Sequence[Study]) -> tuple[ClaimA
                        tuple(r.relation for r in counted if r.status == NOT_HELD),
                        tuple(r.relation for r in counted if r.status == NOT_TESTED),
                        tuple(r.relation for r in rows if not r.counts), reps, others,
-                       *_jointly(counted)), rows  # fmt: skip
+                       *_jointly(rows)), rows  # fmt: skip
 
 
-def _jointly(counted: Sequence[RelationRow]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    """(the studies the tested relations come from, the strict relations held at α / that many, the strict relations
-    held in their study): each study holds
+def _jointly(rows: Sequence[RelationRow]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """(the studies the tested rows come from, pairs across untested relations included; the strict ones held at
+    α / that many; the strict ones held in their study): each study holds
     its own family-wise error at α, so relations gathered from k studies hold jointly at k α (Bonferroni over the
     studies), and at α when each is held below α / k."""
-    sources = tuple(dict.fromkeys(r.study for r in counted if r.status != NOT_TESTED))
+    sources = tuple(dict.fromkeys(r.study for r in rows if r.status != NOT_TESTED))
     if len(sources) < 2:
         return sources, (), 0
     cut = C.VERDICT_ALPHA / len(sources)
-    strict = [r for r in counted if r.status == HELD and r.strict]
+    strict = [r for r in rows if r.status == HELD and r.strict]
     return sources, tuple(r.relation for r in strict if r.p_holm is not None and r.p_holm < cut), len(strict)
 
 

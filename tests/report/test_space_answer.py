@@ -152,7 +152,7 @@ def test_of_two_profiles_testing_a_claim_the_firm_one_decides_and_a_relation_com
     by = {r.relation: r for r in info.rows if r.claim == "a"}
     assert by["C-C-T-T > C-T-T-T"].study == "tiny-mid" and by["C-C-C-T ≥ C-C-T-T"].status == vsp.NOT_TESTED
     assert not by["C-C-C-T ≫ ViT_REL"].counts and by["C-C-C-T ≫ ViT_REL"].estimate.d == 2.14
-    assert "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL, which spans untested relations**" in mdsp.page(
+    assert "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL, which spans several relations of the chain**" in mdsp.page(
         info, "x")  # fmt: skip
 
 
@@ -172,10 +172,30 @@ def test_relations_gathered_from_two_studies_state_their_joint_family(fabricated
         claim = _claim("a", CHAIN_A, "supported", ext)
         path.write_text(json.dumps({**json.loads(path.read_text()), "claims": [claim]}, ensure_ascii=False))
     a = next(c for c in _info(space, reports).claims if c.id == "a")
-    assert a.sources == ("tiny", "tiny-mid") and a.held_jointly == ("C-C-T-T > C-T-T-T",) and a.held_strict == 1
+    assert a.sources == ("tiny", "tiny-mid") and a.held_jointly == ("C-C-T-T > C-T-T-T",) and a.held_strict == 2
     text = mdsp.page(_info(space, reports), "x")
     assert "come from 2 studies (tiny, tiny-mid), each at family-wise α 0.03, so together at most 0.06" in text
-    assert "jointly: C-C-T-T > C-T-T-T (of 1 held in their study)" in text
+    assert "jointly: C-C-T-T > C-T-T-T (of 2 held in their study)" in text  # C-C-C-T ≫ ViT_REL: Holm p 0.02
+
+
+def test_a_claim_with_every_relation_tested_but_some_not_held_never_reads_supported_on_all(fabricated) -> None:
+    """The default (supported) tests the extremes; a middle study tests the rest and two of them do not hold: the
+    page counts what held (2 of 4), names what did not, and the joint family includes the held pair across them."""
+    space, reports = fabricated
+    mid = (_pair("C-C-C-T", "C-C-T-T", "≥", 0.5, "non-inferior"), _pair("C-C-T-T", "C-T-T-T", ">", 0.3, "unresolved"),
+           _pair("C-T-T-T", "ViT_REL", "≫", 0.8, "unresolved"))  # fmt: skip
+    _write(reports, "tiny-mid", "cap", [_claim("a", CHAIN_A, "unresolved", mid)], {})
+    ext = (_pair("C-C-C-C", "C-C-C-T", "≈", 0.1, "equivalent"), _pair("C-C-C-T", "ViT_REL", "≫", 2.14, "holds"))
+    for study in ("tiny", "tiny-rep"):
+        path = reports / study / "summary.json"
+        claim = _claim("a", CHAIN_A, "supported", ext)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "claims": [claim]}, ensure_ascii=False))
+    info = _info(space, reports)
+    a = next(c for c in info.claims if c.id == "a")
+    assert (a.category, a.untested, a.not_held) == ("supported", (), ("C-C-T-T > C-T-T-T", "C-T-T-T ≫ ViT_REL"))
+    text = mdsp.page(info, "x")
+    assert "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL" in text and "on all 4" not in text
+    assert a.sources == ("tiny", "tiny-mid") and a.held_strict == 1  # the held pair across them counts
 
 
 def test_the_page_is_written_once_per_space_and_regenerates_byte_identical(fabricated, monkeypatch) -> None:
@@ -201,7 +221,7 @@ def test_bad_input_is_one_line_and_exit_status_2(fabricated, tmp_path: Path, cap
 
 
 @pytest.mark.committed
-def test_the_committed_paper_layouts_reports_give_a_page_with_a_and_its_untested_middle() -> None:
+def test_the_committed_paper_layouts_reports_give_a_page_with_a_and_its_middle_from_the_middle_study() -> None:
     space = space_answer.read_space(ROOT / "spaces" / "paper_layouts.yaml")
     info = space_answer.answer_page(space, ROOT / "reports")  # read only: the page is not written here
     text = mdsp.page(info, "coatsearch answer spaces/paper_layouts.yaml")
@@ -210,9 +230,11 @@ def test_the_committed_paper_layouts_reports_give_a_page_with_a_and_its_untested
     lines = text.splitlines()
     start = next(i for i, x in enumerate(lines) if x.startswith("| (a) "))
     block = lines[start : next(i for i, x in enumerate(lines) if x.startswith("| (b) "))]  # claim (a)'s rows
-    for middle in ("C-C-C-T ≥ C-C-T-T", "C-C-T-T > C-T-T-T", "C-T-T-T ≫ ViT_REL"):
+    for middle, status in (("C-C-C-T ≥ C-C-T-T", "held (non-inferior)"), ("C-C-T-T > C-T-T-T", "not held"),
+                           ("C-T-T-T ≫ ViT_REL", "not held")):  # fmt: skip
         (line,) = [x for x in block if f"| {middle} " in x]
-        assert "not tested" in line, line
-    assert "claim (a) Generalization is **supported on 1 of 4 relations" in text and "**supported**" not in text
+        assert status in line and "paper_layouts-middle" in line, line
+    assert "claim (a) Generalization is **supported on 2 of 4 relations" in text and "**supported**" not in text
+    assert "not held: C-C-T-T > C-T-T-T, C-T-T-T ≫ ViT_REL" in text and "come from 2 studies" in text
     assert text == mdsp.page(space_answer.answer_page(space, ROOT / "reports"), "coatsearch answer "
                              "spaces/paper_layouts.yaml")  # fmt: skip
