@@ -152,8 +152,8 @@ def test_of_two_profiles_testing_a_claim_the_firm_one_decides_and_a_relation_com
     by = {r.relation: r for r in info.rows if r.claim == "a"}
     assert by["C-C-T-T > C-T-T-T"].study == "tiny-mid" and by["C-C-C-T ≥ C-C-T-T"].status == vsp.NOT_TESTED
     assert not by["C-C-C-T ≫ ViT_REL"].counts and by["C-C-C-T ≫ ViT_REL"].estimate.d == 2.14
-    assert "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL, which spans several relations of the chain**" in mdsp.page(
-        info, "x")  # fmt: skip
+    want = "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL, which spans several relations of the chain**"
+    assert want in mdsp.page(info, "x")
 
 
 def test_relations_gathered_from_two_studies_state_their_joint_family(fabricated) -> None:
