@@ -45,7 +45,8 @@ def render(plan: Plan) -> str:
                      f"{t.other_s:.0f} s)")  # fmt: skip
     lines += [
         "",
-        f"claims (noise from {plan.noise}; power at the verdict α over the claim's Holm family, 80% power; "
+        f"claims (noise from {plan.noise} where a power line names no other source; power at the verdict α over "
+        "the claim's Holm family, 80% power; "
         "regime of the key models):",
     ]
     lines += [line for c in plan.claims for line in _claim_lines(c)]
