@@ -210,13 +210,12 @@ def plan(
     registrar = registration(sp, studies, name)
     registrar.check()  # a registration of another space stops here
     procs = processes(sp, workers, None, device, False)
+    sibs: tuple[power.Earlier, ...] = ()  # a pilot measured this profile itself: no sibling's noise
     if pilot_seeds:
         pilot = pilot_study(sp, name, pilot_seeds, workers, device, studies, run)
         earlier = power.from_study(studies, pilot, "pilot")
     else:
-        earlier = power.earlier(studies, reports, name, sp.name)
-    own = power.earlier(studies, reports, name) if not pilot_seeds else earlier
-    sibs = power.siblings(reports, sp.name, name, sp.name) if own is None else ()
+        earlier, sibs = power.sources(studies, reports, sp.name, name)
     made = planner.make_plan(sp, name, *procs, device=device, earlier=earlier, budget_s=budget_s, effect=effect,
                              siblings=sibs)  # fmt: skip
     check_decides(sp, studies, name, reports, made.claims, allow_undecided)  # before the registration is written

@@ -125,6 +125,16 @@ def earlier(studies_dir: Path, reports_dir: Path, *names: str) -> Earlier | None
                 None)  # fmt: skip
 
 
+def sources(studies_dir: Path, reports_dir: Path, space: str, *own: str) -> tuple[Earlier | None, tuple[Earlier, ...]]:
+    """(earlier, siblings) for plan_claims, each study read once: the first of the profile's own studies `own` that
+    measured (its name, then the original a replicate repeats), with no siblings; else the space's default study
+    `space` and every other report of the space as siblings (a claim takes the first that ran its models)."""
+    mine = earlier(studies_dir, reports_dir, *own)
+    if mine is not None:
+        return mine, ()
+    return earlier(studies_dir, reports_dir, space), siblings(reports_dir, space, *own, space)
+
+
 def _steps_taken(done: Iterable[TrialRecord]) -> dict[str, dict[str, float]]:
     """candidate -> run phase -> median optimizer steps its complete runs took: `<score>.steps` is the score's
     run, `<score>.<phase>_steps` a named run of it (transfer's pretrain and finetune)."""

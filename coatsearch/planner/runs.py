@@ -63,7 +63,8 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
     """Refuse (one-line UserError) a profile that declares a claim decided (`decides:`) when its plan cannot decide
     it: power at the declared effect or regime (planner.power.undecided). `claims` are a made plan's; without them,
     the claims are planned from the earlier study or report alone, of this name, else the profile's own study name (a
-    replicate: the original's noise), else the space's default study (no pilot: what `run` checks before any write)."""
+    replicate: the original's noise), else the space's other reports and its default study (power.sources; no pilot:
+    what `run` checks before any write)."""
     from coatsearch.errors import UserError
     from coatsearch.planner import model_rows, power
     from coatsearch.vocab.bounds import ALLOW_UNDECIDED
@@ -73,9 +74,7 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
     if claims is None:
         rows, keys = model_rows(space)
         default = space.name if space.profile == "default" else f"{space.name}-{space.profile}"  # api.study_name's
-        earlier = power.earlier(studies, reports, name, default, space.name)
-        own = power.earlier(studies, reports, name)
-        sibs = power.siblings(reports, space.name, name, default, space.name) if own is None else ()
+        earlier, sibs = power.sources(studies, reports, space.name, name, default)
         claims = tuple(power.plan_claims(rows, keys, {}, len(space.study.seeds), earlier, None,
                                          power.regime_loss(space), sibs))  # fmt: skip
     lines = power.undecided(claims, space.decides, len(space.study.seeds))

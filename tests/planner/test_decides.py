@@ -115,6 +115,12 @@ def test_a_claim_takes_its_noise_from_the_sibling_study_that_ran_its_models():
         assert source in plans[claim].noise_source, (profile, plans[claim].noise_source)
         alone = {c.claim: c for c in P.plan_claims(rows, keys, {}, 5, default, None, P.regime_loss(sp))}
         assert "paper_layouts/" in alone[claim].noise_source  # without siblings: the default's
+    nowhere = Path("/nonexistent")
+    first, sibs = P.sources(nowhere, reports, "paper_layouts", "paper_layouts-depth_long")
+    assert first.where.endswith("paper_layouts/summary.json") and "paper_layouts-depth/summary.json" in [
+        s.where.split("reports/")[-1] for s in sibs]  # fmt: skip
+    own, none = P.sources(nowhere, reports, "paper_layouts", "paper_layouts-depth-rep", "paper_layouts-depth")
+    assert own.where.endswith("paper_layouts-depth/summary.json") and none == ()  # a replicate: the original's
 
 
 def test_a_profile_not_yet_run_takes_its_noise_from_the_spaces_default_study(tmp_path):
