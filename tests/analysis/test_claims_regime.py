@@ -158,8 +158,9 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     assert edf[0].reason == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(4)}"
     assert "needs about" in good.why
     assert length.status == "not run" and peak.status == "holds" and peak.d == pytest.approx(3.0, abs=0.5)
-    assert good.scope == ("gap contrast and peak parts only; length not run; EDF (adamw) and EDF (sgd) not "
-                          "resolvable at these runs")
+    assert good.scope == (
+        "gap contrast and peak parts only; length not run; EDF (adamw) and EDF (sgd) not resolvable at these runs"
+    )
     assert _stem(fixed_runs(0.0, 0.10)).verdict == "not supported"  # ViT_C loses 10 points with SGD
     same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
     assert same.verdict == K.UNRESOLVED and same.detectable["mdd"] < same.detectable["effect"] == 4.6
