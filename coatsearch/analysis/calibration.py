@@ -48,6 +48,7 @@ CODE = {K.SUPPORTED: "s", K.NOT_SUPPORTED: "n", **dict.fromkeys(K.NOT_FIRM, "i")
 CLAIMS = "abcdef"
 EFFECT = 6.0  # σ per key relation of claims (a)-(e) in the power studies
 STEM_EFFECT = float(C.STEM_CLAIM.paper_effect or 0.0)  # points: (f)'s gap interaction in the power studies
+STEM_PEAK = C.PEAK_EFFECT  # points: (f)'s peak difference in the power studies (0 in the null)
 REPLICATES, POWER_REPLICATES = 1000, 100
 _N_SEEDS = "4-10"  # the seeds per candidate of the simulated profiles, as a report prints them
 # The profiles each scenario simulates: "real" moves only what the committed paper_layouts default report measured.
@@ -64,7 +65,8 @@ def setting(case: str, scenario: Sim.Scenario) -> Sim.Setting:
     if case == "null":
         return Sim.Setting(scenario=scenario)
     effect = EFFECT if scenario.effect is None else scenario.effect
-    return Sim.Setting(effect=effect, stem_effect=STEM_EFFECT, scenario=scenario, stress=case == "stressed")
+    return Sim.Setting(effect=effect, stem_effect=STEM_EFFECT, stem_peak=STEM_PEAK, scenario=scenario,
+                       stress=case == "stressed")  # fmt: skip
 
 
 def verdicts(space: dict, records: list[TrialRecord]) -> Mapping[str, str]:
@@ -288,7 +290,9 @@ def _paths() -> dict[str, tuple]:
         "(b) second-measure clash": ("layouts-full", ("*",), lambda a: reverse(a, clash), "b", K.UNRESOLVED,
                                      f"{METRICS[clash].label} says not supported"),
         "(f) reversed": ("stems", ("ViT_C-sgd-fixed",), lambda a: shift(a, acc, -3 * STEM_EFFECT), "f",
-                         "not supported", "1 part(s) significantly reversed"),
+                         "not supported", "1 part(s) significantly reversed (gap contrast)"),
+        "(f) peak reversed": ("stems", ("ViT_C-adamw-fixed", "ViT_C-sgd-fixed"), lambda a: shift(a, acc,
+                              -2 * STEM_PEAK), "f", "not supported", "1 part(s) significantly reversed (peak)"),
         "guard (a): failed to train": ("layouts", ("C-C-C-C",), lambda a: a.update({Sim.GEN_ACC: 0.105}), "a", out,
                                        f"C-C-C-C: {fail}"),
         "guard (a): never fits": ("layouts", ("C-C-C-T",), lambda a: a[f"curves.{GEN}"].update(
@@ -318,8 +322,8 @@ PATHS = _paths()
 
 def _path_study(key: str, seed: int = 0) -> list[TrialRecord]:
     """The paper-order study the refutation paths edit, for one profile."""
-    st = Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, stress=False, fit_steps=_PATH_FIT_STEPS,
-                     probe_sd=_PATH_PROBE_SD)  # fmt: skip
+    st = Sim.Setting(effect=EFFECT, stem_effect=STEM_EFFECT, stem_peak=STEM_PEAK, stress=False,
+                     fit_steps=_PATH_FIT_STEPS, probe_sd=_PATH_PROBE_SD)  # fmt: skip
     index = [*Sim.PROFILES, *Sim.PATH_PROFILES].index(key)
     return Sim.study(np.random.default_rng([seed, 2, index]), Sim.profile(key), st)
 

@@ -8,7 +8,7 @@ byte-identical for the same records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coatsearch.analysis import json_form
@@ -59,6 +59,7 @@ class StemTables:
     cells: Mapping[str, Mapping[str, Any]]  # 'model/optimizer' -> lr, wd, by_seed, val_by_seed
     edf: list[dict]  # measures.edf rows of the sampled runs
     linear: Mapping[Any, float]  # seed -> the linear floor (%)
+    length: Mapping[str, Mapping[Any, Mapping[int, float]]] = field(default_factory=dict)  # stem -> seed -> epochs -> %
 
 
 @dataclass(frozen=True)

@@ -159,6 +159,12 @@ OPTIMIZER_GAP = {
 }
 EDF_PAPER = "SGD: ~60% of ViT_C-18GF runs within 4 points of the best, < 20% of ViT_P-18GF runs"
 LENGTH_PAPER = "peak top-1 error 100/200/400 epochs, 4GF: ViT_P 23.3/20.8/19.6, ViT_C 20.9/19.2/18.6"
+# Claim (f)'s other two tested parts, in points, from Table 2 (4GF). Peak: ViT_C's top-1 minus ViT_P's, each at
+# its better optimizer, at 100 epochs (23.3 − 20.9): Table 2's shortest schedule, as the optimizer gap's 4.6 is read
+# at a short one (Table 3, 50 epochs); at 400 epochs it is 1.0 (19.6 − 18.6). Length: how much more error ViT_P
+# adds than ViT_C at the shortest schedule against the longest, (23.3 − 19.6) − (20.9 − 18.6).
+PEAK_EFFECT = 2.4
+LENGTH_EFFECT = 1.4
 LENGTH_SCORE = "length"  # the score whose schedule lengths are read against LENGTH_PAPER (summary "length" table)
 
 # Scores the report describes but no claim judges: the summary's tables and figures named after them.

@@ -1,8 +1,13 @@
-"""Claim (f), ViT_C paper: the optimizer-gap contrast paired by seed at fixed recipes, and the EDF shares.
+"""Claim (f), ViT_C paper §2.3: its four optimizability parts, each a test, one Holm family.
 
-The gap part needs, per (model, optimizer), one fixed (lr, wd) recipe run on several seeds: a per-seed contrast
-(ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD) cancels the seed, and a fixed recipe keeps the
-hyperparameter draw out of it. The random lr/wd samples feed the EDF part only.
+- Optimizer gap: per (model, optimizer), one fixed (lr, wd) recipe run on several seeds; the per-seed contrast
+  (ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD) cancels the seed, and a fixed recipe keeps the
+  hyperparameter draw out of it.
+- Hyperparameter stability: the EDF shares of the random lr/wd samples (Fisher's exact test per optimizer).
+- Training-length stability: per seed, the error ViT_P adds at the shortest schedule against the longest minus the
+  error ViT_C adds (the `length` score's runs).
+- Peak accuracy: per seed, ViT_C − ViT_P, each at its better optimizer (chosen on validation images), from the
+  fixed recipes.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +29,7 @@ from coatsearch.analysis import stats as S
 from coatsearch.analysis.claim_results import ClaimVerdict, StemPart, StemTables
 from coatsearch.analysis.results import Power
 from coatsearch.analysis.tables import Records, floor_key
+from coatsearch.scores import SCORES
 from coatsearch.scores.base import points
 from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
 
@@ -39,7 +46,13 @@ STEM_RULE = (
     f"{100 * C.POWER:.0f}% at the paper's shares {C.EDF_SHARES[0]:.0%} vs {C.EDF_SHARES[1]:.0%}, normal "
     "approximation); out of regime when either stem, at its better optimizer (the higher mean validation "
     "accuracy), is not shown above the fair linear floor on the same seeds (the floor rule); the cell the paper "
-    "predicts to be bad, ViT_P with SGD, may be as bad as it is."
+    "predicts to be bad, ViT_P with SGD, may be as bad as it is. The training-length part is, per seed, the "
+    "error ViT_P adds at the shortest schedule against the longest minus the error ViT_C adds (test images; "
+    f"paper {C.LENGTH_EFFECT:g} points); the peak part is, per seed, ViT_C − ViT_P, each at its better "
+    f"optimizer (paper {C.PEAK_EFFECT:g} points); both Student-t (n − 1 df) and in the Holm family where run on "
+    "≥ 2 paired seeds. Every tested part must hold for 'supported'; a part not run is named in the verdict's "
+    "scope, never counted as held; a claim that is not firm is underpowered when the first part that did not "
+    "hold could not have detected the paper's effect for that part."
 )
 
 
@@ -54,7 +67,20 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
     linear = [r for r in runs if r["candidate"] == C.BASELINES[0] and r["seed"] is not None]
     floor = {s: float(np.mean([fairs.get(r["number"], r["acc"]) for r in linear if r["seed"] == s]))
              for s in {r["seed"] for r in linear}}  # fmt: skip
-    return StemTables(optim.optimizer_gap(table), _recipe_cells(runs), edf_rows, floor)
+    return StemTables(optim.optimizer_gap(table), _recipe_cells(runs), edf_rows, floor, _length_runs(done))
+
+
+def _length_runs(done: Records) -> dict[str, dict[Any, dict[int, float]]]:
+    """Per stem, per seed: test accuracy (%) at each schedule length of its `length` runs (mean over runs)."""
+    sched, accs = (SCORES[C.LENGTH_SCORE].role(k) for k in ("epochs", "accs"))
+    got: dict[str, dict[Any, dict[int, list[float]]]] = {}
+    for r in done:
+        epochs, acc = r.run.value(sched), r.run.value(accs)
+        if r.run.label in VIT_LABELS and r.seed is not None and epochs and acc:
+            by = got.setdefault(r.run.label, {}).setdefault(r.seed, {})
+            for e, a in zip(epochs, acc, strict=True):
+                by.setdefault(int(e), []).append(points(a))
+    return {m: {s: {e: float(np.mean(v)) for e, v in by.items()} for s, by in ss.items()} for m, ss in got.items()}
 
 
 def _recipe_cells(runs: list[dict]) -> dict[str, dict]:
@@ -82,19 +108,61 @@ def gap_contrast(cells: Mapping[str, Mapping]) -> StemPart:
         return replace(part, reason="no runs for " + ", ".join(f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells))
     by = [cells[f"{a}/{b}"]["by_seed"] for a, b in CELLS]
     seeds = sorted(set.intersection(*(set(b) for b in by)), key=str)
-    d = np.array([(by[0][s] - by[1][s]) - (by[2][s] - by[3][s]) for s in seeds])
+    per_seed = {s: (by[0][s] - by[1][s]) - (by[2][s] - by[3][s]) for s in seeds}
+    why = ("one fixed recipe in every cell (needs ≥ 2 with spread; sampled lr/wd confound seed and recipe, so the "
+           "best-run gap above is description only)")  # fmt: skip
+    return _paired(part, per_seed, why)
+
+
+def _paired(part: StemPart, per_seed: Mapping[Any, float], why: str) -> StemPart:
+    """A part's per-seed differences tested: mean, Student-t interval (n − 1 df), two-sided p; 'not tested' with
+    fewer than 2 seeds or no spread (`why` says what a seed needs)."""
+    d = np.array(list(per_seed.values()), dtype=float)
     part = replace(part, n=len(d), d=float(d.mean()) if len(d) else None,
-                   per_seed={str(s): float(v) for s, v in zip(seeds, d, strict=True)})  # fmt: skip
+                   per_seed={str(s): float(v) for s, v in per_seed.items()})  # fmt: skip
     if part.d is None or len(d) < 2 or float(d.std(ddof=1)) == 0.0:
-        reason = (
-            f"{len(d)} seed(s) with one fixed recipe in every cell (needs ≥ 2 with spread; sampled lr/wd "
-            "confound seed and recipe, so the best-run gap above is description only)"
-        )
-        return replace(part, reason=reason)
+        return replace(part, reason=f"{len(d)} seed(s) with {why}")
     se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
     half = float(st.t.ppf(1 - C.ALPHA / 2, df)) * se
     p = float(2 * st.t.sf(abs(part.d) / se, df))
     return replace(part, ci=(part.d - half, part.d + half), p=p, status="tested")
+
+
+def peak_part(cells: Mapping[str, Mapping]) -> StemPart:
+    """Peak accuracy: per seed, ViT_C − ViT_P, each at its better optimizer (the higher mean validation accuracy of
+    its fixed recipes), over the seeds both cells share."""
+    p_best, c_best = better(cells, VIT_P), better(cells, VIT_C)
+    if p_best is None or c_best is None:
+        what = "peak accuracy ViT_C − ViT_P, each at its better optimizer (chosen on validation images), points"
+        why = "no fixed-recipe runs of both stems"
+        return StemPart(what, "peak", None, 0, None, None, "Holm p < α", "not run", why)
+    (p_opt, p_cell), (c_opt, c_cell) = p_best, c_best
+    what = (f"peak accuracy ViT_C ({_OPT[c_opt]}) − ViT_P ({_OPT[p_opt]}), each at its better optimizer (chosen on "
+            "validation images), points")  # fmt: skip
+    part = StemPart(what, "peak", None, 0, None, None, "Holm p < α", "not tested", "")
+    seeds = sorted(set(p_cell["by_seed"]) & set(c_cell["by_seed"]), key=str)
+    return _paired(part, {s: c_cell["by_seed"][s] - p_cell["by_seed"][s] for s in seeds}, "runs of both stems")
+
+
+def length_part(length: Mapping[str, Mapping[Any, Mapping[int, float]]]) -> StemPart:
+    """Training-length stability: per seed, the error ViT_P adds at the shortest schedule against the longest minus
+    the error ViT_C adds (test accuracy, points), over the seeds and lengths both stems ran."""
+    what = "training-length Δerror ViT_P − ViT_C, shortest vs longest schedule, points"
+    part = StemPart(what, "length", None, 0, None, None, "Holm p < α", "not run", "no length runs of both stems")
+    if not all(length.get(m) for m in (VIT_P, VIT_C)):
+        return part
+    seeds = sorted(set(length[VIT_P]) & set(length[VIT_C]), key=str)
+    common = set.intersection(*(set(length[m][s]) for m in (VIT_P, VIT_C) for s in seeds)) if seeds else set()
+    if len(common) < 2:
+        return replace(part, status="not tested", reason="no two schedule lengths both stems ran on shared seeds")
+    short, long = min(common), max(common)
+    part = replace(part, what=f"training-length Δerror ViT_P − ViT_C at {short} vs {long} epochs, points",
+                   status="not tested", reason="")  # fmt: skip
+
+    def added(m: str, s: Any) -> float:  # error the short schedule adds (points)
+        return length[m][s][long] - length[m][s][short]
+
+    return _paired(part, {s: added(VIT_P, s) - added(VIT_C, s) for s in seeds}, "length runs of both stems")
 
 
 def contrast_sd(ci: tuple[float, float] | list | None, n: int) -> float | None:
@@ -143,13 +211,15 @@ def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None
 def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs.
 
-    The verdict names the parts it rests on (`scope`): a gap-only study is 'optimizer-gap part only; EDF parts
-    not run', never a plain 'supported' of a claim whose EDF half never ran.
+    The verdict names the parts it rests on (`scope`): a study of fixed recipes alone reads 'gap contrast and peak
+    parts only; EDF and length not run', never a plain 'supported' of a claim whose other parts never ran.
     """
     if not tables or not {g["model_label"] for g in tables.gaps} & set(VIT_LABELS):
         return None
     n_opt = len({e["optimizer"] for e in tables.edf})
-    parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, 1 + n_opt) or [_EDF_NOT_RUN])]
+    length, peak = length_part(tables.length), peak_part(tables.cells)
+    family = 1 + n_opt + sum(p.status == "tested" for p in (length, peak))
+    parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, family) or [_EDF_NOT_RUN]), length, peak]
     idx = [i for i, p in enumerate(parts) if p.status == "tested"]
     for i, q in zip(idx, S.holm([parts[i].p for i in idx]), strict=True):
         firm, d = q is not None and q < C.VERDICT_ALPHA, parts[i].d or 0.0
@@ -158,11 +228,19 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     decisive = [parts[0], *tested[1:]] if idx and idx[0] == 0 else [parts[0], *tested]
     held, bad = (sum(p.status == s for p in decisive) for s in ("holds", "reversed"))  # EDF parts that
     result = K.NOT_SUPPORTED if bad else K.SUPPORTED if held == len(decisive) else None  # can't resolve: left out
-    reason = f"{bad} part(s) significantly reversed" if bad else f"{held} of {len(decisive)} deciding part(s) hold"
+    reversed_ = _and([p.short for p in decisive if p.status == "reversed"]) if bad else ""
+    reason = (
+        f"{bad} part(s) significantly reversed ({reversed_})"
+        if bad
+        else f"{held} of {len(decisive)} deciding part(s) hold"
+    )
     why = reason + "".join(f"; {p.short}: {p.reason}" for p in parts if p.reason)
     scope = _scope(parts, decisive)
     low = below_linear(tables.cells, tables.linear)
-    pw = _gap_power(parts[0], max(len(tested), 1))
+    pw = _power(parts[0], C.STEM_CLAIM.paper_effect, max(len(tested), 1))
+    if result is None:  # not firm: the first deciding part that did not hold says whether the study was blind
+        first = next(p for p in decisive if p.status != "holds")
+        pw = _power(first, _EFFECTS.get(first.short), max(len(tested), 1)) if first is not parts[0] else pw
     verdict = K.category(result, bool(low), pw)
     if low:
         why = "out of regime — " + "; ".join(low) + f" ({why})"
@@ -179,14 +257,18 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
                         scope=scope if verdict in K.FIRM else "", why_first=False)  # fmt: skip
 
 
-def _gap_power(part: StemPart, family: int) -> Power | None:
-    """The gap contrast's smallest detectable difference at its seeds and Holm's first level, beside the paper's
-    4.6-point interaction; None with fewer than 2 seeds or no spread."""
+_EFFECTS = {"length": C.LENGTH_EFFECT, "peak": C.PEAK_EFFECT}  # the paper's effect per seed-paired part (points)
+
+
+def _power(part: StemPart, effect: float | None, family: int) -> Power | None:
+    """A seed-paired part's smallest detectable difference at its seeds and Holm's first level, beside the paper's
+    effect for that part (the gap's 4.6-point interaction, the peak's and length's from Table 2); None with fewer
+    than 2 seeds or no spread."""
     values = list((part.per_seed or {}).values())
     n = len(values)
     if n < 2 or float(np.std(values, ddof=1)) == 0.0:
         return None
-    sd, alpha, effect = float(np.std(values, ddof=1)), C.VERDICT_ALPHA / family, C.STEM_CLAIM.paper_effect
+    sd, alpha = float(np.std(values, ddof=1)), C.VERDICT_ALPHA / family
     mdd = S.detectable(sd, n, n - 1, alpha, C.POWER)
     need = S.seeds_needed(sd, effect, 2, alpha, C.POWER) if effect else None
     return Power(n, sd, n - 1, 2, alpha, mdd, effect, need)
@@ -198,11 +280,20 @@ _EDF_NOT_RUN = StemPart(f"EDF share within {C.EDF_K:g} points, ViT_C − ViT_P (
 
 def _scope(parts: list[StemPart], decisive: list[StemPart]) -> str:
     """Which parts of the claim a firm verdict rests on, when not all of them: '' when every part decided."""
-    edf = parts[1:]
-    if all(p.status == "not run" for p in edf):
-        return "optimizer-gap part only; EDF parts not run"
-    left = [p.short for p in edf if p not in decisive]
-    return f"without {', '.join(left)} (not resolvable at these runs)" if left else ""
+    left = [p for p in parts if p not in decisive]
+    if not left:
+        return ""
+    not_run = [p.short for p in left if p.status == "not run"]
+    unresolvable = [p.short for p in left if p.status != "not run"]
+    lines = [f"{_and([p.short for p in decisive])} part{'s' if len(decisive) > 1 else ''} only"]
+    lines += [f"{_and(not_run)} not run"] if not_run else []
+    lines += [f"{_and(unresolvable)} not resolvable at these runs"] if unresolvable else []
+    return "; ".join(lines)
+
+
+def _and(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _lr_source(cells: Mapping[str, Mapping]) -> str:
@@ -221,6 +312,14 @@ def _lr_source(cells: Mapping[str, Mapping]) -> str:
             "images (a space with `pilots: [f]`), never to the test images that decide the verdict")  # fmt: skip
 
 
+def better(cells: Mapping[str, Mapping], label: str) -> tuple[str, Mapping] | None:
+    """A stem's better optimizer and its cell: the higher mean validation accuracy over its seeds (None: no cell)."""
+    mine = [(opt, c) for m, opt in CELLS if m == label and (c := cells.get(f"{m}/{opt}"))]
+    if not mine:
+        return None
+    return max(mine, key=lambda oc: float(np.mean(list(oc[1].get("val_by_seed", oc[1]["by_seed"]).values()))))
+
+
 def below_linear(cells: Mapping[str, Mapping], linear: Mapping) -> list[str]:
     """Stems that are not shown above the fair linear floor, each at its better optimizer (FLOOR_RULE).
 
@@ -230,10 +329,9 @@ def below_linear(cells: Mapping[str, Mapping], linear: Mapping) -> list[str]:
     """
     out = []
     for label in dict.fromkeys(m for m, _ in CELLS):
-        mine = [(opt, c) for m, opt in CELLS if m == label and (c := cells.get(f"{m}/{opt}"))]
-        if not mine:
+        if (best := better(cells, label)) is None:
             continue
-        opt, cell = max(mine, key=lambda oc: float(np.mean(list(oc[1].get("val_by_seed", oc[1]["by_seed"]).values()))))
+        opt, cell = best
         test = S.above_floor(cell["by_seed"], linear, C.ALPHA)
         if test.above or test.n == 0:  # no linear run on this stem's seeds: nothing to hold it against
             continue

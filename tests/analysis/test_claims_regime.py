@@ -118,13 +118,14 @@ def test_a_claim_with_one_model_measured_is_not_tested_not_dropped():
     assert V.chain_claim(V.C.CHAIN_CLAIMS[3], rows) is None  # none of V0/V1/V2: not this study's claim
 
 
-def fixed_runs(p_sgd_drop: float, c_sgd_drop: float, seeds=(0, 1, 2)) -> list[dict]:
-    """ViT_P / ViT_C × AdamW / SGD at one fixed recipe per cell and seed, plus 3 sampled lr/wd runs per curve."""
+def fixed_runs(p_sgd_drop: float, c_sgd_drop: float, seeds=(0, 1, 2), c_gain: float = 0.03) -> list[dict]:
+    """ViT_P / ViT_C × AdamW / SGD at one fixed recipe per cell and seed, plus 3 sampled lr/wd runs per curve;
+    ViT_C `c_gain` above ViT_P in both of its cells (the peak part)."""
     recs, jitter = [], (0.0, 0.004, -0.003, 0.002)
     for s in seeds:
         for i, (label, opt) in enumerate(stem.CELLS):
             drop = {("ViT_P", "sgd"): p_sgd_drop, ("ViT_C", "sgd"): c_sgd_drop}.get((label, opt), 0.0)
-            acc = 0.85 - drop + 0.01 * s + jitter[(i + s) % 4]
+            acc = 0.85 - drop + 0.01 * s + jitter[(i + s) % 4] + (c_gain if label == "ViT_C" else 0.0)
             metrics = with_derived({"accuracy.eval_acc": acc})
             lr = 1e-3 if opt == "adamw" else 5e-2
             recs.append(record(len(recs), f"{label}-{opt}", s, metrics, label=label, optimizer=opt, lr=lr))
@@ -151,10 +152,15 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     half = st.t.ppf(0.975, 2) * st.tstd(want) / 3**0.5
     assert gap.ci == pytest.approx((gap.d - half, gap.d + half)) and gap.ci[0] > 0
     assert good.verdict == "supported"
-    edf = good.parts[1:]
-    assert edf and all(p.status == "not tested" for p in edf)
-    assert edf[0].reason == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(3)}"
+    edf, (length, peak) = good.parts[1:-2], good.parts[-2:]
+    assert [p.short for p in edf] == ["EDF (adamw)", "EDF (sgd)"] and all(p.status == "not tested" for p in edf)
+    # the family: gap, two EDF parts, peak (the length part did not run)
+    assert edf[0].reason == f"cannot be resolved with 3 runs per curve; needs about {stem.runs_needed(4)}"
     assert "needs about" in good.why
+    assert length.status == "not run" and peak.status == "holds" and peak.d == pytest.approx(3.0, abs=0.5)
+    assert good.scope == (
+        "gap contrast and peak parts only; length not run; EDF (adamw) and EDF (sgd) not resolvable at these runs"
+    )
     assert _stem(fixed_runs(0.0, 0.10)).verdict == "not supported"  # ViT_C loses 10 points with SGD
     same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
     assert same.verdict == K.UNRESOLVED and same.detectable["mdd"] < same.detectable["effect"] == 4.6
@@ -166,7 +172,10 @@ def test_claim_f_without_fixed_recipes_is_not_decided_by_best_runs():
     f = _stem(vit_records())  # one seed, 8 sampled lr/wd per cell: no fixed recipe on 2 seeds
     assert f.parts[0].status == "not tested" and "sampled lr/wd confound seed and recipe" in f.why
     assert f.verdict == K.UNDERPOWERED and f.decide.startswith("at least 2 paired seeds")
-    assert all(p.status == "holds" for p in f.parts[1:])  # 8 vs 8 runs: Fisher can reach its Holm level
+    assert all(p.status == "holds" for p in f.parts[1:-2])  # 8 vs 8 runs: Fisher can reach its Holm level
+    length, peak = f.parts[-2:]  # one seed: a seed-paired part is never tested on it
+    assert (length.status, length.n, peak.status, peak.n) == ("not tested", 1, "not tested", 1)
+    assert length.what == "training-length Δerror ViT_P − ViT_C at 2 vs 8 epochs, points"
 
 
 def test_claim_f_gates_each_stem_at_its_better_optimizer_never_the_predicted_loser():
@@ -187,3 +196,44 @@ def test_claim_f_gates_each_stem_at_its_better_optimizer_never_the_predicted_los
     one = _stem([*fixed_runs(0.10, 0.005), linear(0.70, 0)])  # a baseline on seed 0 only: no interval
     assert one.why.startswith("out of regime — ViT_P at its better optimizer (AdamW) not shown above the fair "
                                  "linear floor: +15.0 points over 1 seed(s), no interval")  # fmt: skip
+
+
+def length_runs(p_loss: float, c_loss: float, seeds=(0, 1, 2, 3)) -> list[dict]:
+    """ViT_P-length and ViT_C-length runs at 2, 4 and 8 epochs per seed: each loses `*_loss` at 2 epochs against 8."""
+    recs, jitter = [], (0.0, 0.003, -0.004, 0.002)
+    for s in seeds:
+        for label, loss in (("ViT_P", p_loss), ("ViT_C", c_loss)):
+            top = 0.85 + 0.01 * s
+            metrics = with_derived({"accuracy.eval_acc": top})
+            short = top - loss + jitter[(s + len(recs)) % 4]
+            metrics.update({"length.epochs": [2, 4, 8], "length.eval_acc": [short, top - loss / 2, top],
+                            "length.eval_acc_longest": top})  # fmt: skip
+            recs.append(record(500 + len(recs), f"{label}-length", s, metrics, label=label, optimizer="adamw"))
+    return recs
+
+
+def test_claim_f_peak_part_decides_with_the_gap_and_names_the_part_that_did_not_hold():
+    flat = _stem(fixed_runs(0.10, 0.005, c_gain=0.0))  # the gap holds, ViT_C no better at its best optimizer
+    peak = flat.parts[-1]
+    assert peak.short == "peak" and peak.status == "unresolved" and abs(peak.d) < 0.5
+    assert flat.verdict == K.UNRESOLVED and flat.reason.startswith("1 of 2 deciding part(s) hold")
+    assert flat.detectable["effect"] == stem.C.PEAK_EFFECT == 2.4  # the part that did not hold sizes the verdict
+    worse = _stem(fixed_runs(0.10, 0.005, c_gain=-0.05))
+    assert worse.parts[-1].status == "reversed" and worse.verdict == "not supported"
+    # the better optimizer is chosen on validation images: ViT_C SGD loses 2 points there, so AdamW is ViT_C's best
+    assert "ViT_C (AdamW) − ViT_P (AdamW)" in _stem(fixed_runs(0.10, 0.02)).parts[-1].what
+
+
+def test_claim_f_length_part_is_paired_by_seed_at_the_shortest_against_the_longest_schedule():
+    recs = [*fixed_runs(0.10, 0.005, seeds=(0, 1, 2, 3)), *length_runs(0.05, 0.01)]
+    f = _stem(recs)
+    length = f.parts[-2]
+    acc = {(r.run.label, r.seed): r.run.value("length.eval_acc") for r in recs if r.candidate.endswith("-length")}
+    want = [100 * ((acc["ViT_P", s][2] - acc["ViT_P", s][0]) - (acc["ViT_C", s][2] - acc["ViT_C", s][0]))
+            for s in range(4)]  # fmt: skip
+    assert length.short == "length" and length.n == 4 and length.d == pytest.approx(sum(want) / 4)
+    assert length.status == "holds" and f.verdict == "supported"
+    assert f.scope.startswith("gap contrast, length and peak parts only")
+    same = _stem([*fixed_runs(0.10, 0.005, seeds=(0, 1, 2, 3)), *length_runs(0.03, 0.03)])
+    assert same.parts[-2].status == "unresolved" and same.verdict in (K.UNRESOLVED, K.UNDERPOWERED)
+    assert same.detectable["effect"] == stem.C.LENGTH_EFFECT
