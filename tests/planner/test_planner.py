@@ -278,7 +278,10 @@ def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise()
     sd = stem.contrast_sd(part.ci, part.n)
     assert sd == pytest.approx(float(np.std(d, ddof=1)), rel=1e-9)  # read back from the report's own interval
     earlier = P.Earlier("study", "test", [], {}, {}, P.StemNoise(sd, n, ()))
-    for sampled, family in ((False, 1), (True, 3)):  # sampled runs add one EDF part per optimizer to the family
+    for sampled, family in (
+        (False, 2),
+        (True, 4),
+    ):  # the gap and peak parts; sampled runs add an EDF part per optimizer
         rows, keys = _vit_rows(sampled)
         (f,) = [c for c in P.plan_claims(rows, keys, {}, 4, earlier, effect=3.0) if c.claim == "f"]
         alpha = C.VERDICT_ALPHA / family
