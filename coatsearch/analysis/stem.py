@@ -154,7 +154,8 @@ def length_part(length: Mapping[str, Mapping[Any, Mapping[int, float]]]) -> Stem
     """Training-length stability: per seed, the error ViT_P adds at the shortest schedule against the longest minus
     the error ViT_C adds (test accuracy, points), over the seeds and lengths both stems ran."""
     what = "training-length Δerror ViT_P − ViT_C, shortest vs longest schedule, points"
-    part = StemPart(what, "length", None, 0, None, None, "Holm p < α", "not run", "no length runs of both stems")
+    why = "no runs of both stems at two lengths"
+    part = StemPart(what, "training length", None, 0, None, None, "Holm p < α", "not run", why)
     if not all(length.get(m) for m in (VIT_P, VIT_C)):
         return part
     seeds = sorted(set(length[VIT_P]) & set(length[VIT_C]), key=str)
@@ -218,7 +219,7 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     """Verdict on claim (f) from stem_tables, or None when the study has no ViT_P / ViT_C runs.
 
     The verdict names the parts it rests on (`scope`): a study of fixed recipes alone reads 'gap contrast and peak
-    parts only; EDF and length not run', never a plain 'supported' of a claim whose other parts never ran.
+    parts only; EDF and training length not run', never a plain 'supported' of a claim whose other parts never ran.
     """
     if not tables or not {g["model_label"] for g in tables.gaps} & set(VIT_LABELS):
         return None
@@ -263,7 +264,7 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
                         scope=scope if verdict in K.FIRM else "", why_first=False)  # fmt: skip
 
 
-_EFFECTS = {"length": C.LENGTH_EFFECT, "peak": C.PEAK_EFFECT}  # the paper's effect per seed-paired part (points)
+_EFFECTS = {"training length": C.LENGTH_EFFECT, "peak": C.PEAK_EFFECT}  # the paper's effect per part (points)
 
 
 def _power(part: StemPart, effect: float | None, family: int) -> Power | None:

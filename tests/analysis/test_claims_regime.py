@@ -159,7 +159,8 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     assert "needs about" in good.why
     assert length.status == "not run" and peak.status == "holds" and peak.d == pytest.approx(3.0, abs=0.5)
     assert good.scope == (
-        "gap contrast and peak parts only; length not run; EDF (adamw) and EDF (sgd) not resolvable at these runs"
+        "gap contrast and peak parts only; training length not run; EDF (adamw) and EDF (sgd) not resolvable at "
+        "these runs"
     )
     assert _stem(fixed_runs(0.0, 0.10)).verdict == "not supported"  # ViT_C loses 10 points with SGD
     same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
@@ -236,9 +237,9 @@ def test_claim_f_length_part_is_paired_by_seed_at_the_shortest_against_the_longe
     acc = {(r.run.label, r.seed): r.run.value("length.eval_acc") for r in recs if r.candidate.endswith("-length")}
     want = [100 * ((acc["ViT_P", s][2] - acc["ViT_P", s][0]) - (acc["ViT_C", s][2] - acc["ViT_C", s][0]))
             for s in range(4)]  # fmt: skip
-    assert length.short == "length" and length.n == 4 and length.d == pytest.approx(sum(want) / 4)
+    assert length.short == "training length" and length.n == 4 and length.d == pytest.approx(sum(want) / 4)
     assert length.status == "holds" and f.verdict == "supported"
-    assert f.scope.startswith("gap contrast, length and peak parts only")
+    assert f.scope.startswith("gap contrast, training length and peak parts only")
     same = _stem([*fixed_runs(0.10, 0.005, seeds=(0, 1, 2, 3)), *length_runs(0.03, 0.03)])
     assert same.parts[-2].status == "unresolved" and same.verdict in (K.UNRESOLVED, K.UNDERPOWERED)
     assert same.detectable["effect"] == stem.C.LENGTH_EFFECT

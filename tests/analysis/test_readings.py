@@ -256,10 +256,10 @@ def test_claim_f_names_the_parts_its_verdict_rests_on_and_where_each_lr_came_fro
     parts are named as not run, never counted as held."""
     space = {"study": {"objective": "accuracy.eval_acc"}}
     f = next(c for c in judging.judge_records(space, _fixed_only()).claims if c.id == "f")
-    assert f.verdict == "supported" and f.scope == "gap contrast and peak parts only; EDF and length not run"
+    assert f.verdict == "supported" and f.scope == "gap contrast and peak parts only; EDF and training length not run"
     assert [p.status for p in f.parts] == ["holds", "not run", "not run", "holds"]
     mark = MC.mark(claim_info(f))
-    assert mark.startswith("✅ supported (gap contrast and peak parts only; EDF and length not run), at this proxy")
+    assert mark.startswith("✅ supported (gap contrast and peak parts only; EDF and training length not run), at this")
     assert "ViT_P sgd lr 0.05" in f.notes[0] and "one lr per optimizer (AdamW, SGD) shared by both" in f.notes[0]
     assert len(f.parts[0].per_seed) == 3
 

@@ -74,8 +74,7 @@ def test_the_flag_runs_it_anyway(tmp_path):
 
 @pytest.mark.committed
 @pytest.mark.parametrize("name, profile, claim", [("paper_layouts", "default", "a"), ("vit_stems", "default", "f"),
-                                                  ("paper_layouts", "middle", "a"),
-                                                  ("paper_layouts", "depth_long", "d")])  # fmt: skip
+                                                  ("paper_layouts", "middle", "a")])  # fmt: skip
 def test_each_shipped_profile_can_decide_what_it_declares(name, profile, claim, tmp_path):
     sp = api.load_space(ROOT / "spaces" / f"{name}.yaml", profile)
     study = api.study_name(sp, None)
@@ -116,9 +115,14 @@ def test_a_claim_takes_its_noise_from_the_sibling_study_that_ran_its_models():
         alone = {c.claim: c for c in P.plan_claims(rows, keys, {}, 5, default, None, P.regime_loss(sp))}
         assert "paper_layouts/" in alone[claim].noise_source  # without siblings: the default's
     nowhere = Path("/nonexistent")
-    first, sibs = P.sources(nowhere, reports, "paper_layouts", "paper_layouts-depth_long")
+    first, sibs = P.sources(nowhere, reports, "paper_layouts", "paper_layouts-not-run")
     assert first.where.endswith("paper_layouts/summary.json") and "paper_layouts-depth/summary.json" in [
         s.where.split("reports/")[-1] for s in sibs]  # fmt: skip
+    ran, none = P.sources(nowhere, reports, "paper_layouts", "paper_layouts-depth_long")
+    assert ran.where.endswith("paper_layouts-depth_long/summary.json") and none == ()  # once run: its own noise
+    sp = dataclasses.replace(api.load_space(ROOT / "spaces" / "paper_layouts.yaml", "depth_long"), decides={"d": 1.27})
+    with pytest.raises(Exception, match=r"\(d\): smallest detectable difference"):  # its run measured 1.28
+        check_decides(sp, nowhere, "paper_layouts-depth_long", reports)
     own, none = P.sources(nowhere, reports, "paper_layouts", "paper_layouts-depth-rep", "paper_layouts-depth")
     assert own.where.endswith("paper_layouts-depth/summary.json") and none == ()  # a replicate: the original's
 
