@@ -319,7 +319,7 @@ def _lr_source(cells: Mapping[str, Mapping]) -> str:
             "images (a space with `pilots: [f]`), never to the test images that decide the verdict")  # fmt: skip
 
 
-def better(cells: Mapping[str, Mapping], label: str) -> tuple[str, Mapping] | None:
+def _better(cells: Mapping[str, Mapping], label: str) -> tuple[str, Mapping] | None:
     """A stem's better optimizer and its cell: the higher mean validation accuracy over its seeds (None: no cell)."""
     mine = [(opt, c) for m, opt in CELLS if m == label and (c := cells.get(f"{m}/{opt}"))]
     if not mine:
@@ -336,7 +336,7 @@ def below_linear(cells: Mapping[str, Mapping], linear: Mapping) -> list[str]:
     """
     out = []
     for label in dict.fromkeys(m for m, _ in CELLS):
-        if (best := better(cells, label)) is None:
+        if (best := _better(cells, label)) is None:
             continue
         opt, cell = best
         test = S.above_floor(cell["by_seed"], linear, C.ALPHA)
