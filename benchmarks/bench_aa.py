@@ -4,7 +4,7 @@ Each A/A study stands ONE architecture under the names a claim reads, trains it 
 run` and judges it with `python -m coatsearch report` (the real trainer, curves, stop rules, regime guards and
 verdict code), then reads each claim's verdict from the report's summary.json. Kohavi et al.'s A/A test: the same
 treatment on every arm, so every firm verdict ("supported" / "not supported") is a false one, and the firm rate
-should sit at or below the rule's α (claims.VERDICT_ALPHA; the target is ≤ 5%).
+should sit at or below the rule's α (analysis.constants.VERDICT_ALPHA; the target is ≤ 5%).
 
 One kind of A/A study, a generated space file (`space`), judges claims (b), (d), (e) and (f) at once, so that
 they share the regime baselines (linear, cnn) trained on the same seeds, as the shipped studies do:
@@ -31,7 +31,7 @@ inits); the validation images are one draw, and each seed samples its own test i
 
 A study out of regime, underpowered, unresolved or not tested counts as not firm; the out-of-regime share is printed
 beside each rate (an A/A rate over studies mostly out of regime says little). Rates carry their exact (Clopper-Pearson)
-95% interval (scipy.stats.binomtest). Results go to OUT/aa.json, and with --write to coatsearch/analysis/aa.json,
+95% interval (scipy.stats.binomtest). Results go to OUT/aa.json, and with --write to coatsearch/papers/aa.json,
 which each report's calibration line reads. Studies run `--workers` at a time, each in one process with one
 thread; every subprocess has a timeout (`--timeout`, 900 s: a loaded machine needs more), and a study that
 timed out resumes its trials when the same `--out` runs it again. The last line is
@@ -190,7 +190,7 @@ def rates(counts: dict) -> dict:
 def merged(earlier: dict, later: dict) -> dict:
     """Two tables of independent A/A studies as one: counts summed, rates and intervals from the sums; the earlier
     table's states kept in `history`, so that a report made under one of them can still be checked."""
-    from coatsearch.analysis import rule_tables
+    from coatsearch.papers import rule_tables
 
     fams = {c: rates({k: earlier["families"][c][k] + later["families"][c][k] for k in COUNTS}) for c in CLAIMS}
     studies = earlier["studies"] + later["studies"]
@@ -206,8 +206,9 @@ def earlier_table(path: Path) -> dict:
     """The table --resume extends, read with the bounded reader and checked against the A/A table's schema; exits
     in one line when it cannot be read, is damaged, or was made under another rule, α or seeds per study."""
     from coatsearch import fsafe
-    from coatsearch.analysis import aa_table, claims, rule_tables
+    from coatsearch.analysis import constants as CS
     from coatsearch.errors import UserError
+    from coatsearch.papers import aa_table, rule_tables
 
     try:
         old = aa_table.check(fsafe.read_json(path, named=True), path)
@@ -215,9 +216,9 @@ def earlier_table(path: Path) -> dict:
         sys.exit(f"--resume: {exc}")
     try:
         same = (old["rule_version"], old["alpha"], old["seeds_per_study"]) == (
-            rule_tables.RULE_VERSION, claims.VERDICT_ALPHA, SEEDS)  # fmt: skip
+            rule_tables.RULE_VERSION, CS.VERDICT_ALPHA, SEEDS)  # fmt: skip
         if not same or set(old["families"]) != set(CLAIMS):
-            allowed = f"rule {rule_tables.RULE_VERSION}, α {claims.VERDICT_ALPHA}, {SEEDS} seeds, claims {list(CLAIMS)}"
+            allowed = f"rule {rule_tables.RULE_VERSION}, α {CS.VERDICT_ALPHA}, {SEEDS} seeds, claims {list(CLAIMS)}"
             sys.exit(f"--resume: {path} was made under rule {old['rule_version']}, α {old['alpha']}, "
                      f"{old['seeds_per_study']} seeds per study, claims {sorted(old['families'])} (allowed: "
                      f"{allowed})")  # fmt: skip
@@ -251,12 +252,13 @@ def plan(out: Path, small: bool) -> str:
 
 def table(rows: list[dict], wall_s: float, command: str) -> dict:
     """The A/A table: per claim family its counts, firm rate and exact 95% interval; settings and wall time."""
-    from coatsearch.analysis import claims, rule_tables
+    from coatsearch.analysis import constants as CS
+    from coatsearch.papers import rule_tables
 
     ok = [r for r in rows if "error" not in r]
     return {
         "rule_version": rule_tables.RULE_VERSION,
-        "alpha": claims.VERDICT_ALPHA,
+        "alpha": CS.VERDICT_ALPHA,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": command,
         "seeds_per_study": SEEDS,
@@ -274,7 +276,7 @@ def _write(path: Path, result: dict) -> None:
     """Replace `path` with the table atomically (a killed run leaves the last complete one; never through a link),
     after checking it against the A/A table's schema (a table no report may cite is never written)."""
     from coatsearch import fsafe
-    from coatsearch.analysis import aa_table
+    from coatsearch.papers import aa_table
 
     fsafe.write(path, json.dumps(aa_table.check(result, path), indent=1) + "\n")
 
@@ -304,9 +306,9 @@ def uniformity(pvalues: list[float]) -> str:
 
 
 def claims_alpha() -> float:
-    from coatsearch.analysis import claims
+    from coatsearch.analysis import constants as CS
 
-    return float(claims.VERDICT_ALPHA)
+    return float(CS.VERDICT_ALPHA)
 
 
 def _pct(x: float | None) -> str:
@@ -322,7 +324,7 @@ def main() -> None:
     ap.add_argument("--workers", type=bounded(1, 64), default=2, help="studies run at once, one process each")
     ap.add_argument("--out", type=Path, default=None, help="work folder (default: a new one under /tmp)")
     ap.add_argument("--quick", action="store_true", help="a smoke test: 3 studies, 60-step runs (never --write)")
-    ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/analysis/aa.json")
+    ap.add_argument("--write", action="store_true", help="also write the table to coatsearch/papers/aa.json")
     ap.add_argument("--plan", action="store_true", help="print `coatsearch plan` of one A/A study, then stop")
     ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
     ap.add_argument("--timeout", type=argtype(lambda t: numbers.parse_real(t, 59.999, 86_400)), default=TIMEOUT_S,

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats as st
 
 from coatsearch.analysis import stats
-from coatsearch.analysis.claims import VERDICT_ALPHA
+from coatsearch.analysis.constants import VERDICT_ALPHA
 
 POOL, TEST, SEEDS = 9000, 1000, 5  # Fashion-MNIST's 10,000 test images less 1,000 validation; a study's draw, seeds
 MU, DIFFICULTY, SEED_NOISE = 1.6, 1.5, 0.8  # logits: ~80% accuracy, image difficulty, run-to-run noise per image

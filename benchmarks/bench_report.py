@@ -16,10 +16,10 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState, create_trial
 
-from coatsearch.analysis import simulate
 from coatsearch.analysis.tables import jsonable
 from coatsearch.report import plots, render, summarize
 from coatsearch.storage import record, store
+from lab import simulate
 
 
 def make(folder: Path) -> None:

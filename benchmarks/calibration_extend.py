@@ -1,18 +1,18 @@
-"""Extend the committed calibration table (coatsearch/analysis/calibration.json) with newly appended simulated
+"""Extend the committed calibration table (coatsearch/papers/calibration.json) with newly appended simulated
 profiles, without recomputing the others: `python benchmarks/calibration_extend.py layouts-capacity 2`.
 
 Every (profile, replicate) draws from its own seed (calibration.replicate_rng), and a replicate's verdicts merge the
 claims each profile decides, so the codes of the new profiles' claims spliced into the committed codes are exactly
-what a full regeneration gives; tests/analysis/test_calibration.py reruns a stride through the whole path."""
+what a full regeneration gives; tests/lab/test_calibration.py reruns a stride through the whole path."""
 
 import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from coatsearch.analysis import calibration as K
-from coatsearch.analysis import simulate as Sim
-from coatsearch.analysis.rule_tables import TABLE
+from coatsearch.papers.rule_tables import TABLE
+from lab import calibration as K
+from lab import simulate as Sim
 
 NEW = sys.argv[1].split(",")
 

@@ -1,5 +1,5 @@
 """Write reports/test_draws.json: every look that read test images, from the reports' git history (withdrawn
-reports included), oldest first (analysis/draws_seen.py; docs/verdicts.md, "Fresh test images").
+reports included), oldest first (papers/draws_seen.py; docs/verdicts.md, "Fresh test images").
 
     PYTHONPATH=. python benchmarks/draws_record.py [REPORTS_DIR]
 
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from coatsearch.analysis import draws_seen as D
+from coatsearch.papers import draws_seen as D
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from coatsearch.analysis import tables
-from coatsearch.analysis.claims import PLATEAU_POINTS
+from coatsearch.analysis.constants import PLATEAU_POINTS
 from coatsearch.storage import store
 
 

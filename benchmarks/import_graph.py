@@ -22,7 +22,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "coatsearch"
 # the pipeline's stages, first to last: a module may import its own stage and earlier ones only
 STAGES = ("errors", "vocab", "models", "budget", "training", "scores", "space", "storage", "runner", "analysis",
-          "planner", "report", "faces")  # fmt: skip
+          "papers", "planner", "report", "answer", "faces")  # fmt: skip
 BASE = {
     "coatsearch.errors": "errors",
     "coatsearch.version": "errors",

@@ -1,6 +1,6 @@
 """How much of a claim's calibrated power the simulated stress costs: its power studies with and without it.
 
-The calibration (coatsearch.analysis.calibration) runs each power study twice on the same seeds: at the committed
+The calibration (lab.calibration) runs each power study twice on the same seeds: at the committed
 studies' failure rate (no stress: its `power`) and under the simulated stress (2% of runs at chance, a missing
 candidate in 10% of studies, a key candidate of (a) that never fits in 5%: its `power_stressed`). This reruns the
 first `--replicates` of them for one profile and scenario, both ways, and prints the verdict counts of each. The
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import collections
 
-from coatsearch.analysis import calibration as Cal
-from coatsearch.analysis import simulate as Sim
+from lab import calibration as Cal
+from lab import simulate as Sim
 
 
 def counts(profile: str, claim: str, scenario: str, replicates: int, stress: bool) -> collections.Counter:

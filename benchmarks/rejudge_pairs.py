@@ -18,11 +18,11 @@ import math
 import sys
 from pathlib import Path
 
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import looks as L
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.papers import looks as L
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict
 
 
 def retest(pair):
@@ -32,7 +32,7 @@ def retest(pair):
         return pair
     pooled = S.Noise(t.se * math.sqrt(t.n), t.df, 0)  # a report of this rule: its own sd again, the same test
     per = dict(t.per_seed)
-    return dataclasses.replace(pair, test=S.paired(per, dict.fromkeys(per, 0.0), 1.0, pooled, C.ALPHA))
+    return dataclasses.replace(pair, test=S.paired(per, dict.fromkeys(per, 0.0), 1.0, pooled, CS.ALPHA))
 
 
 def main(reports: Path) -> None:
@@ -52,7 +52,7 @@ def main(reports: Path) -> None:
             holm = S.holm([p, *spending])[0] if p is not None and row.get("spends") else p
             keys = [q for q in pairs if q.key]
             holds = all(q.status == "holds" for q in keys) and not any(q.status == "violated" for q in pairs)
-            stands = claim.verdict != "supported" or (holds and holm is not None and holm < C.VERDICT_ALPHA)
+            stands = claim.verdict != "supported" or (holds and holm is not None and holm < CS.VERDICT_ALPHA)
             own = sum(q.test.own_noise for q in pairs)
             print(f"{path.parent.name} ({claim.id}) {claim.verdict}: {len(keys)} key relation(s), {own} on own sd; "
                   f"claim p {p if p is None else f'{p:.3g}'}, looks-adjusted {holm if holm is None else f'{holm:.3g}'}"

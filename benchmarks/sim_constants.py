@@ -1,4 +1,4 @@
-"""The calibration simulator's measured constants (coatsearch.analysis.simulate), read from a finished study.
+"""The calibration simulator's measured constants (lab.simulate), read from a finished study.
 
 For each model of the study's generalization runs: the median step at which the probe train loss first reaches
 claim (a)'s FIT_LOSS (simulate._FIT_STEPS; interpolated in log loss between the two points that bracket it), the
@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import judging
-from coatsearch.analysis.paper import GEN, MATCHED_KEY
+from coatsearch.analysis import constants as CS
+from coatsearch.papers import claims as C
+from coatsearch.papers import judging
+from coatsearch.papers.paper import GEN, MATCHED_KEY
 from coatsearch.storage import record as R
 from coatsearch.storage import store
 from coatsearch.storage.trials import stored_space_record
@@ -103,11 +104,11 @@ def main() -> None:
         print(f"{name}: steps to {C.FIT_LOSS} nats median {statistics.median(st_) if st_ else float('nan'):.0f} "
               f"(n {len(st_)}), probe log-sd median {statistics.median(sds.get(name, [math.nan])):.3f}, "
               f"matched reading {means.get(name, math.nan):.2f}")  # fmt: skip
-    models = [v for k, v in means.items() if k not in C.BASELINES]
+    models = [v for k, v in means.items() if k not in CS.BASELINES]
     floors = [
         100 * float(R.measured(r.run)[f"{GEN}.floor_acc"])
         for r in records
-        if r.candidate == C.BASELINES[0] and f"{GEN}.floor_acc" in R.measured(r.run)
+        if r.candidate == CS.BASELINES[0] and f"{GEN}.floor_acc" in R.measured(r.run)
     ]
     noise = judged.noise.get(MATCHED_KEY)
     print(f"matched level {level} nats; training images {sorted(images)}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats
 from coatsearch.storage import store
 
@@ -55,7 +55,7 @@ def main() -> None:
             print("  fewer than 2 paired seeds: no noise estimate")
             continue
         sd = statistics.stdev(diffs)
-        n = stats.seeds_needed(sd, PAPER, 2, C.VERDICT_ALPHA, C.POWER)
+        n = stats.seeds_needed(sd, PAPER, 2, CS.VERDICT_ALPHA, CS.POWER)
         needed.append(n)
         print(f"  gain difference C-C-T-T − C-T-T-T per seed: {', '.join(f'{d:+.2f}' for d in diffs)}; "
               f"mean {statistics.mean(diffs):+.2f}, paired sd {sd:.2f} over {len(diffs)} seeds; "

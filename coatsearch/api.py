@@ -146,7 +146,7 @@ def run(space: Space | str | Path, options: RunOptions | None = None, /, **given
     the plan stored for the same space and workers), print its ETA line and store it as
     studies_dir/<study>/plan.json for `status` and the report.
     Before the first trial the analysis is registered (studies_dir/<study>/registration.json,
-    coatsearch.analysis.registration; `replicate_of`: the study this one replicates); a resumed run with another
+    coatsearch.papers.registration; `replicate_of`: the study this one replicates); a resumed run with another
     analysis records the deviation.
     `log` "tensorboard" or "mlflow" (None: the space's `log:`) tracks every trial live (coatsearch.runner.tracking);
     `tracking_uri`: MLflow's store (None: MLFLOW_TRACKING_URI, else SQLite in the study folder), which also gets the
@@ -251,7 +251,7 @@ def write_answer(space: str | Path, reports_dir: str | Path = "reports") -> Path
     """Write reports/<space name>/answer.md: every claim of the space taken from the study whose profile decides it,
     one row per relation, from the summaries under `reports_dir` (which it only reads); returns the page's path.
     A missing space file, or no report of the space, is a one-line UserError."""
-    from coatsearch.report.space_answer import write_answer as _write
+    from coatsearch.answer.space_answer import write_answer as _write
 
     if not isinstance(space, str | Path):
         raise UserError(f"space: {space!r} is not allowed; allowed: a space file's path (a str or Path)")
@@ -299,7 +299,7 @@ def curves(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
     A function of its own rather than a `results(..., curves=True)`: `results` is one row per trial and this is
     one row per point, so a flag would change what a row is; `trial` joins the two (`results`' `number`).
     """
-    from coatsearch.analysis.measures import step_curves
+    from coatsearch.papers.measures import step_curves
     from coatsearch.storage import store
 
     records = [store.record(t) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]

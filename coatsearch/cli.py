@@ -173,7 +173,7 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
 
 
 def _replicate(args: argparse.Namespace) -> int:
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
     from coatsearch.replication import replicate
     from coatsearch.storage import store
 

@@ -346,7 +346,7 @@ def save_report_note(study_name: str, studies_dir: Path, report: Path) -> bool:
     figure is not written again. False, with a note line, when optuna-dashboard is missing.
     """
     from coatsearch import fsafe
-    from coatsearch.analysis import summary_file
+    from coatsearch.papers import summary_file
     from coatsearch.storage import store
 
     summary = summary_file.read(report.parent / "summary.json")  # bounded, typed; a damaged one: a UserError

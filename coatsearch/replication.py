@@ -6,7 +6,7 @@ the next test draw it never used, into the study `<STUDY>-rep`, registered with 
 sets each claim's verdict beside the original's and a pooled one (report.view_replication). Everything is checked
 before anything is written: a missing or unregistered study, seeds the original used, a space file whose identity
 (space.identity: content, or bytes for older registrations) is not the registered one, a test draw that reads
-images an earlier look at the same claims read (analysis.draws_seen: the reports folder and its record
+images an earlier look at the same claims read (papers.draws_seen: the reports folder and its record
 test_draws.json, withdrawn looks included) are each one line (UserError).
 """
 
@@ -22,8 +22,8 @@ from coatsearch.space.objects import Space, with_draw
 from coatsearch.vocab.specs import DRAWS_MAX, SEED_MAX, SEEDS_MAX
 
 if TYPE_CHECKING:
-    from coatsearch.analysis.registration import Registration
     from coatsearch.api import RunResult
+    from coatsearch.papers.registration import Registration
 
 SUFFIX = "-rep"  # the replicate's study name: the original's plus this
 _CHAIN_MAX = 20  # replicates of replicates followed back for the seeds and draws already used
@@ -106,7 +106,7 @@ def prepare(
 ) -> Replicate:
     """The replicate of `original` as it would run (nothing written): its space, fresh seeds and test draw; one
     line (UserError) when a draw it would read was read by an earlier look at its claims (`_check_fresh`)."""
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
     from coatsearch.storage import store
     from coatsearch.storage.paths import check_name
 
@@ -134,9 +134,9 @@ def prepare(
 
 
 def _seen(reports: Path, original: str, space: Space, but: str | None) -> dict[str, str]:
-    """Draw label -> the look that read it: every look on record (analysis.draws_seen) at the claims the original's
+    """Draw label -> the look that read it: every look on record (papers.draws_seen) at the claims the original's
     reports judged, or of its space; `but`: a resumed replicate, whose standing report is its own look."""
-    from coatsearch.analysis import draws_seen
+    from coatsearch.papers import draws_seen
 
     claims = {c for look in draws_seen.current(reports) if look.study == original for c in look.claims}
     return draws_seen.draws_seen(reports, claims, space.name, but=but)
@@ -158,7 +158,7 @@ def _check_fresh(rep: Replicate, seen: dict[str, str]) -> Replicate:
 
 def _registration_of(studies: Path, original: str) -> Registration:
     """The original study's registration; a one-line UserError when the study or its registration is missing."""
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
     from coatsearch.storage import store
 
     if not store.storage_file(studies, original).exists():
@@ -206,7 +206,7 @@ def _space(reg: Registration, original: str, space_file: str | Path | None) -> S
 
 def _used(studies: Path, original: str, reg: Registration, space: Space) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(seeds, test draws) the original used, and every study it replicates in turn: registered and recorded."""
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
     from coatsearch.storage import store
 
     seeds: set[int] = set()

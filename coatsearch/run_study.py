@@ -129,8 +129,8 @@ def _engine(space: Space, studies: Path, name: str, backend: str, procs: tuple, 
 
 
 def registration(space: Space, studies: Path, name: str) -> Any:
-    """The study's registration, against this space's analysis (coatsearch.analysis.registration.Registrar)."""
-    from coatsearch.analysis.registration import Registrar
+    """The study's registration, against this space's analysis (coatsearch.papers.registration.Registrar)."""
+    from coatsearch.papers.registration import Registrar
     from coatsearch.storage.store import folder
     from coatsearch.storage.trials import space_record
 

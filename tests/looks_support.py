@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from coatsearch.analysis import looks as L
-from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.papers import looks as L
+from coatsearch.papers.claim_results import ClaimVerdict
 from tests.report_records import MEANS, SPACE, seeded
 
 SHA = {k: k * 64 for k in "abc"}

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import json_form
 from coatsearch.analysis.stats import PairTest
 
@@ -123,7 +123,7 @@ class Power:
     effect_note: str = ""
     sized: bool = True  # False: seeds_needed was not computed (description left out)
     resolvable: bool | None = None  # mdd ≤ effect (None without an effect)
-    power: float = C.POWER
+    power: float = CS.POWER
 
     def to_json(self) -> dict[str, Any]:
         """The power as summary.json holds it."""
@@ -147,7 +147,7 @@ class Power:
             str(data.get("effect_note") or ""),
             bool(data.get("sized", True)),
             data.get("resolvable"),
-            jf.number(data.get("power"), C.POWER),
+            jf.number(data.get("power"), CS.POWER),
         )
 
 

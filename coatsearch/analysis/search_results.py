@@ -20,7 +20,7 @@ from typing import Any
 
 from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
+from coatsearch.analysis.constants import ALPHA, VERDICT_ALPHA
 from coatsearch.analysis.search_checks import EnumeratedTable, Mapped, Random, checks
 from coatsearch.analysis.tables import METRICS
 from coatsearch.space import search

@@ -11,9 +11,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from coatsearch.analysis.claims import BASELINES
-from coatsearch.analysis.optim import primary_acc
-from coatsearch.analysis.tables import METRICS, Records, complete, order
+from coatsearch.analysis.constants import BASELINES
+from coatsearch.analysis.tables import METRICS, Records, complete, order, primary_acc
 from coatsearch.scores import role
 from coatsearch.scores.base import points
 from coatsearch.storage.record import RunRecord

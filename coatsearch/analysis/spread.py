@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coatsearch.analysis.claims import BASELINES
+from coatsearch.analysis.constants import BASELINES
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from coatsearch import scores
 from coatsearch.analysis import json_form
-from coatsearch.analysis.claims import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
+from coatsearch.analysis.constants import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import Stat
 from coatsearch.scores import Metric
 from coatsearch.scores.base import points
@@ -478,3 +478,11 @@ def floor_key(key: str) -> str | None:
     """The fair-floor metric that guards an accuracy measure: its score's `floor_acc` when that is registered."""
     fk = f"{key.split('.', 1)[0]}.floor_acc"
     return fk if fk in METRICS and METRICS[key].unit == "%" else None
+
+
+def primary_acc(space: dict, done: Records) -> str | None:
+    """The accuracy a study is judged by: its objective when that is an accuracy some complete run measured, else
+    the first of the objective fallback measured."""
+    objective = (space.get("study") or {}).get("objective")
+    keys = ([objective] if objective in METRICS and METRICS[objective].unit == "%" else []) + list(scores.FALLBACK)
+    return next((k for k in keys if any(r.run.value(k) is not None for r in done)), None)

@@ -21,11 +21,12 @@ from typing import Any
 
 from scipy.stats import linregress
 
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis import stem, summary_file
-from coatsearch.analysis import verdicts as V
 from coatsearch.errors import UserError
+from coatsearch.papers import claims as C
+from coatsearch.papers import stem, summary_file
+from coatsearch.papers import verdicts as V
 from coatsearch.scores import METRICS
 from coatsearch.scores.base import ACC_SCALE
 from coatsearch.storage.record import TrialRecord
@@ -39,7 +40,7 @@ REGIME_LOSS = C.FIT_LOSS  # nats: the train-loss level claim (a)'s key runs must
 
 def regime_loss(space: Any) -> float:
     """The level claim (a)'s key runs of `space` (a loaded Space) must reach: its generalization score's `fit_loss`
-    (the verdict reads the same field: analysis.paper.fit_of), else REGIME_LOSS."""
+    (the verdict reads the same field: papers.paper.fit_of), else REGIME_LOSS."""
     gen = getattr(space.scores, C.GEN_SCORE, None)
     return float(getattr(gen, "fit_loss", None) or REGIME_LOSS)
 
@@ -65,7 +66,7 @@ class StemNoise:
 
     sd: float  # points
     seeds: int
-    out_of_regime: tuple[str, ...]  # analysis.stem.below_linear's lines (empty: every cell above the linear baseline)
+    out_of_regime: tuple[str, ...]  # papers.stem.below_linear's lines (empty: every cell above the linear baseline)
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,8 @@ class ClaimPlan:
 
 def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier | None:
     """An earlier study's rows and curves read through the store and the report's functions; None when absent."""
-    from coatsearch.analysis import frames, paper
     from coatsearch.analysis import tables as TB
+    from coatsearch.papers import frames, paper
     from coatsearch.storage import store
     from coatsearch.storage.record import validation_view
 
@@ -215,9 +216,9 @@ def claim_power(sd: float, n: int, k: int, family: int, effect: float | None) ->
     As verdicts.power: every neighbouring relation of the chain (strict, ≥ and ≈ alike) is one test of the
     claim's Holm family, so the strictest level is the verdict's α over the family's size.
     """
-    alpha = C.VERDICT_ALPHA / family
-    mdd = S.detectable(sd, n, (k - 1) * (n - 1), alpha, C.POWER) if n >= 2 and k >= 2 else math.inf
-    need = S.seeds_needed(sd, effect, k, alpha, C.POWER) if effect and k >= 2 else None
+    alpha = CS.VERDICT_ALPHA / family
+    mdd = S.detectable(sd, n, (k - 1) * (n - 1), alpha, CS.POWER) if n >= 2 and k >= 2 else math.inf
+    need = S.seeds_needed(sd, effect, k, alpha, CS.POWER) if effect and k >= 2 else None
     return {"alpha": alpha, "mdd": mdd, "seeds": need}
 
 
@@ -351,12 +352,12 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
     return [c for c in out if c is not None]
 
 
-STEM_MEASURE = "accuracy.eval_acc"  # the fixed recipes' accuracy (report.optim.primary_acc on a vit_stems study)
+STEM_MEASURE = "accuracy.eval_acc"  # the fixed recipes' accuracy (analysis.tables.primary_acc on a vit_stems study)
 _STEM_MODELS = tuple(dict.fromkeys(label for label, _ in stem.CELLS))  # ("ViT_P", "ViT_C"): claim (f)'s models
 
 
 def _stem(at: _Setting) -> ClaimPlan:
-    """Claim (f)'s optimizer-gap part, as analysis.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
+    """Claim (f)'s optimizer-gap part, as papers.stem tests it: a t test of the per-seed contrast (n - 1 df) in the
     Holm family of the gap, the peak part (the same fixed recipes) and one EDF part per optimizer with sampled ViT
     runs. Its noise is an earlier study's contrast, else the prior; its regime is that study's cells against the
     linear baseline. The peak and length parts are sized by the report, not here."""
@@ -376,7 +377,7 @@ def _stem(at: _Setting) -> ClaimPlan:
     pw = claim_power(sd, at.seeds, 2, family, claim.paper_effect)  # k = 2: df = n - 1, as the contrast's t test
     mine = claim_power(sd, at.seeds, 2, family, at.effect)["seeds"] if at.effect else None
     note = ("the optimizer-gap part, in a family with the peak part; the report states the EDF parts' run counts "
-            "(analysis/stem.py runs_needed) and each seed-paired part's detectable difference")  # fmt: skip
+            "(papers/stem.py runs_needed) and each seed-paired part's detectable difference")  # fmt: skip
     return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], claim.paper_effect, pw["seeds"], at.effect, mine,
                      zone, note, 2, family)  # fmt: skip
 
@@ -427,7 +428,7 @@ def siblings(reports_dir: Path, space: str, *skip: str) -> tuple[Earlier, ...]:
 
 def _measured(rows: list[dict], keys: dict, key: str) -> int:
     """How many candidates (regime baselines left out) measure `key`."""
-    return sum(1 for r in rows if r["candidate"] not in C.BASELINES and key in keys[r["candidate"]])
+    return sum(1 for r in rows if r["candidate"] not in CS.BASELINES and key in keys[r["candidate"]])
 
 
 def _family(claim: str, models: tuple | list, relations: int) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.analysis.categories import REGISTERED_ONLY
+from coatsearch.papers.categories import REGISTERED_ONLY
 from coatsearch.planner import Plan, power, predict
 from coatsearch.planner.pilot import FitTiming
 from coatsearch.planner.power import ClaimPlan
@@ -59,7 +59,7 @@ def render(plan: Plan) -> str:
 
 def registration_lines(plan: Plan) -> tuple[str, ...]:
     """The registration block, its last line 'confirmatory' only when some claim could reach a firm verdict at the
-    planned seeds (analysis.categories): with one seed, or every claim underpowered or out of regime, it reads
+    planned seeds (papers.categories): with one seed, or every claim underpowered or out of regime, it reads
     'registered (no firm verdict possible)'."""
     *head, last = plan.registration
     could = plan.seeds >= 2 and any(power.decidable(c, plan.seeds) is not False for c in plan.claims if c.measure)

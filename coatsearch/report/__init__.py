@@ -11,35 +11,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from coatsearch.analysis import (
-    frames,
-    judging,
-    looks,
-    optim,
-    paper,
-    pareto,
-    rule_tables,
-    search_checks,
-    search_results,
-    speed_tables,
-    spread,
-    summary_file,
-)
-from coatsearch.analysis import measures as M
+from coatsearch.analysis import pareto, search_checks, search_results, speed_tables, spread
 from coatsearch.analysis import tables as TB
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict
-from coatsearch.analysis.claims import (
-    ALPHA,
-    CAPACITY_SCORE,
-    EDF_K,
-    LENGTH_SCORE,
-    ROBUSTNESS_SCORE,
-    SPEED_SCORE,
-    TRANSFER_SCORE,
-    VERDICT_ALPHA,
-)
+from coatsearch.analysis.constants import ALPHA, LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE, VERDICT_ALPHA
 from coatsearch.analysis.tables import jsonable
+from coatsearch.papers import frames, judging, looks, optim, paper, rule_tables, summary_file
+from coatsearch.papers import measures as M
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict
+from coatsearch.papers.claims import CAPACITY_SCORE, EDF_K, TRANSFER_SCORE
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_answer as mda
 from coatsearch.report import markdown_claims as mdc
@@ -124,7 +104,7 @@ def summarize(
 
 def _space_ids(space: dict) -> dict:
     """The summary's space: source, profile, its hash as recorded, and its content identity when that differs (a
-    study that recorded the file's bytes: analysis.reproduce matches an edit of comments against it)."""
+    study that recorded the file's bytes: papers.reproduce matches an edit of comments against it)."""
     sha, content, mine = space_hash(space), recorded_content(space), recorded_profile(space)
     return {**{k: space.get(k) for k in _SPACE_KEYS}, "sha256": sha, **({"content_sha256": content}
             if content and content != sha else {}), **({"profile_sha256": mine} if mine else {})}  # fmt: skip
@@ -203,7 +183,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     `history`: the earlier looks also read the committed versions of the reports' summary.json (git); by default
     they read only what the studies and reports folders hold, and no git runs."""
     from coatsearch import fsafe
-    from coatsearch.analysis import looks_found, looks_record
+    from coatsearch.papers import looks_found, looks_record
     from coatsearch.storage import store
     from coatsearch.storage.paths import report_folder
 
@@ -239,7 +219,7 @@ def judged_claims(space: dict, records: list) -> list[ClaimVerdict]:
 
 def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     """The study's line against its registration (None when it has none): confirmatory or exploratory, and why."""
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
     from coatsearch.storage import store
 
     reg = registration.load(store.folder(studies_dir, name))
@@ -264,8 +244,8 @@ class Original:
 def _original(studies_dir: Path, name: str) -> Original | None:
     """The study `name` replicates (registration.replicate_of), read from the same studies folder; None when it
     is no replicate."""
-    from coatsearch.analysis import registration
     from coatsearch.errors import UserError
+    from coatsearch.papers import registration
     from coatsearch.storage import store
 
     reg = registration.load(store.folder(studies_dir, name))

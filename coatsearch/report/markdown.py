@@ -7,7 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from coatsearch.analysis.claims import CHANCE_POINTS, PLATEAU_POINTS
+from coatsearch.analysis.constants import CHANCE_POINTS, PLATEAU_POINTS
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import Metric, Stat
 from coatsearch.report import escape

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.analysis import categories as K
+from coatsearch.papers import categories as K
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.view_answer import Answer, Detectable, Estimate, Regime, RegimeRow, Verdict
 

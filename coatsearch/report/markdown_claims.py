@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from coatsearch.analysis import claims as C
-from coatsearch.analysis.claim_results import StemPart
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis.results import Power
+from coatsearch.papers import claims as C
+from coatsearch.papers.claim_results import StemPart
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable, estimate
 from coatsearch.report.view_claims import (
@@ -61,7 +62,7 @@ def mark(c: ClaimInfo) -> str:
 
 def _calibration(vs: Verdicts) -> str:
     if vs.calibration is None:
-        return "Calibration: not measured for this rule version (run `python -m coatsearch.analysis.calibration`)." + (
+        return "Calibration: not measured for this rule version (run `python -m lab.calibration`)." + (
             "\n\n" + _aa_line(vs.aa) if vs.aa else ""
         )
     head = ["claim", "null studies: firm verdicts", "95% upper bound", "power: supported", "effect (σ of one run)",
@@ -69,7 +70,7 @@ def _calibration(vs: Verdicts) -> str:
     body = [[f"({c.claim})", f"{100 * c.null_firm:.1f}% of {c.null_n}", f"{100 * c.null_firm_upper95:.1f}%",
              _power_cell(c), f"{c.effect_sigma:g}", _aa(vs.aa, c.claim)] for c in vs.calibration]  # fmt: skip
     text = (
-        f"Calibration of this rule (`coatsearch.analysis.calibration`, rule version {vs.rule_version}): simulated "
+        f"Calibration of this rule (`lab.calibration`, rule version {vs.rule_version}): simulated "
         "studies of the shipped profiles built as trial records (their step grids, dense points and stops, readings "
         "from step 0 censored, σ and seeds from the committed reports, per-candidate noise; in null studies also "
         f"failed runs, missing and never-fitting candidates; n = {vs.n_seeds} seeds; baselines below the models here, "
@@ -164,7 +165,7 @@ def _regime(info: EvidenceInfo) -> str:
 
     conv = "needed" if info.evidence.needs_convergence else "not needed by this claim"
     text = (
-        f"Regime checks: failed to train (within {C.CHANCE_POINTS:g} points of chance; shown, left out of means "
+        f"Regime checks: failed to train (within {CS.CHANCE_POINTS:g} points of chance; shown, left out of means "
         f"and pairs): {runs('failed')}; not converged (convergence {conv}): {runs('not_converged')}; "
         f"convergence not checkable (curve too short or missing): {runs('unchecked')}."
     )

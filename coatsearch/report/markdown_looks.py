@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coatsearch.analysis.looks import Look, Looks
+from coatsearch.papers.looks import Look, Looks
 from coatsearch.report.markdown import table
 
 HEAD = ["source", "where", "space", "profile", "space sha256", "seeds", "images", "verdict", "p", "spends test α"]

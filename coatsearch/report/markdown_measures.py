@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coatsearch.analysis.measures import MAX_SPAN
 from coatsearch.analysis.tables import Metric
+from coatsearch.papers.measures import MAX_SPAN
 from coatsearch.report.markdown import fmt_num, fmt_stat, table
 from coatsearch.report.view_measures import Capacity, Edges, Matched, Sized, Transfer, Untested
 

@@ -3,7 +3,7 @@ number comes from the Info."""
 
 from __future__ import annotations
 
-from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
+from coatsearch.analysis.constants import ALPHA, VERDICT_ALPHA
 from coatsearch.analysis.search_checks import Mapped, Random
 from coatsearch.analysis.search_results import NOT_SHOWN, SAME, Arch, Searched, SearchResults
 from coatsearch.analysis.search_stats import Tau

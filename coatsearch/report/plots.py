@@ -20,16 +20,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.analysis.claims import (  # noqa: E402
-    BASELINES,
-    CAPACITY_SCORE,
-    EDF_RUNS,
-    GEN_SCORE,
-    LENGTH_SCORE,
-    ROBUSTNESS_SCORE,
-    SPEED_SCORE,
-)
+from coatsearch.analysis.constants import BASELINES, LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE  # noqa: E402
 from coatsearch.analysis.tables import METRICS  # noqa: E402
+from coatsearch.papers.claims import CAPACITY_SCORE, EDF_RUNS, GEN_SCORE  # noqa: E402
 from coatsearch.report import plots_claims, plots_measures, plots_search, plots_speed
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 from coatsearch.scores import titles  # noqa: E402

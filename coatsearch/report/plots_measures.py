@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from coatsearch import fsafe  # noqa: E402
-from coatsearch.analysis.measures import TINY_LOSS  # noqa: E402
+from coatsearch.papers.measures import TINY_LOSS  # noqa: E402
 from coatsearch.report.figstyle import DPI, MARKERS  # noqa: E402
 from coatsearch.scores.base import points
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.frames import Frames
-from coatsearch.analysis.judging import Judged
+from coatsearch.papers.frames import Frames
+from coatsearch.papers.judging import Judged
 
 
 @dataclass(frozen=True)

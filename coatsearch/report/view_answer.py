@@ -1,6 +1,6 @@
 """The report's opening Infos: the plain-words answer with the verdict table, and the regime table per claim.
 
-Both are computed from the judged claims (analysis.categories: category, reason, estimate, detectable difference,
+Both are computed from the judged claims (papers.categories: category, reason, estimate, detectable difference,
 what would decide it) and the complete runs, so that a reader of report.md sees the answer first.
 """
 
@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis.results import Estimate
 from coatsearch.analysis.tables import METRICS, shape
+from coatsearch.papers import categories as K
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.report.section import ReportContext
 
 
@@ -145,10 +145,10 @@ def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
         epochs |= {round(seen / n, 1)} if seen and n else set()
     names = {m.candidate for e in claim.evidence for m in e.members}
     sign = 1.0 if metric.better == "higher" else -1.0
-    mine = [r for r in rows if key in r["metrics"] and r["candidate"] not in C.BASELINES
+    mine = [r for r in rows if key in r["metrics"] and r["candidate"] not in CS.BASELINES
             and (not names or r["candidate"] in names)]  # fmt: skip
     best = max(mine, key=lambda r: sign * r["metrics"][key].mean, default=None)
-    cnn = next((r["metrics"][key].mean for r in rows if r["candidate"] == C.BASELINES[-1] and key in r["metrics"]),
+    cnn = next((r["metrics"][key].mean for r in rows if r["candidate"] == CS.BASELINES[-1] and key in r["metrics"]),
                None)  # fmt: skip
     out = claim.verdict == K.OUT_OF_REGIME
     why = (claim.reason or claim.why) if out else ""

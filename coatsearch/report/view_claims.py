@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.claim_results import ClaimVerdict, StemPart
-from coatsearch.analysis.claims import LENGTH_SCORE
-from coatsearch.analysis.looks import Looks
+from coatsearch.analysis.constants import LENGTH_SCORE
 from coatsearch.analysis.results import Estimate, Evidence
 from coatsearch.analysis.tables import METRICS, Metric, Stat
+from coatsearch.papers.claim_results import ClaimVerdict, StemPart
+from coatsearch.papers.looks import Looks
 from coatsearch.report.section import ReportContext
 from coatsearch.report.view_answer import Detectable, detectable_of
 from coatsearch.report.view_study import GUARD_FIELDS
@@ -50,7 +50,7 @@ class ClaimInfo:
     status_why: str | None
     evidence: tuple[EvidenceInfo, ...]
     parts: tuple[StemPart, ...]
-    reason: str = ""  # the verdict's one-line reason (analysis.categories)
+    reason: str = ""  # the verdict's one-line reason (papers.categories)
     estimate: Estimate | None = None  # the deciding estimate with its interval
     detectable: Detectable | None = None  # the smallest detectable difference beside the paper's effect
     decide: str = ""  # what would decide it
@@ -299,7 +299,7 @@ def failures(ctx: ReportContext) -> Failures | None:
 
 
 def looks(ctx: ReportContext) -> Looks | None:
-    """The earlier-looks section's Info (analysis.looks.table, built once with the summary); None when no claim
+    """The earlier-looks section's Info (papers.looks.table, built once with the summary); None when no claim
     was judged."""
     t = ctx.tables.get("looks")
     return t if t is not None and t.claims else None

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.claims import CAPACITY_SCORE, FIT_LOSS, TRANSFER_SCORE
-from coatsearch.analysis.paper import fit_of
 from coatsearch.analysis.tables import METRICS, Metric, Stat
+from coatsearch.papers.claims import CAPACITY_SCORE, FIT_LOSS, TRANSFER_SCORE
+from coatsearch.papers.paper import fit_of
 from coatsearch.report.section import ReportContext
 from coatsearch.report.view_study import SIZE_KEYS
 from coatsearch.scores import SCORES
@@ -65,7 +65,7 @@ class Matched:
 
 @dataclass(frozen=True)
 class MatchedPoints:
-    """Every run's measured curve points, the ladder readings and the common level (analysis.paper.matched_points):
+    """Every run's measured curve points, the ladder readings and the common level (papers.paper.matched_points):
     CoAtNet Fig. 1 as the matched-loss figure draws it."""
 
     curves: tuple[Mapping[str, Any], ...]  # candidate, run, step, train_loss, eval_acc

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.claim_results import ClaimVerdict
-from coatsearch.analysis.judging import FIRM, Judged, judge_records
+from coatsearch.papers.claim_results import ClaimVerdict
+from coatsearch.papers.judging import FIRM, Judged, judge_records
 
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"

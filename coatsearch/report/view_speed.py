@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coatsearch.analysis.claims import SPEED_SCORE
+from coatsearch.analysis.constants import SPEED_SCORE
 from coatsearch.analysis.speed_tables import SPREAD_NOTE
 from coatsearch.analysis.tables import METRICS
 from coatsearch.report.section import ReportContext

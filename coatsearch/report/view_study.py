@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.claim_results import Purposes
-from coatsearch.analysis.claims import BASELINES, ROBUSTNESS_SCORE
+from coatsearch.analysis.constants import BASELINES, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat, StudyEnvironment
+from coatsearch.papers.claim_results import Purposes
 from coatsearch.report.plots import FIGURES
 from coatsearch.report.section import ReportContext
 from coatsearch.scores import table_keys, v_accs
@@ -230,7 +230,7 @@ def _claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _curve_set(score: str, entries: list[dict]) -> CurveSet:
-    """A score's curves table (analysis.paper.mean_curves: runs kept apart; older studies: one per-epoch mean per
+    """A score's curves table (papers.paper.mean_curves: runs kept apart; older studies: one per-epoch mean per
     candidate) as typed lines."""
     runs_of = [e["runs"] if isinstance(e.get("runs"), list) else [e] for e in entries]
     axis = "step" if "step" in runs_of[0][0] else "epoch"

@@ -1,6 +1,6 @@
 """Generalization (CoAtNet §2.2): a small subset, no regularization; the step-level curve of train loss vs eval acc.
 
-The report reads eval accuracy at matched training loss from the curve (analysis.measures), which it records as
+The report reads eval accuracy at matched training loss from the curve (papers.measures), which it records as
 `generalization.matched_acc`; an optional `stop_at_loss` ends the run at a clean train-loss target (or its cap).
 """
 

@@ -10,7 +10,7 @@ Matched-loss runs (a train-loss ladder given) also measure dense points where th
 whenever the running mean of the last DENSE_WINDOW batch losses (free: the loop has them) has fallen by
 DENSE_RATIO since the previous point, from DENSE_RATIO^2 above the top rung until a point measures below
 DENSE_RATIO under the rung below the lowest.
-Two measured points close in loss then bracket every reading (analysis.measures.crossing censors the others).
+Two measured points close in loss then bracket every reading (papers.measures.crossing censors the others).
 Each point also records its lr phase: the lr of the step just taken over the peak lr (0 at step 0).
 """
 

@@ -294,7 +294,7 @@ class SubsetSpec:
     stop_at_loss: Annotated[_Real, Field(gt=0)] | None = None  # stop once the probe's clean train loss is this low
     loss_levels: _Levels | None = None  # generalization: the report's train-loss ladder (nats); None = the default
     fit_loss: Annotated[_Real, Field(gt=0, le=1)] | None = None  # generalization: claim (a)'s fit level (nats),
-    # the highest level it may be read at; None = analysis.claims.FIT_LOSS. Registered with the profile.
+    # the highest level it may be read at; None = papers.claims.FIT_LOSS. Registered with the profile.
     target_acc: Annotated[_Real, Field(gt=0, le=1)] | None = None  # transfer.pretrain: stop at this eval accuracy
     lr_factor: Annotated[_Real, Field(gt=0, le=_RATIO_MAX)] = (
         0.1  # transfer.finetune: fine-tune lr = pretrain lr x this

@@ -50,7 +50,7 @@ def test_quick_run_writes_a_table_of_rates(tmp_path):
 
 
 def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monkeypatch):
-    from coatsearch.analysis import rule_tables
+    from coatsearch.papers import rule_tables
     from coatsearch.report import markdown_claims
     from coatsearch.report.view_claims import aa_info
 
@@ -92,7 +92,7 @@ def test_a_resumed_table_has_the_counts_and_intervals_of_all_its_studies():
 
 
 def test_a_resumed_table_keeps_every_state_it_stood_in_as_reports_cite_them():
-    from coatsearch.analysis import rule_tables
+    from coatsearch.papers import rule_tables
 
     first = bench_aa.table(_rows([("supported", "")]), 1.0, "first")
     second = bench_aa.merged(first, bench_aa.table(_rows([("inconclusive", "0 of 1")], 1), 1.0, "second"))

@@ -1,12 +1,12 @@
 """Claim (b) on fabricated capacity studies: supported, not supported, and out of regime when a model overfits or
-the models that must learn stay at the fair linear floor (analysis.verdicts.overfits, claims.Claim.floor_on)."""
+the models that must learn stay at the fair linear floor (papers.verdicts.overfits, claims.Claim.floor_on)."""
 
 from __future__ import annotations
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
 from coatsearch.analysis import tables
-from coatsearch.analysis import verdicts as V
+from coatsearch.papers import categories as K
+from coatsearch.papers import claims as C
+from coatsearch.papers import verdicts as V
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, reverse, seeded
 
 _CAP = {k: v for k, v in AGREE.items() if k.startswith("capacity.")}  # the five layouts' capacity runs only

@@ -1,4 +1,4 @@
-"""Verdict categories (analysis.categories): each is reachable from fabricated records, each verdict says why and
+"""Verdict categories (papers.categories): each is reachable from fabricated records, each verdict says why and
 what would decide it, 'confirmatory' only where a firm verdict was possible, and report.md leads with the answer."""
 
 from __future__ import annotations
@@ -9,15 +9,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from coatsearch.analysis import calibration, judging, tables
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.analysis import tables
 from coatsearch.analysis.results import Power
+from coatsearch.papers import categories as K
+from coatsearch.papers import judging
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.planner import power as P
 from coatsearch.planner import text as plan_text
 from coatsearch.report import render, summarize
 from coatsearch.report.markdown_answer import VERDICT_MARK
+from lab import calibration
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, noisy, reverse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +46,7 @@ CASES = {  # category -> (values, edit, claim): a fabricated study that lands th
 }
 
 
+@pytest.mark.lab
 def test_the_categories_are_one_literal_and_every_one_has_a_case():
     assert set(CASES) == set(K.CATEGORIES) and len(K.CATEGORIES) == 5
     assert set(K.FIRM) | set(K.NOT_FIRM) == set(K.CATEGORIES) and not set(K.FIRM) & set(K.NOT_FIRM)

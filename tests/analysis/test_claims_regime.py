@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from scipy import stats as st
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import judging, stem
-from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.results import Pair
 from coatsearch.analysis.stats import PairTest
+from coatsearch.papers import categories as K
+from coatsearch.papers import judging, stem
+from coatsearch.papers import verdicts as V
 from tests.report_records import AGREE, SPACE, edit_runs, layout_records, record, seeded, vit_records, with_derived
 
 SPLITS = {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}

@@ -1,5 +1,5 @@
 """Fresh test images: a draw's identity (space.draws), the committed record of the draws each look read
-(analysis/draws_seen, reports/test_draws.json) and the reuse that remains (docs/verdicts.md, "Fresh test images")."""
+(papers/draws_seen, reports/test_draws.json) and the reuse that remains (docs/verdicts.md, "Fresh test images")."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch import api
-from coatsearch.analysis import draws_seen as D
+from coatsearch.papers import draws_seen as D
 from coatsearch.space.draws import chance_overlap, draw_of, draws_of_space, parse, shares
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis import tables
-from coatsearch.analysis import verdicts as V
+from coatsearch.papers import claims as C
+from coatsearch.papers import verdicts as V
 from coatsearch.training.data import TensorData
 from coatsearch.training.floor import C_GRID, RECIPE, Floor, linear_floor
 from tests.report_records import AGREE, SPACE, layout_records, seeded
@@ -54,7 +55,7 @@ def test_a_matched_reading_the_linear_model_cannot_reach_is_held_against_its_fai
     matched = AGREE["generalization.matched_acc"]
     fair = seeded({"generalization.floor_acc": {"baseline-linear": 0.90}})
     rows = rows_of({**AGREE, "generalization.matched_acc": matched, **fair})
-    assert "generalization.matched_acc" not in next(r for r in rows if r["candidate"] == C.BASELINES[0])["by_seed"]
+    assert "generalization.matched_acc" not in next(r for r in rows if r["candidate"] == CS.BASELINES[0])["by_seed"]
     assert V.floor_of("generalization.matched_acc", rows) == pytest.approx(90.0, abs=0.2)
     a = V.all_claims(rows, None)[0]
     assert a.verdict == "out of regime" and "C-C-C-C not shown above the fair linear floor" in a.why

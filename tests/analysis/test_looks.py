@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis import looks as L
-from coatsearch.analysis import looks_found as F
-from coatsearch.analysis.claim_results import ClaimVerdict
+from coatsearch.papers import looks as L
+from coatsearch.papers import looks_found as F
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.report import judged_claims, write_report
 from tests.looks_support import OTHER_DATA, SHA, THIS, _judged, _look, _space, _split, _typed
 from tests.report_records import layout_records, make_study

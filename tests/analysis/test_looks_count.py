@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import looks as L
-from coatsearch.analysis import looks_record as R
 from coatsearch.errors import UserError
+from coatsearch.papers import categories as K
+from coatsearch.papers import looks as L
+from coatsearch.papers import looks_record as R
 from coatsearch.report import write_report
 from tests.looks_support import OTHER_DATA, SHA, THIS, _judged, _look, _space, _split
 from tests.report_records import layout_records, make_study

@@ -1,4 +1,4 @@
-"""Tests for coatsearch.analysis.measures on fabricated curves: matched-loss reading, censoring, capacity, EDF."""
+"""Tests for coatsearch.papers.measures on fabricated curves: matched-loss reading, censoring, capacity, EDF."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coatsearch.analysis import measures as M
-from coatsearch.analysis import optim
+from coatsearch.papers import measures as M
+from coatsearch.papers import optim
 from coatsearch.report import plots_measures as PM
 from tests.report_records import record, with_state
 

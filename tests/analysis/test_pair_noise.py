@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as st
 
 from coatsearch.analysis import stats as S
-from coatsearch.analysis import verdicts as V
+from coatsearch.papers import verdicts as V
 
 POOLED = S.Noise(sd_diff=0.64, df=16, k=5)  # (a)'s pooled sd at the committed default, df (k − 1)(n − 1)
 

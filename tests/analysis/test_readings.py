@@ -8,11 +8,12 @@ import math
 
 import pytest
 
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import judging, paper, stem, tables
-from coatsearch.analysis import measures as M
 from coatsearch.analysis import speed_tables as SP
-from coatsearch.analysis import verdicts as V
+from coatsearch.analysis import tables
+from coatsearch.papers import claims as C
+from coatsearch.papers import judging, paper, stem
+from coatsearch.papers import measures as M
+from coatsearch.papers import verdicts as V
 from coatsearch.report import markdown_claims as MC
 from coatsearch.report import plots_claims as PC
 from coatsearch.report.view_claims import claim_info

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from coatsearch import api
-from coatsearch.analysis import registration
-from coatsearch.analysis.claims import VERDICT_ALPHA
+from coatsearch.analysis.constants import VERDICT_ALPHA
 from coatsearch.errors import UserError
+from coatsearch.papers import registration
 from coatsearch.storage.trials import space_record
 from tests.tiny import TINY, tiny_variant
 

@@ -1,4 +1,4 @@
-"""analysis.tables and analysis.optim: trial records → plain tables (means, spreads, counts, EDF, optimizer gap)."""
+"""analysis.tables and papers.optim: trial records → plain tables (means, spreads, counts, EDF, optimizer gap)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from coatsearch.analysis import measures as M
-from coatsearch.analysis import optim, tables
+from coatsearch.analysis import tables
+from coatsearch.papers import measures as M
+from coatsearch.papers import optim
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 from tests.report_records import AGREE, SPACE, failed, layout_records, record, vit_records, with_derived
@@ -110,11 +111,11 @@ def test_length_rows_delta_error_against_longest():
 
 
 def test_primary_acc_and_search_dims():
-    assert optim.primary_acc(SPACE, layout_records()) == "generalization.eval_acc"
+    assert tables.primary_acc(SPACE, layout_records()) == "generalization.eval_acc"
     space = {"study": {"objective": "capacity.train_loss"}}  # not an accuracy → first measured accuracy
     only_cap = [record(0, "C-C-T-T", 0, {"capacity.eval_acc": 0.9})]
-    assert optim.primary_acc(space, only_cap) == "capacity.eval_acc"
-    assert optim.primary_acc({"study": {"objective": "accuracy.eval_acc"}}, vit_records(n=2)) == "accuracy.eval_acc"
+    assert tables.primary_acc(space, only_cap) == "capacity.eval_acc"
+    assert tables.primary_acc({"study": {"objective": "accuracy.eval_acc"}}, vit_records(n=2)) == "accuracy.eval_acc"
     assert optim.search_dims(layout_records()) == []
     assert optim.search_dims(vit_records(n=2)) == ["train.lr", "train.weight_decay"]
 

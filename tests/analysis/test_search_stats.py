@@ -270,7 +270,7 @@ def test_the_random_baseline_is_also_given_at_smaller_budgets():
 
 def test_a_sampled_architecture_is_not_a_hyperparameter_sample():
     """The EDF of hyperparameter stability (the ViT paper's) reads train.* samples; model.* samples pick networks."""
-    from coatsearch.analysis import optim
+    from coatsearch.papers import optim
 
     recs = [SimpleNamespace(params={"candidate": "s", "model.layout.1": "C", "train.lr": 0.1}),
             SimpleNamespace(params={"candidate": "s", "model.depths": [1, 3]})]  # fmt: skip

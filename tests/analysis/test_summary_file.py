@@ -1,4 +1,4 @@
-"""summary.json read back typed (analysis.summary_file): every type's from_json gives back what its to_json wrote,
+"""summary.json read back typed (papers.summary_file): every type's from_json gives back what its to_json wrote,
 older summaries read, and a newer or damaged one is one line naming the file."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis import summary_file
-from coatsearch.analysis.claim_results import ClaimVerdict, Purposes
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.tables import StudyEnvironment, jsonable
 from coatsearch.errors import UserError
+from coatsearch.papers import summary_file
+from coatsearch.papers.claim_results import ClaimVerdict, Purposes
 from coatsearch.report import write_report
 from tests.report_records import SPACE, layout_records, make_study
 

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from coatsearch.analysis import categories as K
 from coatsearch.analysis import tables
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.paper import NOT_TESTED
+from coatsearch.papers import categories as K
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.paper import NOT_TESTED
 from coatsearch.scores import ranked
 from tests.report_records import (
     AGREE,

@@ -20,9 +20,9 @@ import pytest
 import torch
 
 from coatsearch import fsafe
-from coatsearch.analysis import aa_table, looks_found, rule_tables
-from coatsearch.analysis import looks as L
 from coatsearch.errors import UserError
+from coatsearch.papers import aa_table, looks_found, rule_tables
+from coatsearch.papers import looks as L
 from coatsearch.planner import power
 from tests.support.hostile import deadline
 
@@ -276,7 +276,7 @@ def test_a_deep_huge_or_special_plan_file_is_ignored_never_a_crash_or_a_hang(tmp
 
 
 def test_a_huge_or_special_registration_is_one_line(tmp_path, monkeypatch, fifo):
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
 
     where = registration.path(tmp_path)
     monkeypatch.setattr(fsafe, "JSON_MAX", 1000)

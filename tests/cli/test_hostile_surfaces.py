@@ -237,7 +237,7 @@ def _registered_run(monkeypatch, studies: Path, name: str) -> str:
     """`run` of the tiny space as study `name`, stopped at its first trial (registered, nothing trained); the
     study's registration line as the report reads it."""
     import coatsearch
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
     from coatsearch.report import _registered
     from coatsearch.runner import optuna_backend
 
@@ -279,7 +279,7 @@ def test_a_registration_copied_from_a_namesake_in_another_folder_is_exploratory(
 
 def test_a_registration_made_before_the_study_is_bound_on_its_first_run(tmp_path, monkeypatch):
     # `plan --register` writes the registration before the study exists: the first run ties it to the study
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
 
     folder = tmp_path / "studies" / "s"
     registration.register(P.space_record(load_space(TINY, "quick")), folder, "s")

@@ -10,12 +10,13 @@ from scipy.stats import t as scipy_t
 
 import coatsearch
 from coatsearch import api
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis import verdicts as V
 from coatsearch.analysis.results import Pair
 from coatsearch.cli import main
 from coatsearch.cli_study import status_text
+from coatsearch.papers import claims as C
+from coatsearch.papers import verdicts as V
 from coatsearch.planner import power as P
 from coatsearch.planner import predict as R
 from tests.tiny import TINY
@@ -124,9 +125,9 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
     assert report is not None
     assert d.alpha == report.alpha and d.mdd == report.mdd and d.seeds_for_paper == report.seeds_needed
     k = len(values)
-    alpha = C.VERDICT_ALPHA / 2  # Holm's first level over the whole family (≥ relations are tested too)
-    assert d.alpha == alpha and d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), alpha, C.POWER)
-    assert d.seeds_for_effect == S.seeds_needed(noise.sd_diff, 2.0, k, alpha, C.POWER)
+    alpha = CS.VERDICT_ALPHA / 2  # Holm's first level over the whole family (≥ relations are tested too)
+    assert d.alpha == alpha and d.mdd == S.detectable(noise.sd_diff, seeds, (k - 1) * (seeds - 1), alpha, CS.POWER)
+    assert d.seeds_for_effect == S.seeds_needed(noise.sd_diff, 2.0, k, alpha, CS.POWER)
     assert P.decidable(d, d.seeds_for_effect) and not P.decidable(d, d.seeds_for_effect - 1)
 
 
@@ -267,7 +268,7 @@ def _vit_rows(sampled: bool = False) -> tuple[list[dict], dict]:
 
 
 def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise():
-    from coatsearch.analysis import stem
+    from coatsearch.papers import stem
 
     rng = np.random.default_rng(1)
     n = 5
@@ -284,11 +285,11 @@ def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise()
     ):  # the gap and peak parts; sampled runs add an EDF part per optimizer
         rows, keys = _vit_rows(sampled)
         (f,) = [c for c in P.plan_claims(rows, keys, {}, 4, earlier, effect=3.0) if c.claim == "f"]
-        alpha = C.VERDICT_ALPHA / family
+        alpha = CS.VERDICT_ALPHA / family
         assert (f.sd_diff, f.family, f.alpha) == (sd, family, alpha)
-        assert f.mdd == S.detectable(sd, 4, 3, alpha, C.POWER)  # a one-sample t test: n - 1 df
-        assert f.seeds_for_paper == S.seeds_needed(sd, C.STEM_CLAIM.paper_effect, 2, alpha, C.POWER)
-        assert f.seeds_for_effect == S.seeds_needed(sd, 3.0, 2, alpha, C.POWER)
+        assert f.mdd == S.detectable(sd, 4, 3, alpha, CS.POWER)  # a one-sample t test: n - 1 df
+        assert f.seeds_for_paper == S.seeds_needed(sd, C.STEM_CLAIM.paper_effect, 2, alpha, CS.POWER)
+        assert f.seeds_for_effect == S.seeds_needed(sd, 3.0, 2, alpha, CS.POWER)
         assert f.regime[0].startswith("in regime")
         assert P.decidable(f, f.seeds_for_effect) and not P.decidable(f, f.seeds_for_effect - 1)
 
@@ -304,7 +305,7 @@ def test_claim_f_noise_and_regime_from_a_committed_report(tmp_path):
     (tmp_path / "s" / "summary.json").write_text(json.dumps(summary))
     earlier = P.from_report(tmp_path, "s")
     assert earlier is not None and earlier.stem is not None
-    t = float(scipy_t.ppf(1 - C.ALPHA / 2, 4))
+    t = float(scipy_t.ppf(1 - CS.ALPHA / 2, 4))
     assert earlier.stem.sd == pytest.approx(1.5 * math.sqrt(5) / t) and earlier.stem.seeds == 5
     assert [line.split(":")[0] for line in earlier.stem.out_of_regime] == ["ViT_P SGD", "ViT_C SGD"]
     rows, keys = _vit_rows()

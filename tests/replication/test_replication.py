@@ -13,9 +13,9 @@ import pytest
 
 import coatsearch
 from coatsearch import api, cli, replication
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import judging, registration
 from coatsearch.errors import UserError
+from coatsearch.papers import categories as K
+from coatsearch.papers import judging, registration
 from coatsearch.report import view_replication as vr
 from coatsearch.report.markdown_replication import section
 from coatsearch.storage import store
@@ -149,7 +149,7 @@ def test_a_test_draw_an_earlier_look_read_is_refused_in_one_line(tmp_path: Path,
     """Fresh test images: the default draw index goes past every draw a look at the claims read (the reports
     folder's record, withdrawn looks included), and a draw that still reads their images is refused in one line,
     exit status 2, nothing written: here a withdrawn look's 80-image draw 1 covers the 40-image draw 2."""
-    from coatsearch.analysis import draws_seen
+    from coatsearch.papers import draws_seen
     from coatsearch.space.draws import draws_of_space, parse
 
     _, studies = _registered(tmp_path)

@@ -50,11 +50,11 @@ def test_no_module_imports_a_later_stage():
     assert IG.up_a_stage({"coatsearch.space.load": {"coatsearch.storage.store"}, "coatsearch.storage.store": set()})
 
 
-def test_analysis_and_planner_load_neither_torch_nor_matplotlib():
+def test_analysis_papers_and_planner_load_neither_torch_nor_matplotlib():
     code = (
         "import importlib, pkgutil, sys\n"
-        "import coatsearch.analysis, coatsearch.planner\n"
-        "for pkg in (coatsearch.analysis, coatsearch.planner):\n"
+        "import coatsearch.analysis, coatsearch.papers, coatsearch.planner\n"
+        "for pkg in (coatsearch.analysis, coatsearch.papers, coatsearch.planner):\n"
         "    for m in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + '.'):\n"
         "        importlib.import_module(m.name)\n"
         "print(sorted(m for m in ('torch', 'matplotlib', 'timm', 'ray') if m in sys.modules))"
@@ -63,7 +63,7 @@ def test_analysis_and_planner_load_neither_torch_nor_matplotlib():
     assert out.stdout.strip() == "[]"
 
 
-LAB = ("coatsearch.analysis.simulate", "coatsearch.analysis.calibration")  # the rule authors' lab: never on the path
+LAB = ("lab.simulate", "lab.calibration")  # the rule authors' lab: never on the path
 
 
 def _reachable(start: str) -> set[str]:
@@ -83,12 +83,15 @@ def test_importing_the_report_loads_no_simulator():
     assert out.stdout.strip() == "[]"
 
 
-def test_no_command_reaches_the_simulator_or_the_calibration_generator():
-    """The report, the API and the CLI (lazy imports included) read the committed tables (analysis.rule_tables);
-    the simulator and its generator run only as `python -m coatsearch.analysis.calibration`, tests and benchmarks."""
-    for start in ("coatsearch.report", "coatsearch.api", "coatsearch.cli", "coatsearch.__main__"):
-        assert not set(LAB) & _reachable(start), start
-    assert "coatsearch.analysis.rule_tables" in _reachable("coatsearch.report")
+def test_no_module_of_the_package_imports_the_lab():
+    """The lab (lab/, beside benchmarks/) imports the package, never the reverse: the report, the API and the CLI
+    read the committed tables (papers.rule_tables); the simulator and its generator run only as
+    `python -m lab.calibration`, tests and benchmarks."""
+    importers = {m for m, deps in FULL.items() if {d for d in deps if d == "lab" or d.startswith("lab.")}}
+    assert importers == set()
+    assert "coatsearch.papers.rule_tables" in _reachable("coatsearch.report")
+    lab_imports = IG.imports_in((Path(IG.PACKAGE).parent / "lab" / "calibration.py").read_text(), "lab", set())
+    assert "lab.simulate" in lab_imports  # the rule sees an import of the lab (the generator imports it)
 
 
 def test_report_and_dashboard_import_no_backend():

@@ -44,7 +44,7 @@ def test_layout_study_report(tmp_path):
         assert (folder / name).read_bytes()[:8] == PNG and f"]({name})" in text
     assert not (folder / "edf.png").exists() and not (folder / "length.png").exists()
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["version"] == 1  # the summary's format (analysis.summary_file.SUMMARY_VERSION)
+    assert summary["version"] == 1  # the summary's format (papers.summary_file.SUMMARY_VERSION)
     assert summary["rules"]["alpha"] == 0.05 and summary["rules"]["verdict_alpha"] == 0.03
     assert all(v["null_firm"] <= 0.05 for v in summary["rules"]["calibration"]["per_claim"].values())
     assert {c["id"]: c["verdict"] for c in summary["claims"]} == dict.fromkeys("abcd", "supported")
@@ -140,11 +140,11 @@ def test_report_writes_the_note_only_with_note(tmp_path, capsys):
 
 
 def test_the_calibration_table_gives_each_claims_a_a_rate_from_the_committed_table(monkeypatch):
-    """The A/A column is the committed analysis/aa.json as it stands: studies, rate and exact interval per claim,
+    """The A/A column is the committed papers/aa.json as it stands: studies, rate and exact interval per claim,
     cited only under the rule version it was measured for; under another rule the report says it is not measured."""
     import json
 
-    from coatsearch.analysis import rule_tables
+    from coatsearch.papers import rule_tables
 
     measured_under = json.loads(rule_tables.AA_TABLE.read_text(encoding="utf-8"))["rule_version"]
     current = measured_under == rule_tables.RULE_VERSION  # else the calibration rows of that rule are not committed

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from coatsearch.analysis import frames
 from coatsearch.analysis import speed_tables as SP
+from coatsearch.papers import frames
 from coatsearch.report import markdown_speed as MS
 from coatsearch.report import plots_speed
 from coatsearch.report import view_speed as VS

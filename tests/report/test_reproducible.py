@@ -1,5 +1,5 @@
 """A committed report is what its shipped space file produces: its summary.json records the space's identity and
-profile, and the figures Markdown quotes from a report come from its summary.json (analysis.reproduce).
+profile, and the figures Markdown quotes from a report come from its summary.json (papers.reproduce).
 
 The checks of the committed reports, tables and docs carry the `committed` marker: `-m "not committed"` leaves them
 out while editing; CI (.ci/run, the README's test command) runs every test, these included."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis import reproduce as RP
-from coatsearch.analysis import rule_tables
+from coatsearch.papers import reproduce as RP
+from coatsearch.papers import rule_tables
 from coatsearch.space import identity
 from coatsearch.space.objects import load_space
 from coatsearch.storage.trials import space_record

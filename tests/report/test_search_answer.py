@@ -11,7 +11,7 @@ import pytest
 
 from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.claims import VERDICT_ALPHA
+from coatsearch.analysis.constants import VERDICT_ALPHA
 from coatsearch.analysis.search_checks import Random
 from coatsearch.report import SECTIONS, render, section, summarize
 from coatsearch.report import view_search as VS

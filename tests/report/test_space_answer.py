@@ -1,4 +1,4 @@
-"""`coatsearch answer SPACE` (report.space_answer, view_space, markdown_space): one page per space, every claim taken
+"""`coatsearch answer SPACE` (answer.space_answer, view_space, markdown_space): one page per space, every claim taken
 from the study whose profile decides it, one row per relation, never a bare 'supported' for a partly tested claim."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.results import Estimate, Evidence, Judgement, Member, Pair, Power, Stat
 from coatsearch.analysis.stats import PairTest
 from coatsearch.analysis.tables import jsonable
+from coatsearch.answer import markdown_space as mdsp
+from coatsearch.answer import space_answer
+from coatsearch.answer import view_space as vsp
 from coatsearch.cli import main
-from coatsearch.report import markdown_space as mdsp
-from coatsearch.report import space_answer
-from coatsearch.report import view_space as vsp
+from coatsearch.papers.claim_results import ClaimVerdict
 from tests.tiny import tiny_variant
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -67,7 +67,7 @@ def test_corruptions_change_the_images_more_with_severity():
 
 def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry():
     from coatsearch import scores
-    from coatsearch.analysis import optim
+    from coatsearch.papers import optim
 
     assert optim.FALLBACK_ACC is scores.FALLBACK
     assert scores.FALLBACK[:2] == ("accuracy.eval_acc", "generalization.eval_acc")

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from coatsearch import api
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import judging
-from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.results import Judgement
 from coatsearch.errors import UserError
+from coatsearch.papers import categories as K
+from coatsearch.papers import judging
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.training import data, subsets
 from coatsearch.vocab.specs import DataSpec
 from tests.tiny import TINY, tiny_variant

@@ -1,8 +1,8 @@
 """A space's answer page as Infos: every claim gathered from the study whose profile decides it, one row per relation.
 
-The input is each committed study of the space read through analysis.summary_file (its judged claims, untested
+The input is each committed study of the space read through papers.summary_file (its judged claims, untested
 claims and replication record) and the space file's profiles; nothing here reads a file or formats text
-(report.space_answer reads, report.markdown_space formats). The rule, stated on the page:
+(answer.space_answer reads, answer.markdown_space formats). The rule, stated on the page:
 
 - A study *tests* a claim when its summary judges it (not `untested`, not 'not tested at this scale'). The claim's
   deciding study is the one that tests it with the firmest category (supported / not supported, then unresolved,
@@ -21,14 +21,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict, StemPart
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis.results import Estimate, Evidence, Pair
-from coatsearch.analysis.summary_file import Summary
+from coatsearch.answer.view_space_regime import StudyRegime, regime_row
+from coatsearch.papers import categories as K
+from coatsearch.papers import claims as C
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict, StemPart
+from coatsearch.papers.summary_file import Summary
 from coatsearch.report.view_answer import Detectable
-from coatsearch.report.view_space_regime import StudyRegime, regime_row
 
 HELD, NOT_HELD, NOT_TESTED = "tested: held", "tested: not held", "not tested"
 _HOLDS = ("holds", "equivalent", "non-inferior")  # a judged pair's status that keeps the paper's relation
@@ -239,7 +240,7 @@ def _jointly(rows: Sequence[RelationRow]) -> tuple[tuple[str, ...], tuple[str, .
     sources = tuple(dict.fromkeys(r.study for r in rows if r.status != NOT_TESTED))
     if len(sources) < 2:
         return sources, (), 0
-    cut = C.VERDICT_ALPHA / len(sources)
+    cut = CS.VERDICT_ALPHA / len(sources)
     strict = [r for r in rows if r.status == HELD and r.strict]
     return sources, tuple(r.relation for r in strict if r.p_holm is not None and r.p_holm < cut), len(strict)
 

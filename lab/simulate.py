@@ -1,4 +1,4 @@
-"""Simulated studies of the shipped profiles, as trial records the report judges (analysis.calibration).
+"""Simulated studies of the shipped profiles, as trial records the report judges (lab.calibration).
 
 A profile is read through the project's loader (api.load_space): its candidates, which scores each runs, its seeds,
 and each run's measurement schedule as training.fit makes it: the regular points (schedule.curve_steps at the steps of
@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from coatsearch import scores
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import tables
-from coatsearch.analysis.paper import GEN, MATCHED_KEY
 from coatsearch.analysis.tables import METRICS
 from coatsearch.errors import UserError
+from coatsearch.papers import claims as C
+from coatsearch.papers.paper import GEN, MATCHED_KEY
 from coatsearch.space.objects import Baseline, Candidate, Space, load_space
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
@@ -391,7 +392,7 @@ def means(prof: Profile, rng: np.random.Generator, st: Setting) -> Mapping[tuple
             off, mean = st.scenario.linear.get("stems" if stems else key), float(np.mean(list(mu.values())))
             floor = mean + off if off is not None else min(mu.values()) + st.scenario.default
             for b in (x for x in prof.space.candidates if isinstance(x, Baseline) and _subset_of(x, score) is not None):
-                level = floor if b.name == C.BASELINES[0] and METRICS[key].unit == "%" else mean
+                level = floor if b.name == CS.BASELINES[0] and METRICS[key].unit == "%" else mean
                 s = STEM_SIGMA if stems else sigma(key)
                 out[(b.name, key)] = (level, 0.7 * s, s)
     return out
@@ -413,7 +414,7 @@ def _gen_attrs(rng: np.random.Generator, prof: Profile, cand: Candidate | Baseli
            f"curves.{GEN}": c}  # fmt: skip
     kept = {k: v for k, v in out.items() if k.startswith("curves.") or k in vals or k == GEN_ACC}
     if (
-        cand.name == C.BASELINES[0] and MATCHED_KEY in vals
+        cand.name == CS.BASELINES[0] and MATCHED_KEY in vals
     ):  # its fair floor: where the scenario puts the linear classifier (%, as a fraction)
         kept[f"{GEN}.floor_acc"] = vals[MATCHED_KEY] / 100
     return kept

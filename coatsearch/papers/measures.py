@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coatsearch.analysis.claims import EDF_K
 from coatsearch.analysis.tables import Records, complete
+from coatsearch.papers.claims import EDF_K
 from coatsearch.scores.base import points
 from coatsearch.storage.record import twin
 from coatsearch.vocab.specs import DEFAULT_LEVELS

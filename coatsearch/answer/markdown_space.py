@@ -1,15 +1,15 @@
-"""Markdown of a space's answer page (report.view_space): the answer paragraph, one verdict table with a row per
+"""Markdown of a space's answer page (answer.view_space): the answer paragraph, one verdict table with a row per
 relation, the regime table and the studies it gathers."""
 
 from __future__ import annotations
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis.claims import VERDICT_ALPHA
+from coatsearch.analysis.constants import VERDICT_ALPHA
+from coatsearch.answer.view_space import HELD, NOT_TESTED, AnswerPage, ClaimAnswer, RelationRow, StudyRow
+from coatsearch.answer.view_space_regime import StudyRegime
+from coatsearch.papers import categories as K
 from coatsearch.report import escape
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_answer import DOCS_LINK, VERDICT_MARK, detectable
-from coatsearch.report.view_space import HELD, NOT_TESTED, AnswerPage, ClaimAnswer, RelationRow, StudyRow
-from coatsearch.report.view_space_regime import StudyRegime
 
 ANSWER_FILE = "answer.md"  # reports/<space>/answer.md
 _MARK = {**VERDICT_MARK, K.NOT_TESTED: VERDICT_MARK[K.NOT_TESTED].replace(K.NOT_TESTED, "not tested")}

@@ -119,7 +119,7 @@ def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
     """'NAME: why' for every summary.json under `reports` whose A/A column (`rules.aa`) is not a state the A/A
     `table` has stood in (rule_tables.aa_states): figures no benchmark run produced. A report without the column
     (made under another rule version) is not checked here."""
-    from coatsearch.analysis.rule_tables import aa_states
+    from coatsearch.papers.rule_tables import aa_states
 
     states = {json.dumps(s, sort_keys=True): s["studies"] for s in aa_states(dict(table))}
     known = ", ".join(str(n) for n in states.values())

@@ -1,28 +1,28 @@
-"""The verdict rule's calibration (analysis.calibration): simulated studies of the shipped profiles
-(analysis.simulate) as records, judged by the report's path; reports read the committed table (analysis.rule_tables).
-`python -m pytest -s tests/analysis/test_calibration.py -k null` prints the figures. The checks of the committed table
+"""The verdict rule's calibration (lab.calibration): simulated studies of the shipped profiles
+(lab.simulate) as records, judged by the report's path; reports read the committed table (papers.rule_tables).
+`python -m pytest -s tests/lab/test_calibration.py -k null` prints the figures. The checks of the committed table
 carry the `committed` marker."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats as st
 
-from coatsearch.analysis import calibration as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import judging, paper, rule_tables
-from coatsearch.analysis import measures as M
-from coatsearch.analysis import simulate as Sim
-from coatsearch.analysis import stats as S
-from coatsearch.analysis import verdicts as V
+from coatsearch.analysis import constants as CS
 from coatsearch.errors import UserError
+from coatsearch.papers import claims as C
+from coatsearch.papers import judging, paper, rule_tables
+from coatsearch.papers import measures as M
+from coatsearch.papers import verdicts as V
 from coatsearch.training import curves, schedule
+from lab import calibration as K
+from lab import simulate as Sim
+
+pytestmark = pytest.mark.lab  # the rule's lab (lab/): run by CI with the rest, left out by -m 'not lab'
 
 # In regime, at EFFECT σ (f: the paper's 4.6 points), these claims reach 80% power; so do the shipped defaults' (a)
 # and (f) in the real scenario (the committed reports' floors, σ and curves; (a) at the pilot's 2.2 points). (e) is
@@ -174,7 +174,7 @@ def test_the_baselines_sit_where_the_committed_reports_put_them():
     for sc, lo, hi in ((Sim.REAL, -5.0, -1.5), (Sim.IN_REGIME, -30.0, -8.0)):
         recs = Sim.study(np.random.default_rng(1), prof, Sim.Setting(scenario=sc, stress=False, probe_sd=0.1))
         j = judging.judge_records(prof.record, recs, describe=False)
-        models = [r["eval_acc"] for r in j.gen["table"] if r["candidate"] not in C.BASELINES]
+        models = [r["eval_acc"] for r in j.gen["table"] if r["candidate"] not in CS.BASELINES]
         floor = V.floor_of(paper.MATCHED_KEY, j.rows)
         assert floor is not None and lo < floor - float(np.mean(models)) < hi, (sc.name, floor, models)
 
@@ -207,45 +207,6 @@ def test_the_rule_can_fail_calibration():
             for i in range(6)]  # fmt: skip
     assert sum(row["a"] == "supported" for row in weak) < 0.8 * len(weak)
     assert K.upper(3, 40) > 0.05 and K.upper(0, 1000) < 0.0031  # Clopper-Pearson, one-sided
-
-
-def test_pooled_noise_is_the_two_way_residual():
-    rng = np.random.default_rng(1)
-    y = rng.normal(size=(5, 3)) + np.arange(3)  # 5 candidates × 3 seeds, a seed effect
-    noise = S.noise({f"c{i}": {s: y[i, s] for s in range(3)} for i in range(5)})
-    resid = y - y.mean(1, keepdims=True) - y.mean(0, keepdims=True) + y.mean()
-    assert noise.df == 8 and noise.k == 5
-    assert noise.sd_diff == pytest.approx(math.sqrt(2 * (resid**2).sum() / 8))
-
-
-def test_paired_difference_uses_common_seeds_and_t_interval():
-    noise = S.Noise(sd_diff=1.0, df=8, k=5)
-    res = S.paired({0: 3.0, 1: 4.0, 2: 5.0}, {0: 1.0, 1: 2.5, 3: 0.0}, 1.0, noise, 0.05)
-    assert res.n == 2 and res.d == pytest.approx(1.75) and res.sd == pytest.approx(math.sqrt(0.125))
-    half = st.t.ppf(0.975, 8) / math.sqrt(2)
-    assert res.ci == pytest.approx((1.75 - half, 1.75 + half))
-    assert res.p == pytest.approx(2 * st.t.sf(1.75 * math.sqrt(2), 8))
-    assert S.paired({0: 1.0}, {0: 0.0}, 1.0, noise, 0.05).p is None  # one paired seed: no test
-
-
-def test_holm_step_down():
-    assert S.holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
-    assert S.holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
-
-
-def test_detectable_difference_and_seeds_needed():
-    big = S.detectable(1.0, 1, 10_000, 0.05, 0.8)
-    assert big == pytest.approx(st.norm.ppf(0.975) + st.norm.ppf(0.8), rel=1e-3)  # large df: the z formula
-    assert S.detectable(1.0, 3, 2, 0.05, 0.8) > S.detectable(1.0, 3, 8, 0.05, 0.8)  # fewer df, less power
-    n = S.seeds_needed(1.0, 0.5, 5, 0.05, 0.8)
-    assert S.detectable(1.0, n, 4 * (n - 1), 0.05, 0.8) <= 0.5 < S.detectable(1.0, n - 1, 4 * (n - 2), 0.05, 0.8)
-
-
-def test_spearman_with_exact_permutation_p():
-    rho, p = S.spearman([0, 1, 2, 3, 4], [0.1, 1.3, 1.2, 3.0, 4.0])
-    assert rho == pytest.approx(st.spearmanr([0, 1, 2, 3, 4], [0.1, 1.3, 1.2, 3.0, 4.0]).statistic)
-    assert S.spearman([0, 1, 2, 3, 4], [0, 1, 2, 3, 4])[1] == pytest.approx(2 / 120)  # 2 of 5! orders as extreme
-    assert S.spearman([0, 1], [1, 0]) == (-1.0, None) and S.spearman([0, 0], [1, 2]) == (None, None)
 
 
 @pytest.mark.committed

@@ -21,14 +21,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import measures as M
-from coatsearch.analysis import optim
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.claim_results import ClaimVerdict, StemPart, StemTables
 from coatsearch.analysis.results import Power
 from coatsearch.analysis.tables import Records, floor_key
+from coatsearch.papers import categories as K
+from coatsearch.papers import claims as C
+from coatsearch.papers import measures as M
+from coatsearch.papers import optim
+from coatsearch.papers.claim_results import ClaimVerdict, StemPart, StemTables
 from coatsearch.scores import SCORES
 from coatsearch.scores.base import points
 from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
@@ -40,10 +41,10 @@ STEM_RULE = (
     "cell at the (lr, wd) recipe of that model and optimizer run on the most seeds (≥ 2), with a Student-t "
     "interval (n − 1 df); the EDF parts compare ViT_C's and ViT_P's share of runs within "
     f"{C.EDF_K:g} points of their best (Fisher's exact test); the tested parts form one Holm family at α = "
-    f"{C.VERDICT_ALPHA}. Supported: the gap part and every tested EDF part hold; not supported: a part is "
+    f"{CS.VERDICT_ALPHA}. Supported: the gap part and every tested EDF part hold; not supported: a part is "
     "significantly reversed; an EDF part whose most extreme table cannot reach its Holm level is left out of "
     "the verdict and states the runs per curve it would need (power "
-    f"{100 * C.POWER:.0f}% at the paper's shares {C.EDF_SHARES[0]:.0%} vs {C.EDF_SHARES[1]:.0%}, normal "
+    f"{100 * CS.POWER:.0f}% at the paper's shares {C.EDF_SHARES[0]:.0%} vs {C.EDF_SHARES[1]:.0%}, normal "
     "approximation); out of regime when either stem, at its better optimizer (the higher mean validation "
     "accuracy), is not shown above the fair linear floor on the same seeds (the floor rule); the cell the paper "
     "predicts to be bad, ViT_P with SGD, may be as bad as it is. The training-length part is, per seed, the "
@@ -65,7 +66,7 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
     runs = table.to_dict("records")
     fair = floor_key(acc_key) if acc_key else None
     fairs = {r.number: points(v) for r in done if fair and (v := r.run.number(fair)) is not None}
-    linear = [r for r in runs if r["candidate"] == C.BASELINES[0] and r["seed"] is not None]
+    linear = [r for r in runs if r["candidate"] == CS.BASELINES[0] and r["seed"] is not None]
     floor = {s: float(np.mean([fairs.get(r["number"], r["acc"]) for r in linear if r["seed"] == s]))
              for s in {r["seed"] for r in linear}}  # fmt: skip
     return StemTables(optim.optimizer_gap(table), _recipe_cells(runs), edf_rows, floor, _length_runs(done))
@@ -73,7 +74,7 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
 
 def _length_runs(done: Records) -> dict[str, dict[Any, dict[int, float]]]:
     """Per stem, per seed: test accuracy (%) at each schedule length of its `length` runs (mean over runs)."""
-    sched, accs = (SCORES[C.LENGTH_SCORE].role(k) for k in ("epochs", "accs"))
+    sched, accs = (SCORES[CS.LENGTH_SCORE].role(k) for k in ("epochs", "accs"))
     got: dict[str, dict[Any, dict[int, list[float]]]] = {}
     for r in done:
         epochs, acc = r.run.value(sched), r.run.value(accs)
@@ -124,7 +125,7 @@ def _paired(part: StemPart, per_seed: Mapping[Any, float], why: str) -> StemPart
     if part.d is None or len(d) < 2 or float(d.std(ddof=1)) == 0.0:
         return replace(part, reason=f"{len(d)} seed(s) with {why}")
     se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
-    half = float(st.t.ppf(1 - C.ALPHA / 2, df)) * se
+    half = float(st.t.ppf(1 - CS.ALPHA / 2, df)) * se
     p = float(2 * st.t.sf(abs(part.d) / se, df))
     return replace(part, ci=(part.d - half, part.d + half), p=p, status="tested")
 
@@ -177,13 +178,13 @@ def contrast_sd(ci: tuple[float, float] | list | None, n: int) -> float | None:
     t interval; None untested."""
     if not ci or n < 2:
         return None
-    return (ci[1] - ci[0]) / 2 * math.sqrt(n) / float(st.t.ppf(1 - C.ALPHA / 2, n - 1))
+    return (ci[1] - ci[0]) / 2 * math.sqrt(n) / float(st.t.ppf(1 - CS.ALPHA / 2, n - 1))
 
 
 def runs_needed(parts: int) -> int:
     """Runs per EDF curve at which Fisher-like power reaches POWER at the paper's shares (two-proportion z)."""
     p1, p2 = C.EDF_SHARES
-    za, zb = st.norm.ppf(1 - C.VERDICT_ALPHA / parts / 2), st.norm.ppf(C.POWER)
+    za, zb = st.norm.ppf(1 - CS.VERDICT_ALPHA / parts / 2), st.norm.ppf(CS.POWER)
     bar = (p1 + p2) / 2
     n = (za * math.sqrt(2 * bar * (1 - bar)) + zb * math.sqrt(p1 * (1 - p1) + p2 * (1 - p2))) ** 2 / (p1 - p2) ** 2
     return math.ceil(n)
@@ -201,7 +202,7 @@ def edf_parts(edf_rows: list[dict], family: int) -> list[StemPart]:
         part = StemPart(what, f"EDF ({opt})", c_in / c_n - p_in / p_n, min(p_n, c_n), None, None, "Holm p < α",
                         "not tested", "", p_last=True)  # fmt: skip
         best_p = st.fisher_exact([[c_n, 0], [0, p_n]]).pvalue  # the most extreme table these counts allow
-        if best_p >= C.VERDICT_ALPHA / family:
+        if best_p >= CS.VERDICT_ALPHA / family:
             reason = f"cannot be resolved with {min(p_n, c_n)} runs per curve; needs about {runs_needed(family)}"
             out.append(replace(part, reason=reason))
         else:
@@ -229,7 +230,7 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, family) or [_EDF_NOT_RUN]), length, peak]
     idx = [i for i, p in enumerate(parts) if p.status == "tested"]
     for i, q in zip(idx, S.holm([parts[i].p for i in idx]), strict=True):
-        firm, d = q is not None and q < C.VERDICT_ALPHA, parts[i].d or 0.0
+        firm, d = q is not None and q < CS.VERDICT_ALPHA, parts[i].d or 0.0
         parts[i] = replace(parts[i], p=q, status="holds" if firm and d > 0 else "reversed" if firm else "unresolved")
     tested = [parts[i] for i in idx]
     decisive = [parts[0], *tested[1:]] if idx and idx[0] == 0 else [parts[0], *tested]
@@ -275,9 +276,9 @@ def _power(part: StemPart, effect: float | None, family: int) -> Power | None:
     n = len(values)
     if n < 2 or float(np.std(values, ddof=1)) == 0.0:
         return None
-    sd, alpha = float(np.std(values, ddof=1)), C.VERDICT_ALPHA / family
-    mdd = S.detectable(sd, n, n - 1, alpha, C.POWER)
-    need = S.seeds_needed(sd, effect, 2, alpha, C.POWER) if effect else None
+    sd, alpha = float(np.std(values, ddof=1)), CS.VERDICT_ALPHA / family
+    mdd = S.detectable(sd, n, n - 1, alpha, CS.POWER)
+    need = S.seeds_needed(sd, effect, 2, alpha, CS.POWER) if effect else None
     return Power(n, sd, n - 1, 2, alpha, mdd, effect, need)
 
 
@@ -339,7 +340,7 @@ def below_linear(cells: Mapping[str, Mapping], linear: Mapping) -> list[str]:
         if (best := _better(cells, label)) is None:
             continue
         opt, cell = best
-        test = S.above_floor(cell["by_seed"], linear, C.ALPHA)
+        test = S.above_floor(cell["by_seed"], linear, CS.ALPHA)
         if test.above or test.n == 0:  # no linear run on this stem's seeds: nothing to hold it against
             continue
         out.append(f"{label} at its better optimizer ({_OPT[opt]}) not shown above the fair linear floor: "

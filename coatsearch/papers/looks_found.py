@@ -1,4 +1,4 @@
-"""The earlier looks on record (analysis/looks.py): the reports folder's looks record (analysis/looks_record.py),
+"""The earlier looks on record (papers/looks.py): the reports folder's looks record (papers/looks_record.py),
 the other studies in the studies folder, the reports folder (each summary's looks and the earlier looks it counted)
 and, when asked for, its git history.
 
@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from coatsearch.analysis import looks as L
-from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.errors import UserError
+from coatsearch.papers import looks as L
+from coatsearch.papers.claim_results import ClaimVerdict
 
 GIT_TIMEOUT_S = 20.0  # each git call; past it the history is left out with a note
 HISTORY_MAX = 500  # commits of summary.json files read at most (newest first)
@@ -50,7 +50,7 @@ def gather(studies_dir: Path, reports_dir: Path, study: str, space: Mapping[str,
 def from_record(reports_dir: Path, this: L.Ident) -> L.Found:
     """The looks the reports folder's looks record holds at this study's claims (its space's, and pilots'); a
     damaged record is a note, and its looks are left out."""
-    from coatsearch.analysis import looks_record
+    from coatsearch.papers import looks_record
 
     try:
         return L.Found(tuple(x for x in looks_record.read(reports_dir) if L.relevant(x, this)))
@@ -77,7 +77,7 @@ def _claims_of(studies_dir: Path, name: str, judge: Judge) -> tuple[dict, list[C
 
 def _relevant(folder: Path, this: L.Ident) -> bool:
     """Whether a study folder may hold looks: a registration of the same space or of a pilot space (none: maybe)."""
-    from coatsearch.analysis import registration
+    from coatsearch.papers import registration
 
     reg = registration.load(folder)  # a damaged one: a UserError, noted by the caller
     return reg is None or reg.analysis.space == this.space or bool(reg.analysis.pilots)
@@ -213,7 +213,7 @@ def summary_looks(text: str | None, where: str, this: L.Ident, source: str = "re
     looks it counted (looks_record.recorded); a UserError naming `where` when it is damaged (too deep, a list where
     a mapping belongs) or from a newer coatsearch."""
     from coatsearch import fsafe
-    from coatsearch.analysis import looks_record, summary_file
+    from coatsearch.papers import looks_record, summary_file
 
     try:
         data = fsafe.parse_json(text or "", where, object)
@@ -235,7 +235,7 @@ def seed_record(reports_dir: Path) -> Path:
     """Add to the record every look the reports folder's summaries hold: each report's own looks and the earlier
     looks it counted (a reports folder made before the record); its path."""
     from coatsearch import fsafe
-    from coatsearch.analysis import looks_record, summary_file
+    from coatsearch.papers import looks_record, summary_file
 
     looks: list[L.Look] = []
     for path in sorted(Path(reports_dir).glob("*/summary.json")):
@@ -251,7 +251,7 @@ def seed_record(reports_dir: Path) -> Path:
     return looks_record.write(reports_dir, looks)
 
 
-if __name__ == "__main__":  # python -m coatsearch.analysis.looks_found [REPORTS_DIR]
+if __name__ == "__main__":  # python -m coatsearch.papers.looks_found [REPORTS_DIR]
     import sys
 
     print(seed_record(Path(sys.argv[1] if len(sys.argv) > 1 else "reports")))

@@ -1,6 +1,6 @@
 """The looks record: every look at a claim a report counted, kept in the reports folder (`reports/looks.json`).
 
-A report counts the looks it finds on the disk that writes it (analysis/looks_found.py: the studies folder, the
+A report counts the looks it finds on the disk that writes it (papers/looks_found.py: the studies folder, the
 reports' summaries, on request their git history). Those folders differ between machines: a fresh clone has no
 studies folder. So every report written adds its own looks and every earlier look it counted to the record, which
 is committed with the reports; a later report, on any machine, reads the record first and counts the same looks.
@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from coatsearch.analysis import looks as L
 from coatsearch.errors import UserError
+from coatsearch.papers import looks as L
 
 NAME = "looks.json"  # the record's file name in the reports folder
 KIND = "coatsearch looks record"

@@ -1,4 +1,4 @@
-"""The A/A table's schema (coatsearch/analysis/aa.json, written by benchmarks/bench_aa.py): checked before the
+"""The A/A table's schema (coatsearch/papers/aa.json, written by benchmarks/bench_aa.py): checked before the
 benchmark writes or extends a table and before a report cites one, so a damaged or hand-edited table (a negative
 study count, a family's firm count above its n, a missing key) is one line, never a figure in a report."""
 

@@ -3,7 +3,7 @@
 A look is one reading of one claim of one space (its `name`): a study's verdict and p. Its p is the p of the
 claim's order holding, the intersection-union test of the chain: the largest Holm-adjusted p of the key relations
 on the deciding (first measured) measure, 1 for a key relation measured the wrong way (claim (f): its tested
-parts). The earlier looks come from `analysis/looks_found.py` (the studies and reports folders; when asked for,
+parts). The earlier looks come from `papers/looks_found.py` (the studies and reports folders; when asked for,
 the committed reports' git history); looks with the same space hash, profile and seeds are one look (a regenerated
 report is not another), and so are an earlier reading on this study's profile and seeds and this one when their
 verdict and p agree to every digit: the same data re-read (a rerun that trained bit for bit alike after an edit of
@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coatsearch.analysis import categories as K
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.claim_results import ClaimVerdict
-from coatsearch.analysis.claims import VERDICT_ALPHA
+from coatsearch.analysis.constants import VERDICT_ALPHA
+from coatsearch.papers import categories as K
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.space.identity import space_hash
 
 DECIDE = "a replicate on fresh seeds and fresh test images, its look counted with these"  # a demoted claim's

@@ -1,22 +1,13 @@
-"""Optimizability tables (ViT_C paper §4): optimizer gap, peak, samples (the EDF is analysis.measures.edf)."""
+"""Optimizability tables (ViT_C paper §4): optimizer gap, peak, samples (the EDF is papers.measures.edf)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from coatsearch.analysis.tables import METRICS, Records, complete
-from coatsearch.scores import FALLBACK as FALLBACK_ACC  # the trial runner's objective fallback, one list
+from coatsearch.analysis.tables import Records, complete
 from coatsearch.vocab.specs import VIT_LABELS
 
 SEARCH_PREFIXES = ("train.",)  # sampled hyperparameters; `model.*` samples are architectures (the search section)
-
-
-def primary_acc(space: dict, done: Records) -> str | None:
-    """The accuracy a study is judged by: its objective when that is an accuracy some complete run measured, else
-    the first of the objective fallback measured."""
-    objective = (space.get("study") or {}).get("objective")
-    keys = ([objective] if objective in METRICS and METRICS[objective].unit == "%" else []) + list(FALLBACK_ACC)
-    return next((k for k in keys if any(r.run.value(k) is not None for r in done)), None)
 
 
 def search_dims(records: Records) -> list[str]:
@@ -31,7 +22,7 @@ def has_vit(done: Records) -> bool:
 
 
 def _runs(table: pd.DataFrame) -> list[dict]:
-    """The runs table (analysis.measures.runs_frame) as dicts."""
+    """The runs table (papers.measures.runs_frame) as dicts."""
     return table.to_dict("records")
 
 

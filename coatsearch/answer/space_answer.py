@@ -1,8 +1,8 @@
 """`coatsearch answer SPACE`: one answer page for a space, reports/<space>/answer.md, gathered from the committed
-summaries of the studies its profiles ran (report.view_space computes it, report.markdown_space formats it).
+summaries of the studies its profiles ran (answer.view_space computes it, answer.markdown_space formats it).
 
 It reads the space file (its name, identities and each profile's untestable claims) and every
-<reports>/*/summary.json through analysis.summary_file; a summary of another space is left alone. It runs no study,
+<reports>/*/summary.json through papers.summary_file; a summary of another space is left alone. It runs no study,
 opens no journal and writes only the page. The page depends on those files alone, so regenerating it from the same
 files gives the same bytes.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coatsearch.analysis import summary_file
+from coatsearch.answer import markdown_space as mdsp
+from coatsearch.answer import view_space as vsp
 from coatsearch.errors import UserError
-from coatsearch.report import markdown_space as mdsp
-from coatsearch.report import view_space as vsp
+from coatsearch.papers import summary_file
 
 
 def read_space(path: Path) -> vsp.SpaceFile:

@@ -15,11 +15,11 @@ from typing import Any
 
 import pandas as pd
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import measures as M
-from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.tables import Records
+from coatsearch.papers import categories as K
+from coatsearch.papers import claims as C
+from coatsearch.papers import measures as M
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.scores import SCORES, derived
 from coatsearch.scores.base import points
 from coatsearch.storage.record import TrialRecord

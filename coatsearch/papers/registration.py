@@ -52,7 +52,7 @@ class Analysis(BaseModel):
     pilots: tuple[str, ...] = ()  # the claims this space pilots (its looks spend no test α)
     alpha: float  # the verdicts' family-wise level (report.claims.VERDICT_ALPHA)
     interval_alpha: float  # the printed intervals' level (report.claims.ALPHA)
-    rule_version: str  # analysis.rule_tables.RULE_VERSION
+    rule_version: str  # papers.rule_tables.RULE_VERSION
     stopping: dict[str, Any]  # pruner, and per training run: epochs, max_steps, stop_at_loss, ...
     data: dict[str, Any]  # dataset, eval_size, test_size, test_draw
     replicate_of: str | None = None  # the study this one replicates
@@ -86,14 +86,14 @@ class Registration(BaseModel):
 
 def _claims() -> dict[str, dict[str, Any]]:
     """Every claim the report judges, with what decides it: its chain, measures and margin."""
-    from coatsearch.analysis.claims import CHAIN_CLAIMS, REL_CLAIM, STEM_CLAIM
+    from coatsearch.papers.claims import CHAIN_CLAIMS, REL_CLAIM, STEM_CLAIM
 
     return {c.id: {"chain": c.chain, "measures": list(c.measures), "margin": c.margin}
             for c in (*CHAIN_CLAIMS, REL_CLAIM, STEM_CLAIM)}  # fmt: skip
 
 
 def _rule_version() -> str:
-    from coatsearch.analysis.rule_tables import RULE_VERSION
+    from coatsearch.papers.rule_tables import RULE_VERSION
 
     return RULE_VERSION
 
@@ -121,7 +121,7 @@ def analysis(record: Mapping[str, Any], replicate_of: str | None = None, registe
              ) -> Analysis:  # fmt: skip
     """The analysis of a study's space record (storage.trials.space_record, or the one stored with the study);
     `registered`: the analysis it is compared with, whose space hash may be of an older identity (space_sha256)."""
-    from coatsearch.analysis.claims import ALPHA, VERDICT_ALPHA
+    from coatsearch.analysis.constants import ALPHA, VERDICT_ALPHA
 
     study, data = dict(record.get("study") or {}), dict(record.get("data") or {})
     payload = dict(

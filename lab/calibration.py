@@ -1,7 +1,7 @@
 """Calibration of the verdict rule through the whole pipeline: simulated studies of the shipped profiles, as trial
 records, judged per claim by the report's own path (report.judging).
 
-The studies (analysis.simulate) follow each shipped profile that decides a claim: its candidates, the scores each
+The studies (lab.simulate) follow each shipped profile that decides a claim: its candidates, the scores each
 runs, its seeds, its schedules as training.fit measures them (regular points, curves.Dense's points where the ladder is
 crossed, the stop one rung below it; readings from step 0 and wide brackets censored), curves whose accuracy is not
 linear in log loss, σ from the committed reports, and the baselines either below every model ("in regime") or
@@ -12,9 +12,9 @@ of a margin; "real": the pilot's 2.2 points for (a)) and give (f) the paper's ga
 committed studies' failure rate and again under the stress (CASES). A claim's figures come from the profile that
 decides it (simulate.DECIDES).
 The committed table (calibration.json) is keyed by RULE_VERSION and carries every constant a report prints beside
-its figures (constants()); reports read it through analysis/rule_tables.py and never import this generator or the
+its figures (constants()); reports read it through papers/rule_tables.py and never import this generator or the
 simulator. Tests rerun a stride of it. The simulator reads the shipped spaces/ of a checkout: from an installed
-wheel, `python -m coatsearch.analysis.calibration` says so in one line (simulate.need_checkout).
+wheel, `python -m lab.calibration` says so in one line (simulate.need_checkout).
 """
 
 from __future__ import annotations
@@ -31,17 +31,18 @@ from typing import Any
 import numpy as np
 from scipy import stats as st
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import judging
-from coatsearch.analysis import simulate as Sim
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.paper import GEN, MATCHED_KEY, NOT_TESTED
-from coatsearch.analysis.rule_tables import RULE_VERSION, TABLE
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis.tables import METRICS
 from coatsearch.errors import UserError
+from coatsearch.papers import categories as K
+from coatsearch.papers import claims as C
+from coatsearch.papers import judging
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.paper import GEN, MATCHED_KEY, NOT_TESTED
+from coatsearch.papers.rule_tables import RULE_VERSION, TABLE
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
+from lab import simulate as Sim
 
 FIRM = K.FIRM
 CODE = {K.SUPPORTED: "s", K.NOT_SUPPORTED: "n", **dict.fromkeys(K.NOT_FIRM, "i"), NOT_TESTED: "t"}  # i: not firm
@@ -198,7 +199,7 @@ def summary(data: dict) -> str:
 
 
 def _write_table(workers: int = 3) -> Path:
-    """Regenerate calibration.json for RULE_VERSION (python -m coatsearch.analysis.calibration)."""
+    """Regenerate calibration.json for RULE_VERSION (python -m lab.calibration)."""
     Sim.need_checkout()
     TABLE.write_text(json.dumps(_calibrate(workers=workers), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return TABLE
@@ -272,7 +273,7 @@ def _paths() -> dict[str, tuple]:
     m, acc, gain = Sim.sigma(MATCHED_KEY), Sim.ACC, V.gain()
     big = 2 * EFFECT * m  # points: two key steps of (a)
     fail, transfer, clash = "every run failed to train", C.CHAIN_CLAIMS[2].measures, C.CHAIN_CLAIMS[1].measures[1]
-    linear, out, overfit = C.BASELINES[0], K.OUT_OF_REGIME, C.CHAIN_CLAIMS[1].overfit
+    linear, out, overfit = CS.BASELINES[0], K.OUT_OF_REGIME, C.CHAIN_CLAIMS[1].overfit
     assert overfit is not None  # claim (b) names its train and eval measures
     return {
         "(a) ≈ violated": ("layouts-all", ("C-C-C-C",), lambda a: _shift_curve(a, -big / 2), "a", "not supported",

@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import frames, optim, paper, stem, tables
-from coatsearch.analysis import measures as M
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict, Purposes, StemTables
+from coatsearch.analysis import tables
+from coatsearch.papers import categories as K
+from coatsearch.papers import frames, optim, paper, stem
+from coatsearch.papers import measures as M
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict, Purposes, StemTables
 from coatsearch.storage import record as R
 
 _EXPLORATORY = "exploratory: one eval set served choices and verdicts"

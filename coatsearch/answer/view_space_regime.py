@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
-from coatsearch.analysis import verdicts as V
-from coatsearch.analysis.claim_results import ClaimVerdict
-from coatsearch.analysis.summary_file import Summary
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis.tables import METRICS
+from coatsearch.papers import categories as K
+from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict
+from coatsearch.papers.summary_file import Summary
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def regime_row(claim: ClaimVerdict, summary: Summary) -> StudyRegime | None:
     best = max(e.members, key=lambda m: sign * m.stat.mean, default=None)
     rows = [dict(r) for r in summary.candidates]
     floor = V.floor_of(e.key, rows) if metric else None
-    cnn = _baseline_mean(rows, C.BASELINES[-1], e.key)
+    cnn = _baseline_mean(rows, CS.BASELINES[-1], e.key)
     value = best.stat.mean if best else None
     accuracy = e.unit == "%"
     room_floor = value - floor if accuracy and value is not None and floor is not None else None

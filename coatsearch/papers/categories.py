@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.results import Estimate, Judgement, Pair, Power
 
@@ -79,12 +79,12 @@ def decide(cat: str, power: Power | None, estimate: Estimate | None) -> str:
     what = "the paper's effect" if cat == UNDERPOWERED else "the measured difference"
     need = power.seeds_needed if cat == UNDERPOWERED else None
     if need is None and size:
-        need = S.seeds_needed(power.sd_diff, size, power.k or 2, power.alpha, C.POWER)
+        need = S.seeds_needed(power.sd_diff, size, power.k or 2, power.alpha, CS.POWER)
     if not size:
         return "a larger effect than this study measured, or a less noisy measure: more seeds alone will not"
     if need is None:
         return f"more than {S.MAX_SEEDS} paired seeds at {what} ({size:.2f}): a less noisy measure"
-    return f"about {need} paired seeds ({100 * C.POWER:.0f}% power at {what}, {size:.2f})"
+    return f"about {need} paired seeds ({100 * CS.POWER:.0f}% power at {what}, {size:.2f})"
 
 
 def estimate(what: str, d: float | None, ci: Any, n: int, unit: str) -> Estimate | None:
@@ -122,7 +122,7 @@ def measure_verdict(
     bad += [f"'{p.paper}' relation violated beyond its margin: {p.a} {p.paper} {p.b} "
             f"({p.d:+.2f}, margin {p.margin:g})" for p in pairs if p.status == "violated"]  # fmt: skip
     est = _deciding(pairs, unit)
-    held, a = sum(p.status == "holds" for p in key), C.VERDICT_ALPHA
+    held, a = sum(p.status == "holds" for p in key), CS.VERDICT_ALPHA
     if out_of_regime:
         firm, why = None, "out of regime — " + "; ".join(out_of_regime)
         more = f" (and {len(out_of_regime) - 1} more)" if len(out_of_regime) > 1 else ""

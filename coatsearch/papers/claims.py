@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coatsearch.vocab.specs import BASELINES as _BASELINE_ARCHS
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -118,24 +116,16 @@ STEM_CLAIM = Claim(
     "Conv stem (ViT_C) shrinks the SGD/AdamW gap and steepens the EDF vs patchify (ViT_P)",
     "ViT_C > ViT_P",
     "Early convolutions, Table 3 (4GF, 50 epochs: Δ 5.3 ViT_P vs 0.7 ViT_C) and Fig. 5",
-    (),  # judged on the study's primary accuracy (report.optim.primary_acc)
+    (),  # judged on the study's primary accuracy (analysis.tables.primary_acc)
     4.6,
     "Table 3: optimizer gap 5.3 (ViT_P) − 0.7 (ViT_C) points",
 )
 
-# Decision rule constants (printed in the report).
-ALPHA = 0.05  # level of the printed intervals (95% CI; 90% for equivalence statements)
-VERDICT_ALPHA = 0.03  # family-wise error rate of a claim's verdict (Holm). A claim decided by one exact two-sided
-# test fires α of its null studies (claim (c): 4.1% of 1,000 at 0.04, 95% upper bound 5.3%); 0.03 keeps every claim's
-# calibrated false-verdict rate's 95% upper bound over 1,000 null studies ≤ 5% (analysis.calibration)
-POWER = 0.80  # power at which the smallest detectable difference is stated
+# The claims' decision constants (printed in the report; the shared statistical ones are analysis.constants).
 LOSS_MARGIN = 0.05  # equivalence margin for losses (nats)
 OVERFIT_NATS = 0.1  # claim (b)'s "no overfitting": a model's mean held-out (validation) loss at most this far above its
 # final clean train loss. The default's 12,000-image runs, which memorise, end 0.43-0.53 nats apart; a model that
 # fits abundant data generalizes within a few hundredths (docs/verdicts.md, "Capacity")
-CHANCE_POINTS = 2.0  # a run ending within this many points of chance accuracy "failed to train"
-PLATEAU_POINTS = 1.0  # a run whose eval accuracy rises more than this over the last third of its curve: not converged
-BASELINES = tuple(_BASELINE_ARCHS)  # regime baselines, the linear one first: its accuracy is the regime's floor
 EDF_K = 2.0  # EDF steepness: fraction of runs within K points of top-1 error of the best run of the same
 # model and optimizer (the paper uses 4 points at ImageNet scale, where errors are ~25%; proxy errors are a few times
 # smaller)
@@ -165,8 +155,3 @@ LENGTH_PAPER = "peak top-1 error 100/200/400 epochs, 4GF: ViT_P 23.3/20.8/19.6, 
 # adds than ViT_C at the shortest schedule against the longest, (23.3 − 19.6) − (20.9 − 18.6).
 PEAK_EFFECT = 2.4
 LENGTH_EFFECT = 1.4
-LENGTH_SCORE = "length"  # the score whose schedule lengths are read against LENGTH_PAPER (summary "length" table)
-
-# Scores the report describes but no claim judges: the summary's tables and figures named after them.
-SPEED_SCORE = "speed"  # measured throughput: the Pareto front's other axis (MACs-matched is not speed-matched)
-ROBUSTNESS_SCORE = "robustness"  # eval accuracy against corruption severity (its per-run curve of that name)

@@ -1,5 +1,5 @@
 """The verdict rule's committed tables, read as a report cites them: calibration.json (written by the calibration
-generator, `python -m coatsearch.analysis.calibration`) and aa.json (written by benchmarks/bench_aa.py).
+generator, `python -m lab.calibration`) and aa.json (written by benchmarks/bench_aa.py).
 
 Each table carries every constant a report prints beside its figures, so reading one needs neither the simulator
 nor the generator: the report path imports this module only (tests/repo/test_imports.py checks it).
@@ -20,7 +20,7 @@ RULE_VERSION = "2026-12-06.parts"  # bump when the verdict rule changes; both ta
 EARLIER_RULES = {
     "2026-12-06.looks": (
         "claim (f) tested its optimizer-gap and EDF parts only: peak accuracy and training-length stability were "
-        "description, not parts of its Holm family and its verdict (analysis.stem.peak_part, length_part)"
+        "description, not parts of its Holm family and its verdict (papers.stem.peak_part, length_part)"
     ),
     "2026-12-04.floor": (
         "the verdict did not count the looks-adjusted p (looks.LOOKS_RULE), and every pair's interval used the "
@@ -75,7 +75,7 @@ def aa_states(data: dict) -> list[dict]:
 def aa_figures() -> dict | None:
     """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
     trained and reported for real) for this rule version, as a report cites them; None if stale or missing."""
-    from coatsearch.analysis import aa_table
+    from coatsearch.papers import aa_table
 
     data = _committed(AA_TABLE)
     if data is None:

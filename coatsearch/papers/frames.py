@@ -9,8 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from coatsearch.analysis import measures as M
-from coatsearch.analysis import optim, paper, tables
+from coatsearch.analysis import tables
+from coatsearch.papers import measures as M
+from coatsearch.papers import paper
 from coatsearch.storage.record import TrialRecord
 
 
@@ -22,7 +23,7 @@ class Frames:
     complete: tuple[TrialRecord, ...]
     curves: Mapping[str, pd.DataFrame]  # curve score -> its step-level points (measures.curve_frame)
     matched: Mapping[str, Any]  # paper.matched: the matched-loss reading of the generalization curves
-    acc: str | None  # the accuracy the study is judged by (optim.primary_acc)
+    acc: str | None  # the accuracy the study is judged by (analysis.tables.primary_acc)
     runs: pd.DataFrame | None  # complete runs with `acc` measured (measures.runs_frame)
 
 
@@ -30,6 +31,6 @@ def build(space: dict, records: tables.Records) -> Frames:
     """Every shared table of one report, each computed once from the space record and the records."""
     done = tuple(tables.complete(records))
     curves = {score: M.curve_frame(done, score) for score in tables.curve_scores()}
-    acc = optim.primary_acc(space, done)
+    acc = tables.primary_acc(space, done)
     gen = paper.matched(space, curves[paper.GEN], done)
     return Frames(tuple(records), done, curves, gen, acc, M.runs_frame(done, acc) if acc else None)

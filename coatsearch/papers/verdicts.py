@@ -10,14 +10,15 @@ from typing import Any
 
 from scipy import stats as st
 
-from coatsearch.analysis import categories as K
-from coatsearch.analysis import claims as C
+from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.claim_results import ClaimVerdict, StemTables
-from coatsearch.analysis.paper import MATCHED_KEY, NOT_TESTED
 from coatsearch.analysis.results import Evidence, Judgement, MeasureRanking, Member, Pair, Power, Relation
-from coatsearch.analysis.stem import STEM_RULE, stem_claim
 from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
+from coatsearch.papers import categories as K
+from coatsearch.papers import claims as C
+from coatsearch.papers.claim_results import ClaimVerdict, StemTables
+from coatsearch.papers.paper import MATCHED_KEY, NOT_TESTED
+from coatsearch.papers.stem import STEM_RULE, stem_claim
 from coatsearch.scores import SCORES, ranked, v_accs
 
 
@@ -32,8 +33,8 @@ METHOD = (
     f"Differences are paired by seed (only seeds both candidates have count) and taken in the better direction. "
     f"The noise of each measure is pooled over every candidate from the residuals of value ~ candidate + seed, so "
     f"a difference of n paired seeds has se = sd_diff/√n with the residual degrees of freedom (Student t, "
-    f"scipy.stats). {S.PAIR_NOISE_RULE} Family-wise α = {C.VERDICT_ALPHA} per claim (intervals at "
-    f"{100 * (1 - C.ALPHA):g}%), Holm step-down across the claim's relations."
+    f"scipy.stats). {S.PAIR_NOISE_RULE} Family-wise α = {CS.VERDICT_ALPHA} per claim (intervals at "
+    f"{100 * (1 - CS.ALPHA):g}%), Holm step-down across the claim's relations."
 )
 RELATION_RULE = (
     "Neighbours are compared by their mean paired difference with a 95% Student-t interval (description only, "
@@ -43,7 +44,7 @@ RELATION_RULE = (
 FLOOR_RULE = (
     "A model that must learn (the names the paper ranks first; for claim (f), each stem at its better optimizer) "
     "is in regime on an accuracy measure only where it beats the fair linear floor on the same seeds: the one-sided "
-    f"{100 * (1 - C.ALPHA):g}% lower bound of its mean paired difference to the floor (Student t, n − 1 df) lies "
+    f"{100 * (1 - CS.ALPHA):g}% lower bound of its mean paired difference to the floor (Student t, n − 1 df) lies "
     "above 0. The fair floor is the best linear classifier on that score's own training images, chosen on the "
     "validation images among an L2 path of logistic regressions without augmentation and the space's recipe run "
     "(training.floor); where the linear model cannot reach a matched-loss level, the matched reading is held "
@@ -54,15 +55,15 @@ VERDICT_RULE = (
     "relations; its '≈' and '≥' relations are tested for violation beyond the margin (one-sided t: '≥' violated "
     "when a − b is significantly below −margin, '≈' when |a − b| is significantly above the margin, both "
     "directions Bonferroni-split). Key and violation tests form one Holm family per claim and measure, so the "
-    f"family-wise error stays ≤ α = {C.VERDICT_ALPHA}. **supported**: every key relation holds in the paper's "
-    f"direction at Holm-adjusted p < {C.VERDICT_ALPHA} and no '≈'/'≥' relation is violated. **not supported**: a "
+    f"family-wise error stays ≤ α = {CS.VERDICT_ALPHA}. **supported**: every key relation holds in the paper's "
+    f"direction at Holm-adjusted p < {CS.VERDICT_ALPHA} and no '≈'/'≥' relation is violated. **not supported**: a "
     "key relation is significantly reversed or a '≈'/'≥' relation is significantly violated (the report names it). "
     "A run with fewer than 2 paired seeds is never tested, so n = 1 is never firm. **out of regime**: a model "
     "that must learn (the names the paper ranks first; never a predicted loser) failed to train (every run within "
-    f"{C.CHANCE_POINTS:g} points of chance); on every accuracy measure (%), the matched-loss reading "
+    f"{CS.CHANCE_POINTS:g} points of chance); on every accuracy measure (%), the matched-loss reading "
     "included, a model that must learn not shown above the fair linear floor on the same seeds (the floor rule "
     "below; no linear-baseline value there: not checkable, so out of regime); one that still rises (> "
-    f"{C.PLATEAU_POINTS:g} point over the last third of its curve), or whose convergence cannot be checked (curve "
+    f"{CS.PLATEAU_POINTS:g} point over the last third of its curve), or whose convergence cannot be checked (curve "
     "too short or missing), where the claim needs convergence; for "
     "transfer, pretraining that helped no key candidate (mean fine-tune − scratch gain ≤ 0); for claim (a), a "
     "model that must learn with a run that never fits to the fit level (the profile's "
@@ -88,7 +89,7 @@ def _sign(metric: Metric) -> float:
 
 def noises(rows: list[dict]) -> Mapping[str, S.Noise | None]:
     """Pooled noise per measure, over every candidate but the baselines."""
-    rows = [r for r in rows if r["candidate"] not in C.BASELINES]
+    rows = [r for r in rows if r["candidate"] not in CS.BASELINES]
     keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
     return {k: S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}) for k in keys}
 
@@ -96,7 +97,7 @@ def noises(rows: list[dict]) -> Mapping[str, S.Noise | None]:
 def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> Relation:
     """Ranking relation of row a to row b on one measure under RELATION_RULE (description, no correction)."""
     metric = METRICS[key]
-    res = S.paired(a["by_seed"][key], b["by_seed"][key], _sign(metric), noise, C.ALPHA)
+    res = S.paired(a["by_seed"][key], b["by_seed"][key], _sign(metric), noise, CS.ALPHA)
     m = margin(metric)
     if res.ci is None or res.ci_equiv is None:
         symbol = "?"
@@ -154,7 +155,7 @@ def resolve(name: str, rows: list[dict]) -> tuple[dict | None, str]:
 def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise: Any, claim: C.Claim) -> Pair:
     """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
     metric = METRICS[key]
-    res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, C.ALPHA)
+    res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, CS.ALPHA)
     return Pair(a[0], b[0], paper, _STRENGTH[paper] >= 2, margin(metric, claim.margin), res)
 
 
@@ -179,7 +180,7 @@ def judge(pairs: Sequence[Pair]) -> tuple[Pair, ...]:
 
 def _status(p: Pair, q: float | None) -> str:
     """A pair's status from its Holm-adjusted p."""
-    firm = q is not None and q < C.VERDICT_ALPHA
+    firm = q is not None and q < CS.VERDICT_ALPHA
     if p.key:
         return "holds" if firm and p.d > 0 else "reversed" if firm else "unresolved"
     lo_hi, m = p.ci_equiv, p.margin
@@ -197,10 +198,12 @@ def power(claim: C.Claim, key: str, pairs: Sequence[Pair], noise: S.Noise | None
     n = min((p.n for p in key_pairs), default=0)
     if noise is None or n < 2:
         return None
-    alpha = C.VERDICT_ALPHA / len(pairs)  # Holm's first step: the strictest level a relation of the family is tested at
-    mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, C.POWER)
+    alpha = CS.VERDICT_ALPHA / len(
+        pairs
+    )  # Holm's first step: the strictest level a relation of the family is tested at
+    mdd = S.detectable(noise.sd_diff, n, noise.df, alpha, CS.POWER)
     effect = claim.paper_effect if METRICS[key].unit in ("%", "points") else None
-    seeds = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, C.POWER) if effect and need else None
+    seeds = S.seeds_needed(noise.sd_diff, effect, noise.k, alpha, CS.POWER) if effect and need else None
     return Power(
         n,
         noise.sd_diff,
@@ -221,7 +224,7 @@ def _floor_by_seed(key: str, rows: list[dict]) -> dict | None:
     value on the measure; None without one."""
     if METRICS[key].unit != "%":
         return None
-    base = next((r for r in rows if r["candidate"] == C.BASELINES[0]), None)
+    base = next((r for r in rows if r["candidate"] == CS.BASELINES[0]), None)
     if base is None:
         return None
     fk = floor_key(key)
@@ -250,11 +253,11 @@ def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], wher
     floor, label = _floor_by_seed(key, rows), metric.label + (f" {where}" if where else "")
     have = [(n, row["by_seed"][key]) for n, row in named if key in row["by_seed"]]
     if not floor:
-        ran = any(r["candidate"] == C.BASELINES[0] for r in rows)
+        ran = any(r["candidate"] == CS.BASELINES[0] for r in rows)
         return [f"regime not checkable: no linear-baseline value on {label}"] if ran and have else []
     out = []
     for name, by_seed in have:
-        test = S.above_floor(by_seed, floor, C.ALPHA)
+        test = S.above_floor(by_seed, floor, CS.ALPHA)
         if test.above:
             continue
         out.append(f"{name} not shown above the fair linear floor on {label} ({test.d:+.1f} points over "
@@ -269,7 +272,7 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
     for name, row in named:
         g = row["guards"].get(group) or {}
         if g.get("runs") and g.get("failed") == g.get("runs"):
-            out.append(f"{name}: every run failed to train (within {C.CHANCE_POINTS:g} points of chance)")
+            out.append(f"{name}: every run failed to train (within {CS.CHANCE_POINTS:g} points of chance)")
         if claim.needs_convergence and g.get("not_converged"):
             out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
         if claim.needs_convergence and key in row["metrics"] and (g.get("unchecked") or not g):
@@ -488,7 +491,7 @@ def all_claims(
 ) -> list[ClaimVerdict]:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).
 
-    stem: claim (f)'s tables (analysis.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
+    stem: claim (f)'s tables (papers.stem.stem_tables); regime_a: claim (a)'s out-of-regime reasons from the
     matched-loss reading (report.paper.matched), level_a its common level (nats).
     """
     nz = noises(rows) if noise_by_key is None else noise_by_key

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from coatsearch.analysis import json_form
-from coatsearch.analysis.claim_results import ClaimVerdict
 from coatsearch.analysis.tables import StudyEnvironment
 from coatsearch.errors import UserError
+from coatsearch.papers.claim_results import ClaimVerdict
 
 SUMMARY_VERSION = 1  # summary.json's format; reports written before it have no `version` (read as 0)
 
