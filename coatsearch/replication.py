@@ -3,7 +3,7 @@
 A replicate runs the original's registered space file and profile unchanged, on seeds the original never ran (by
 default as many as it registered, numbered after the largest seed it used, re-evaluation seeds included) and on
 the next test draw it never used, into the study `<STUDY>-rep`, registered with `replicate_of` = STUDY. Its report
-sets each claim's verdict beside the original's and a pooled one (report.view_replication). Everything is checked
+sets each claim's verdict beside the original's and a pooled one (papers.replicate). Everything is checked
 before anything is written: a missing or unregistered study, seeds the original used, a space file whose identity
 (space.identity: content, or bytes for older registrations) is not the registered one, a test draw that reads
 images an earlier look at the same claims read (papers.draws_seen: the reports folder and its record

@@ -246,9 +246,11 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     scope = _scope(parts, decisive)
     low = below_linear(tables.cells, tables.linear)
     pw = _power(parts[0], C.STEM_CLAIM.paper_effect, max(len(tested), 1))
+    head = parts[0]  # the deciding estimate: the gap, or the first seed-paired part that did not hold
     if result is None:  # not firm: the first deciding part that did not hold says whether the study was blind
         first = next(p for p in decisive if p.status != "holds")
         pw = _power(first, _EFFECTS.get(first.short), max(len(tested), 1)) if first is not parts[0] else pw
+        head = first if first.per_seed is not None and first.d is not None else head
     verdict = K.category(result, bool(low), pw)
     if low:
         why = "out of regime — " + "; ".join(low) + f" ({why})"
@@ -257,14 +259,15 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
         reason += f"; {K.blind(pw)}"
     elif verdict == K.UNRESOLVED:
         reason += "; the study could have detected the paper's effect"
-    gap = parts[0]
-    est = K.estimate("gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)", gap.d, gap.ci, gap.n, "points")
+    what = _GAP if head is parts[0] else head.what.removesuffix(", points")
+    est = K.estimate(what, head.d, head.ci, head.n, "points")  # what `decide` sizes, with the same part's power
     claim = C.STEM_CLAIM
     return ClaimVerdict(claim.id, claim.title, claim.chain, claim.source, K.fields(verdict, reason, est, pw, "points",
                         why), notes=(_lr_source(tables.cells),), parts=tuple(parts),
                         scope=scope if verdict in K.FIRM else "", why_first=False)  # fmt: skip
 
 
+_GAP = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)"
 _EFFECTS = {"training length": C.LENGTH_EFFECT, "peak": C.PEAK_EFFECT}  # the paper's effect per part (points)
 
 

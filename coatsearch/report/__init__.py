@@ -260,8 +260,8 @@ def _original(studies_dir: Path, name: str) -> Original | None:
 
 
 def _replication(study: str, space: dict, records: TB.Records, j: judging.Judged, original: Original | None) -> Any:
-    """The replication section's Info (view_replication), None when the study is no replicate."""
-    from coatsearch.report import view_replication as vr
+    """The replication section's Info (papers.replicate), None when the study is no replicate."""
+    from coatsearch.papers import replicate as vr
     from coatsearch.space import search
 
     if original is None:

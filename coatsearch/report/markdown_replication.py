@@ -1,10 +1,10 @@
-"""Markdown for a replicate's section: each claim in the original, the replicate and pooled (view_replication)."""
+"""Markdown for a replicate's section: each claim in the original, the replicate and pooled (papers.replicate)."""
 
 from __future__ import annotations
 
+from coatsearch.papers.replicate import REPLICATED, ClaimReplication, RelationEstimate, Replication, Side
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_answer import VERDICT_MARK
-from coatsearch.report.view_replication import REPLICATED, ClaimReplication, RelationEstimate, Replication, Side
 
 _OUTCOME_MARK = {REPLICATED: "✅ replicated"}
 

@@ -219,6 +219,11 @@ def test_claim_f_peak_part_decides_with_the_gap_and_names_the_part_that_did_not_
     assert peak.short == "peak" and peak.status == "unresolved" and abs(peak.d) < 0.5
     assert flat.verdict == K.UNRESOLVED and flat.reason.startswith("1 of 2 deciding part(s) hold")
     assert flat.detectable["effect"] == stem.C.PEAK_EFFECT == 2.4  # the part that did not hold sizes the verdict
+    # ... and is the deciding estimate, so "what would decide it" sizes that part at its own difference and noise
+    assert flat.estimate.what.startswith("peak accuracy") and flat.estimate.d == pytest.approx(peak.d)
+    assert flat.estimate.ci == pytest.approx(peak.ci) and f"{abs(peak.d):.2f})" in flat.decide
+    held = _stem(fixed_runs(0.10, 0.005))  # every part holds: the gap stays the headline
+    assert held.verdict == "supported" and held.estimate.what.startswith("gap contrast")
     worse = _stem(fixed_runs(0.10, 0.005, c_gain=-0.05))
     assert worse.parts[-1].status == "reversed" and worse.verdict == "not supported"
     # each seed's better optimizer is chosen on that seed's validation images (here the same readings as the test's)

@@ -16,7 +16,7 @@ from coatsearch import api, cli, replication
 from coatsearch.errors import UserError
 from coatsearch.papers import categories as K
 from coatsearch.papers import judging, registration
-from coatsearch.report import view_replication as vr
+from coatsearch.papers import replicate as vr
 from coatsearch.report.markdown_replication import section
 from coatsearch.storage import store
 from coatsearch.storage.trials import space_record

@@ -158,3 +158,39 @@ def test_no_class_name_means_two_things(tmp_path):
     (tmp_path / "a.py").write_text("class Table:\n    pass\n")
     (tmp_path / "b.py").write_text("def f():\n    class Table:\n        pass\n")
     assert _class_names(tmp_path) == {"Table": ["a.py", "b.py"]}  # the rule sees a nested one too
+
+
+def _imported_callables(path: Path, modules: set[str]) -> set[str]:
+    """`module.name` for each function (or whole module) `path` imports from one of `modules`; classes and
+    constants (the Info types and words a renderer shows) are not counted."""
+    import ast
+    import importlib
+    import inspect
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if full in modules:
+                    out.add(full)  # the module itself
+                elif node.module in modules:
+                    obj = getattr(importlib.import_module(node.module), a.name)
+                    if callable(obj) and not inspect.isclass(obj):
+                        out.add(full)
+    return out
+
+
+def test_no_view_judges_a_study():
+    """Views and renderers format what the claims plug-in judged once: none imports a judging function (a replicate
+    is judged in papers.replicate, not in its view). Pending (#57): three views still call verdicts' floor_of and
+    parse_chain."""
+    judging = {"coatsearch.papers.judging", "coatsearch.papers.replicate", "coatsearch.papers.verdicts"}
+    views = [p for pkg in ("report", "answer") for p in sorted((IG.PACKAGE / pkg).glob("*.py"))
+             if p.name.startswith(("view_", "markdown"))]  # fmt: skip
+    assert len(views) > 10
+    pending = {"view_answer.py": {"coatsearch.papers.verdicts"}, "view_space.py": {"coatsearch.papers.verdicts"},
+               "view_space_regime.py": {"coatsearch.papers.verdicts"}}  # fmt: skip
+    found = {p.name: _imported_callables(p, judging) for p in views}
+    assert {n: f for n, f in found.items() if f and f != pending.get(n)} == {}
+    assert _imported_callables(IG.PACKAGE / "report" / "__init__.py", judging)  # the rule sees a judging import

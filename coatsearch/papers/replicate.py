@@ -1,5 +1,6 @@
 """A replicate's claims beside the original's: each claim's estimates in the original, the replicate and both
-pooled, and whether the replicate replicated it (_REPLICATION_RULE). Tables only; markdown_replication renders.
+pooled, and whether the replicate replicated it (_REPLICATION_RULE): the replication protocol, judged here; the
+report's markdown_replication only renders it.
 
 Every verdict and estimate comes from the report's own judging path (judging.judge_records: differences paired by
 seed, analysis.stats). The pooled estimate judges both studies' records together: their seeds are disjoint, so each
