@@ -47,7 +47,7 @@ ACC = C.REL_CLAIM.measures[0]  # the recipe accuracy that decides (d) and (e): t
 ACC_SCORE = ACC.partition(".")[0]
 GEN_ACC = next(g.acc for g in scores.guards() if g.group == GEN)  # the generalization run's final eval accuracy
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: spaces/ lives here (a checkout, not a wheel)
+ROOT = Path(__file__).resolve().parents[1]  # the repository: lab/ and spaces/ live here (a checkout)
 PROFILES = {
     "layouts": ("spaces/paper_layouts.yaml", "default"),
     "stems": ("spaces/vit_stems.yaml", "default"),
@@ -212,7 +212,7 @@ class Profile:
 
 
 def need_checkout() -> None:
-    """A one-line UserError unless the shipped space files lie beside the package (a checkout, not a wheel)."""
+    """A one-line UserError unless the shipped space files lie beside the lab (a checkout)."""
     missing = [p for p in dict.fromkeys(v[0] for v in (*PROFILES.values(), *PATH_PROFILES.values()))
                if not (ROOT / p).is_file()]  # fmt: skip
     if missing:

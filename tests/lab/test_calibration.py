@@ -96,7 +96,7 @@ def test_paper_order_is_supported_when_the_profile_can_decide_it(table):
 
 
 def test_the_simulator_says_in_one_line_that_it_needs_a_checkout(tmp_path, monkeypatch):
-    """From an installed wheel the shipped spaces/ are absent: one line, not a traceback from the loader."""
+    """Away from a checkout the shipped spaces/ are absent: one line, not a traceback from the loader."""
     Sim.need_checkout()  # this checkout has them
     monkeypatch.setattr(Sim, "ROOT", tmp_path)
     with pytest.raises(UserError, match=r"reads the shipped space files of a coatsearch checkout .*run it from a"):
