@@ -26,8 +26,8 @@ MARKDOWN = (
     "markdown_speed.py",
 )
 NUMERIC = {"pandas", "numpy", "scipy", "statistics", "math"}  # computing libraries a renderer must not import
-FORMATTERS = {"escape", "markdown", "markdown_answer", "claims", "categories"}  # cell escaping, the table and
-# verdict formatters, the papers' constants and the verdict categories' names
+FORMATTERS = {"escape", "markdown", "markdown_answer", "claims", "constants", "categories"}  # cell escaping, the
+# table and verdict formatters, the papers' constants, the shared constants and the verdict categories' names
 COMPUTING = {"sorted", "min", "max", "sum", "any", "all", "filter", "round", "next"}  # picks, sorts, counts
 
 

@@ -65,11 +65,16 @@ def test_corruptions_change_the_images_more_with_severity():
         assert torch.equal(corrupt(x, name, 2, seed=1), corrupt(x, name, 2, seed=1))
 
 
-def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry():
+def test_one_fallback_list_and_the_pruner_signal_come_from_the_registry(monkeypatch):
     from coatsearch import scores
-    from coatsearch.papers import optim
+    from coatsearch.analysis import tables
+    from tests.report_records import layout_records
 
-    assert optim.FALLBACK_ACC is scores.FALLBACK
+    recs, plain = layout_records(), {"study": {}}  # no objective: the report judges by the registry's fallback
+    assert tables.primary_acc(plain, recs) == "generalization.eval_acc"
+    monkeypatch.setattr(scores, "FALLBACK", ("no_score.eval_acc",))
+    assert tables.primary_acc(plain, recs) is None  # the report reads the trial runner's list, not a copy
+    monkeypatch.undo()
     assert scores.FALLBACK[:2] == ("accuracy.eval_acc", "generalization.eval_acc")
     sc = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 4)), generalization=S.SubsetSpec(5, 2))
     assert scores.signal("generalization.eval_acc", sc) == "generalization"
