@@ -20,7 +20,7 @@ from coatsearch.space import search
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training.checkpoint import Trial as Checkpoints
+from coatsearch.training.checkpoint_policy import Trial as Checkpoints
 from coatsearch.training.history import NonFinite, check_finite
 from coatsearch.training.listeners import Listener
 from coatsearch.vocab.specs import model_label
