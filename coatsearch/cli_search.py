@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from coatsearch.space import search
+from coatsearch.space import admission, search
 from coatsearch.space.objects import Candidate, Space
 from coatsearch.vocab.specs import SAMPLES_MAX
 
@@ -46,8 +46,8 @@ def _one(space: Space, cand: Candidate, everything: bool) -> str:
     else:
         if total > search.POINTS_MAX:
             print(f"coatsearch: note: candidate '{cand.name}': {total:,} structural points; show solves at most "
-                  f"{search.POINTS_MAX:,} of them, for at most {search.SURVEY_S:g} s", file=sys.stderr)  # fmt: skip
-        found = search.survey(space, cand)
+                  f"{search.POINTS_MAX:,} of them, for at most {admission.SURVEY_S:g} s", file=sys.stderr)  # fmt: skip
+        found = admission.survey(space, cand)
         part = f"of the first {found.points:,} (stopped {found.stopped}) " if found.stopped else ""
         lines.append(f"  {total:,} structural points; {len(found.architectures)} distinct architectures {part}pass "
                      f"the constraints and the budget solve{_why(found)}")  # fmt: skip
@@ -70,13 +70,13 @@ def _point(point: dict) -> str:
     return " ".join(f"{k.removeprefix('model.')}={v}" for k, v in point.items())
 
 
-def _why(found: search.Survey) -> str:
+def _why(found: admission.Survey) -> str:
     if not found.rejected:
         return ""
     return " (" + ", ".join(f"{n} rejected: {kind}" for kind, n in found.rejected.items()) + ")"
 
 
-def _survey_random(space: Space, cand: Candidate) -> search.Survey:
+def _survey_random(space: Space, cand: Candidate) -> admission.Survey:
     """A survey over random points of a space with a continuous structural dimension (seeded)."""
     from collections import Counter
 
@@ -84,12 +84,12 @@ def _survey_random(space: Space, cand: Candidate) -> search.Survey:
     archs: dict = {}
     for point in _random_points(cand, _RANDOM_POINTS):
         try:
-            prep = search.admit(space, cand, point)
-        except search.Rejected as exc:
+            prep = admission.admit(space, cand, point)
+        except admission.Rejected as exc:
             rejected[exc.reason.split(":", 1)[0]] += 1
             continue
-        archs.setdefault(search.arch_name(prep.model.layout, search.structure(prep.model)), (point, prep))
-    return search.Survey(_RANDOM_POINTS, None, dict(rejected), archs)
+        archs.setdefault(search.arch_name(prep.model.layout, admission.structure(prep.model)), (point, prep))
+    return admission.Survey(_RANDOM_POINTS, None, dict(rejected), archs)
 
 
 def _random_points(cand: Candidate, n: int) -> Iterator[dict]:

@@ -279,7 +279,7 @@ class StudySearcher(Searcher):
         taken = store.claim_point(self.study, self.space, self.items, self.run_id, self.limit, self.folder, "ray")
         if taken is None:
             return Searcher.FINISHED
-        trial, item, params, _ = taken  # admitted here; the trial admits it again before training (search.admit)
+        trial, item, params, _ = taken  # admitted here; the trial admits it again before training (admission.admit)
         self.open[trial_id] = trial
         return {"number": trial.number, "item": asdict(item), "params": json.dumps(params)}
 

@@ -1,6 +1,6 @@
 """Killed trials resume: each trial's checkpoints in the study folder, the record's note, their removal when done.
 
-Around one trial, `trial(space, folder, item)` makes the trial's `training.checkpoint.Trial` from the space's
+Around one trial, `trial(space, folder, item)` makes the trial's `training.checkpoint_policy.Trial` from the space's
 `checkpoint:` settings, in `<study>/checkpoints/<candidate>/seed=<seed>/sample=<sample>/` (the trial's key: the same
 for the trial that runs again after a kill); the runner passes it down to every `fit` of the trial as an argument
 (runner.trial.attempt -> scores.measure -> scores.training.train -> training.fit). When the trial ends with an
@@ -28,7 +28,7 @@ from coatsearch.errors import UserError
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training import checkpoint
+from coatsearch.training import checkpoint_policy
 
 FOLDER = "checkpoints"  # inside the study folder
 _Outcome = tuple[str, R.RunRecord | None, Any]
@@ -51,7 +51,7 @@ def trial(
     item: PlanItem,
     on_save: Callable[[Path, int], None] | None = None,
     restored: Path | None = None,
-) -> Iterator[tuple[Callable[[_Outcome], _Outcome], checkpoint.Trial | None]]:
+) -> Iterator[tuple[Callable[[_Outcome], _Outcome], checkpoint_policy.Trial | None]]:
     """Checkpoint the trial's long training runs; yields (`done(outcome)`, the trial's checkpointing to pass to its
     fits). `done` notes a resume in the record and removes the checkpoints (unless kept). Without a study folder or
     with `checkpoint.every: 0`, the checkpointing is None.
@@ -69,8 +69,10 @@ def trial(
             print(f"coatsearch: note: {exc}; this trial runs without checkpoints", file=sys.stderr)
     if where is not None and restored is not None:
         _bring_back(Path(restored), where, Path(study_folder))  # type: ignore[arg-type]  # not None with `where`
-    policy = checkpoint.Policy(where, spec.every, spec.min_steps, on_save, study_folder) if where is not None else None
-    state = checkpoint.Trial(policy) if policy is not None else None
+    policy = (
+        None if where is None else checkpoint_policy.Policy(where, spec.every, spec.min_steps, on_save, study_folder)
+    )
+    state = checkpoint_policy.Trial(policy) if policy is not None else None
 
     def done(outcome: _Outcome) -> _Outcome:
         status, run, value = outcome

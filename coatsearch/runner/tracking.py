@@ -38,7 +38,7 @@ from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
 from coatsearch.training import listeners
-from coatsearch.training.curves import Point
+from coatsearch.training.point import Point
 
 CHOICES = ("none", "tensorboard", "mlflow")
 _EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow"}  # backend -> the module it needs (and its extra's name)

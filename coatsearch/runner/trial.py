@@ -16,11 +16,11 @@ from coatsearch.budget.prepare import Prepared, prepare, stages_text, tokens
 from coatsearch.errors import Pruned, TrialFailed, UserError
 from coatsearch.runner.kept import Trained
 from coatsearch.scores import Report, TrialInput, measure
-from coatsearch.space import search
+from coatsearch.space import admission
 from coatsearch.space.objects import Space
 from coatsearch.storage import record as R
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training.checkpoint import Trial as Checkpoints
+from coatsearch.training.checkpoint_policy import Trial as Checkpoints
 from coatsearch.training.history import NonFinite, check_finite
 from coatsearch.training.listeners import Listener
 from coatsearch.vocab.specs import model_label
@@ -42,7 +42,7 @@ def run_item(
     """Train and score one planned trial; return (objective value, its RunRecord). Raises TrialFailed.
 
     `matched` holds the study's matched candidates (store.matched); a candidate in it is not matched again.
-    `admitted`: the point's model, already admitted at sampling (search.admit); else it is admitted here, so a
+    `admitted`: the point's model, already admitted at sampling (admission.admit); else it is admitted here, so a
     point no engine checked still never trains against a constraint or a missed budget. `checkpoints`: the trial's
     checkpointing (runner.resume.trial), passed to every training run; None: none. `trained`: where the trained
     models and the solved model are left (runner.kept keeps their weights); None: nowhere. `listener`: hears every
@@ -52,7 +52,7 @@ def run_item(
     try:
         cand = space.candidate(item.candidate)
         prep = admitted or ((matched or {}).get(cand.name) if not cand.dims else None)
-        prep = prep or (search.admit(space, cand, params) if cand.dims else prepare(cand, params))
+        prep = prep or (admission.admit(space, cand, params) if cand.dims else prepare(cand, params))
         if not prep.ok:
             raise TrialFailed(f"budget not met: {prep.reason}")
         runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
@@ -67,7 +67,7 @@ def run_item(
             trained.model = prep.model
     except (TrialFailed, Pruned, UserError):
         raise
-    except search.Rejected as exc:
+    except admission.Rejected as exc:
         raise TrialFailed(f"rejected before training: {exc.reason}") from exc
     except NonFinite as exc:
         raise TrialFailed(str(exc)) from exc
@@ -114,7 +114,7 @@ def _model_of(prep: Prepared, label: str | None = None) -> R.Model:
         budget_error=prep.error,
         budget_params_error=prep.params_error,
         multiplier=prep.multiplier,
-        structure=search.structure(prep.model) if prep.model.stages else None,
+        structure=admission.structure(prep.model) if prep.model.stages else None,
     )
 
 

@@ -18,7 +18,7 @@ from coatsearch.vocab import specs
 from coatsearch.vocab.registry import Registry
 
 if TYPE_CHECKING:
-    from coatsearch.training.checkpoint import Trial as Checkpoints  # imports torch: type hints only
+    from coatsearch.training.checkpoint_policy import Trial as Checkpoints
     from coatsearch.training.listeners import Listener
 
 __all__ = [
@@ -203,7 +203,7 @@ def measure(
     """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
 
     `fit(phase, ...)` replaces `training.fit` for every training run (the planner's timing pilot); None: training.fit.
-    `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), passed to every training run's `fit`;
+    `checkpoints`: the trial's checkpointing (training.checkpoint_policy.Trial), passed to every training run's `fit`;
     `listener`: hears each training run's curve points (training.listeners; None: nobody).
     `models`: a dict the scores' trained models are left in (`Context.models`: score name -> (model, test images,
     validation images)), for a caller that keeps the weights (runner.kept); None: dropped with the context.

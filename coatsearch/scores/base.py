@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from coatsearch.vocab import specs
 
 if TYPE_CHECKING:
-    from coatsearch.training.checkpoint import Trial as Checkpoints  # imports torch: type hints only
+    from coatsearch.training.checkpoint_policy import Trial as Checkpoints
     from coatsearch.training.listeners import Listener
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner

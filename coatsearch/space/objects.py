@@ -15,19 +15,13 @@ from typing import TYPE_CHECKING, Any
 from coatsearch.scores import ScoresSpec
 from coatsearch.space import schema
 from coatsearch.space.load import load_document
+from coatsearch.space.search import Dim
 from coatsearch.vocab import specs
 
 if TYPE_CHECKING:
     from torch import nn
 
     from coatsearch.budget.prepare import Prepared
-
-
-@dataclass(frozen=True)
-class Dim(specs.SearchDim):
-    """One search dimension over a dotted field path (`model.block.head_size`, `train.lr`)."""
-
-    path: str = ""
 
 
 class _Matched:

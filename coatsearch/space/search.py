@@ -1,9 +1,9 @@
-"""Architecture search: which sampled points are admissible (constraints, then the budget solve), a trial's
-structural identity (its solved model), and the architectures a finite space holds (what `show` counts).
+"""Search dimensions and the names they make: a candidate's dimensions and the points a finite one holds, a point's
+values as Optuna stores them, and an architecture's identity and row name, read from a solved model's structure.
 
-A point is admitted before any training: a constraint is checked on the resolved layout (no solve needed), then
-the budget solve runs; either failing raises `Rejected`, which the engines record as a rejected point (no trial
-trained, never a failure). One rule, used at sampling and again before training, so no point escapes it.
+Everything here reads a candidate through its dimensions alone (`HasDims`) and a trial through its record, so the
+run record (storage.record) can name a row without the space. Which sampled points are admissible, a solved
+model's structure and the survey of a finite space are in space/admission.py.
 """
 
 from __future__ import annotations
@@ -11,29 +11,28 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from coatsearch.vocab import kinds, specs
-
-if TYPE_CHECKING:
-    from coatsearch.budget.prepare import Prepared
-    from coatsearch.space.objects import Baseline, Candidate, Dim, Space
+from coatsearch.vocab import specs
 
 POINTS_MAX = specs.POINTS_MAX  # points of a finite space `show --all` and the grid sampler enumerate
-SURVEY_S = 60.0  # seconds `show` spends solving the points of one searched candidate at most
-REJECT_MAX = 50  # rejected samples in a row for one planned trial before it is recorded as failed
 UNTRAINED = frozenset({"REJECTED", "REUSED"})  # record states of sampled points that trained nothing
 
 
-class Rejected(Exception):
-    """A sampled point the constraints or the budget solve refuse (it costs no training)."""
+@dataclass(frozen=True)
+class Dim(specs.SearchDim):
+    """One search dimension over a dotted field path (`model.block.head_size`, `train.lr`)."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    path: str = ""
+
+
+class HasDims(Protocol):
+    """What this module reads of a candidate or baseline (space.objects.Candidate, Baseline): its dimensions."""
+
+    @property
+    def dims(self) -> tuple[Dim, ...]: ...
 
 
 def searches_model(cand: Any) -> bool:
@@ -41,40 +40,8 @@ def searches_model(cand: Any) -> bool:
     return any(d.path.startswith("model.") for d in getattr(cand, "dims", ()))
 
 
-def admit(space: Space, cand: Candidate | Baseline, params: Mapping[str, Any]) -> Prepared:
-    """The matched model of `cand` at `params`, or Rejected: a constraint first (cheap), then the budget solve."""
-    from coatsearch.budget.prepare import prepare
-
-    try:
-        model, _, _ = cand.resolve(params)
-    except ValueError as exc:
-        raise Rejected(f"invalid point: {exc}") from None
-    if why := kinds.constraint_problem(space.conv_before_attention, model.layout):
-        raise Rejected(f"constraint: {why}")
-    prep = prepare(cand, params)
-    if not prep.ok:
-        raise Rejected(f"budget not met: {prep.reason}")
-    return prep
-
-
-def _block_text(block: specs.BlockSpec) -> str:
-    """The block options that differ from the defaults, e.g. 'head_size=8 downsample=dw rel_pos=False'."""
-    base = specs.BlockSpec()
-    return " ".join(
-        f"{f.name}={getattr(block, f.name)}" for f in fields(block) if getattr(block, f.name) != getattr(base, f.name)
-    )
-
-
 _ATTENTION_OPTIONS = frozenset({"head_size", "mlp_ratio", "attn_norm", "rel_pos", "window_size", "grid_size"})
 _MBCONV_OPTIONS = frozenset({"expand_ratio", "se_ratio", "downsample"})  # downsample: strided MBConv blocks only
-
-
-def structure(model: specs.ModelSpec) -> str:
-    """A solved model's structural identity: arch, stem, per-stage kind/depth/width/stride, and the block options
-    some block of it reads (`identity`)."""
-    from coatsearch.budget.prepare import stages_text, stem_text
-
-    return identity(f"{model.arch} {stem_text(model)} | {stages_text(model)} | {_block_text(model.block)}")
 
 
 def identity(struct: str) -> str:
@@ -116,7 +83,7 @@ def _value_of(dim: specs.SearchDim, stored: Any) -> Any:
     return stored
 
 
-def sampled(cand: Candidate, params: Mapping[str, Any]) -> dict[str, Any]:
+def sampled(cand: HasDims, params: Mapping[str, Any]) -> dict[str, Any]:
     """A trial's sampled values by dimension path (constants included), from its stored Optuna params."""
     out = {}
     for d in cand.dims:
@@ -127,12 +94,12 @@ def sampled(cand: Candidate, params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def model_dims(cand: Candidate | Baseline) -> tuple[Dim, ...]:
+def model_dims(cand: HasDims) -> tuple[Dim, ...]:
     """The structural dimensions (`model.*`): the ones that make architectures (`train.*` ones do not)."""
     return tuple(d for d in cand.dims if d.path.startswith("model."))
 
 
-def size(cand: Candidate | Baseline) -> int | None:
+def size(cand: HasDims) -> int | None:
     """How many structural points the candidate's `model.*` dimensions hold (None when one is continuous)."""
     total = 1
     for d in model_dims(cand):
@@ -143,7 +110,7 @@ def size(cand: Candidate | Baseline) -> int | None:
     return total
 
 
-def points(cand: Candidate) -> Iterator[dict[str, Any]]:
+def points(cand: HasDims) -> Iterator[dict[str, Any]]:
     """Every structural point of a finite space, in a fixed order (the `model.*` dimensions sorted by path; the
     last varies fastest, as itertools.product), made one at a time: nothing is listed ahead (a product would
     first copy every dimension's values)."""
@@ -161,42 +128,6 @@ def points(cand: Candidate) -> Iterator[dict[str, Any]]:
         if k < 0:
             return
         at[k] += 1
-
-
-@dataclass(frozen=True)
-class Survey:
-    """What a finite (or sampled) space holds after the constraints and the budget solve."""
-
-    points: int  # points looked at
-    total: int | None  # points the space holds (None: continuous)
-    rejected: Mapping[str, int]  # why -> count
-    architectures: Mapping[str, tuple[dict, Prepared]] = field(default_factory=dict)  # name -> (first point, prep)
-    stopped: str = ""  # why it looked at fewer than `total` points ("": it looked at all)
-
-
-def survey(space: Space, cand: Candidate, limit: int | None = None, seconds: float = SURVEY_S) -> Survey:
-    """Admit every point (or the first `limit`, at most POINTS_MAX, for at most `seconds`), counting rejections by
-    kind and distinct architectures; `stopped` says why it looked at fewer points than the space holds."""
-    import time
-
-    rejected: Counter[str] = Counter()
-    archs: dict[str, tuple[dict, Prepared]] = {}
-    seen, cap, began, stopped = 0, min(limit if limit is not None else POINTS_MAX, POINTS_MAX), time.monotonic(), ""
-    for point in points(cand):
-        if seen >= cap:
-            stopped = f"at the first {cap:,} points (POINTS_MAX)" if cap == POINTS_MAX else f"at the first {cap:,}"
-            break
-        if time.monotonic() - began > seconds:
-            stopped = f"after {seconds:g} s"
-            break
-        seen += 1
-        try:
-            prep = admit(space, cand, point)
-        except Rejected as exc:
-            rejected[exc.reason.split(":", 1)[0]] += 1
-            continue
-        archs.setdefault(arch_name(prep.model.layout, structure(prep.model)), (point, prep))
-    return Survey(seen, size(cand), dict(rejected), archs, stopped)
 
 
 def architecture(run: Any) -> str:
@@ -220,7 +151,7 @@ def regroup(records: Sequence[Any]) -> list[Any]:
     return out
 
 
-def grid(cand: Candidate | Baseline, seed: int) -> list[dict[str, Any]]:
+def grid(cand: HasDims, seed: int) -> list[dict[str, Any]]:
     """Every point of a finite candidate over all its dimensions, as Optuna labels, in a seeded shuffled order
     (the `grid` sampler hands them out in turn, each once per seed)."""
     import random

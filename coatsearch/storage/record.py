@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from coatsearch.space.search import architecture
 from coatsearch.storage import record_flat
 
 VERSION = 2  # 1: flat attributes (before the record); 2: one `record` attribute
@@ -59,7 +60,7 @@ class Model:
     budget_params_error: float | None = None  # joint budgets only
     multiplier: float | None = None
     structure: str | None = (
-        None  # the solved model's identity (search.structure): what makes two trials one architecture
+        None  # the solved model's identity (space.admission.structure): what makes two trials one architecture
     )
 
 
@@ -409,7 +410,7 @@ def row(t: TrialRecord) -> dict[str, Any]:
         "complete": t.complete,
         "fail_reason": run.fail_reason,
         "key": run.identity.key,
-        "architecture": _architecture(run),
+        "architecture": architecture(run),  # its row name (space.search.arch_name), "" without a structure
     }
     if run.extra.get("reuse") is not None:  # a sampled point whose network another trial measured (store.reuse)
         row["reuse_of"] = run.extra["reuse"]
@@ -428,13 +429,6 @@ def row(t: TrialRecord) -> dict[str, Any]:
         row.update({f"env.{k}": v for k, v in env.items()})
         row.update({f"env.versions.{k}": v for k, v in versions.items()})
     return row
-
-
-def _architecture(run: RunRecord) -> str:
-    """The trial's architecture row name (search.arch_name), "" without a recorded structure."""
-    from coatsearch.space.search import architecture
-
-    return architecture(run)
 
 
 def _cell(value: Any) -> Any:

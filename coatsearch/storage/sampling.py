@@ -12,8 +12,9 @@ from typing import Any
 
 import optuna
 
-from coatsearch.space import search
-from coatsearch.space.objects import Dim, Space
+from coatsearch.space import admission, search
+from coatsearch.space.objects import Space
+from coatsearch.space.search import Dim
 from coatsearch.storage import architectures
 from coatsearch.storage import trials as P
 from coatsearch.storage.lock import holds_key
@@ -123,7 +124,7 @@ def network(cand: Any, prep: Any) -> str:
     """What a trial measures, as a short hash: the solved network's identity (`search.identity`), its training
     settings and its scores. Two points with one hash on one seed would train the same thing twice."""
     model = prep.model
-    ident = search.identity(search.structure(model)) if model.stages else repr(model)
+    ident = search.identity(admission.structure(model)) if model.stages else repr(model)
     text = json.dumps({"network": ident, "optim": asdict(prep.optim), "scores": asdict(cand.scores)},
                       sort_keys=True, default=str)  # fmt: skip
     return hashlib.sha1(text.encode()).hexdigest()[:16]

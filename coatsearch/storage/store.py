@@ -37,7 +37,7 @@ from optuna.trial import TrialState
 
 from coatsearch import fsafe
 from coatsearch.errors import UserError
-from coatsearch.space import search
+from coatsearch.space import admission
 from coatsearch.space.objects import Space
 from coatsearch.storage import journal as J
 from coatsearch.storage import lock, paths, sampling
@@ -50,7 +50,7 @@ from coatsearch.storage.paths import study_folder
 JOURNAL = paths.JOURNAL
 MATCHED = "matched"  # study attr: candidate -> {"spec": hash of its candidate spec, "prepared": matched record}
 _STATES = ("COMPLETE", "PRUNED", "FAIL")  # the outcomes a trial can be told
-REJECTED = "rejected"  # user attribute of a sampled point refused before training (search.admit): why
+REJECTED = "rejected"  # user attribute of a sampled point refused before training (admission.admit): why
 _OPEN: dict[Path, JournalStorage] = {}  # journal path -> the storage this process opened on it
 IDENTITY = "identity"  # user attr of a journal's first Optuna study: a random id its registration is tied to
 
@@ -373,8 +373,8 @@ def claim_point(
             trial.set_user_attr(sampling.NETWORK, sampling.network(cand, _named(study, cand)))
             return trial, item, params, None
         try:
-            admitted = search.admit(space, cand, params)
-        except search.Rejected as exc:
+            admitted = admission.admit(space, cand, params)
+        except admission.Rejected as exc:
             reject(study, trial, item.key, exc.reason)
             continue
         trial.set_user_attr(sampling.NETWORK, net := sampling.network(cand, admitted))
@@ -432,16 +432,14 @@ def _state(trial: optuna.trial.FrozenTrial) -> str:
 def reject(study: optuna.Study, trial: optuna.Trial, key: str, why: str) -> None:
     """Record a sampled point refused before training, with `rejected`, as `sampling.tell_rejected` tells it (the
     samplers learn it through Optuna's constraint); its key stays free, so the planned trial samples again, at most
-    search.REJECT_MAX times in all, after which it is recorded as failed with the last reason (the study goes on
+    admission.REJECT_MAX times in all, after which it is recorded as failed with the last reason (the study goes on
     with the other trials)."""
-    from coatsearch.space.search import REJECT_MAX
-
     trial.set_user_attr(REJECTED, why)
     before = sum(
         t.user_attrs.get(REJECTED) is not None and t.user_attrs.get("key") == key
         for t in study.get_trials(deepcopy=False)
     )
-    if before >= REJECT_MAX:
+    if before >= admission.REJECT_MAX:
         reason = f"no admissible point in {before} samples (last: {why})"
         trial.set_user_attr("fail_reason", reason)
         study.tell(trial, None, state=TrialState.FAIL)

@@ -1,15 +1,15 @@
 """Trial checkpoints: a long training run saves its whole state every N steps and resumes from it after a kill.
 
-A runner makes one `Trial(policy)` per trial and passes it down to every `fit` of the trial (`fit(...,
-checkpoints=trial)`); each `fit` asks it for its saver (`Trial.saver`: None for a run shorter than
-`policy.min_steps`; a `fit` given no Trial saves nothing). The k-th training run of the trial keeps one file,
-`<policy.folder>/fit<k>.safetensors`, rewritten through the safe writer (fsafe.replacing) at the first step whose
-losses are read once `policy.every` steps have passed since the last save. It holds the model (parameters and
-BatchNorm buffers), the optimizer's state, every random stream the loop draws from (torch's CPU generator, which
-dropout and drop path use, and CUDA's on a GPU; the batch order's generator as the epoch began; the augmentation
-generator; the mixup RNG), the epoch's batch losses and hits so far, the curve points and epoch rows so far, the
-dense-point window and the position (epoch, step in it). Tensors are safetensors (never a pickle), the rest one
-JSON metadata entry. `policy.on_save(folder, step)` hears each save (the Ray backend hands the folder to Ray).
+A runner makes one `Trial(policy)` per trial (training.checkpoint_policy: the data, no torch) and passes it down
+to every `fit` of the trial (`fit(..., checkpoints=trial)`); each `fit` asks for its saver (`saver(trial, total)`:
+None for a run shorter than `policy.min_steps`; a `fit` given no Trial saves nothing). The k-th training run of the
+trial keeps one file, `<policy.folder>/fit<k>.safetensors`, rewritten through the safe writer (fsafe.replacing) at
+the first step whose losses are read once `policy.every` steps have passed since the last save. It holds the model
+(parameters and BatchNorm buffers), the optimizer's state, every random stream the loop draws from (torch's CPU
+generator, which dropout and drop path use, and CUDA's on a GPU; the batch order's generator as the epoch began; the
+augmentation generator; the mixup RNG), the epoch's batch losses and hits so far, the curve points and epoch rows so
+far, the dense-point window and the position (epoch, step in it). Tensors are safetensors (never a pickle), the rest
+one JSON metadata entry. `policy.on_save(folder, step)` hears each save (the Ray backend hands the folder to Ray).
 
 When the trial runs again, `resume` puts each run's file back into the fresh run before its first step: the steps
 it skips are the steps the file holds, so on the CPU (eager, `compile: false`) the record equals an uninterrupted
@@ -29,8 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -39,36 +38,16 @@ import torch
 from coatsearch import fsafe
 from coatsearch.training import checkpoint_check as check
 from coatsearch.training.checkpoint_check import RunState
+from coatsearch.training.checkpoint_policy import Trial
 from coatsearch.training.curves import Meter
 
 FORMAT = "coatsearch.training.checkpoint/1"
 
 
-@dataclass(frozen=True)
-class Policy:
-    """Where one trial's checkpoints go and how often: every `every` steps of runs of `min_steps` steps or more."""
-
-    folder: Path
-    every: int = 500
-    min_steps: int = 2000
-    on_save: Callable[[Path, int], None] | None = None  # told (folder, step) after each save (Ray's checkpoints)
-    root: Path | None = None  # the study folder: each save checks every component below it (fsafe.owned)
-
-
-@dataclass
-class Trial:
-    """One trial's checkpointing: its policy, how many training runs started, which resumed (fit, step)."""
-
-    policy: Policy
-    fits: int = 0
-    resumed: list[dict[str, int]] = field(default_factory=list)
-
-    def saver(self, total: int) -> Saver | None:
-        """The saver of this trial's next training run of `total` steps; None when it is shorter than `min_steps`."""
-        self.fits += 1  # every run counts, so the k-th run is the same one when the trial runs again
-        if total < self.policy.min_steps:
-            return None
-        return Saver(self, self.policy.folder / f"fit{self.fits}.safetensors")
+def saver(trial: Trial, total: int) -> Saver | None:
+    """The saver of the trial's next training run of `total` steps; None when it is shorter than `min_steps`."""
+    fit = trial.next_fit(total)
+    return None if fit is None else Saver(trial, trial.policy.folder / f"fit{fit}.safetensors")
 
 
 def resume(

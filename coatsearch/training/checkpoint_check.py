@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeGuard
 import torch
 from torch import nn
 
-from coatsearch.training.curves import Point
+from coatsearch.training.point import Point
 
 HEADER_MAX = 64_000_000  # bytes of a checkpoint's JSON header (its metadata holds the curve points and rows)
 _SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}

@@ -30,25 +30,12 @@ from torch import nn
 
 from coatsearch.errors import UserError
 from coatsearch.training.data import TensorData
+from coatsearch.training.point import Point
 from coatsearch.training.schedule import DENSE_RATIO, DENSE_WINDOW
 from coatsearch.training.subsets import probe_index
 from coatsearch.vocab.specs import rung_below
 
 EVAL_BATCH_CUDA = 2048  # images per evaluation batch on CUDA (the models are small: the largest batch is fastest)
-
-
-@dataclass(frozen=True)
-class Point:
-    """One measurement after `step` optimizer steps."""
-
-    step: int
-    train_loss: float  # clean cross-entropy on the probe of the training subset (nats)
-    train_acc: float
-    eval_loss: float | None  # on the fixed eval set (the test images); None without one
-    eval_acc: float | None
-    lr_phase: float = 0.0  # lr of the step just taken / peak lr (0 at step 0)
-    val_loss: float | None = None  # on the validation images (the eval set itself when the run has none apart)
-    val_acc: float | None = None
 
 
 @dataclass(frozen=True)

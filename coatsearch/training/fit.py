@@ -28,12 +28,13 @@ from torch import nn
 from tqdm import tqdm
 
 from coatsearch.errors import UserError
-from coatsearch.training import capture, checkpoint
+from coatsearch.training import capture, checkpoint, checkpoint_policy
 from coatsearch.training.augment import augment_apply, augment_batch, augment_draws
-from coatsearch.training.curves import Curve, Evaluation, Meter, Point, Stop, autocast, channels_last, eval_tensors
+from coatsearch.training.curves import Curve, Evaluation, Meter, Stop, autocast, channels_last, eval_tensors
 from coatsearch.training.data import TensorData
 from coatsearch.training.devices import parse_device, pick_device  # noqa: F401 - their home was here
 from coatsearch.training.history import EpochStats, History, NonFiniteLoss, finite_pair
+from coatsearch.training.point import Point
 from coatsearch.training.schedule import curve_steps, steps_per_epoch
 from coatsearch.training.subsets import PROBE_MAX
 from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
@@ -144,7 +145,7 @@ class _Run:
         device: torch.device,
         augment: bool,
         runs: int = 1,
-        checkpoints: checkpoint.Trial | None = None,
+        checkpoints: checkpoint_policy.Trial | None = None,
     ):
         self.device, self.optim, self.cuda = device, optim, device.type == "cuda"
         self.cl = channels_last(device)
@@ -174,7 +175,8 @@ class _Run:
             torch.backends.cudnn.benchmark = True  # fixed shapes: each is benchmarked once
         self.losses = torch.zeros(self.steps, device=device)
         self.hits = torch.zeros(self.steps, device=device, dtype=torch.int64)
-        self.saver = checkpoints.saver(total) if checkpoints is not None else None  # None: this run saves nothing
+        # None: this run saves nothing
+        self.saver = checkpoint.saver(checkpoints, total) if checkpoints is not None else None
         self.epoch_shuffle = self.shuffle.get_state()  # the batch order's generator as the epoch began
 
     def _slot(self, mode: str | None) -> capture.Slot | None:
@@ -363,7 +365,7 @@ def fit(
     runs: int = 1,
     levels: tuple[float, ...] | None = None,
     validate: TensorData | None = None,
-    checkpoints: checkpoint.Trial | None = None,
+    checkpoints: checkpoint_policy.Trial | None = None,
 ) -> History:
     """Train `model` in place on `train` for `epochs` epochs (or `max_steps` steps); evaluate after each epoch.
 
@@ -384,8 +386,9 @@ def fit(
     budget; `History.stopped` says which. `runs`: how many runs of this architecture the study plans in all
     (seeds x scores), which `compile: auto` weighs its compile against (tuning.AutoCompile). `levels`: a
     train-loss ladder (nats) whose crossings get dense points (training.curves.Dense); each point records its lr phase.
-    `checkpoints`: the trial's checkpointing (training.checkpoint.Trial), whose saver saves this run's state every N
-    steps and restores it when the trial runs again; None: no checkpoints.
+    `checkpoints`: the trial's checkpointing (training.checkpoint_policy.Trial), whose saver
+    (training.checkpoint.saver) saves this run's state every N steps and restores it when the trial runs again;
+    None: no checkpoints.
     """
     if len(train) == 0:
         raise UserError("empty training set")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from coatsearch.training.curves import Point
+from coatsearch.training.point import Point
 
 Listener = Callable[[str, int, Point], None]  # (run phase, step, point)
 

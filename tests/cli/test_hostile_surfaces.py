@@ -16,9 +16,9 @@ import pytest
 
 from coatsearch.errors import Pruned, TrialFailed, UserError
 from coatsearch.runner.spawned import run_spawned
+from coatsearch.space.admission import Rejected
 from coatsearch.space.load import SpaceError
 from coatsearch.space.objects import load_space
-from coatsearch.space.search import Rejected
 from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
 from coatsearch.training.history import NonFinite, NonFiniteLoss
@@ -179,16 +179,16 @@ def test_a_grid_too_big_to_plan_is_one_line_giving_its_size(tmp_path):
 
 
 def test_a_huge_structural_space_is_surveyed_within_its_bounds_and_says_so():
-    from coatsearch.space import search
+    from coatsearch.space import admission
     from coatsearch.vocab.specs import SearchDim
 
     dim = SearchDim(low=1, high=10**9)  # an int range of a billion values: counted, never listed
     assert len(dim.values() or ()) == 10**9
     space = load_space(SEARCH)
     cand = space.candidate("searched")
-    found = search.survey(space, cand, limit=3)
+    found = admission.survey(space, cand, limit=3)
     assert found.points == 3 and found.stopped == "at the first 3"
-    found = search.survey(space, cand, seconds=0.0)
+    found = admission.survey(space, cand, seconds=0.0)
     assert found.points == 0 and found.stopped == "after 0 s"
 
 

@@ -73,10 +73,10 @@ def test_a_killed_trial_resumes_from_its_checkpoint_to_the_uninterrupted_record(
 
 
 def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_afresh(pools, tmp_path, capsys):
-    from coatsearch.training import checkpoint
+    from coatsearch.training import checkpoint_policy
 
     plain, _ = fit_under(pools, None)
-    policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+    policy = checkpoint_policy.Policy(tmp_path / "c", every=5, min_steps=1)
     first, state = fit_under(pools, policy)  # saves at steps 5 and 10, inside epochs (the runner removes it at the end)
     assert first == plain and state.resumed == [] and (tmp_path / "c" / "fit1.safetensors").exists()
     again, state = fit_under(pools, policy)
@@ -97,14 +97,14 @@ def test_a_run_resumes_from_its_file_to_the_same_history_and_a_bad_file_starts_a
 
 
 def test_a_captured_run_resumes_into_its_slot_in_place_or_into_a_fresh_one(pools, tmp_path, monkeypatch):
-    from coatsearch.training import capture, checkpoint
+    from coatsearch.training import capture, checkpoint_policy
 
     monkeypatch.setattr(capture, "DEVICES", ("cuda", "cpu"))  # the CPU's stand-in (tests/training/test_capture.py)
     capture.clear()
     try:
         plain, _ = fit_under(pools, None, compile="auto")
         assert plain["compile_mode"] == "captured"
-        policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+        policy = checkpoint_policy.Policy(tmp_path / "c", every=5, min_steps=1)
         assert fit_under(pools, policy, compile="auto")[0] == plain
         for fresh in (False, True):  # the slot of the last fit (its state copied into), then a new slot
             if fresh:

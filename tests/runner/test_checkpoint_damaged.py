@@ -102,11 +102,11 @@ CASES["a model tensor of another shape"] = (_replaced_shape, "this run's is")
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_damaged_checkpoint_is_one_note_set_aside_and_a_fresh_start(pools, tmp_path, capsys, case):
-    from coatsearch.training import checkpoint
+    from coatsearch.training import checkpoint_policy
 
     damage, words = CASES[case]
     plain, _ = fit_under(pools, None)
-    policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+    policy = checkpoint_policy.Policy(tmp_path / "c", every=5, min_steps=1)
     fit_under(pools, policy)
     path = tmp_path / "c" / FILE
     capsys.readouterr()
@@ -120,10 +120,10 @@ def test_a_damaged_checkpoint_is_one_note_set_aside_and_a_fresh_start(pools, tmp
 
 
 def test_a_checkpoint_that_cannot_be_set_aside_is_one_note_and_the_run_saves_none(pools, tmp_path, capsys):
-    from coatsearch.training import checkpoint
+    from coatsearch.training import checkpoint_policy
 
     plain, _ = fit_under(pools, None)
-    policy = checkpoint.Policy(tmp_path / "c", every=5, min_steps=1)
+    policy = checkpoint_policy.Policy(tmp_path / "c", every=5, min_steps=1)
     fit_under(pools, policy)
     path = tmp_path / "c" / FILE
     _edit_meta(path, epoch=999)

@@ -14,7 +14,7 @@ from coatsearch.errors import UserError
 from coatsearch.runner import resume, tracking
 from coatsearch.space.objects import load_space
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training import checkpoint
+from coatsearch.training import checkpoint, checkpoint_policy
 from tests.support.checkpoint import STUDY
 from tests.tiny import TINY, tiny_variant
 
@@ -69,8 +69,8 @@ def test_a_trials_checkpoints_and_their_empty_parents_are_removed(tmp_path):
 def test_a_save_checks_the_whole_path_again(tmp_path):
     study, outside = tmp_path / "s", tmp_path / "outside"
     outside.mkdir()
-    policy = checkpoint.Policy(resume.folder_of(study, ITEM), 1, 1, None, study)
-    saver = checkpoint.Saver(checkpoint.Trial(policy), policy.folder / "fit1.safetensors")
+    policy = checkpoint_policy.Policy(resume.folder_of(study, ITEM), 1, 1, None, study)
+    saver = checkpoint.Saver(checkpoint_policy.Trial(policy), policy.folder / "fit1.safetensors")
     study.mkdir()
     (study / "checkpoints").symlink_to(outside)
     with pytest.raises(UserError, match="checkpoints: is a symbolic link"):

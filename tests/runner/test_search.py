@@ -13,7 +13,7 @@ import pytest
 
 import coatsearch
 from coatsearch.cli import main
-from coatsearch.space import search
+from coatsearch.space import admission, search
 from coatsearch.storage import sampling, store
 from coatsearch.storage import trials as P
 from coatsearch.storage.trials import REEVAL
@@ -362,11 +362,11 @@ def test_no_sampled_point_escapes_a_constraint_whichever_path_samples_it():
     space = coatsearch.load_space(SPACE)
     cand = space.candidate("searched")
     for point in ({"model.layout.0": "T", "model.layout.1": "C"}, {"model.layout": "T-C"}):
-        with pytest.raises(search.Rejected, match="conv_before_attention"):
-            search.admit(space, cand, point)
+        with pytest.raises(admission.Rejected, match="conv_before_attention"):
+            admission.admit(space, cand, point)
         with pytest.raises(TrialFailed, match="rejected before training"):  # an engine that did not admit it
             run_item(space, PlanItem("searched", 0), point, device=None)  # type: ignore[arg-type]
-    assert search.admit(space, cand, {"model.layout.0": "C", "model.layout.1": "T"}).model.layout == "C-T"
+    assert admission.admit(space, cand, {"model.layout.0": "C", "model.layout.1": "T"}).model.layout == "C-T"
 
 
 def test_save_weights_without_best_exits_2_with_nothing_written(study, tmp_path, capsys):

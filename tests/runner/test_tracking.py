@@ -12,7 +12,7 @@ from coatsearch.errors import UserError
 from coatsearch.runner import tracking
 from coatsearch.storage import store
 from coatsearch.storage.trials import PlanItem
-from coatsearch.training.curves import Point
+from coatsearch.training.point import Point
 
 TINY = Path(__file__).resolve().parents[1] / "spaces" / "tiny.yaml"
 

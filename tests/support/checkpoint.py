@@ -75,7 +75,7 @@ def fit_under(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | 
     """A short fit with mixup, augmentation and curve points, under checkpoint `policy` (None: none)."""
     import dataclasses
 
-    from coatsearch.training import checkpoint, fit
+    from coatsearch.training import checkpoint_policy, fit
     from coatsearch.vocab.specs import OptimSpec
     from tests.support.training import CPU, tiny_net
 
@@ -83,7 +83,7 @@ def fit_under(pools, policy, seed: int = 0, mixup: float = 0.2, compile: bool | 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        state = checkpoint.Trial(policy) if policy is not None else None
+        state = checkpoint_policy.Trial(policy) if policy is not None else None
         h = fit.fit(tiny_net(seed), *pools, optim, 1, seed=seed, device=CPU, max_steps=12, eval_every=5,
                     checkpoints=state)  # fmt: skip
     finally:
