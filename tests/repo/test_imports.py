@@ -194,3 +194,20 @@ def test_no_view_judges_a_study():
     found = {p.name: _imported_callables(p, judging) for p in views}
     assert {n: f for n, f in found.items() if f and f != pending.get(n)} == {}
     assert _imported_callables(IG.PACKAGE / "report" / "__init__.py", judging)  # the rule sees a judging import
+
+
+def test_the_longest_import_chain_is_at_most_22_modules():
+    """Type hints included: a module that needs a type names it from a light module, not through a tall one."""
+    chain = IG.longest_chain(FULL)
+    assert 10 < len(chain) <= 22, " -> ".join(chain)
+    assert len(IG.longest_chain({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"c"}})) == 3  # the rule counts modules
+
+
+def test_no_stage_holds_more_than_15_percent_of_the_package():
+    """One family per room: the generic study reading, the papers' claims, the report and the answer page are
+    separate stages, none over 15% of the package's lines."""
+    sizes = IG.sizes()
+    total = sum(lines for _, lines in sizes.values())
+    biggest = max(sizes, key=lambda s: sizes[s][1])
+    assert sizes[biggest][1] <= 0.15 * total, (biggest, sizes[biggest][1] / total)
+    assert {"analysis", "papers", "report", "answer"} <= set(sizes)
