@@ -76,7 +76,7 @@ def samples(records: Records) -> list[dict]:
                     "optimizer": opt,
                     "complete": sum(r.run.optimizer_name == opt for r in mine),
                     "not_complete": failed if i == 0 else 0,  # per candidate: on its first row
-                    "dims": sorted({k for r in mine for k in r.params if k.startswith(SEARCH_PREFIXES)}),
+                    "dims": search_dims(mine),
                 }
             )
     return out

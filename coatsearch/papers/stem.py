@@ -36,6 +36,7 @@ from coatsearch.vocab.specs import VIT_C, VIT_LABELS, VIT_P
 
 CELLS = ((VIT_P, "adamw"), (VIT_P, "sgd"), (VIT_C, "adamw"), (VIT_C, "sgd"))
 _OPT = {"adamw": "AdamW", "sgd": "SGD"}
+_GAP = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)"  # the gap part's name, as its estimate reads
 STEM_RULE = (
     "the optimizer-gap part is the per-seed contrast (ViT_P AdamW − ViT_P SGD) − (ViT_C AdamW − ViT_C SGD), each "
     "cell at the (lr, wd) recipe of that model and optimizer run on the most seeds (≥ 2), with a Student-t "
@@ -104,7 +105,7 @@ def _recipe_cells(runs: list[dict]) -> dict[str, dict]:
 
 def gap_contrast(cells: Mapping[str, Mapping]) -> StemPart:
     """The per-seed gap contrast over the seeds all four cells share: mean, sd, t interval, two-sided p."""
-    what = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD), fixed recipes, paired by seed (points)"
+    what = f"{_GAP}, fixed recipes, paired by seed (points)"
     part = StemPart(what, "gap contrast", None, 0, None, None, "Holm p < α", "not tested", "")
     if len(cells) < len(CELLS):
         return replace(part, reason="no runs for " + ", ".join(f"{a} {b}" for a, b in CELLS if f"{a}/{b}" not in cells))
@@ -267,7 +268,6 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
                         scope=scope if verdict in K.FIRM else "", why_first=False)  # fmt: skip
 
 
-_GAP = "gap contrast (ViT_P AdamW − SGD) − (ViT_C AdamW − SGD)"
 _EFFECTS = {"training length": C.LENGTH_EFFECT, "peak": C.PEAK_EFFECT}  # the paper's effect per part (points)
 
 
