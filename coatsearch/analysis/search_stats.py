@@ -24,13 +24,10 @@ _RANDOM_DRAWS = 4000  # simulated random searches behind one baseline (seeded: t
 
 def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """The mean of `values` and its t interval (a zero-width interval for one value)."""
-    from scipy import stats as st
+    from coatsearch.analysis.stats import one_sample
 
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, mean, mean
-    half = float(st.t.ppf(0.5 + level / 2, len(values) - 1)) * statistics.stdev(values) / len(values) ** 0.5
-    return mean, mean - half, mean + half
+    t = one_sample(values, 1 - level)
+    return (t.mean, *t.ci) if t.ci is not None else (t.mean, t.mean, t.mean)
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,27 @@ def pair_noise(pooled: Noise, own: float | None, n: int) -> tuple[float, int]:
 
 
 @dataclass(frozen=True)
+class OneSample:
+    """A sample's mean with its two-sided Student t interval and the p of "mean = 0" (n − 1 df, its own sd)."""
+
+    n: int
+    mean: float  # nan without values
+    ci: tuple[float, float] | None  # None below 2 values or with no spread
+    p: float | None
+
+
+def one_sample(values: Any, alpha: float) -> OneSample:
+    """`values` tested against 0 with their own noise (scipy's one-sample t test): mean, (1 − alpha) interval, p."""
+    d = np.asarray(values, dtype=float)
+    mean = float(d.mean()) if len(d) else math.nan
+    if len(d) < 2 or float(d.std(ddof=1)) == 0.0:
+        return OneSample(len(d), mean, None, None)
+    res = st.ttest_1samp(d, 0.0)
+    ci = res.confidence_interval(1 - alpha)
+    return OneSample(len(d), mean, (float(ci.low), float(ci.high)), float(res.pvalue))
+
+
+@dataclass(frozen=True)
 class AboveFloor:
     """A model against its floor, paired by seed: mean difference (points), one-sided lower bound, p, n."""
 

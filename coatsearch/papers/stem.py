@@ -120,15 +120,11 @@ def gap_contrast(cells: Mapping[str, Mapping]) -> StemPart:
 def _paired(part: StemPart, per_seed: Mapping[Any, float], why: str) -> StemPart:
     """A part's per-seed differences tested: mean, Student-t interval (n − 1 df), two-sided p; 'not tested' with
     fewer than 2 seeds or no spread (`why` says what a seed needs)."""
-    d = np.array(list(per_seed.values()), dtype=float)
-    part = replace(part, n=len(d), d=float(d.mean()) if len(d) else None,
-                   per_seed={str(s): float(v) for s, v in per_seed.items()})  # fmt: skip
-    if part.d is None or len(d) < 2 or float(d.std(ddof=1)) == 0.0:
-        return replace(part, reason=f"{len(d)} seed(s) with {why}")
-    se, df = float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1
-    half = float(st.t.ppf(1 - CS.ALPHA / 2, df)) * se
-    p = float(2 * st.t.sf(abs(part.d) / se, df))
-    return replace(part, ci=(part.d - half, part.d + half), p=p, status="tested")
+    t = S.one_sample(list(per_seed.values()), CS.ALPHA)
+    part = replace(part, n=t.n, d=t.mean if t.n else None, per_seed={str(s): float(v) for s, v in per_seed.items()})
+    if t.ci is None:
+        return replace(part, reason=f"{t.n} seed(s) with {why}")
+    return replace(part, ci=t.ci, p=t.p, status="tested")
 
 
 def peak_part(cells: Mapping[str, Mapping]) -> StemPart:

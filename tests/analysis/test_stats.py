@@ -49,3 +49,21 @@ def test_spearman_with_exact_permutation_p():
     assert rho == pytest.approx(st.spearmanr([0, 1, 2, 3, 4], [0.1, 1.3, 1.2, 3.0, 4.0]).statistic)
     assert S.spearman([0, 1, 2, 3, 4], [0, 1, 2, 3, 4])[1] == pytest.approx(2 / 120)  # 2 of 5! orders as extreme
     assert S.spearman([0, 1], [1, 0]) == (-1.0, None) and S.spearman([0, 0], [1, 2]) == (None, None)
+
+
+def test_one_sample_interval_and_p_use_the_samples_own_noise():
+    d = [0.4, 1.1, 0.2, 0.9, 0.6]
+    t = S.one_sample(d, 0.05)
+    se = np.std(d, ddof=1) / math.sqrt(len(d))
+    half = st.t.ppf(0.975, len(d) - 1) * se
+    assert t.n == 5 and t.mean == pytest.approx(0.64)
+    assert t.ci == pytest.approx((0.64 - half, 0.64 + half))
+    assert t.p == pytest.approx(2 * st.t.sf(0.64 / se, 4))
+    assert S.one_sample(d, 0.2).ci[0] > t.ci[0]  # a wider level gives a wider interval
+
+
+def test_one_sample_gives_no_interval_without_spread_or_below_two_values():
+    assert S.one_sample([0.5, 0.5, 0.5], 0.05).ci is None
+    one = S.one_sample([0.5], 0.05)
+    assert (one.n, one.mean, one.ci, one.p) == (1, 0.5, None, None)
+    assert math.isnan(S.one_sample([], 0.05).mean)
