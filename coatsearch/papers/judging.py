@@ -12,6 +12,7 @@ from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict, Purposes, StemTables
+from coatsearch.papers.registration import Standing
 from coatsearch.storage import record as R
 
 _EXPLORATORY = "exploratory: one eval set served choices and verdicts"
@@ -43,11 +44,13 @@ class Judged:
     registration: str  # the study's line against its registration
 
 
-def judge_records(space: dict, records: tables.Records, describe: bool = True, registered: str | None = None) -> Judged:
+def judge_records(space: dict, records: tables.Records, describe: bool = True, registered: Standing | None = None
+                  ) -> Judged:  # fmt: skip
     """The report's shared tables (frames.build, once), candidate rows, claim (f)'s tables and every claim's verdict.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
-    `registered`: the study's line against its registration (registration.verdict_line); None = none registered.
+    `registered`: the study against its registration (registration.standing), which gives each claim its line;
+    None = none registered.
     """
     fr = frames.build(space, records)
     gen, acc, runs = fr.matched, fr.acc, fr.runs
@@ -59,10 +62,12 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     stems = stem.stem_tables(fr.complete, runs, acc) if runs is not None else None
     found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
     images = purposes(fr.complete)
-    found = [with_status(with_scale(space, fr.complete, _with_purposes(c, images), acc), registered) for c in found]
+    found = [with_status(with_scale(space, fr.complete, _with_purposes(c, images), acc),
+                         registered and registered.line((c.id,))) for c in found]  # fmt: skip
     claims, untested = paper.untestable(space, found)
+    line = registered.line([c.id for c in claims]) if registered else _UNREGISTERED  # the changes its claims see
     return Judged(fr, gen, rows, acc, dims, runs, edf_rows, noise, stems, claims, untested, images,
-                  registration_line(registered or _UNREGISTERED, claims))  # fmt: skip
+                  registration_line(line, claims))  # fmt: skip
 
 
 def purposes(done: Sequence) -> Purposes:

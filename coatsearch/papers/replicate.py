@@ -17,6 +17,7 @@ from typing import Any
 
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.papers.judging import FIRM, Judged, judge_records
+from coatsearch.papers.registration import Standing
 
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"
@@ -98,7 +99,7 @@ def outcome(original: str | None, replicate: str | None, fresh: str = "") -> tup
 
 def compute(
     study: str, space: dict, records: Sequence, judged: Judged, original: str, original_space: dict,
-    original_records: Sequence, original_registered: str | None,
+    original_records: Sequence, original_registered: Standing | None,
 ) -> Replication:  # fmt: skip
     """The section from the replicate's judged records (`judged`, the report's own) and the original's records."""
     theirs = judge_records(original_space, original_records, registered=original_registered)

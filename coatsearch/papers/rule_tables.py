@@ -29,12 +29,32 @@ EARLIER_RULES = {
     ),
     "2026-12-02.alpha03": "before the fair linear floor (verdicts.FLOOR_RULE), and the changes since 2026-12-04.floor",
 }
+# The claims each of those changes touched (None: every claim): a study registered under an earlier version stays
+# confirmatory for the claims no later change touched (registration.Standing).
+TOUCHED: dict[str, tuple[str, ...] | None] = {"2026-12-06.looks": ("f",), "2026-12-04.floor": None,
+                                              "2026-12-02.alpha03": None}  # fmt: skip
 TABLE = Path(__file__).with_name("calibration.json")
 AA_TABLE = Path(__file__).with_name("aa.json")  # A/A studies through the real trainer (benchmarks/bench_aa.py)
 # The constants the generator writes beside the figures for the report (calibration.constants): the scenario whose
 # per-claim figures a report cites, the seed counts of the simulated profiles, (f)'s effect in its own σ.
 CITED = ("in_regime", "n_seeds", "stem_effect_sigma")
 AA_DETAIL = ("verdicts", "errors", "history")  # an A/A table's per-study rows and earlier states: never cited
+
+
+def touched_since(version: str) -> frozenset[str] | None:
+    """The claims the verdict rule's changes since `version` touched (empty: none; None: every claim, or a version
+    this table does not know)."""
+    if version == RULE_VERSION:
+        return frozenset()
+    order = list(EARLIER_RULES)  # newest first: a version's changes are its own and every newer one's
+    if version not in order:
+        return None
+    touched: set[str] = set()
+    for v in order[: order.index(version) + 1]:
+        if TOUCHED[v] is None:
+            return None
+        touched.update(TOUCHED[v] or ())
+    return frozenset(touched)
 
 
 def table() -> dict | None:

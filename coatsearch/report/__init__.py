@@ -20,6 +20,7 @@ from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.papers.claims import CAPACITY_SCORE, EDF_K, TRANSFER_SCORE
+from coatsearch.papers.registration import Standing
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_answer as mda
 from coatsearch.report import markdown_claims as mdc
@@ -75,7 +76,7 @@ def summarize(
     study: str,
     space: dict,
     records: TB.Records,
-    registered: str | None = None,
+    registered: Standing | None = None,
     earlier: looks.Found | None = None,
     original: Original | None = None,
     table: search_checks.EnumeratedTable | None = None,
@@ -83,7 +84,7 @@ def summarize(
     """Every table the report shows, computed from the space record and trial records alone, and each section's
     Info (the summary reads as a mapping of those tables). A candidate that samples `model.*` fields gives one row
     per architecture it trained (search.regroup); the search section reads the records as stored. `registered`: the
-    study's line against its registration (registration.verdict_line), which marks each verdict confirmatory;
+    study against its registration (registration.standing), which marks each verdict confirmatory or not;
     `earlier`: the earlier looks on record (looks_found.gather), which adjust each claim's p, and a supported claim
     stands only below α after them (looks.LOOKS_RULE; None: not gathered, the claims as judged);
     `original`: for a replicate (registration.replicate_of), the study it replicates, read the same way; `table`:
@@ -217,8 +218,8 @@ def judged_claims(space: dict, records: list) -> list[ClaimVerdict]:
     return judging.judge_records(space, records, describe=False).claims
 
 
-def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
-    """The study's line against its registration (None when it has none): confirmatory or exploratory, and why."""
+def _registered(studies_dir: Path, name: str, space: dict) -> Standing | None:
+    """The study against its registration (None when it has none): each change, with the claims it concerns."""
     from coatsearch.papers import registration
     from coatsearch.storage import store
 
@@ -226,7 +227,7 @@ def _registered(studies_dir: Path, name: str, space: dict) -> str | None:
     if reg is None:
         return None
     now = registration.analysis(space, reg.analysis.replicate_of, reg.analysis)
-    return registration.verdict_line(reg, now, name, store.identity(store.folder(studies_dir, name), name))
+    return registration.standing(reg, now, name, store.identity(store.folder(studies_dir, name), name))
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,7 @@ class Original:
     study: str
     space: dict
     records: TB.Records
-    registered: str | None
+    registered: Standing | None
     missing: str = ""
 
 

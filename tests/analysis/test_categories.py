@@ -12,7 +12,7 @@ import pytest
 from coatsearch.analysis import tables
 from coatsearch.analysis.results import Power
 from coatsearch.papers import categories as K
-from coatsearch.papers import judging
+from coatsearch.papers import judging, registration
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.planner import power as P
@@ -24,6 +24,7 @@ from tests.report_records import AGREE, SPACE, edit_runs, layout_records, noisy,
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIRMED = "confirmatory: matches the registration (fingerprint abc…, 2026-01-01)"
+STANDING = registration.Standing("abc")  # a study that matches its registration: every claim confirmatory
 
 
 def _claims(values: dict, edit=None) -> dict[str, dict]:
@@ -118,7 +119,7 @@ def test_confirmatory_only_where_a_firm_verdict_was_possible():
 
 
 def test_a_one_seed_smoke_run_is_never_called_confirmatory():
-    text = render(summarize("smoke", SPACE, layout_records(ONE_SEED), registered=CONFIRMED), {})
+    text = render(summarize("smoke", SPACE, layout_records(ONE_SEED), registered=STANDING), {})
     body = text[: text.index("## Appendix")]  # the appendix states the rule, which names the word
     assert "confirmatory" not in body and K.REGISTERED_ONLY in body and K.UNDERPOWERED in body
 
@@ -126,7 +127,7 @@ def test_a_one_seed_smoke_run_is_never_called_confirmatory():
 def test_report_leads_with_the_answer_then_the_verdict_and_regime_tables():
     values = {**AGREE, "generalization.matched_acc": {**AGREE["generalization.matched_acc"],
                                                       "baseline-linear": [0.70, 0.71, 0.705]}}  # fmt: skip
-    report = summarize("fab", SPACE, layout_records(values), registered=CONFIRMED)
+    report = summarize("fab", SPACE, layout_records(values), registered=STANDING)
     lines = render(report, {}).splitlines()
     head = "\n".join(lines[:25])
     assert lines[0] == "# coatsearch report: fab" and lines[2].startswith(

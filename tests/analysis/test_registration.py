@@ -167,3 +167,40 @@ def test_per_seed_test_sampling_is_registered_and_the_default_keeps_old_fingerpr
     first, _ = registration.register(_record(), tmp_path, "s")
     _, changed = registration.register(_record(per_seed), tmp_path, "s")
     assert any(c.startswith("data") and "per_seed" in c for c in changed), changed  # a switch is a deviation
+
+
+def _under_rule(version: str, tmp_path: Path) -> registration.Standing:
+    """The tiny study registered under rule `version`, then read under today's rule."""
+    rec = _record()
+    old = registration.analysis(rec).model_copy(update={"rule_version": version})
+    reg = registration.Registration(study="s", fingerprint=registration.fingerprint(old), registered_at="t",
+                                    analysis=old)  # fmt: skip
+    return registration.standing(reg, registration.analysis(rec, None, reg.analysis))
+
+
+def test_a_rule_change_makes_exploratory_only_the_claims_it_touched(tmp_path: Path) -> None:
+    """Rule 2026-12-06.looks → today's changed claim (f) only: a study judging (a) stays confirmatory and says what
+    changed for other claims; (f) becomes exploratory; the study's whole line counts every change."""
+    s = _under_rule("2026-12-06.looks", tmp_path)
+    assert s.line(["a"]).startswith("confirmatory: matches the registration")
+    assert "other claims only: rule_version: 2026-12-06.looks -> " in s.line(["a"])
+    assert s.line(["f"]).startswith("exploratory: differs from the registration in rule_version: 2026-12-06.looks")
+    assert s.line(["a", "f"]).startswith("exploratory") and s.line().startswith("exploratory")
+
+
+@pytest.mark.parametrize("version", ["2026-12-04.floor", "2026-12-02.alpha03", "an-unknown-rule"])
+def test_a_rule_change_that_touched_every_claim_or_an_unknown_rule_concerns_every_claim(
+    version: str, tmp_path: Path
+) -> None:
+    s = _under_rule(version, tmp_path)
+    for claims in (["a"], ["d"], ["f"], []):
+        assert s.line(claims).startswith(f"exploratory: differs from the registration in rule_version: {version}")
+
+
+def test_touched_since_accumulates_every_later_change() -> None:
+    from coatsearch.papers import rule_tables
+
+    assert rule_tables.touched_since(rule_tables.RULE_VERSION) == frozenset()
+    assert rule_tables.touched_since("2026-12-06.looks") == {"f"}
+    assert rule_tables.touched_since("2026-12-04.floor") is None  # that change touched every claim
+    assert set(rule_tables.TOUCHED) == set(rule_tables.EARLIER_RULES)  # every earlier rule says what it touched
