@@ -97,7 +97,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.pruner:
         from coatsearch.analysis import fidelity
 
-        table = fidelity.curves_of(args.study, args.studies_dir)
+        table = fidelity.curves_of(args.study, args.studies_dir).networks
         found = [
             fidelity.measure(table, p, args.trials, args.repeats, measured.maximize) for p in args.pruner.split(",")
         ]

@@ -33,6 +33,15 @@ class Fidelity:
     cost_ci: tuple[float, float]
 
 
+@dataclass(frozen=True)
+class LearningCurves:
+    """A study's learning curves for the replay: per network, one curve a seed (the objective score's accuracy at
+    each measured point, the last one its final value)."""
+
+    score: str  # the objective's score, whose curves these are
+    networks: Mapping[str, tuple[tuple[float, ...], ...]]  # architecture (or candidate) -> a curve per search trial
+
+
 def _pruner(name: str, points: int) -> optuna.pruners.BasePruner:
     import optuna
 
@@ -96,7 +105,7 @@ def _pruned(draws: Sequence[tuple[str, list]], pruner: str, maximize: bool) -> t
     return _best(finished, maximize), spent
 
 
-def curves_of(study_name: str, studies_dir: str | Path) -> Mapping[str, list[list[float]]]:
+def curves_of(study_name: str, studies_dir: str | Path) -> LearningCurves:
     """Per network, the learning curve of each seed's search trial: the objective's score's validation accuracy
     at each measured point (the test-image accuracy where the study has no validation split)."""
     from coatsearch.space import search
@@ -113,7 +122,7 @@ def curves_of(study_name: str, studies_dir: str | Path) -> Mapping[str, list[lis
         values = [float(v) for v in (cur.get("val_acc") or cur.get("eval_acc") or ()) if v is not None]
         if values:
             out.setdefault(search.architecture(r.run) or r.candidate, []).append(values)
-    return out
+    return LearningCurves(score, {net: tuple(map(tuple, curves)) for net, curves in out.items()})
 
 
 def text(results: Sequence[Fidelity]) -> str:

@@ -8,14 +8,42 @@ no front (the section is left out; view_speed.pareto and markdown_speed.pareto r
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.speed_tables import pareto
 from coatsearch.analysis.tables import Records, complete, order
 
 
-def front(space: dict, records: Records) -> dict | None:
-    """{'objectives', 'directions', 'rows': [{candidate, means, n, pareto}]}; None for a single-objective study."""
+@dataclass(frozen=True)
+class FrontPoint:
+    """One candidate's mean of each objective over its complete runs (record units), and whether it is on the front."""
+
+    candidate: str
+    n: int  # complete runs that measured every objective
+    means: tuple[float, ...]  # per objective, in the study's order
+    pareto: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: {candidate, n, means, pareto}."""
+        return {"candidate": self.candidate, "n": self.n, "means": list(self.means), "pareto": self.pareto}
+
+
+@dataclass(frozen=True)
+class ParetoFront:
+    """A multi-objective study's objectives with their directions, and a point per measured candidate."""
+
+    objectives: tuple[str, ...]
+    directions: tuple[str, ...]  # 'maximize' / 'minimize', per objective
+    rows: tuple[FrontPoint, ...]  # in candidate order
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: {objectives, directions, rows}."""
+        return {"objectives": list(self.objectives), "directions": list(self.directions), "rows": list(self.rows)}
+
+
+def front(space: dict, records: Records) -> ParetoFront | None:
+    """Each measured candidate's mean objectives and whether it is on the front; None for a single-objective study."""
     study = space.get("study") or {}
     keys, dirs = list(study.get("objectives") or []), list(study.get("directions") or [])
     if len(keys) < 2:
@@ -25,15 +53,8 @@ def front(space: dict, records: Records) -> dict | None:
         values = [r.run.number(k) for k in keys]
         if all(v is not None for v in values):
             runs.setdefault(r.candidate, []).append([float(v or 0.0) for v in values])
-    rows: list[dict[str, Any]] = [
-        {
-            "candidate": n,
-            "n": len(runs[n]),
-            "means": [statistics.fmean(a[i] for a in runs[n]) for i in range(len(keys))],
-        }
-        for n in order(space, records)
-        if n in runs
-    ]
-    for row, on in zip(rows, pareto([r["means"] for r in rows], [d == "maximize" for d in dirs]), strict=True):
-        row["pareto"] = on
-    return {"objectives": keys, "directions": dirs, "rows": rows}
+    names = [n for n in order(space, records) if n in runs]
+    means = [tuple(statistics.fmean(a[i] for a in runs[n]) for i in range(len(keys))) for n in names]
+    on = pareto(means, [d == "maximize" for d in dirs])
+    rows = (FrontPoint(n, len(runs[n]), m, flag) for n, m, flag in zip(names, means, on, strict=True))
+    return ParetoFront(tuple(keys), tuple(dirs), tuple(rows))

@@ -31,13 +31,13 @@ class Stat:
         """Standard error of the mean (None with fewer than 2 runs)."""
         return None if self.sd is None else self.sd / math.sqrt(self.n)
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """JSON form, with the standard error."""
         return {**asdict(self), "se": self.se}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Stat:
-        """The stat `to_dict` wrote (its `se` is derived, so not read)."""
+        """The stat `to_json` wrote (its `se` is derived, so not read)."""
         return cls(json_form.number(data.get("mean")), json_form.maybe(data.get("sd")), int(data.get("n") or 0))
 
 

@@ -9,7 +9,9 @@ measured throughput differs most when the spread passes SPREAD_NOTE.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from coatsearch.analysis.constants import BASELINES
 from coatsearch.analysis.tables import METRICS, Records, complete, order, primary_acc
@@ -43,30 +45,88 @@ def by_network(networks: Sequence[str], values: Sequence[float]) -> list[float]:
     return [statistics.fmean(nets[net]) for net in networks]
 
 
+MeanSd = tuple[float | None, float | None]  # mean and sd over runs (sd None with one run; both None: no run has it)
+
+
+@dataclass(frozen=True)
+class CandidateSpeed:
+    """One candidate's measured speed over its `speed` runs, its accuracy, and where and how it was measured."""
+
+    candidate: str
+    n: int  # runs that measured speed
+    rates: Mapping[str, MeanSd]  # the rates' keys (RATES), the measuring seconds', then macs and params, in order
+    acc: tuple[float, float | None] | None  # the judged accuracy (%): mean, sd; None where no run has it
+    cost_share: float | None  # mean share of a trial's wall time that measuring took
+    matched: bool  # every run's model was matched to a MACs budget
+    network: str  # model label, stages, MACs and params: rows of one network pool their throughput
+    facts: Mapping[str, tuple[str, ...]]  # FACTS role -> the distinct values its runs recorded, sorted
+    pareto: bool | None = None  # on the accuracy-vs-speed front; None: not placed (a baseline, or no accuracy)
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: candidate, n, each rate by its key, acc, cost_share, matched, network, each fact by
+        its role, and pareto where placed."""
+        facts = {k: list(v) for k, v in self.facts.items()}
+        out = {"candidate": self.candidate, "n": self.n, **self.rates, "acc": self.acc, "cost_share": self.cost_share,
+               "matched": self.matched, "network": self.network, **facts}  # fmt: skip
+        return out if self.pareto is None else {**out, "pareto": self.pareto}
+
+
+@dataclass(frozen=True)
+class SpeedSpread:
+    """For one throughput: the fastest and slowest budget-matched candidates and their ratio."""
+
+    key: str  # the throughput's metric key
+    fast: str
+    slow: str
+    ratio: float  # fast / slow
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: the fields in order."""
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class SpeedTable:
+    """The speed rows with their Pareto flags, the accuracy they are judged by, and the spread per throughput."""
+
+    rows: tuple[CandidateSpeed, ...]  # in candidate order
+    acc_key: str | None
+    acc_label: str  # '' without an accuracy
+    spread: tuple[SpeedSpread, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's form: {rows, acc_key, acc_label, spread}."""
+        return {"rows": list(self.rows), "acc_key": self.acc_key, "acc_label": self.acc_label,
+                "spread": list(self.spread)}  # fmt: skip
+
+
 def _mean_sd(values: list[float]) -> tuple[float, float | None]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def _row(name: str, runs: list[RunRecord], acc: str | None) -> dict:
+def _row(name: str, runs: list[RunRecord], acc: str | None) -> CandidateSpeed:
     """One candidate's speed row: mean and sd over its runs of each rate, and where and how it was measured."""
-    row: dict = {"candidate": name, "n": len(runs)}
     seconds = role("seconds")
+    rates: dict[str, MeanSd] = {}
     for key in (*map(role, RATES), seconds, "macs", "params"):
         vals = [v for a in runs if (v := a.number(key)) is not None]
-        row[key] = _mean_sd(vals) if vals else (None, None)
+        rates[key] = _mean_sd(vals) if vals else (None, None)
     accs = [points(a.value(acc)) for a in runs if a.value(acc) is not None] if acc else []
-    row["acc"] = _mean_sd(accs) if accs else None
     shares = [a.value(seconds) / a.wall_s for a in runs if a.wall_s]
-    row["cost_share"] = statistics.fmean(shares) if shares else None
-    row["matched"] = all(a.model is not None and a.model.budget_macs for a in runs)
     m = runs[0].model
-    row["network"] = f"{m.label or name} {m.stages} {m.macs} {m.params}" if m is not None else name
-    for fact in FACTS:
-        row[fact] = sorted({str(a.value(role(fact))) for a in runs})
-    return row
+    return CandidateSpeed(
+        name,
+        len(runs),
+        rates,
+        _mean_sd(accs) if accs else None,
+        statistics.fmean(shares) if shares else None,
+        all(a.model is not None and a.model.budget_macs for a in runs),
+        f"{m.label or name} {m.stages} {m.macs} {m.params}" if m is not None else name,
+        {fact: tuple(sorted({str(a.value(role(fact))) for a in runs})) for fact in FACTS},
+    )
 
 
-def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
+def table(space: dict, records: Records, acc: str | None = None) -> SpeedTable | None:
     """The speed table (one row per candidate with `speed` runs), the Pareto front and the spread note; None if
     no trial measured speed."""
     runs: dict[str, list[RunRecord]] = {}
@@ -77,24 +137,30 @@ def table(space: dict, records: Records, acc: str | None = None) -> dict | None:
         return None
     acc = acc or primary_acc(space, complete(records))
     rows = [_row(name, runs[name], acc) for name in order(space, records) if name in runs]
-    front = [r for r in rows if r["acc"] is not None and r["candidate"] not in BASELINES]  # layouts only
+    front = [r for r in rows if r.acc is not None and r.candidate not in BASELINES]  # layouts only
     infer = role("infer_ips")
-    speeds = by_network([r["network"] for r in front], [r[infer][0] for r in front])
-    on = pareto([(r["acc"][0], x) for r, x in zip(front, speeds, strict=True)], (True, True))
-    for row, flag in zip(front, on, strict=True):
-        row["pareto"] = flag
+    speeds = by_network([r.network for r in front], [_mean(r, infer) for r in front])
+    on = pareto([(_mean(r, None), x) for r, x in zip(front, speeds, strict=True)], (True, True))
+    flags = {r.candidate: flag for r, flag in zip(front, on, strict=True)}
+    rows = [replace(r, pareto=flags[r.candidate]) if r.candidate in flags else r for r in rows]
     label = METRICS[acc].label if acc else ""
-    return {"rows": rows, "acc_key": acc, "acc_label": label, "spread": spread(rows)}
+    return SpeedTable(tuple(rows), acc, label, spread(rows))
 
 
-def spread(rows: list[dict]) -> list[dict]:
+def _mean(row: CandidateSpeed, key: str | None) -> float:
+    """A front row's mean of a rate (its accuracy's for None): every run on the front has both."""
+    mean = row.rates[key][0] if key is not None else row.acc[0] if row.acc else None
+    assert mean is not None
+    return mean
+
+
+def spread(rows: Sequence[CandidateSpeed]) -> tuple[SpeedSpread, ...]:
     """Per rate: the fastest and slowest budget-matched candidates and their ratio (when 2 or more have it)."""
     out = []
     for key in map(role, _SPREAD):
-        have = [r for r in rows if r["matched"] and r[key][0]]
+        have = [(r, mean) for r in rows if r.matched and (mean := r.rates[key][0])]
         if len(have) < 2:
             continue
-        fast, slow = max(have, key=lambda r: r[key][0]), min(have, key=lambda r: r[key][0])
-        ratio = fast[key][0] / slow[key][0]
-        out.append({"key": key, "fast": fast["candidate"], "slow": slow["candidate"], "ratio": ratio})
-    return out
+        (fast, top), (slow, low) = max(have, key=lambda h: h[1]), min(have, key=lambda h: h[1])
+        out.append(SpeedSpread(key, fast.candidate, slow.candidate, top / low))
+    return tuple(out)

@@ -18,6 +18,14 @@ from coatsearch import scores
 from coatsearch.analysis import json_form
 from coatsearch.analysis.constants import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import Stat
+from coatsearch.analysis.table_rows import (
+    CandidateRuns,
+    EpochCurve,
+    LengthStability,
+    SeverityCurve,
+    StoppedTrial,
+    SubsetUse,
+)
 from coatsearch.scores import Metric
 from coatsearch.scores.base import points
 from coatsearch.storage.record import TrialRecord, count
@@ -65,11 +73,11 @@ def order(space: dict, records: Records) -> list[str]:
     return names
 
 
-def groups(space: dict, records: Records) -> Mapping[str, list[TrialRecord]]:
+def groups(space: dict, records: Records) -> tuple[CandidateRuns, ...]:
     """Complete records per candidate, in candidate order (candidates without a complete run left out)."""
     done = complete(records)
-    out = {c: [r for r in done if r.candidate == c] for c in order(space, records)}
-    return {c: rs for c, rs in out.items() if rs}
+    out = (CandidateRuns(c, tuple(r for r in done if r.candidate == c)) for c in order(space, records))
+    return tuple(g for g in out if g.runs)
 
 
 def group_acc() -> Mapping[str, str]:
@@ -165,7 +173,8 @@ def candidate_rows(
 ) -> list[dict]:
     """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
     idents = {}
-    for name, runs in groups(space, records).items():
+    for g in groups(space, records):
+        name, runs = g.candidate, g.runs
         model = runs[0].run.model
         idents[name] = {
             "candidate": name,
@@ -213,25 +222,15 @@ def counts(records: Records) -> Counts:
     return Counts(n["total"], n["complete"], n["failed"], n["interrupted"], n["pruned"], n["running"] + n["waiting"])
 
 
-def failures(records: Records) -> list[dict]:
+def failures(records: Records) -> tuple[StoppedTrial, ...]:
     """Failed, interrupted, pruned and unfinished trials, each with its reason."""
     done = {r.run.identity.key: r.number for r in complete(records)}
     rows = []
     for r in records:
-        if r.state == "COMPLETE":
-            continue
-        reason = _reason(r, done.get(r.run.identity.key))
-        rows.append(
-            {
-                "number": r.number,
-                "candidate": r.candidate,
-                "seed": r.seed,
-                "key": r.run.identity.key,
-                "state": r.state,
-                "reason": reason,
-            }
-        )
-    return rows
+        if r.state != "COMPLETE":
+            key = r.run.identity.key
+            rows.append(StoppedTrial(r.number, r.candidate, r.seed, key, r.state, _reason(r, done.get(key))))
+    return tuple(rows)
 
 
 def _reason(r: TrialRecord, rerun: int | None) -> str:
@@ -278,7 +277,7 @@ class StudyEnvironment:
     image_size: int | None
     channels: int | None
     classes: int | None
-    subsets: tuple[Mapping[str, Any], ...]  # per score: subsets()
+    subsets: tuple[SubsetUse, ...]  # per score: subsets()
     seeds: tuple[int, ...]
     hardware: tuple[Hardware, ...]  # each distinct one, in trial order
     versions: tuple[Mapping[str, Any], ...]  # each distinct package -> version set, in trial order
@@ -302,7 +301,7 @@ class StudyEnvironment:
             size,
             chans,
             classes,
-            tuple(jf.mapping(x) for x in jf.items(data.get("subsets"))),
+            tuple(SubsetUse.from_json(jf.mapping(x)) for x in jf.items(data.get("subsets"))),
             tuple(int(x) for x in jf.items(data.get("seeds"))),
             tuple(Hardware.from_json(h) for h in jf.items(data.get("hardware"))),
             tuple(jf.mapping(v) for v in jf.items(data.get("versions"))),
@@ -332,7 +331,7 @@ def environment(space: dict, records: Records) -> StudyEnvironment:
         size,
         chans,
         classes,
-        tuple(subsets(space, done)),
+        subsets(space, done),
         tuple(sorted({r.seed for r in done if r.seed is not None})),
         tuple(hardware),
         tuple(versions),
@@ -356,25 +355,17 @@ def _elapsed(records: Records) -> float | None:
     return (max(ends) - min(starts)).total_seconds() if starts and ends else None
 
 
-def subsets(space: dict, done: Records) -> list[dict]:
+def subsets(space: dict, done: Records) -> tuple[SubsetUse, ...]:
     """Per score: images per class, classes, epochs, data set, and the images a run actually used."""
     images = {s: f"{s}.images" for s in curve_scores()}
     rows = []
     for score, sub in _subset_records(space.get("scores") or {}):
         key = images.get(score)
         used = sorted({v for r in done if key and (v := r.run.value(key)) is not None})
-        data = sub.get("dataset") or {}
-        rows.append(
-            {
-                "score": score,
-                "per_class": sub.get("per_class"),
-                "classes": sub.get("classes"),
-                "epochs": sub.get("epochs"),
-                "dataset": data.get("dataset") if data else None,
-                "images": used,
-            }
-        )
-    return rows
+        data, classes = sub.get("dataset") or {}, sub.get("classes")
+        rows.append(SubsetUse(score, sub.get("per_class"), None if classes is None else tuple(classes),
+                              sub.get("epochs"), data.get("dataset") if data else None, tuple(used)))  # fmt: skip
+    return tuple(rows)
 
 
 def _subset_records(node: dict) -> Iterator[tuple[str, dict]]:
@@ -387,25 +378,19 @@ def _subset_records(node: dict) -> Iterator[tuple[str, dict]]:
             yield from _subset_records(sub)
 
 
-def curves(space: dict, records: Records, score: str) -> list[dict]:
+def curves(space: dict, records: Records, score: str) -> tuple[EpochCurve, ...]:
     """Per candidate: mean per-epoch train loss and eval accuracy (%) over its runs of one score."""
     out = []
-    for name, runs in groups(space, records).items():
-        cs = [c for r in runs if isinstance(c := r.run.curves.get(score), Mapping)]
+    for g in groups(space, records):
+        cs = [c for r in g.runs if isinstance(c := r.run.curves.get(score), Mapping)]
         cs = [c for c in cs if c.get("train_loss") and c.get("eval_acc")]
         if not cs:
             continue
         n = min(min(len(c["train_loss"]), len(c["eval_acc"])) for c in cs)
-        out.append(
-            {
-                "candidate": name,
-                "epoch": list(range(1, n + 1)),
-                "train_loss": [_mean_at(cs, "train_loss", i) for i in range(n)],
-                "eval_acc": [points(_mean_at(cs, "eval_acc", i)) for i in range(n)],
-                "runs": len(cs),
-            }
-        )
-    return out
+        loss = tuple(_mean_at(cs, "train_loss", i) for i in range(n))
+        acc = tuple(points(_mean_at(cs, "eval_acc", i)) for i in range(n))
+        out.append(EpochCurve(g.candidate, tuple(range(1, n + 1)), loss, acc, len(cs)))
+    return tuple(out)
 
 
 def _mean_at(cs: list[Mapping], key: str, i: int) -> float:
@@ -414,36 +399,28 @@ def _mean_at(cs: list[Mapping], key: str, i: int) -> float:
     return float(vals.mean()) if len(vals) else math.nan
 
 
-def length_rows(space: dict, records: Records) -> list[dict]:
+def length_rows(space: dict, records: Records) -> tuple[LengthStability, ...]:
     """Training-length stability per candidate: mean eval acc (%) per schedule length, Δerror vs the longest."""
     sched, acc = (scores.SCORES[LENGTH_SCORE].role(k) for k in ("epochs", "accs"))  # the schedules, eval acc of each
     rows = []
-    for name, runs in groups(space, records).items():
-        runs = [r for r in runs if r.run.value(sched) and r.run.value(acc)]
+    for g in groups(space, records):
+        runs = [r for r in g.runs if r.run.value(sched) and r.run.value(acc)]
         if not runs:
             continue
         epochs = list(runs[0].run.value(sched))
         runs = [r for r in runs if list(r.run.value(sched)) == epochs]
         accs = [_stat(points(r.run.value(acc)[i]) for r in runs) for i in range(len(epochs))]
         longest = accs[epochs.index(max(epochs))].mean
-        rows.append(
-            {
-                "candidate": name,
-                "model_label": runs[0].run.label,
-                "epochs": epochs,
-                "eval_acc": accs,
-                "delta_error": [longest - a.mean for a in accs],
-                "runs": len(runs),
-            }
-        )
-    return rows
+        deltas = tuple(longest - a.mean for a in accs)
+        rows.append(LengthStability(g.candidate, runs[0].run.label, tuple(epochs), tuple(accs), deltas, len(runs)))
+    return tuple(rows)
 
 
-def robustness_rows(space: dict, records: Records) -> list[dict]:
+def robustness_rows(space: dict, records: Records) -> tuple[SeverityCurve, ...]:
     """Per candidate: eval accuracy (%) against corruption severity (0 = clean), mean over corruptions and runs."""
     rows = []
-    for name, runs in groups(space, records).items():
-        cs = [c for r in runs if isinstance(c := r.run.curves.get(ROBUSTNESS_SCORE), Mapping)]
+    for g in groups(space, records):
+        cs = [c for r in g.runs if isinstance(c := r.run.curves.get(ROBUSTNESS_SCORE), Mapping)]
         if not cs:
             continue
         severity = list(cs[0]["severity"])
@@ -451,15 +428,13 @@ def robustness_rows(space: dict, records: Records) -> list[dict]:
         kinds = [k for k in cs[0] if k != "severity"]
         per_run = [[float(pd.Series([c[k][i] for k in kinds]).mean()) for i in range(len(severity))] for c in cs]
         accs = [stat(points(run[i]) for run in per_run) for i in range(len(severity))]
-        rows.append({"candidate": name, "severity": severity, "acc": accs, "corruptions": kinds, "runs": len(cs)})
-    return rows
+        rows.append(SeverityCurve(g.candidate, tuple(severity), tuple(accs), tuple(kinds), len(cs)))
+    return tuple(rows)
 
 
 def jsonable(x: Any) -> Any:
     """Tables → JSON-ready values: Stats and typed results (their `to_json`) as dicts, NaN/inf as null, tuples as
     lists."""
-    if isinstance(x, Stat):
-        return jsonable(x.to_dict())
     to_json = getattr(x, "to_json", None)
     if is_dataclass(x) and callable(to_json):  # a typed analysis result (analysis.results): its summary form
         return jsonable(to_json())

@@ -72,5 +72,5 @@ def _baseline_mean(rows: list[dict], name: str, key: str) -> float | None:
 def _images(summary: Summary, key: str) -> tuple[int, ...]:
     """The training images of a run on the measure's score (the environment's subsets)."""
     score = key.split(".")[0]
-    got = {int(n) for s in summary.environment.subsets if s.get("score") == score for n in s.get("images") or ()}
+    got = {int(n) for s in summary.environment.subsets if s.score == score for n in s.images}
     return tuple(sorted(got))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from coatsearch.analysis import pareto, search_checks, search_results, speed_tables, spread
+from coatsearch.analysis import table_rows as TR
 from coatsearch.analysis import tables as TB
 from coatsearch.analysis.constants import ALPHA, LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE, VERDICT_ALPHA
 from coatsearch.analysis.tables import jsonable
@@ -173,7 +174,7 @@ def render(report: Report, figures: dict[str, str]) -> str:
     return section.render(SECTIONS, {**report.infos, FIGURES: vst.figures(figures)})
 
 
-def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict]:
+def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict] | tuple[TR.EpochCurve, ...]:
     """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
     return paper.mean_curves(space, fr.curves[score], fr.complete) or TB.curves(space, fr.records, score)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.constants import LENGTH_SCORE
 from coatsearch.analysis.results import Estimate, Evidence
+from coatsearch.analysis.table_rows import LengthStability
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.papers.claim_results import ClaimVerdict, StemPart
 from coatsearch.papers.looks import Looks
@@ -258,16 +259,16 @@ def optimizability(ctx: ReportContext) -> Optimizability | None:
     return info if shown and (t["has_vit"] or dims or t[LENGTH_SCORE]) else None
 
 
-def _length(rows: list[dict]) -> Length | None:
+def _length(rows: Sequence[LengthStability]) -> Length | None:
     """Accuracy and Δ error per candidate at every schedule length any ran."""
     if not rows:
         return None
-    epochs = tuple(sorted({e for r in rows for e in r["epochs"]}))
+    epochs = tuple(sorted({e for r in rows for e in r.epochs}))
     out = []
     for r in rows:
-        acc = dict(zip(r["epochs"], r["eval_acc"], strict=True))
-        dlt = dict(zip(r["epochs"], r["delta_error"], strict=True))
-        out.append(LengthRow(r["candidate"], r["runs"], tuple(acc.get(e) for e in epochs),
+        acc = dict(zip(r.epochs, r.eval_acc, strict=True))
+        dlt = dict(zip(r.epochs, r.delta_error, strict=True))
+        out.append(LengthRow(r.candidate, r.runs, tuple(acc.get(e) for e in epochs),
                              tuple(dlt.get(e) for e in epochs)))  # fmt: skip
     return Length(epochs, tuple(out))
 
@@ -292,9 +293,7 @@ class Failures:
 
 def failures(ctx: ReportContext) -> Failures | None:
     """The failed trials; None when every trial completed."""
-    rows = tuple(
-        Failure(r["number"], r["candidate"], r["seed"], r["state"], r["reason"]) for r in ctx.tables["failures"]
-    )
+    rows = tuple(Failure(r.number, r.candidate, r.seed, r.state, r.reason) for r in ctx.tables["failures"])
     return Failures(rows) if rows else None
 
 

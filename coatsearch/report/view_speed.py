@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coatsearch.analysis.constants import SPEED_SCORE
-from coatsearch.analysis.speed_tables import SPREAD_NOTE
+from coatsearch.analysis.pareto import ParetoFront
+from coatsearch.analysis.speed_tables import SPREAD_NOTE, SpeedTable
 from coatsearch.analysis.tables import METRICS
 from coatsearch.report.section import ReportContext
 from coatsearch.scores import SCORES
@@ -58,21 +59,21 @@ class Speed:
 
 def speed(ctx: ReportContext) -> Speed | None:
     """The measured-speed section; None when no trial measured speed."""
-    sp = ctx.tables.get(SPEED_SCORE)
+    sp: SpeedTable | None = ctx.tables.get(SPEED_SCORE)
     if not sp:
         return None
     train, infer, lat, iqr = (m.key for m in SCORES[SPEED_SCORE].metrics[:4])  # the speed score's rates, in order
-    rows = tuple(SpeedRow(r["candidate"], r["macs"][0], r["params"][0], r[train], r[infer], r[lat], r[iqr],
-                          r["acc"], bool(r.get("pareto")), r["n"], r["network"], "pareto" in r)
-                 for r in sp["rows"])  # fmt: skip
+    rows = tuple(SpeedRow(r.candidate, r.rates["macs"][0], r.rates["params"][0], r.rates[train], r.rates[infer],
+                          r.rates[lat], r.rates[iqr], r.acc, bool(r.pareto), r.n, r.network, r.pareto is not None)
+                 for r in sp.rows)  # fmt: skip
 
-    def pick(key: str) -> tuple[str, ...]:
-        return tuple(sorted({v for r in sp["rows"] for v in r[key]}))
+    def pick(fact: str) -> tuple[str, ...]:
+        return tuple(sorted({v for r in sp.rows for v in r.facts[fact]}))
 
-    shares = [r["cost_share"] for r in sp["rows"] if r["cost_share"] is not None]
-    notes = tuple(Spread("training" if s["key"] == train else "inference", s["ratio"], s["fast"], s["slow"],
-                         s["ratio"] > SPREAD_NOTE) for s in sp["spread"])  # fmt: skip
-    return Speed(sp["acc_label"], rows, pick("device"), pick("threads"), pick("train_batch"),
+    shares = [r.cost_share for r in sp.rows if r.cost_share is not None]
+    notes = tuple(Spread("training" if s.key == train else "inference", s.ratio, s.fast, s.slow,
+                         s.ratio > SPREAD_NOTE) for s in sp.spread)  # fmt: skip
+    return Speed(sp.acc_label, rows, pick("device"), pick("threads"), pick("train_batch"),
                  pick("infer_batch"), max(shares) if shares else None, notes)  # fmt: skip
 
 
@@ -99,17 +100,17 @@ class Pareto:
 
 def pareto(ctx: ReportContext) -> Pareto | None:
     """The Pareto section; None for a single-objective study or one without complete runs."""
-    pf = ctx.tables.get("pareto")
-    if not pf or not pf["rows"]:
+    pf: ParetoFront | None = ctx.tables.get("pareto")
+    if not pf or not pf.rows:
         return None
-    metrics = [METRICS.get(k) for k in pf["objectives"]]
+    metrics = [METRICS.get(k) for k in pf.objectives]
     rows = tuple(
-        ParetoRow(r["candidate"], tuple(v * m.scale if m else v for v, m in zip(r["means"], metrics, strict=True)),
-                  r["pareto"], r["n"])
-        for r in pf["rows"]
+        ParetoRow(r.candidate, tuple(v * m.scale if m else v for v, m in zip(r.means, metrics, strict=True)),
+                  r.pareto, r.n)
+        for r in pf.rows
     )  # fmt: skip
     return Pareto(
-        tuple(zip(pf["objectives"], pf["directions"], strict=True)),
-        tuple(f"{m.label} ({m.unit})" if m else k for m, k in zip(metrics, pf["objectives"], strict=True)),
-        tuple(m.digits if m else None for m in metrics), rows, tuple(r["candidate"] for r in pf["rows"] if r["pareto"]),
+        tuple(zip(pf.objectives, pf.directions, strict=True)),
+        tuple(f"{m.label} ({m.unit})" if m else k for m, k in zip(metrics, pf.objectives, strict=True)),
+        tuple(m.digits if m else None for m in metrics), rows, tuple(r.candidate for r in pf.rows if r.pareto),
     )  # fmt: skip

@@ -5,13 +5,14 @@ measures), so that report.md and those figures read one Info."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.constants import BASELINES, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
+from coatsearch.analysis.table_rows import EpochCurve
 from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat, StudyEnvironment
 from coatsearch.papers.claim_results import Purposes
 from coatsearch.report.plots import FIGURES
@@ -112,8 +113,8 @@ def setup(ctx: ReportContext) -> Setup:
     goals = tuple(zip(study.get("objectives") or (), study.get("directions") or (), strict=False))
     goals = goals or ((study.get("objective"), study.get("direction")),)
     subsets = tuple(
-        Subset(r["score"], r["per_class"], None if r["classes"] is None else tuple(r["classes"]), tuple(r["images"]),
-               tuple(r["epochs"]) if isinstance(r["epochs"], list) else (r["epochs"],), r["dataset"])
+        Subset(r.score, r.per_class, r.classes, r.images,
+               tuple(r.epochs) if isinstance(r.epochs, list | tuple) else (r.epochs,), r.dataset)
         for r in e.subsets
     )  # fmt: skip
     return Setup(e.data, e.image_size, e.channels, e.classes, e.seeds, study, goals, e.counts, e.wall_total_s,
@@ -177,7 +178,7 @@ class RobustnessRow:
 
     candidate: str
     severity: tuple[int, ...]
-    accs: tuple[Stat, ...]
+    accs: tuple[Stat | None, ...]  # None where no run had a finite accuracy
     corruptions: tuple[str, ...]
 
 
@@ -209,8 +210,7 @@ def candidates(ctx: ReportContext) -> Candidates:
         tuple(ctx.tables["search_dims"]), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
         z.big[1] / z.small[1] if z else None, _fired(rows), _claim_measures(ctx.tables),
         tuple(_curve_set(score, c) for score, c in ctx.tables["curves"].items() if c),
-        tuple(RobustnessRow(r["candidate"], tuple(r["severity"]), tuple(r["acc"]), tuple(r["corruptions"]))
-              for r in ctx.tables[ROBUSTNESS_SCORE]),
+        tuple(RobustnessRow(r.candidate, r.severity, r.acc, r.corruptions) for r in ctx.tables[ROBUSTNESS_SCORE]),
     )  # fmt: skip
 
 
@@ -229,14 +229,19 @@ def _claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
 
 
-def _curve_set(score: str, entries: list[dict]) -> CurveSet:
+def _curve_set(score: str, entries: Sequence[Mapping[str, Any]] | Sequence[EpochCurve]) -> CurveSet:
     """A score's curves table (papers.paper.mean_curves: runs kept apart; older studies: one per-epoch mean per
-    candidate) as typed lines."""
-    runs_of = [e["runs"] if isinstance(e.get("runs"), list) else [e] for e in entries]
-    axis = "step" if "step" in runs_of[0][0] else "epoch"
+    candidate, tables.curves) as typed lines."""
+    if isinstance(entries[0], EpochCurve):
+        lines = tuple(CurveLine(e.candidate, e.candidate, (CurveRun(e.epoch, e.train_loss, e.eval_acc),))
+                      for e in entries if isinstance(e, EpochCurve))  # fmt: skip
+        return CurveSet(score, "epoch", lines)
+    dicts = [e for e in entries if isinstance(e, Mapping)]
+    axis = "step" if "step" in dicts[0]["runs"][0] else "epoch"
     lines = tuple(CurveLine(e["candidate"], e.get("label", e["candidate"]),
-                            tuple(CurveRun(tuple(r[axis]), tuple(r["train_loss"]), tuple(r["eval_acc"])) for r in rs))
-                  for e, rs in zip(entries, runs_of, strict=True))  # fmt: skip
+                            tuple(CurveRun(tuple(r[axis]), tuple(r["train_loss"]), tuple(r["eval_acc"]))
+                                  for r in e["runs"]))
+                  for e in dicts)  # fmt: skip
     return CurveSet(score, axis, lines)
 
 

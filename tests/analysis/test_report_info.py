@@ -7,6 +7,7 @@ import math
 import pytest
 
 from coatsearch.analysis import tables
+from coatsearch.analysis.table_rows import SubsetUse
 from coatsearch.papers import measures as M
 from coatsearch.papers import optim
 from coatsearch.storage import record as R
@@ -46,7 +47,7 @@ def test_counts_and_failure_reasons():
     recs = layout_records()
     assert tables.counts(recs) == tables.Counts(total=17, complete=15, failed=1, interrupted=1, pruned=0, running=0)
     assert list(tables.counts(recs).to_json()) == ["total", "complete", "failed", "interrupted", "pruned", "running"]
-    reasons = {f["candidate"]: f["reason"] for f in tables.failures(recs)}
+    reasons = {f.candidate: f.reason for f in tables.failures(recs)}
     assert reasons["C-C-C-C"] == "budget not met: too small"
     assert reasons["C-T-T-T"] == "interrupted (worker died); rerun resumes it"
 
@@ -58,7 +59,7 @@ def test_interrupted_then_rerun_names_the_completed_trial():
             2, None, recs[0].params, None, None, R.failed(R.Identity("C-T-T-T", 0, 0, "x"), None, state="PRUNED")
         )
     )
-    reasons = [f["reason"] for f in tables.failures(recs)]
+    reasons = [f.reason for f in tables.failures(recs)]
     assert reasons[0] == "interrupted (worker died); rerun completed as trial 1"
     assert reasons[1].startswith("pruned")
 
@@ -72,9 +73,11 @@ def test_environment_from_space_and_records():
     ]
     assert env.versions[0]["optuna"] == "5"
     assert env.wall_total_s == pytest.approx(sum(10.0 + i for i in range(15)))
-    assert env.subsets[0] == {
+    assert env.subsets[0] == SubsetUse("generalization", 200, None, 3, None, (2000,))
+    assert tables.jsonable(env)["subsets"][0] == {
         "score": "generalization", "per_class": 200, "classes": None, "epochs": 3, "dataset": None, "images": [2000],
     }  # fmt: skip
+    assert tables.StudyEnvironment.from_json(tables.jsonable(env)).subsets == env.subsets
     assert env.counts.complete == 15
     assert list(tables.jsonable(env)) == ["study", "data", "image_size", "channels", "classes", "subsets", "seeds",
                                           "hardware", "versions", "wall_total_s", "wall_per_trial", "elapsed_s",
@@ -97,17 +100,17 @@ def test_environment_of_an_empty_study():
 
 def test_curves_average_runs_per_epoch():
     table = tables.curves(SPACE, layout_records(), "generalization")
-    cctt = _row(table, "C-C-T-T")
-    assert cctt["epoch"] == [1, 2, 3, 4, 5, 6] and cctt["runs"] == 3
-    assert cctt["eval_acc"][-1] == pytest.approx(84.1)
-    assert tables.curves(SPACE, layout_records(), "pretrain") == []
+    cctt = next(c for c in table if c.candidate == "C-C-T-T")
+    assert cctt.epoch == (1, 2, 3, 4, 5, 6) and cctt.runs == 3
+    assert cctt.eval_acc[-1] == pytest.approx(84.1)
+    assert tables.curves(SPACE, layout_records(), "pretrain") == ()
 
 
 def test_length_rows_delta_error_against_longest():
     rows = tables.length_rows({}, vit_records(n=3))
     first = rows[0]
-    assert first["epochs"] == [2, 4, 8]
-    assert first["delta_error"] == pytest.approx([5.0, 2.0, 0.0])
+    assert first.epochs == (2, 4, 8)
+    assert first.delta_error == pytest.approx((5.0, 2.0, 0.0))
 
 
 def test_primary_acc_and_search_dims():

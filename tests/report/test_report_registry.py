@@ -141,10 +141,12 @@ def test_the_speed_report_reads_its_keys_by_role(registry_patch, tmp_path):
         recs.append(TrialRecord(i, 0.5, {"candidate": name, "seed": 0}, None, None, run))
     space = {"candidates": ["A", "B"], "study": {"objective": "generalization.eval_acc"}}
     t = speed_tables.table(space, recs)
-    rows = {r["candidate"]: r for r in t["rows"]}
-    assert rows["B"]["pace.train_ips"] == (300.0, None) and rows["A"]["pace.infer_latency_ms"] == (2.0, None)
-    assert rows["A"]["cost_share"] == 0.1 and rows["A"]["infer_batch"] == ["32"] and rows["B"]["pareto"]
-    assert [(s["key"], s["fast"], s["ratio"]) for s in t["spread"]] == [("pace.train_ips", "B", 3.0),
+    assert t is not None
+    rows = {r.candidate: r for r in t.rows}
+    rates = {n: r.rates for n, r in rows.items()}
+    assert rates["B"]["pace.train_ips"] == (300.0, None) and rates["A"]["pace.infer_latency_ms"] == (2.0, None)
+    assert rows["A"].cost_share == 0.1 and rows["A"].facts["infer_batch"] == ("32",) and rows["B"].pareto
+    assert [(s.key, s.fast, s.ratio) for s in t.spread] == [("pace.train_ips", "B", 3.0),
                                                                          ("pace.infer_ips", "B", 3.0)]  # fmt: skip
 
 

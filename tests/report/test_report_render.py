@@ -107,7 +107,7 @@ def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
     (rank,) = [r for r in summary["rankings"] if r.key == "robustness.corrupt_acc"]
     assert [c for c, _ in rank.order] == ["C-C-C-C", "C-T-T-T"]
     (row, _) = summary["robustness"]
-    assert row["severity"] == [0, 1, 2] and row["acc"][2].mean == pytest.approx(100 * (0.8 - 2 * 0.105))
+    assert row.severity == (0, 1, 2) and row.acc[2].mean == pytest.approx(100 * (0.8 - 2 * 0.105))
     path = write_report("rob", tmp_path / "studies", tmp_path / "reports")
     assert (path.parent / "robustness.png").read_bytes().startswith(PNG)
     assert "robustness.png" in path.read_text() and "corrupted acc (mean)" in path.read_text()

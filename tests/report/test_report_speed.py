@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from coatsearch.analysis import speed_tables as SP
+from coatsearch.analysis.tables import jsonable
 from coatsearch.papers import frames
 from coatsearch.report import markdown_speed as MS
 from coatsearch.report import plots_speed
@@ -42,7 +43,7 @@ def _records(truth=TRUTH, matched: bool = True, speed: bool = True) -> list[R.Tr
     return out
 
 
-def _speed(table: dict | None) -> VS.Speed | None:
+def _speed(table: SP.SpeedTable | None) -> VS.Speed | None:
     """The speed section's Info from a speed table."""
     return VS.speed(ReportContext("s", SPACE, frames.build(SPACE, []), {}, {"speed": table}))
 
@@ -54,17 +55,23 @@ def test_pareto_front():
 
 def test_speed_table_rows_front_and_note():
     t = SP.table(SPACE, _records())
-    rows = {r["candidate"]: r for r in t["rows"]}
-    assert list(rows) == ["A", "B", "C"] and t["acc_key"] == "generalization.eval_acc"
-    assert rows["A"]["speed.train_ips"][0] == 303.0  # mean of 300 and 306
-    assert rows["A"]["acc"][0] == 85.5 and rows["A"]["n"] == 2 and rows["A"]["cost_share"] == 0.03
-    assert {n: r["pareto"] for n, r in rows.items()} == {"A": True, "B": False, "C": True}
-    spread = {s["key"]: s for s in t["spread"]}
-    assert spread["speed.train_ips"]["fast"] == "A" and spread["speed.train_ips"]["slow"] == "C"
-    assert spread["speed.train_ips"]["ratio"] == 303.0 / 101.0
+    assert t is not None
+    rows = {r.candidate: r for r in t.rows}
+    assert list(rows) == ["A", "B", "C"] and t.acc_key == "generalization.eval_acc"
+    assert rows["A"].rates["speed.train_ips"][0] == 303.0  # mean of 300 and 306
+    assert rows["A"].acc is not None and rows["A"].acc[0] == 85.5 and rows["A"].n == 2 and rows["A"].cost_share == 0.03
+    assert {n: r.pareto for n, r in rows.items()} == {"A": True, "B": False, "C": True}
+    spread = {s.key: s for s in t.spread}
+    assert spread["speed.train_ips"].fast == "A" and spread["speed.train_ips"].slow == "C"
+    assert spread["speed.train_ips"].ratio == 303.0 / 101.0
+    assert list(jsonable(t)["rows"][0]) == ["candidate", "n", "speed.train_ips", "speed.infer_ips",
+                                            "speed.infer_latency_ms", "speed.infer_latency_iqr_ms", "speed.seconds",
+                                            "macs", "params", "acc", "cost_share", "matched", "network", "device",
+                                            "threads", "train_batch", "infer_batch", "compiled", "pareto"]  # fmt: skip
     text = MS.section(_speed(t))
     assert "## Measured speed" in text and "cpu (x86_64)" in text and "**Note.**" in text and "3.00x" in text
-    assert "node-1" not in text and "node-1" not in json.dumps(t)  # the runs' host: in their records, never a report
+    assert "node-1" not in text  # the runs' host: in their records, never a report
+    assert "node-1" not in json.dumps(jsonable(t))
     assert "3.0% of a trial" in text
 
 
@@ -77,7 +84,8 @@ def test_no_note_within_the_spread_and_none_without_speed():
 
 
 def test_unmatched_candidates_get_no_spread():
-    assert SP.table(SPACE, _records(matched=False))["spread"] == []
+    t = SP.table(SPACE, _records(matched=False))
+    assert t is not None and t.spread == ()
 
 
 def test_figure_is_drawn(tmp_path):
@@ -88,5 +96,8 @@ def test_figure_is_drawn(tmp_path):
 def test_regime_baselines_stay_off_the_front():
     truth = {**TRUTH, "baseline-linear": (0.95, 5000.0, 90000.0)}  # would dominate every layout
     space = {**SPACE, "candidates": [*SPACE["candidates"], "baseline-linear"]}
-    rows = {r["candidate"]: r for r in SP.table(space, _records(truth))["rows"]}
-    assert "pareto" not in rows["baseline-linear"] and rows["A"]["pareto"] and rows["C"]["pareto"]
+    t = SP.table(space, _records(truth))
+    assert t is not None
+    rows = {r.candidate: r for r in t.rows}
+    assert rows["baseline-linear"].pareto is None and rows["A"].pareto and rows["C"].pareto
+    assert "pareto" not in jsonable(rows["baseline-linear"])
