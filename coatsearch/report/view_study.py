@@ -5,11 +5,12 @@ measures), so that report.md and those figures read one Info."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.constants import BASELINES, ROBUSTNESS_SCORE
+from coatsearch.analysis.measure_results import RecipeCurves
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat, StudyEnvironment
@@ -229,15 +230,17 @@ def _claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
 
 
-def _curve_set(score: str, entries: list[dict]) -> CurveSet:
+def _curve_set(score: str, entries: Sequence[RecipeCurves] | Sequence[Mapping[str, Any]]) -> CurveSet:
     """A score's curves table (papers.paper.mean_curves: runs kept apart; older studies: one per-epoch mean per
-    candidate) as typed lines."""
-    runs_of = [e["runs"] if isinstance(e.get("runs"), list) else [e] for e in entries]
-    axis = "step" if "step" in runs_of[0][0] else "epoch"
-    lines = tuple(CurveLine(e["candidate"], e.get("label", e["candidate"]),
-                            tuple(CurveRun(tuple(r[axis]), tuple(r["train_loss"]), tuple(r["eval_acc"])) for r in rs))
-                  for e, rs in zip(entries, runs_of, strict=True))  # fmt: skip
-    return CurveSet(score, axis, lines)
+    candidate, tables.curves) as typed lines."""
+    if isinstance(entries[0], RecipeCurves):
+        lines = tuple(CurveLine(e.candidate, e.label, tuple(CurveRun(r.step, r.train_loss, r.eval_acc) for r in e.runs))
+                      for e in entries if isinstance(e, RecipeCurves))  # fmt: skip
+        return CurveSet(score, "step", lines)
+    lines = tuple(CurveLine(e["candidate"], e["candidate"],
+                            (CurveRun(tuple(e["epoch"]), tuple(e["train_loss"]), tuple(e["eval_acc"])),))
+                  for e in entries if isinstance(e, Mapping))  # fmt: skip
+    return CurveSet(score, "epoch", lines)
 
 
 def _fired(rows: list[dict]) -> dict[str, tuple[str, ...]]:
