@@ -93,7 +93,7 @@ def main() -> None:
         if (d := probe_sd(step, loss, C.FIT_LOSS)) is not None:
             sds.setdefault(r.candidate, []).append(d)
     judged = judging.judge_records(stored_space_record(st.user_attrs), records, describe=False)
-    level = judged.gen["level"]
+    level = judged.gen.level
     means = {}
     for row in judged.rows:
         vals = [v for v in row["by_seed"].get(MATCHED_KEY, {}).values() if v is not None]

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coatsearch.analysis import constants as CS
+from coatsearch.analysis.measure_results import Detectable
 from coatsearch.analysis.results import Estimate, Evidence, Pair
 from coatsearch.answer.view_space_regime import StudyRegime, regime_row
 from coatsearch.papers import categories as K
@@ -29,7 +30,6 @@ from coatsearch.papers import claims as C
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict, StemPart
 from coatsearch.papers.summary_file import Summary
-from coatsearch.report.view_answer import Detectable
 
 HELD, NOT_HELD, NOT_TESTED = "tested: held", "tested: not held", "not tested"
 _HOLDS = ("holds", "equivalent", "non-inferior")  # a judged pair's status that keeps the paper's relation
@@ -223,7 +223,7 @@ def _claim(cid: str, space: SpaceFile, studies: Sequence[Study]) -> tuple[ClaimA
     reps = tuple((s.folder, _outcome(s, cid)) for s in studies if s.replicate_of == study.folder)
     others = tuple((s.folder, c.verdict) for s, c in ranked[1:])
     return ClaimAnswer(cid, claim.title, claim.chain, claim.verdict, claim.reason or claim.why, claim.decide,
-                       claim.status or "", claim.scale or "", study.folder, claim.estimate, _claim_detectable(claim),
+                       claim.status or "", claim.scale or "", study.folder, claim.estimate, claim.detectable,
                        "part" if claim.parts is not None else "relation", len(counted),
                        tuple(r.relation for r in counted if r.status == HELD),
                        tuple(r.relation for r in counted if r.status == NOT_HELD),
@@ -283,11 +283,6 @@ def _outcome(replicate: Study, cid: str) -> str:
         return got.outcome
     own = _judged(replicate, cid)
     return f"no replication record (its own verdict: {own.verdict})" if own else "not tested by the replicate"
-
-
-def _claim_detectable(claim: ClaimVerdict) -> Detectable | None:
-    d = claim.detectable
-    return None if not d else Detectable(d.get("mdd"), d.get("effect"), d.get("unit") or "points", d.get("n"))
 
 
 def _unit(e: Evidence) -> str:

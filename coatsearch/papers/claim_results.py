@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coatsearch.analysis import json_form
+from coatsearch.analysis.measure_results import Detectable, EdfRow, OptimizerGap
 from coatsearch.analysis.results import Estimate, Evidence, Judgement
 
 
@@ -55,9 +56,9 @@ class StemTables:
     """Claim (f)'s inputs (stem.stem_tables): best-run gaps, fixed-recipe cells per seed, the EDF of sampled runs
     and the linear floor per seed."""
 
-    gaps: list[dict]  # optim.optimizer_gap rows (description)
+    gaps: tuple[OptimizerGap, ...]  # optim.optimizer_gap rows (description)
     cells: Mapping[str, Mapping[str, Any]]  # 'model/optimizer' -> lr, wd, by_seed, val_by_seed
-    edf: list[dict]  # measures.edf rows of the sampled runs
+    edf: tuple[EdfRow, ...]  # measures.edf rows of the sampled runs
     linear: Mapping[Any, float]  # seed -> the linear floor (%)
     length: Mapping[str, Mapping[Any, Mapping[int, float]]] = field(default_factory=dict)  # stem -> seed -> epochs -> %
 
@@ -134,9 +135,10 @@ class ClaimVerdict:
         return self.found.estimate
 
     @property
-    def detectable(self) -> Mapping[str, Any] | None:
-        """The smallest detectable difference beside the paper's effect."""
-        return self.found.detectable
+    def detectable(self) -> Detectable | None:
+        """The smallest detectable difference beside the paper's effect (None for a claim not tested)."""
+        d = self.found.detectable
+        return None if not d else Detectable(d.get("mdd"), d.get("effect"), d.get("unit") or "points", d.get("n"))
 
     @property
     def decide(self) -> str:

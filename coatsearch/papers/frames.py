@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
 from coatsearch.analysis import tables
+from coatsearch.analysis.measure_results import MatchedLoss
 from coatsearch.papers import measures as M
 from coatsearch.papers import paper
 from coatsearch.storage.record import TrialRecord
@@ -22,7 +22,7 @@ class Frames:
     records: tuple[TrialRecord, ...]
     complete: tuple[TrialRecord, ...]
     curves: Mapping[str, pd.DataFrame]  # curve score -> its step-level points (measures.curve_frame)
-    matched: Mapping[str, Any]  # paper.matched: the matched-loss reading of the generalization curves
+    matched: MatchedLoss  # paper.matched: the matched-loss reading of the generalization curves
     acc: str | None  # the accuracy the study is judged by (analysis.tables.primary_acc)
     runs: pd.DataFrame | None  # complete runs with `acc` measured (measures.runs_frame)
 

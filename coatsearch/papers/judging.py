@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coatsearch.analysis import tables
+from coatsearch.analysis.measure_results import EdfRow, MatchedLoss, UntestedClaim
 from coatsearch.papers import categories as K
 from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
@@ -30,16 +31,16 @@ class Judged:
     """Everything the report and the calibration read from one judging of a study's records."""
 
     frames: frames.Frames  # the shared tables (frames.build, once)
-    gen: Mapping[str, Any]  # the matched-loss reading (frames.matched): table, level, key candidates, out of regime
+    gen: MatchedLoss  # the matched-loss reading (frames.matched): table, level, key candidates, out of regime
     rows: list[dict]  # candidate rows (tables.candidate_rows, with the derived readings)
     acc: Any  # the runs table of the study's accuracy (frames.build)
     dims: list  # searched dimensions (optim.search_dims)
     runs: Any  # the runs table (None without runs)
-    edf: list[dict]  # EDF rows of sampled runs (description; [] with describe=False)
+    edf: tuple[EdfRow, ...]  # EDF rows of sampled runs (description; () with describe=False)
     noise: Mapping[str, Any]  # per-measure paired noise (verdicts.noises)
     stems: StemTables | None  # claim (f)'s tables (stem.stem_tables)
     claims: list[ClaimVerdict]  # every judged claim, its verdict, scale, purposes and status
-    untested: list[dict]  # claims the space marks untestable at its scale
+    untested: tuple[UntestedClaim, ...]  # claims the space marks untestable at its scale
     images: Purposes  # which images served which purpose (purposes)
     registration: str  # the study's line against its registration
 
@@ -54,13 +55,13 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     """
     fr = frames.build(space, records)
     gen, acc, runs = fr.matched, fr.acc, fr.runs
-    derived = paper.readings(gen["matched"], gen["level"])  # the matched-loss accuracy: a report value
+    derived = paper.readings(gen.readings, gen.level)  # the matched-loss accuracy: a report value
     rows = tables.candidate_rows(space, fr.records, derived)
     dims = optim.search_dims(fr.records)
-    edf_rows = M.edf(runs) if describe and runs is not None and dims else []
+    edf_rows = M.edf(runs) if describe and runs is not None and dims else ()
     noise = V.noises(rows)
     stems = stem.stem_tables(fr.complete, runs, acc) if runs is not None else None
-    found = V.all_claims(rows, stems, noise, describe, regime_a=gen["out_of_regime"], level_a=gen["level"])
+    found = V.all_claims(rows, stems, noise, describe, regime_a=list(gen.out_of_regime), level_a=gen.level)
     images = purposes(fr.complete)
     found = [with_status(with_scale(space, fr.complete, _with_purposes(c, images), acc),
                          registered and registered.line((c.id,))) for c in found]  # fmt: skip

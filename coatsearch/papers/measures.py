@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coatsearch.analysis.measure_results import EdfRow, EdgeWarning
 from coatsearch.analysis.tables import Records, complete
 from coatsearch.papers.claims import EDF_K
 from coatsearch.scores.base import points
@@ -281,7 +282,7 @@ def runs_frame(records: Records, acc_key: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def edf(runs: pd.DataFrame, k: float = EDF_K) -> list[dict]:
+def edf(runs: pd.DataFrame, k: float = EDF_K) -> tuple[EdfRow, ...]:
     """Per candidate and optimizer: sorted Δ error (points) from the best run of the same model and optimizer.
 
     The best run is chosen on the validation images (`sel`, runs_frame) and read on the test images, so Δ can be
@@ -297,24 +298,15 @@ def edf(runs: pd.DataFrame, k: float = EDF_K) -> list[dict]:
         top = float(best[(label, opt)])
         delta = sorted(float(top - a) for a in group["acc"])
         n = len(delta)
-        out.append(
-            {
-                "label": f"{cand} ({opt})" if many and opt not in cand.lower() else cand,
-                "candidate": cand,
-                "model_label": label,
-                "optimizer": opt,
-                "best": top,
-                "delta": delta,
-                "fraction": [(i + 1) / n for i in range(n)],
-                "n": n,
-                "k": k,
-                "within_k": sum(d <= k for d in delta) / n,
-            }
-        )
-    return out
+        name = f"{cand} ({opt})" if many and opt not in cand.lower() else cand
+        out.append(EdfRow(name, cand, label, opt, top, tuple(delta), tuple((i + 1) / n for i in range(n)), n, k,
+                          sum(d <= k for d in delta) / n))  # fmt: skip
+    return tuple(out)
 
 
-def edge_warnings(runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay"), min_samples: int = 3) -> list[dict]:
+def edge_warnings(
+    runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay"), min_samples: int = 3
+) -> tuple[EdgeWarning, ...]:
     """Per model and optimizer: a warning where the best run's lr or wd is the lowest or highest value sampled.
 
     Only groups with at least `min_samples` distinct values of a dimension are checked. Each row has
@@ -336,6 +328,5 @@ def edge_warnings(runs: pd.DataFrame, dims: Iterable[str] = ("lr", "weight_decay
                 f"{label} ({opt}): the best run's {dim} {best[dim]:.3g} is the {word} of {values.nunique()} "
                 f"sampled values ({lo:.3g}–{hi:.3g}); the optimum may lie outside the range"
             )
-            out.append({"model_label": label, "optimizer": opt, "dim": dim, "value": float(best[dim]),
-                        "edge": edge, "low": lo, "high": hi, "message": msg})  # fmt: skip
-    return out
+            out.append(EdgeWarning(label, opt, dim, float(best[dim]), edge, lo, hi, msg))
+    return tuple(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from coatsearch.analysis.measure_results import BestRun, HyperSamples, OptimizerGap
 from coatsearch.analysis.tables import Records, complete
 from coatsearch.vocab.specs import VIT_LABELS
 
@@ -21,47 +22,39 @@ def has_vit(done: Records) -> bool:
     return any(r.run.model is not None and r.run.model.label in VIT_LABELS for r in done)
 
 
-def _runs(table: pd.DataFrame) -> list[dict]:
-    """The runs table (papers.measures.runs_frame) as dicts."""
-    return table.to_dict("records")
+def _runs(table: pd.DataFrame) -> list[BestRun]:
+    """The runs table (papers.measures.runs_frame), a BestRun per row."""
+    return [BestRun(**r) for r in table.to_dict("records")]
 
 
-def _best(group: list[dict]) -> dict | None:
+def _best(group: list[BestRun]) -> BestRun | None:
     """The best run of a group: chosen on the validation images (`sel`, measures.runs_frame), its `acc` on test."""
-    return max(group, key=lambda r: r["sel"]) if group else None
+    return max(group, key=lambda r: r.sel) if group else None
 
 
-def optimizer_gap(table: pd.DataFrame) -> list[dict]:
+def optimizer_gap(table: pd.DataFrame) -> tuple[OptimizerGap, ...]:
     """Per model label: best AdamW and best SGD accuracy (%), their lr/wd, and the gap AdamW − SGD (points)."""
     runs = _runs(table)
     rows = []
-    for label in dict.fromkeys(r["model_label"] for r in runs):
-        mine = [r for r in runs if r["model_label"] == label]
-        adamw = _best([r for r in mine if r["optimizer"] == "adamw"])
-        sgd = _best([r for r in mine if r["optimizer"] == "sgd"])
+    for label in dict.fromkeys(r.model_label for r in runs):
+        mine = [r for r in runs if r.model_label == label]
+        adamw = _best([r for r in mine if r.optimizer == "adamw"])
+        sgd = _best([r for r in mine if r.optimizer == "sgd"])
         if adamw is None and sgd is None:
             continue
-        rows.append(
-            {
-                "model_label": label,
-                "adamw": adamw,
-                "sgd": sgd,
-                "n_adamw": sum(r["optimizer"] == "adamw" for r in mine),
-                "n_sgd": sum(r["optimizer"] == "sgd" for r in mine),
-                "gap": adamw["acc"] - sgd["acc"] if adamw and sgd else None,
-            }
-        )
-    return rows
+        n_adamw, n_sgd = sum(r.optimizer == "adamw" for r in mine), sum(r.optimizer == "sgd" for r in mine)
+        rows.append(OptimizerGap(label, adamw, sgd, n_adamw, n_sgd, adamw.acc - sgd.acc if adamw and sgd else None))
+    return tuple(rows)
 
 
-def peak(table: pd.DataFrame) -> list[dict | None]:
+def peak(table: pd.DataFrame) -> tuple[BestRun | None, ...]:
     """Best run per model label: accuracy (%), candidate, optimizer, lr, wd and trial number."""
     runs = _runs(table)
-    labels = dict.fromkeys(r["model_label"] for r in runs)
-    return [_best([r for r in runs if r["model_label"] == label]) for label in labels]
+    labels = dict.fromkeys(r.model_label for r in runs)
+    return tuple(_best([r for r in runs if r.model_label == label]) for label in labels)
 
 
-def samples(records: Records) -> list[dict]:
+def samples(records: Records) -> tuple[HyperSamples, ...]:
     """Hyperparameter samples per candidate and optimizer: runs complete, and trials that did not complete."""
     out = []
     done = complete(records)
@@ -69,14 +62,7 @@ def samples(records: Records) -> list[dict]:
         mine = [r for r in done if r.candidate == cand]
         failed = sum(r.candidate == cand and r.state != "COMPLETE" for r in records)
         for i, opt in enumerate(sorted({r.run.optimizer_name for r in mine}) or ["?"]):
-            out.append(
-                {
-                    "candidate": cand,
-                    "model_label": mine[0].run.label if mine else cand,
-                    "optimizer": opt,
-                    "complete": sum(r.run.optimizer_name == opt for r in mine),
-                    "not_complete": failed if i == 0 else 0,  # per candidate: on its first row
-                    "dims": search_dims(mine),
-                }
-            )
-    return out
+            label, ran = mine[0].run.label if mine else cand, sum(r.run.optimizer_name == opt for r in mine)
+            not_complete = failed if i == 0 else 0  # per candidate: on its first row
+            out.append(HyperSamples(cand, label, opt, ran, not_complete, tuple(search_dims(mine))))
+    return tuple(out)

@@ -15,6 +15,17 @@ from typing import Any
 
 import pandas as pd
 
+from coatsearch.analysis.measure_results import (
+    CapacityReading,
+    MatchedLoss,
+    MatchedPoints,
+    MatchedReading,
+    Pairing,
+    RecipeCurves,
+    RunSteps,
+    TransferStops,
+    UntestedClaim,
+)
 from coatsearch.analysis.tables import Records
 from coatsearch.papers import categories as K
 from coatsearch.papers import claims as C
@@ -70,7 +81,7 @@ def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
     return out
 
 
-def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
+def matched(space: dict, curves: pd.DataFrame, done: Records) -> MatchedLoss:
     """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
 
     The common level is the lowest ladder level at or below the fit level (fit_of: the profile's `fit_loss`, else
@@ -80,8 +91,7 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
     that never fits is named in `censored` and left unread, never silently dropped.
     """
     if curves.empty:
-        return {"curves": curves, "matched": None, "level": None, "table": [], "never": [], "levels": [], "key": [],
-                "out_of_regime": []}  # fmt: skip
+        return MatchedLoss(curves, None, None, (), (), (), (), ())
     ladder = _levels_of(space)
     at = M.at_levels(curves, ladder)
     lowest = M.lowest_reached(at)
@@ -100,16 +110,16 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> dict:
     rows = []
     for r in table.to_dict("records"):
         r["censored_runs"] = int(censored.get(r["candidate"], 0)) if censored is not None else None
-        rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+        row: dict[str, Any] = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
+        rows.append(MatchedReading(**row))
     never = [c for c in lowest.index if c not in reached]
     notes, too_few = _censored_notes(at, level, [c for c in fits if c in must])
     gate = [why for c, why in unfit.items() if c in must]
     notes += [f"{why}: not read at the common level, so its relations are untested (the paper predicts it to "
               "generalize worse: it does not gate the claim)" for c, why in unfit.items() if c not in must]  # fmt: skip
     out = [*gate, rule] if gate else too_few
-    return {"curves": curves, "matched": at, "level": level, "table": [r for r in rows if r["candidate"] in reached],
-            "never": never, "levels": list(ladder), "key": key, "out_of_regime": out,
-            "censored": notes}  # fmt: skip
+    return MatchedLoss(curves, at, level, tuple(r for r in rows if r.candidate in reached), tuple(never),
+                       tuple(ladder), tuple(key), tuple(out), tuple(notes))  # fmt: skip
 
 
 def _censored_notes(at: pd.DataFrame, level: float | None, key: list[str]) -> tuple[list[str], list[str]]:
@@ -155,19 +165,18 @@ def readings(at: pd.DataFrame | None, level: float | None) -> Mapping[int, Mappi
     return {int(n): {MATCHED_KEY: float(a)} for n, a in acc.items()}
 
 
-def capacity(curves: pd.DataFrame | None, done: Records) -> dict | None:
+def capacity(curves: pd.DataFrame | None, done: Records) -> CapacityReading | None:
     """Capacity ranking by final eval accuracy and whether it held over the last third of the steps."""
     if curves is None or curves.empty:
         return None
     r = M.ranking_stability(curves)
     word = "ranking held over the last third of the steps" if r.stable else "provisional"
-    facts = {c: {k: sorted({r.run.value(f"{C.CAPACITY_SCORE}.{k}") for r in done if r.candidate == c} - {None})
+    facts = {c: {k: tuple(sorted({r.run.value(f"{C.CAPACITY_SCORE}.{k}") for r in done if r.candidate == c} - {None}))
                  for k in ("images", "steps")} for c in r.order}  # fmt: skip
-    return {"order": list(r.order), "stable": r.stable, "crossings": [list(c) for c in r.crossings],
-            "note": r.note, "verdict": word, "facts": facts}  # fmt: skip
+    return CapacityReading(r.order, r.stable, r.crossings, r.note, word, facts)
 
 
-def transfer(rows: list[dict], done: Records) -> list[dict]:
+def transfer(rows: list[dict], done: Records) -> tuple[TransferStops, ...]:
     """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
     gain, stopped, steps = (SCORES[C.TRANSFER_SCORE].role(k) for k in ("gain", "stopped", "finetune_steps"))
     out = []
@@ -176,12 +185,12 @@ def transfer(rows: list[dict], done: Records) -> list[dict]:
         if not runs:
             continue
         stops = [r.run.value(stopped) for r in runs]
-        out.append({"candidate": row["candidate"], "target": stops.count("target"), "cap": stops.count("cap"),
-                    "finetune_steps": sorted({r.run.value(steps) for r in runs})})  # fmt: skip
-    return out
+        out.append(TransferStops(row["candidate"], stops.count("target"), stops.count("cap"),
+                                 tuple(sorted({r.run.value(steps) for r in runs}))))  # fmt: skip
+    return tuple(out)
 
 
-def pairing(done: Records) -> list[dict]:
+def pairing(done: Records) -> tuple[Pairing, ...]:
     """Per score: how many distinct eval sets the complete runs saw (1 = one per study) and whether, for every seed,
     all candidates trained on the same subset and read the same eval images (from the recorded fingerprints)."""
     scores = sorted({k.rsplit(".", 1)[0] for r in done for k in r.run.keys() if k.endswith(".eval_fingerprint")})
@@ -196,26 +205,25 @@ def pairing(done: Records) -> list[dict]:
                 by_seed.setdefault(r.seed, set()).add(v)
             if (v := r.run.value(ev)) is not None:
                 eval_by_seed.setdefault(r.seed, set()).add(v)
-        out.append({"score": score, "eval_sets": len(evals), "seeds": len(by_seed),
-                    "paired": all(len(v) == 1 for v in by_seed.values()),
-                    "eval_paired": all(len(v) == 1 for v in eval_by_seed.values())})  # fmt: skip
-    return out
+        out.append(Pairing(score, len(evals), len(by_seed), all(len(v) == 1 for v in by_seed.values()),
+                           all(len(v) == 1 for v in eval_by_seed.values())))  # fmt: skip
+    return tuple(out)
 
 
-def untestable(space: dict, claims: list[ClaimVerdict]) -> tuple[list[ClaimVerdict], list[dict]]:
+def untestable(space: dict, claims: list[ClaimVerdict]) -> tuple[list[ClaimVerdict], tuple[UntestedClaim, ...]]:
     """(claims judged, claims the space marks untestable at its scale with the reason): never a verdict for those."""
     marked = space.get("untestable") or {}
     judged = [c for c in claims if c.id not in marked]
     titles = {c.id: c.title for c in (*C.CHAIN_CLAIMS, C.REL_CLAIM, C.STEM_CLAIM)}
-    untested = [{"id": k, "title": titles.get(k, ""), "reason": v, "verdict": NOT_TESTED} for k, v in marked.items()]
+    untested = tuple(UntestedClaim(k, titles.get(k, ""), v, NOT_TESTED) for k, v in marked.items())
     return judged, untested
 
 
-def claim_notes(claims: list[ClaimVerdict], cap: dict | None) -> list[ClaimVerdict]:
+def claim_notes(claims: list[ClaimVerdict], cap: CapacityReading | None) -> list[ClaimVerdict]:
     """Claims with a note on claim (b) when the capacity ranking is provisional (its curves still cross)."""
-    if cap is None or cap["stable"]:
+    if cap is None or cap.stable:
         return claims
-    note = f"capacity ranking provisional: {cap['note']}"
+    note = f"capacity ranking provisional: {cap.note}"
     return [dataclasses.replace(c, notes=(*c.notes, note)) if c.id == "b" else c for c in claims]
 
 
@@ -227,7 +235,7 @@ def _recipe(record: TrialRecord) -> str:
     return f"{record.run.optimizer_name}, lr {nan if lr is None else lr:.3g}, wd {nan if wd is None else wd:.3g}"
 
 
-def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
+def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> tuple[RecipeCurves, ...]:
     """Per candidate and recipe (optimizer, lr, wd): each run's clean train loss and eval accuracy (%) by step.
 
     Runs are kept apart, never averaged: runs that stop at different steps (a loss target) or are measured at
@@ -235,7 +243,7 @@ def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
     in recipe gets one entry per recipe, labelled with it.
     """
     if f.empty:
-        return []
+        return ()
     recipe = {r.number: _recipe(r) for r in done}
     f = f.assign(recipe=f["run"].map(recipe)).sort_values(["run", "step"])
     names = [
@@ -246,23 +254,16 @@ def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> list[dict]:
         mine = f[f["candidate"] == c]
         recipes = list(dict.fromkeys(mine["recipe"]))
         for rec in recipes:
-            runs = [
-                {
-                    "run": int(n),
-                    "step": g["step"].tolist(),
-                    "train_loss": g["train_loss"].tolist(),
-                    "eval_acc": points(g["eval_acc"]).tolist(),
-                }
-                for n, g in mine[mine["recipe"] == rec].groupby("run")
-            ]
-            out.append({"candidate": c, "label": c if len(recipes) == 1 else f"{c} ({rec})", "runs": runs})
-    return out
+            runs = tuple(RunSteps(int(n), tuple(g["step"].tolist()), tuple(g["train_loss"].tolist()),
+                                  tuple(points(g["eval_acc"]).tolist()))
+                         for n, g in mine[mine["recipe"] == rec].groupby("run"))  # fmt: skip
+            out.append(RecipeCurves(c, c if len(recipes) == 1 else f"{c} ({rec})", runs))
+    return tuple(out)
 
 
-def matched_points(gen: Mapping[str, Any]) -> dict | None:
-    """The matched-loss reading's points, JSON-ready (what matched_loss.png draws), from `matched`: every run's
-    curve points, the ladder readings and the common level; None without step curves."""
-    if gen["matched"] is None:
+def matched_points(gen: MatchedLoss) -> MatchedPoints | None:
+    """The matched-loss reading's points (what matched_loss.png draws), from `matched`: every run's curve points,
+    the ladder readings and the common level; None without step curves."""
+    if gen.readings is None:
         return None
-    return {"curves": gen["curves"].to_dict("records"), "matched": gen["matched"].to_dict("records"),
-            "level": gen["level"]}  # fmt: skip
+    return MatchedPoints(tuple(gen.curves.to_dict("records")), tuple(gen.readings.to_dict("records")), gen.level)

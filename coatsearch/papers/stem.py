@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from scipy import stats as st
 
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.measure_results import EdfRow
 from coatsearch.analysis.results import Power
 from coatsearch.analysis.tables import Records, floor_key
 from coatsearch.papers import categories as K
@@ -63,7 +64,7 @@ def stem_tables(done: Records, table: pd.DataFrame, acc_key: str | None = None) 
     """Claim (f)'s inputs from the runs table of `acc_key`: best-run gaps (description), fixed-recipe cells per seed,
     the EDF of sampled runs, and the linear floor per seed (its fair floor where recorded, else its run's acc)."""
     sampled = {r.number for r in done if any(k.startswith(optim.SEARCH_PREFIXES) for k in r.params)}
-    edf_rows = M.edf(table[table["number"].isin(sampled)].reset_index(drop=True)) if sampled else []
+    edf_rows = M.edf(table[table["number"].isin(sampled)].reset_index(drop=True)) if sampled else ()
     runs = table.to_dict("records")
     fair = floor_key(acc_key) if acc_key else None
     fairs = {r.number: points(v) for r in done if fair and (v := r.run.number(fair)) is not None}
@@ -187,10 +188,10 @@ def runs_needed(parts: int) -> int:
     return math.ceil(n)
 
 
-def edf_parts(edf_rows: list[dict], family: int) -> list[StemPart]:
+def edf_parts(edf_rows: Sequence[EdfRow], family: int) -> list[StemPart]:
     """Per optimizer: ViT_C − ViT_P share within EDF_K of the best, with Fisher's p or why it cannot resolve."""
     out = []
-    for opt in sorted({e["optimizer"] for e in edf_rows}):
+    for opt in sorted({e.optimizer for e in edf_rows}):
         vit_p, vit_c = _share(edf_rows, VIT_P, opt), _share(edf_rows, VIT_C, opt)
         if vit_p is None or vit_c is None:
             continue
@@ -208,8 +209,8 @@ def edf_parts(edf_rows: list[dict], family: int) -> list[StemPart]:
     return out
 
 
-def _share(edf_rows: list[dict], label: str, opt: str) -> tuple[int, int] | None:
-    deltas = [d for e in edf_rows if (e["model_label"], e["optimizer"]) == (label, opt) for d in e["delta"]]
+def _share(edf_rows: Sequence[EdfRow], label: str, opt: str) -> tuple[int, int] | None:
+    deltas = [d for e in edf_rows if (e.model_label, e.optimizer) == (label, opt) for d in e.delta]
     return (sum(d <= C.EDF_K for d in deltas), len(deltas)) if deltas else None
 
 
@@ -219,9 +220,9 @@ def stem_claim(tables: StemTables | None) -> ClaimVerdict | None:
     The verdict names the parts it rests on (`scope`): a study of fixed recipes alone reads 'gap contrast and peak
     parts only; EDF and training length not run', never a plain 'supported' of a claim whose other parts never ran.
     """
-    if not tables or not {g["model_label"] for g in tables.gaps} & set(VIT_LABELS):
+    if not tables or not {g.model_label for g in tables.gaps} & set(VIT_LABELS):
         return None
-    n_opt = len({e["optimizer"] for e in tables.edf})
+    n_opt = len({e.optimizer for e in tables.edf})
     length, peak = length_part(tables.length), peak_part(tables.cells)
     family = 1 + n_opt + sum(p.status == "tested" for p in (length, peak))
     parts = [gap_contrast(tables.cells), *(edf_parts(tables.edf, family) or [_EDF_NOT_RUN]), length, peak]

@@ -15,25 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from coatsearch.analysis import json_form
+from coatsearch.analysis.measure_results import UntestedClaim
 from coatsearch.analysis.tables import StudyEnvironment
 from coatsearch.errors import UserError
 from coatsearch.papers.claim_results import ClaimVerdict
 
 SUMMARY_VERSION = 1  # summary.json's format; reports written before it have no `version` (read as 0)
-
-
-@dataclass(frozen=True)
-class UntestedClaim:
-    """A claim the study's profile marks untestable (summary.json `untested`): its id, title and why."""
-
-    id: str
-    title: str
-    reason: str
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> UntestedClaim:
-        """The entry the report wrote ({id, title, reason, verdict})."""
-        return cls(str(data["id"]), str(data.get("title") or ""), str(data.get("reason") or ""))
 
 
 @dataclass(frozen=True)

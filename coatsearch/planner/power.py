@@ -105,8 +105,8 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     space, records = store.read(store.load_study(studies_dir, name))
     records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
-    rows = TB.candidate_rows(space, fr.records, paper.readings(fr.matched["matched"], fr.matched["level"]))
-    curves = {s: paper.mean_curves(space, fr.curves[s], fr.complete) for s in TB.curve_scores()}
+    rows = TB.candidate_rows(space, fr.records, paper.readings(fr.matched.readings, fr.matched.level))
+    curves = {s: [c.to_json() for c in paper.mean_curves(space, fr.curves[s], fr.complete)] for s in TB.curve_scores()}
     steps = _steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:

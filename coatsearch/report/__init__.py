@@ -15,6 +15,7 @@ from coatsearch.analysis import pareto, search_checks, search_results, speed_tab
 from coatsearch.analysis import table_rows as TR
 from coatsearch.analysis import tables as TB
 from coatsearch.analysis.constants import ALPHA, LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE, VERDICT_ALPHA
+from coatsearch.analysis.measure_results import RecipeCurves
 from coatsearch.analysis.tables import jsonable
 from coatsearch.papers import frames, judging, looks, optim, paper, rule_tables, summary_file
 from coatsearch.papers import measures as M
@@ -116,7 +117,7 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> d
     """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
     edf_rows, noise, done = j.edf, j.noise, fr.complete
-    gaps = j.stems.gaps if j.stems else []
+    gaps = j.stems.gaps if j.stems else ()
     vit = optim.has_vit(done)
     cap = paper.capacity(fr.curves.get(CAPACITY_SCORE), done)
     claims, untested = paper.claim_notes(j.claims, cap), j.untested
@@ -135,18 +136,18 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> d
         "v_table": V.v_table(rows),
         "claims": claims,
         "untested": untested,
-        "matched": {k: gen[k] for k in ("level", "levels", "table", "never", "key", "out_of_regime")},
+        "matched": gen,  # the matched-loss reading (its to_json: level, levels, table, never, key, out_of_regime)
         CAPACITY_SCORE: cap,
         TRANSFER_SCORE: paper.transfer(rows, done),
         "pairing": paper.pairing(done),
-        "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else [],
+        "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else (),
         "curves": {score: _curves(space, fr, score) for score in TB.curve_scores()},
         "search_dims": dims,
         "edf": edf_rows,
         "edf_k": EDF_K,
         "optimizer_gap": gaps,
-        "peak": optim.peak(runs) if runs is not None else [],
-        "samples": optim.samples(records) if dims or vit else [],
+        "peak": optim.peak(runs) if runs is not None else (),
+        "samples": optim.samples(records) if dims or vit else (),
         LENGTH_SCORE: TB.length_rows(space, records),
         "has_vit": vit,
         "failures": TB.failures(records),
@@ -174,7 +175,7 @@ def render(report: Report, figures: dict[str, str]) -> str:
     return section.render(SECTIONS, {**report.infos, FIGURES: vst.figures(figures)})
 
 
-def _curves(space: dict, fr: frames.Frames, score: str) -> list[dict] | tuple[TR.EpochCurve, ...]:
+def _curves(space: dict, fr: frames.Frames, score: str) -> tuple[RecipeCurves, ...] | tuple[TR.EpochCurve, ...]:
     """Mean step-level curves of a score; per-epoch curves for studies recorded before step curves."""
     return paper.mean_curves(space, fr.curves[score], fr.complete) or TB.curves(space, fr.records, score)
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from coatsearch.analysis.measure_results import Detectable
 from coatsearch.papers import categories as K
 from coatsearch.report.markdown import fmt_num, table
-from coatsearch.report.view_answer import Answer, Detectable, Estimate, Regime, RegimeRow, Verdict
+from coatsearch.report.view_answer import Answer, Estimate, Regime, RegimeRow, Verdict
 
 _ICON = {K.SUPPORTED: "✅", K.NOT_SUPPORTED: "❌", K.OUT_OF_REGIME: "⛔", K.UNDERPOWERED: "🔍", K.UNRESOLVED: "❔",
         K.NOT_TESTED: "➖"}  # fmt: skip

@@ -11,28 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis import constants as CS
+from coatsearch.analysis.measure_results import Detectable
 from coatsearch.analysis.results import Estimate
 from coatsearch.analysis.tables import METRICS, shape
 from coatsearch.papers import categories as K
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.report.section import ReportContext
-
-
-@dataclass(frozen=True)
-class Detectable:
-    """The smallest difference the study could detect (80% power) beside the paper's effect; None where unknown."""
-
-    mdd: float | None
-    effect: float | None
-    unit: str
-    n: int | None
-
-
-def detectable_of(v: ClaimVerdict) -> Detectable | None:
-    """A judged claim's detectable difference and paper's effect (None for a claim not tested)."""
-    d = v.detectable
-    return None if not d else Detectable(d.get("mdd"), d.get("effect"), d.get("unit") or "points", d.get("n"))
 
 
 @dataclass(frozen=True)
@@ -64,10 +49,10 @@ def answer(ctx: ReportContext) -> Answer | None:
     claims, untested = ctx.tables.get("claims") or [], ctx.tables.get("untested") or []
     if not claims and not untested:
         return None
-    rows = tuple(Verdict(c.id, c.title, c.verdict, c.estimate, detectable_of(c), c.reason or c.why, c.decide,
+    rows = tuple(Verdict(c.id, c.title, c.verdict, c.estimate, c.detectable, c.reason or c.why, c.decide,
                          c.status or "") for c in claims)  # fmt: skip
     scores = [_score_of(c, ctx.tables) for c in claims]
-    return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u["id"], u["reason"]) for u in untested),
+    return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u.id, u.reason) for u in untested),
                   ctx.tables.get("search") is not None)  # fmt: skip
 
 

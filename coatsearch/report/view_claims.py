@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.constants import LENGTH_SCORE
+from coatsearch.analysis.measure_results import BestRun, Detectable
 from coatsearch.analysis.results import Estimate, Evidence
 from coatsearch.analysis.table_rows import LengthStability
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.papers.claim_results import ClaimVerdict, StemPart
 from coatsearch.papers.looks import Looks
 from coatsearch.report.section import ReportContext
-from coatsearch.report.view_answer import Detectable, detectable_of
 from coatsearch.report.view_study import GUARD_FIELDS
 
 Row = Mapping[str, Any]  # one row of a computed table, as the summary holds it
@@ -61,7 +61,7 @@ def claim_info(v: ClaimVerdict) -> ClaimInfo:
     """The claims section's Info of one judged claim (a row of verdicts.all_claims)."""
     return ClaimInfo(v.id, v.title, v.chain, v.source, v.verdict, v.why, v.notes, v.scope, v.scale, v.status,
                      v.status_why, tuple(_evidence(e) for e in v.evidence), v.parts or (), v.reason, v.estimate,
-                     detectable_of(v), v.decide)  # fmt: skip
+                     v.detectable, v.decide)  # fmt: skip
 
 
 def _pair(ci: Any) -> tuple[float, float] | None:
@@ -151,9 +151,8 @@ class Run:
     number: int
 
 
-def _run(r: Row | None) -> Run | None:
-    return None if r is None else Run(r["model_label"], r["candidate"], r["optimizer"], r["acc"], r["lr"],
-                                      r["weight_decay"], r["number"])  # fmt: skip
+def _run(r: BestRun | None) -> Run | None:
+    return None if r is None else Run(r.model_label, r.candidate, r.optimizer, r.acc, r.lr, r.weight_decay, r.number)
 
 
 @dataclass(frozen=True)
@@ -244,15 +243,14 @@ def optimizability(ctx: ReportContext) -> Optimizability | None:
     """The optimizability blocks; None when the study has none of them, or no ViT, search or length runs."""
     t = ctx.tables
     gaps, dims = t["optimizer_gap"], tuple(t["search_dims"])
-    rows = tuple(GapRow(g["model_label"], _run(g["adamw"]), _run(g["sgd"]), g["gap"], g["n_adamw"], g["n_sgd"])
-                 for g in gaps)  # fmt: skip
+    rows = tuple(GapRow(g.model_label, _run(g.adamw), _run(g.sgd), g.gap, g.n_adamw, g.n_sgd) for g in gaps)
     gap = Gap(rows) if any(g.n_sgd and g.n_adamw for g in rows) else None
-    curves = tuple(EdfCurve(e["label"], e["model_label"], e["optimizer"], e["n"], e["within_k"], tuple(e["delta"]),
-                            tuple(e["fraction"])) for e in t["edf"])  # fmt: skip
+    curves = tuple(EdfCurve(e.label, e.model_label, e.optimizer, e.n, e.within_k, e.delta, e.fraction)
+                   for e in t["edf"])  # fmt: skip
     edf = Edf(dims, t["edf_k"], curves) if curves and dims else None
     peak = tuple(r for p in t["peak"] if (r := _run(p))) if t["peak"] and (t["has_vit"] or dims) else None
-    samples = tuple(SampleRow(r["candidate"], r["model_label"], r["optimizer"], r["complete"], r["not_complete"],
-                              tuple(r["dims"])) for r in t["samples"])  # fmt: skip
+    samples = tuple(SampleRow(r.candidate, r.model_label, r.optimizer, r.complete, r.not_complete, r.dims)
+                    for r in t["samples"])  # fmt: skip
     info = Optimizability((t["primary_label"], t["primary_acc"]) if t["primary_acc"] else None, gap, edf,
                           _length(t[LENGTH_SCORE]), peak, samples or None)  # fmt: skip
     shown = any(b is not None for b in (gap, edf, info.length, peak, info.samples))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from coatsearch.analysis.measure_results import MatchedLoss, MatchedPoints, Pairing
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.papers.claims import CAPACITY_SCORE, FIT_LOSS, TRANSFER_SCORE
 from coatsearch.papers.paper import fit_of
@@ -63,31 +63,17 @@ class Matched:
     fit: float = FIT_LOSS  # claim (a)'s fit level (nats): the profile's fit_loss, else the default
 
 
-@dataclass(frozen=True)
-class MatchedPoints:
-    """Every run's measured curve points, the ladder readings and the common level (papers.paper.matched_points):
-    CoAtNet Fig. 1 as the matched-loss figure draws it."""
-
-    curves: tuple[Mapping[str, Any], ...]  # candidate, run, step, train_loss, eval_acc
-    readings: tuple[Mapping[str, Any], ...]  # candidate, run, level, eval_acc, censored (reached, where recorded)
-    level: float | None
-
-
 def matched(ctx: ReportContext) -> Matched | None:
     """The matched-loss reading; None when no candidate has step curves."""
-    g = ctx.tables["matched"]
-    if not g["table"] and not g["never"]:
+    g: MatchedLoss = ctx.tables["matched"]
+    if not g.table and not g.never:
         return None
-    rows = tuple(MatchedRow(_sized(ctx, r["candidate"]), r["runs"], r["eval_acc"], r["sd"], r["censored_runs"],
-                            r["lowest_level"], r["lowest_any"], (r.get("lr_phase_min"), r.get("lr_phase_max")))
-                 for r in g["table"])  # fmt: skip
-    return Matched(tuple(METRICS[k] for k in SIZE_KEYS), tuple(g["levels"]), g["level"], bool(g["table"]), rows,
-                   tuple(_sized(ctx, c) for c in g["never"]), tuple(g["key"]), tuple(g["out_of_regime"]),
-                   tuple(g.get("censored") or ()), _points(ctx.tables["matched_loss"]), fit_of(ctx.space))  # fmt: skip
-
-
-def _points(table: Mapping[str, Any] | None) -> MatchedPoints | None:
-    return MatchedPoints(tuple(table["curves"]), tuple(table["matched"]), table["level"]) if table else None
+    rows = tuple(MatchedRow(_sized(ctx, r.candidate), r.runs, r.eval_acc, r.sd, r.censored_runs, r.lowest_level,
+                            r.lowest_any, (r.lr_phase_min, r.lr_phase_max)) for r in g.table)  # fmt: skip
+    # g.censored is left out, as report.md has always shown it (the summary's `matched` never held the notes)
+    return Matched(tuple(METRICS[k] for k in SIZE_KEYS), g.levels, g.level, bool(g.table), rows,
+                   tuple(_sized(ctx, c) for c in g.never), g.key, g.out_of_regime, (), ctx.tables["matched_loss"],
+                   fit_of(ctx.space))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,11 +105,11 @@ def capacity(ctx: ReportContext) -> Capacity | None:
     if not cap:
         return None
     keys = tuple(m.key for m in SCORES[CAPACITY_SCORE].metrics)  # final train loss, eval acc
-    facts = {n: cap["facts"].get(n, {}) for n in cap["order"]}
-    rows = tuple(CapacityRow(_sized(ctx, n), tuple(facts[n].get("images", [])), tuple(facts[n].get("steps", [])),
-                             _scores(ctx, n, keys)) for n in cap["order"])  # fmt: skip
-    return Capacity(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows, tuple(cap["order"]),
-                    cap["stable"], cap["note"], tuple((a, b, s) for a, b, s in cap["crossings"]))  # fmt: skip
+    facts = {n: cap.facts.get(n, {}) for n in cap.order}
+    rows = tuple(CapacityRow(_sized(ctx, n), tuple(facts[n].get("images", ())), tuple(facts[n].get("steps", ())),
+                             _scores(ctx, n, keys)) for n in cap.order)  # fmt: skip
+    return Capacity(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows, cap.order,
+                    cap.stable, cap.note, cap.crossings)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -151,8 +137,8 @@ def transfer(ctx: ReportContext) -> Transfer | None:
     if not ctx.tables[TRANSFER_SCORE]:
         return None
     keys = tuple(m.key for m in SCORES[TRANSFER_SCORE].metrics)
-    rows = tuple(TransferRow(_sized(ctx, t["candidate"]), _scores(ctx, t["candidate"], keys), t["target"], t["cap"],
-                             tuple(t["finetune_steps"])) for t in ctx.tables[TRANSFER_SCORE])  # fmt: skip
+    rows = tuple(TransferRow(_sized(ctx, t.candidate), _scores(ctx, t.candidate, keys), t.target, t.cap,
+                             t.finetune_steps) for t in ctx.tables[TRANSFER_SCORE])  # fmt: skip
     return Transfer(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows)
 
 
@@ -166,19 +152,7 @@ class Untested:
 def untested(ctx: ReportContext) -> Untested | None:
     """The untested claims; None when the space marks none."""
     found = ctx.tables["untested"]
-    return Untested(tuple((u["id"], u["title"], u["verdict"], u["reason"]) for u in found)) if found else None
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """One score's paired-data check: eval sets over all runs (one per seed, shared by its candidates, when
-    `eval_paired`), the seeds, and whether every candidate trained on the same subset per seed."""
-
-    score: str
-    eval_sets: int
-    eval_paired: bool
-    seeds: int
-    paired: bool
+    return Untested(tuple((u.id, u.title, u.verdict, u.reason) for u in found)) if found else None
 
 
 @dataclass(frozen=True)
@@ -192,6 +166,4 @@ class Edges:
 def edges(ctx: ReportContext) -> Edges | None:
     """Paired data and range warnings; None when there is neither."""
     pairing, warn = ctx.tables.get("pairing") or [], ctx.tables.get("edge_warnings") or []
-    checks = tuple(Pairing(p["score"], p["eval_sets"], bool(p.get("eval_paired")), p["seeds"], p["paired"])
-                   for p in pairing)  # fmt: skip
-    return Edges(checks, tuple(w["message"] for w in warn)) if pairing or warn else None
+    return Edges(tuple(pairing), tuple(w.message for w in warn)) if pairing or warn else None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.constants import BASELINES, ROBUSTNESS_SCORE
+from coatsearch.analysis.measure_results import RecipeCurves
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.table_rows import EpochCurve
@@ -229,20 +230,16 @@ def _claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
 
 
-def _curve_set(score: str, entries: Sequence[Mapping[str, Any]] | Sequence[EpochCurve]) -> CurveSet:
+def _curve_set(score: str, entries: Sequence[RecipeCurves] | Sequence[EpochCurve]) -> CurveSet:
     """A score's curves table (papers.paper.mean_curves: runs kept apart; older studies: one per-epoch mean per
     candidate, tables.curves) as typed lines."""
-    if isinstance(entries[0], EpochCurve):
-        lines = tuple(CurveLine(e.candidate, e.candidate, (CurveRun(e.epoch, e.train_loss, e.eval_acc),))
-                      for e in entries if isinstance(e, EpochCurve))  # fmt: skip
-        return CurveSet(score, "epoch", lines)
-    dicts = [e for e in entries if isinstance(e, Mapping)]
-    axis = "step" if "step" in dicts[0]["runs"][0] else "epoch"
-    lines = tuple(CurveLine(e["candidate"], e.get("label", e["candidate"]),
-                            tuple(CurveRun(tuple(r[axis]), tuple(r["train_loss"]), tuple(r["eval_acc"]))
-                                  for r in e["runs"]))
-                  for e in dicts)  # fmt: skip
-    return CurveSet(score, axis, lines)
+    if isinstance(entries[0], RecipeCurves):
+        lines = tuple(CurveLine(e.candidate, e.label, tuple(CurveRun(r.step, r.train_loss, r.eval_acc) for r in e.runs))
+                      for e in entries if isinstance(e, RecipeCurves))  # fmt: skip
+        return CurveSet(score, "step", lines)
+    lines = tuple(CurveLine(e.candidate, e.candidate, (CurveRun(e.epoch, e.train_loss, e.eval_acc),))
+                  for e in entries if isinstance(e, EpochCurve))  # fmt: skip
+    return CurveSet(score, "epoch", lines)
 
 
 def _fired(rows: list[dict]) -> dict[str, tuple[str, ...]]:

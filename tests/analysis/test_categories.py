@@ -62,16 +62,17 @@ def test_every_category_is_reachable_and_says_why(category):
     c = _claims(values, edit)[cid]
     assert c.verdict == category, (c.verdict, c.why)
     assert c.reason and "\n" not in c.reason and c.why  # one line, the longer why kept as detail
-    assert c.decide and set(c.detectable) == {"mdd", "effect", "unit", "n"}
+    assert c.decide and c.detectable is not None and c.detectable.unit
     if category == K.OUT_OF_REGIME:
         assert c.decide.startswith("a profile in regime") and c.why.startswith("out of regime — ")
     elif category == K.UNDERPOWERED:  # one seed: no test, no interval, no detectable difference
-        assert c.detectable["mdd"] is None and c.decide.startswith("at least 2 paired seeds")
+        assert c.detectable is not None and c.detectable.mdd is None and c.decide.startswith("at least 2 paired seeds")
     else:
         e = c.estimate
         assert e is not None and e.what == "C-C-T-T − C-T-T-T" and e.n == 3 and e.ci is not None
         assert e.ci[0] <= e.d <= e.ci[1]
-        assert c.detectable["mdd"] > 0 and c.detectable["unit"] == "points"
+        det = c.detectable
+        assert det is not None and det.mdd is not None and det.mdd > 0 and det.unit == "points"
     if category in K.FIRM:
         assert c.decide == K.DECIDED
     if category == K.UNRESOLVED:  # it could have seen an effect of its size: seeds at the measured difference

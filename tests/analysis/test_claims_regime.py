@@ -93,12 +93,12 @@ def test_censored_model_that_must_learn_puts_claim_a_out_of_regime_a_predicted_l
         "out of regime — C-C-C-C never fit below 0.316 nats; every run of a model that must learn must reach "
         "0.1 nats, where train accuracy exceeds eval accuracy"
     )
-    assert j.gen["level"] == pytest.approx(0.1) and j.gen["key"][:2] == ["ViT_REL", "C-C-C-C"]
+    assert j.gen.level == pytest.approx(0.1) and j.gen.key[:2] == ("ViT_REL", "C-C-C-C")
     # C-T-T-T, which the paper predicts to generalize worse, does not gate (a): it is named and left unread
     j = judging.judge_records(SPACE, stepped(_gen(), _loss("C-T-T-T", stuck)))
     a = next(c for c in j.claims if c.id == "a")
-    assert "out of regime" not in a.why and j.gen["out_of_regime"] == []
-    assert any(n.startswith("C-T-T-T never fit below 0.316 nats: not read") for n in j.gen["censored"])
+    assert "out of regime" not in a.why and j.gen.out_of_regime == ()
+    assert any(n.startswith("C-T-T-T never fit below 0.316 nats: not read") for n in j.gen.censored)
     assert "C-T-T-T" not in [m.name for m in a.evidence[0].members]
 
 
@@ -164,7 +164,8 @@ def test_claim_f_gap_contrast_is_paired_by_seed_at_fixed_recipes():
     )
     assert _stem(fixed_runs(0.0, 0.10)).verdict == "not supported"  # ViT_C loses 10 points with SGD
     same = _stem(fixed_runs(0.003, 0.005))  # no interaction, 3 seeds that could have seen the paper's 4.6 points
-    assert same.verdict == K.UNRESOLVED and same.detectable["mdd"] < same.detectable["effect"] == 4.6
+    det = same.detectable
+    assert same.verdict == K.UNRESOLVED and det is not None and det.mdd is not None and det.mdd < det.effect == 4.6
     assert same.estimate.n == 3 and same.decide.startswith(("about", "more than", "a larger effect"))
     assert good.estimate.d == gap.d and good.decide == K.DECIDED
 
@@ -218,7 +219,8 @@ def test_claim_f_peak_part_decides_with_the_gap_and_names_the_part_that_did_not_
     peak = flat.parts[-1]
     assert peak.short == "peak" and peak.status == "unresolved" and abs(peak.d) < 0.5
     assert flat.verdict == K.UNRESOLVED and flat.reason.startswith("1 of 2 deciding part(s) hold")
-    assert flat.detectable["effect"] == stem.C.PEAK_EFFECT == 2.4  # the part that did not hold sizes the verdict
+    det = flat.detectable  # the part that did not hold sizes the verdict
+    assert det is not None and det.effect == stem.C.PEAK_EFFECT == 2.4
     # ... and is the deciding estimate, so "what would decide it" sizes that part at its own difference and noise
     assert flat.estimate.what.startswith("peak accuracy") and flat.estimate.d == pytest.approx(peak.d)
     assert flat.estimate.ci == pytest.approx(peak.ci) and f"{abs(peak.d):.2f})" in flat.decide
@@ -247,4 +249,4 @@ def test_claim_f_length_part_is_paired_by_seed_at_the_shortest_against_the_longe
     assert f.scope.startswith("gap contrast, training length and peak parts only")
     same = _stem([*fixed_runs(0.10, 0.005, seeds=(0, 1, 2, 3)), *length_runs(0.03, 0.03)])
     assert same.parts[-2].status == "unresolved" and same.verdict in (K.UNRESOLVED, K.UNDERPOWERED)
-    assert same.detectable["effect"] == stem.C.LENGTH_EFFECT
+    assert same.detectable is not None and same.detectable.effect == stem.C.LENGTH_EFFECT

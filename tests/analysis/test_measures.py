@@ -145,31 +145,31 @@ def vit_runs() -> list[dict]:
 def test_edf_is_per_model_and_optimizer():
     runs = M.runs_frame(vit_runs(), "accuracy.eval_acc")
     assert len(runs) == 16 and runs["acc"].max() == pytest.approx(85.0)
-    curves = {(e["model_label"], e["optimizer"]): e for e in M.edf(runs, k=2.0)}
+    curves = {(e.model_label, e.optimizer): e for e in M.edf(runs, k=2.0)}
     p_sgd = curves[("ViT_P", "sgd")]
-    assert p_sgd["delta"] == pytest.approx([0, 4, 8, 12]) and p_sgd["best"] == pytest.approx(75.0)  # own best
-    assert p_sgd["within_k"] == pytest.approx(0.25) and p_sgd["fraction"] == pytest.approx([0.25, 0.5, 0.75, 1])
-    assert curves[("ViT_C", "sgd")]["within_k"] == 1.0 and curves[("ViT_C", "sgd")]["delta"][0] == 0
-    assert all(e["delta"][0] == 0 for e in curves.values())  # every curve starts at its own best run
-    gaps = {g["model_label"]: g for g in optim.optimizer_gap(runs)}  # the one optimizer gap (report.optim)
-    assert gaps["ViT_P"]["gap"] == pytest.approx(10.0) and gaps["ViT_C"]["gap"] == pytest.approx(0.5)
-    assert gaps["ViT_P"]["n_sgd"] == 4
-    adamw_only = {g["model_label"]: g for g in optim.optimizer_gap(runs[runs["optimizer"] == "adamw"])}
-    assert adamw_only["ViT_C"]["gap"] is None and adamw_only["ViT_C"]["n_sgd"] == 0
+    assert p_sgd.delta == pytest.approx([0, 4, 8, 12]) and p_sgd.best == pytest.approx(75.0)  # own best
+    assert p_sgd.within_k == pytest.approx(0.25) and p_sgd.fraction == pytest.approx([0.25, 0.5, 0.75, 1])
+    assert curves[("ViT_C", "sgd")].within_k == 1.0 and curves[("ViT_C", "sgd")].delta[0] == 0
+    assert all(e.delta[0] == 0 for e in curves.values())  # every curve starts at its own best run
+    gaps = {g.model_label: g for g in optim.optimizer_gap(runs)}  # the one optimizer gap (report.optim)
+    assert gaps["ViT_P"].gap == pytest.approx(10.0) and gaps["ViT_C"].gap == pytest.approx(0.5)
+    assert gaps["ViT_P"].n_sgd == 4
+    adamw_only = {g.model_label: g for g in optim.optimizer_gap(runs[runs["optimizer"] == "adamw"])}
+    assert adamw_only["ViT_C"].gap is None and adamw_only["ViT_C"].n_sgd == 0
 
 
 def test_edge_warnings_when_the_best_sample_is_at_the_edge():
     runs = M.runs_frame(vit_runs(), "accuracy.eval_acc")
     warns = M.edge_warnings(runs)
-    assert {(w["model_label"], w["optimizer"], w["dim"], w["edge"]) for w in warns} == {
+    assert {(w.model_label, w.optimizer, w.dim, w.edge) for w in warns} == {
         (label, opt, dim, "low") for label in ("ViT_P", "ViT_C") for opt in ("adamw", "sgd")
         for dim in ("lr", "weight_decay")
     }  # fmt: skip
-    assert "lowest of 4 sampled values" in warns[0]["message"]
+    assert "lowest of 4 sampled values" in warns[0].message
     best_mid = np.where(runs["lr"] == 2e-3, 90.0, runs["acc"])
     middle = runs.assign(acc=best_mid, sel=best_mid)  # the best run is chosen on its validation value (`sel`)
-    assert not [w for w in M.edge_warnings(middle) if w["dim"] == "lr"]
-    assert M.edge_warnings(runs.iloc[:2]) == []  # too few samples to tell
+    assert not [w for w in M.edge_warnings(middle) if w.dim == "lr"]
+    assert M.edge_warnings(runs.iloc[:2]) == ()  # too few samples to tell
 
 
 def test_matched_loss_figure(tmp_path):

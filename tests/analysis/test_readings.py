@@ -10,10 +10,12 @@ import pytest
 
 from coatsearch.analysis import speed_tables as SP
 from coatsearch.analysis import tables
+from coatsearch.analysis.measure_results import MatchedLoss
 from coatsearch.papers import claims as C
 from coatsearch.papers import judging, paper, stem
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
+from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.report import markdown_claims as MC
 from coatsearch.report import plots_claims as PC
 from coatsearch.report.view_claims import claim_info
@@ -178,7 +180,7 @@ def _study(steps_fast, linear_acc: float = 0.60) -> list:
     return recs
 
 
-def _claim_a(recs) -> tuple[dict, dict]:
+def _claim_a(recs) -> tuple[ClaimVerdict, MatchedLoss]:
     space = {**SPACE, "scores": {"generalization": {"loss_levels": [0.5, 0.3, 0.2, 0.15, 0.1]}}}
     j = judging.judge_records(space, recs)
     return next(c for c in j.claims if c.id == "a"), j.gen
@@ -186,14 +188,14 @@ def _claim_a(recs) -> tuple[dict, dict]:
 
 def test_sparse_curves_leave_claim_a_unread_with_the_reason():
     a, gen = _claim_a(_study(SPARSE))
-    assert gen["level"] == pytest.approx(0.1)  # every run reached 0.1 nats: the level stands
+    assert gen.level == pytest.approx(0.1)  # every run reached 0.1 nats: the level stands
     assert any("C-C-C-C: 3 of 3 readings at 0.1 nats censored (bracket starts at the untrained" in r
-               for r in gen["out_of_regime"])  # fmt: skip
+               for r in gen.out_of_regime)  # fmt: skip
     assert a.verdict == "out of regime" and "censored" in a.why
     dense, gen = _claim_a(_study(DENSE))
-    assert dense.verdict == "supported" and gen["censored"] == [] and gen["out_of_regime"] == []
-    table = {r["candidate"]: r for r in gen["table"]}
-    assert 0.7 < table["C-C-C-C"]["lr_phase_min"] <= table["C-C-C-C"]["lr_phase_max"] < 0.85  # read at ~78% of peak
+    assert dense.verdict == "supported" and gen.censored == () and gen.out_of_regime == ()
+    table = {r.candidate: r for r in gen.table}
+    assert 0.7 < table["C-C-C-C"].lr_phase_min <= table["C-C-C-C"].lr_phase_max < 0.85  # read at ~78% of peak
 
 
 def test_matched_readings_below_the_linear_baseline_put_the_claim_out_of_regime():
@@ -285,7 +287,7 @@ def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
 def test_curves_are_drawn_per_run_and_the_pareto_front_pools_one_network():
     curves = M.curve_frame(_study(DENSE), "generalization")
     per_run = paper.mean_curves(SPACE, curves, _study(DENSE))
-    assert {len(c["runs"]) for c in per_run} == {3} and "train_loss" not in per_run[0]  # no mean over runs
+    assert {len(c.runs) for c in per_run} == {3} and not hasattr(per_run[0], "train_loss")  # no mean over runs
     # timing noise between runs of one network pooled
     assert SP.by_network(["P", "P", "C"], [100.0, 110.0, 50.0]) == [105.0, 105.0, 50.0]
 
@@ -300,9 +302,9 @@ def test_a_profile_fit_level_reads_claim_a_where_its_runs_stop_and_the_default_d
         {**SPACE, "scores": {"generalization": {"loss_levels": ladder, "fit_loss": 0.2}}}, recs
     )
     a = {j: next(c for c in x.claims if c.id == "a") for j, x in (("default", default), ("raised", raised))}
-    assert default.gen["level"] is None and a["default"].verdict == "out of regime"
-    assert "must reach 0.1 nats" in " ".join(default.gen["out_of_regime"])
-    assert raised.gen["level"] == pytest.approx(0.15) and raised.gen["out_of_regime"] == []
+    assert default.gen.level is None and a["default"].verdict == "out of regime"
+    assert "must reach 0.1 nats" in " ".join(default.gen.out_of_regime)
+    assert raised.gen.level == pytest.approx(0.15) and raised.gen.out_of_regime == ()
     assert a["raised"].verdict == "supported"
 
 

@@ -124,22 +124,23 @@ def test_primary_acc_and_search_dims():
 
 
 def test_edf_delta_from_best_run_of_the_same_model_and_optimizer():
-    curves = {e["label"]: e for e in M.edf(M.runs_frame(vit_records(n=5), "accuracy.eval_acc"), k=2.0)}
+    curves = {e.label: e for e in M.edf(M.runs_frame(vit_records(n=5), "accuracy.eval_acc"), k=2.0)}
     p_adamw, p_sgd = curves["ViT_P-adamw"], curves["ViT_P-sgd"]
-    assert p_adamw["delta"] == pytest.approx([0.0, 2.0, 4.0, 6.0, 8.0])  # 85 - 8*k/4 points
-    assert p_sgd["delta"][0] == 0.0  # from SGD's own best; the 10-point AdamW - SGD offset is the optimizer gap
-    assert p_adamw["fraction"] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
-    assert p_adamw["within_k"] == pytest.approx(0.4) and p_sgd["within_k"] == pytest.approx(0.4)
-    assert curves["ViT_C-sgd"]["within_k"] == 1.0
+    assert p_adamw.delta == pytest.approx([0.0, 2.0, 4.0, 6.0, 8.0])  # 85 - 8*k/4 points
+    assert p_sgd.delta[0] == 0.0  # from SGD's own best; the 10-point AdamW - SGD offset is the optimizer gap
+    assert p_adamw.fraction == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    assert p_adamw.within_k == pytest.approx(0.4) and p_sgd.within_k == pytest.approx(0.4)
+    assert curves["ViT_C-sgd"].within_k == 1.0
 
 
 def test_optimizer_gap_best_runs_and_their_hyperparameters():
-    gaps = {g["model_label"]: g for g in optim.optimizer_gap(M.runs_frame(vit_records(n=4), "accuracy.eval_acc"))}
-    assert gaps["ViT_P"]["gap"] == pytest.approx(10.0) and gaps["ViT_C"]["gap"] == pytest.approx(0.5)
-    assert gaps["ViT_P"]["adamw"]["lr"] == pytest.approx(1e-3)  # the best run is sample 0 (lr 1e-3)
-    assert gaps["ViT_P"]["n_sgd"] == 4
-    peak = {p["model_label"]: p for p in optim.peak(M.runs_frame(vit_records(n=4), "accuracy.eval_acc"))}
-    assert peak["ViT_C"]["acc"] == pytest.approx(85.0) and peak["ViT_C"]["optimizer"] == "adamw"
+    gaps = {g.model_label: g for g in optim.optimizer_gap(M.runs_frame(vit_records(n=4), "accuracy.eval_acc"))}
+    assert gaps["ViT_P"].gap == pytest.approx(10.0) and gaps["ViT_C"].gap == pytest.approx(0.5)
+    adamw = gaps["ViT_P"].adamw
+    assert adamw is not None and adamw.lr == pytest.approx(1e-3)  # the best run is sample 0 (lr 1e-3)
+    assert gaps["ViT_P"].n_sgd == 4
+    peak = {p.model_label: p for p in optim.peak(M.runs_frame(vit_records(n=4), "accuracy.eval_acc")) if p}
+    assert peak["ViT_C"].acc == pytest.approx(85.0) and peak["ViT_C"].optimizer == "adamw"
     samples = optim.samples(vit_records(n=4))
-    assert {(s["candidate"], s["complete"]) for s in samples} >= {("ViT_P-sgd", 4), ("ViT_C-adamw", 4)}
+    assert {(s.candidate, s.complete) for s in samples} >= {("ViT_P-sgd", 4), ("ViT_C-adamw", 4)}
     assert optim.has_vit(vit_records(n=2)) and not optim.has_vit(layout_records(AGREE))

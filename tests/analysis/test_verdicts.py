@@ -101,7 +101,9 @@ def test_noisy_study_is_not_firm_and_says_what_it_could_detect():
     assert {k: c.verdict for k, c in claims.items()} == {"a": K.UNRESOLVED, "b": K.UNRESOLVED,
                                                             "c": K.UNDERPOWERED, "d": NOT_TESTED}  # fmt: skip
     c = claims["c"]  # the study could not have seen the paper's 0.61 points: underpowered, with what would decide
-    assert c.detectable["mdd"] > 5 and c.detectable["effect"] == 0.61 and "exceeds the paper's" in c.reason
+    det = c.detectable
+    assert det is not None and det.mdd is not None and det.mdd > 5 and det.effect == 0.61
+    assert "exceeds the paper's" in c.reason
     assert c.decide.startswith("more than") or c.decide.startswith("about ")
     assert c.estimate.what == "C-C-T-T − C-T-T-T" and len(c.estimate.ci) == 2
     power = claims["c"].evidence[0].power

@@ -174,7 +174,7 @@ def test_the_baselines_sit_where_the_committed_reports_put_them():
     for sc, lo, hi in ((Sim.REAL, -5.0, -1.5), (Sim.IN_REGIME, -30.0, -8.0)):
         recs = Sim.study(np.random.default_rng(1), prof, Sim.Setting(scenario=sc, stress=False, probe_sd=0.1))
         j = judging.judge_records(prof.record, recs, describe=False)
-        models = [r["eval_acc"] for r in j.gen["table"] if r["candidate"] not in CS.BASELINES]
+        models = [r.eval_acc for r in j.gen.table if r.candidate not in CS.BASELINES]
         floor = V.floor_of(paper.MATCHED_KEY, j.rows)
         assert floor is not None and lo < floor - float(np.mean(models)) < hi, (sc.name, floor, models)
 
