@@ -64,7 +64,7 @@ def judge_records(space: dict, records: tables.Records, describe: bool = True, r
     found = V.all_claims(rows, stems, noise, describe, regime_a=list(gen.out_of_regime), level_a=gen.level)
     images = purposes(fr.complete)
     found = [with_status(with_scale(space, fr.complete, _with_purposes(c, images), acc),
-                         registered and registered.line((c.id,))) for c in found]  # fmt: skip
+                         registered.line((c.id,)) if registered else None) for c in found]  # fmt: skip
     claims, untested = paper.untestable(space, found)
     line = registered.line([c.id for c in claims]) if registered else _UNREGISTERED  # the changes its claims see
     return Judged(fr, gen, rows, acc, dims, runs, edf_rows, noise, stems, claims, untested, images,
