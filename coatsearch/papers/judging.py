@@ -11,7 +11,7 @@ from coatsearch.papers import categories as K
 from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
-from coatsearch.papers.claim_results import ClaimVerdict, Purposes, StemTables
+from coatsearch.papers.claim_results import ClaimVerdict, MeasureNoises, Purposes, StemTables
 from coatsearch.storage import record as R
 
 _EXPLORATORY = "exploratory: one eval set served choices and verdicts"
@@ -35,7 +35,7 @@ class Judged:
     dims: list  # searched dimensions (optim.search_dims)
     runs: Any  # the runs table (None without runs)
     edf: list[dict]  # EDF rows of sampled runs (description; [] with describe=False)
-    noise: Mapping[str, Any]  # per-measure paired noise (verdicts.noises)
+    noise: MeasureNoises  # per-measure paired noise (verdicts.noises)
     stems: StemTables | None  # claim (f)'s tables (stem.stem_tables)
     claims: list[ClaimVerdict]  # every judged claim, its verdict, scale, purposes and status
     untested: list[dict]  # claims the space marks untestable at its scale
