@@ -201,9 +201,9 @@ class AaState:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AaState:
         """A table or an earlier state as aa.json holds it (checked by aa_table.check before)."""
-        head = [data[f.name] for f in fields(cls)[:9]]
+        head = {f.name: data[f.name] for f in fields(cls)[:9]}
         fams = {c: AaCount.from_json(f) for c, f in data["families"].items()}
-        return cls(*head, fams, None if data.get("commands") is None else tuple(data["commands"]))
+        return cls(**head, families=fams, commands=None if data.get("commands") is None else tuple(data["commands"]))
 
     def to_json(self) -> dict[str, Any]:
         """The state as a report cites it and the table's `history` holds it."""

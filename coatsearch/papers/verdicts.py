@@ -6,7 +6,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from scipy import stats as st
 
@@ -481,8 +481,8 @@ def v_table(rows: list[dict]) -> tuple[CR.DepthSplit, ...]:
             continue
         m = row["metrics"]
         scores = tuple((k, m.get(k)) for k in ("params", "macs", *v_accs()))  # single-run scores' headlines
-        out.append(CR.DepthSplit(variant, row["candidate"], found.note, row["depths"], scores, paper["blocks"],
-                              paper["top1"]))  # fmt: skip
+        out.append(CR.DepthSplit(variant, row["candidate"], found.note, row["depths"], scores,
+                                 cast(Sequence[int], paper["blocks"]), cast(float, paper["top1"])))  # fmt: skip
     return tuple(out)
 
 
