@@ -199,7 +199,7 @@ def merged(earlier: dict, later: dict) -> dict:
             "wall_s": round(earlier["wall_s"] + later["wall_s"], 1), "study_s": round(spent / max(1, studies), 1),
             "commands": [*earlier.get("commands", [earlier["command"]]), later["command"]], "families": fams,
             "verdicts": earlier["verdicts"] + later["verdicts"], "errors": earlier["errors"] + later["errors"],
-            "history": rule_tables.aa_states(earlier)}  # fmt: skip
+            "history": [s.to_json() for s in rule_tables.aa_states(earlier)]}  # fmt: skip
 
 
 def earlier_table(path: Path) -> dict:
@@ -211,7 +211,8 @@ def earlier_table(path: Path) -> dict:
     from coatsearch.papers import aa_table, rule_tables
 
     try:
-        old = aa_table.check(fsafe.read_json(path, named=True), path)
+        old = fsafe.read_json(path, named=True)
+        aa_table.check(old, path)
     except UserError as exc:
         sys.exit(f"--resume: {exc}")
     try:
@@ -278,7 +279,8 @@ def _write(path: Path, result: dict) -> None:
     from coatsearch import fsafe
     from coatsearch.papers import aa_table
 
-    fsafe.write(path, json.dumps(aa_table.check(result, path), indent=1) + "\n")
+    aa_table.check(result, path)
+    fsafe.write(path, json.dumps(result, indent=1) + "\n")
 
 
 def gap_pvalues(out: Path) -> list[float]:

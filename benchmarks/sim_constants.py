@@ -110,7 +110,7 @@ def main() -> None:
         for r in records
         if r.candidate == CS.BASELINES[0] and f"{GEN}.floor_acc" in R.measured(r.run)
     ]
-    noise = judged.noise.get(MATCHED_KEY)
+    noise = judged.noise.of(MATCHED_KEY)
     print(f"matched level {level} nats; training images {sorted(images)}")
     if floors and models:
         floor, mean = statistics.fmean(floors), statistics.fmean(models)

@@ -65,7 +65,7 @@ def _plan(args: argparse.Namespace) -> int:
         register=args.register,
         allow_undecided=args.allow_undecided,
     )
-    print(json.dumps(made.as_dict(), indent=1) if args.json else render(made))
+    print(json.dumps(made.to_json(), indent=1) if args.json else render(made))
     return 0
 
 

@@ -69,8 +69,9 @@ class Table(State):
     history: list[State] = Field(default_factory=list)
 
 
-def check(data: Any, where: object) -> dict:
-    """`data` if it is an A/A table of the schema above; a one-line UserError naming `where` and the field else."""
+def check(data: Any, where: object) -> None:
+    """Nothing if `data` is an A/A table of the schema above; a one-line UserError naming `where` and the field
+    else."""
     try:
         Table.model_validate(data)
     except ValidationError as exc:
@@ -78,4 +79,3 @@ def check(data: Any, where: object) -> dict:
         field = ".".join(str(x) for x in err["loc"]) or "(top)"
         found = "" if err["type"] == "missing" else f" (found {str(err.get('input'))[:60]!r})"
         raise UserError(f"{where}: not an A/A table: field '{field}': {err['msg']}{found}") from None
-    return dict(data)

@@ -7,13 +7,71 @@ byte-identical for the same records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from coatsearch.analysis import json_form
 from coatsearch.analysis.measure_results import Detectable, EdfRow, OptimizerGap
-from coatsearch.analysis.results import Estimate, Evidence, Judgement
+from coatsearch.analysis.results import Estimate, Evidence, Judgement, Stat
+from coatsearch.analysis.stats import Noise
+
+
+@dataclass(frozen=True)
+class MeasureNoises:
+    """Pooled paired noise per measure (verdicts.noises), in the order the rows first name the measures."""
+
+    measures: tuple[tuple[str, Noise | None], ...]  # (metric key, its noise; None: no residual df or spread)
+
+    def of(self, key: str) -> Noise | None:
+        """The noise of one measure; None when the rows do not measure it or it has none."""
+        return next((n for k, n in self.measures if k == key), None)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The candidate row a paper name refers to (verdicts.resolve), and how, when not by its own name."""
+
+    row: Mapping[str, Any] | None  # a candidate row (analysis.tables.candidate_rows); None: no candidate is it
+    note: str = ""  # e.g. the V0 stand-in
+
+
+@dataclass(frozen=True)
+class Named:
+    """A measured model of a claim: the name the paper (or the pair) gives it and its candidate row."""
+
+    name: str
+    row: Mapping[str, Any]  # a candidate row (analysis.tables.candidate_rows)
+
+
+@dataclass(frozen=True)
+class RelPair:
+    """Claim (e)'s pair (verdicts.rel_pairs): a candidate with relative attention and its 'norel' twin."""
+
+    on: Mapping[str, Any]  # candidate rows (analysis.tables.candidate_rows)
+    off: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class DepthSplit:
+    """One row of the V0/V1/V2 table (verdicts.v_table, CoAtNet Table 7): the candidate's figures and the paper's."""
+
+    variant: str
+    candidate: str
+    note: str  # how V0 was resolved ('' for its own name)
+    depths: Sequence[int]  # the candidate row's depths, as recorded
+    scores: tuple[tuple[str, Stat | None], ...]  # params, MACs and the single-run scores' headlines, in that order
+    paper_blocks: Sequence[int]
+    paper_top1: float
+
+    def score(self, key: str) -> Stat | None:
+        """One of the row's figures (None: not measured)."""
+        return dict(self.scores).get(key)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as summary.json's `v_table` holds it."""
+        return {"variant": self.variant, "candidate": self.candidate, "note": self.note, "depths": self.depths,
+                **dict(self.scores), "paper_blocks": self.paper_blocks, "paper_top1": self.paper_top1}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -12,7 +12,7 @@ from coatsearch.papers import categories as K
 from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
-from coatsearch.papers.claim_results import ClaimVerdict, Purposes, StemTables
+from coatsearch.papers.claim_results import ClaimVerdict, MeasureNoises, Purposes, StemTables
 from coatsearch.papers.registration import Standing
 from coatsearch.storage import record as R
 
@@ -37,7 +37,7 @@ class Judged:
     dims: list  # searched dimensions (optim.search_dims)
     runs: Any  # the runs table (None without runs)
     edf: tuple[EdfRow, ...]  # EDF rows of sampled runs (description; () with describe=False)
-    noise: Mapping[str, Any]  # per-measure paired noise (verdicts.noises)
+    noise: MeasureNoises  # per-measure paired noise (verdicts.noises)
     stems: StemTables | None  # claim (f)'s tables (stem.stem_tables)
     claims: list[ClaimVerdict]  # every judged claim, its verdict, scale, purposes and status
     untested: tuple[UntestedClaim, ...]  # claims the space marks untestable at its scale

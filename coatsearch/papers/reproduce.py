@@ -121,7 +121,7 @@ def aa_problems(reports: Path, table: Mapping[str, Any]) -> list[str]:
     (made under another rule version) is not checked here."""
     from coatsearch.papers.rule_tables import aa_states
 
-    states = {json.dumps(s, sort_keys=True): s["studies"] for s in aa_states(dict(table))}
+    states = {json.dumps(s.to_json(), sort_keys=True): s.studies for s in aa_states(table)}
     known = ", ".join(str(n) for n in states.values())
 
     def problem(summary: Mapping[str, Any]) -> str:

@@ -8,7 +8,10 @@ nor the generator: the report path imports this module only (tests/repo/test_imp
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from coatsearch.errors import UserError
 
@@ -57,42 +60,191 @@ def touched_since(version: str) -> frozenset[str] | None:
     return frozenset(touched)
 
 
-def table() -> dict | None:
-    """The committed calibration of this rule version (calibration.json), or None when it is stale or missing."""
+@dataclass(frozen=True)
+class ClaimRates:
+    """One claim's simulated figures in one scenario (calibration.json `scenarios.<name>.per_claim.<claim>`)."""
+
+    alt_not_supported: int  # power studies that found the paper's order significantly reversed
+    null_firm: float  # firm share of the null studies
+    null_firm_upper95: float
+    null_n: int
+    power: float | None  # supported share of the power studies (None: none judged the claim)
+    power_n: int
+    power_stressed: float | None  # the same power studies with runs failed, candidates missing or unfit
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClaimRates:
+        """The figures as lab.calibration writes them (a KeyError or TypeError: a damaged table)."""
+        return cls(*(data[f.name] for f in fields(cls)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as the table holds them and a report cites them."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class CalibrationScenario:
+    """One simulated scenario of calibration.json: its effect, per-claim figures and per-replicate verdicts."""
+
+    effect_sigma: float
+    per_claim: Mapping[str, ClaimRates]
+    runs: Mapping[str, Any]  # "null", "power", "stressed": each replicate's verdict codes and counts (never cited)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CalibrationScenario:
+        """A scenario as lab.calibration writes it."""
+        per = {c: ClaimRates.from_json(v) for c, v in data["per_claim"].items()}
+        return cls(data["effect_sigma"], per, {k: v for k, v in data.items() if k not in ("effect_sigma", "per_claim")})
+
+    def to_json(self) -> dict[str, Any]:
+        """The scenario as the table holds it (keys sorted, as lab.calibration writes them)."""
+        per = {c: v.to_json() for c, v in self.per_claim.items()}
+        return dict(sorted({"effect_sigma": self.effect_sigma, "per_claim": per, **self.runs}.items()))
+
+
+@dataclass(frozen=True)
+class CalibrationTable:
+    """calibration.json (written by `python -m lab.calibration`): settings, the constants a report cites (CITED)
+    and every scenario."""
+
+    effect_sigma: float  # the power studies' effect, in σ of the paired noise
+    in_regime: str  # the scenario whose per-claim figures a report cites
+    n_seeds: str  # the seed counts of the simulated profiles, as printed
+    power_replicates: int
+    profiles: Mapping[str, Mapping[str, Any]]  # simulated profile -> its space, profile, seeds and claims
+    replicates: int
+    rule_version: str
+    scenario_profiles: Mapping[str, list[str]]
+    scenarios: Mapping[str, CalibrationScenario]
+    seed: int
+    stem_effect_points: float
+    stem_effect_sigma: float  # claim (f)'s effect in its own σ
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CalibrationTable:
+        """The table as lab.calibration writes it (a KeyError, TypeError or AttributeError: a damaged table)."""
+        read = {f.name: data[f.name] for f in fields(cls)}
+        read["scenarios"] = {n: CalibrationScenario.from_json(sc) for n, sc in data["scenarios"].items()}
+        return cls(**read)
+
+    def to_json(self) -> dict[str, Any]:
+        """The table as the file holds it."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**out, "scenarios": {n: sc.to_json() for n, sc in self.scenarios.items()}}
+
+    def figures(self) -> CalibrationFigures:
+        """The table as a report cites it: the in-regime scenario's per-claim figures, without the replicates."""
+        per = {n: sc.per_claim for n, sc in self.scenarios.items()}
+        return CalibrationFigures(self, per[self.in_regime], per)
+
+
+@dataclass(frozen=True)
+class CalibrationFigures:
+    """The committed calibration as a report cites it (summary.json `rules.calibration`)."""
+
+    table: CalibrationTable  # its settings and constants (its scenarios' replicates are never cited)
+    per_claim: Mapping[str, ClaimRates]  # the in-regime scenario's
+    scenarios: Mapping[str, Mapping[str, ClaimRates]]  # every scenario's per-claim figures
+
+    def to_json(self) -> dict[str, Any]:
+        """summary.json's `rules.calibration`: the settings, then the cited constants and the figures."""
+        t = self.table.to_json()
+        head = {k: v for k, v in t.items() if k != "scenarios" and k not in CITED}
+        per = {n: {c: v.to_json() for c, v in sc.items()} for n, sc in self.scenarios.items()}
+        return {**head, "per_claim": {c: v.to_json() for c, v in self.per_claim.items()}, "n_seeds": t["n_seeds"],
+                "stem_effect_sigma": t["stem_effect_sigma"], "scenarios": per}  # fmt: skip
+
+
+def table() -> CalibrationTable | None:
+    """The committed calibration of this rule version (calibration.json), or None when it is stale, missing or
+    damaged (a note)."""
     data = _committed(TABLE)
-    return data if data is not None and data.get("rule_version") == RULE_VERSION else None
-
-
-def figures() -> dict | None:
-    """The committed table's per-claim figures (in regime) and settings, without the per-replicate verdicts, for
-    reports; `scenarios` holds every scenario's per-claim figures."""
-    data = table()
-    if data is None:
+    if data is None or data.get("rule_version") != RULE_VERSION:
         return None
     try:
-        per = {name: sc["per_claim"] for name, sc in data["scenarios"].items()}
-        in_regime, n_seeds, stem_sigma = per[data["in_regime"]], data["n_seeds"], data["stem_effect_sigma"]
+        return CalibrationTable.from_json(data)
     except (KeyError, TypeError, AttributeError) as exc:  # a damaged table: not cited
         print(f"coatsearch: note: {TABLE.name}: no per-claim figures ({type(exc).__name__}: {exc}); left out",
               file=sys.stderr)  # fmt: skip
         return None
-    return {**{k: v for k, v in data.items() if k != "scenarios" and k not in CITED}, "per_claim": in_regime,
-            "n_seeds": n_seeds, "stem_effect_sigma": stem_sigma, "scenarios": per}  # fmt: skip
 
 
-def aa_cited(data: dict) -> dict:
+def figures() -> CalibrationFigures | None:
+    """The committed table's per-claim figures (in regime) and settings, without the per-replicate verdicts, for
+    reports; `scenarios` holds every scenario's per-claim figures."""
+    data = table()
+    return None if data is None else data.figures()
+
+
+@dataclass(frozen=True)
+class AaCount:
+    """One claim family's counts over the A/A studies that judge it, with its firm rate and exact 95% interval."""
+
+    n: int
+    firm: int
+    supported: int
+    out_of_regime: int
+    no_verdict: int
+    rate: float | None
+    ci95: tuple[float, float] | None
+    out_of_regime_rate: float | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AaCount:
+        """The counts as benchmarks/bench_aa.py writes them."""
+        read, ci = {f.name: data[f.name] for f in fields(cls)}, data["ci95"]
+        return cls(**{**read, "ci95": None if ci is None else (ci[0], ci[1])})
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts as the table holds them."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**out, "ci95": None if self.ci95 is None else list(self.ci95)}
+
+
+@dataclass(frozen=True)
+class AaState:
+    """A state the A/A table has stood in, as a report cites it (summary.json `rules.aa`): its figures, without
+    the per-study verdicts, errors or earlier states (AA_DETAIL)."""
+
+    rule_version: str
+    alpha: float
+    date: str
+    command: str  # the benchmark run that made it (the last one, for a table extended with --resume)
+    seeds_per_study: int
+    studies: int
+    failed_studies: int
+    wall_s: float
+    study_s: float
+    families: Mapping[str, AaCount]
+    commands: tuple[str, ...] | None = None  # every run of the benchmark that made it; None: one run
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AaState:
+        """A table or an earlier state as aa.json holds it (checked by aa_table.check before)."""
+        head = {f.name: data[f.name] for f in fields(cls)[:9]}
+        fams = {c: AaCount.from_json(f) for c, f in data["families"].items()}
+        return cls(**head, families=fams, commands=None if data.get("commands") is None else tuple(data["commands"]))
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as a report cites it and the table's `history` holds it."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)[:9]}
+        out["families"] = {c: f.to_json() for c, f in self.families.items()}
+        return {**out, **({} if self.commands is None else {"commands": list(self.commands)})}
+
+
+def aa_cited(data: Mapping[str, Any]) -> AaState:
     """An A/A table as a report cites it (summary.json `rules.aa`): its figures, without per-study verdicts,
     errors or the states the table stood in before it grew (`history`, oldest first)."""
-    return {k: v for k, v in data.items() if k not in AA_DETAIL}
+    return AaState.from_json(data)
 
 
-def aa_states(data: dict) -> list[dict]:
+def aa_states(data: Mapping[str, Any]) -> tuple[AaState, ...]:
     """Every state an A/A table has stood in, oldest first, each as a report cites it: a report made before the
     table grew cites the state it was made under (its study count and date), and stays true."""
-    return [*data.get("history", []), aa_cited(data)]
+    return (*(AaState.from_json(s) for s in data.get("history", [])), aa_cited(data))
 
 
-def aa_figures() -> dict | None:
+def aa_figures() -> AaState | None:
     """The committed A/A table's per-claim figures (firm share of studies with one architecture under every name,
     trained and reported for real) for this rule version, as a report cites them; None if stale or missing."""
     from coatsearch.papers import aa_table

@@ -6,7 +6,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from scipy import stats as st
 
@@ -15,8 +15,9 @@ from coatsearch.analysis import stats as S
 from coatsearch.analysis.results import Evidence, Judgement, MeasureRanking, Member, Pair, Power, Relation
 from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
 from coatsearch.papers import categories as K
+from coatsearch.papers import claim_results as CR
 from coatsearch.papers import claims as C
-from coatsearch.papers.claim_results import ClaimVerdict, StemTables
+from coatsearch.papers.claim_results import ClaimVerdict, Named, StemTables
 from coatsearch.papers.paper import MATCHED_KEY, NOT_TESTED
 from coatsearch.papers.stem import STEM_RULE, stem_claim
 from coatsearch.scores import SCORES, ranked, v_accs
@@ -87,11 +88,12 @@ def _sign(metric: Metric) -> float:
     return 1.0 if metric.better == "higher" else -1.0
 
 
-def noises(rows: list[dict]) -> Mapping[str, S.Noise | None]:
+def noises(rows: list[dict]) -> CR.MeasureNoises:
     """Pooled noise per measure, over every candidate but the baselines."""
     rows = [r for r in rows if r["candidate"] not in CS.BASELINES]
     keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
-    return {k: S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}) for k in keys}
+    return CR.MeasureNoises(tuple((k, S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}))
+                               for k in keys))  # fmt: skip
 
 
 def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> Relation:
@@ -129,10 +131,10 @@ def _fmt_item(row: dict, key: str, metric: Metric) -> str:
     return f"{row['candidate']} ({s.mean:.{metric.digits}f}{spread})"
 
 
-def rankings(rows: list[dict], noise_by_key: Mapping | None = None) -> list[MeasureRanking]:
+def rankings(rows: list[dict], noise_by_key: CR.MeasureNoises | None = None) -> list[MeasureRanking]:
     """A ranking for every ranked measure the study has."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
-    return [r for key in ranked() if (r := ranking(rows, key, nz.get(key))) is not None]
+    return [r for key in ranked() if (r := ranking(rows, key, nz.of(key))) is not None]
 
 
 def parse_chain(chain: str) -> tuple[list[str], list[str]]:
@@ -141,22 +143,22 @@ def parse_chain(chain: str) -> tuple[list[str], list[str]]:
     return tokens[0::2], tokens[1::2]
 
 
-def resolve(name: str, rows: list[dict]) -> tuple[dict | None, str]:
+def resolve(name: str, rows: list[dict]) -> CR.Resolved:
     """The candidate row a paper name refers to (exact name, V0 stand-in, or the one row with that model label)."""
     by_name = {r["candidate"]: r for r in rows}
     if name in by_name:
-        return by_name[name], ""
+        return CR.Resolved(by_name[name])
     if name == "V0" and (r := by_name.get(C.V0_STANDIN)) and r["layout"] == C.V0_STANDIN:
-        return r, f"'{C.V0_STANDIN}' stands in for V0 (no candidate named V0)"
+        return CR.Resolved(r, f"'{C.V0_STANDIN}' stands in for V0 (no candidate named V0)")
     same = [r for r in rows if r["model_label"] == name]
-    return (same[0], "") if len(same) == 1 else (None, "")
+    return CR.Resolved(same[0] if len(same) == 1 else None)
 
 
-def _pair(a: tuple[str, dict], b: tuple[str, dict], paper: str, key: str, noise: Any, claim: C.Claim) -> Pair:
+def _pair(a: Named, b: Named, paper: str, key: str, noise: Any, claim: C.Claim) -> Pair:
     """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
     metric = METRICS[key]
-    res = S.paired(a[1]["by_seed"][key], b[1]["by_seed"][key], _sign(metric), noise, CS.ALPHA)
-    return Pair(a[0], b[0], paper, _STRENGTH[paper] >= 2, margin(metric, claim.margin), res)
+    res = S.paired(a.row["by_seed"][key], b.row["by_seed"][key], _sign(metric), noise, CS.ALPHA)
+    return Pair(a.name, b.name, paper, _STRENGTH[paper] >= 2, margin(metric, claim.margin), res)
 
 
 def violation_p(p: Pair) -> float | None:
@@ -238,20 +240,20 @@ def floor_of(key: str, rows: list[dict]) -> float | None:
     return float(sum(by_seed.values()) / len(by_seed)) if by_seed else None
 
 
-def must_learn(claim: C.Claim, named: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+def must_learn(claim: C.Claim, named: Sequence[Named]) -> tuple[Named, ...]:
     """The measured models a claim's regime is gated on: the paper's top group (claims.top_group), else its best
     measured name."""
     top = C.top_group(claim.chain)
-    return [(n, r) for n, r in named if n in top] or named[:1]
+    return tuple(m for m in named if m.name in top) or tuple(named[:1])
 
 
-def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], where: str) -> list[str]:
+def _below_floor(named: Sequence[Named], key: str, rows: list[dict], where: str) -> list[str]:
     """The regime guard against the fair linear floor on the claim's own measure, by interval (FLOOR_RULE)."""
     metric = METRICS[key]
     if metric.unit != "%":
         return []
     floor, label = _floor_by_seed(key, rows), metric.label + (f" {where}" if where else "")
-    have = [(n, row["by_seed"][key]) for n, row in named if key in row["by_seed"]]
+    have = [(m.name, m.row["by_seed"][key]) for m in named if key in m.row["by_seed"]]
     if not floor:
         ran = any(r["candidate"] == CS.BASELINES[0] for r in rows)
         return [f"regime not checkable: no linear-baseline value on {label}"] if ran and have else []
@@ -265,11 +267,11 @@ def _below_floor(named: list[tuple[str, dict]], key: str, rows: list[dict], wher
     return out
 
 
-def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[dict], where: str = "") -> list[str]:
+def regime(claim: C.Claim, named: Sequence[Named], key: str, rows: list[dict], where: str = "") -> list[str]:
     """Why the claim is out of regime on a measure: key candidates at chance, not above the linear baseline on
     the same measure and reading (`where`, e.g. 'at 0.1 nats'), not converged or not checkably converged."""
     group, out = group_of(key), []
-    for name, row in named:
+    for name, row in ((m.name, m.row) for m in named):
         g = row["guards"].get(group) or {}
         if g.get("runs") and g.get("failed") == g.get("runs"):
             out.append(f"{name}: every run failed to train (within {CS.CHANCE_POINTS:g} points of chance)")
@@ -280,7 +282,7 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
             out.append(f"{name}: convergence not checkable for {runs} (curve too short or missing)")
     out += _below_floor(named, claim.floor_on if METRICS[key].unit != "%" and claim.floor_on else key, rows, where)
     up = gain()
-    gains = [row["metrics"][up].mean for _, row in named if up in row["metrics"]] if group == group_of(up) else []
+    gains = [m.row["metrics"][up].mean for m in named if up in m.row["metrics"]] if group == group_of(up) else []
     if gains and max(gains) <= 0:
         out.append(
             f"pretraining helped no key candidate (mean {METRICS[up].label} {max(gains):+.1f} points at best: "
@@ -289,7 +291,7 @@ def regime(claim: C.Claim, named: list[tuple[str, dict]], key: str, rows: list[d
     return out
 
 
-def overfits(claim: C.Claim, named: list[tuple[str, dict]]) -> list[str]:
+def overfits(claim: C.Claim, named: Sequence[Named]) -> list[str]:
     """Why a claim premised on "no overfitting" (claims.Claim.overfit) is out of regime: every measured member,
     the paper's predicted losers included, whose mean held-out loss lies more than OVERFIT_NATS above its final
     clean train loss; a member without both losses is not checkable."""
@@ -297,8 +299,7 @@ def overfits(claim: C.Claim, named: list[tuple[str, dict]]) -> list[str]:
         return []
     fit, held = claim.overfit
     out = []
-    for name, row in named:
-        m = row["metrics"]
+    for name, m in ((x.name, x.row["metrics"]) for x in named):
         if fit not in m and held not in m:
             continue
         if fit not in m or held not in m:
@@ -311,8 +312,9 @@ def overfits(claim: C.Claim, named: list[tuple[str, dict]]) -> list[str]:
     return out
 
 
-def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: list, rows: list[dict], noise: Any, rho: Any,
-             extra: tuple[str, ...] = (), where: str = "", gate: list | None = None) -> Evidence:  # fmt: skip
+def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: Sequence[Named], rows: list[dict], noise: Any,
+             rho: Any, extra: tuple[str, ...] = (), where: str = "", gate: Sequence[Named] | None = None
+             ) -> Evidence:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict.
 
     `gate`: the models the regime guards read (default: must_learn of the claim), never the predicted losers."""
@@ -324,8 +326,9 @@ def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: list, ro
     found = K.measure_verdict(pairs, pw, reasons, "points" if metric.unit == "%" else metric.unit)
     pw = pw if rho is not None else None
     equiv = equivalence_note(pairs, claim)
-    guards = tuple({"name": n, **r["guards"][group_of(key)]} for n, r in named if group_of(key) in r["guards"])
-    members = tuple(Member(n, r["candidate"], r["metrics"][key]) for n, r in named if key in r["metrics"])
+    group = group_of(key)
+    guards = tuple({"name": m.name, **m.row["guards"][group]} for m in named if group in m.row["guards"])
+    members = tuple(Member(m.name, m.row["candidate"], m.row["metrics"][key]) for m in named if key in m.row["metrics"])
     rho = rho or (None, None)
     return Evidence(key, metric.label, metric.unit, rho[0], rho[1], members, pairs, pw, guards, tuple(reasons),
                     claim.needs_convergence, found, equiv)  # fmt: skip
@@ -366,14 +369,14 @@ def _order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], 
     pairs = []
     for (i, a), (j, b) in zip(idx, idx[1:], strict=False):
         paper = max(syms[i:j], key=lambda s: _STRENGTH[s])
-        pairs.append(_pair((a, resolved[a]), (b, resolved[b]), paper, key, noise, claim))
+        pairs.append(_pair(Named(a, resolved[a]), Named(b, resolved[b]), paper, key, noise, claim))
     level = [0]
     for s in syms:
         level.append(level[-1] + (s != "≈"))
     sign = _sign(METRICS[key])
     claimed, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
     rho = S.spearman([float(v) for v in claimed], measured) if describe else None
-    named = [(n, resolved[n]) for n in names if n in resolved]
+    named = [Named(n, resolved[n]) for n in names if n in resolved]
     return evidence(claim, key, pairs, named, rows, noise, rho, extra, where)
 
 
@@ -410,25 +413,25 @@ def _unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: lis
     return _head(claim, found, (), notes)
 
 
-def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True,
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: CR.MeasureNoises | None = None, describe: bool = True,
                 extra: tuple[str, ...] = (), where: str = "") -> ClaimVerdict | None:  # fmt: skip
     """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
     'at 0.1 nats'), None without any of its models."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     resolved, notes = {}, []
     for n in parse_chain(claim.chain)[0]:
-        row, note = resolve(n, rows)
-        if row is not None:
-            resolved[n] = row
-            notes += [note] if note else []
+        found = resolve(n, rows)
+        if found.row is not None:
+            resolved[n] = found.row
+            notes += [found.note] if found.note else []
     if not resolved:
         return None
-    found = [e for k in claim.measures
-             if (e := _order_evidence(claim, resolved, k, rows, nz.get(k), describe, extra, where))]  # fmt: skip
-    return _combine(claim, found, notes) or _unjudged(claim, resolved, extra, notes)
+    evidences = [e for k in claim.measures
+                 if (e := _order_evidence(claim, resolved, k, rows, nz.of(k), describe, extra, where))]  # fmt: skip
+    return _combine(claim, evidences, notes) or _unjudged(claim, resolved, extra, notes)
 
 
-def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
+def rel_pairs(rows: list[dict]) -> tuple[CR.RelPair, ...]:
     """(with rel-pos, without) candidate pairs: a name with 'norel' and the same name without it."""
 
     def base(name: str) -> str:
@@ -440,53 +443,51 @@ def rel_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
         twin = base(off["candidate"])
         on = [r for r in rows if C.NOREL_TAG not in r["candidate"].lower() and base(r["candidate"]) == twin]
         if len(on) == 1:
-            pairs.append((on[0], off))
-    return pairs
+            pairs.append(CR.RelPair(on[0], off))
+    return tuple(pairs)
 
 
-def rel_claim(rows: list[dict], noise_by_key: Mapping | None = None, describe: bool = True) -> ClaimVerdict | None:
+def rel_claim(rows: list[dict], noise_by_key: CR.MeasureNoises | None = None, describe: bool = True
+              ) -> ClaimVerdict | None:  # fmt: skip
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     claim, found = C.REL_CLAIM, []
     for key in claim.measures:
-        both = [(on, off) for on, off in rel_pairs(rows) if key in on["by_seed"] and key in off["by_seed"]]
+        both = [p for p in rel_pairs(rows) if key in p.on["by_seed"] and key in p.off["by_seed"]]
         if not both:
             continue
-        pairs = [_pair((a["candidate"], a), (b["candidate"], b), ">", key, nz.get(key), claim) for a, b in both]
-        named = [(r["candidate"], r) for pair in both for r in pair]
-        gate = [(on["candidate"], on) for on, _ in both]  # the models with relative attention must learn
-        found.append(evidence(claim, key, pairs, named, rows, nz.get(key), (None, None) if describe else None,
+        pairs = [_pair(_own(p.on), _own(p.off), ">", key, nz.of(key), claim) for p in both]
+        named = [_own(r) for p in both for r in (p.on, p.off)]
+        gate = [_own(p.on) for p in both]  # the models with relative attention must learn
+        found.append(evidence(claim, key, pairs, named, rows, nz.of(key), (None, None) if describe else None,
                               gate=gate))  # fmt: skip
     return _combine(claim, found, [])
 
 
-def v_table(rows: list[dict]) -> list[dict]:
-    """V0/V1/V2 (Table 7) rows: depths, params, MACs, eval accuracies and the paper's top-1; [] without V1/V2."""
+def _own(row: Mapping[str, Any]) -> Named:
+    """A candidate row under its own name."""
+    return Named(row["candidate"], row)
+
+
+def v_table(rows: list[dict]) -> tuple[CR.DepthSplit, ...]:
+    """V0/V1/V2 (Table 7) rows: depths, params, MACs, eval accuracies and the paper's top-1; () without V1/V2."""
     names = {r["candidate"] for r in rows}
     if not {"V1", "V2"} & names:
-        return []
-    out = []
+        return ()
+    out, by_name = [], {r["candidate"]: r for r in rows}
     for variant, paper in C.TABLE7.items():
-        row, note = resolve(variant, rows) if variant == "V0" else ({r["candidate"]: r for r in rows}.get(variant), "")
-        if row is None:
+        found = resolve(variant, rows) if variant == "V0" else CR.Resolved(by_name.get(variant))
+        if (row := found.row) is None:
             continue
         m = row["metrics"]
-        out.append(
-            {
-                "variant": variant,
-                "candidate": row["candidate"],
-                "note": note,
-                "depths": row["depths"],
-                **{k: m.get(k) for k in ("params", "macs", *v_accs())},  # single-run scores' headlines
-                "paper_blocks": paper["blocks"],
-                "paper_top1": paper["top1"],
-            }
-        )
-    return out
+        scores = tuple((k, m.get(k)) for k in ("params", "macs", *v_accs()))  # single-run scores' headlines
+        out.append(CR.DepthSplit(variant, row["candidate"], found.note, row["depths"], scores,
+                                 cast(Sequence[int], paper["blocks"]), cast(float, paper["top1"])))  # fmt: skip
+    return tuple(out)
 
 
 def all_claims(
-    rows: list[dict], stem: StemTables | None, noise_by_key: Mapping | None = None, describe: bool = True,
+    rows: list[dict], stem: StemTables | None, noise_by_key: CR.MeasureNoises | None = None, describe: bool = True,
     regime_a: Sequence[str] = (), level_a: float | None = None,
 ) -> list[ClaimVerdict]:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).

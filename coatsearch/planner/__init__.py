@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,7 +53,7 @@ class Plan:
     planning_s: float = 0.0  # how long making this plan took
     registration: tuple[str, ...] = ()  # the analysis `run` registers, then the confirmatory/exploratory line
 
-    def as_dict(self) -> dict:
+    def to_json(self) -> dict:
         """JSON-ready form (what `coatsearch plan --json` prints and plan.json holds)."""
         out = asdict(self)
         out["timings"] = [
@@ -88,9 +89,10 @@ def make_plan(space: Space, study: str, processes: int, threads: int | None, *, 
     samples = {c.name: space.study.samples if c.dims else 1 for c in space.candidates}
     seeds = len(space.study.seeds)
     durations = [trial_s[i.candidate] for i in trials.plan(space) if i.candidate in trial_s]  # re-evaluation too
-    rows, keys = model_rows(space)
+    models = model_rows(space)
     planned = {t.candidate: {f.phase: f.steps for f in t.fits} for t in timings}
-    claims = tuple(power.plan_claims(rows, keys, planned, seeds, earlier, effect, level, siblings))
+    claims = tuple(power.plan_claims(list(models.rows), dict(models.measures), planned, seeds, earlier, effect, level,
+                                     siblings))  # fmt: skip
     start = max((t.warmup_s for t in timings), default=0.0)
     fit = predict.most_seeds(trial_s, samples, processes, budget_s, start) if budget_s else None
     decides = tuple(c.claim for c in claims if fit and power.decidable(c, fit)) if budget_s else ()
@@ -110,18 +112,26 @@ def matched_preps(space: Space) -> list:
     return [c.prepared for c in space.candidates if c.prepared.ok]
 
 
-def model_rows(space: Space) -> tuple[list[dict], dict[str, set[str]]]:
+@dataclass(frozen=True)
+class ModelRows:
+    """A space's candidates as the verdict rules resolve names (planner.model_rows), and what each measures."""
+
+    rows: tuple[dict, ...]  # candidate, model_label, layout, optimizer, sampled: the keys verdicts.resolve reads
+    measures: Mapping[str, set[str]]  # candidate -> the metric keys it records (power.measured_keys)
+
+
+def model_rows(space: Space) -> ModelRows:
     """Candidate rows as the verdict rules resolve names (candidate, model label, layout) and what each measures."""
     from coatsearch.vocab.specs import model_label
 
-    rows = [{"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout,
-             "optimizer": c.resolve()[1].optimizer, "sampled": bool(c.dims)} for c in space.candidates]  # fmt: skip
-    keys = {c.name: power.measured_keys(c.scores) for c in space.candidates}
-    return rows, keys
+    rows = tuple({"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout,
+                  "optimizer": c.resolve()[1].optimizer, "sampled": bool(c.dims)}
+                 for c in space.candidates)  # fmt: skip
+    return ModelRows(rows, {c.name: power.measured_keys(c.scores) for c in space.candidates})
 
 
 def save(plan: Plan, folder: Path, extra: dict | None = None) -> Path:
     """Write the plan (and `extra` keys) as folder/plan.json, beside the study's journal; returns the path."""
     path = Path(folder) / PLAN_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    return fsafe.write(path, json.dumps({**plan.as_dict(), **(extra or {})}, indent=1) + "\n")  # atomic, no link
+    return fsafe.write(path, json.dumps({**plan.to_json(), **(extra or {})}, indent=1) + "\n")  # atomic, no link

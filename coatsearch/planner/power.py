@@ -201,7 +201,7 @@ def measured_keys(scores: object) -> set[str]:
 def _deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tuple[str | None, list[str], int]:
     """(measure, models measured on it in chain order, key relations) the report would decide the claim on."""
     names, syms = V.parse_chain(claim.chain)
-    resolved = {n: r["candidate"] for n in names if (r := V.resolve(n, rows)[0]) is not None}
+    resolved = {n: r["candidate"] for n in names if (r := V.resolve(n, rows).row) is not None}
     for key in claim.measures:
         idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in keys[resolved[n]]]
         if len(idx) >= 2:
@@ -210,7 +210,16 @@ def _deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tu
     return None, [resolved[n] for n in names if n in resolved], 0
 
 
-def claim_power(sd: float, n: int, k: int, family: int, effect: float | None) -> dict:
+@dataclass(frozen=True)
+class ClaimPower:
+    """The report's power numbers for one claim (planner.power.claim_power)."""
+
+    alpha: float  # the strictest Holm level: the verdict's α over the family's size
+    mdd: float  # smallest detectable paired difference (inf: fewer than 2 seeds or candidates)
+    seeds: int | None  # seeds that detect the effect (None: no effect given)
+
+
+def claim_power(sd: float, n: int, k: int, family: int, effect: float | None) -> ClaimPower:
     """The report's power numbers (stats.detectable, stats.seeds_needed) at n seeds, k candidates, α / family.
 
     As verdicts.power: every neighbouring relation of the chain (strict, ≥ and ≈ alike) is one test of the
@@ -219,13 +228,13 @@ def claim_power(sd: float, n: int, k: int, family: int, effect: float | None) ->
     alpha = CS.VERDICT_ALPHA / family
     mdd = S.detectable(sd, n, (k - 1) * (n - 1), alpha, CS.POWER) if n >= 2 and k >= 2 else math.inf
     need = S.seeds_needed(sd, effect, k, alpha, CS.POWER) if effect and k >= 2 else None
-    return {"alpha": alpha, "mdd": mdd, "seeds": need}
+    return ClaimPower(alpha, mdd, need)
 
 
 def _noise_of(key: str, earlier: Earlier | None) -> tuple[float | None, str]:
     """(sd of a paired difference, where it comes from) for one measure: the earlier study's, else the prior."""
     if earlier is not None:
-        found = V.noises(earlier.rows).get(key)
+        found = V.noises(earlier.rows).of(key)
         if found is not None:
             return found.sd_diff, f"{earlier.source} {earlier.where} (df {found.df})"
     prior = PRIOR_SD_DIFF.get(METRICS[key].unit)
@@ -270,25 +279,39 @@ def regime(key: str, models: list[str], planned: dict[str, dict[str, int]], earl
     return tuple(out) or ("in regime: the claim has no regime guard on this measure",)
 
 
-def representative(curve: dict) -> dict:
+@dataclass(frozen=True)
+class MedianRun:
+    """One measured run of an earlier study's curve (planner.power.representative): its steps and readings."""
+
+    step: tuple[float, ...]
+    train_loss: tuple[float, ...]  # nats
+    eval_acc: tuple[float, ...]  # percent (ACC_SCALE)
+
+    @classmethod
+    def of(cls, run: Mapping[str, Any]) -> MedianRun:
+        """A run as report.paper.mean_curves writes it (a missing reading: none)."""
+        return cls(*(tuple(run.get(k) or ()) for k in ("step", "train_loss", "eval_acc")))
+
+
+def representative(curve: Mapping[str, Any]) -> MedianRun:
     """One measured run of a candidate's curve entry (report.paper.mean_curves keeps runs apart, each at its own
     steps): the run with the median final train loss; an entry without runs is one curve already."""
     if "runs" not in curve:
-        return curve
+        return MedianRun.of(curve)
     runs = [r for r in curve["runs"] or () if r.get("step")]
     if not runs:
-        return {"step": [], "train_loss": [], "eval_acc": []}
+        return MedianRun((), (), ())
     runs.sort(key=lambda r: r["train_loss"][-1] if r.get("train_loss") else math.inf)
-    return runs[(len(runs) - 1) // 2]
+    return MedianRun.of(runs[(len(runs) - 1) // 2])
 
 
 def _reaches(name: str, curve: dict, level: float, have: int | None) -> str:
     """Whether a run of `have` steps is expected to reach train loss `level`, from an earlier study's median run."""
-    curve = representative(curve)
-    need = steps_to(level, curve["step"], curve["train_loss"])
-    last = int(max(curve["step"] or [0]))
+    run = representative(curve)
+    need = steps_to(level, list(run.step), list(run.train_loss))
+    last = int(max(run.step or [0]))
     if need is None or need > _EXTRAPOLATE_MAX * last:
-        final = curve["train_loss"][-1] if curve["train_loss"] else None
+        final = run.train_loss[-1] if run.train_loss else None
         at = "" if final is None else f", where it was at {final:.2f} nats"
         cap = f"{_EXTRAPOLATE_MAX * last:,} steps ({_EXTRAPOLATE_MAX}x the earlier study's {last}{at})"
         return f"{name} is not expected to reach {level:g} nats within {cap}; the profile gives {have} (out of regime)"
@@ -301,9 +324,9 @@ def _converges(curve: dict, have: int | None) -> str:
     (analysis.tables.converged)."""
     from coatsearch.analysis.tables import converged
 
-    curve = representative(curve)
-    done = converged({"step": curve["step"], "eval_acc": [a / ACC_SCALE for a in curve["eval_acc"]]})
-    last = int(curve["step"][-1]) if curve["step"] else 0
+    run = representative(curve)
+    done = converged({"step": list(run.step), "eval_acc": [a / ACC_SCALE for a in run.eval_acc]})
+    last = int(run.step[-1]) if run.step else 0
     if done is None or have is None:
         why = "the earlier curve has too few points" if done is None else "steps not planned"
         return f"unknown ({why}); the profile gives {have} steps"
@@ -344,7 +367,7 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
     out = [_chain(c, at) for c in C.CHAIN_CLAIMS]
     pairs = V.rel_pairs(rows)
     if pairs:
-        members = [r["candidate"] for p in pairs for r in p]
+        members = [r["candidate"] for p in pairs for r in (p.on, p.off)]
         key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
         out.append(_claim(C.REL_CLAIM, key, members, len(pairs), at))
     if set(_STEM_MODELS) <= {r["model_label"] for r in rows}:
@@ -375,11 +398,11 @@ def _stem(at: _Setting) -> ClaimPlan:
         zone = ("unknown: no earlier study of the fixed recipes (claim (f) needs every cell above the linear "
                 "baseline)",)  # fmt: skip
     pw = claim_power(sd, at.seeds, 2, family, claim.paper_effect)  # k = 2: df = n - 1, as the contrast's t test
-    mine = claim_power(sd, at.seeds, 2, family, at.effect)["seeds"] if at.effect else None
+    mine = claim_power(sd, at.seeds, 2, family, at.effect).seeds if at.effect else None
     note = ("the optimizer-gap part, in a family with the peak part; the report states the EDF parts' run counts "
             "(papers/stem.py runs_needed) and each seed-paired part's detectable difference")  # fmt: skip
-    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], claim.paper_effect, pw["seeds"], at.effect, mine,
-                     zone, note, 2, family)  # fmt: skip
+    return ClaimPlan(*head, sd, source, pw.alpha, pw.mdd, claim.paper_effect, pw.seeds, at.effect, mine, zone, note,
+                     2, family)  # fmt: skip
 
 
 def _chain(claim: C.Claim, at: _Setting) -> ClaimPlan | None:
@@ -406,15 +429,15 @@ def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, a
         return ClaimPlan(*head, sd, source, None, None, paper, None, at.effect, None, zone, why)
     k, family = _measured(at.rows, at.keys, key), _family(claim.id, models, relations)
     pw = claim_power(sd, at.seeds, k, family, paper)
-    mine = claim_power(sd, at.seeds, k, family, at.effect if points else None)["seeds"] if at.effect else None
-    return ClaimPlan(*head, sd, source, pw["alpha"], pw["mdd"], paper, pw["seeds"], at.effect, mine, zone, "", k,
+    mine = claim_power(sd, at.seeds, k, family, at.effect if points else None).seeds if at.effect else None
+    return ClaimPlan(*head, sd, source, pw.alpha, pw.mdd, paper, pw.seeds, at.effect, mine, zone, "", k,
                      family)  # fmt: skip
 
 
 def _ran(earlier: Earlier, key: str, models: list[str]) -> bool:
     """Whether an earlier study measured `key`'s paired noise on every one of `models` (candidate names)."""
     ran = {r["candidate"] for r in earlier.rows if len(r["by_seed"].get(key) or ()) >= 2}
-    return set(models) <= ran and V.noises(earlier.rows).get(key) is not None
+    return set(models) <= ran and V.noises(earlier.rows).of(key) is not None
 
 
 def siblings(reports_dir: Path, space: str, *skip: str) -> tuple[Earlier, ...]:
@@ -444,7 +467,7 @@ def decidable(c: ClaimPlan, seeds: int) -> bool | None:
     size = c.effect if c.effect is not None else c.paper_effect
     if c.measure is None or c.sd_diff is None or not c.relations or size is None:
         return None
-    mdd = claim_power(c.sd_diff, seeds, c.k, c.family, None)["mdd"]
+    mdd = claim_power(c.sd_diff, seeds, c.k, c.family, None).mdd
     return mdd <= size and not any("out of regime" in line for line in c.regime)
 
 
@@ -465,7 +488,7 @@ def undecided(claims: Iterable[ClaimPlan], decides: Mapping[str, float | None], 
             out.append(f"({claim}): no power to state ({c.note or 'no noise estimate'})")
         elif bad := [line for line in c.regime if "out of regime" in line]:
             out.append(f"({claim}): {bad[0]}")
-        elif (mdd := claim_power(c.sd_diff, seeds, c.k, c.family, None)["mdd"]) > size:
+        elif (mdd := claim_power(c.sd_diff, seeds, c.k, c.family, None).mdd) > size:
             out.append(f"({claim}): smallest detectable difference {mdd:.2f} points at {seeds} seeds (noise from "
                        f"{c.noise_source}) is above the {size:g} points it is sized for")  # fmt: skip
     return out

@@ -72,11 +72,11 @@ def check_decides(space: Space, studies: Path, name: str, reports: Path, claims:
     if not space.decides or allow:
         return
     if claims is None:
-        rows, keys = model_rows(space)
+        models = model_rows(space)
         default = space.name if space.profile == "default" else f"{space.name}-{space.profile}"  # api.study_name's
         earlier, sibs = power.sources(studies, reports, space.name, name, default)
-        claims = tuple(power.plan_claims(rows, keys, {}, len(space.study.seeds), earlier, None,
-                                         power.regime_loss(space), sibs))  # fmt: skip
+        claims = tuple(power.plan_claims(list(models.rows), dict(models.measures), {}, len(space.study.seeds),
+                                         earlier, None, power.regime_loss(space), sibs))  # fmt: skip
     lines = power.undecided(claims, space.decides, len(space.study.seeds))
     if lines:
         raise UserError(f"{space.source}: profile {space.profile}: decides: the plan cannot decide "

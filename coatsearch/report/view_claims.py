@@ -13,6 +13,7 @@ from coatsearch.analysis.table_rows import LengthStability
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.papers.claim_results import ClaimVerdict, StemPart
 from coatsearch.papers.looks import Looks
+from coatsearch.papers.rule_tables import AaState, CalibrationFigures
 from coatsearch.report.section import ReportContext
 from coatsearch.report.view_study import GUARD_FIELDS
 
@@ -64,10 +65,6 @@ def claim_info(v: ClaimVerdict) -> ClaimInfo:
                      v.detectable, v.decide)  # fmt: skip
 
 
-def _pair(ci: Any) -> tuple[float, float] | None:
-    return None if ci is None else (ci[0], ci[1])
-
-
 @dataclass(frozen=True)
 class Calibrated:
     """One claim's calibration: null studies' firm share and bound, power, and the effect it was measured at."""
@@ -103,12 +100,12 @@ class Aa:
     families: Mapping[str, AaFamily]
 
 
-def aa_info(aa: Row | None) -> Aa | None:
-    """The A/A Info of calibration.aa_figures (None: not measured for this rule version)."""
+def aa_info(aa: AaState | None) -> Aa | None:
+    """The A/A Info of rule_tables.aa_figures (None: not measured for this rule version)."""
     if not aa:
         return None
-    fams = {c: AaFamily(f["n"], f["rate"], _pair(f["ci95"]), f["out_of_regime"]) for c, f in aa["families"].items()}
-    return Aa(aa["studies"], aa["seeds_per_study"], len(aa.get("commands") or [aa["command"]]), aa["date"], fams)
+    fams = {c: AaFamily(f.n, f.rate, f.ci95, f.out_of_regime) for c, f in aa.families.items()}
+    return Aa(aa.studies, aa.seeds_per_study, len(aa.commands or [aa.command]), aa.date, fams)
 
 
 @dataclass(frozen=True)
@@ -129,12 +126,13 @@ def verdicts(ctx: ReportContext) -> Verdicts | None:
     found, rules = ctx.tables["claims"], ctx.tables["rules"]
     if not found:
         return None
-    c = rules.get("calibration")
-    cal = tuple(Calibrated(k, v["null_firm"], v["null_n"], v["null_firm_upper95"], v["power"], v["power_n"],
-                           c["stem_effect_sigma"] if k == "f" else c["effect_sigma"], v.get("power_stressed"))
-                for k, v in sorted(c["per_claim"].items())) if c else None  # fmt: skip
+    c: CalibrationFigures | None = rules.get("calibration")
+    t = c.table if c else None
+    cal = tuple(Calibrated(k, v.null_firm, v.null_n, v.null_firm_upper95, v.power, v.power_n,
+                           t.stem_effect_sigma if k == "f" else t.effect_sigma, v.power_stressed)
+                for k, v in sorted(c.per_claim.items())) if c and t else None  # fmt: skip
     claims = tuple(claim_info(v) for v in found)
-    return Verdicts(rules["method"], rules["verdict"], c and c["rule_version"], c and c["n_seeds"], cal, claims,
+    return Verdicts(rules["method"], rules["verdict"], t and t.rule_version, t and t.n_seeds, cal, claims,
                     aa_info(rules.get("aa")))  # fmt: skip
 
 

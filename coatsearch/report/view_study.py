@@ -308,9 +308,9 @@ def v_table(ctx: ReportContext) -> Splits | None:
     table = ctx.tables["v_table"]
     if not table:
         return None
-    accs = [k for k in v_accs() if any(v.get(k) is not None for v in table)]
-    rows = tuple(Split(v["variant"], v["candidate"], v["depths"], tuple(v[k] for k in SIZE_KEYS),
-                       tuple(v[k] for k in accs), v["paper_blocks"], v["paper_top1"])
+    accs = [k for k in v_accs() if any(v.score(k) is not None for v in table)]
+    rows = tuple(Split(v.variant, v.candidate, v.depths, tuple(v.score(k) for k in SIZE_KEYS),
+                       tuple(v.score(k) for k in accs), v.paper_blocks, v.paper_top1)
                  for v in table)  # fmt: skip
-    notes = tuple(v["note"] for v in table if v["note"])
+    notes = tuple(v.note for v in table if v.note)
     return Splits(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in accs), rows, notes)

@@ -67,7 +67,7 @@ def test_the_report_reads_the_aa_table_of_this_rule_version_only(tmp_path, monke
     assert rule_tables.aa_figures() is None  # a table of another rule version is never shown
     path.write_text(json.dumps(result))
     shown = rule_tables.aa_figures()
-    assert "verdicts" not in shown and shown["families"]["f"]["firm"] == 1
+    assert shown is not None and "verdicts" not in shown.to_json() and shown.families["f"].firm == 1
     cell = markdown_claims._aa(aa_info(shown), "f")
     assert cell.startswith("33.3% of 3 [") and cell.endswith("1 out of regime")
     assert markdown_claims._aa(aa_info(shown), "a") == "–"
@@ -98,9 +98,9 @@ def test_a_resumed_table_keeps_every_state_it_stood_in_as_reports_cite_them():
     second = bench_aa.merged(first, bench_aa.table(_rows([("inconclusive", "0 of 1")], 1), 1.0, "second"))
     third = bench_aa.merged(second, bench_aa.table(_rows([("not supported", "")], 2), 1.0, "third"))
     states = rule_tables.aa_states(third)
-    assert [s["studies"] for s in states] == [1, 2, 3] and [s["families"]["f"]["firm"] for s in states] == [1, 1, 2]
-    assert states[:2] == [rule_tables.aa_cited(first), rule_tables.aa_cited(second)]  # as a report cited them
-    assert not any(k in s for s in states for k in rule_tables.AA_DETAIL)  # no rows or nested history cited
+    assert [s.studies for s in states] == [1, 2, 3] and [s.families["f"].firm for s in states] == [1, 1, 2]
+    assert states[:2] == (rule_tables.aa_cited(first), rule_tables.aa_cited(second))  # as a report cited them
+    assert not any(k in s.to_json() for s in states for k in rule_tables.AA_DETAIL)  # no rows or nested history
 
 
 def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):

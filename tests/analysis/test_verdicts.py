@@ -58,11 +58,11 @@ def test_compare_symbols_from_paired_differences():
 
 def test_ranking_orders_best_first_with_paired_symbols():
     rows = _rows(AGREE)
-    gap = V.ranking(rows, "generalization.gap", V.noises(rows)["generalization.gap"])
+    gap = V.ranking(rows, "generalization.gap", V.noises(rows).of("generalization.gap"))
     assert gap is not None and [c for c, _ in gap.order] == ["C-C-C-C", "C-C-C-T", "C-C-T-T", "C-T-T-T", "ViT_REL"]
     assert [r.symbol for r in gap.relations] == ["≈", ">", ">", ">"]
     assert gap.text.startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
-    loss = V.ranking(rows, "capacity.train_loss", V.noises(rows)["capacity.train_loss"])
+    loss = V.ranking(rows, "capacity.train_loss", V.noises(rows).of("capacity.train_loss"))
     assert loss is not None and loss.order[0][0] == "C-C-T-T" and loss.order[-1][0] == "C-C-C-C"
     measured = {k for r in rows for k in r["metrics"]}  # every ranked measure the rows have, in registry order
     assert [r.key for r in V.rankings(rows)] == [k for k in ranked() if k in measured]
@@ -207,12 +207,12 @@ def test_transfer_where_pretraining_helped_no_key_candidate_is_out_of_regime():
 
 def test_v_table_against_table7():
     table = V.v_table(_rows({**AGREE, **SPLITS}))
-    assert [v["variant"] for v in table] == ["V0", "V1", "V2"]
+    assert [v.variant for v in table] == ["V0", "V1", "V2"]
     v0, v1 = table[0], table[1]
-    assert v0["candidate"] == "C-C-T-T" and v0["note"] and v0["paper_top1"] == 84.1
-    assert v1["depths"] == [1, 1, 9, 1] and v1["paper_blocks"] == [2, 2, 2, 18, 2]
-    assert v1["generalization.eval_acc"].mean == pytest.approx(80.1)  # V1's jitter averages to 0
-    assert V.v_table(_rows(AGREE)) == []  # no V1/V2: no table
+    assert v0.candidate == "C-C-T-T" and v0.note and v0.paper_top1 == 84.1
+    assert v1.depths == [1, 1, 9, 1] and v1.paper_blocks == [2, 2, 2, 18, 2]
+    assert v1.score("generalization.eval_acc").mean == pytest.approx(80.1)  # V1's jitter averages to 0
+    assert V.v_table(_rows(AGREE)) == ()  # no V1/V2: no table
 
 
 def _rel_rows(on: float, off: float) -> list[dict]:
@@ -227,7 +227,7 @@ def _rel_rows(on: float, off: float) -> list[dict]:
 
 def test_relative_attention_pairs_and_verdicts():
     rows = _rel_rows(0.85, 0.80)
-    assert [(a["candidate"], b["candidate"]) for a, b in V.rel_pairs(rows)] == [("C-C-T-T", "C-C-T-T-norel")]
+    assert [(p.on["candidate"], p.off["candidate"]) for p in V.rel_pairs(rows)] == [("C-C-T-T", "C-C-T-T-norel")]
     assert V.rel_claim(rows).verdict == "supported"
     assert V.rel_claim(_rel_rows(0.80, 0.85)).verdict == "not supported"
     assert V.rel_claim(_rel_rows(0.85, 0.849)).verdict in K.NOT_FIRM

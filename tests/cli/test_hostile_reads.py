@@ -120,7 +120,7 @@ def test_a_damaged_aa_table_is_a_note_and_never_cited(tmp_path, monkeypatch, cap
 
 def test_an_aa_table_with_a_negative_study_count_is_refused_before_it_is_cited_or_written(tmp_path):
     data = json.loads(rule_tables.AA_TABLE.read_text())
-    assert aa_table.check(data, "aa.json") == data  # the committed table holds
+    aa_table.check(data, "aa.json")  # the committed table holds
     with pytest.raises(UserError, match="field 'studies': Input should be greater than or equal to 1"):
         aa_table.check({**data, "studies": -2}, "aa.json")
     fams = {**data["families"], "b": {**data["families"]["b"], "firm": 999}}

@@ -36,7 +36,7 @@ UNDERPOWERED = {Sim.IN_REGIME.name: "b"}  # below 80% at EFFECT σ: stated in do
 
 
 @pytest.fixture(scope="module")
-def table() -> dict:
+def table() -> rule_tables.CalibrationTable:
     committed = rule_tables.table()
     assert committed is not None, f"calibration.json is stale: regenerate it for rule {K.RULE_VERSION}"
     return committed
@@ -45,54 +45,59 @@ def table() -> dict:
 @pytest.mark.committed
 def test_the_committed_table_carries_the_constants_a_report_cites(table):
     """A report reads the table without the simulator: the constants it prints beside the figures are in it."""
-    assert {k: table[k] for k in rule_tables.CITED} == K.constants()
+    assert {k: getattr(table, k) for k in rule_tables.CITED} == K.constants()
+    assert table.to_json() == json.loads(rule_tables.TABLE.read_text(encoding="utf-8"))  # read as it was written
     shown = rule_tables.figures()
-    assert shown is not None and shown["per_claim"] == table["scenarios"][Sim.IN_REGIME.name]["per_claim"]
-    assert shown["stem_effect_sigma"] == K.STEM_EFFECT / Sim.STEM_SIGMA and "codes" not in json.dumps(shown)
+    assert shown is not None and shown.per_claim == table.scenarios[Sim.IN_REGIME.name].per_claim
+    assert shown.table.stem_effect_sigma == K.STEM_EFFECT / Sim.STEM_SIGMA
+    assert "codes" not in json.dumps(shown.to_json())
 
 
 @pytest.mark.committed
 def test_committed_table_regenerates_through_the_record_pipeline(table):
     """A stride of the committed replicates, rerun from their own seeds through report.judging, match exactly."""
-    for name, sc in table["scenarios"].items():
+    for name, sc in table.scenarios.items():
         for case, stride in (("null", 250), ("power", 50), ("stressed", 50)):
-            codes = sc[case]["codes"]
+            codes = sc.runs[case]["codes"]
             for i in range(0, len(codes), stride):
-                assert K.code(K.replicate(case, K.scenario(name), i, table["seed"])) == codes[i], (name, case, i)
+                assert K.code(K.replicate(case, K.scenario(name), i, table.seed)) == codes[i], (name, case, i)
 
 
 @pytest.mark.committed
 def test_rates_follow_from_the_replicates(table):
-    for sc in table["scenarios"].values():
-        assert K.rates(sc["null"], sc["power"], sc["stressed"]) == sc["per_claim"]  # JSON keeps floats exactly
-        for cid, v in sc["per_claim"].items():
-            codes = [c[K.CLAIMS.index(cid)] for c in sc["null"]["codes"]]
-            assert sum(c in "sn" for c in codes) / sum(c != "-" for c in codes) == v["null_firm"]
+    for sc in table.scenarios.values():
+        per = {c: v.to_json() for c, v in sc.per_claim.items()}
+        assert K.rates(sc.runs["null"], sc.runs["power"], sc.runs["stressed"]) == per  # JSON keeps floats exactly
+        for cid, v in sc.per_claim.items():
+            codes = [c[K.CLAIMS.index(cid)] for c in sc.runs["null"]["codes"]]
+            assert sum(c in "sn" for c in codes) / sum(c != "-" for c in codes) == v.null_firm
 
 
 @pytest.mark.committed
 def test_null_studies_give_firm_verdicts_with_a_95_percent_upper_bound_of_at_most_5_percent(table):
-    print("\ncalibration per claim (rule " + table["rule_version"] + "):\n" + K.summary(table))
-    assert set(table["scenarios"]) == {s.name for s in Sim.SCENARIOS} and table["replicates"] >= 1000
-    for name, sc in table["scenarios"].items():
+    said = K.summary(table.to_json())
+    print("\ncalibration per claim (rule " + table.rule_version + "):\n" + said)
+    assert set(table.scenarios) == {s.name for s in Sim.SCENARIOS} and table.replicates >= 1000
+    for name, sc in table.scenarios.items():
         decided = "".join(Sim.DECIDES[k] for k in K.SCENARIO_PROFILES[name])
-        assert set(sc["per_claim"]) == set(decided), name
-        for cid, v in sc["per_claim"].items():
+        assert set(sc.per_claim) == set(decided), name
+        for cid, v in sc.per_claim.items():
             # a claim is absent from a study whose one pair lost a candidate (simulate.P_MISSING): ≥ 95% have it
-            assert v["null_n"] >= 0.95 * table["replicates"], (name, cid)
-            assert v["null_firm_upper95"] <= 0.05, (name, cid, K.summary(table))
+            assert v.null_n >= 0.95 * table.replicates, (name, cid)
+            assert v.null_firm_upper95 <= 0.05, (name, cid, said)
 
 
 @pytest.mark.committed
 def test_paper_order_is_supported_when_the_profile_can_decide_it(table):
     """The POWERED claims of each scenario reach 80% at its effect and are rarely refuted; the stress costs power."""
-    assert table["effect_sigma"] == K.EFFECT and table["stem_effect_points"] == K.STEM_EFFECT
+    assert table.effect_sigma == K.EFFECT and table.stem_effect_points == K.STEM_EFFECT
     for name, claims in POWERED.items():
-        per = table["scenarios"][name]["per_claim"]
+        per = table.scenarios[name].per_claim
         for cid in claims:
-            assert per[cid]["power"] >= 0.80, (name, cid, K.summary(table))
-            assert per[cid]["alt_not_supported"] <= 0.03 * per[cid]["power_n"], (name, cid)
-            assert per[cid]["power_stressed"] <= per[cid]["power"] + 0.05, (name, cid)
+            power, stressed = per[cid].power, per[cid].power_stressed
+            assert power is not None and power >= 0.80, (name, cid, K.summary(table.to_json()))
+            assert per[cid].alt_not_supported <= 0.03 * per[cid].power_n, (name, cid)
+            assert stressed is not None and stressed <= power + 0.05, (name, cid)
 
 
 def test_the_simulator_says_in_one_line_that_it_needs_a_checkout(tmp_path, monkeypatch):
@@ -215,8 +220,9 @@ def test_underpowered_claims_are_stated(table):
     a power it does not have (and a rule that restores it moves the claim back to POWERED)."""
     docs = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text()
     for name, claims in UNDERPOWERED.items():
-        per = table["scenarios"][name]["per_claim"]
+        per = table.scenarios[name].per_claim
         for cid in claims:
-            power = per[cid]["power"]
+            power = per[cid].power
+            assert power is not None
             assert power < 0.80, (name, cid, "now powered: move it to POWERED")
             assert f"({cid}) power {power:.0%}" in docs, (name, cid, power)

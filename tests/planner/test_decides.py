@@ -22,7 +22,7 @@ def _plan(claim: str = "a", sd: float | None = 1.0, paper: float | None = None, 
 
 
 def test_a_claim_is_decidable_when_its_smallest_detectable_difference_is_within_the_declared_effect():
-    mdd = P.claim_power(1.0, 6, 2, 1, None)["mdd"]
+    mdd = P.claim_power(1.0, 6, 2, 1, None).mdd
     assert P.undecided([_plan()], {"a": mdd + 0.01}, 6) == []
     (line,) = P.undecided([_plan()], {"a": mdd - 0.01}, 6)
     assert line.startswith("(a): smallest detectable difference") and f"{mdd:.2f} points at 6 seeds" in line
@@ -107,7 +107,8 @@ def test_a_claim_takes_its_noise_from_the_sibling_study_that_ran_its_models():
     reports = ROOT / "reports"
     for profile, claim, source in (("depth_long", "d", "paper_layouts-depth/"), ("middle", "a", "paper_layouts/")):
         sp = api.load_space(ROOT / "spaces" / "paper_layouts.yaml", profile)
-        rows, keys = model_rows(sp)
+        models = model_rows(sp)
+        rows, keys = list(models.rows), dict(models.measures)
         default = P.earlier(Path("/nonexistent"), reports, "paper_layouts")
         sibs = P.siblings(reports, "paper_layouts", f"paper_layouts-{profile}", "paper_layouts")
         plans = {c.claim: c for c in P.plan_claims(rows, keys, {}, 5, default, None, P.regime_loss(sp), sibs)}

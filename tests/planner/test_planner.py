@@ -113,7 +113,7 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
     seeds = 3
     values = {n: list(70 + m + rng.normal(0, 2, seeds)) for n, m in (("C-C-T-T", 2), ("V2", 1), ("V1", 0))}
     rows = _rows(values, key)
-    noise = V.noises(rows)[key]
+    noise = V.noises(rows).of(key)
     earlier = P.Earlier("report", "test", rows, {})
     keys = {n: {key} for n in values}
     (d,) = [c for c in P.plan_claims(rows, keys, {}, seeds, earlier, effect=2.0) if c.claim == "d"]
@@ -256,7 +256,8 @@ def test_a_report_of_this_version_with_runs_kept_apart_gives_steps_and_the_regim
     (tmp_path / "s" / "summary.json").write_text(json.dumps({"candidates": [{"candidate": "A"}], "curves": curves}))
     earlier = P.from_report(tmp_path, "s")
     assert earlier is not None and earlier.steps == {"A": {"generalization": 400.0}}  # its longest run
-    assert P.representative(curves["generalization"][0]) is runs[1]  # the median final train loss (0.08)
+    median = P.representative(curves["generalization"][0])  # the median final train loss (0.08): run 1
+    assert (median.step, median.train_loss, median.eval_acc) == ((0, 150, 400), (2.3, 0.4, 0.08), (10, 62, 71))
     [line] = P.regime("generalization.matched_acc", ["A"], {"A": {"generalization": 500}}, earlier, 0.1, False)
     assert line.startswith("A is expected to need ~") and "the profile gives 500 (in regime)" in line
 

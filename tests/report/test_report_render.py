@@ -154,13 +154,14 @@ def test_the_calibration_table_gives_each_claims_a_a_rate_from_the_committed_tab
         assert "A/A through the real trainer: not measured for this rule version" in text
         monkeypatch.setattr(rule_tables, "RULE_VERSION", measured_under)  # the column as that rule's reports cite it
     aa = rule_tables.aa_figures()
-    assert aa is not None and aa["studies"] >= 40  # the table is committed for its rule version
+    assert aa is not None and aa.studies >= 40 and aa.commands  # the table is committed for its rule version
     text = render(summarize("fab", SPACE, layout_records(AGREE)), {})
-    assert f"A/A column: {aa['studies']} studies standing one architecture" in text
-    assert f"{len(aa['commands'])} run(s), each later one `--resume` on fresh seeds" in text
-    b = aa["families"]["b"]
-    lo, hi = b["ci95"]
-    cell = f"{100 * b['rate']:.1f}% of {b['n']} [{100 * lo:.1f}%, {100 * hi:.1f}%], {b['out_of_regime']} out of regime"
+    assert f"A/A column: {aa.studies} studies standing one architecture" in text
+    assert f"{len(aa.commands)} run(s), each later one `--resume` on fresh seeds" in text
+    b = aa.families["b"]
+    assert b.ci95 is not None and b.rate is not None
+    lo, hi = b.ci95
+    cell = f"{100 * b.rate:.1f}% of {b.n} [{100 * lo:.1f}%, {100 * hi:.1f}%], {b.out_of_regime} out of regime"
     assert re.search(r"^\| \(b\) .*" + re.escape(cell), text, re.M) or not current
     assert "/work/" not in text  # no work folder of the benchmark's in a report
 

@@ -75,10 +75,19 @@ def test_every_committed_report_names_the_rule_it_was_made_under_and_it_is_a_kno
             assert f"rule version {rule}" in text, path.parent.name
 
 
+def _aa_state(studies: int, date: str, firm: int) -> dict:
+    """An A/A table's state as bench_aa writes it: one family, claim (f)."""
+    fam = {"n": studies, "firm": firm, "supported": 0, "out_of_regime": 0, "no_verdict": 0, "rate": firm / studies,
+           "ci95": [0.0, 1.0], "out_of_regime_rate": 0.0}  # fmt: skip
+    return {"rule_version": "r", "alpha": 0.03, "date": date, "command": "c", "seeds_per_study": 3,
+            "studies": studies, "failed_studies": 0, "wall_s": 1.0, "study_s": 1.0, "families": {"f": fam}}  # fmt: skip
+
+
 def test_a_report_citing_an_earlier_state_passes_and_altered_figures_fail(tmp_path):
-    old = {"studies": 2, "date": "d1", "families": {"f": {"firm": 0}}}
-    table = {"studies": 3, "date": "d2", "families": {"f": {"firm": 1}}, "verdicts": [], "history": [old]}
-    for name, aa in [("early", old), ("now", rule_tables.aa_cited(table)), ("made-up", {**old, "date": "d0"})]:
+    old = _aa_state(2, "d1", 0)
+    table = {**_aa_state(3, "d2", 1), "verdicts": [], "history": [old]}
+    now = rule_tables.aa_cited(table).to_json()
+    for name, aa in [("early", old), ("now", now), ("made-up", {**old, "date": "d0"})]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(json.dumps({"rules": {"aa": aa}}), encoding="utf-8")
     assert RP.aa_problems(tmp_path, table) == [
