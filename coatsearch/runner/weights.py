@@ -50,9 +50,10 @@ def retrain(study_name: str, tm: TrialModel, studies_dir: str | Path, device: st
     runs = len(space.study.seeds) * max(1, len(scores.enabled(cand.scores)))
     inp = TrialInput(prep.model, prep.optim, space.data, cand.scores, int(tm.seed or 0), runs)
     ctx = Context(inp, pick_device(device))  # the one device check, as --device
-    metrics: dict[str, Any] = {}
+    measured = scores.Measured()
     for score, section in scores.enabled(cand.scores):
-        metrics.update(score.run(ctx, section))
+        measured = measured.merge(score.run(ctx, section))
+    metrics = measured.metrics
     key = space.study.keys[0]
     net = trained(ctx.models, key)
     if net is None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from coatsearch.scores import accuracy, capacity, generalization, length, robustness, speed, transfer
-from coatsearch.scores.base import Context, Guard, Metric, Report, Score, TrialInput
+from coatsearch.scores.base import Context, Guard, Measured, Metric, Report, RunCurve, Score, TrialInput
 from coatsearch.vocab import specs
 from coatsearch.vocab.registry import Registry
 
@@ -27,8 +27,10 @@ __all__ = [
     "SCORES",
     "Context",
     "Guard",
+    "Measured",
     "Metric",
     "Report",
+    "RunCurve",
     "Score",
     "ScoresField",
     "ScoresSection",
@@ -199,8 +201,8 @@ def measure(
     checkpoints: Checkpoints | None = None,
     models: dict[str, Any] | None = None,
     listener: Listener | None = None,
-) -> dict:
-    """Run every score the space enables; return flat scalar metrics plus `curves.<name>` dicts.
+) -> Measured:
+    """Run every score the space enables, in registry order; what they measured, joined (`Measured.merge`).
 
     `fit(phase, ...)` replaces `training.fit` for every training run (the planner's timing pilot); None: training.fit.
     `checkpoints`: the trial's checkpointing (training.checkpoint_policy.Trial), passed to every training run's `fit`;
@@ -211,9 +213,9 @@ def measure(
     ctx = Context(inp, device, progress, report, fit=fit, checkpoints=checkpoints, listener=listener)
     if models is not None:
         ctx.models = models
-    out: dict = {}
+    out = Measured()
     for score, spec in enabled(inp.scores):
-        out.update(score.run(ctx, spec))
+        out = out.merge(score.run(ctx, spec))
     return out
 
 

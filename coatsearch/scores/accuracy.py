@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from coatsearch.scores.base import Context, Guard, Score, acc, floor, loss
+from coatsearch.scores.base import Context, Guard, Measured, Score, acc, floor, loss
 from coatsearch.vocab import specs
 
 
-def run(ctx: Context, spec: specs.SubsetSpec) -> dict:
+def run(ctx: Context, spec: specs.SubsetSpec) -> Measured:
     """Train with the full recipe on the subset; train loss/acc, eval loss/acc, gap and the per-epoch curve."""
     from coatsearch.scores import training as T
 

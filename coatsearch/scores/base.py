@@ -1,4 +1,5 @@
-"""What a score declares (Score, Metric) and what its run function gets (TrialInput, Context); no torch here."""
+"""What a score declares (Score, Metric), what its run function gets (TrialInput, Context) and returns (Measured,
+RunCurve); no torch here."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from coatsearch.vocab import specs
 
 if TYPE_CHECKING:
     from coatsearch.training.checkpoint_policy import Trial as Checkpoints
+    from coatsearch.training.curves import Curve
     from coatsearch.training.listeners import Listener
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
@@ -96,12 +98,63 @@ class Context:
 
 
 @dataclass(frozen=True)
+class RunCurve:
+    """One training run's curve as a trial records it: its step-level points and its per-epoch running means."""
+
+    points: Curve  # step-level points on the probe, test and validation images (training.curves.Curve)
+    epoch_train_loss: tuple[float, ...]  # each epoch's running mean of the optimized loss
+    epoch_eval_acc: tuple[float | None, ...]  # test-image accuracy after each epoch (None: not measured then)
+    epoch_val_acc: tuple[float | None, ...]  # validation accuracy after each epoch (None: not measured then)
+    seconds: tuple[float, ...]  # each epoch's wall time
+
+    def to_json(self) -> dict[str, Any]:
+        """What a trial stores under `curves.<name>`: the points' lists (Curve.as_dict), then the per-epoch lists."""
+        return {
+            **self.points.as_dict(),
+            "epoch_train_loss": list(self.epoch_train_loss),
+            "epoch_eval_acc": list(self.epoch_eval_acc),
+            "epoch_val_acc": list(self.epoch_val_acc),
+            "seconds": list(self.seconds),
+        }
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What scores measured in a trial: metrics by their key `<score>.<name>` and curves by name, each in the order
+    measured (read-only; `merge` joins two, as the scores of one trial are joined)."""
+
+    # "<score>.<name>" -> a number, a string or a list of numbers (length's per-schedule accuracies)
+    metrics: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # curve name -> a training run's curve, or the JSON data of another curve (robustness's accuracy per severity)
+    curves: Mapping[str, RunCurve | Mapping[str, Any]] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+        object.__setattr__(self, "curves", MappingProxyType(dict(self.curves)))
+
+    def merge(self, *others: Measured) -> Measured:
+        """This and `others` joined in order; a key measured again takes the later value and keeps its place."""
+        metrics, curves = dict(self.metrics), dict(self.curves)
+        for other in others:
+            metrics.update(other.metrics)
+            curves.update(other.curves)
+        return Measured(metrics, curves)
+
+    def to_json(self) -> dict[str, Any]:
+        """The flat measured form a trial's record is made from (storage.record.completed): the metrics' keys, then
+        `curves.<name>` per curve as JSON data."""
+        out = dict(self.metrics)
+        out.update({f"curves.{n}": c.to_json() if isinstance(c, RunCurve) else dict(c) for n, c in self.curves.items()})
+        return out
+
+
+@dataclass(frozen=True)
 class Score:
     """One score: its DSL section, its run function, the metrics and curves it records, and its pruner signal."""
 
     name: str  # DSL section under `scores:` and the prefix of its metric keys
     section: type  # spec of its DSL section `scores.<name>` (a frozen spec dataclass); the field is None when off
-    run: Callable[[Context, Any], dict]  # (context, spec) -> flat metrics plus `curves.<name>` dicts
+    run: Callable[[Context, Any], Measured]  # (context, spec) -> its metrics and curves
     metrics: tuple[Metric, ...]
     curves: Callable[[Any], tuple[str, ...]]  # spec -> the `curves.<name>` it records
     epochs: Callable[[Any], tuple[int, ...]]  # spec -> the schedules it trains (for the scheduler's max_t)

@@ -6,11 +6,11 @@ eval accuracy and the curve, from which the report judges whether the ranking he
 
 from __future__ import annotations
 
-from coatsearch.scores.base import Context, Guard, Score, acc, floor, loss
+from coatsearch.scores.base import Context, Guard, Measured, Score, acc, floor, loss
 from coatsearch.vocab import specs
 
 
-def run(ctx: Context, spec: specs.SubsetSpec) -> dict:
+def run(ctx: Context, spec: specs.SubsetSpec) -> Measured:
     """Train unregularized on the subset for the step budget (>= 1 epoch); train loss/acc, eval loss/acc, curve."""
     from coatsearch.scores import training as T
 

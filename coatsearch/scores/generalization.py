@@ -6,11 +6,11 @@ The report reads eval accuracy at matched training loss from the curve (papers.m
 
 from __future__ import annotations
 
-from coatsearch.scores.base import Context, Guard, Metric, Score, acc, floor, loss
+from coatsearch.scores.base import Context, Guard, Measured, Metric, Score, acc, floor, loss
 from coatsearch.vocab import specs
 
 
-def run(ctx: Context, spec: specs.SubsetSpec) -> dict:
+def run(ctx: Context, spec: specs.SubsetSpec) -> Measured:
     """Train unregularized on the subset; train loss/acc, eval loss/acc, gap and the step-level curve.
 
     The curve is dense where the report's train-loss ladder (`loss_levels`, else specs.DEFAULT_LEVELS) is crossed.

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field, Strict
 
-from coatsearch.scores.base import Context, Guard, Score, acc
+from coatsearch.scores.base import Context, Guard, Measured, RunCurve, Score, acc
 from coatsearch.vocab import specs
 
 
@@ -24,15 +24,15 @@ class LengthSpec:
     classes: tuple[Annotated[int, Strict(), Field(ge=0, lt=specs.CLASSES_MAX)], ...] | None = None
 
 
-def run(ctx: Context, spec: LengthSpec) -> dict:
-    """Train a fresh model for each schedule length on one subset; eval accuracy per length."""
+def run(ctx: Context, spec: LengthSpec) -> Measured:
+    """Train a fresh model for each schedule length on one subset; eval accuracy per length, a curve per length."""
     from coatsearch.scores import training as T
     from coatsearch.training import subsets
 
     subset = specs.SubsetSpec(per_class=spec.per_class, epochs=max(spec.epochs), classes=spec.classes)
     train_set, held, validation = T.splits(ctx, subset)
-    out: dict = {"length.epochs": list(spec.epochs)}
     accs, vals = [], []
+    curves: dict[str, RunCurve] = {}  # `length<epochs>` -> that schedule's run
     for epochs in spec.epochs:
         model = T.model(ctx, len(train_set.classes), no_drop=False)
         run = dataclasses.replace(subset, epochs=epochs)
@@ -40,14 +40,19 @@ def run(ctx: Context, spec: LengthSpec) -> dict:
                        validation=validation)  # fmt: skip
         accs.append(hist.eval_acc[-1])
         vals.append(hist.val_acc[-1])
-        out[f"curves.length{epochs}"] = T.curves(hist)
+        curves[f"length{epochs}"] = T.curves(hist)
     longest = spec.epochs.index(max(spec.epochs))
-    out["length.eval_acc"], out["length.val_acc"] = accs, vals  # test images; validation images (for choosing)
-    out["length.eval_acc_longest"], out["length.val_acc_longest"] = accs[longest], vals[longest]
-    out["length.best_epochs"] = _best_length(spec.epochs, vals)
-    out["length.eval_fingerprint"] = subsets.fingerprint(held)
-    out["length.val_fingerprint"] = subsets.fingerprint(validation)
-    return out
+    metrics = {
+        "length.epochs": list(spec.epochs),
+        "length.eval_acc": accs,  # test images
+        "length.val_acc": vals,  # validation images (for choosing)
+        "length.eval_acc_longest": accs[longest],
+        "length.val_acc_longest": vals[longest],
+        "length.best_epochs": _best_length(spec.epochs, vals),
+        "length.eval_fingerprint": subsets.fingerprint(held),
+        "length.val_fingerprint": subsets.fingerprint(validation),
+    }
+    return Measured(metrics, curves)
 
 
 def _best_length(epochs: tuple[int, ...], val_accs: list) -> int:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, Strict
 
-from coatsearch.scores.base import Context, Guard, Score, acc
+from coatsearch.scores.base import Context, Guard, Measured, Score, acc
 from coatsearch.vocab import specs
 
 if TYPE_CHECKING:  # torch is imported when a run starts
@@ -68,7 +68,7 @@ def corrupt(x: torch.Tensor, name: str, severity: int, seed: int) -> torch.Tenso
     return TF.rotate(x, float(m), fill=0.0)
 
 
-def run(ctx: Context, spec: RobustnessSpec) -> dict:
+def run(ctx: Context, spec: RobustnessSpec) -> Measured:
     """Clean and corrupted eval accuracy of the source score's model; one mean per corruption, per severity."""
     import dataclasses
 
@@ -89,15 +89,16 @@ def run(ctx: Context, spec: RobustnessSpec) -> dict:
     out = {f"robustness.{name}_acc": sum(accs) / len(accs) for name, accs in per.items()}
     val = [acc_at(validation, name, s) for name in CORRUPTIONS for s in levels]  # the twin that selection reads
     clean = evaluate(model, held, ctx.device, batch)[1]
-    return {
+    metrics = {
         "robustness.clean_acc": clean,
         "robustness.corrupt_acc": sum(sum(a) for a in per.values()) / (len(levels) * len(per)),
         "robustness.val_clean_acc": evaluate(model, validation, ctx.device, batch)[1],
         "robustness.val_corrupt_acc": sum(val) / len(val),
         **out,
         "robustness.source": spec.source,
-        "curves.robustness": {"severity": [0, *levels], **{n: [clean, *a] for n, a in per.items()}},
     }
+    curve = {"severity": [0, *levels], **{n: [clean, *a] for n, a in per.items()}}  # accuracy per severity
+    return Measured(metrics, {"robustness": curve})
 
 
 SCORE = Score(

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import Field, Strict
 
-from coatsearch.scores.base import Context, Metric, Score
+from coatsearch.scores.base import Context, Measured, Metric, Score
 from coatsearch.vocab import specs
 
 # What the run records, each key by its role (Score.roles): the report asks the registry for a key by role.
@@ -45,7 +45,7 @@ class SpeedSpec:
     latency_repeats: Annotated[int, Strict(), Field(ge=4, le=10_000)] = 20  # timed batch-1 forward passes
 
 
-def run(ctx: Context, spec: SpeedSpec) -> dict:
+def run(ctx: Context, spec: SpeedSpec) -> Measured:
     """Time a fresh model of the trial's spec: train img/s, inference img/s, batch-1 latency median and IQR."""
     from coatsearch.scores import training as T
     from coatsearch.training import throughput
@@ -74,7 +74,7 @@ def run(ctx: Context, spec: SpeedSpec) -> dict:
         "device": sp.device,
         "seconds": sp.seconds,
     }
-    return {_ROLES[role]: value for role, value in facts.items()}
+    return Measured({_ROLES[role]: value for role, value in facts.items()})
 
 
 SCORE = Score(

@@ -18,7 +18,7 @@ import torch
 
 from coatsearch.errors import UserError
 from coatsearch.models import build
-from coatsearch.scores.base import Context
+from coatsearch.scores.base import Context, Measured, RunCurve
 from coatsearch.training import data as D
 from coatsearch.training import listeners, subsets
 from coatsearch.training.fit import fit
@@ -111,9 +111,9 @@ def single(
     augment: bool,
     min_epochs: int = 0,
     levels: tuple[float, ...] | None = None,
-) -> dict:
+) -> Measured:
     """Train on a subset; final clean train loss/acc, test (`eval_*`) and validation (`val_*`) loss/acc and the
-    gap on each; keeps the model (and its test images) for reuse.
+    gap on each, the run's facts and its curve `<name>`; keeps the model (and its test images) for reuse.
 
     A budget below `min_epochs` epochs of the subset is a UserError; `levels` as in `train`.
     """
@@ -128,7 +128,7 @@ def single(
     eval_loss, eval_acc = hist.eval_loss[-1], final_eval_acc(hist)  # clean: an eval-mode pass over the train set
     val_acc = final_val_acc(hist)
     floor = _fair_floor(ctx, name, train_set, validation, held, Floor(val_acc, eval_acc, RECIPE))
-    return {
+    scores = {
         f"{name}.train_loss": train_loss,
         f"{name}.train_acc": train_acc,
         f"{name}.eval_loss": eval_loss,
@@ -137,25 +137,26 @@ def single(
         f"{name}.val_loss": hist.val_loss[-1],
         f"{name}.val_acc": val_acc,
         f"{name}.val_gap": train_acc - val_acc,
-        **run_facts(name, hist, train_set, held, validation),
-        **floor,
-        f"curves.{name}": curves(hist),
     }
+    facts = run_facts(name, hist, train_set, held, validation)
+    return Measured(scores).merge(facts, floor, Measured(curves={name: curves(hist)}))
 
 
 def _fair_floor(
     ctx: Context, name: str, train_set: D.TensorData, validation: D.TensorData, held: D.TensorData, recipe: Floor
-) -> dict:
+) -> Measured:
     """For the linear baseline only: `<name>.floor_acc` (test images) and `.val_floor_acc` of the best linear
     classifier on this run's images, chosen on the validation images (training.floor), and `.floor_choice`."""
     if ctx.inp.model.arch != "linear":
-        return {}
+        return Measured()
     best, _ = linear_floor(train_set, validation, held, recipe)
-    return {f"{name}.floor_acc": best.test_acc, f"{name}.val_floor_acc": best.val_acc,
-            f"{name}.floor_choice": best.choice}  # fmt: skip
+    return Measured({f"{name}.floor_acc": best.test_acc, f"{name}.val_floor_acc": best.val_acc,
+                     f"{name}.floor_choice": best.choice})  # fmt: skip
 
 
-def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorData, validation: D.TensorData) -> dict:
+def run_facts(
+    name: str, hist: History, train_set: D.TensorData, held: D.TensorData, validation: D.TensorData
+) -> Measured:
     """What a run records besides its scores: data sizes and fingerprints (train, test = `eval_*`, validation),
     steps, epochs, time, compile mode (and a compile fallback, when one happened), stop."""
     out = {
@@ -174,18 +175,12 @@ def run_facts(name: str, hist: History, train_set: D.TensorData, held: D.TensorD
         out[f"{name}.stopped"] = hist.stopped
     if hist.fallback is not None:  # a compile or capture error the run went on eagerly after
         out[f"{name}.compile_fallback"] = hist.fallback
-    return out
+    return Measured(out)
 
 
-def curves(hist: History) -> dict:
-    """A run's step-level curve (curves.Curve.as_dict) plus its per-epoch running means, as `curves.<name>`."""
-    return {
-        **hist.curve.as_dict(),
-        "epoch_train_loss": list(hist.train_loss),
-        "epoch_eval_acc": list(hist.eval_acc),
-        "epoch_val_acc": list(hist.val_acc),
-        "seconds": list(hist.seconds),
-    }
+def curves(hist: History) -> RunCurve:
+    """A run's step-level curve plus its per-epoch running means (recorded as `curves.<name>`)."""
+    return RunCurve(hist.curve, hist.train_loss, hist.eval_acc, hist.val_acc, hist.seconds)
 
 
 def measured(value: float | None, what: str) -> float:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from coatsearch.scores.base import Context, Guard, Metric, Score, acc
+from coatsearch.scores.base import Context, Guard, Measured, Metric, Score, acc
 from coatsearch.training import schedule
 from coatsearch.vocab import specs
 
@@ -40,7 +40,7 @@ class TransferSpec:
 FACTS = ("fingerprint", "_images")  # what transfer keeps of its runs' facts: which images, how many held out
 
 
-def run(ctx: Context, spec: TransferSpec) -> dict:
+def run(ctx: Context, spec: TransferSpec) -> Measured:
     """Pretrain, fine-tune, train the two baselines; accuracies, the gain, how pretraining stopped, and curves."""
     from coatsearch.scores import training as T
     from coatsearch.training.curves import eval_batch
@@ -65,7 +65,7 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
     probe = linear_probe(source, train_b, held_b, ctx.device, eval_batch(ctx.device, optim.batch_size))
     tuned_acc, scratch_acc = T.final_eval_acc(hist_b), T.final_eval_acc(hist_s)
     val_tuned, val_scratch = T.final_val_acc(hist_b), T.final_val_acc(hist_s)
-    return {
+    metrics = {
         "transfer.pretrain_acc": hist_a.eval_acc[-1],
         "transfer.pretrain_stopped": hist_a.stopped or "cap",
         "transfer.pretrain_steps": hist_a.steps,
@@ -83,12 +83,15 @@ def run(ctx: Context, spec: TransferSpec) -> dict:
         "transfer.seconds": sum(hist_a.seconds) + sum(hist_b.seconds) + sum(hist_s.seconds),
         "transfer.compile": "/".join(h.compile_mode for h in (hist_a, hist_b, hist_s)),  # pretrain/finetune/scratch
         **_fallbacks({"pretrain": hist_a, "finetune": hist_b, "scratch": hist_s}),
-        **{k: v for k, v in T.run_facts("pretrain", hist_a, train_a, held_a, val_a).items() if k.endswith(FACTS)},
-        **{k: v for k, v in T.run_facts("finetune", hist_b, train_b, held_b, val_b).items() if k.endswith(FACTS)},
-        "curves.pretrain": T.curves(hist_a),
-        "curves.transfer": T.curves(hist_b),
-        "curves.scratch": T.curves(hist_s),
+        **_kept(T.run_facts("pretrain", hist_a, train_a, held_a, val_a)),
+        **_kept(T.run_facts("finetune", hist_b, train_b, held_b, val_b)),
     }
+    return Measured(metrics, {"pretrain": T.curves(hist_a), "transfer": T.curves(hist_b), "scratch": T.curves(hist_s)})
+
+
+def _kept(facts: Measured) -> dict[str, Any]:
+    """The facts of a run that transfer records (FACTS: which images, how many held out)."""
+    return {k: v for k, v in facts.metrics.items() if k.endswith(FACTS)}
 
 
 def _fallbacks(runs: dict) -> dict:

@@ -185,7 +185,8 @@ class TrialRecord:
 def completed(
     identity: Identity, model: Model, measured: Mapping[str, Any], optimizer: Optimizer, **kw: Any
 ) -> RunRecord:
-    """The record of a COMPLETE trial from what `scores.measure` returned (flat keys plus `curves.<name>`).
+    """The record of a COMPLETE trial from what `scores.measure` returned, in its measured form (`Measured.to_json`:
+    flat keys plus `curves.<name>`).
 
     `kw`: wall_s, environment, objective, objectives, images, extra. The trial and the calibration's simulated
     studies both build their records here."""

@@ -1,6 +1,6 @@
 """The flat form of a run record, as plain data: the keys a trial measures and version 1 of the stored record.
 
-- Measured keys: `score.name` per metric and `curves.<name>` per curve, as `scores.measure` returns them;
+- Measured keys: `score.name` per metric and `curves.<name>` per curve, as `scores.Measured.to_json` gives them;
   `split` nests them per score and per curve, `join` flattens them back.
 - Version 1 (journals written before the record, as at 7eb0683 and b1c4749): one user attribute per field and
   per metric. `to_data` turns such attributes into the record's JSON data (what `record.from_json` reads: the

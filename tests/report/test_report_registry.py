@@ -11,7 +11,7 @@ import pytest
 from coatsearch import scores
 from coatsearch.analysis import speed_tables, tables
 from coatsearch.papers import paper
-from coatsearch.scores.base import Guard, Score, acc
+from coatsearch.scores.base import Guard, Measured, Score, acc
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 
@@ -80,7 +80,7 @@ def _toy(monkeypatch, registry_patch) -> None:
     toy = Score(
         name="toy",
         section=dict,
-        run=lambda ctx, spec: {},
+        run=lambda ctx, spec: Measured(),
         metrics=(acc("toy.eval_acc", "toy eval acc"),),
         curves=lambda spec: ("toy",),
         epochs=lambda spec: (1,),

@@ -27,7 +27,7 @@ from coatsearch.errors import UserError
 from coatsearch.models import build
 from coatsearch.report import plots
 from coatsearch.report.section import Section
-from coatsearch.scores.base import Context, Score, acc, loss
+from coatsearch.scores.base import Context, Measured, Score, acc, loss
 from coatsearch.space.load import SpaceError
 from coatsearch.storage import sampling
 from coatsearch.storage import trials as P
@@ -82,7 +82,7 @@ class UntrainedSpec:
     per_class: int = 5
 
 
-def run_untrained(ctx: Context, spec: UntrainedSpec) -> dict:
+def run_untrained(ctx: Context, spec: UntrainedSpec) -> Measured:
     """Eval loss and accuracy of the freshly initialized model: the chance reference of this trial's seed."""
     from coatsearch.scores import training as T
     from coatsearch.training.fit import evaluate
@@ -90,7 +90,7 @@ def run_untrained(ctx: Context, spec: UntrainedSpec) -> dict:
     _, held, _ = T.splits(ctx, S.SubsetSpec(per_class=spec.per_class, epochs=1))  # (train, test, validation)
     model = T.model(ctx, ctx.inp.model.num_classes, no_drop=True).to(ctx.device)
     eval_loss, eval_acc = evaluate(model, held, ctx.device, 64)
-    return {"untrained.eval_loss": eval_loss, "untrained.eval_acc": eval_acc}
+    return Measured({"untrained.eval_loss": eval_loss, "untrained.eval_acc": eval_acc})
 
 
 UNTRAINED = Score(

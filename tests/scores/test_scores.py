@@ -32,9 +32,11 @@ def test_transfer_copies_every_weight_but_the_head():
 def test_length_score_trains_each_schedule():
     scores = ScoresSpec(length=LengthSpec(per_class=5, epochs=(1, 2)))
     out = measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"))
-    assert out["length.epochs"] == [1, 2] and len(out["length.eval_acc"]) == 2
-    assert out["length.eval_acc_longest"] == out["length.eval_acc"][1]
-    assert len(out["curves.length2"]["epoch_eval_acc"]) == 2 and out["curves.length2"]["step"][0] == 0
+    m, longest = out.metrics, out.curves["length2"]
+    assert m["length.epochs"] == [1, 2] and len(m["length.eval_acc"]) == 2
+    assert m["length.eval_acc_longest"] == m["length.eval_acc"][1]
+    assert len(longest.epoch_eval_acc) == 2 and longest.points.step[0] == 0
+    assert list(out.to_json()) == [*m, "curves.length1", "curves.length2"]  # the measured form: metrics, then curves
 
 
 def test_robustness_reuses_the_source_model_and_is_deterministic():
@@ -45,10 +47,12 @@ def test_robustness_reuses_the_source_model_and_is_deterministic():
     gen = SCORES["generalization"].run(ctx, inp.scores.generalization)
     spec = robustness.RobustnessSpec(source="generalization", severities=3)
     out, again = SCORES["robustness"].run(ctx, spec), SCORES["robustness"].run(ctx, spec)
-    assert out == again and out["robustness.clean_acc"] == gen["generalization.eval_acc"]
-    per = [out[f"robustness.{n}_acc"] for n in robustness.CORRUPTIONS]
-    assert len(per) >= 5 and out["robustness.corrupt_acc"] == pytest.approx(sum(per) / len(per))
-    assert out["curves.robustness"]["severity"] == [0, 1, 2, 3] and len(out["curves.robustness"]["blur"]) == 4
+    m = out.metrics
+    assert out == again and m["robustness.clean_acc"] == gen.metrics["generalization.eval_acc"]
+    per = [m[f"robustness.{n}_acc"] for n in robustness.CORRUPTIONS]
+    assert len(per) >= 5 and m["robustness.corrupt_acc"] == pytest.approx(sum(per) / len(per))
+    curve = out.to_json()["curves.robustness"]
+    assert curve["severity"] == [0, 1, 2, 3] and len(curve["blur"]) == 4
     with pytest.raises(ValueError, match="source score 'accuracy'"):
         SCORES["robustness"].run(ctx, robustness.RobustnessSpec(source="accuracy"))
 
@@ -97,7 +101,7 @@ def test_candidates_of_a_seed_see_the_same_paired_data_and_record_it():
         inp = TrialInput(_model(layout), OPTIM, DATA, ScoresSpec(generalization=sub), seed=seed)
         ctx = Context(inp, torch.device("cpu"))
         train, held, _ = T.splits(ctx, sub)
-        out = measure(inp, torch.device("cpu"))
+        out = measure(inp, torch.device("cpu")).to_json()
         runs[(layout, seed)] = (subsets.image_ids(train), subsets.image_ids(held), out)
     (tr_a, ev_a, a), (tr_b, ev_b, b), (tr_c, ev_c, c) = runs.values()
     assert torch.equal(tr_a, tr_b) and torch.equal(ev_a, ev_b) and torch.equal(ev_a, ev_c)  # paired by seed
@@ -134,14 +138,14 @@ def test_transfer_records_the_fine_tune_the_baselines_and_the_gain():
     pre = S.SubsetSpec(per_class=10, epochs=3, classes=(0, 1), target_acc=0.05, eval_every=1)
     fin = S.SubsetSpec(per_class=10, classes=(2, 3, 4), max_steps=4, lr_factor=0.5)
     inp = TrialInput(MODEL, OPTIM, DATA, ScoresSpec(transfer=TransferSpec(pre, fin)), seed=0)
-    out = measure(inp, torch.device("cpu"))
+    out = measure(inp, torch.device("cpu")).to_json()
     assert out["transfer.pretrain_stopped"] == "target" and out["transfer.pretrain_steps"] == 1  # 5% is met at once
     assert out["transfer.finetune_steps"] == 4 and out["transfer.lr_factor"] == 0.5
     assert out["transfer.gain"] == pytest.approx(out["transfer.finetune_acc"] - out["transfer.scratch_acc"])
     assert 0.0 <= out["transfer.probe_acc"] <= 1.0
     assert out["curves.scratch"]["step"][-1] == out["curves.transfer"]["step"][-1] == 4  # same budget
     capped = ScoresSpec(transfer=TransferSpec(dataclasses.replace(pre, target_acc=1.0), fin))
-    capped = measure(dataclasses.replace(inp, scores=capped), torch.device("cpu"))
+    capped = measure(dataclasses.replace(inp, scores=capped), torch.device("cpu")).metrics
     assert capped["transfer.pretrain_stopped"] == "cap" and capped["transfer.pretrain_steps"] == 3
 
 
@@ -153,9 +157,9 @@ def test_a_subset_batch_size_sets_the_runs_batch_and_its_default_budget():
     pre = S.SubsetSpec(per_class=10, epochs=1, classes=(0, 1))
     spec = TransferSpec(pre, dataclasses.replace(fin, max_steps=10))
     out = measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(transfer=spec), seed=0), torch.device("cpu"))
-    assert out["transfer.finetune_steps"] == 10 and out["curves.transfer"]["step"][-1] == 10  # 20 images, batch 4
+    assert out.metrics["transfer.finetune_steps"] == 10 and out.curves["transfer"].points.step[-1] == 10  # batch 4
     gen = measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(generalization=fin), seed=0), torch.device("cpu"))
-    assert gen["generalization.steps"] == 10  # 2 epochs of 20 images at batch 4 (not one step per epoch)
+    assert gen.metrics["generalization.steps"] == 10  # 2 epochs of 20 images at batch 4 (not one step per epoch)
 
 
 def test_fine_tuning_defaults_to_at_least_300_steps():
@@ -189,4 +193,22 @@ def test_the_listener_passed_to_measure_hears_each_runs_curve_points_by_phase():
     out = measure(TrialInput(MODEL, OPTIM, DATA, scores, seed=0), torch.device("cpu"),
                   listener=lambda phase, step, p: heard.append((phase, step)))  # fmt: skip
     for phase in ("length1", "length2"):
-        assert [s for ph, s in heard if ph == phase] == list(out[f"curves.{phase}"]["step"])
+        assert [s for ph, s in heard if ph == phase] == list(out.curves[phase].points.step)
+
+
+def test_measured_merges_in_order_and_gives_the_flat_form_a_record_is_made_from():
+    from coatsearch.scores import Measured, RunCurve
+    from coatsearch.training.curves import Curve
+
+    run = RunCurve(Curve(step=(0, 5), train_loss=(2.0, 1.0)), (1.5,), (0.4,), (0.3,), (0.1,))
+    a = Measured({"a.x": 1, "a.y": [1, 2]}, {"a": run})
+    b = Measured({"b.x": "s", "a.x": 3}, {"sev": {"severity": [0, 1]}})
+    both = a.merge(b)
+    assert dict(both.metrics) == {"a.x": 3, "a.y": [1, 2], "b.x": "s"} and list(both.metrics) == ["a.x", "a.y", "b.x"]
+    flat = both.to_json()
+    assert list(flat) == ["a.x", "a.y", "b.x", "curves.a", "curves.sev"] and flat["curves.sev"] == {"severity": [0, 1]}
+    assert flat["curves.a"] == {**run.points.as_dict(), "epoch_train_loss": [1.5], "epoch_eval_acc": [0.4],
+                                "epoch_val_acc": [0.3], "seconds": [0.1]}  # fmt: skip
+    assert Measured().merge() == Measured() and a.metrics is not b.metrics
+    with pytest.raises(TypeError):
+        both.metrics["a.x"] = 0  # type: ignore[index]  # read-only

@@ -1,6 +1,8 @@
 """The `speed` score: measured train/inference throughput and batch-1 latency; never asserts timings."""
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 import torch
@@ -15,8 +17,8 @@ SMALL = SpeedSpec(infer_batch=16, warmup=1, repeats=3, latency_repeats=4)
 RATES = ("speed.train_ips", "speed.infer_ips", "speed.infer_latency_ms", "speed.seconds")
 
 
-def _speed(spec: SpeedSpec = SMALL) -> dict:
-    return measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(speed=spec), seed=0), torch.device("cpu"))
+def _speed(spec: SpeedSpec = SMALL) -> Mapping[str, Any]:
+    return measure(TrialInput(MODEL, OPTIM, DATA, ScoresSpec(speed=spec), seed=0), torch.device("cpu")).metrics
 
 
 def test_speed_metrics_are_positive_and_finite():

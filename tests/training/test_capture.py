@@ -115,7 +115,7 @@ def test_a_capture_error_falls_back_to_eager_and_is_recorded(small, cpu_captures
     step = {"slot": 0, "record": capture.WARMUP, "replay": capture.WARMUP + 4}[where]
     assert h.compile_mode == "eager" and h.fallback.startswith(f"captured -> eager at step {step}: RuntimeError")
     assert h.steps == 18 and all(math.isfinite(v) for v in h.train_loss) and not capture._SLOTS
-    facts = T.run_facts("accuracy", h, small[0], small[1], small[1])
+    facts = T.run_facts("accuracy", h, small[0], small[1], small[1]).metrics
     assert facts["accuracy.compile_fallback"] == h.fallback and facts["accuracy.compile"] == "eager"
 
 
@@ -185,4 +185,5 @@ def test_an_eager_run_warns_nothing(small):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         h = run(small, dataclasses.replace(RECIPE, compile=False), epochs=1)
-    assert h.fallback is None and "accuracy.compile_fallback" not in T.run_facts("accuracy", h, *small, small[1])
+    facts = T.run_facts("accuracy", h, *small, small[1]).metrics
+    assert h.fallback is None and "accuracy.compile_fallback" not in facts

@@ -220,4 +220,4 @@ def test_the_record_says_which_mode_ran():
     net = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
     h = fit.fit(net, data, data, OptimSpec(batch_size=16, compile=False), 1, seed=0, device=CPU)
     assert h.compile_mode == "eager" and not h.compiled
-    assert training.run_facts("generalization", h, data, data, data)["generalization.compile"] == "eager"
+    assert training.run_facts("generalization", h, data, data, data).metrics["generalization.compile"] == "eager"
