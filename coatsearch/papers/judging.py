@@ -13,7 +13,7 @@ from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict, MeasureNoises, Purposes, StemTables
-from coatsearch.papers.registration import Standing
+from coatsearch.papers.standing import Standing
 from coatsearch.storage import record as R
 
 _EXPLORATORY = "exploratory: one eval set served choices and verdicts"

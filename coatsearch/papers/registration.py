@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from coatsearch import fsafe
 from coatsearch.errors import UserError
+from coatsearch.papers.standing import Standing, concerns
 
 _REGISTRATION_FILE = "registration.json"  # beside the study's journal
 FORMAT = 1  # registration.json's format version
@@ -279,43 +280,13 @@ def foreign(reg: Registration, study: str | None, identity: str | None) -> list[
     return []
 
 
-@dataclass(frozen=True)
-class Standing:
-    """A study against its registration, change by change, each with the claims it concerns: a change of the
-    verdict rule concerns only the claims that rule change touched (rule_tables.touched_since), a change of one
-    claim's definition only that claim, anything else every claim. So a claim stays confirmatory when nothing
-    that decides it changed (docs/verdicts.md, "Registered analyses")."""
-
-    fingerprint: str
-    changes: tuple[tuple[str, frozenset[str] | None], ...] = ()  # (change line, claims it concerns; None: all)
-
-    def line(self, claims: Collection[str] | None = None) -> str:
-        """Confirmatory, or exploratory and why, for a study judging `claims` (None: every change counts)."""
-        diff = [c for c, ids in self.changes if claims is None or ids is None or not ids.isdisjoint(claims)]
-        if diff:
-            return "exploratory: differs from the registration in " + "; ".join(dict.fromkeys(diff))
-        line = f"confirmatory: matches the registration (fingerprint {self.fingerprint[:12]}…)"  # no date: reports
-        others = list(dict.fromkeys(c for c, _ in self.changes))  # changes that concern only claims not judged here
-        return line + (f" in what decides these claims; other claims only: {'; '.join(others)}" if others else "")
-
-
-def _concerns(change: str) -> frozenset[str] | None:
-    """The claims a change line (`changes`' 'key: old -> new') concerns; None: every claim."""
-    from coatsearch.papers.rule_tables import touched_since
-
-    key, _, values = change.partition(": ")
-    if key == "rule_version":
-        return touched_since(values.partition(" -> ")[0])
-    return frozenset([key.split(".")[1]]) if key.startswith("claims.") else None
-
-
 def standing(reg: Registration, now: Analysis, study: str | None = None, identity: str | None = None) -> Standing:
     """A study with analysis `now` against its registration `reg`, each change with the claims it concerns.
     `study`, `identity`: this study's name and Optuna identity, which the registration must carry (`foreign`)."""
     diff = foreign(reg, study, identity) + changes(reg.analysis, now) + [c for d in reg.deviations for c in d.changes]
     if reg.trials_before:
         diff.insert(0, f"registered after {reg.trials_before} trial(s) had run")
-    return Standing(reg.fingerprint, tuple((c, _concerns(c)) for c in diff))
+    return Standing(reg.fingerprint, tuple((c, concerns(c)) for c in diff))
 
 
 def verdict_line(reg: Registration | None, now: Analysis, study: str | None = None, identity: str | None = None) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.papers.judging import FIRM, Judged, judge_records
-from coatsearch.papers.registration import Standing
+from coatsearch.papers.standing import Standing
 
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"

@@ -33,7 +33,7 @@ EARLIER_RULES = {
     "2026-12-02.alpha03": "before the fair linear floor (verdicts.FLOOR_RULE), and the changes since 2026-12-04.floor",
 }
 # The claims each of those changes touched (None: every claim): a study registered under an earlier version stays
-# confirmatory for the claims no later change touched (registration.Standing).
+# confirmatory for the claims no later change touched (papers.standing.Standing).
 TOUCHED: dict[str, tuple[str, ...] | None] = {"2026-12-06.looks": ("f",), "2026-12-04.floor": None,
                                               "2026-12-02.alpha03": None}  # fmt: skip
 TABLE = Path(__file__).with_name("calibration.json")

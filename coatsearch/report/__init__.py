@@ -22,7 +22,7 @@ from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.papers.claims import CAPACITY_SCORE, EDF_K, TRANSFER_SCORE
-from coatsearch.papers.registration import Standing
+from coatsearch.papers.standing import Standing
 from coatsearch.report import markdown as md
 from coatsearch.report import markdown_answer as mda
 from coatsearch.report import markdown_claims as mdc

@@ -12,9 +12,10 @@ import pytest
 from coatsearch.analysis import tables
 from coatsearch.analysis.results import Power
 from coatsearch.papers import categories as K
-from coatsearch.papers import judging, registration
+from coatsearch.papers import judging
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict
+from coatsearch.papers.standing import Standing
 from coatsearch.planner import power as P
 from coatsearch.planner import text as plan_text
 from coatsearch.report import render, summarize
@@ -24,7 +25,7 @@ from tests.report_records import AGREE, SPACE, edit_runs, layout_records, noisy,
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIRMED = "confirmatory: matches the registration (fingerprint abc…, 2026-01-01)"
-STANDING = registration.Standing("abc")  # a study that matches its registration: every claim confirmatory
+STANDING = Standing("abc")  # a study that matches its registration: every claim confirmatory
 
 
 def _claims(values: dict, edit=None) -> dict[str, dict]:
