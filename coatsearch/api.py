@@ -299,7 +299,7 @@ def curves(study: str, studies_dir: str | Path = "studies") -> pandas.DataFrame:
     A function of its own rather than a `results(..., curves=True)`: `results` is one row per trial and this is
     one row per point, so a flag would change what a row is; `trial` joins the two (`results`' `number`).
     """
-    from coatsearch.papers.measures import step_curves
+    from coatsearch.analysis.run_frames import step_curves
     from coatsearch.storage import store
 
     records = [store.record(t) for t in open_study(study, studies_dir).get_trials(deepcopy=False)]

@@ -42,7 +42,7 @@ class MatchedLoss:
     """Generalization at matched training loss (papers.paper.matched): the curves and ladder readings, the common
     level, the per-candidate table, and what claim (a) could not read."""
 
-    curves: pd.DataFrame  # every run's step-level points (measures.curve_frame)
+    curves: pd.DataFrame  # every run's step-level points (run_frames.curve_frame)
     readings: pd.DataFrame | None  # every run's reading at each ladder level (measures.at_levels; None: no curves)
     level: float | None  # the common level (None: none)
     table: tuple[MatchedReading, ...]  # the candidates that reached the ladder
@@ -64,7 +64,7 @@ class MatchedPoints:
     """Every run's measured curve points, the ladder readings and the common level (papers.paper.matched_points):
     CoAtNet Fig. 1 as the matched-loss figure draws it."""
 
-    curves: tuple[Mapping[str, Any], ...]  # run, candidate, seed, step, train_loss, ... (measures.CURVE_COLUMNS)
+    curves: tuple[Mapping[str, Any], ...]  # run, candidate, seed, step, train_loss, ... (run_frames.CURVE_COLUMNS)
     readings: tuple[Mapping[str, Any], ...]  # run, candidate, level, eval_acc, reached, censored, ...
     level: float | None
 
@@ -178,7 +178,7 @@ class RecipeCurves:
 
 @dataclass(frozen=True)
 class BestRun:
-    """A run of the runs table (papers.measures.runs_frame): the best of a group in papers.optim."""
+    """A run of the runs table (run_frames.runs_frame): the best of a group in papers.optim."""
 
     candidate: str
     model_label: str

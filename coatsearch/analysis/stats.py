@@ -59,6 +59,17 @@ def noise(by_seed: dict[str, dict]) -> Noise | None:
 
 
 @dataclass(frozen=True)
+class MeasureNoises:
+    """Pooled paired noise per measure (papers.verdicts.noises), in the order the rows first name the measures."""
+
+    measures: tuple[tuple[str, Noise | None], ...]  # (metric key, its noise; None: no residual df or spread)
+
+    def of(self, key: str) -> Noise | None:
+        """The noise of one measure; None when the rows do not measure it or it has none."""
+        return next((n for k, n in self.measures if k == key), None)
+
+
+@dataclass(frozen=True)
 class PairTest:
     """a − b paired by seed in the better direction: paired seeds, mean, own sd, per-seed differences, and (with
     2+ seeds and a pooled noise) the pooled se, its df, the 95% and 90% t intervals and the two-sided p."""

@@ -14,18 +14,6 @@ from typing import Any
 from coatsearch.analysis import json_form
 from coatsearch.analysis.measure_results import Detectable, EdfRow, OptimizerGap
 from coatsearch.analysis.results import Estimate, Evidence, Judgement, Stat
-from coatsearch.analysis.stats import Noise
-
-
-@dataclass(frozen=True)
-class MeasureNoises:
-    """Pooled paired noise per measure (verdicts.noises), in the order the rows first name the measures."""
-
-    measures: tuple[tuple[str, Noise | None], ...]  # (metric key, its noise; None: no residual df or spread)
-
-    def of(self, key: str) -> Noise | None:
-        """The noise of one measure; None when the rows do not measure it or it has none."""
-        return next((n for k, n in self.measures if k == key), None)
 
 
 @dataclass(frozen=True)

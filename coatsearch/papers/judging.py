@@ -8,11 +8,12 @@ from typing import Any
 
 from coatsearch.analysis import tables
 from coatsearch.analysis.measure_results import EdfRow, MatchedLoss, UntestedClaim
+from coatsearch.analysis.stats import MeasureNoises
 from coatsearch.papers import categories as K
 from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
-from coatsearch.papers.claim_results import ClaimVerdict, MeasureNoises, Purposes, StemTables
+from coatsearch.papers.claim_results import ClaimVerdict, Purposes, StemTables
 from coatsearch.papers.standing import Standing
 from coatsearch.storage import record as R
 

@@ -23,12 +23,12 @@ def has_vit(done: Records) -> bool:
 
 
 def _runs(table: pd.DataFrame) -> list[BestRun]:
-    """The runs table (papers.measures.runs_frame), a BestRun per row."""
+    """The runs table (analysis.run_frames.runs_frame), a BestRun per row."""
     return [BestRun(**r) for r in table.to_dict("records")]
 
 
 def _best(group: list[BestRun]) -> BestRun | None:
-    """The best run of a group: chosen on the validation images (`sel`, measures.runs_frame), its `acc` on test."""
+    """The best run of a group: chosen on the validation images (`sel`, run_frames.runs_frame), its `acc` on test."""
     return max(group, key=lambda r: r.sel) if group else None
 
 

@@ -88,11 +88,11 @@ def _sign(metric: Metric) -> float:
     return 1.0 if metric.better == "higher" else -1.0
 
 
-def noises(rows: list[dict]) -> CR.MeasureNoises:
+def noises(rows: list[dict]) -> S.MeasureNoises:
     """Pooled noise per measure, over every candidate but the baselines."""
     rows = [r for r in rows if r["candidate"] not in CS.BASELINES]
     keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
-    return CR.MeasureNoises(tuple((k, S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}))
+    return S.MeasureNoises(tuple((k, S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}))
                                for k in keys))  # fmt: skip
 
 
@@ -131,7 +131,7 @@ def _fmt_item(row: dict, key: str, metric: Metric) -> str:
     return f"{row['candidate']} ({s.mean:.{metric.digits}f}{spread})"
 
 
-def rankings(rows: list[dict], noise_by_key: CR.MeasureNoises | None = None) -> list[MeasureRanking]:
+def rankings(rows: list[dict], noise_by_key: S.MeasureNoises | None = None) -> list[MeasureRanking]:
     """A ranking for every ranked measure the study has."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     return [r for key in ranked() if (r := ranking(rows, key, nz.of(key))) is not None]
@@ -413,7 +413,7 @@ def _unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: lis
     return _head(claim, found, (), notes)
 
 
-def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: CR.MeasureNoises | None = None, describe: bool = True,
+def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: S.MeasureNoises | None = None, describe: bool = True,
                 extra: tuple[str, ...] = (), where: str = "") -> ClaimVerdict | None:  # fmt: skip
     """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
     'at 0.1 nats'), None without any of its models."""
@@ -447,7 +447,7 @@ def rel_pairs(rows: list[dict]) -> tuple[CR.RelPair, ...]:
     return tuple(pairs)
 
 
-def rel_claim(rows: list[dict], noise_by_key: CR.MeasureNoises | None = None, describe: bool = True
+def rel_claim(rows: list[dict], noise_by_key: S.MeasureNoises | None = None, describe: bool = True
               ) -> ClaimVerdict | None:  # fmt: skip
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
@@ -487,7 +487,7 @@ def v_table(rows: list[dict]) -> tuple[CR.DepthSplit, ...]:
 
 
 def all_claims(
-    rows: list[dict], stem: StemTables | None, noise_by_key: CR.MeasureNoises | None = None, describe: bool = True,
+    rows: list[dict], stem: StemTables | None, noise_by_key: S.MeasureNoises | None = None, describe: bool = True,
     regime_a: Sequence[str] = (), level_a: float | None = None,
 ) -> list[ClaimVerdict]:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from coatsearch.analysis import run_frames as RF
 from coatsearch.papers import measures as M
 from coatsearch.papers import optim
 from coatsearch.report import plots_measures as PM
@@ -38,11 +39,11 @@ RECORDS = [
 
 def test_curve_frame_reads_step_curves_only():
     legacy = record(9, "C-C-C-T", 0, {"curves.generalization": {"train_loss": [1.0], "eval_acc": [0.5]}})
-    f = M.curve_frame([*RECORDS, legacy], "generalization")
-    assert list(f.columns) == list(M.CURVE_COLUMNS) and len(f) == 3 * 9 + 7 + 2 * 4
+    f = RF.curve_frame([*RECORDS, legacy], "generalization")
+    assert list(f.columns) == list(RF.CURVE_COLUMNS) and len(f) == 3 * 9 + 7 + 2 * 4
     assert set(f["candidate"]) == {"C-C-C-C", "C-T-T-T", "ViT_REL"} and f["step"].max() == 80
     assert f["lr_phase"].isna().all()  # curves recorded before the lr phase was
-    assert M.curve_frame(RECORDS, "capacity").empty
+    assert RF.curve_frame(RECORDS, "capacity").empty
 
 
 def test_crossing_interpolates_in_log_loss_between_measured_points_and_censors():
@@ -57,7 +58,7 @@ def test_crossing_interpolates_in_log_loss_between_measured_points_and_censors()
 
 
 def test_at_levels_censoring_and_lowest_common_level():
-    matched = M.at_levels(M.curve_frame(RECORDS, "generalization"))
+    matched = M.at_levels(RF.curve_frame(RECORDS, "generalization"))
     assert len(matched) == 6 * len(M.DEFAULT_LEVELS) and M.DEFAULT_LEVELS[0] == 1.0
     assert M.DEFAULT_LEVELS[-1] == pytest.approx(0.01)
     vit = matched[(matched["candidate"] == "ViT_REL") & (matched["level"] < 0.3)]
@@ -68,12 +69,12 @@ def test_at_levels_censoring_and_lowest_common_level():
     )  # 0.056: a run stops at 0.05
     assert M.common_level(matched, ["C-C-C-C"]) == pytest.approx(0.01)
     assert M.common_level(matched, ["C-C-C-C", "nope"]) is None
-    never = M.at_levels(M.curve_frame([run_record(0, "A", 0, [2.3, 1.5], [0.1, 0.2])], "generalization"))
+    never = M.at_levels(RF.curve_frame([run_record(0, "A", 0, [2.3, 1.5], [0.1, 0.2])], "generalization"))
     assert M.common_level(never) is None
 
 
 def test_matched_table_and_pairs():
-    matched = M.at_levels(M.curve_frame(RECORDS, "generalization"))
+    matched = M.at_levels(RF.curve_frame(RECORDS, "generalization"))
     level, table = M.matched_table(matched)
     assert level == pytest.approx(M.DEFAULT_LEVELS[1])
     t = table.set_index("candidate")
@@ -143,7 +144,7 @@ def vit_runs() -> list[dict]:
 
 
 def test_edf_is_per_model_and_optimizer():
-    runs = M.runs_frame(vit_runs(), "accuracy.eval_acc")
+    runs = RF.runs_frame(vit_runs(), "accuracy.eval_acc")
     assert len(runs) == 16 and runs["acc"].max() == pytest.approx(85.0)
     curves = {(e.model_label, e.optimizer): e for e in M.edf(runs, k=2.0)}
     p_sgd = curves[("ViT_P", "sgd")]
@@ -159,7 +160,7 @@ def test_edf_is_per_model_and_optimizer():
 
 
 def test_edge_warnings_when_the_best_sample_is_at_the_edge():
-    runs = M.runs_frame(vit_runs(), "accuracy.eval_acc")
+    runs = RF.runs_frame(vit_runs(), "accuracy.eval_acc")
     warns = M.edge_warnings(runs)
     assert {(w.model_label, w.optimizer, w.dim, w.edge) for w in warns} == {
         (label, opt, dim, "low") for label in ("ViT_P", "ViT_C") for opt in ("adamw", "sgd")
@@ -173,7 +174,7 @@ def test_edge_warnings_when_the_best_sample_is_at_the_edge():
 
 
 def test_matched_loss_figure(tmp_path):
-    curves = M.curve_frame(RECORDS, "generalization")
+    curves = RF.curve_frame(RECORDS, "generalization")
     matched = M.at_levels(curves)
     path = tmp_path / "matched_loss.png"
     assert PM.matched_loss(curves, matched, path, M.common_level(matched)) == "matched_loss.png"

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from coatsearch.analysis import run_frames as RF
 from coatsearch.analysis import speed_tables as SP
 from coatsearch.analysis import tables
 from coatsearch.analysis.measure_results import MatchedLoss
@@ -285,7 +286,7 @@ def test_paired_difference_figure_for_every_firm_verdict(tmp_path):
 
 
 def test_curves_are_drawn_per_run_and_the_pareto_front_pools_one_network():
-    curves = M.curve_frame(_study(DENSE), "generalization")
+    curves = RF.curve_frame(_study(DENSE), "generalization")
     per_run = paper.mean_curves(SPACE, curves, _study(DENSE))
     assert {len(c.runs) for c in per_run} == {3} and not hasattr(per_run[0], "train_loss")  # no mean over runs
     # timing noise between runs of one network pooled

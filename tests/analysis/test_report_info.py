@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from coatsearch.analysis import run_frames as RF
 from coatsearch.analysis import tables
 from coatsearch.analysis.table_rows import SubsetUse
 from coatsearch.papers import measures as M
@@ -124,7 +125,7 @@ def test_primary_acc_and_search_dims():
 
 
 def test_edf_delta_from_best_run_of_the_same_model_and_optimizer():
-    curves = {e.label: e for e in M.edf(M.runs_frame(vit_records(n=5), "accuracy.eval_acc"), k=2.0)}
+    curves = {e.label: e for e in M.edf(RF.runs_frame(vit_records(n=5), "accuracy.eval_acc"), k=2.0)}
     p_adamw, p_sgd = curves["ViT_P-adamw"], curves["ViT_P-sgd"]
     assert p_adamw.delta == pytest.approx([0.0, 2.0, 4.0, 6.0, 8.0])  # 85 - 8*k/4 points
     assert p_sgd.delta[0] == 0.0  # from SGD's own best; the 10-point AdamW - SGD offset is the optimizer gap
@@ -134,12 +135,12 @@ def test_edf_delta_from_best_run_of_the_same_model_and_optimizer():
 
 
 def test_optimizer_gap_best_runs_and_their_hyperparameters():
-    gaps = {g.model_label: g for g in optim.optimizer_gap(M.runs_frame(vit_records(n=4), "accuracy.eval_acc"))}
+    gaps = {g.model_label: g for g in optim.optimizer_gap(RF.runs_frame(vit_records(n=4), "accuracy.eval_acc"))}
     assert gaps["ViT_P"].gap == pytest.approx(10.0) and gaps["ViT_C"].gap == pytest.approx(0.5)
     adamw = gaps["ViT_P"].adamw
     assert adamw is not None and adamw.lr == pytest.approx(1e-3)  # the best run is sample 0 (lr 1e-3)
     assert gaps["ViT_P"].n_sgd == 4
-    peak = {p.model_label: p for p in optim.peak(M.runs_frame(vit_records(n=4), "accuracy.eval_acc")) if p}
+    peak = {p.model_label: p for p in optim.peak(RF.runs_frame(vit_records(n=4), "accuracy.eval_acc")) if p}
     assert peak["ViT_C"].acc == pytest.approx(85.0) and peak["ViT_C"].optimizer == "adamw"
     samples = optim.samples(vit_records(n=4))
     assert {(s.candidate, s.complete) for s in samples} >= {("ViT_P-sgd", 4), ("ViT_C-adamw", 4)}

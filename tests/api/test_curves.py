@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import coatsearch
-from coatsearch.papers.measures import STEP_COLUMNS, STEP_METRICS
+from coatsearch.analysis.run_frames import STEP_COLUMNS, STEP_METRICS
 from tests.tiny import TINY
 
 
