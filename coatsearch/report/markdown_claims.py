@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coatsearch.analysis import constants as CS
+from coatsearch.analysis.measure_results import HyperSamples
 from coatsearch.analysis.results import Power
 from coatsearch.papers import claims as C
 from coatsearch.papers.claim_results import StemPart
@@ -22,7 +23,6 @@ from coatsearch.report.view_claims import (
     Length,
     Optimizability,
     Run,
-    SampleRow,
     Verdicts,
 )
 
@@ -246,7 +246,7 @@ def _peak(peak: tuple[Run, ...] | None) -> str:
     return "\n\n".join(["### Peak performance", table(["model", "candidate", "optimizer", "best acc (%)"], body)])
 
 
-def _samples(samples: tuple[SampleRow, ...] | None) -> str:
+def _samples(samples: tuple[HyperSamples, ...] | None) -> str:
     if samples is None:
         return ""
     body = [[r.candidate, r.model_label, r.optimizer, r.complete, r.not_complete, ", ".join(r.dims) or "–"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis.constants import LENGTH_SCORE
-from coatsearch.analysis.measure_results import BestRun, Detectable
+from coatsearch.analysis.measure_results import BestRun, Detectable, HyperSamples
 from coatsearch.analysis.results import Estimate, Evidence
 from coatsearch.analysis.table_rows import LengthStability
 from coatsearch.analysis.tables import METRICS, Metric, Stat
@@ -196,18 +196,6 @@ class Edf:
 
 
 @dataclass(frozen=True)
-class SampleRow:
-    """One candidate's hyperparameter samples: complete and other runs, and the dimensions it sampled."""
-
-    candidate: str
-    model_label: str
-    optimizer: str
-    complete: int
-    not_complete: int
-    dims: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class LengthRow:
     """One candidate's eval accuracy and Δ error at each schedule length (None where it has no run)."""
 
@@ -234,7 +222,7 @@ class Optimizability:
     edf: Edf | None
     length: Length | None
     peak: tuple[Run, ...] | None
-    samples: tuple[SampleRow, ...] | None
+    samples: tuple[HyperSamples, ...] | None
 
 
 def optimizability(ctx: ReportContext) -> Optimizability | None:
@@ -247,8 +235,7 @@ def optimizability(ctx: ReportContext) -> Optimizability | None:
                    for e in t["edf"])  # fmt: skip
     edf = Edf(dims, t["edf_k"], curves) if curves and dims else None
     peak = tuple(r for p in t["peak"] if (r := _run(p))) if t["peak"] and (t["has_vit"] or dims) else None
-    samples = tuple(SampleRow(r.candidate, r.model_label, r.optimizer, r.complete, r.not_complete, r.dims)
-                    for r in t["samples"])  # fmt: skip
+    samples = tuple(t["samples"])  # papers.optim.samples: typed already
     info = Optimizability((t["primary_label"], t["primary_acc"]) if t["primary_acc"] else None, gap, edf,
                           _length(t[LENGTH_SCORE]), peak, samples or None)  # fmt: skip
     shown = any(b is not None for b in (gap, edf, info.length, peak, info.samples))
