@@ -250,9 +250,9 @@ def _registered_run(monkeypatch, studies: Path, name: str) -> str:
                        progress=False)  # fmt: skip
     store._OPEN.clear()
     space = P.space_record(load_space(TINY, "quick"))
-    line = _registered(studies, name, space)
-    assert line is not None and registration.load(store.folder(studies, name)) is not None
-    return line
+    standing = _registered(studies, name, space)
+    assert standing is not None and registration.load(store.folder(studies, name)) is not None
+    return standing.line()  # every change counted: the study's whole line
 
 
 def _copy_registration(source: Path, target: Path) -> None:
