@@ -1,9 +1,11 @@
 """The paper measures' typed results (papers.paper, papers.optim, papers.measures): the matched-loss reading, the
 capacity ranking, transfer stops, paired data, untested claims, step curves, best runs, EDF rows, range warnings.
 
-Frozen, like analysis.results. Each `to_json` gives the dict summary.json held before these types, key order kept,
-so a report is byte-identical for the same records. They live here, below the papers stage, so that the report and
-the answer page name them without importing the claims.
+Frozen, like analysis.results. summary.json writes each through `tables.jsonable`: its fields in order, tuples as
+lists (the dict summary.json held before these types, so a report is byte-identical for the same records); a type
+has its own `to_json` only where the summary's form is not its fields (MatchedLoss, MatchedPoints; UntestedClaim
+reads back). They live here, below the papers stage, so that the report and the answer page name them without
+importing the claims.
 """
 
 from __future__ import annotations
@@ -30,12 +32,6 @@ class MatchedReading:
     lr_phase_max: float | None
     censored_runs: int | None  # None without a common level
 
-    def to_json(self) -> dict[str, Any]:
-        """The row as summary.json's matched table holds it."""
-        return {"candidate": self.candidate, "eval_acc": self.eval_acc, "sd": self.sd, "runs": self.runs,
-                "lowest_level": self.lowest_level, "lowest_any": self.lowest_any, "lr_phase_min": self.lr_phase_min,
-                "lr_phase_max": self.lr_phase_max, "censored_runs": self.censored_runs}  # fmt: skip
-
 
 @dataclass(frozen=True, eq=False)
 class MatchedLoss:
@@ -54,9 +50,14 @@ class MatchedLoss:
 
     def to_json(self) -> dict[str, Any]:
         """{level, levels, table, never, key, out_of_regime}: summary.json's `matched` (no curves, no notes)."""
-        table, out = [r.to_json() for r in self.table], list(self.out_of_regime)
-        return {"level": self.level, "levels": list(self.levels), "table": table, "never": list(self.never),
-                "key": list(self.key), "out_of_regime": out}  # fmt: skip
+        return {
+            "level": self.level,
+            "levels": self.levels,
+            "table": self.table,
+            "never": self.never,
+            "key": self.key,
+            "out_of_regime": self.out_of_regime,
+        }  # tables.jsonable writes the rows and tuples
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,6 @@ class CapacityReading:
     verdict: str  # 'ranking held over the last third of the steps' or 'provisional'
     facts: Mapping[str, Mapping[str, tuple[Any, ...]]]  # candidate -> images / steps -> the values its runs used
 
-    def to_json(self) -> dict[str, Any]:
-        """summary.json's capacity entry."""
-        facts = {c: {k: list(v) for k, v in f.items()} for c, f in self.facts.items()}
-        return {"order": list(self.order), "stable": self.stable, "crossings": [list(c) for c in self.crossings],
-                "note": self.note, "verdict": self.verdict, "facts": facts}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class TransferStops:
@@ -102,11 +97,6 @@ class TransferStops:
     target: int
     cap: int
     finetune_steps: tuple[Any, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """{candidate, target, cap, finetune_steps}."""
-        return {"candidate": self.candidate, "target": self.target, "cap": self.cap,
-                "finetune_steps": list(self.finetune_steps)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,11 +109,6 @@ class Pairing:
     seeds: int
     paired: bool
     eval_paired: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """{score, eval_sets, seeds, paired, eval_paired}."""
-        return {"score": self.score, "eval_sets": self.eval_sets, "seeds": self.seeds, "paired": self.paired,
-                "eval_paired": self.eval_paired}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,11 +141,6 @@ class RunSteps:
     train_loss: tuple[float, ...]
     eval_acc: tuple[float, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        """{run, step, train_loss, eval_acc}."""
-        return {"run": self.run, "step": list(self.step), "train_loss": list(self.train_loss),
-                "eval_acc": list(self.eval_acc)}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class RecipeCurves:
@@ -170,10 +150,6 @@ class RecipeCurves:
     candidate: str
     label: str
     runs: tuple[RunSteps, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """{candidate, label, runs}."""
-        return {"candidate": self.candidate, "label": self.label, "runs": [r.to_json() for r in self.runs]}
 
 
 @dataclass(frozen=True)
@@ -190,12 +166,6 @@ class BestRun:
     number: int
     sel: float  # what the choice read: the validation images' accuracy (%), else `acc`
 
-    def to_json(self) -> dict[str, Any]:
-        """The run as the runs table's row."""
-        return {"candidate": self.candidate, "model_label": self.model_label, "optimizer": self.optimizer,
-                "seed": self.seed, "acc": self.acc, "lr": self.lr, "weight_decay": self.weight_decay,
-                "number": self.number, "sel": self.sel}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class OptimizerGap:
@@ -209,12 +179,6 @@ class OptimizerGap:
     n_sgd: int
     gap: float | None
 
-    def to_json(self) -> dict[str, Any]:
-        """{model_label, adamw, sgd, n_adamw, n_sgd, gap}."""
-        return {"model_label": self.model_label, "adamw": None if self.adamw is None else self.adamw.to_json(),
-                "sgd": None if self.sgd is None else self.sgd.to_json(), "n_adamw": self.n_adamw,
-                "n_sgd": self.n_sgd, "gap": self.gap}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class HyperSamples:
@@ -227,11 +191,6 @@ class HyperSamples:
     complete: int
     not_complete: int
     dims: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """{candidate, model_label, optimizer, complete, not_complete, dims}."""
-        return {"candidate": self.candidate, "model_label": self.model_label, "optimizer": self.optimizer,
-                "complete": self.complete, "not_complete": self.not_complete, "dims": list(self.dims)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -250,12 +209,6 @@ class EdfRow:
     k: float
     within_k: float
 
-    def to_json(self) -> dict[str, Any]:
-        """The row as summary.json's `edf` holds it."""
-        return {"label": self.label, "candidate": self.candidate, "model_label": self.model_label,
-                "optimizer": self.optimizer, "best": self.best, "delta": list(self.delta),
-                "fraction": list(self.fraction), "n": self.n, "k": self.k, "within_k": self.within_k}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class EdgeWarning:
@@ -269,11 +222,6 @@ class EdgeWarning:
     low: float
     high: float
     message: str
-
-    def to_json(self) -> dict[str, Any]:
-        """{model_label, optimizer, dim, value, edge, low, high, message}."""
-        return {"model_label": self.model_label, "optimizer": self.optimizer, "dim": self.dim, "value": self.value,
-                "edge": self.edge, "low": self.low, "high": self.high, "message": self.message}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from coatsearch.analysis.speed_tables import pareto
 from coatsearch.analysis.tables import Records, complete, order
@@ -24,10 +23,6 @@ class FrontPoint:
     means: tuple[float, ...]  # per objective, in the study's order
     pareto: bool
 
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: {candidate, n, means, pareto}."""
-        return {"candidate": self.candidate, "n": self.n, "means": list(self.means), "pareto": self.pareto}
-
 
 @dataclass(frozen=True)
 class ParetoFront:
@@ -36,10 +31,6 @@ class ParetoFront:
     objectives: tuple[str, ...]
     directions: tuple[str, ...]  # 'maximize' / 'minimize', per objective
     rows: tuple[FrontPoint, ...]  # in candidate order
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: {objectives, directions, rows}."""
-        return {"objectives": list(self.objectives), "directions": list(self.directions), "rows": list(self.rows)}
 
 
 def front(space: dict, records: Records) -> ParetoFront | None:

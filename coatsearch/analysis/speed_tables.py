@@ -80,10 +80,6 @@ class SpeedSpread:
     slow: str
     ratio: float  # fast / slow
 
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: the fields in order."""
-        return dict(vars(self))
-
 
 @dataclass(frozen=True)
 class SpeedTable:
@@ -93,11 +89,6 @@ class SpeedTable:
     acc_key: str | None
     acc_label: str  # '' without an accuracy
     spread: tuple[SpeedSpread, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: {rows, acc_key, acc_label, spread}."""
-        return {"rows": list(self.rows), "acc_key": self.acc_key, "acc_label": self.acc_label,
-                "spread": list(self.spread)}  # fmt: skip
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float | None]:

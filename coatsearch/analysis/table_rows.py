@@ -1,7 +1,8 @@
 """The study tables' typed rows (tables.py): per candidate or trial, computed from the trial records alone.
 
-Each row that summary.json holds has `to_json`: the dict tables.py built before these types, key order kept, so a
-report is byte-identical for the same records.
+summary.json writes each row through `tables.jsonable`: its fields in order, tuples as lists (the dict tables.py
+built before these types, so a report is byte-identical); SubsetUse, which the summary's reader reads back, has
+`to_json`/`from_json`.
 """
 
 from __future__ import annotations
@@ -33,10 +34,6 @@ class StoppedTrial:
     key: str | None  # the run's identity key (a rerun of the same run shares it)
     state: str
     reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: the fields in order."""
-        return dict(vars(self))
 
 
 @dataclass(frozen=True)
@@ -75,11 +72,6 @@ class EpochCurve:
     eval_acc: tuple[float, ...]  # %
     runs: int
 
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: the fields in order, the curves as lists."""
-        return {"candidate": self.candidate, "epoch": list(self.epoch), "train_loss": list(self.train_loss),
-                "eval_acc": list(self.eval_acc), "runs": self.runs}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class LengthStability:
@@ -92,11 +84,6 @@ class LengthStability:
     delta_error: tuple[float, ...]  # per length: the longest's accuracy minus this one's (points)
     runs: int
 
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: the fields in order, the per-length values as lists."""
-        return {"candidate": self.candidate, "model_label": self.model_label, "epochs": list(self.epochs),
-                "eval_acc": list(self.eval_acc), "delta_error": list(self.delta_error), "runs": self.runs}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class SeverityCurve:
@@ -107,8 +94,3 @@ class SeverityCurve:
     acc: tuple[Stat | None, ...]  # per severity
     corruptions: tuple[str, ...]
     runs: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary's form: the fields in order, the per-severity values as lists."""
-        return {"candidate": self.candidate, "severity": list(self.severity), "acc": list(self.acc),
-                "corruptions": list(self.corruptions), "runs": self.runs}  # fmt: skip

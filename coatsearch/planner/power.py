@@ -106,7 +106,8 @@ def from_study(studies_dir: Path, name: str, source: str = "study") -> Earlier |
     records = [validation_view(r) for r in records]  # an earlier look informs choices: its validation images only
     fr = frames.build(space, records)
     rows = TB.candidate_rows(space, fr.records, paper.readings(fr.matched.readings, fr.matched.level))
-    curves = {s: [c.to_json() for c in paper.mean_curves(space, fr.curves[s], fr.complete)] for s in TB.curve_scores()}
+    curves = {s: [dataclasses.asdict(c) for c in paper.mean_curves(space, fr.curves[s], fr.complete)]
+              for s in TB.curve_scores()}  # fmt: skip  # as the summary holds them: candidate, label, runs
     steps = _steps_taken(fr.complete)
     gap = None
     if fr.runs is not None:
