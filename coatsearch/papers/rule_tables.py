@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from coatsearch.analysis.tables import jsonable
 from coatsearch.errors import UserError
 
 RULE_VERSION = "2026-12-06.parts"  # bump when the verdict rule changes; both tables must then be regenerated
@@ -77,10 +78,6 @@ class ClaimRates:
         """The figures as lab.calibration writes them (a KeyError or TypeError: a damaged table)."""
         return cls(*(data[f.name] for f in fields(cls)))
 
-    def to_json(self) -> dict[str, Any]:
-        """The figures as the table holds them and a report cites them."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
 
 @dataclass(frozen=True)
 class CalibrationScenario:
@@ -98,7 +95,7 @@ class CalibrationScenario:
 
     def to_json(self) -> dict[str, Any]:
         """The scenario as the table holds it (keys sorted, as lab.calibration writes them)."""
-        per = {c: v.to_json() for c, v in self.per_claim.items()}
+        per = {c: jsonable(v) for c, v in self.per_claim.items()}
         return dict(sorted({"effect_sigma": self.effect_sigma, "per_claim": per, **self.runs}.items()))
 
 
@@ -150,8 +147,8 @@ class CalibrationFigures:
         """summary.json's `rules.calibration`: the settings, then the cited constants and the figures."""
         t = self.table.to_json()
         head = {k: v for k, v in t.items() if k != "scenarios" and k not in CITED}
-        per = {n: {c: v.to_json() for c, v in sc.items()} for n, sc in self.scenarios.items()}
-        return {**head, "per_claim": {c: v.to_json() for c, v in self.per_claim.items()}, "n_seeds": t["n_seeds"],
+        per = {n: {c: jsonable(v) for c, v in sc.items()} for n, sc in self.scenarios.items()}
+        return {**head, "per_claim": {c: jsonable(v) for c, v in self.per_claim.items()}, "n_seeds": t["n_seeds"],
                 "stem_effect_sigma": t["stem_effect_sigma"], "scenarios": per}  # fmt: skip
 
 
@@ -195,11 +192,6 @@ class AaCount:
         read, ci = {f.name: data[f.name] for f in fields(cls)}, data["ci95"]
         return cls(**{**read, "ci95": None if ci is None else (ci[0], ci[1])})
 
-    def to_json(self) -> dict[str, Any]:
-        """The counts as the table holds them."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {**out, "ci95": None if self.ci95 is None else list(self.ci95)}
-
 
 @dataclass(frozen=True)
 class AaState:
@@ -228,7 +220,7 @@ class AaState:
     def to_json(self) -> dict[str, Any]:
         """The state as a report cites it and the table's `history` holds it."""
         out = {f.name: getattr(self, f.name) for f in fields(self)[:9]}
-        out["families"] = {c: f.to_json() for c, f in self.families.items()}
+        out["families"] = {c: jsonable(f) for c, f in self.families.items()}
         return {**out, **({} if self.commands is None else {"commands": list(self.commands)})}
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from coatsearch.analysis import constants as CS
+from coatsearch.analysis.tables import jsonable
 from coatsearch.errors import UserError
 from coatsearch.papers import claims as C
 from coatsearch.papers import judging, paper, rule_tables
@@ -66,7 +67,7 @@ def test_committed_table_regenerates_through_the_record_pipeline(table):
 @pytest.mark.committed
 def test_rates_follow_from_the_replicates(table):
     for sc in table.scenarios.values():
-        per = {c: v.to_json() for c, v in sc.per_claim.items()}
+        per = {c: jsonable(v) for c, v in sc.per_claim.items()}
         assert K.rates(sc.runs["null"], sc.runs["power"], sc.runs["stressed"]) == per  # JSON keeps floats exactly
         for cid, v in sc.per_claim.items():
             codes = [c[K.CLAIMS.index(cid)] for c in sc.runs["null"]["codes"]]
