@@ -64,7 +64,6 @@ import yaml
 from scipy import stats as st
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE = ROOT / "coatsearch" / "analysis" / "aa.json"
 SEEDS = 3  # seeds per A/A study (the report needs >= 2 paired seeds to test)
 OFFSET = 10_000  # name i initializes from trial seed + OFFSET x (i + 1)
 TIMEOUT_S = 900  # one subprocess (a study's run, or its report)
@@ -366,7 +365,9 @@ def main() -> None:
     result = merged(before, result) if before else result
     _write(out / "aa.json", result)
     if args.write:
-        _write(TABLE, result)
+        from coatsearch.papers import rule_tables
+
+        _write(rule_tables.AA_TABLE, result)
     for claim, f in result["families"].items():
         ci = f"[{_pct(f['ci95'][0])}, {_pct(f['ci95'][1])}]" if f["ci95"] else "–"
         print(f"({claim}) firm {f['firm']} of {f['n']} = {_pct(f['rate'])}, exact 95% CI {ci}; out of regime "
