@@ -58,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -89,7 +90,16 @@ def seeds_of(index: int) -> list[int]:
     return list(range(SEEDS * index, SEEDS * index + SEEDS))
 
 
-def space(index: int) -> dict:
+@dataclass(frozen=True)
+class Size:
+    """How much each A/A name trains: images per class and steps, for the accuracy and the capacity runs."""
+
+    per_class: int = 100  # accuracy runs' training images per class
+    steps: int = 800  # accuracy runs' steps
+    capacity_steps: int = 100  # capacity runs' steps (on per_class images per class too)
+
+
+def space(index: int, size: Size = Size()) -> dict:
     """A/A study `index`: one tiny C-C-C-C under the names claims (b), (d), (e) and (f) read."""
     cap = {"capacity": {}, "accuracy": None}
     acc = {"capacity": None, "accuracy": {}}
@@ -123,8 +133,12 @@ def space(index: int) -> dict:
             "compile": False,
         },  # fmt: skip
         "scores": {
-            "capacity": {"per_class": 100, "max_steps": 100, "eval_every": 25},
-            "accuracy": {"per_class": 100, "max_steps": 800, "eval_every": 100},
+            "capacity": {
+                "per_class": size.per_class,
+                "max_steps": size.capacity_steps,
+                "eval_every": max(1, size.capacity_steps // 4),
+            },
+            "accuracy": {"per_class": size.per_class, "max_steps": size.steps, "eval_every": max(1, size.steps // 8)},
         },
         "untestable": {"a": UNTESTABLE_A},
         "study": {"seeds": seeds_of(index), "objective": "accuracy.eval_acc"},
@@ -139,12 +153,13 @@ def _cli(args: list[str], env: dict, log: Path, timeout_s: float = TIMEOUT_S) ->
                        stderr=subprocess.STDOUT, timeout=timeout_s, check=True)  # fmt: skip
 
 
-def one_study(index: int, out: Path, small: bool = False, threads: int = 1, timeout_s: float = TIMEOUT_S) -> dict:
+def one_study(index: int, out: Path, small: bool = False, threads: int = 1, timeout_s: float = TIMEOUT_S,
+              size: Size = Size()) -> dict:  # fmt: skip
     """Generate, run and report A/A study `index`; the verdict and why of each claim, and wall seconds."""
     name, start = f"aa_{index}", time.perf_counter()
     path = out / "spaces" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = space(index)
+    text = space(index, size)
     path.write_text(yaml.safe_dump(quick(text) if small else text, sort_keys=False), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     dirs = ["--studies-dir", str(out / "studies"), "--reports-dir", str(out / "reports")]
@@ -201,7 +216,7 @@ def merged(earlier: dict, later: dict) -> dict:
             "history": [s.to_json() for s in rule_tables.aa_states(earlier)]}  # fmt: skip
 
 
-def earlier_table(path: Path) -> dict:
+def earlier_table(path: Path, size: Size = Size()) -> dict:
     """The table --resume extends, read with the bounded reader and checked against the A/A table's schema; exits
     in one line when it cannot be read, is damaged, or was made under another rule, α or seeds per study."""
     from coatsearch import fsafe
@@ -215,12 +230,15 @@ def earlier_table(path: Path) -> dict:
     except UserError as exc:
         sys.exit(f"--resume: {exc}")
     try:
-        same = (old["rule_version"], old["alpha"], old["seeds_per_study"]) == (
-            rule_tables.RULE_VERSION, CS.VERDICT_ALPHA, SEEDS)  # fmt: skip
+        theirs = old.get("size", vars(Size()))  # a table made before sizes were recorded: the first size
+        same = (old["rule_version"], old["alpha"], old["seeds_per_study"], theirs) == (
+            rule_tables.RULE_VERSION, CS.VERDICT_ALPHA, SEEDS, vars(size))  # fmt: skip
         if not same or set(old["families"]) != set(CLAIMS):
-            allowed = f"rule {rule_tables.RULE_VERSION}, α {CS.VERDICT_ALPHA}, {SEEDS} seeds, claims {list(CLAIMS)}"
+            allowed = (f"rule {rule_tables.RULE_VERSION}, α {CS.VERDICT_ALPHA}, {SEEDS} seeds, size {vars(size)}, "
+                       f"claims {list(CLAIMS)}")  # fmt: skip
             sys.exit(f"--resume: {path} was made under rule {old['rule_version']}, α {old['alpha']}, "
-                     f"{old['seeds_per_study']} seeds per study, claims {sorted(old['families'])} (allowed: "
+                     f"{old['seeds_per_study']} seeds per study, size {theirs}, claims {sorted(old['families'])} "
+                     f"(allowed: "
                      f"{allowed})")  # fmt: skip
         return old
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -237,11 +255,11 @@ def quick(space: dict) -> dict:
     return {**space, "scores": scores, "data": {**space["data"], "eval_size": 200}}
 
 
-def plan(out: Path, small: bool) -> str:
+def plan(out: Path, small: bool, size: Size = Size()) -> str:
     """`coatsearch plan` on A/A study 0 (its pilot times a trial of each candidate on this machine)."""
     path = out / "spaces" / "plan_aa.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = space(0)
+    text = space(0, size)
     path.write_text(yaml.safe_dump(quick(text) if small else text, sort_keys=False), encoding="utf-8")
     args = [sys.executable, "-m", "coatsearch", "plan", str(path), "--workers", "1", "--device", "cpu",
             "--studies-dir", str(out / "plan-studies"), "--reports-dir", str(out / "plan-reports")]  # fmt: skip
@@ -250,7 +268,7 @@ def plan(out: Path, small: bool) -> str:
     return res.stdout + res.stderr
 
 
-def table(rows: list[dict], wall_s: float, command: str) -> dict:
+def table(rows: list[dict], wall_s: float, command: str, size: Size = Size()) -> dict:
     """The A/A table: per claim family its counts, firm rate and exact 95% interval; settings and wall time."""
     from coatsearch.analysis import constants as CS
     from coatsearch.papers import rule_tables
@@ -262,6 +280,7 @@ def table(rows: list[dict], wall_s: float, command: str) -> dict:
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": command,
         "seeds_per_study": SEEDS,
+        "size": vars(size),  # what each name trains on: a resumed table must match it
         "studies": len(rows),
         "failed_studies": len(rows) - len(ok),
         "wall_s": round(wall_s, 1),
@@ -330,6 +349,16 @@ def main() -> None:
     ap.add_argument("--resume", type=Path, default=None, help="extend this earlier table with --studies more")
     ap.add_argument("--timeout", type=argtype(lambda t: numbers.parse_real(t, 59.999, 86_400)), default=TIMEOUT_S,
                     help="seconds one run or report may take (60..86400)")  # fmt: skip
+    ap.add_argument(
+        "--per-class",
+        type=bounded(10, 6000),
+        default=Size.per_class,
+        help="accuracy and capacity runs' training images per class (default 100)",
+    )
+    ap.add_argument("--steps", type=bounded(10, 100_000), default=Size.steps, help="accuracy runs' steps (800)")
+    ap.add_argument(
+        "--capacity-steps", type=bounded(10, 100_000), default=Size.capacity_steps, help="capacity runs' steps (100)"
+    )
     ap.add_argument("--pvalues", action="store_true", help="test (f)'s gap-contrast p values in --out for uniformity")
     args = ap.parse_args()
     n = args.studies if args.studies is not None else 3 if args.quick else 40
@@ -338,11 +367,12 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="coatsearch-aa-", dir="/tmp"))
     if (out.resolve() / "x").is_relative_to(ROOT / "studies"):
         sys.exit(f"--out: {out} is inside the repository's studies/; pick a folder elsewhere")
-    before = earlier_table(args.resume) if args.resume else None
+    size = Size(args.per_class, args.steps, args.capacity_steps)
+    before = earlier_table(args.resume, size) if args.resume else None
     first = before["studies"] if before else 0  # study numbers continue, so the seeds are fresh
     out.mkdir(parents=True, exist_ok=True)
     if args.plan:
-        print(f"== plan of one A/A study ==\n{plan(out, args.quick)}")
+        print(f"== plan of one A/A study ==\n{plan(out, args.quick, size)}")
         return
     if args.pvalues:
         pvalues = gap_pvalues(out)
@@ -354,14 +384,16 @@ def main() -> None:
     start, rows = time.perf_counter(), []
     command = ("python benchmarks/bench_aa.py " + " ".join(sys.argv[1:])).strip()
     with cf.ThreadPoolExecutor(args.workers) as pool:
-        for row in pool.map(lambda i: one_study(i, out, args.quick, timeout_s=args.timeout), range(first, first + n)):
+        for row in pool.map(
+            lambda i: one_study(i, out, args.quick, timeout_s=args.timeout, size=size), range(first, first + n)
+        ):
             rows.append(row)
             codes = " ".join(f"{c}:{v['verdict']}" for c, v in row["claims"].items()) or row.get("error", "")
             print(f"  {row['study']}: {row['wall_s']:.0f} s  {codes}", flush=True)
-            so_far = table(rows, time.perf_counter() - start, command)
+            so_far = table(rows, time.perf_counter() - start, command, size)
             _write(out / "aa.json", merged(before, so_far) if before else so_far)  # the studies so far
     wall = time.perf_counter() - start
-    result = table(rows, wall, command)
+    result = table(rows, wall, command, size)
     result = merged(before, result) if before else result
     _write(out / "aa.json", result)
     if args.write:
