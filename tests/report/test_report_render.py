@@ -103,10 +103,10 @@ def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
 
     recs = [record(2 * i + s, c, s, metrics(c, s)) for i, c in enumerate(("C-C-C-C", "C-T-T-T")) for s in (0, 1)]
     make_study(tmp_path / "studies", "rob", {**SPACE, "candidates": ["C-C-C-C", "C-T-T-T"]}, recs)
-    summary = summarize("rob", SPACE, recs)
-    (rank,) = [r for r in summary["rankings"] if r.key == "robustness.corrupt_acc"]
+    summary = summarize("rob", SPACE, recs).summary
+    (rank,) = [r for r in summary.rankings if r.key == "robustness.corrupt_acc"]
     assert [c for c, _ in rank.order] == ["C-C-C-C", "C-T-T-T"]
-    (row, _) = summary["robustness"]
+    (row, _) = summary.robustness
     assert row.severity == (0, 1, 2) and row.acc[2].mean == pytest.approx(100 * (0.8 - 2 * 0.105))
     path = write_report("rob", tmp_path / "studies", tmp_path / "reports")
     assert (path.parent / "robustness.png").read_bytes().startswith(PNG)
