@@ -12,32 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.analysis import search_stats as SS
+from coatsearch.analysis.search_types import Mapped, Random, Tau
 from coatsearch.space import search
 from coatsearch.storage.record import TrialRecord
 from coatsearch.storage.trials import REEVAL
-
-
-@dataclass(frozen=True)
-class Mapped:
-    """The search's sampled points that passed the constraints and the budget, and the networks they built."""
-
-    points: int  # admitted points (trained or reused)
-    trained: int  # points that trained their network on their seed
-    reused: int  # points whose network was measured on that seed already (nothing trained)
-    networks: int  # distinct networks among them
-
-
-@dataclass(frozen=True)
-class Random:
-    """Random search at the search's budget on the measured table, and what the search itself found there."""
-
-    baseline: SS.RandomBaseline | None  # display units; None: the table is not measured whole
-    found: str  # the network the search ranks first
-    found_mean: float | None  # its table mean (display units)
-    regret: float | None  # the search's regret against the best network of the table
-    note: str  # why there is no baseline ("" with one)
-    by_budget: tuple[SS.RandomBaseline, ...] = ()  # the baseline at 1, 2, 4, ... trials, below the table's size
-    table: str = ""  # the study whose table it reads when this one did not measure the space whole ("": this one)
 
 
 def budgets(networks: int, k: int) -> tuple[int, ...]:
@@ -97,7 +75,7 @@ def random_baseline(space: Mapping[str, Any], records: Sequence[TrialRecord], fo
     return Random(base, found, at, base.regret_of(at, maximize) if at is not None else None, "", curve, source)
 
 
-def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list[float]]) -> SS.Tau | None:
+def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list[float]]) -> Tau | None:
     """Kendall's tau between the search's objective and the re-evaluation's, per network (means over seeds)."""
     first = {n: statistics.fmean(v) for n, v in search_values.items() if v}
     second = {n: statistics.fmean(v) for n, v in target.items() if v}
@@ -106,11 +84,11 @@ def fidelity(search_values: Mapping[str, list[float]], target: Mapping[str, list
 
 @dataclass(frozen=True)
 class Checks:
-    """The checks of the search over one candidate (search_results.Searched holds them as its own fields)."""
+    """The checks of the search over one candidate (search_types.Searched holds them as its own fields)."""
 
     mapped: Mapped  # points -> networks
     random: Random | None  # the random-search baseline and the search's regret (None: the search found nothing)
-    fidelity: SS.Tau | None  # the search's objective against the re-evaluation (None: under 3 networks at both)
+    fidelity: Tau | None  # the search's objective against the re-evaluation (None: under 3 networks at both)
 
 
 def checks(space: Mapping[str, Any], name: str, records: Sequence[TrialRecord], found: str, key: str,

@@ -14,14 +14,14 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.constants import ALPHA, VERDICT_ALPHA
-from coatsearch.analysis.search_checks import EnumeratedTable, Mapped, Random, checks
+from coatsearch.analysis.search_checks import EnumeratedTable, checks
+from coatsearch.analysis.search_types import Arch, Paired, ParetoPoint, Searched, SearchResults
 from coatsearch.analysis.tables import METRICS
 from coatsearch.space import search
 from coatsearch.storage.record import TrialRecord
@@ -31,95 +31,9 @@ from coatsearch.vocab.specs import fresh_seeds
 _TOP = 5  # architectures listed per searched candidate
 IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
 
-
-@dataclass(frozen=True)
-class Arch:
-    """One measured architecture: its row name, model, and the objective over its runs (display units)."""
-
-    name: str
-    layout: str
-    stages: str
-    block: str
-    params: int | None
-    macs: int | None
-    mean: float  # over seeds, each seed's runs averaged first
-    sd: float | None  # over seeds
-    n: int  # runs
-    seeds: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Searched:
-    """What the search over one candidate found."""
-
-    candidate: str
-    dims: tuple[tuple[str, str], ...]  # (path, values as text)
-    size: int | None  # structural points the space holds (None: continuous)
-    trials: int  # complete trials
-    rejected: tuple[tuple[str, int, str], ...]  # (kind, count, an example reason)
-    history: tuple[tuple[int, float, float, float], ...]  # (trial number, elapsed s, value, best so far)
-    top: tuple[Arch, ...]
-    measured: int  # distinct architectures measured
-    importance: tuple[
-        tuple[str, float | None, float | None], ...
-    ]  # (path, mean, sd over forest seeds; None: never varied)
-    slices: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (path, (value, objective) per trial)
-    reevaluation: tuple[Paired, ...] = ()  # each re-evaluated architecture against the best named candidate
-    front: tuple[ParetoPoint, ...] = ()  # multi-objective studies: every measured architecture, on the front or not
-    mapped: Mapped | None = None  # points -> networks (search_checks)
-    random: Random | None = None  # the random-search baseline and the search's regret (search_checks)
-    fidelity: SS.Tau | None = None  # the search's objective against the re-evaluation (search_checks)
-
-
-@dataclass(frozen=True)
-class ParetoPoint:
-    """One architecture of a multi-objective search: its mean objectives (display units) and Pareto membership."""
-
-    name: str
-    stages: str
-    means: tuple[float, ...]
-    n: int
-    pareto: bool
-
-
 POWER = 0.8  # the power at which the re-evaluation states the difference it could have detected
 SAME = "the same network as"  # a re-evaluated architecture that a named candidate builds too (search.identity)
 NOT_SHOWN = "not shown to differ from"  # a comparison that is not firm: it states what it could have detected
-
-
-@dataclass(frozen=True)
-class Paired:
-    """A re-evaluated architecture against the best named candidate on the same fresh seeds (a paired t test)."""
-
-    found: str
-    stages: str
-    named: str
-    found_mean: float
-    named_mean: float
-    n: int  # seeds both ran
-    d: float  # mean of found - named, in the better direction
-    ci: tuple[float, float] | None
-    p: float | None
-    p_holm: float | None
-    verdict: str  # "better than", "worse than", NOT_SHOWN, or SAME (`named`: the candidate it is)
-    detectable: float | None = None  # the smallest true d found at 80% power (the first Holm step's level)
-    sd_diff: float | None = None  # the pair's own paired sd (analysis.stats.noise over the two), display units
-    df: int | None = None  # its degrees of freedom (seeds - 1)
-    level: float | None = None  # the two-sided level `detectable` is at: the first Holm step's
-
-
-@dataclass(frozen=True)
-class SearchResults:
-    """What the search found: the objective, each searched candidate, and the named candidates for reference."""
-
-    objective: str
-    label: str
-    unit: str
-    maximize: bool
-    sampler: str
-    searched: tuple[Searched, ...]
-    named: tuple[Arch, ...]  # the candidates without search dimensions, by mean objective
-    objectives: tuple[tuple[str, str, str, bool], ...] = ()  # multi-objective: (key, label, unit, maximize)
 
 
 def compute(space: Mapping[str, Any], records: Sequence[TrialRecord], table: EnumeratedTable | None = None

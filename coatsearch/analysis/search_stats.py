@@ -17,6 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from coatsearch.analysis.search_types import RandomBaseline, Tau
 from coatsearch.storage.architectures import rank  # noqa: F401  (one ranking, in the storage stage: export uses it)
 
 _RANDOM_DRAWS = 4000  # simulated random searches behind one baseline (seeded: the same table gives the same figure)
@@ -41,23 +42,6 @@ class Network:
     @property
     def mean(self) -> float:
         return statistics.fmean(self.values)
-
-
-@dataclass(frozen=True)
-class RandomBaseline:
-    """Random search at a budget of k trials on a measured table (objective units as given)."""
-
-    k: int
-    networks: int  # distinct networks in the table
-    mean: float  # expected table mean of the incumbent after k random trials
-    ci: tuple[float, float]  # 95% t interval of that expectation (simulation error)
-    spread: tuple[float, float]  # 10th and 90th percentile of one random search's result
-    best: float  # the best network's table mean
-    regret: float  # best - mean, in the better direction (>= 0)
-
-    def regret_of(self, found: float, maximize: bool) -> float:
-        """The regret of a search that found a network with table mean `found` (>= 0 when the table is complete)."""
-        return (self.best - found) if maximize else (found - self.best)
 
 
 def networks(points: Mapping[tuple, str], values: Mapping[tuple, Sequence[float]]) -> list[Network]:
@@ -97,16 +81,6 @@ def _one_search(nets: Sequence[Network], k: int, sign: float, rng: random.Random
             incumbent = (seen, net)
     assert incumbent is not None
     return incumbent[1].mean
-
-
-@dataclass(frozen=True)
-class Tau:
-    """Kendall's tau-b between two rankings of the same networks, its 95% interval and p (scipy.stats)."""
-
-    n: int
-    tau: float
-    ci: tuple[float, float] | None  # Fieller, Hartley & Pearson (1957): atanh(tau) ± 1.96 √(0.437 / (n − 4))
-    p: float | None
 
 
 def kendall(first: Mapping[str, float], second: Mapping[str, float]) -> Tau | None:

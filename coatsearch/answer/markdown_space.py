@@ -201,8 +201,9 @@ def rule() -> str:
     return escape.block(
         "## How this page is made\n\n"
         "A study tests a claim when its summary judges it (not marked untestable by its profile). The claim is taken "
-        "from the study that tests it with the firmest category (supported or not supported, then unresolved, "
-        "underpowered, out of regime), then the most relations tested; a replicate (its replication record names "
+        "from the study that tests the most of it (relations, or claim (f)'s parts, with a test), then with the "
+        "firmest category (supported or not supported, then unresolved, underpowered, out of regime): a study that "
+        "tests less of a claim never decides it for being firmer. A replicate (its replication record names "
         "the original) is shown as replication and decides only where no original tests the claim. A claim's "
         "relations are the neighbour relations of the paper's chain; each is read from the deciding study, else from "
         "another study that measured exactly that pair, and a pair with fewer than 2 paired seeds is not tested. A "

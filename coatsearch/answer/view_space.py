@@ -5,9 +5,10 @@ claims and replication record) and the space file's profiles; nothing here reads
 (answer.space_answer reads, answer.markdown_space formats). The rule, stated on the page:
 
 - A study *tests* a claim when its summary judges it (not `untested`, not 'not tested at this scale'). The claim's
-  deciding study is the one that tests it with the firmest category (supported / not supported, then unresolved,
-  underpowered, out of regime), then the most relations tested, then the name; a replicate decides only when no
-  original tests the claim, and is otherwise shown as replication.
+  deciding study is the one that tests the most of it (relations, or claim (f)'s parts, with a test), then with
+  the firmest category (supported / not supported, then unresolved, underpowered, out of regime), then the name: a
+  study that tests less of a claim never decides it for being firmer. A replicate decides only when no original
+  tests the claim, and is otherwise shown as replication.
 - A claim's relations are the neighbour relations of the paper's chain (`A ≈ B ≥ C` has two). Each is taken from the
   deciding study's deciding measure, else from another original study that measured exactly that pair; with
   fewer than 2 paired seeds it is not tested. A measured pair across names no study ran (C-C-C-T ≫ ViT_REL over
@@ -198,8 +199,15 @@ def _ranked(cid: str, studies: Sequence[Study]) -> list[tuple[Study, ClaimVerdic
     """The studies that test claim `cid`, the deciding one first (originals before replicates)."""
     found = [(s, c) for s in studies if (c := _judged(s, cid)) is not None]
     originals = [x for x in found if not x[0].replicate_of] or found
-    return sorted(originals, key=lambda x: (_RANK.get(x[1].verdict, 9), -sum(map(_tested, _pairs(x[1]))),
-                                            x[0].folder))  # fmt: skip
+    return sorted(originals, key=lambda x: (-_coverage(x[1]), _RANK.get(x[1].verdict, 9), x[0].folder))
+
+
+def _coverage(claim: ClaimVerdict) -> int:
+    """How much of the claim a study tested: its parts with an estimate (claim (f)), else its judged pairs with a
+    test."""
+    if claim.parts is not None:
+        return sum(p.status not in _NOT_RUN and p.d is not None for p in claim.parts)
+    return sum(map(_tested, _pairs(claim)))
 
 
 def chain_relations(chain: str) -> tuple[tuple[str, str, str], ...] | None:
@@ -330,9 +338,15 @@ def _rows(cid: str, claim: ClaimVerdict, study: Study, ranked: Sequence[tuple[St
     measured = {m.name for _, c in ranked for e in c.evidence[:1] for m in e.members}
     rows = [_link_row(cid, link, ranked, studies, measured, pending) for link in links]
     names = [a for a, _, _ in links] + [links[-1][2]]
-    for p in pairs:  # pairs across names no study ran: the chain's ends, not the relations they span
-        if names.index(p.b) - names.index(p.a) > 1:
-            rows.append(_row_of(cid, f"{p.a} {p.paper} {p.b}", p, claim.evidence[0], study, studies, counts=False))
+    # pairs across names no study ran test the chain's ends, not the relations they span: each from the first study
+    # (deciding first) that measured it
+    spans: dict[tuple[str, str], tuple[Study, ClaimVerdict, Pair]] = {}
+    for s, c in ranked:
+        for p in _pairs(c):
+            if {p.a, p.b} <= set(names) and names.index(p.b) - names.index(p.a) > 1:
+                spans.setdefault((p.a, p.b), (s, c, p))
+    for s, c, p in spans.values():
+        rows.append(_row_of(cid, f"{p.a} {p.paper} {p.b}", p, c.evidence[0], s, studies, counts=False))
     return tuple(rows)
 
 

@@ -218,3 +218,65 @@ class ClaimVerdict:
                    None if parts is None else tuple(StemPart.from_json(p) for p in jf.items(parts)),
                    tag("scope"), tag("images"), tag("scale"), tag("status"), tag("status_why"),
                    not jf.before(data, "reason", "why"), tag("before_looks"))  # fmt: skip
+
+
+REPLICATION_RULE = (
+    "A claim is **replicated** only when the original's verdict is firm (supported or not supported) and the "
+    "replicate's own test, on fresh seeds and a fresh test draw judged alone by the same rule, reaches the same firm "
+    "verdict. A replicate whose own test is not firm, firm the other way, or not fresh (a seed or test draw "
+    "shared with the original) does not replicate it. An original that is not firm has nothing to replicate. The "
+    "pooled estimate (both studies' seeds, paired by seed) is description: it never decides the outcome."
+)
+
+
+@dataclass(frozen=True)
+class RelationEstimate:
+    """One relation's paired difference a − b (better direction) in one study: seeds, mean, 95% interval, status."""
+
+    relation: str  # "C-C vs C-T" (a chain claim's pair) or a claim (f) part's name
+    n: int
+    d: float | None
+    ci: tuple[float, float] | None
+    status: str  # holds, reversed, unresolved, equivalent, ...
+
+
+@dataclass(frozen=True)
+class Side:
+    """A claim as one study (original, replicate or pooled) judged it: verdict, measure and estimates."""
+
+    verdict: str
+    why: str
+    status: str  # confirmatory | exploratory ("" for the pooled judgement)
+    measure: str  # the deciding measure's label ("" for claim (f): its parts)
+    digits: int  # decimals the estimates print with
+    estimates: tuple[RelationEstimate, ...]
+
+
+@dataclass(frozen=True)
+class ClaimReplication:
+    """One claim in the original, the replicate and both pooled, and the outcome under REPLICATION_RULE."""
+
+    id: str
+    title: str
+    chain: str
+    original: Side | None
+    replicate: Side | None
+    pooled: Side | None
+    outcome: str  # REPLICATED | NOT_REPLICATED | NOTHING
+    why: str
+
+
+@dataclass(frozen=True)
+class Replication:
+    """The replicate's report section: the two studies' seeds and test draws, and every claim's outcome."""
+
+    study: str
+    original: str
+    original_seeds: tuple[int, ...]
+    seeds: tuple[int, ...]
+    original_draws: tuple[int, ...]
+    draws: tuple[int, ...]
+    fresh: str  # "" when seeds and test draws are disjoint, else what the two studies share
+    claims: tuple[ClaimReplication, ...]
+    rule: str = REPLICATION_RULE
+    missing: str = ""  # why the original could not be read (then no claims)

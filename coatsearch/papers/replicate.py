@@ -1,5 +1,5 @@
 """A replicate's claims beside the original's: each claim's estimates in the original, the replicate and both
-pooled, and whether the replicate replicated it (_REPLICATION_RULE): the replication protocol, judged here; the
+pooled, and whether the replicate replicated it (REPLICATION_RULE): the replication protocol, judged here; the
 report's markdown_replication only renders it.
 
 Every verdict and estimate comes from the report's own judging path (judging.judge_records: differences paired by
@@ -12,80 +12,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.papers.claim_results import ClaimVerdict
+from coatsearch.papers.claim_results import (
+    ClaimReplication,
+    ClaimVerdict,
+    RelationEstimate,
+    Replication,
+    Side,
+)
 from coatsearch.papers.judging import FIRM, Judged, judge_records
 from coatsearch.papers.standing import Standing
 
 REPLICATED = "replicated"
 NOT_REPLICATED = "not replicated"
 NOTHING = "original not firm: nothing to replicate"
-_REPLICATION_RULE = (
-    "A claim is **replicated** only when the original's verdict is firm (supported or not supported) and the "
-    "replicate's own test, on fresh seeds and a fresh test draw judged alone by the same rule, reaches the same firm "
-    "verdict. A replicate whose own test is not firm, firm the other way, or not fresh (a seed or test draw "
-    "shared with the original) does not replicate it. An original that is not firm has nothing to replicate. The "
-    "pooled estimate (both studies' seeds, paired by seed) is description: it never decides the outcome."
-)
-
-
-@dataclass(frozen=True)
-class RelationEstimate:
-    """One relation's paired difference a − b (better direction) in one study: seeds, mean, 95% interval, status."""
-
-    relation: str  # "C-C vs C-T" (a chain claim's pair) or a claim (f) part's name
-    n: int
-    d: float | None
-    ci: tuple[float, float] | None
-    status: str  # holds, reversed, unresolved, equivalent, ...
-
-
-@dataclass(frozen=True)
-class Side:
-    """A claim as one study (original, replicate or pooled) judged it: verdict, measure and estimates."""
-
-    verdict: str
-    why: str
-    status: str  # confirmatory | exploratory ("" for the pooled judgement)
-    measure: str  # the deciding measure's label ("" for claim (f): its parts)
-    digits: int  # decimals the estimates print with
-    estimates: tuple[RelationEstimate, ...]
-
-
-@dataclass(frozen=True)
-class ClaimReplication:
-    """One claim in the original, the replicate and both pooled, and the outcome under _REPLICATION_RULE."""
-
-    id: str
-    title: str
-    chain: str
-    original: Side | None
-    replicate: Side | None
-    pooled: Side | None
-    outcome: str  # REPLICATED | NOT_REPLICATED | NOTHING
-    why: str
-
-
-@dataclass(frozen=True)
-class Replication:
-    """The replicate's report section: the two studies' seeds and test draws, and every claim's outcome."""
-
-    study: str
-    original: str
-    original_seeds: tuple[int, ...]
-    seeds: tuple[int, ...]
-    original_draws: tuple[int, ...]
-    draws: tuple[int, ...]
-    fresh: str  # "" when seeds and test draws are disjoint, else what the two studies share
-    claims: tuple[ClaimReplication, ...]
-    rule: str = _REPLICATION_RULE
-    missing: str = ""  # why the original could not be read (then no claims)
 
 
 def outcome(original: str | None, replicate: str | None, fresh: str = "") -> tuple[str, str]:
-    """(outcome, why) of one claim under _REPLICATION_RULE from the two verdicts; `fresh`: what the studies share."""
+    """(outcome, why) of one claim under REPLICATION_RULE from the two verdicts; `fresh`: what the studies share."""
     if original not in FIRM:
         return NOTHING, f"the original is {original or 'not judged on this claim'}"
     if fresh:

@@ -9,18 +9,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from coatsearch.analysis import pareto, search_checks, search_results, speed_tables, spread
 from coatsearch.analysis import table_rows as TR
 from coatsearch.analysis import tables as TB
-from coatsearch.analysis.constants import ALPHA, LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE, VERDICT_ALPHA
+from coatsearch.analysis.constants import ALPHA, SPEED_SCORE, VERDICT_ALPHA
 from coatsearch.analysis.measure_results import RecipeCurves
 from coatsearch.analysis.tables import jsonable
 from coatsearch.papers import frames, judging, looks, optim, paper, rule_tables, summary_file
 from coatsearch.papers import measures as M
 from coatsearch.papers import verdicts as V
-from coatsearch.papers.claim_results import ClaimVerdict
+from coatsearch.papers.claim_results import ClaimVerdict, Replication
 from coatsearch.papers.claims import CAPACITY_SCORE, EDF_K, TRANSFER_SCORE
 from coatsearch.papers.standing import Standing
 from coatsearch.report import markdown as md
@@ -38,6 +37,7 @@ from coatsearch.report import view_measures as vm
 from coatsearch.report import view_speed as vs
 from coatsearch.report import view_study as vst
 from coatsearch.report.section import Report, ReportContext, Section, compute
+from coatsearch.report.summary import Rules, StudySummary
 from coatsearch.space.identity import recorded_content, recorded_profile, space_hash
 
 __all__ = ["SECTIONS", "Report", "render", "summarize", "write_report"]
@@ -61,7 +61,7 @@ SECTIONS: tuple[Section, ...] = (  # in report order
     Section(CAPACITY_SCORE, vm.capacity, mdm.capacity),
     Section(TRANSFER_SCORE, vm.transfer, mdm.transfer),
     Section("claims", vc.verdicts, mdc.verdicts),
-    Section("replication", lambda ctx: ctx.tables.get("replication"), mdr.section),
+    Section("replication", lambda ctx: ctx.summary.replication, mdr.section),
     Section("untested", vm.untested, mdm.untested),
     Section("optimizability", vc.optimizability, mdc.optimizability),
     Section("failures", vc.failures, mdc.failures),
@@ -98,11 +98,10 @@ def summarize(
     j = judging.judge_records(space, records, registered=registered)
     seen = looks.table(space, j.claims, earlier)
     j = replace(j, claims=looks.counted(j.claims, seen))  # LOOKS_RULE: a claim is supported after the looks only
-    t = tables(study, space, records, j)
-    more = {"search": found, "looks": seen,
-            "replication": _replication(study, space, records, j, original)}  # fmt: skip
-    ctx = ReportContext(study, space, j.frames, j, {**t, **more})
-    return Report(ctx.tables, compute(SECTIONS, ctx))
+    summary = replace(tables(study, space, records, j), search=found, looks=seen,
+                      replication=_replication(study, space, records, j, original))  # fmt: skip
+    ctx = ReportContext(study, space, j.frames, summary)
+    return Report(summary, compute(SECTIONS, ctx))
 
 
 def _space_ids(space: dict) -> dict:
@@ -113,59 +112,61 @@ def _space_ids(space: dict) -> dict:
             if content and content != sha else {}), **({"profile_sha256": mine} if mine else {})}  # fmt: skip
 
 
-def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> dict:
-    """The summary's tables (summary.json before the plan check), each computed once from the judged records."""
+def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> StudySummary:
+    """The study's summary from its own records (summarize adds what the studies beside it and its plan give), each
+    table computed once from the judged records."""
     fr, gen, rows, acc, dims, runs = j.frames, j.gen, j.rows, j.acc, j.dims, j.runs
     edf_rows, noise, done = j.edf, j.noise, fr.complete
     gaps = j.stems.gaps if j.stems else ()
     vit = optim.has_vit(done)
     cap = paper.capacity(fr.curves.get(CAPACITY_SCORE), done)
     claims, untested = paper.claim_notes(j.claims, cap), j.untested
-    return {
-        "study": study,
-        "space": _space_ids(space),
-        "environment": TB.environment(space, records),
-        "images": j.images,  # which images served which purpose (judging.purposes)
-        "registration": j.registration,  # the study against its registered analysis (judging.with_status)
-        "metrics": {k: vars(m) for k, m in TB.METRICS.items()},
-        "candidates": rows,
-        "size": spread.sizes(rows),
-        "primary_acc": acc,
-        "primary_label": TB.METRICS[acc].label if acc else "",
-        "rankings": V.rankings(rows, noise),
-        "v_table": V.v_table(rows),
-        "claims": claims,
-        "untested": untested,
-        "matched": gen,  # the matched-loss reading (its to_json: level, levels, table, never, key, out_of_regime)
-        CAPACITY_SCORE: cap,
-        TRANSFER_SCORE: paper.transfer(rows, done),
-        "pairing": paper.pairing(done),
-        "edge_warnings": M.edge_warnings(runs) if dims and runs is not None else (),
-        "curves": {score: _curves(space, fr, score) for score in TB.curve_scores()},
-        "search_dims": dims,
-        "edf": edf_rows,
-        "edf_k": EDF_K,
-        "optimizer_gap": gaps,
-        "peak": optim.peak(runs) if runs is not None else (),
-        "samples": optim.samples(records) if dims or vit else (),
-        LENGTH_SCORE: TB.length_rows(space, records),
-        "has_vit": vit,
-        "failures": TB.failures(records),
-        "pareto": pareto.front(space, records),
-        "rules": {
-            "rule_version": rule_tables.RULE_VERSION,  # the verdict rule this report was judged under
-            "relation": V.RELATION_RULE,
-            "verdict": V.VERDICT_RULE,
-            "method": V.METHOD,
-            "alpha": ALPHA,
-            "verdict_alpha": VERDICT_ALPHA,
-            "calibration": rule_tables.figures() if rows else None,  # committed tables: no simulator here
-            "aa": rule_tables.aa_figures() if rows else None,
-        },
-        ROBUSTNESS_SCORE: TB.robustness_rows(space, fr.records),
-        SPEED_SCORE: speed_tables.table(space, fr.records, fr.acc),
-        "matched_loss": paper.matched_points(fr.matched),  # curve points and ladder readings: the Fig. 1 figure
-    }
+    return StudySummary(
+        version=summary_file.SUMMARY_VERSION,
+        study=study,
+        space=_space_ids(space),
+        environment=TB.environment(space, records),
+        images=j.images,
+        registration=j.registration,
+        metrics=dict(TB.METRICS),
+        candidates=rows,
+        size=spread.sizes(rows),
+        primary_acc=acc,
+        primary_label=TB.METRICS[acc].label if acc else "",
+        rankings=tuple(V.rankings(rows, noise)),
+        v_table=V.v_table(rows),
+        claims=tuple(claims),
+        untested=untested,
+        matched=gen,
+        capacity=cap,
+        transfer=paper.transfer(rows, done),
+        pairing=paper.pairing(done),
+        edge_warnings=M.edge_warnings(runs) if dims and runs is not None else (),
+        curves={score: _curves(space, fr, score) for score in TB.curve_scores()},
+        search_dims=tuple(dims),
+        edf=edf_rows,
+        edf_k=EDF_K,
+        optimizer_gap=gaps,
+        peak=optim.peak(runs) if runs is not None else (),
+        samples=optim.samples(records) if dims or vit else (),
+        length=TB.length_rows(space, records),
+        has_vit=vit,
+        failures=TB.failures(records),
+        pareto=pareto.front(space, records),
+        rules=Rules(
+            rule_version=rule_tables.RULE_VERSION,  # the verdict rule this report was judged under
+            relation=V.RELATION_RULE,
+            verdict=V.VERDICT_RULE,
+            method=V.METHOD,
+            alpha=ALPHA,
+            verdict_alpha=VERDICT_ALPHA,
+            calibration=rule_tables.figures() if rows else None,  # committed tables: no simulator here
+            aa=rule_tables.aa_figures() if rows else None,
+        ),
+        robustness=TB.robustness_rows(space, fr.records),
+        speed=speed_tables.table(space, fr.records, fr.acc),
+        matched_loss=paper.matched_points(fr.matched),
+    )
 
 
 def render(report: Report, figures: dict[str, str]) -> str:
@@ -196,11 +197,8 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     registered, original = _registered(Path(studies_dir), study_name, space), _original(Path(studies_dir), study_name)
     table = _measured_table(Path(studies_dir), study_name, space)
     report = summarize(study_name, space, records, registered, earlier, original, table)
-    summary = {
-        "version": summary_file.SUMMARY_VERSION,
-        **report.summary,
-        "plan_check": _plan_check(Path(studies_dir), study_name, jsonable(report["environment"])),
-    }
+    summary = replace(report.summary, plan_check=_plan_check(Path(studies_dir), study_name,
+                                                              jsonable(report.summary.environment)))  # fmt: skip
     folder = report_folder(Path(reports_dir), study_name, Path(studies_dir))
     for name in ("report.md", "summary.json", *(f"{f}.png" for f in plots.FIGURES)):
         fsafe.check_plain(folder / name)  # a link or special file is refused before anything is written
@@ -209,7 +207,7 @@ def write_report(study_name: str, studies_dir: Path, reports_dir: Path, history:
     fsafe.write(path, render(report, figures))  # atomic, no link followed (coatsearch.fsafe)
     fsafe.write(folder / "summary.json", json.dumps(jsonable(summary), indent=1, ensure_ascii=False) + "\n")
     this = looks.ident(space)  # the looks record: every look counted here, and this one, for any later report
-    mine = looks_record.own(f"{folder.name}/summary.json", this, report["claims"])
+    mine = looks_record.own(f"{folder.name}/summary.json", this, report.summary.claims)
     looks_record.write(Path(reports_dir), [*mine, *earlier.looks])  # its own reading first: the newest
     return path
 
@@ -262,7 +260,8 @@ def _original(studies_dir: Path, name: str) -> Original | None:
         return Original(of, {}, [], None, missing=str(exc))
 
 
-def _replication(study: str, space: dict, records: TB.Records, j: judging.Judged, original: Original | None) -> Any:
+def _replication(study: str, space: dict, records: TB.Records, j: judging.Judged, original: Original | None
+                 ) -> Replication | None:  # fmt: skip
     """The replication section's Info (papers.replicate), None when the study is no replicate."""
     from coatsearch.papers import replicate as vr
     from coatsearch.space import search

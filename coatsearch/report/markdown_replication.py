@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from coatsearch.papers.replicate import REPLICATED, ClaimReplication, RelationEstimate, Replication, Side
+from coatsearch.papers.claim_results import ClaimReplication, RelationEstimate, Replication, Side
+from coatsearch.papers.replicate import REPLICATED
 from coatsearch.report.markdown import fmt_num, table
 from coatsearch.report.markdown_answer import VERDICT_MARK
 

@@ -4,9 +4,8 @@ number comes from the Info."""
 from __future__ import annotations
 
 from coatsearch.analysis.constants import ALPHA, VERDICT_ALPHA
-from coatsearch.analysis.search_checks import Mapped, Random
-from coatsearch.analysis.search_results import NOT_SHOWN, SAME, Arch, Searched, SearchResults
-from coatsearch.analysis.search_stats import Tau
+from coatsearch.analysis.search_results import NOT_SHOWN, SAME
+from coatsearch.analysis.search_types import Arch, Mapped, Random, Searched, SearchResults, Tau
 from coatsearch.analysis.stats import MAX_SEEDS
 from coatsearch.report import escape
 from coatsearch.report.markdown import table

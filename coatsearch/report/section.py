@@ -7,24 +7,23 @@ name the section (plots.FIGURES) draw the same Info.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from coatsearch.papers.frames import Frames
-from coatsearch.papers.judging import Judged
+from coatsearch.report.summary import StudySummary
 
 
 @dataclass(frozen=True)
 class ReportContext:
-    """What every section reads, computed once per report: the space record, the frames, the judged results
-    (judging.judge_records) and the summary tables (the values summary.json holds)."""
+    """What every section reads, computed once per report: the space record, the frames and the study's summary
+    (the values summary.json holds)."""
 
     study: str
     space: Mapping[str, Any]
     frames: Frames
-    judged: Judged
-    tables: Mapping[str, Any]
+    summary: StudySummary
 
 
 @dataclass(frozen=True)
@@ -37,20 +36,11 @@ class Section:
 
 
 @dataclass(frozen=True)
-class Report(Mapping[str, Any]):
-    """A computed report: every section's Info in report order, and the summary tables (read as a mapping)."""
+class Report:
+    """A computed report: the study's summary, and every section's Info in report order."""
 
-    summary: Mapping[str, Any]
+    summary: StudySummary
     infos: Mapping[str, Any]  # section name -> its Info, or None when the section has no data
-
-    def __getitem__(self, key: str) -> Any:
-        return self.summary[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.summary)
-
-    def __len__(self) -> int:
-        return len(self.summary)
 
 
 def compute(sections: tuple[Section, ...], ctx: ReportContext) -> dict[str, Any]:

@@ -6,9 +6,8 @@ what would decide it) and the complete runs, so that a reader of report.md sees 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis.measure_results import Detectable
@@ -18,6 +17,7 @@ from coatsearch.papers import categories as K
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.claim_results import ClaimVerdict
 from coatsearch.report.section import ReportContext
+from coatsearch.report.summary import StudySummary
 
 
 @dataclass(frozen=True)
@@ -46,19 +46,19 @@ class Answer:
 
 def answer(ctx: ReportContext) -> Answer | None:
     """The answer from the judged claims; None when the study judges no claim and marks none untestable."""
-    claims, untested = ctx.tables.get("claims") or [], ctx.tables.get("untested") or []
+    claims, untested = ctx.summary.claims, ctx.summary.untested
     if not claims and not untested:
         return None
     rows = tuple(Verdict(c.id, c.title, c.verdict, c.estimate, c.detectable, c.reason or c.why, c.decide,
                          c.status or "") for c in claims)  # fmt: skip
-    scores = [_score_of(c, ctx.tables) for c in claims]
+    scores = [_score_of(c, ctx.summary) for c in claims]
     return Answer(scale(ctx, [s for s in scores if s]), rows, tuple((u.id, u.reason) for u in untested),
-                  ctx.tables.get("search") is not None)  # fmt: skip
+                  ctx.summary.search is not None)  # fmt: skip
 
 
-def _score_of(claim: ClaimVerdict, tables: Mapping[str, Any]) -> str | None:
+def _score_of(claim: ClaimVerdict, summary: StudySummary) -> str | None:
     """The measure (metric key) a claim is decided on: its first evidence's, else the study's primary accuracy."""
-    return claim.evidence[0].key if claim.evidence else tables.get("primary_acc")
+    return claim.evidence[0].key if claim.evidence else summary.primary_acc
 
 
 def scale(ctx: ReportContext, keys: Sequence[str]) -> str:
@@ -110,15 +110,15 @@ class Regime:
 
 def regime(ctx: ReportContext) -> Regime | None:
     """The regime table of the judged claims; None without any."""
-    rows = tuple(r for c in ctx.tables.get("claims") or [] if (r := _regime_row(ctx, c)) is not None)
+    rows = tuple(r for c in ctx.summary.claims or [] if (r := _regime_row(ctx, c)) is not None)
     return Regime(rows) if rows else None
 
 
 def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
-    key = _score_of(claim, ctx.tables)
+    key = _score_of(claim, ctx.summary)
     if not key or key not in METRICS:
         return None
-    metric, group, rows = METRICS[key], key.split(".")[0], ctx.tables["candidates"]
+    metric, group, rows = METRICS[key], key.split(".")[0], ctx.summary.candidates
     batch = ((ctx.space.get("scores") or {}).get(group) or {}).get("batch_size")
     images, processed, epochs = set(), set(), set()
     for r in ctx.frames.complete:

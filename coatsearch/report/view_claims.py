@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.constants import LENGTH_SCORE
 from coatsearch.analysis.measure_results import BestRun, Detectable, HyperSamples
 from coatsearch.analysis.results import Estimate, Evidence
 from coatsearch.analysis.table_rows import LengthStability
@@ -123,17 +122,17 @@ class Verdicts:
 
 def verdicts(ctx: ReportContext) -> Verdicts | None:
     """The claim verdicts; None when the study covers no claim."""
-    found, rules = ctx.tables["claims"], ctx.tables["rules"]
+    found, rules = ctx.summary.claims, ctx.summary.rules
     if not found:
         return None
-    c: CalibrationFigures | None = rules.get("calibration")
+    c: CalibrationFigures | None = rules.calibration
     t = c.table if c else None
     cal = tuple(Calibrated(k, v.null_firm, v.null_n, v.null_firm_upper95, v.power, v.power_n,
                            t.stem_effect_sigma if k == "f" else t.effect_sigma, v.power_stressed)
                 for k, v in sorted(c.per_claim.items())) if c and t else None  # fmt: skip
     claims = tuple(claim_info(v) for v in found)
-    return Verdicts(rules["method"], rules["verdict"], t and t.rule_version, t and t.n_seeds, cal, claims,
-                    aa_info(rules.get("aa")))  # fmt: skip
+    return Verdicts(rules.method, rules.verdict, t and t.rule_version, t and t.n_seeds, cal, claims,
+                    aa_info(rules.aa))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -227,19 +226,19 @@ class Optimizability:
 
 def optimizability(ctx: ReportContext) -> Optimizability | None:
     """The optimizability blocks; None when the study has none of them, or no ViT, search or length runs."""
-    t = ctx.tables
-    gaps, dims = t["optimizer_gap"], tuple(t["search_dims"])
+    t = ctx.summary
+    gaps, dims = t.optimizer_gap, t.search_dims
     rows = tuple(GapRow(g.model_label, _run(g.adamw), _run(g.sgd), g.gap, g.n_adamw, g.n_sgd) for g in gaps)
     gap = Gap(rows) if any(g.n_sgd and g.n_adamw for g in rows) else None
     curves = tuple(EdfCurve(e.label, e.model_label, e.optimizer, e.n, e.within_k, e.delta, e.fraction)
-                   for e in t["edf"])  # fmt: skip
-    edf = Edf(dims, t["edf_k"], curves) if curves and dims else None
-    peak = tuple(r for p in t["peak"] if (r := _run(p))) if t["peak"] and (t["has_vit"] or dims) else None
-    samples = tuple(t["samples"])  # papers.optim.samples: typed already
-    info = Optimizability((t["primary_label"], t["primary_acc"]) if t["primary_acc"] else None, gap, edf,
-                          _length(t[LENGTH_SCORE]), peak, samples or None)  # fmt: skip
+                   for e in t.edf)  # fmt: skip
+    edf = Edf(dims, t.edf_k, curves) if curves and dims else None
+    peak = tuple(r for p in t.peak if (r := _run(p))) if t.peak and (t.has_vit or dims) else None
+    samples = t.samples
+    info = Optimizability((t.primary_label, t.primary_acc) if t.primary_acc else None, gap, edf,
+                          _length(t.length), peak, samples or None)  # fmt: skip
     shown = any(b is not None for b in (gap, edf, info.length, peak, info.samples))
-    return info if shown and (t["has_vit"] or dims or t[LENGTH_SCORE]) else None
+    return info if shown and (t.has_vit or dims or t.length) else None
 
 
 def _length(rows: Sequence[LengthStability]) -> Length | None:
@@ -276,12 +275,12 @@ class Failures:
 
 def failures(ctx: ReportContext) -> Failures | None:
     """The failed trials; None when every trial completed."""
-    rows = tuple(Failure(r.number, r.candidate, r.seed, r.state, r.reason) for r in ctx.tables["failures"])
+    rows = tuple(Failure(r.number, r.candidate, r.seed, r.state, r.reason) for r in ctx.summary.failures)
     return Failures(rows) if rows else None
 
 
 def looks(ctx: ReportContext) -> Looks | None:
     """The earlier-looks section's Info (papers.looks.table, built once with the summary); None when no claim
     was judged."""
-    t = ctx.tables.get("looks")
+    t = ctx.summary.looks
     return t if t is not None and t.claims else None

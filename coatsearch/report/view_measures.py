@@ -24,7 +24,7 @@ class Sized:
 
 def _scores(ctx: ReportContext, name: str, keys: tuple[str, ...]) -> tuple[Stat | None, ...]:
     """A candidate's mean ± sd of each key (None where not measured, or where the candidate has no row)."""
-    m: Mapping[str, Stat] = next((r["metrics"] for r in ctx.tables["candidates"] if r["candidate"] == name), {})
+    m: Mapping[str, Stat] = next((r["metrics"] for r in ctx.summary.candidates if r["candidate"] == name), {})
     return tuple(m.get(k) for k in keys)
 
 
@@ -65,14 +65,14 @@ class Matched:
 
 def matched(ctx: ReportContext) -> Matched | None:
     """The matched-loss reading; None when no candidate has step curves."""
-    g: MatchedLoss = ctx.tables["matched"]
+    g: MatchedLoss = ctx.summary.matched
     if not g.table and not g.never:
         return None
     rows = tuple(MatchedRow(_sized(ctx, r.candidate), r.runs, r.eval_acc, r.sd, r.censored_runs, r.lowest_level,
                             r.lowest_any, (r.lr_phase_min, r.lr_phase_max)) for r in g.table)  # fmt: skip
     # g.censored is left out, as report.md has always shown it (the summary's `matched` never held the notes)
     return Matched(tuple(METRICS[k] for k in SIZE_KEYS), g.levels, g.level, bool(g.table), rows,
-                   tuple(_sized(ctx, c) for c in g.never), g.key, g.out_of_regime, (), ctx.tables["matched_loss"],
+                   tuple(_sized(ctx, c) for c in g.never), g.key, g.out_of_regime, (), ctx.summary.matched_loss,
                    fit_of(ctx.space))  # fmt: skip
 
 
@@ -101,7 +101,7 @@ class Capacity:
 
 def capacity(ctx: ReportContext) -> Capacity | None:
     """The capacity section; None without capacity curves."""
-    cap = ctx.tables[CAPACITY_SCORE]
+    cap = ctx.summary.capacity
     if not cap:
         return None
     keys = tuple(m.key for m in SCORES[CAPACITY_SCORE].metrics)  # final train loss, eval acc
@@ -134,11 +134,11 @@ class Transfer:
 
 def transfer(ctx: ReportContext) -> Transfer | None:
     """The transfer section; None when no candidate measured transfer."""
-    if not ctx.tables[TRANSFER_SCORE]:
+    if not ctx.summary.transfer:
         return None
     keys = tuple(m.key for m in SCORES[TRANSFER_SCORE].metrics)
     rows = tuple(TransferRow(_sized(ctx, t.candidate), _scores(ctx, t.candidate, keys), t.target, t.cap,
-                             t.finetune_steps) for t in ctx.tables[TRANSFER_SCORE])  # fmt: skip
+                             t.finetune_steps) for t in ctx.summary.transfer)  # fmt: skip
     return Transfer(tuple(METRICS[k] for k in SIZE_KEYS), tuple(METRICS[k] for k in keys), rows)
 
 
@@ -151,7 +151,7 @@ class Untested:
 
 def untested(ctx: ReportContext) -> Untested | None:
     """The untested claims; None when the space marks none."""
-    found = ctx.tables["untested"]
+    found = ctx.summary.untested
     return Untested(tuple((u.id, u.title, u.verdict, u.reason) for u in found)) if found else None
 
 
@@ -165,5 +165,5 @@ class Edges:
 
 def edges(ctx: ReportContext) -> Edges | None:
     """Paired data and range warnings; None when there is neither."""
-    pairing, warn = ctx.tables.get("pairing") or [], ctx.tables.get("edge_warnings") or []
+    pairing, warn = ctx.summary.pairing, ctx.summary.edge_warnings
     return Edges(tuple(pairing), tuple(w.message for w in warn)) if pairing or warn else None

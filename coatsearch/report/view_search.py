@@ -10,17 +10,8 @@ import math
 from dataclasses import dataclass
 
 from coatsearch.analysis import stats as S
-from coatsearch.analysis.search_checks import Random
-from coatsearch.analysis.search_results import (
-    IMPORTANCE_SEEDS,
-    POWER,
-    SAME,
-    Arch,
-    Paired,
-    ParetoPoint,
-    Searched,
-    SearchResults,
-)
+from coatsearch.analysis.search_results import IMPORTANCE_SEEDS, POWER, SAME
+from coatsearch.analysis.search_types import Arch, Paired, ParetoPoint, Random, Searched, SearchResults
 from coatsearch.report.section import ReportContext
 
 Step = tuple[int, float | None, float]  # (trial number, seconds since the search's first trial started, value)
@@ -47,7 +38,7 @@ class SearchInfo:
 
 def search(ctx: ReportContext) -> SearchInfo | None:
     """The search section's Info, or None when the study searched nothing."""
-    found: SearchResults | None = ctx.tables.get("search")
+    found: SearchResults | None = ctx.summary.search
     if found is None:
         return None
     return SearchInfo(found, tuple(_view(one) for one in found.searched), len(IMPORTANCE_SEEDS))
@@ -110,7 +101,7 @@ class SearchAnswer:
 
 def answer(ctx: ReportContext) -> SearchAnswer | None:
     """The search's answer, or None when the study searched nothing."""
-    found: SearchResults | None = ctx.tables.get("search")
+    found: SearchResults | None = ctx.summary.search
     planned = int(((ctx.space.get("study") or {}).get("reevaluate") or {}).get("seeds") or 0)
     return None if found is None else answer_of(found, planned)
 

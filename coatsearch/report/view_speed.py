@@ -59,7 +59,7 @@ class Speed:
 
 def speed(ctx: ReportContext) -> Speed | None:
     """The measured-speed section; None when no trial measured speed."""
-    sp: SpeedTable | None = ctx.tables.get(SPEED_SCORE)
+    sp: SpeedTable | None = ctx.summary.speed
     if not sp:
         return None
     train, infer, lat, iqr = (m.key for m in SCORES[SPEED_SCORE].metrics[:4])  # the speed score's rates, in order
@@ -100,7 +100,7 @@ class Pareto:
 
 def pareto(ctx: ReportContext) -> Pareto | None:
     """The Pareto section; None for a single-objective study or one without complete runs."""
-    pf: ParetoFront | None = ctx.tables.get("pareto")
+    pf: ParetoFront | None = ctx.summary.pareto
     if not pf or not pf.rows:
         return None
     metrics = [METRICS.get(k) for k in pf.objectives]

@@ -9,15 +9,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.analysis.constants import BASELINES, ROBUSTNESS_SCORE
+from coatsearch.analysis.constants import BASELINES
 from coatsearch.analysis.measure_results import RecipeCurves
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
 from coatsearch.analysis.table_rows import EpochCurve
-from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat, StudyEnvironment
+from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat
 from coatsearch.papers.claim_results import Purposes
 from coatsearch.report.plots import FIGURES
 from coatsearch.report.section import ReportContext
+from coatsearch.report.summary import StudySummary
 from coatsearch.scores import table_keys, v_accs
 
 SIZE_KEYS = ("params", "macs")  # the model-size metrics every size column shows
@@ -38,7 +39,7 @@ class Header:
 
 def header(ctx: ReportContext) -> Header:
     """The header from the space record."""
-    sp = ctx.tables["space"]
+    sp = ctx.summary.space
     text = {k: sp[k].strip() if sp.get(k) else None for k in ("description", "scale")}
     return Header(ctx.study, text["description"], text["scale"], sp.get("space") or None, sp.get("profile"),
                   sp.get("source"))  # fmt: skip
@@ -109,7 +110,7 @@ class Setup:
 
 def setup(ctx: ReportContext) -> Setup:
     """The setup from the environment table (tables.StudyEnvironment)."""
-    e: StudyEnvironment = ctx.tables["environment"]
+    e, sp = ctx.summary.environment, ctx.summary.space
     study = e.study
     goals = tuple(zip(study.get("objectives") or (), study.get("directions") or (), strict=False))
     goals = goals or ((study.get("objective"), study.get("direction")),)
@@ -120,8 +121,8 @@ def setup(ctx: ReportContext) -> Setup:
     )  # fmt: skip
     return Setup(e.data, e.image_size, e.channels, e.classes, e.seeds, study, goals, e.counts, e.wall_total_s,
                  e.wall_per_trial, e.elapsed_s, e.hardware, e.versions, subsets,
-                 tuple(ctx.tables["space"].get(k) for k in ("source", "profile", "sha256")),
-                 _images(ctx.tables.get("images")), ctx.tables.get("registration"))  # fmt: skip
+                 (sp.get("source"), sp.get("profile"), sp.get("sha256")),
+                 _images(ctx.summary.images), ctx.summary.registration)  # fmt: skip
 
 
 def _images(i: Purposes | None) -> Images | None:
@@ -202,16 +203,16 @@ class Candidates:
 
 def candidates(ctx: ReportContext) -> Candidates:
     """The candidates table and its notes from the candidate rows, with what the section's figures draw."""
-    rows = ctx.tables["candidates"]
+    rows = ctx.summary.candidates
     keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
-    z = ctx.tables.get("size")
+    z = ctx.summary.size
     return Candidates(
         tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys),
         tuple(_candidate(r, keys) for r in rows),
-        tuple(ctx.tables["search_dims"]), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
-        z.big[1] / z.small[1] if z else None, _fired(rows), _claim_measures(ctx.tables),
-        tuple(_curve_set(score, c) for score, c in ctx.tables["curves"].items() if c),
-        tuple(RobustnessRow(r.candidate, r.severity, r.acc, r.corruptions) for r in ctx.tables[ROBUSTNESS_SCORE]),
+        tuple(ctx.summary.search_dims), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
+        z.big[1] / z.small[1] if z else None, _fired(rows), _claim_measures(ctx.summary),
+        tuple(_curve_set(score, c) for score, c in ctx.summary.curves.items() if c),
+        tuple(RobustnessRow(r.candidate, r.severity, r.acc, r.corruptions) for r in ctx.summary.robustness),
     )  # fmt: skip
 
 
@@ -223,11 +224,11 @@ def _candidate(r: dict, keys: list[str]) -> CandidateRow:
                         r["n"], tuple(m.get(k) for k in keys), m)  # fmt: skip
 
 
-def _claim_measures(tables: Mapping[str, Any]) -> tuple[str, ...]:
+def _claim_measures(summary: StudySummary) -> tuple[str, ...]:
     """The accuracy measures (%) the judged claims decide on, in claim order; the primary accuracy without any."""
-    keys = [c.evidence[0].key for c in tables.get("claims") or [] if c.evidence]
+    keys = [c.evidence[0].key for c in summary.claims if c.evidence]
     keys = [k for k in dict.fromkeys(keys) if METRICS[k].unit == "%"]
-    return tuple(keys) or ((tables["primary_acc"],) if tables.get("primary_acc") else ())
+    return tuple(keys) or ((summary.primary_acc,) if summary.primary_acc else ())
 
 
 def _curve_set(score: str, entries: Sequence[RecipeCurves] | Sequence[EpochCurve]) -> CurveSet:
@@ -274,10 +275,10 @@ class Rankings:
 
 def rankings(ctx: ReportContext) -> Rankings | None:
     """The rankings; None when the study ranks nothing."""
-    found = ctx.tables["rankings"]
+    found = ctx.summary.rankings
     if not found:
         return None
-    return Rankings(ctx.tables["rules"]["relation"], tuple(found))
+    return Rankings(ctx.summary.rules.relation, tuple(found))
 
 
 @dataclass(frozen=True)
@@ -286,11 +287,11 @@ class Split:
 
     variant: str
     candidate: str
-    depths: Any
+    depths: Sequence[int]
     size: tuple[Stat | None, ...]
     scores: tuple[Stat | None, ...]
-    paper_blocks: str
-    paper_top1: Any
+    paper_blocks: Sequence[int]
+    paper_top1: float
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,7 @@ class Splits:
 
 def v_table(ctx: ReportContext) -> Splits | None:
     """The depth splits; None without V1/V2."""
-    table = ctx.tables["v_table"]
+    table = ctx.summary.v_table
     if not table:
         return None
     accs = [k for k in v_accs() if any(v.score(k) is not None for v in table)]

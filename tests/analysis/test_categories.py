@@ -145,7 +145,7 @@ def test_report_leads_with_the_answer_then_the_verdict_and_regime_tables():
         "## Appendix: method, rule and calibration")  # fmt: skip
     assert text.index("## Appendix") < text.index("Method: Differences are paired by seed")
     a = next(r for r in report.infos["regime"].rows if r.claim == "(a)")
-    floor = V.floor_of("generalization.matched_acc", report["candidates"])
+    floor = V.floor_of("generalization.matched_acc", report.summary.candidates)
     assert a.images == (2000,) and a.epochs == (3.0,) and a.processed == (6000,) and a.in_regime
     assert a.best == "C-C-C-C" and a.best_value == pytest.approx(86.13, abs=0.01) and a.floor == pytest.approx(floor)
     assert "| (a)     | gen. eval acc at matched loss" in text and "| 70.5%" in text

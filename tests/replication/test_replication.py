@@ -17,6 +17,7 @@ from coatsearch.errors import UserError
 from coatsearch.papers import categories as K
 from coatsearch.papers import judging, registration
 from coatsearch.papers import replicate as vr
+from coatsearch.papers.claim_results import ClaimReplication
 from coatsearch.report.markdown_replication import section
 from coatsearch.storage import store
 from coatsearch.storage.trials import space_record
@@ -41,7 +42,7 @@ def _shifted(records: list, by: int) -> list:
     return out
 
 
-def _replication(original: dict, replicate: dict, by: int = 3) -> dict[str, vr.ClaimReplication]:
+def _replication(original: dict, replicate: dict, by: int = 3) -> dict[str, ClaimReplication]:
     theirs, ours = _shifted(layout_records(original), 0), _shifted(layout_records(replicate), by)
     judged = judging.judge_records(SPACE, ours)
     done = vr.compute("fab-rep", SPACE, ours, judged, "fab", SPACE, theirs, None)

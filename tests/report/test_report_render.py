@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import fields
 
 import pytest
 
+from coatsearch.analysis.constants import LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE
 from coatsearch.dashboard import save_report_note
 from coatsearch.errors import UserError
+from coatsearch.papers.claims import CAPACITY_SCORE, TRANSFER_SCORE
 from coatsearch.report import render, summarize, write_report
+from coatsearch.report.summary import StudySummary
 from coatsearch.storage.store import load_study
 from tests.report_records import AGREE, SPACE, layout_records, make_study, seeded, vit_records
 
@@ -45,6 +49,8 @@ def test_layout_study_report(tmp_path):
     assert not (folder / "edf.png").exists() and not (folder / "length.png").exists()
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["version"] == 1  # the summary's format (papers.summary_file.SUMMARY_VERSION)
+    assert list(summary) == [f.name for f in fields(StudySummary)]  # the file is the typed summary, key for field
+    assert {CAPACITY_SCORE, TRANSFER_SCORE, LENGTH_SCORE, ROBUSTNESS_SCORE, SPEED_SCORE} <= set(summary)
     assert summary["rules"]["alpha"] == 0.05 and summary["rules"]["verdict_alpha"] == 0.03
     assert all(v["null_firm"] <= 0.05 for v in summary["rules"]["calibration"]["per_claim"].values())
     assert {c["id"]: c["verdict"] for c in summary["claims"]} == dict.fromkeys("abcd", "supported")
@@ -103,10 +109,10 @@ def test_robustness_is_ranked_and_drawn_against_severity(tmp_path):
 
     recs = [record(2 * i + s, c, s, metrics(c, s)) for i, c in enumerate(("C-C-C-C", "C-T-T-T")) for s in (0, 1)]
     make_study(tmp_path / "studies", "rob", {**SPACE, "candidates": ["C-C-C-C", "C-T-T-T"]}, recs)
-    summary = summarize("rob", SPACE, recs)
-    (rank,) = [r for r in summary["rankings"] if r.key == "robustness.corrupt_acc"]
+    summary = summarize("rob", SPACE, recs).summary
+    (rank,) = [r for r in summary.rankings if r.key == "robustness.corrupt_acc"]
     assert [c for c, _ in rank.order] == ["C-C-C-C", "C-T-T-T"]
-    (row, _) = summary["robustness"]
+    (row, _) = summary.robustness
     assert row.severity == (0, 1, 2) and row.acc[2].mean == pytest.approx(100 * (0.8 - 2 * 0.105))
     path = write_report("rob", tmp_path / "studies", tmp_path / "reports")
     assert (path.parent / "robustness.png").read_bytes().startswith(PNG)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from coatsearch.analysis import speed_tables as SP
 from coatsearch.analysis.tables import jsonable
 from coatsearch.papers import frames
 from coatsearch.report import markdown_speed as MS
-from coatsearch.report import plots_speed
+from coatsearch.report import plots_speed, summarize
 from coatsearch.report import view_speed as VS
 from coatsearch.report.section import ReportContext
 from coatsearch.storage import record as R
@@ -45,7 +46,8 @@ def _records(truth=TRUTH, matched: bool = True, speed: bool = True) -> list[R.Tr
 
 def _speed(table: SP.SpeedTable | None) -> VS.Speed | None:
     """The speed section's Info from a speed table."""
-    return VS.speed(ReportContext("s", SPACE, frames.build(SPACE, []), {}, {"speed": table}))
+    summary = dataclasses.replace(summarize("s", SPACE, []).summary, speed=table)
+    return VS.speed(ReportContext("s", SPACE, frames.build(SPACE, []), summary))
 
 
 def test_pareto_front():

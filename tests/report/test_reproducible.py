@@ -237,7 +237,7 @@ def test_a_report_of_the_file_bytes_with_its_content_identity_stands_a_comment_e
 
     record = space_record(load_space(ROOT / SPACE, "default"))
     old = {k: v for k, v in record.items() if k != "space_content_sha256"}  # as recorded before content hashes
-    sp = summarize("s", old, []).summary["space"]
+    sp = summarize("s", old, []).summary.space
     assert sp["sha256"] == record["space_sha256"] and sp["content_sha256"] == record["space_content_sha256"]
     reports = _tree(tmp_path, {**sp, "source": SPACE})
     _comment_edit(tmp_path / SPACE)
@@ -254,7 +254,7 @@ def test_the_report_records_and_shows_the_space_hash(tmp_path):
 
     record = space_record(load_space(ROOT / SPACE, "default"))
     report = summarize("s", record, [])
-    sp = report.summary["space"]
+    sp = report.summary.space
     sha = record["space_content_sha256"]
     assert sp["sha256"] == sha and sp["profile"] == "default" and sp["source"] == str(ROOT / SPACE)
     from coatsearch.report import render

@@ -12,7 +12,7 @@ import pytest
 from coatsearch.analysis import search_stats as SS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.constants import VERDICT_ALPHA
-from coatsearch.analysis.search_checks import Random
+from coatsearch.analysis.search_types import Random
 from coatsearch.report import SECTIONS, render, section, summarize
 from coatsearch.report import view_search as VS
 from coatsearch.storage.trials import REEVAL
@@ -99,7 +99,8 @@ def test_a_search_without_reevaluation_says_so_and_gives_the_selection_biased_fi
 
 def test_the_answer_gives_the_random_baseline_and_the_searchs_regret():
     report, _ = study(fresh=2, lead=0.3, noise=2.0)
-    found = report["search"]
+    found = report.summary.search
+    assert found is not None
     nets = [SS.Network(n, 1, (m,)) for n, m in (("a", 84.0), ("b", 85.5), (found.searched[0].top[0].name, 86.0))]
     base = SS.random_baseline(nets, 2, True)
     searched = dataclasses.replace(found.searched[0], random=Random(base, nets[-1].name, 86.0, 0.0, "", (), "enum"))

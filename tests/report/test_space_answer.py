@@ -178,9 +178,13 @@ def test_relations_gathered_from_two_studies_state_their_joint_family(fabricated
     assert "jointly: C-C-T-T > C-T-T-T (of 2 held in their study)" in text  # C-C-C-T ≫ ViT_REL: Holm p 0.02
 
 
-def test_a_claim_with_every_relation_tested_but_some_not_held_never_reads_supported_on_all(fabricated) -> None:
-    """The default (supported) tests the extremes; a middle study tests the rest and two of them do not hold: the
-    page counts what held (2 of 4), names what did not, and the joint family includes the held pair across them."""
+def test_the_study_that_tests_more_of_a_claim_decides_it_and_a_partly_held_claim_never_reads_supported(
+    fabricated,
+) -> None:
+    """The default (supported) tests two relations; a middle study tests three, two of which do not hold. The middle
+    decides (it tests more of the claim: a firmer study that tests less never decides it), the page counts what held
+    (2 of 4), names what did not, keeps the default's held pair across the chain as its own row, and the joint family
+    includes that pair."""
     space, reports = fabricated
     mid = (_pair("C-C-C-T", "C-C-T-T", "≥", 0.5, "non-inferior"), _pair("C-C-T-T", "C-T-T-T", ">", 0.3, "unresolved"),
            _pair("C-T-T-T", "ViT_REL", "≫", 0.8, "unresolved"))  # fmt: skip
@@ -192,9 +196,11 @@ def test_a_claim_with_every_relation_tested_but_some_not_held_never_reads_suppor
         path.write_text(json.dumps({**json.loads(path.read_text()), "claims": [claim]}, ensure_ascii=False))
     info = _info(space, reports)
     a = next(c for c in info.claims if c.id == "a")
-    assert (a.category, a.untested, a.not_held) == ("supported", (), ("C-C-T-T > C-T-T-T", "C-T-T-T ≫ ViT_REL"))
+    assert (a.study, a.category, a.untested) == ("tiny-mid", "unresolved", ())
+    assert a.not_held == ("C-C-T-T > C-T-T-T", "C-T-T-T ≫ ViT_REL") and ("tiny", "supported") in a.others
+    assert a.held == ("C-C-C-C ≈ C-C-C-T", "C-C-C-T ≥ C-C-T-T") and a.across == ("C-C-C-T ≫ ViT_REL",)
     text = mdsp.page(info, "x")
-    assert "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL" in text and "on all 4" not in text
+    assert "claim (a) Claim a is **unresolved; 4 of 4 relations tested, plus C-C-C-T ≫ ViT_REL" in text
     assert a.sources == ("tiny", "tiny-mid") and a.held_strict == 1  # the held pair across them counts
 
 
@@ -234,7 +240,20 @@ def test_the_committed_paper_layouts_reports_give_a_page_with_a_and_its_middle_f
                            ("C-T-T-T ≫ ViT_REL", "not held")):  # fmt: skip
         (line,) = [x for x in block if f"| {middle} " in x]
         assert status in line and "paper_layouts-middle" in line, line
-    assert "claim (a) Generalization is **supported on 2 of 4 relations" in text and "**supported**" not in text
+    want = "claim (a) Generalization is **unresolved; 4 of 4 relations tested, plus C-C-C-T ≫ ViT_REL"
+    assert want in text and "**supported" not in text  # the middle study tests more of (a) than the default
     assert "not held: C-C-T-T > C-T-T-T, C-T-T-T ≫ ViT_REL" in text and "come from 2 studies" in text
     assert text == mdsp.page(space_answer.answer_page(space, ROOT / "reports"), "coatsearch answer "
                              "spaces/paper_layouts.yaml")  # fmt: skip
+
+
+@pytest.mark.committed
+def test_the_committed_vit_stems_page_takes_f_from_the_study_that_tests_most_of_its_parts() -> None:
+    """The default tests (f)'s gap alone (supported); the parts study tests gap, peak and training length
+    (unresolved): (f) is the parts study's, and the default's firmer verdict is named beside it, not taken."""
+    space = space_answer.read_space(ROOT / "spaces" / "vit_stems.yaml")
+    info = space_answer.answer_page(space, ROOT / "reports")
+    f = next(c for c in info.claims if c.id == "f")
+    assert (f.study, f.category) == ("vit_stems-parts", "unresolved") and ("vit_stems", "supported") in f.others
+    text = mdsp.page(info, "coatsearch answer spaces/vit_stems.yaml")
+    assert "is **unresolved; 3 of 4 parts tested**" in text and "supported on" not in text

@@ -76,10 +76,10 @@ def test_the_search_section_lists_the_pareto_front_of_the_found_architectures(mu
 
 
 def test_a_single_objective_search_has_no_front(tmp_path):
-    from coatsearch.analysis import search_results
+    from coatsearch.analysis import search_results, search_types
     from coatsearch.report import plots_search, view_search
 
     assert search_results._objectives({"objective": "generalization.eval_acc"}) == ()
-    found = search_results.SearchResults("generalization.eval_acc", "eval accuracy", "%", True, "tpe", (), ())
+    found = search_types.SearchResults("generalization.eval_acc", "eval accuracy", "%", True, "tpe", (), ())
     info = view_search.SearchInfo(found, (), 5)
     assert plots_search.front(info, tmp_path / "f.png") is None and not (tmp_path / "f.png").exists()
