@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -193,10 +193,15 @@ def eval_batch(device: torch.device, train_batch: int) -> int:
     return max(2 * train_batch, EVAL_BATCH_CUDA) if device.type == "cuda" else 2 * train_batch
 
 
+class LossAcc(NamedTuple):
+    """A model's mean cross-entropy and accuracy (a fraction) on a set of images."""
+
+    loss: float
+    acc: float
+
+
 @torch.inference_mode()
-def eval_tensors(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int, pad: bool = False
-) -> tuple[float, float]:
+def eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int, pad: bool = False) -> LossAcc:
     """(mean cross-entropy, accuracy) of `model` on device tensors: eval mode, inference_mode, channels_last
     batches, fp32 on every device (no autocast, no TF32: `full_precision`), one sync at the end.
 
@@ -222,7 +227,7 @@ def eval_tensors(
             hits += (logits.argmax(1) == yb).sum()
     model.train(was_training)
     n = max(1, len(y))
-    return loss.item() / n, hits.item() / n
+    return LossAcc(loss.item() / n, hits.item() / n)
 
 
 class _Measured(Protocol):

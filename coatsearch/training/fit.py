@@ -30,7 +30,7 @@ from tqdm import tqdm
 from coatsearch.errors import UserError
 from coatsearch.training import capture, checkpoint, checkpoint_policy
 from coatsearch.training.augment import augment_apply, augment_batch, augment_draws
-from coatsearch.training.curves import Curve, Evaluation, Meter, Stop, autocast, channels_last, eval_tensors
+from coatsearch.training.curves import Curve, Evaluation, LossAcc, Meter, Stop, autocast, channels_last, eval_tensors
 from coatsearch.training.data import TensorData
 from coatsearch.training.devices import parse_device, pick_device  # noqa: F401 - their home was here
 from coatsearch.training.history import EpochStats, History, NonFiniteLoss, finite_pair
@@ -97,7 +97,7 @@ def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
     return 0.5 * peak * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
 
 
-def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_size: int) -> tuple[float, float]:
+def evaluate(model: nn.Module, data: TensorData, device: torch.device, batch_size: int) -> LossAcc:
     """(mean cross-entropy, accuracy) of `model` on `data`, in eval mode without gradients."""
     return eval_tensors(model, data.x.to(device), data.y.to(device), batch_size)
 
