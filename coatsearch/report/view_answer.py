@@ -13,6 +13,7 @@ from typing import Any
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis.measure_results import Detectable
 from coatsearch.analysis.results import Estimate
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import METRICS, shape
 from coatsearch.papers import categories as K
 from coatsearch.papers import verdicts as V
@@ -118,7 +119,8 @@ def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
     key = _score_of(claim, ctx.tables)
     if not key or key not in METRICS:
         return None
-    metric, group, rows = METRICS[key], key.split(".")[0], ctx.tables["candidates"]
+    metric, group = METRICS[key], key.split(".")[0]
+    rows: Sequence[CandidateRow] = ctx.tables["candidates"]
     batch = ((ctx.space.get("scores") or {}).get(group) or {}).get("batch_size")
     images, processed, epochs = set(), set(), set()
     for r in ctx.frames.complete:
@@ -130,14 +132,13 @@ def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
         epochs |= {round(seen / n, 1)} if seen and n else set()
     names = {m.candidate for e in claim.evidence for m in e.members}
     sign = 1.0 if metric.better == "higher" else -1.0
-    mine = [r for r in rows if key in r["metrics"] and r["candidate"] not in CS.BASELINES
-            and (not names or r["candidate"] in names)]  # fmt: skip
-    best = max(mine, key=lambda r: sign * r["metrics"][key].mean, default=None)
-    cnn = next((r["metrics"][key].mean for r in rows if r["candidate"] == CS.BASELINES[-1] and key in r["metrics"]),
-               None)  # fmt: skip
+    mine = [r for r in rows if key in r.metrics and r.candidate not in CS.BASELINES
+            and (not names or r.candidate in names)]  # fmt: skip
+    best = max(mine, key=lambda r: sign * r.metrics[key].mean, default=None)
+    cnn = next((r.metrics[key].mean for r in rows if r.candidate == CS.BASELINES[-1] and key in r.metrics), None)
     out = claim.verdict == K.OUT_OF_REGIME
     why = (claim.reason or claim.why) if out else ""
     return RegimeRow(f"({claim.id})", metric.label, metric.unit, metric.digits, tuple(sorted(images)),
-                     tuple(sorted(processed)), tuple(sorted(epochs)), best["candidate"] if best else None,
-                     best["metrics"][key].mean if best else None, V.floor_of(key, rows), cnn, not out,
+                     tuple(sorted(processed)), tuple(sorted(epochs)), best.candidate if best else None,
+                     best.metrics[key].mean if best else None, V.floor_of(key, rows), cnn, not out,
                      why)  # fmt: skip

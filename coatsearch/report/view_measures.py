@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from coatsearch.analysis.measure_results import MatchedLoss, MatchedPoints, Pairing
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import METRICS, Metric, Stat
 from coatsearch.papers.claims import CAPACITY_SCORE, FIT_LOSS, TRANSFER_SCORE
 from coatsearch.papers.paper import fit_of
@@ -24,7 +25,8 @@ class Sized:
 
 def _scores(ctx: ReportContext, name: str, keys: tuple[str, ...]) -> tuple[Stat | None, ...]:
     """A candidate's mean ± sd of each key (None where not measured, or where the candidate has no row)."""
-    m: Mapping[str, Stat] = next((r["metrics"] for r in ctx.tables["candidates"] if r["candidate"] == name), {})
+    rows: Sequence[CandidateRow] = ctx.tables["candidates"]
+    m: Mapping[str, Stat] = next((r.metrics for r in rows if r.candidate == name), {})
     return tuple(m.get(k) for k in keys)
 
 
