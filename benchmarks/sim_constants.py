@@ -96,9 +96,9 @@ def main() -> None:
     level = judged.gen.level
     means = {}
     for row in judged.rows:
-        vals = [v for v in row["by_seed"].get(MATCHED_KEY, {}).values() if v is not None]
+        vals = [v for v in row.by_seed.get(MATCHED_KEY, {}).values() if v is not None]
         if vals:
-            means[row["candidate"]] = statistics.fmean(vals)
+            means[row.candidate] = statistics.fmean(vals)
     for name in sorted(set(steps) | set(sds)):
         st_ = steps.get(name, [])
         print(f"{name}: steps to {C.FIT_LOSS} nats median {statistics.median(st_) if st_ else float('nan'):.0f} "

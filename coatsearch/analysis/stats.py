@@ -41,7 +41,7 @@ class Noise:
     k: int  # candidates the noise was pooled over
 
 
-def noise(by_seed: dict[str, dict]) -> Noise | None:
+def noise(by_seed: Mapping[str, Mapping[Any, float]]) -> Noise | None:
     """Pooled noise from {candidate: {seed: value}}; None without residual degrees of freedom or spread."""
     cells = [(c, s, v) for c, vals in by_seed.items() for s, v in vals.items() if v is not None and math.isfinite(v)]
     if not cells:

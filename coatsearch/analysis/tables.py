@@ -19,8 +19,10 @@ from coatsearch.analysis import json_form
 from coatsearch.analysis.constants import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
 from coatsearch.analysis.results import Stat
 from coatsearch.analysis.table_rows import (
+    CandidateRow,
     CandidateRuns,
     EpochCurve,
+    GuardCounts,
     LengthStability,
     SeverityCurve,
     StoppedTrial,
@@ -141,14 +143,14 @@ def frame(space: dict, records: Records, derived: Mapping[int, Mapping[str, floa
     return pd.DataFrame(out, columns=cols)
 
 
-def _rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
+def _rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> tuple[CandidateRow, ...]:
     """Candidate rows from the long table: Stats and per-seed means without failed runs, and the regime guards."""
     long = long[long["candidate"].isin(list(idents))]  # a run whose candidate the study does not know is left out
     ok = long[~long["failed"].astype(bool)]
     agg = ok.groupby(["candidate", "key"], sort=False)["value"].agg(["mean", "std", "count"])
     per_seed: dict = {}
     for (cand, key, seed), v in ok.groupby(["candidate", "key", "seed"], sort=False)["value"].mean().items():
-        per_seed.setdefault((cand, key), {})[seed] = float(v)
+        per_seed.setdefault((cand, key), {})[int(seed)] = float(v)
     runs = long[long["group"] != ""].drop_duplicates(["candidate", "number", "group"])
     flags = pd.DataFrame(
         {
@@ -159,18 +161,21 @@ def _rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> list[dict]:
         }
     )
     guards = flags.groupby([runs["candidate"], runs["group"]], sort=False).sum()
-    rows = {name: {**ident, "metrics": {}, "by_seed": {}, "guards": {}} for name, ident in idents.items()}
+    metrics: dict[str, dict[str, Stat]] = {name: {} for name in idents}
+    by_seed: dict[str, dict[str, dict[int, float]]] = {name: {} for name in idents}
+    counts: dict[str, dict[str, GuardCounts]] = {name: {} for name in idents}
     for (name, key), mean, sd, n in agg.itertuples():
-        rows[name]["metrics"][key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
-        rows[name]["by_seed"][key] = per_seed[(name, key)]
-    for (name, group), *counts in guards.itertuples():
-        rows[name]["guards"][group] = dict(zip(guards.columns, map(int, counts), strict=True))
-    return list(rows.values())
+        metrics[name][key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
+        by_seed[name][key] = per_seed[(name, key)]
+    for (name, group), *flagged in guards.itertuples():
+        counts[name][group] = GuardCounts(*map(int, flagged))
+    return tuple(CandidateRow(**ident, metrics=metrics[name], by_seed=by_seed[name], guards=counts[name])
+                 for name, ident in idents.items())  # fmt: skip
 
 
 def candidate_rows(
     space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None
-) -> list[dict]:
+) -> tuple[CandidateRow, ...]:
     """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
     idents = {}
     for g in groups(space, records):
@@ -181,17 +186,17 @@ def candidate_rows(
             "model_label": runs[0].run.label,
             "layout": model.layout if model else "",
             "stages": model.stages if model else "",
-            "depths": list(model.depths) if model else [],
+            "depths": tuple(model.depths) if model else (),
             "budget_macs": model.budget_macs if model else None,
-            "optimizers": sorted({r.run.optimizer_name for r in runs}),
+            "optimizers": tuple(sorted({r.run.optimizer_name for r in runs})),
             "n": len(runs),
         }
     return _rows_from_frame(frame(space, records, derived), idents)
 
 
-def measured(rows: list[dict], key: str) -> bool:
+def measured(rows: Sequence[CandidateRow], key: str) -> bool:
     """Whether any candidate row has the metric."""
-    return any(key in r["metrics"] for r in rows)
+    return any(key in r.metrics for r in rows)
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,12 @@ CNN) and the environment's training subsets. Images processed and epochs stay in
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coatsearch.analysis import constants as CS
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import METRICS
 from coatsearch.papers import categories as K
 from coatsearch.papers import verdicts as V
@@ -51,9 +54,8 @@ def regime_row(claim: ClaimVerdict, summary: Summary) -> StudyRegime | None:
     digits = metric.digits if metric else 2
     sign = -1.0 if better == "lower" else 1.0
     best = max(e.members, key=lambda m: sign * m.stat.mean, default=None)
-    rows = [dict(r) for r in summary.candidates]
-    floor = V.floor_of(e.key, rows) if metric else None
-    cnn = _baseline_mean(rows, CS.BASELINES[-1], e.key)
+    floor = V.floor_of(e.key, summary.candidates) if metric else None
+    cnn = _baseline_mean(summary.candidates, CS.BASELINES[-1], e.key)
     value = best.stat.mean if best else None
     accuracy = e.unit == "%"
     room_floor = value - floor if accuracy and value is not None and floor is not None else None
@@ -62,11 +64,10 @@ def regime_row(claim: ClaimVerdict, summary: Summary) -> StudyRegime | None:
                      best.name if best else None, value, floor, cnn, room_floor, room_cnn, not out, why)  # fmt: skip
 
 
-def _baseline_mean(rows: list[dict], name: str, key: str) -> float | None:
-    """A baseline's mean on a measure in the summary's candidate rows (None where it has none)."""
-    row = next((r for r in rows if r.get("candidate") == name), None)
-    stat = (row.get("metrics") or {}).get(key) if row else None
-    return None if not stat or stat.get("mean") is None else float(stat["mean"])
+def _baseline_mean(rows: Sequence[CandidateRow], name: str, key: str) -> float | None:
+    """A baseline's mean on a measure in the summary's candidate rows (None where it has none, or a null one)."""
+    stat = next((r.stat(key) for r in rows if r.candidate == name), None)
+    return None if stat is None or math.isnan(stat.mean) else stat.mean
 
 
 def _images(summary: Summary, key: str) -> tuple[int, ...]:

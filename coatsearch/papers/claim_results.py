@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from coatsearch.analysis import json_form
 from coatsearch.analysis.measure_results import Detectable, EdfRow, OptimizerGap
 from coatsearch.analysis.results import Estimate, Evidence, Judgement, Stat
+from coatsearch.analysis.table_rows import CandidateRow, HasNames
+
+Row = TypeVar("Row", bound=HasNames)  # a candidate row, or a planned model (the planner resolves names too)
 
 
 @dataclass(frozen=True)
-class Resolved:
-    """The candidate row a paper name refers to (verdicts.resolve), and how, when not by its own name."""
+class Resolved(Generic[Row]):
+    """The row a paper name refers to (verdicts.resolve), and how, when not by its own name."""
 
-    row: Mapping[str, Any] | None  # a candidate row (analysis.tables.candidate_rows); None: no candidate is it
+    row: Row | None  # None: no candidate is it
     note: str = ""  # e.g. the V0 stand-in
 
 
@@ -29,15 +32,15 @@ class Named:
     """A measured model of a claim: the name the paper (or the pair) gives it and its candidate row."""
 
     name: str
-    row: Mapping[str, Any]  # a candidate row (analysis.tables.candidate_rows)
+    row: CandidateRow
 
 
 @dataclass(frozen=True)
-class RelPair:
+class RelPair(Generic[Row]):
     """Claim (e)'s pair (verdicts.rel_pairs): a candidate with relative attention and its 'norel' twin."""
 
-    on: Mapping[str, Any]  # candidate rows (analysis.tables.candidate_rows)
-    off: Mapping[str, Any]
+    on: Row
+    off: Row
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 from coatsearch.analysis import tables
 from coatsearch.analysis.measure_results import EdfRow, MatchedLoss, UntestedClaim
 from coatsearch.analysis.stats import MeasureNoises
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.papers import categories as K
 from coatsearch.papers import frames, optim, paper, stem
 from coatsearch.papers import measures as M
@@ -33,7 +34,7 @@ class Judged:
 
     frames: frames.Frames  # the shared tables (frames.build, once)
     gen: MatchedLoss  # the matched-loss reading (frames.matched): table, level, key candidates, out of regime
-    rows: list[dict]  # candidate rows (tables.candidate_rows, with the derived readings)
+    rows: tuple[CandidateRow, ...]  # tables.candidate_rows, with the derived readings
     acc: Any  # the runs table of the study's accuracy (frames.build)
     dims: list  # searched dimensions (optim.search_dims)
     runs: Any  # the runs table (None without runs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -26,6 +26,7 @@ from coatsearch.analysis.measure_results import (
     TransferStops,
     UntestedClaim,
 )
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import Records
 from coatsearch.papers import categories as K
 from coatsearch.papers import claims as C
@@ -176,16 +177,16 @@ def capacity(curves: pd.DataFrame | None, done: Records) -> CapacityReading | No
     return CapacityReading(r.order, r.stable, r.crossings, r.note, word, facts)
 
 
-def transfer(rows: list[dict], done: Records) -> tuple[TransferStops, ...]:
+def transfer(rows: Sequence[CandidateRow], done: Records) -> tuple[TransferStops, ...]:
     """Per candidate: how its pretraining runs stopped ("target" / "cap" counts) and the fine-tune step budget."""
     gain, stopped, steps = (SCORES[C.TRANSFER_SCORE].role(k) for k in ("gain", "stopped", "finetune_steps"))
     out = []
     for row in rows:
-        runs = [r for r in done if r.candidate == row["candidate"] and gain in r.run.keys()]
+        runs = [r for r in done if r.candidate == row.candidate and gain in r.run.keys()]
         if not runs:
             continue
         stops = [r.run.value(stopped) for r in runs]
-        out.append(TransferStops(row["candidate"], stops.count("target"), stops.count("cap"),
+        out.append(TransferStops(row.candidate, stops.count("target"), stops.count("cap"),
                                  tuple(sorted({r.run.value(steps) for r in runs}))))  # fmt: skip
     return tuple(out)
 

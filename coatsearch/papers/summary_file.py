@@ -16,6 +16,7 @@ from typing import Any
 
 from coatsearch.analysis import json_form
 from coatsearch.analysis.measure_results import UntestedClaim
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import StudyEnvironment
 from coatsearch.errors import UserError
 from coatsearch.papers.claim_results import ClaimVerdict
@@ -48,7 +49,7 @@ class Summary:
     space: Mapping[str, Any]  # source, profile, description, scale, input, sha256 (report._space_ids)
     environment: StudyEnvironment
     claims: tuple[ClaimVerdict, ...]
-    candidates: tuple[Mapping[str, Any], ...]  # analysis.tables.candidate_rows, as written
+    candidates: tuple[CandidateRow, ...]  # analysis.tables.candidate_rows
     curves: Mapping[str, Any]  # score -> mean curves (report._curves), as written
     pilots: tuple[str, ...]  # the claims this study's space pilots (its looks table's `this`)
     untested: tuple[UntestedClaim, ...] = ()  # the claims its profile marks untestable
@@ -77,7 +78,7 @@ def from_json(data: Mapping[str, Any], where: str) -> Summary:
             jf.mapping(data.get("space")),
             StudyEnvironment.from_json(jf.mapping(data.get("environment"))),
             tuple(ClaimVerdict.from_json(jf.mapping(c)) for c in jf.items(data.get("claims"))),
-            tuple(jf.mapping(r) for r in jf.items(data.get("candidates"))),
+            tuple(CandidateRow.from_json(jf.mapping(r)) for r in jf.items(data.get("candidates"))),
             jf.mapping(data.get("curves")),
             tuple(str(p) for p in jf.items(this.get("pilots"))),
             tuple(UntestedClaim.from_json(jf.mapping(u)) for u in jf.items(data.get("untested"))),

@@ -13,6 +13,7 @@ from scipy import stats as st
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.results import Evidence, Judgement, MeasureRanking, Member, Pair, Power, Relation
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import METRICS, Metric, floor_key, group_of
 from coatsearch.papers import categories as K
 from coatsearch.papers import claim_results as CR
@@ -28,6 +29,7 @@ def gain() -> str:
     return SCORES[C.TRANSFER_SCORE].role("gain")
 
 
+Rows = Sequence[CandidateRow]  # tables.candidate_rows
 _STRENGTH = {"≈": 0, "≥": 1, ">": 2, "≫": 3}
 
 METHOD = (
@@ -88,18 +90,18 @@ def _sign(metric: Metric) -> float:
     return 1.0 if metric.better == "higher" else -1.0
 
 
-def noises(rows: list[dict]) -> S.MeasureNoises:
+def noises(rows: Rows) -> S.MeasureNoises:
     """Pooled noise per measure, over every candidate but the baselines."""
-    rows = [r for r in rows if r["candidate"] not in CS.BASELINES]
-    keys = dict.fromkeys(k for r in rows for k in r["by_seed"])
-    return S.MeasureNoises(tuple((k, S.noise({r["candidate"]: r["by_seed"][k] for r in rows if k in r["by_seed"]}))
+    rows = [r for r in rows if r.candidate not in CS.BASELINES]
+    keys = dict.fromkeys(k for r in rows for k in r.by_seed)
+    return S.MeasureNoises(tuple((k, S.noise({r.candidate: r.by_seed[k] for r in rows if k in r.by_seed}))
                                for k in keys))  # fmt: skip
 
 
-def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> Relation:
+def compare(a: CandidateRow, b: CandidateRow, key: str, noise: S.Noise | None) -> Relation:
     """Ranking relation of row a to row b on one measure under RELATION_RULE (description, no correction)."""
     metric = METRICS[key]
-    res = S.paired(a["by_seed"][key], b["by_seed"][key], _sign(metric), noise, CS.ALPHA)
+    res = S.paired(a.by_seed[key], b.by_seed[key], _sign(metric), noise, CS.ALPHA)
     m = margin(metric)
     if res.ci is None or res.ci_equiv is None:
         symbol = "?"
@@ -110,28 +112,28 @@ def compare(a: dict, b: dict, key: str, noise: S.Noise | None) -> Relation:
     return Relation(symbol, res)
 
 
-def ranking(rows: list[dict], key: str, noise: S.Noise | None = None) -> MeasureRanking | None:
+def ranking(rows: Rows, key: str, noise: S.Noise | None = None) -> MeasureRanking | None:
     """Candidates ordered best first on one measure, with the relation between each pair of neighbours."""
     metric = METRICS[key]
-    items = [r for r in rows if key in r["metrics"]]
+    items = [r for r in rows if key in r.metrics]
     if not items:
         return None
-    items.sort(key=lambda r: -_sign(metric) * r["metrics"][key].mean)
+    items.sort(key=lambda r: -_sign(metric) * r.metrics[key].mean)
     rel = [compare(a, b, key, noise) for a, b in zip(items, items[1:], strict=False)]
     text = _fmt_item(items[0], key, metric)
     for r, x in zip(items[1:], rel, strict=True):
         text += f" {x.symbol} {_fmt_item(r, key, metric)}"
-    order = tuple((r["candidate"], r["metrics"][key]) for r in items)
+    order = tuple((r.candidate, r.metrics[key]) for r in items)
     return MeasureRanking(key, metric.label, metric.unit, metric.better, order, tuple(rel), text)
 
 
-def _fmt_item(row: dict, key: str, metric: Metric) -> str:
-    s = row["metrics"][key]
+def _fmt_item(row: CandidateRow, key: str, metric: Metric) -> str:
+    s = row.metrics[key]
     spread = f" ± {s.sd:.{metric.digits}f}" if s.sd is not None else ", n=1"
-    return f"{row['candidate']} ({s.mean:.{metric.digits}f}{spread})"
+    return f"{row.candidate} ({s.mean:.{metric.digits}f}{spread})"
 
 
-def rankings(rows: list[dict], noise_by_key: S.MeasureNoises | None = None) -> list[MeasureRanking]:
+def rankings(rows: Rows, noise_by_key: S.MeasureNoises | None = None) -> list[MeasureRanking]:
     """A ranking for every ranked measure the study has."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     return [r for key in ranked() if (r := ranking(rows, key, nz.of(key))) is not None]
@@ -143,21 +145,21 @@ def parse_chain(chain: str) -> tuple[list[str], list[str]]:
     return tokens[0::2], tokens[1::2]
 
 
-def resolve(name: str, rows: list[dict]) -> CR.Resolved:
-    """The candidate row a paper name refers to (exact name, V0 stand-in, or the one row with that model label)."""
-    by_name = {r["candidate"]: r for r in rows}
+def resolve(name: str, rows: Sequence[CR.Row]) -> CR.Resolved[CR.Row]:
+    """The row a paper name refers to (exact name, V0 stand-in, or the one row with that model label)."""
+    by_name = {r.candidate: r for r in rows}
     if name in by_name:
         return CR.Resolved(by_name[name])
-    if name == "V0" and (r := by_name.get(C.V0_STANDIN)) and r["layout"] == C.V0_STANDIN:
+    if name == "V0" and (r := by_name.get(C.V0_STANDIN)) and r.layout == C.V0_STANDIN:
         return CR.Resolved(r, f"'{C.V0_STANDIN}' stands in for V0 (no candidate named V0)")
-    same = [r for r in rows if r["model_label"] == name]
+    same = [r for r in rows if r.model_label == name]
     return CR.Resolved(same[0] if len(same) == 1 else None)
 
 
 def _pair(a: Named, b: Named, paper: str, key: str, noise: Any, claim: C.Claim) -> Pair:
     """One relation of the paper's order, measured: paired difference a − b (better direction) and its interval."""
     metric = METRICS[key]
-    res = S.paired(a.row["by_seed"][key], b.row["by_seed"][key], _sign(metric), noise, CS.ALPHA)
+    res = S.paired(a.row.by_seed[key], b.row.by_seed[key], _sign(metric), noise, CS.ALPHA)
     return Pair(a.name, b.name, paper, _STRENGTH[paper] >= 2, margin(metric, claim.margin), res)
 
 
@@ -221,20 +223,20 @@ def power(claim: C.Claim, key: str, pairs: Sequence[Pair], noise: S.Noise | None
     )
 
 
-def _floor_by_seed(key: str, rows: list[dict]) -> dict | None:
+def _floor_by_seed(key: str, rows: Rows) -> Mapping[int, float] | None:
     """The linear baseline's floor on an accuracy measure per seed (%): its fair floor where recorded, else its own
     value on the measure; None without one."""
     if METRICS[key].unit != "%":
         return None
-    base = next((r for r in rows if r["candidate"] == CS.BASELINES[0]), None)
+    base = next((r for r in rows if r.candidate == CS.BASELINES[0]), None)
     if base is None:
         return None
     fk = floor_key(key)
-    got = base["by_seed"].get(fk) if fk else None
-    return got or base["by_seed"].get(key)
+    got = base.by_seed.get(fk) if fk else None
+    return got or base.by_seed.get(key)
 
 
-def floor_of(key: str, rows: list[dict]) -> float | None:
+def floor_of(key: str, rows: Rows) -> float | None:
     """The linear baseline's mean floor on an accuracy measure (%), the matched-loss reading included; else None."""
     by_seed = _floor_by_seed(key, rows)
     return float(sum(by_seed.values()) / len(by_seed)) if by_seed else None
@@ -247,15 +249,15 @@ def must_learn(claim: C.Claim, named: Sequence[Named]) -> tuple[Named, ...]:
     return tuple(m for m in named if m.name in top) or tuple(named[:1])
 
 
-def _below_floor(named: Sequence[Named], key: str, rows: list[dict], where: str) -> list[str]:
+def _below_floor(named: Sequence[Named], key: str, rows: Rows, where: str) -> list[str]:
     """The regime guard against the fair linear floor on the claim's own measure, by interval (FLOOR_RULE)."""
     metric = METRICS[key]
     if metric.unit != "%":
         return []
     floor, label = _floor_by_seed(key, rows), metric.label + (f" {where}" if where else "")
-    have = [(m.name, m.row["by_seed"][key]) for m in named if key in m.row["by_seed"]]
+    have = [(m.name, m.row.by_seed[key]) for m in named if key in m.row.by_seed]
     if not floor:
-        ran = any(r["candidate"] == CS.BASELINES[0] for r in rows)
+        ran = any(r.candidate == CS.BASELINES[0] for r in rows)
         return [f"regime not checkable: no linear-baseline value on {label}"] if ran and have else []
     out = []
     for name, by_seed in have:
@@ -267,22 +269,22 @@ def _below_floor(named: Sequence[Named], key: str, rows: list[dict], where: str)
     return out
 
 
-def regime(claim: C.Claim, named: Sequence[Named], key: str, rows: list[dict], where: str = "") -> list[str]:
+def regime(claim: C.Claim, named: Sequence[Named], key: str, rows: Rows, where: str = "") -> list[str]:
     """Why the claim is out of regime on a measure: key candidates at chance, not above the linear baseline on
     the same measure and reading (`where`, e.g. 'at 0.1 nats'), not converged or not checkably converged."""
     group, out = group_of(key), []
     for name, row in ((m.name, m.row) for m in named):
-        g = row["guards"].get(group) or {}
-        if g.get("runs") and g.get("failed") == g.get("runs"):
+        g = row.guards.get(group)
+        if g and g.runs and g.failed == g.runs:
             out.append(f"{name}: every run failed to train (within {CS.CHANCE_POINTS:g} points of chance)")
-        if claim.needs_convergence and g.get("not_converged"):
-            out.append(f"{name}: {g['not_converged']} of {g['runs']} run(s) not converged")
-        if claim.needs_convergence and key in row["metrics"] and (g.get("unchecked") or not g):
-            runs = f"{g['unchecked']} of {g['runs']} run(s)" if g else "its runs"
+        if claim.needs_convergence and g and g.not_converged:
+            out.append(f"{name}: {g.not_converged} of {g.runs} run(s) not converged")
+        if claim.needs_convergence and key in row.metrics and (g is None or g.unchecked):
+            runs = f"{g.unchecked} of {g.runs} run(s)" if g else "its runs"
             out.append(f"{name}: convergence not checkable for {runs} (curve too short or missing)")
     out += _below_floor(named, claim.floor_on if METRICS[key].unit != "%" and claim.floor_on else key, rows, where)
     up = gain()
-    gains = [m.row["metrics"][up].mean for m in named if up in m.row["metrics"]] if group == group_of(up) else []
+    gains = [m.row.metrics[up].mean for m in named if up in m.row.metrics] if group == group_of(up) else []
     if gains and max(gains) <= 0:
         out.append(
             f"pretraining helped no key candidate (mean {METRICS[up].label} {max(gains):+.1f} points at best: "
@@ -299,7 +301,7 @@ def overfits(claim: C.Claim, named: Sequence[Named]) -> list[str]:
         return []
     fit, held = claim.overfit
     out = []
-    for name, m in ((x.name, x.row["metrics"]) for x in named):
+    for name, m in ((x.name, x.row.metrics) for x in named):
         if fit not in m and held not in m:
             continue
         if fit not in m or held not in m:
@@ -312,7 +314,7 @@ def overfits(claim: C.Claim, named: Sequence[Named]) -> list[str]:
     return out
 
 
-def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: Sequence[Named], rows: list[dict], noise: Any,
+def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: Sequence[Named], rows: Rows, noise: Any,
              rho: Any, extra: tuple[str, ...] = (), where: str = "", gate: Sequence[Named] | None = None
              ) -> Evidence:  # fmt: skip
     """One measure's evidence on a claim: members, judged pairs, power (rho None: skipped), regime, verdict.
@@ -327,8 +329,8 @@ def evidence(claim: C.Claim, key: str, measured: Sequence[Pair], named: Sequence
     pw = pw if rho is not None else None
     equiv = equivalence_note(pairs, claim)
     group = group_of(key)
-    guards = tuple({"name": m.name, **m.row["guards"][group]} for m in named if group in m.row["guards"])
-    members = tuple(Member(m.name, m.row["candidate"], m.row["metrics"][key]) for m in named if key in m.row["metrics"])
+    guards = tuple({"name": m.name, **vars(m.row.guards[group])} for m in named if group in m.row.guards)
+    members = tuple(Member(m.name, m.row.candidate, m.row.metrics[key]) for m in named if key in m.row.metrics)
     rho = rho or (None, None)
     return Evidence(key, metric.label, metric.unit, rho[0], rho[1], members, pairs, pw, guards, tuple(reasons),
                     claim.needs_convergence, found, equiv)  # fmt: skip
@@ -356,14 +358,15 @@ def equivalence_note(pairs: Sequence[Pair], claim: C.Claim) -> str:
     )
 
 
-def _order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], noise: Any, describe: bool = True,
-                   extra: tuple[str, ...] = (), where: str = "") -> Evidence | None:  # fmt: skip
+def _order_evidence(claim: C.Claim, resolved: dict[str, CandidateRow], key: str, rows: Rows, noise: Any,
+                    describe: bool = True, extra: tuple[str, ...] = (), where: str = "",
+                    ) -> Evidence | None:  # fmt: skip
     """Measured vs paper order on one measure, between neighbouring measured models of the chain.
 
     describe=False leaves out rho and power (description only): the verdicts are the same, computed faster.
     """
     names, syms = parse_chain(claim.chain)
-    idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in resolved[n]["by_seed"]]
+    idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in resolved[n].by_seed]
     if len(idx) < 2:
         return None
     pairs = []
@@ -374,7 +377,7 @@ def _order_evidence(claim: C.Claim, resolved: dict, key: str, rows: list[dict], 
     for s in syms:
         level.append(level[-1] + (s != "≈"))
     sign = _sign(METRICS[key])
-    claimed, measured = [-level[i] for i, _ in idx], [sign * resolved[n]["metrics"][key].mean for _, n in idx]
+    claimed, measured = [-level[i] for i, _ in idx], [sign * resolved[n].metrics[key].mean for _, n in idx]
     rho = S.spearman([float(v) for v in claimed], measured) if describe else None
     named = [Named(n, resolved[n]) for n in names if n in resolved]
     return evidence(claim, key, pairs, named, rows, noise, rho, extra, where)
@@ -413,7 +416,7 @@ def _unjudged(claim: C.Claim, resolved: dict, extra: tuple[str, ...], notes: lis
     return _head(claim, found, (), notes)
 
 
-def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: S.MeasureNoises | None = None, describe: bool = True,
+def chain_claim(claim: C.Claim, rows: Rows, noise_by_key: S.MeasureNoises | None = None, describe: bool = True,
                 extra: tuple[str, ...] = (), where: str = "") -> ClaimVerdict | None:  # fmt: skip
     """Verdict on an ordering claim (extra: out-of-regime reasons found upstream; where: the matched reading, e.g.
     'at 0.1 nats'), None without any of its models."""
@@ -431,7 +434,7 @@ def chain_claim(claim: C.Claim, rows: list[dict], noise_by_key: S.MeasureNoises 
     return _combine(claim, evidences, notes) or _unjudged(claim, resolved, extra, notes)
 
 
-def rel_pairs(rows: list[dict]) -> tuple[CR.RelPair, ...]:
+def rel_pairs(rows: Sequence[CR.Row]) -> tuple[CR.RelPair[CR.Row], ...]:
     """(with rel-pos, without) candidate pairs: a name with 'norel' and the same name without it."""
 
     def base(name: str) -> str:
@@ -439,21 +442,21 @@ def rel_pairs(rows: list[dict]) -> tuple[CR.RelPair, ...]:
         return re.sub(r"[-_ ]?(no)?rel(pos)?[-_ ]?", "", name.lower())
 
     pairs = []
-    for off in (r for r in rows if C.NOREL_TAG in r["candidate"].lower()):
-        twin = base(off["candidate"])
-        on = [r for r in rows if C.NOREL_TAG not in r["candidate"].lower() and base(r["candidate"]) == twin]
+    for off in (r for r in rows if C.NOREL_TAG in r.candidate.lower()):
+        twin = base(off.candidate)
+        on = [r for r in rows if C.NOREL_TAG not in r.candidate.lower() and base(r.candidate) == twin]
         if len(on) == 1:
             pairs.append(CR.RelPair(on[0], off))
     return tuple(pairs)
 
 
-def rel_claim(rows: list[dict], noise_by_key: S.MeasureNoises | None = None, describe: bool = True
+def rel_claim(rows: Rows, noise_by_key: S.MeasureNoises | None = None, describe: bool = True
               ) -> ClaimVerdict | None:  # fmt: skip
     """Verdict on 'relative attention helps' from the with/without pairs, or None when there are none."""
     nz = noises(rows) if noise_by_key is None else noise_by_key
     claim, found = C.REL_CLAIM, []
     for key in claim.measures:
-        both = [p for p in rel_pairs(rows) if key in p.on["by_seed"] and key in p.off["by_seed"]]
+        both = [p for p in rel_pairs(rows) if key in p.on.by_seed and key in p.off.by_seed]
         if not both:
             continue
         pairs = [_pair(_own(p.on), _own(p.off), ">", key, nz.of(key), claim) for p in both]
@@ -464,30 +467,29 @@ def rel_claim(rows: list[dict], noise_by_key: S.MeasureNoises | None = None, des
     return _combine(claim, found, [])
 
 
-def _own(row: Mapping[str, Any]) -> Named:
+def _own(row: CandidateRow) -> Named:
     """A candidate row under its own name."""
-    return Named(row["candidate"], row)
+    return Named(row.candidate, row)
 
 
-def v_table(rows: list[dict]) -> tuple[CR.DepthSplit, ...]:
+def v_table(rows: Rows) -> tuple[CR.DepthSplit, ...]:
     """V0/V1/V2 (Table 7) rows: depths, params, MACs, eval accuracies and the paper's top-1; () without V1/V2."""
-    names = {r["candidate"] for r in rows}
-    if not {"V1", "V2"} & names:
+    by_name = {r.candidate: r for r in rows}
+    if not {"V1", "V2"} & set(by_name):
         return ()
-    out, by_name = [], {r["candidate"]: r for r in rows}
+    out = []
     for variant, paper in C.TABLE7.items():
         found = resolve(variant, rows) if variant == "V0" else CR.Resolved(by_name.get(variant))
         if (row := found.row) is None:
             continue
-        m = row["metrics"]
-        scores = tuple((k, m.get(k)) for k in ("params", "macs", *v_accs()))  # single-run scores' headlines
-        out.append(CR.DepthSplit(variant, row["candidate"], found.note, row["depths"], scores,
+        scores = tuple((k, row.stat(k)) for k in ("params", "macs", *v_accs()))  # single-run scores' headlines
+        out.append(CR.DepthSplit(variant, row.candidate, found.note, row.depths, scores,
                                  cast(Sequence[int], paper["blocks"]), cast(float, paper["top1"])))  # fmt: skip
     return tuple(out)
 
 
 def all_claims(
-    rows: list[dict], stem: StemTables | None, noise_by_key: S.MeasureNoises | None = None, describe: bool = True,
+    rows: Rows, stem: StemTables | None, noise_by_key: S.MeasureNoises | None = None, describe: bool = True,
     regime_a: Sequence[str] = (), level_a: float | None = None,
 ) -> list[ClaimVerdict]:  # fmt: skip
     """Verdicts on every claim of papers.md §3 that the study covers, in the paper's order (a-f).

@@ -116,7 +116,7 @@ def matched_preps(space: Space) -> list:
 class ModelRows:
     """A space's candidates as the verdict rules resolve names (planner.model_rows), and what each measures."""
 
-    rows: tuple[dict, ...]  # candidate, model_label, layout, optimizer, sampled: the keys verdicts.resolve reads
+    rows: tuple[power.ModelRow, ...]
     measures: Mapping[str, set[str]]  # candidate -> the metric keys it records (power.measured_keys)
 
 
@@ -124,8 +124,7 @@ def model_rows(space: Space) -> ModelRows:
     """Candidate rows as the verdict rules resolve names (candidate, model label, layout) and what each measures."""
     from coatsearch.vocab.specs import model_label
 
-    rows = tuple({"candidate": c.name, "model_label": model_label(c.spec), "layout": c.layout,
-                  "optimizer": c.resolve()[1].optimizer, "sampled": bool(c.dims)}
+    rows = tuple(power.ModelRow(c.name, model_label(c.spec), c.layout, c.resolve()[1].optimizer, bool(c.dims))
                  for c in space.candidates)  # fmt: skip
     return ModelRows(rows, {c.name: power.measured_keys(c.scores) for c in space.candidates})
 

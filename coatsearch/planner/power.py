@@ -14,7 +14,7 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from scipy.stats import linregress
 
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.errors import UserError
 from coatsearch.papers import claims as C
 from coatsearch.papers import stem, summary_file
@@ -54,10 +55,22 @@ class Earlier:
 
     source: str  # "study" | "report" | "pilot"
     where: str
-    rows: list
+    rows: Sequence[CandidateRow]
     curves: dict  # score -> report.paper.mean_curves rows (candidate, step, train_loss, eval_acc)
     steps: dict = dataclasses.field(default_factory=dict)  # candidate -> run phase -> median steps (from storage)
     stem: StemNoise | None = None  # claim (f)'s gap contrast, when the earlier study tested it
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A space's candidate before it runs, as the verdict rules resolve its name (verdicts.resolve), with its
+    optimizer and whether it samples dimensions (planner.model_rows)."""
+
+    candidate: str
+    model_label: str
+    layout: str
+    optimizer: str
+    sampled: bool  # it has search dimensions: its trials sample them
 
 
 @dataclass(frozen=True)
@@ -171,7 +184,7 @@ def from_report(reports_dir: Path, name: str) -> Earlier | None:
 
 def _earlier_of(summary: summary_file.Summary, path: Path) -> Earlier | None:
     """The Earlier of a report's summary (None without candidate rows)."""
-    rows, curves = [dict(r) for r in summary.candidates], dict(summary.curves)
+    rows, curves = summary.candidates, dict(summary.curves)
     steps: dict[str, dict[str, float]] = {}
     for score, means in curves.items():  # a candidate's longest run: an upper estimate
         for m in means or []:
@@ -199,10 +212,10 @@ def measured_keys(scores: object) -> set[str]:
     return {k for k in METRICS if k.split(".", 1)[0] in on}
 
 
-def _deciding(claim: C.Claim, rows: list[dict], keys: dict[str, set[str]]) -> tuple[str | None, list[str], int]:
+def _deciding(claim: C.Claim, rows: Sequence[ModelRow], keys: dict[str, set[str]]) -> tuple[str | None, list[str], int]:
     """(measure, models measured on it in chain order, key relations) the report would decide the claim on."""
     names, syms = V.parse_chain(claim.chain)
-    resolved = {n: r["candidate"] for n in names if (r := V.resolve(n, rows).row) is not None}
+    resolved = {n: r.candidate for n in names if (r := V.resolve(n, rows).row) is not None}
     for key in claim.measures:
         idx = [(i, n) for i, n in enumerate(names) if n in resolved and key in keys[resolved[n]]]
         if len(idx) >= 2:
@@ -345,9 +358,9 @@ def _ok(ok: bool) -> str:
 
 @dataclass(frozen=True)
 class _Setting:
-    """What every claim's plan reads: the candidate rows, what each measures, planned steps, seeds, the noise."""
+    """What every claim's plan reads: the space's models, what each measures, planned steps, seeds, the noise."""
 
-    rows: list[dict]
+    rows: Sequence[ModelRow]
     keys: dict[str, set[str]]
     planned: dict[str, dict[str, int]]
     seeds: int
@@ -357,7 +370,7 @@ class _Setting:
     siblings: tuple[Earlier, ...] = ()
 
 
-def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier: Earlier | None,
+def plan_claims(rows: Sequence[ModelRow], keys: dict, planned: dict, seeds: int, earlier: Earlier | None,
                 effect: float | None, level: float = REGIME_LOSS, siblings: tuple[Earlier, ...] = ()
                 ) -> list[ClaimPlan]:  # fmt: skip
     """Every claim the space's models touch, at `seeds` seeds: its deciding measure, power and regime.
@@ -368,10 +381,10 @@ def plan_claims(rows: list[dict], keys: dict, planned: dict, seeds: int, earlier
     out = [_chain(c, at) for c in C.CHAIN_CLAIMS]
     pairs = V.rel_pairs(rows)
     if pairs:
-        members = [r["candidate"] for p in pairs for r in (p.on, p.off)]
+        members = [r.candidate for p in pairs for r in (p.on, p.off)]
         key = next((k for k in C.REL_CLAIM.measures if all(k in keys[m] for m in members)), None)
         out.append(_claim(C.REL_CLAIM, key, members, len(pairs), at))
-    if set(_STEM_MODELS) <= {r["model_label"] for r in rows}:
+    if set(_STEM_MODELS) <= {r.model_label for r in rows}:
         out.append(_stem(at))
     return [c for c in out if c is not None]
 
@@ -385,8 +398,8 @@ def _stem(at: _Setting) -> ClaimPlan:
     Holm family of the gap, the peak part (the same fixed recipes) and one EDF part per optimizer with sampled ViT
     runs. Its noise is an earlier study's contrast, else the prior; its regime is that study's cells against the
     linear baseline. The peak and length parts are sized by the report, not here."""
-    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r["model_label"] in _STEM_MODELS]
-    family = 2 + len({r["optimizer"] for r in vit if r.get("sampled")})
+    claim, vit = C.STEM_CLAIM, [r for r in at.rows if r.model_label in _STEM_MODELS]
+    family = 2 + len({r.optimizer for r in vit if r.sampled})
     head = (claim.id, claim.title, STEM_MEASURE, _STEM_MODELS, 1, at.seeds)
     earlier = at.earlier
     if earlier is not None and (gap := earlier.stem) is not None:
@@ -437,7 +450,7 @@ def _claim(claim: C.Claim, key: str | None, models: list[str], relations: int, a
 
 def _ran(earlier: Earlier, key: str, models: list[str]) -> bool:
     """Whether an earlier study measured `key`'s paired noise on every one of `models` (candidate names)."""
-    ran = {r["candidate"] for r in earlier.rows if len(r["by_seed"].get(key) or ()) >= 2}
+    ran = {r.candidate for r in earlier.rows if len(r.by_seed.get(key) or ()) >= 2}
     return set(models) <= ran and V.noises(earlier.rows).of(key) is not None
 
 
@@ -450,9 +463,9 @@ def siblings(reports_dir: Path, space: str, *skip: str) -> tuple[Earlier, ...]:
     return tuple(e for n in names if (e := from_report(root, n)) is not None)
 
 
-def _measured(rows: list[dict], keys: dict, key: str) -> int:
+def _measured(rows: Sequence[ModelRow], keys: dict, key: str) -> int:
     """How many candidates (regime baselines left out) measure `key`."""
-    return sum(1 for r in rows if r["candidate"] not in CS.BASELINES and key in keys[r["candidate"]])
+    return sum(1 for r in rows if r.candidate not in CS.BASELINES and key in keys[r.candidate])
 
 
 def _family(claim: str, models: tuple | list, relations: int) -> int:

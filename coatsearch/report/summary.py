@@ -33,7 +33,7 @@ from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.search_types import SearchResults
 from coatsearch.analysis.speed_tables import SpeedTable
 from coatsearch.analysis.spread import Sizes
-from coatsearch.analysis.table_rows import EpochCurve, LengthStability, SeverityCurve, StoppedTrial
+from coatsearch.analysis.table_rows import CandidateRow, EpochCurve, LengthStability, SeverityCurve, StoppedTrial
 from coatsearch.analysis.tables import StudyEnvironment
 from coatsearch.papers.claim_results import ClaimVerdict, DepthSplit, Purposes, Replication
 from coatsearch.papers.looks import Looks
@@ -68,7 +68,7 @@ class StudySummary:
     images: Purposes  # which images served which purpose (judging.purposes)
     registration: str  # the study against its registered analysis (judging.with_status)
     metrics: Mapping[str, Metric]  # every metric's declaration (analysis.tables.METRICS)
-    candidates: list[dict]  # analysis.tables.candidate_rows
+    candidates: tuple[CandidateRow, ...]  # analysis.tables.candidate_rows
     size: Sizes | None
     primary_acc: str | None  # the accuracy the study is judged by
     primary_label: str

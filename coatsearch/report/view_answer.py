@@ -130,14 +130,13 @@ def _regime_row(ctx: ReportContext, claim: ClaimVerdict) -> RegimeRow | None:
         epochs |= {round(seen / n, 1)} if seen and n else set()
     names = {m.candidate for e in claim.evidence for m in e.members}
     sign = 1.0 if metric.better == "higher" else -1.0
-    mine = [r for r in rows if key in r["metrics"] and r["candidate"] not in CS.BASELINES
-            and (not names or r["candidate"] in names)]  # fmt: skip
-    best = max(mine, key=lambda r: sign * r["metrics"][key].mean, default=None)
-    cnn = next((r["metrics"][key].mean for r in rows if r["candidate"] == CS.BASELINES[-1] and key in r["metrics"]),
-               None)  # fmt: skip
+    mine = [r for r in rows if key in r.metrics and r.candidate not in CS.BASELINES
+            and (not names or r.candidate in names)]  # fmt: skip
+    best = max(mine, key=lambda r: sign * r.metrics[key].mean, default=None)
+    cnn = next((r.metrics[key].mean for r in rows if r.candidate == CS.BASELINES[-1] and key in r.metrics), None)
     out = claim.verdict == K.OUT_OF_REGIME
     why = (claim.reason or claim.why) if out else ""
     return RegimeRow(f"({claim.id})", metric.label, metric.unit, metric.digits, tuple(sorted(images)),
-                     tuple(sorted(processed)), tuple(sorted(epochs)), best["candidate"] if best else None,
-                     best["metrics"][key].mean if best else None, V.floor_of(key, rows), cnn, not out,
+                     tuple(sorted(processed)), tuple(sorted(epochs)), best.candidate if best else None,
+                     best.metrics[key].mean if best else None, V.floor_of(key, rows), cnn, not out,
                      why)  # fmt: skip

@@ -24,7 +24,7 @@ class Sized:
 
 def _scores(ctx: ReportContext, name: str, keys: tuple[str, ...]) -> tuple[Stat | None, ...]:
     """A candidate's mean ± sd of each key (None where not measured, or where the candidate has no row)."""
-    m: Mapping[str, Stat] = next((r["metrics"] for r in ctx.summary.candidates if r["candidate"] == name), {})
+    m: Mapping[str, Stat] = next((r.metrics for r in ctx.summary.candidates if r.candidate == name), {})
     return tuple(m.get(k) for k in keys)
 
 

@@ -13,7 +13,7 @@ from coatsearch.analysis.constants import BASELINES
 from coatsearch.analysis.measure_results import RecipeCurves
 from coatsearch.analysis.results import MeasureRanking
 from coatsearch.analysis.spread import Sizes
-from coatsearch.analysis.table_rows import EpochCurve
+from coatsearch.analysis.table_rows import CandidateRow, EpochCurve
 from coatsearch.analysis.tables import METRICS, Counts, Hardware, Metric, Stat
 from coatsearch.papers.claim_results import Purposes
 from coatsearch.report.plots import FIGURES
@@ -134,8 +134,9 @@ def _images(i: Purposes | None) -> Images | None:
 
 
 @dataclass(frozen=True)
-class CandidateRow:
-    """One candidate: identity, size (params, MACs, budget error) and each table score as mean ± sd over runs."""
+class CandidateEntry:
+    """One candidate's line of the candidates table: identity, size (params, MACs, budget error) and each table
+    score as mean ± sd over runs."""
 
     candidate: str
     layout: str  # its layout, with the model's label where that differs
@@ -190,7 +191,7 @@ class Candidates:
 
     size_metrics: tuple[Metric, ...]  # params, MACs, budget error
     columns: tuple[Metric, ...]  # the table scores any candidate measured, in registry order
-    rows: tuple[CandidateRow, ...]
+    rows: tuple[CandidateEntry, ...]
     search_dims: tuple[str, ...]
     baselines: tuple[str, ...]  # the regime baselines among the rows
     sizes: Sizes | None
@@ -204,24 +205,23 @@ class Candidates:
 def candidates(ctx: ReportContext) -> Candidates:
     """The candidates table and its notes from the candidate rows, with what the section's figures draw."""
     rows = ctx.summary.candidates
-    keys = [k for k in table_keys() if any(k in r["metrics"] for r in rows)]  # the registry as it is now
+    keys = [k for k in table_keys() if any(k in r.metrics for r in rows)]  # the registry as it is now
     z = ctx.summary.size
     return Candidates(
         tuple(METRICS[k] for k in (*SIZE_KEYS, "budget_error")), tuple(METRICS[k] for k in keys),
         tuple(_candidate(r, keys) for r in rows),
-        tuple(ctx.summary.search_dims), tuple(r["candidate"] for r in rows if r["candidate"] in BASELINES), z,
+        tuple(ctx.summary.search_dims), tuple(r.candidate for r in rows if r.candidate in BASELINES), z,
         z.big[1] / z.small[1] if z else None, _fired(rows), _claim_measures(ctx.summary),
         tuple(_curve_set(score, c) for score, c in ctx.summary.curves.items() if c),
         tuple(RobustnessRow(r.candidate, r.severity, r.acc, r.corruptions) for r in ctx.summary.robustness),
     )  # fmt: skip
 
 
-def _candidate(r: dict, keys: list[str]) -> CandidateRow:
-    """One candidate row: its layout named with the model's label where that differs, size and scores."""
-    label = r["layout"] + (f" ({r['model_label']})" if r["model_label"] != r["layout"] else "")
-    m = r["metrics"]
-    return CandidateRow(r["candidate"], label, r["stages"], tuple(m.get(k) for k in (*SIZE_KEYS, "budget_error")),
-                        r["n"], tuple(m.get(k) for k in keys), m)  # fmt: skip
+def _candidate(r: CandidateRow, keys: list[str]) -> CandidateEntry:
+    """One candidate's line: its layout named with the model's label where that differs, size and scores."""
+    label = r.layout + (f" ({r.model_label})" if r.model_label != r.layout else "")
+    return CandidateEntry(r.candidate, label, r.stages, tuple(r.stat(k) for k in (*SIZE_KEYS, "budget_error")), r.n,
+                          tuple(r.stat(k) for k in keys), r.metrics)  # fmt: skip
 
 
 def _claim_measures(summary: StudySummary) -> tuple[str, ...]:
@@ -243,11 +243,11 @@ def _curve_set(score: str, entries: Sequence[RecipeCurves] | Sequence[EpochCurve
     return CurveSet(score, "epoch", lines)
 
 
-def _fired(rows: list[dict]) -> dict[str, tuple[str, ...]]:
+def _fired(rows: Sequence[CandidateRow]) -> dict[str, tuple[str, ...]]:
     """Every regime guard that fired, per guard field: 'candidate group k/runs'."""
     return {
-        field: tuple(f"{r['candidate']} {group} {g[field]}/{g['runs']}" for r in rows
-                     for group, g in r.get("guards", {}).items() if g[field])
+        field: tuple(f"{r.candidate} {group} {getattr(g, field)}/{g.runs}" for r in rows
+                     for group, g in r.guards.items() if getattr(g, field))
         for field in GUARD_FIELDS
     }  # fmt: skip
 
@@ -287,7 +287,7 @@ class Split:
 
     variant: str
     candidate: str
-    depths: Sequence[int]
+    depths: str  # as the table shows them: [S1, ..., S4]
     size: tuple[Stat | None, ...]
     scores: tuple[Stat | None, ...]
     paper_blocks: Sequence[int]
@@ -310,7 +310,7 @@ def v_table(ctx: ReportContext) -> Splits | None:
     if not table:
         return None
     accs = [k for k in v_accs() if any(v.score(k) is not None for v in table)]
-    rows = tuple(Split(v.variant, v.candidate, v.depths, tuple(v.score(k) for k in SIZE_KEYS),
+    rows = tuple(Split(v.variant, v.candidate, str(list(v.depths)), tuple(v.score(k) for k in SIZE_KEYS),
                        tuple(v.score(k) for k in accs), v.paper_blocks, v.paper_top1)
                  for v in table)  # fmt: skip
     notes = tuple(v.note for v in table if v.note)

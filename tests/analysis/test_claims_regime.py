@@ -112,7 +112,7 @@ def test_claim_a_never_vanishes_when_every_candidate_is_censored():
 
 def test_a_claim_with_one_model_measured_is_not_tested_not_dropped():
     only = seeded({"generalization.eval_acc": {"C-C-C-C": 0.86}})
-    rows = [r for r in judging.judge_records(SPACE, stepped(only)).rows if r["candidate"] == "C-C-C-C"]
+    rows = [r for r in judging.judge_records(SPACE, stepped(only)).rows if r.candidate == "C-C-C-C"]
     b = V.chain_claim(V.C.CHAIN_CLAIMS[1], rows)
     assert b.verdict == "not tested at this scale" and "measured models: C-C-C-C" in b.why
     assert V.chain_claim(V.C.CHAIN_CLAIMS[3], rows) is None  # none of V0/V1/V2: not this study's claim

@@ -9,6 +9,7 @@ import torch
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis import tables
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.papers import claims as C
 from coatsearch.papers import verdicts as V
 from coatsearch.training.data import TensorData
@@ -16,7 +17,7 @@ from coatsearch.training.floor import C_GRID, RECIPE, Floor, linear_floor
 from tests.report_records import AGREE, SPACE, layout_records, seeded
 
 
-def rows_of(values: dict) -> list[dict]:
+def rows_of(values: dict) -> tuple[CandidateRow, ...]:
     return tables.candidate_rows(SPACE, layout_records(values))
 
 
@@ -55,7 +56,7 @@ def test_a_matched_reading_the_linear_model_cannot_reach_is_held_against_its_fai
     matched = AGREE["generalization.matched_acc"]
     fair = seeded({"generalization.floor_acc": {"baseline-linear": 0.90}})
     rows = rows_of({**AGREE, "generalization.matched_acc": matched, **fair})
-    assert "generalization.matched_acc" not in next(r for r in rows if r["candidate"] == CS.BASELINES[0])["by_seed"]
+    assert "generalization.matched_acc" not in next(r for r in rows if r.candidate == CS.BASELINES[0]).by_seed
     assert V.floor_of("generalization.matched_acc", rows) == pytest.approx(90.0, abs=0.2)
     a = V.all_claims(rows, None)[0]
     assert a.verdict == "out of regime" and "C-C-C-C not shown above the fair linear floor" in a.why

@@ -8,7 +8,7 @@ import pytest
 
 from coatsearch.analysis import run_frames as RF
 from coatsearch.analysis import tables
-from coatsearch.analysis.table_rows import SubsetUse
+from coatsearch.analysis.table_rows import CandidateRow, GuardCounts, SubsetUse
 from coatsearch.papers import measures as M
 from coatsearch.papers import optim
 from coatsearch.storage import record as R
@@ -16,8 +16,8 @@ from coatsearch.storage.record import TrialRecord
 from tests.report_records import AGREE, SPACE, failed, layout_records, record, vit_records, with_derived
 
 
-def _row(rows: list[dict], name: str) -> dict:
-    return next(r for r in rows if r["candidate"] == name)
+def _row(rows: tuple[CandidateRow, ...], name: str) -> CandidateRow:
+    return next(r for r in rows if r.candidate == name)
 
 
 def test_stat_mean_sd_and_single_run():
@@ -31,17 +31,17 @@ def test_stat_mean_sd_and_single_run():
 
 def test_candidate_rows_in_space_order_with_display_units():
     rows = tables.candidate_rows(SPACE, layout_records())
-    assert [r["candidate"] for r in rows] == list(SPACE["candidates"])
+    assert [r.candidate for r in rows] == list(SPACE["candidates"])
     cctt = _row(rows, "C-C-T-T")
-    acc = cctt["metrics"]["generalization.eval_acc"]
+    acc = cctt.metrics["generalization.eval_acc"]
     assert acc.n == 3 and acc.mean == pytest.approx(84.1)  # fractions shown as percent
     assert acc.sd == pytest.approx(0.1322876)  # sample sd of 83.95, 84.15, 84.2
-    assert cctt["by_seed"]["generalization.eval_acc"] == pytest.approx({0: 83.95, 1: 84.15, 2: 84.2})
-    assert cctt["metrics"]["capacity.train_loss"].mean == pytest.approx(0.101 + 0.001 / 3)  # losses unscaled
-    assert cctt["metrics"]["macs"].mean == pytest.approx(12.0)  # millions
-    assert "transfer.finetune_acc" not in _row(rows, "ViT_REL")["metrics"]  # not measured → absent
-    assert _row(rows, "C-C-C-C")["n"] == 3  # the failed seed-3 trial is not a run
-    assert cctt["guards"]["generalization"] == {"runs": 3, "failed": 0, "not_converged": 0, "unchecked": 0}
+    assert cctt.by_seed["generalization.eval_acc"] == pytest.approx({0: 83.95, 1: 84.15, 2: 84.2})
+    assert cctt.metrics["capacity.train_loss"].mean == pytest.approx(0.101 + 0.001 / 3)  # losses unscaled
+    assert cctt.metrics["macs"].mean == pytest.approx(12.0)  # millions
+    assert "transfer.finetune_acc" not in _row(rows, "ViT_REL").metrics  # not measured → absent
+    assert _row(rows, "C-C-C-C").n == 3  # the failed seed-3 trial is not a run
+    assert cctt.guards["generalization"] == GuardCounts(runs=3, failed=0, not_converged=0, unchecked=0)
 
 
 def test_counts_and_failure_reasons():

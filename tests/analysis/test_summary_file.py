@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch.analysis.results import MeasureRanking
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.analysis.tables import StudyEnvironment, jsonable
 from coatsearch.errors import UserError
 from coatsearch.papers import summary_file
@@ -27,6 +28,8 @@ def _round_trips(data: dict) -> None:
         assert jsonable(MeasureRanking.from_json(ranking)) == ranking
     assert jsonable(StudyEnvironment.from_json(data["environment"])) == data["environment"]
     assert jsonable(Purposes.from_json(data["images"])) == data["images"]
+    for row in data["candidates"]:
+        assert jsonable(CandidateRow.from_json(row)) == row
 
 
 def test_a_written_summary_reads_back_to_the_same_data(tmp_path: Path) -> None:
@@ -39,7 +42,8 @@ def test_a_written_summary_reads_back_to_the_same_data(tmp_path: Path) -> None:
     assert [(c.id, c.verdict) for c in summary.claims] == [(c["id"], c["verdict"]) for c in data["claims"]]
     assert summary.claims[0].evidence[0].pairs  # the judged pairs, typed: what the earlier looks read
     assert summary.environment.counts.total == data["environment"]["counts"]["total"] == 17  # 5 × 3 seeds + 2 failed
-    assert [r["candidate"] for r in summary.candidates] == [r["candidate"] for r in data["candidates"]]
+    assert [r.candidate for r in summary.candidates] == [r["candidate"] for r in data["candidates"]]
+    assert all(set(r.by_seed[k]) <= set(summary.environment.seeds) for r in summary.candidates for k in r.by_seed)
 
 
 @pytest.mark.committed

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from coatsearch.analysis import tables
+from coatsearch.analysis.table_rows import CandidateRow, GuardCounts
 from coatsearch.papers import categories as K
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.paper import NOT_TESTED
@@ -27,7 +28,7 @@ from tests.report_records import (
 SPLITS = seeded({"generalization.eval_acc": {"C-C-T-T": 0.841, "V2": 0.839, "V1": 0.801}})
 
 
-def _rows(values: dict, space: dict = SPACE) -> list[dict]:
+def _rows(values: dict, space: dict = SPACE) -> tuple[CandidateRow, ...]:
     return tables.candidate_rows(space, layout_records(values))
 
 
@@ -35,8 +36,8 @@ def _claims(values: dict) -> dict[str, dict]:
     return {c.id: c for c in V.all_claims(_rows(values), None)}
 
 
-def _row(name: str, **by_seed) -> dict:
-    return {"candidate": name, "model_label": name, "layout": name, "metrics": {}, "by_seed": by_seed, "guards": {}}
+def _row(name: str, **by_seed) -> CandidateRow:
+    return CandidateRow(name, name, name, "", (), None, (), 0, {}, by_seed, {})
 
 
 def test_compare_symbols_from_paired_differences():
@@ -64,7 +65,7 @@ def test_ranking_orders_best_first_with_paired_symbols():
     assert gap.text.startswith("C-C-C-C (5.1 ± 0.2) ≈ C-C-C-T (5.2 ± 0.1) >")
     loss = V.ranking(rows, "capacity.train_loss", V.noises(rows).of("capacity.train_loss"))
     assert loss is not None and loss.order[0][0] == "C-C-T-T" and loss.order[-1][0] == "C-C-C-C"
-    measured = {k for r in rows for k in r["metrics"]}  # every ranked measure the rows have, in registry order
+    measured = {k for r in rows for k in r.metrics}  # every ranked measure the rows have, in registry order
     assert [r.key for r in V.rankings(rows)] == [k for k in ranked() if k in measured]
     # summary.json holds the ranking as it did when it was a dict: key order, order entries, relations
     data = gap.to_json()
@@ -129,7 +130,7 @@ def test_second_measure_contradicting_the_first_makes_it_unresolved():
 
 def test_claim_needs_two_models_and_a_key_relation():
     only = seeded({"generalization.matched_acc": {"C-C-C-C": 0.86, "C-C-C-T": 0.85}})
-    rows = [r for r in _rows(only) if r["candidate"] in ("C-C-C-C", "C-C-C-T")]
+    rows = [r for r in _rows(only) if r.candidate in ("C-C-C-C", "C-C-C-T")]
     a = V.chain_claim(V.C.CHAIN_CLAIMS[0], rows)
     assert a.verdict == K.UNDERPOWERED and "no strict relation" in a.why and a.decide == K.NEEDS_RELATION
     assert V.chain_claim(V.C.CHAIN_CLAIMS[2], rows) is None  # no transfer scores, no C-T-T-T: not covered
@@ -145,11 +146,11 @@ def test_run_at_chance_is_left_out_and_all_at_chance_is_out_of_regime():
             m["generalization.eval_acc"] = 0.11
 
     rows = tables.candidate_rows(SPACE, _records_with(one_at_chance))
-    cttt = next(r for r in rows if r["candidate"] == "C-T-T-T")
-    assert cttt["guards"]["generalization"] == {"runs": 3, "failed": 1, "not_converged": 0, "unchecked": 0}
-    assert cttt["metrics"]["generalization.gap"].n == 2 and set(cttt["by_seed"]["generalization.gap"]) == {1, 2}
-    assert set(cttt["by_seed"]["generalization.matched_acc"]) == {1, 2}  # claim (a)'s measure: left out too
-    assert cttt["metrics"]["capacity.eval_acc"].n == 3  # another run of the trial: kept
+    cttt = next(r for r in rows if r.candidate == "C-T-T-T")
+    assert cttt.guards["generalization"] == GuardCounts(runs=3, failed=1, not_converged=0, unchecked=0)
+    assert cttt.metrics["generalization.gap"].n == 2 and set(cttt.by_seed["generalization.gap"]) == {1, 2}
+    assert set(cttt.by_seed["generalization.matched_acc"]) == {1, 2}  # claim (a)'s measure: left out too
+    assert cttt.metrics["capacity.eval_acc"].n == 3  # another run of the trial: kept
 
     def all_at_chance(name):
         def edit(r, m):
@@ -210,12 +211,12 @@ def test_v_table_against_table7():
     assert [v.variant for v in table] == ["V0", "V1", "V2"]
     v0, v1 = table[0], table[1]
     assert v0.candidate == "C-C-T-T" and v0.note and v0.paper_top1 == 84.1
-    assert v1.depths == [1, 1, 9, 1] and v1.paper_blocks == [2, 2, 2, 18, 2]
+    assert v1.depths == (1, 1, 9, 1) and v1.paper_blocks == [2, 2, 2, 18, 2]
     assert v1.score("generalization.eval_acc").mean == pytest.approx(80.1)  # V1's jitter averages to 0
     assert V.v_table(_rows(AGREE)) == ()  # no V1/V2: no table
 
 
-def _rel_rows(on: float, off: float) -> list[dict]:
+def _rel_rows(on: float, off: float) -> tuple[CandidateRow, ...]:
     jitter = (0.0, 0.002, -0.001, 0.001)
     recs = [
         record(4 * i + s, name, s, with_derived({"generalization.eval_acc": acc + jitter[s] * (1 + i)}))
@@ -227,7 +228,7 @@ def _rel_rows(on: float, off: float) -> list[dict]:
 
 def test_relative_attention_pairs_and_verdicts():
     rows = _rel_rows(0.85, 0.80)
-    assert [(p.on["candidate"], p.off["candidate"]) for p in V.rel_pairs(rows)] == [("C-C-T-T", "C-C-T-T-norel")]
+    assert [(p.on.candidate, p.off.candidate) for p in V.rel_pairs(rows)] == [("C-C-T-T", "C-C-T-T-norel")]
     assert V.rel_claim(rows).verdict == "supported"
     assert V.rel_claim(_rel_rows(0.80, 0.85)).verdict == "not supported"
     assert V.rel_claim(_rel_rows(0.85, 0.849)).verdict in K.NOT_FIRM

@@ -65,7 +65,7 @@ def test_the_report_marks_the_baselines():
     accs = {**AGREE["generalization.eval_acc"], "baseline-linear": [0.75] * 3, "baseline-cnn": [0.8] * 3}
     records = layout_records({**AGREE, "generalization.eval_acc": accs})
     s = summarize("fab", {**SPACE, "candidates": [*SPACE["candidates"], *BASELINES]}, records)
-    names = [r["candidate"] for r in s.summary.candidates]
+    names = [r.candidate for r in s.summary.candidates]
     assert names[-2:] == ["baseline-linear", "baseline-cnn"]
     text = candidates_md(s.infos["candidates"])
     assert "Regime baselines (same subsets and seeds, not budget-matched, never in a claim)" in text

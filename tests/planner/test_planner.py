@@ -13,6 +13,7 @@ from coatsearch import api
 from coatsearch.analysis import constants as CS
 from coatsearch.analysis import stats as S
 from coatsearch.analysis.results import Pair
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.cli import main
 from coatsearch.cli_study import status_text
 from coatsearch.papers import claims as C
@@ -99,12 +100,15 @@ def test_durations(text, seconds):
     assert R.parse_duration(text) == seconds
 
 
-def _rows(values: dict[str, list[float]], key: str) -> list[dict]:
+def _rows(values: dict[str, list[float]], key: str) -> list[CandidateRow]:
     """Candidate rows as the report builds them (by_seed per metric), for the verdict rules and the planner."""
-    return [
-        {"candidate": n, "model_label": n, "layout": "C-C-T-T", "by_seed": {key: dict(enumerate(v))}}
-        for n, v in values.items()
-    ]
+    return [CandidateRow(n, n, "C-C-T-T", "", (), None, (), len(v), {}, {key: dict(enumerate(v))}, {})
+            for n, v in values.items()]  # fmt: skip
+
+
+def _models(rows: list[CandidateRow]) -> list[P.ModelRow]:
+    """The planner's rows of the same candidates, before they run."""
+    return [P.ModelRow(r.candidate, r.model_label, r.layout, "adamw", False) for r in rows]
 
 
 def test_power_numbers_are_report_stats_for_the_same_noise():
@@ -116,7 +120,7 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
     noise = V.noises(rows).of(key)
     earlier = P.Earlier("report", "test", rows, {})
     keys = {n: {key} for n in values}
-    (d,) = [c for c in P.plan_claims(rows, keys, {}, seeds, earlier, effect=2.0) if c.claim == "d"]
+    (d,) = [c for c in P.plan_claims(_models(rows), keys, {}, seeds, earlier, effect=2.0) if c.claim == "d"]
     assert d.measure == key and d.models == ("C-C-T-T", "V2", "V1") and d.relations == 1  # V2 > V1 is the key one
     assert d.sd_diff == noise.sd_diff
     test = S.PairTest(seeds, 0.0, None, ())
@@ -134,8 +138,8 @@ def test_power_numbers_are_report_stats_for_the_same_noise():
 def test_the_prior_stands_in_without_an_earlier_study():
     key = "generalization.eval_acc"
     rows = _rows({"C-C-T-T": [0.0], "V2": [0.0], "V1": [0.0]}, key)
-    keys = {r["candidate"]: {key} for r in rows}
-    (d,) = [c for c in P.plan_claims(rows, keys, {}, 4, None, None) if c.claim == "d"]
+    keys = {r.candidate: {key} for r in rows}
+    (d,) = [c for c in P.plan_claims(_models(rows), keys, {}, 4, None, None) if c.claim == "d"]
     assert d.sd_diff == P.PRIOR_SD_DIFF["%"] and "prior" in d.noise_source
     assert d.regime[0].startswith("unknown")
 
@@ -262,10 +266,9 @@ def test_a_report_of_this_version_with_runs_kept_apart_gives_steps_and_the_regim
     assert line.startswith("A is expected to need ~") and "the profile gives 500 (in regime)" in line
 
 
-def _vit_rows(sampled: bool = False) -> tuple[list[dict], dict]:
-    rows = [{"candidate": f"{m}-{o}", "model_label": m, "layout": "T", "optimizer": o, "sampled": sampled}
-            for m in ("ViT_P", "ViT_C") for o in ("adamw", "sgd")]  # fmt: skip
-    return rows, {r["candidate"]: {P.STEM_MEASURE} for r in rows}
+def _vit_rows(sampled: bool = False) -> tuple[list[P.ModelRow], dict]:
+    rows = [P.ModelRow(f"{m}-{o}", m, "T", o, sampled) for m in ("ViT_P", "ViT_C") for o in ("adamw", "sgd")]
+    return rows, {r.candidate: {P.STEM_MEASURE} for r in rows}
 
 
 def test_claim_f_power_is_the_gap_contrasts_t_test_at_the_earlier_studys_noise():

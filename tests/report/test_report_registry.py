@@ -10,6 +10,7 @@ import pytest
 
 from coatsearch import scores
 from coatsearch.analysis import speed_tables, tables
+from coatsearch.analysis.table_rows import GuardCounts
 from coatsearch.papers import paper
 from coatsearch.scores.base import Guard, Measured, Score, acc
 from coatsearch.storage import record as R
@@ -108,11 +109,11 @@ def test_a_registered_score_is_guarded_titled_and_derived(monkeypatch, registry_
     assert scores.derived()[-1] == "toy.derived_acc"
     recs = [_run(0, 0, 0.26), _run(1, 1, 0.9)]  # seed 0 ends within 2 points of chance (25%): failed to train
     (row,) = tables.candidate_rows(space, recs)
-    assert row["guards"]["toy"] == {"runs": 2, "failed": 1, "not_converged": 0, "unchecked": 2}
-    assert row["metrics"]["toy.eval_acc"].n == 1 and row["metrics"]["toy.eval_acc"].mean == pytest.approx(90.0)
-    assert row["metrics"]["toy.derived_acc"].n == 1  # no derivation given: the recorded value is kept
+    assert row.guards["toy"] == GuardCounts(runs=2, failed=1, not_converged=0, unchecked=2)
+    assert row.metrics["toy.eval_acc"].n == 1 and row.metrics["toy.eval_acc"].mean == pytest.approx(90.0)
+    assert row.metrics["toy.derived_acc"].n == 1  # no derivation given: the recorded value is kept
     (derived,) = tables.candidate_rows(space, recs, {1: {"toy.derived_acc": 0.7}})
-    assert derived["metrics"]["toy.derived_acc"].mean == pytest.approx(70.0)  # the report's value, not the record's
+    assert derived.metrics["toy.derived_acc"].mean == pytest.approx(70.0)  # the report's value, not the record's
 
 
 def test_the_matched_loss_reading_is_a_report_value_never_written_into_records():

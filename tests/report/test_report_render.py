@@ -123,7 +123,7 @@ def test_sizes_give_the_params_spread_of_budget_matched_candidates():
     from coatsearch.analysis import spread, tables
 
     rows = tables.candidate_rows(SPACE, layout_records())
-    params = {r["candidate"]: r["metrics"]["params"].mean for r in rows}  # 1.5M + 1000 × trial number, in M
+    params = {r.candidate: r.metrics["params"].mean for r in rows}  # 1.5M + 1000 × trial number, in M
     z = spread.sizes(rows)
     assert z is not None and z.small == ("ViT_REL", params["ViT_REL"]) and z.big == ("C-T-T-T", params["C-T-T-T"])
     assert z.macs_err == (1.0, 1.0) and z.params_err is None  # every record: +1% MACs error, a MACs-only budget

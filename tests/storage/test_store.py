@@ -90,6 +90,6 @@ def test_a_journal_written_before_the_store_opens_and_reports(tmp_path):
     assert {r.candidate for r in recs} == {"C-C", "C-T"} and all(r.run.identity.key and r.run.wall_s for r in recs)
     assert all(r.run.objective == "generalization.eval_acc" and r.value == r.run.value(r.run.objective) for r in recs)
     summary = summarize("tiny-quick", store.space_of(study), list(recs))
-    assert [r["candidate"] for r in summary.summary.candidates] == ["C-C", "C-T"]
+    assert [r.candidate for r in summary.summary.candidates] == ["C-C", "C-T"]
     path = write_report("tiny-quick", tmp_path / "studies", tmp_path / "reports")
     assert "C-C" in path.read_text(encoding="utf-8")
