@@ -113,6 +113,17 @@ def test_resume_refuses_a_table_of_another_rule_or_design(tmp_path):
         bench_aa.earlier_table(path)
     path.write_text(json.dumps(bench_aa.table(_rows([("supported", "")]), 1.0, "x")))
     assert bench_aa.earlier_table(path)["studies"] == 1
+    bigger = bench_aa.Size(per_class=300, steps=1600, capacity_steps=400)
+    with pytest.raises(SystemExit, match=r"--resume: .*size \{'per_class': 100, 'steps': 800, 'capacity_steps': 100\}"):
+        bench_aa.earlier_table(path, bigger)  # a table of another design is never extended
+    path.write_text(json.dumps(bench_aa.table(_rows([("supported", "")]), 1.0, "x", bigger)))
+    assert bench_aa.earlier_table(path, bigger)["size"] == vars(bigger)
+    older = {k: v for k, v in bench_aa.table(_rows([("supported", "")]), 1.0, "x").items() if k != "size"}
+    path.write_text(json.dumps(older))  # recorded before sizes were: the first design's
+    assert bench_aa.earlier_table(path)["studies"] == 1
+    space = bench_aa.space(0, bigger)
+    assert space["scores"]["accuracy"] == {"per_class": 300, "max_steps": 1600, "eval_every": 200}
+    assert space["scores"]["capacity"] == {"per_class": 300, "max_steps": 400, "eval_every": 100}
 
 
 def test_gap_pvalues_are_read_from_the_reports_and_tested_for_uniformity(tmp_path):
