@@ -32,6 +32,7 @@ _TOP = 5  # architectures listed per searched candidate
 IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
 
 POWER = 0.8  # the power at which the re-evaluation states the difference it could have detected
+RESOLUTION = 1.0  # points: the difference a search's answer on an accuracy (%) should resolve (issue #54: about 1)
 SAME = "the same network as"  # a re-evaluated architecture that a named candidate builds too (search.identity)
 NOT_SHOWN = "not shown to differ from"  # a comparison that is not firm: it states what it could have detected
 
@@ -199,14 +200,17 @@ def _reevaluation(
             own = S.noise({arch: vals, best: names[best]})
             tested.append((arch, vals, own, S.paired(vals, names[best], sign, own, ALPHA)))
     level = VERDICT_ALPHA / max(1, len(tested))  # the first Holm step's
+    percent = key in METRICS and METRICS[key].unit == "%"
     for (arch, vals, own, res), q in zip(tested, S.holm([res.p for *_, res in tested]), strict=True):
         firm = q is not None and q < VERDICT_ALPHA
         can = S.detectable(own.sd_diff, res.n, own.df, level, POWER) if own and res.n >= 2 else None
         verdict = NOT_SHOWN if not firm else ("better than" if res.d > 0 else "worse than")
+        short = percent and can is not None and can > RESOLUTION and own is not None and bool(own.sd_diff)
+        needed = S.seeds_needed(own.sd_diff, RESOLUTION, 2, level, POWER) if short and own else None
         out.append(Paired(arch, stages.get(arch, ""), best, statistics.fmean(vals.values()),
                           statistics.fmean(names[best].values()), res.n, res.d, res.ci, res.p, q,
                           verdict, can, own.sd_diff if own else None, own.df if own else None,
-                          level))  # fmt: skip
+                          level, needed))  # fmt: skip
     return tuple(sorted(out, key=lambda x: -x.d))
 
 

@@ -131,6 +131,7 @@ class Paired:
     sd_diff: float | None = None  # the pair's own paired sd (analysis.stats.noise over the two), display units
     df: int | None = None  # its degrees of freedom (seeds - 1)
     level: float | None = None  # the two-sided level `detectable` is at: the first Holm step's
+    needed: int | None = None  # fresh seeds at which search_results.RESOLUTION would be detectable (accuracy, %)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from coatsearch.report import markdown_measures as mdm
 from coatsearch.report import markdown_replication as mdr
 from coatsearch.report import markdown_search as mdsearch
 from coatsearch.report import markdown_speed as mds
-from coatsearch.report import plots, view_search
+from coatsearch.report import plots, regime, view_search
 from coatsearch.report import view_answer as va
 from coatsearch.report import view_claims as vc
 from coatsearch.report import view_measures as vm
@@ -137,6 +137,8 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> S
         v_table=V.v_table(rows),
         claims=tuple(claims),
         untested=untested,
+        scale=regime.proxy_scale(space, done, [k for c in claims if (k := regime.score_of(c, acc))]),
+        regime=regime.regime_rows(space, done, rows, claims, acc),
         matched=gen,
         capacity=cap,
         transfer=paper.transfer(rows, done),

@@ -42,6 +42,25 @@ from coatsearch.scores.base import Metric
 
 
 @dataclass(frozen=True)
+class RegimeRow:
+    """One claim's regime at its deciding measure: data seen, the best network, the floors and the verdict's check."""
+
+    claim: str
+    measure: str  # the measure's label
+    unit: str
+    digits: int  # the measure's decimals
+    images: tuple[int, ...]  # training images of a run
+    processed: tuple[int, ...]  # images processed by a run: steps × batch
+    epochs: tuple[float, ...]  # processed / training images
+    best: str | None  # the best network of the claim on the measure
+    best_value: float | None
+    floor: float | None  # the linear floor on the measure (verdicts.floor_of)
+    cnn: float | None  # the small CNN baseline's mean on the measure
+    in_regime: bool
+    why: str  # the first out-of-regime reason ('' in regime)
+
+
+@dataclass(frozen=True)
 class Rules:
     """The rules a report was judged under: the verdict rule's version, its texts, α, and the committed tables it
     cites (None without candidates, or when a table is stale or missing)."""
@@ -76,6 +95,8 @@ class StudySummary:
     v_table: tuple[DepthSplit, ...]
     claims: tuple[ClaimVerdict, ...]  # after the looks correction (looks.counted)
     untested: tuple[UntestedClaim, ...]
+    scale: str  # the claims' proxy scale: data set, training images, input, seeds (report.regime.proxy_scale)
+    regime: tuple[RegimeRow, ...]  # each judged claim's regime at its deciding measure (report.regime)
     matched: MatchedLoss  # the matched-loss reading
     capacity: CapacityReading | None
     transfer: tuple[TransferStops, ...]

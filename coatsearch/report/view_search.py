@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from coatsearch.analysis import stats as S
-from coatsearch.analysis.search_results import IMPORTANCE_SEEDS, POWER, SAME
+from coatsearch.analysis.search_results import IMPORTANCE_SEEDS, RESOLUTION, SAME
 from coatsearch.analysis.search_types import Arch, Paired, ParetoPoint, Random, Searched, SearchResults
 from coatsearch.report.section import ReportContext
 
@@ -55,7 +54,6 @@ def _view(one: Searched) -> SearchedView:
     return SearchedView(one, tuple(rows), sum(n for _, n, _ in one.rejected), on)
 
 
-RESOLUTION = 1.0  # points: the difference a search's answer on an accuracy (%) should resolve (issue #54: about 1)
 FAR = 2.0  # a detectable difference above FAR × RESOLUTION: the re-evaluation only demonstrates the machinery
 
 
@@ -131,7 +129,4 @@ def _fresh(p: Paired, others: int, percent: bool) -> Fresh:
     if not percent or p.detectable is None:
         return Fresh(p, None, False, None, others)
     resolves = p.detectable <= RESOLUTION
-    needed = None
-    if not resolves and p.sd_diff and p.level:  # the same test, at the pair's own level and noise (k = 2)
-        needed = S.seeds_needed(p.sd_diff, RESOLUTION, 2, p.level, POWER)
-    return Fresh(p, resolves, p.detectable > FAR * RESOLUTION, needed, others)
+    return Fresh(p, resolves, p.detectable > FAR * RESOLUTION, None if resolves else p.needed, others)
