@@ -12,6 +12,7 @@ import pytest
 from coatsearch import api, planner
 from coatsearch.analysis.results import Stat
 from coatsearch.analysis.spread import sizes
+from coatsearch.analysis.table_rows import CandidateRow
 from coatsearch.report.markdown import size_note
 from coatsearch.space.objects import load_space
 from coatsearch.storage import journal as J
@@ -221,10 +222,10 @@ def test_a_sound_plan_is_read(tmp_path):
 # ---------------------------------------------------------------------------- 7. the report says what is so
 
 
-def _row(name: str, params: float, macs: float, budget: float) -> dict:
+def _row(name: str, params: float, macs: float, budget: float) -> CandidateRow:
     stat = lambda v: Stat(v, None, 1)  # noqa: E731
     metrics = {"params": stat(params), "macs": stat(macs), "budget_error": stat(0.01)}
-    return {"candidate": name, "budget_macs": budget, "metrics": metrics}
+    return CandidateRow(name, name, "C", "", (), int(budget), ("adamw",), 1, metrics, {}, {})
 
 
 def test_a_candidate_with_its_own_budget_is_not_called_matched():
