@@ -194,11 +194,6 @@ def candidate_rows(
     return _rows_from_frame(frame(space, records, derived), idents)
 
 
-def measured(rows: Sequence[CandidateRow], key: str) -> bool:
-    """Whether any candidate row has the metric."""
-    return any(key in r.metrics for r in rows)
-
-
 @dataclass(frozen=True)
 class Counts:
     """Trials by outcome; `running` counts the waiting ones too."""

@@ -206,7 +206,7 @@ def _coverage(claim: ClaimVerdict) -> int:
     """How much of the claim a study tested: its parts with an estimate (claim (f)), else its judged pairs with a
     test."""
     if claim.parts is not None:
-        return sum(p.status not in _NOT_RUN and p.d is not None for p in claim.parts)
+        return sum(map(_part_tested, claim.parts))
     return sum(map(_tested, _pairs(claim)))
 
 
@@ -374,10 +374,15 @@ def _why_not(claim: ClaimVerdict, study: Study, missing: tuple[str, ...], pendin
     return f"{why}; {pending}" if pending else why
 
 
+def _part_tested(part: StemPart) -> bool:
+    """A part of claim (f) that ran its test: an estimate, and a status other than not run."""
+    return part.status not in _NOT_RUN and part.d is not None
+
+
 def _part_row(cid: str, part: StemPart, study: Study) -> RelationRow:
     """One part of claim (f) as a row."""
     est = None if part.d is None else Estimate(part.short or part.what, part.d, part.ci, part.n, "points")
-    if part.status in _NOT_RUN or part.d is None:
+    if not _part_tested(part):
         return RelationRow(cid, part.what, True, NOT_TESTED, part.reason or part.status or "not run", est, None, "",
                            ())  # fmt: skip
     status = HELD if part.status in _HOLDS else NOT_HELD

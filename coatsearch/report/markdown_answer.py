@@ -5,7 +5,8 @@ from __future__ import annotations
 from coatsearch.analysis.measure_results import Detectable
 from coatsearch.papers import categories as K
 from coatsearch.report.markdown import fmt_num, table
-from coatsearch.report.view_answer import Answer, Estimate, Regime, RegimeRow, Verdict
+from coatsearch.report.summary import RegimeRow
+from coatsearch.report.view_answer import Answer, Estimate, Regime, Verdict
 
 _ICON = {K.SUPPORTED: "✅", K.NOT_SUPPORTED: "❌", K.OUT_OF_REGIME: "⛔", K.UNDERPOWERED: "🔍", K.UNRESOLVED: "❔",
         K.NOT_TESTED: "➖"}  # fmt: skip
