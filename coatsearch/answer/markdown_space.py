@@ -1,11 +1,13 @@
-"""Markdown of a space's answer page (answer.view_space): the answer paragraph, one verdict table with a row per
-relation, the regime table and the studies it gathers."""
+"""Markdown of a space's answer page (the Info answer.view_space arranges): the answer paragraph, one verdict table
+with a row per relation, the regime table and the studies it gathers."""
 
 from __future__ import annotations
 
 from coatsearch.analysis.constants import VERDICT_ALPHA
-from coatsearch.answer.view_space import HELD, NOT_TESTED, AnswerPage, ClaimAnswer, RelationRow, StudyRow
-from coatsearch.answer.view_space_regime import StudyRegime
+from coatsearch.answer.space_claims import ClaimAnswer, StudyRow
+from coatsearch.answer.space_regime import StudyRegime
+from coatsearch.answer.space_rows import HELD, NOT_TESTED, RelationRow
+from coatsearch.answer.view_space import AnswerPage
 from coatsearch.papers import categories as K
 from coatsearch.report import escape
 from coatsearch.report.markdown import fmt_num, table

@@ -184,17 +184,15 @@ def _imported_callables(path: Path, modules: set[str]) -> set[str]:
 def test_no_view_judges_a_study():
     """Views and renderers format what the claims plug-in judged once: none imports a judging or statistics function
     (a replicate is judged in papers.replicate, each claim's regime in report.regime, a search's seeds to resolve a
-    point in analysis.search_results). Pending (#57): the answer page's two views still call verdicts' floor_of and
-    parse_chain on the summaries they read."""
+    point in analysis.search_results, the answer page's claims, relation rows and regime rows in answer.space_claims,
+    space_rows and space_regime)."""
     judging = {"coatsearch.papers.judging", "coatsearch.papers.replicate", "coatsearch.papers.verdicts",
                "coatsearch.analysis.stats", "coatsearch.analysis.search_stats"}  # fmt: skip
     views = [p for pkg in ("report", "answer") for p in sorted((IG.PACKAGE / pkg).glob("*.py"))
              if p.name.startswith(("view_", "markdown"))]  # fmt: skip
     assert len(views) > 10
-    pending = {"view_space.py": {"coatsearch.papers.verdicts"}, "view_space_regime.py": {"coatsearch.papers.verdicts"}}
     found = {p.name: _imported_callables(p, judging) for p in views}
-    assert {n: f for n, f in found.items() if f and f != pending.get(n)} == {}
-    assert all(found[n] == s for n, s in pending.items())  # a pending entry goes when its view stops judging
+    assert {n: f for n, f in found.items() if f} == {}
     assert _imported_callables(IG.PACKAGE / "report" / "__init__.py", judging)  # the rule sees a judging import
 
 

@@ -1,5 +1,6 @@
-"""`coatsearch answer SPACE` (answer.space_answer, view_space, markdown_space): one page per space, every claim taken
-from the study whose profile decides it, one row per relation, never a bare 'supported' for a partly tested claim."""
+"""`coatsearch answer SPACE` (answer.space_answer, space_claims, view_space, markdown_space): one page per space,
+every claim taken from the study whose profile decides it, one row per relation, never a bare 'supported' for a
+partly tested claim."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from coatsearch.analysis.tables import jsonable
 from coatsearch.answer import markdown_space as mdsp
 from coatsearch.answer import space_answer
 from coatsearch.answer import view_space as vsp
+from coatsearch.answer.space_rows import HELD, NOT_TESTED
 from coatsearch.cli import main
 from coatsearch.papers.claim_results import ClaimVerdict
 from tests.tiny import tiny_variant
@@ -102,7 +104,7 @@ def test_a_fully_tested_claim_is_supported_on_every_relation_from_its_deciding_s
     rows = [r for r in info.rows if r.claim == "a"]
     assert [r.relation for r in rows] == ["C-C-C-C ≈ C-C-C-T", "C-C-C-T ≥ C-C-T-T", "C-C-T-T > C-T-T-T",
                                           "C-T-T-T ≫ ViT_REL"]  # fmt: skip
-    assert {(r.status, r.study) for r in rows} == {(vsp.HELD, "tiny")}
+    assert {(r.status, r.study) for r in rows} == {(HELD, "tiny")}
     assert all(r.replication and r.replication[0].study == "tiny-rep" for r in rows)  # the replicate: replication
     assert a.replication == (("tiny-rep", "replicated"),) and a.others == (("tiny-quick", "out of regime"),)
     text = mdsp.page(info, "coatsearch answer space.yaml")
@@ -130,7 +132,7 @@ def test_a_claim_no_profile_tests_says_why_on_every_relation(fabricated) -> None
     assert (c.category, c.study, c.untested) == ("not tested at this scale", "", ("C-C-T-T > C-T-T-T",))
     assert c.reason == "tiny: transfer is never run in this space; tiny-quick: quick"  # no profile is pending
     (row,) = [r for r in info.rows if r.claim == "c"]
-    assert (row.status, row.estimate, row.study) == (vsp.NOT_TESTED, None, "")
+    assert (row.status, row.estimate, row.study) == (NOT_TESTED, None, "")
     assert "claim (c) Transfer is **not tested**: tiny: transfer is never run" in mdsp.page(info, "x")
 
 
@@ -150,7 +152,7 @@ def test_of_two_profiles_testing_a_claim_the_firm_one_decides_and_a_relation_com
     assert (a.study, a.held, a.across) == ("tiny", ("C-C-C-C ≈ C-C-C-T", "C-C-T-T > C-T-T-T"), ("C-C-C-T ≫ ViT_REL",))
     assert a.others == (("tiny-mid", "unresolved"), ("tiny-quick", "out of regime"))
     by = {r.relation: r for r in info.rows if r.claim == "a"}
-    assert by["C-C-T-T > C-T-T-T"].study == "tiny-mid" and by["C-C-C-T ≥ C-C-T-T"].status == vsp.NOT_TESTED
+    assert by["C-C-T-T > C-T-T-T"].study == "tiny-mid" and by["C-C-C-T ≥ C-C-T-T"].status == NOT_TESTED
     assert not by["C-C-C-T ≫ ViT_REL"].counts and by["C-C-C-T ≫ ViT_REL"].estimate.d == 2.14
     want = "**supported on 2 of 4 relations, plus C-C-C-T ≫ ViT_REL, which spans several relations of the chain**"
     assert want in mdsp.page(info, "x")

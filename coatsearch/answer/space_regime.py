@@ -1,8 +1,9 @@
 """A space answer page's regime rows: per claim and study used, the best network against the floors, from summary.json.
 
-The study report's regime table (view_answer.regime) reads the run records; this reads only what the summary holds:
-the claim's deciding measure and members, the candidate rows (the linear floor through verdicts.floor_of, the small
-CNN) and the environment's training subsets. Images processed and epochs stay in each study's own report.
+Computed here (answer.space_claims picks the studies, answer.markdown_space formats the rows). The study report's
+regime rows (report.regime) are computed from the run records; this reads only what the summary holds: the claim's
+deciding measure and members, the candidate rows (the linear floor through verdicts.floor_of, the small CNN) and the
+environment's training subsets. Images processed and epochs stay in each study's own report.
 """
 
 from __future__ import annotations
