@@ -24,9 +24,10 @@ def ends(studies: Path, name: str) -> dict[str, list[tuple[int, float, float, fl
     """Candidate -> [(epochs, train loss, validation acc %, test acc %)] at the end of each length, shortest first."""
     out: dict[str, list[tuple[int, float, float, float]]] = {}
     for r in store.records(store.load_study(studies, name), say=False):
-        for curve, c in (r.run.curves or {}).items():
-            if r.state == "COMPLETE" and curve.startswith("length") and curve[6:].isdigit():
-                point = (int(curve[6:]), c["train_loss"][-1], 100 * c["val_acc"][-1], 100 * c["eval_acc"][-1])
+        for curve in r.run.curves:
+            c = r.run.curve(curve)
+            if c and r.state == "COMPLETE" and curve.startswith("length") and curve[6:].isdigit():
+                point = (int(curve[6:]), c.train_loss[-1], 100 * c.val_acc[-1], 100 * c.eval_acc[-1])
                 out.setdefault(r.candidate, []).append(point)
     return {k: sorted(v) for k, v in out.items()}
 

@@ -18,23 +18,25 @@ from pathlib import Path
 from coatsearch.analysis import tables
 from coatsearch.analysis.constants import PLATEAU_POINTS
 from coatsearch.storage import store
+from coatsearch.training.point import Curve
 
 
 def cases(studies_dir: Path, name: str) -> list[tuple[str, int, int, float, bool | None, bool]]:
     """(model, seed, epochs, gain at twice the epochs in points, the guard's call, converged) per doubled run."""
-    runs: dict[tuple[str, int, int], dict] = {}
+    runs: dict[tuple[str, int, int], Curve] = {}
     for r in store.records(store.load_study(studies_dir, name), say=False):
         if r.state != "COMPLETE":
             continue
-        for group, curve in r.run.curves.items():
-            if (m := re.fullmatch(r"length(\d+)", group)) and curve.get("val_acc"):
+        for group in r.run.curves:
+            curve = r.run.curve(group)
+            if (m := re.fullmatch(r"length(\d+)", group)) and curve and curve.val_acc:
                 runs[(r.candidate, int(r.seed or 0), int(m.group(1)))] = curve
     out = []
     for (model, seed, epochs), curve in sorted(runs.items()):
         longer = runs.get((model, seed, 2 * epochs))
         if longer is None:
             continue
-        gain = 100 * (longer["val_acc"][-1] - curve["val_acc"][-1])
+        gain = 100 * (longer.val_acc[-1] - curve.val_acc[-1])
         out.append((model, seed, epochs, gain, tables.converged(curve), gain <= PLATEAU_POINTS))
     return out
 

@@ -105,7 +105,7 @@ def _trial_attrs(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     row = record.row(rec)
     shown = {k: v for k, v in row.items() if k not in _SHOWN_BY_OPTUNA and v is not None}
     claim = {k: v for k, v in trial.user_attrs.items() if k in record.CLAIM_ATTRS}
-    return readable({**claim, **shown, "curves": dict(rec.run.curves)})
+    return readable({**claim, **shown, "curves": record.to_json(rec.run)["curves"]})
 
 
 _SHOWN_BY_OPTUNA = ("number", "state", "value", "start", "complete", "candidate", "seed")  # params and columns

@@ -35,6 +35,7 @@ from coatsearch.analysis.tables import METRICS
 from coatsearch.errors import UserError
 from coatsearch.papers import claims as C
 from coatsearch.papers.paper import GEN, MATCHED_KEY
+from coatsearch.scores.base import Measured
 from coatsearch.space.objects import Baseline, Candidate, Space, load_space
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
@@ -291,7 +292,12 @@ def record(number: int, cand: Candidate | Baseline, seed: int, attrs: dict) -> T
     """A simulated COMPLETE trial of `cand`, built by the constructor the trial uses (record.completed)."""
     model = cand.resolve()[0]
     optim = R.optimizer(optim_of(cand))
-    run = R.completed(R.Identity(cand.name, seed), R.Model(label=_label_of(cand), layout=model.layout), attrs, optim)
+    run = R.completed(
+        R.Identity(cand.name, seed),
+        R.Model(label=_label_of(cand), layout=model.layout),
+        Measured.from_json(attrs),
+        optim,
+    )
     return TrialRecord(number, 0.5, MappingProxyType({"candidate": cand.name, "seed": seed}), None, None, run)
 
 

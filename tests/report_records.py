@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from coatsearch.scores.base import Measured
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
 
@@ -87,7 +88,7 @@ def record(number: int, candidate: str, seed: int, metrics: dict, **kw) -> Trial
                         versions={"coatsearch": "0.1.0", "torch": "2", "timm": "1", "optuna": "5"})  # fmt: skip
     ident = R.Identity(candidate, seed, sample, f"{candidate}/seed={seed}/sample={sample}")
     optimizer = R.optimizer({**optim, "batch_size": 128, "warmup_epochs": 1})
-    run = R.completed(ident, model, metrics, optimizer, wall_s=10.0 + number, environment=env)
+    run = R.completed(ident, model, Measured.from_json(metrics), optimizer, wall_s=10.0 + number, environment=env)
     params = {"candidate": candidate, "seed": seed, **kw.get("params", {})}
     value = metrics.get("generalization.eval_acc", metrics.get("accuracy.eval_acc", 0.5))
     start = f"2025-01-01T00:{number // 60:02d}:{number % 60:02d}"

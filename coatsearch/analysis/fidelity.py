@@ -118,8 +118,8 @@ def curves_of(study_name: str, studies_dir: str | Path) -> LearningCurves:
     for r in store.records(study, say=False):
         if r.state != "COMPLETE" or (r.run.identity.sample or 0) >= REEVAL:
             continue
-        cur = r.run.curves.get(score) or {}
-        values = [float(v) for v in (cur.get("val_acc") or cur.get("eval_acc") or ()) if v is not None]
+        cur = r.run.curve(score)
+        values = [float(v) for v in ((cur.val_acc or cur.eval_acc) if cur else ()) if v is not None]
         if values:
             out.setdefault(search.architecture(r.run) or r.candidate, []).append(values)
     return LearningCurves(score, {net: tuple(map(tuple, curves)) for net, curves in out.items()})

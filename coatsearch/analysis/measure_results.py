@@ -10,11 +10,50 @@ importing the claims.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-import pandas as pd
+NOT_REACHED = "never reached"  # why a run has no reading at a level it never reached
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Where a run's train loss first reaches a level: step, eval acc and lr phase read between two measured
+    points, or `why` not (censored: never reached, bracket from step 0, or a bracket wider than MAX_SPAN)."""
+
+    step: float = math.nan
+    eval_acc: float = math.nan
+    lr_phase: float = math.nan
+    reached: bool = False
+    why: str = NOT_REACHED
+
+    @property
+    def censored(self) -> bool:
+        """No reading: the run never got there, or no two measured points close in loss bracket it."""
+        return bool(self.why)
+
+
+@dataclass(frozen=True)
+class LevelReading:
+    """One run's Reading at one train-loss level of the ladder (papers.measures.at_levels)."""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ("run", "candidate", "seed", "level", "step", "eval_acc", "lr_phase",
+                                          "reached", "censored", "why")  # fmt: skip
+
+    run: int  # the trial number
+    candidate: str
+    seed: int | None
+    level: float  # nats
+    reading: Reading
+
+    def to_json(self) -> dict[str, Any]:
+        """The reading as one row of COLUMNS (the matched-loss figure's and summary.json's form)."""
+        r = self.reading
+        return {"run": self.run, "candidate": self.candidate, "seed": self.seed, "level": self.level, "step": r.step,
+                "eval_acc": r.eval_acc, "lr_phase": r.lr_phase, "reached": r.reached, "censored": r.censored,
+                "why": r.why}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -35,11 +74,10 @@ class MatchedReading:
 
 @dataclass(frozen=True, eq=False)
 class MatchedLoss:
-    """Generalization at matched training loss (papers.paper.matched): the curves and ladder readings, the common
-    level, the per-candidate table, and what claim (a) could not read."""
+    """Generalization at matched training loss (papers.paper.matched): the ladder readings, the common level, the
+    per-candidate table, and what claim (a) could not read."""
 
-    curves: pd.DataFrame  # every run's step-level points (run_frames.curve_frame)
-    readings: pd.DataFrame | None  # every run's reading at each ladder level (measures.at_levels; None: no curves)
+    readings: tuple[LevelReading, ...] | None  # every run's reading at each ladder level (None: no step curves)
     level: float | None  # the common level (None: none)
     table: tuple[MatchedReading, ...]  # the candidates that reached the ladder
     never: tuple[str, ...]  # candidates censored at every level

@@ -18,19 +18,18 @@ CURVE_COLUMNS = ("run", "candidate", "seed", "step", "train_loss", "train_acc", 
 def curve_frame(records: Records, score: str) -> pd.DataFrame:
     """Step-level curve points of `score` from complete trial records, one row per point (CURVE_COLUMNS).
 
-    Reads the run's curve of `score` with a `step` list (coatsearch.training.curves.Curve.as_dict); older per-epoch
-    curves without steps are skipped, older curves without an lr phase get NaN. Accuracies stay fractions,
-    losses nats.
+    Reads the run's step curve of `score` (RunRecord.curve); older per-epoch curves without steps are skipped, older
+    curves without an lr phase get NaN. Accuracies stay fractions, losses nats.
     """
     rows = []
     for r in complete(records):
-        c = r.run.curves.get(score)
-        if c is None or not c.get("step"):
+        if (c := r.run.curve(score)) is None or not c.step:
             continue
         meta = {"run": r.number, "candidate": r.candidate, "seed": r.seed}
-        phase = c.get("lr_phase") or [math.nan] * len(c["step"])
-        for i, step in enumerate(c["step"]):
-            rows.append({**meta, "step": step, **{k: c[k][i] for k in CURVE_COLUMNS[4:8]}, "lr_phase": phase[i]})
+        phase = c.lr_phase or (math.nan,) * len(c.step)
+        for i, step in enumerate(c.step):
+            values = {k: getattr(c, k)[i] for k in CURVE_COLUMNS[4:8]}
+            rows.append({**meta, "step": step, **values, "lr_phase": phase[i]})
     out = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     return out.astype({k: float for k in CURVE_COLUMNS[4:]})
 
@@ -43,19 +42,18 @@ def step_curves(records: Records, study: str) -> pd.DataFrame:
     """Every step-level curve of the complete trials, tidy: one row per measured point (STEP_COLUMNS, then
     STEP_METRICS), `phase` the curve's name (`generalization`, a transfer run's, `length<epochs>`).
 
-    Only curves with a `step` list are read (curves.Curve.as_dict; a robustness curve is per severity, older
-    per-epoch curves have no steps); a metric a curve lacks, or records shorter than its steps, is NaN. Eval
+    Only step curves are read (RunRecord.curve; a robustness curve is per severity, older per-epoch curves have no
+    steps); a metric a curve lacks, or records shorter than its steps, is NaN. Eval
     columns are the test images', val columns the validation images'; accuracies are fractions, losses nats,
     lr_phase the fraction of the lr schedule done.
     """
     rows = []
     for r in complete(records):
-        for phase, c in sorted(r.run.curves.items()):
-            steps = c.get("step")
-            if not isinstance(steps, list | tuple) or not steps:
+        for phase in sorted(r.run.curves):
+            if (c := r.run.curve(phase)) is None or not c.step:
                 continue
-            cols = {k: c[k] if isinstance(c.get(k), list | tuple) and len(c[k]) == len(steps) else None
-                    for k in STEP_METRICS}  # fmt: skip
+            steps = c.step
+            cols = {k: v if len(v := getattr(c, k)) == len(steps) else None for k in STEP_METRICS}
             for i, step in enumerate(steps):
                 row = {"study": study, "trial": r.number, "candidate": r.candidate, "seed": r.seed, "phase": phase}
                 rows.append({**row, "step": step, **{k: math.nan if v is None else v[i] for k, v in cols.items()}})

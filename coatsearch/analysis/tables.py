@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, is_dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,7 @@ import pandas as pd
 from coatsearch import scores
 from coatsearch.analysis import json_form
 from coatsearch.analysis.constants import CHANCE_POINTS, LENGTH_SCORE, PLATEAU_POINTS, ROBUSTNESS_SCORE
+from coatsearch.analysis.measure_results import Reading
 from coatsearch.analysis.results import Stat
 from coatsearch.analysis.table_rows import (
     CandidateRow,
@@ -30,7 +31,8 @@ from coatsearch.analysis.table_rows import (
 )
 from coatsearch.scores import Metric
 from coatsearch.scores.base import points
-from coatsearch.storage.record import TrialRecord, count
+from coatsearch.storage.record import RunRecord, TrialRecord, count
+from coatsearch.training.point import Curve
 
 __all__ = ["METRICS", "Metric", "Stat", "candidate_rows", "curve_scores", "stat"]
 
@@ -108,90 +110,100 @@ def chance(space: dict, group: str) -> float | None:
     return 100.0 / classes if classes else None
 
 
-def converged(curve: Mapping | None) -> bool | None:
+def converged(curve: Curve | None) -> bool | None:
     """False when eval accuracy still rises > PLATEAU_POINTS over the last third of the curve (linear fit)."""
-    ys = [points(y) for y in (curve or {}).get("eval_acc") or [] if y is not None]
-    if len(ys) < 3:
+    ys = [points(y) for y in (curve.eval_acc if curve else ()) if y is not None]
+    if curve is None or len(ys) < 3:
         return None
-    xs = list((curve or {}).get("step") or range(len(ys)))[: len(ys)]
+    xs = list(curve.step or range(len(ys)))[: len(ys)]
     m = max(2, math.ceil(len(ys) / 3))
     slope = np.polyfit(np.asarray(xs[-m:], dtype=float), np.asarray(ys[-m:], dtype=float), 1)[0]  # least squares
     return bool(slope * (xs[-1] - xs[-m]) <= PLATEAU_POINTS)
 
 
-def frame(space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None) -> pd.DataFrame:
-    """Complete runs as a long table: candidate, seed, number, key, value (display units), group, failed, converged.
+class RunValue(NamedTuple):
+    """One metric of one run, in display units: what a candidate row's Stat and per-seed means are made from."""
 
-    `derived`: trial number -> the report's derived values (scores.derived() keys) of that run; given, a recorded
-    derived value is ignored (None: records the report derived nothing for, e.g. without step curves, keep theirs).
+    key: str
+    seed: int | None
+    value: float
+
+
+Derived = Mapping[int, Mapping[str, Reading]]  # trial number -> derived key -> its reading (papers.paper.readings)
+
+
+def _flags(space: dict, run: RunRecord, guarded: Mapping[str, str]) -> dict[str, tuple[bool, bool | None]]:
+    """Per guarded group: (the run failed: within CHANCE_POINTS of chance, its curve converged or None)."""
+    flags = {}
+    for group, acc in guarded.items():
+        low, value = chance(space, group), run.number(acc)
+        failed = value is not None and low is not None and points(value) - low <= CHANCE_POINTS
+        flags[group] = (failed, converged(run.curve(group)))
+    return flags
+
+
+def _row(space: dict, g: CandidateRuns, derived: Derived | None) -> CandidateRow:
+    """One candidate's row: a Stat and per-seed means of every metric over its runs that did not fail (display
+    units), and per guarded group its runs' guard counts.
+
+    `derived`: trial number -> the report's derived readings (scores.derived() keys; the value is the reading's eval
+    accuracy); given, a recorded derived value is ignored (None: records the report derived nothing for, e.g.
+    without step curves, keep theirs).
     """
-    out, guarded, derives = [], group_acc(), scores.derived()
-    for r in complete(records):
-        run, mine = r.run, (derived or {}).get(r.number, {})
-        flags = {}
-        for group, acc in guarded.items():
-            low = chance(space, group)
-            value = run.number(acc)
-            failed = value is not None and low is not None and points(value) - low <= CHANCE_POINTS
-            flags[group] = (failed, converged(run.curves.get(group)))
+    guarded, derives = group_acc(), scores.derived()
+    values: list[RunValue] = []  # every metric of the runs that did not fail
+    guards: dict[str, list[int]] = {}  # group -> runs, failed, not converged, unchecked
+    for r in g.runs:
+        flags, mine = _flags(space, r.run, guarded), (derived or {}).get(r.number, {})
+        seen = set()
         for key, m in METRICS.items():
-            if (v := mine.get(key) if key in derives and derived is not None else run.number(key)) is not None:
-                group = group_of(key) if group_of(key) in guarded else ""
-                failed, conv = flags.get(group, (False, None))
-                out.append((r.candidate, r.seed, r.number, key, v * m.scale, group, failed, conv))
-    cols = ["candidate", "seed", "number", "key", "value", "group", "failed", "converged"]
-    return pd.DataFrame(out, columns=cols)
+            read = mine[key].eval_acc if key in mine else None
+            if (v := read if key in derives and derived is not None else r.run.number(key)) is None:
+                continue
+            group = group_of(key) if group_of(key) in guarded else ""
+            failed, conv = flags.get(group, (False, None))
+            if group and group not in seen:
+                seen.add(group)
+                counts = guards.setdefault(group, [0, 0, 0, 0])
+                for i, flag in enumerate((True, failed, conv is False, conv is None)):
+                    counts[i] += int(flag)
+            if not failed:
+                values.append(RunValue(key, r.seed, v * m.scale))
+    metrics, by_seed = _aggregate(values)
+    return CandidateRow(**_identity(g), metrics=metrics, by_seed=by_seed,
+                        guards={k: GuardCounts(*c) for k, c in guards.items()})  # fmt: skip
 
 
-def _rows_from_frame(long: pd.DataFrame, idents: dict[str, dict]) -> tuple[CandidateRow, ...]:
-    """Candidate rows from the long table: Stats and per-seed means without failed runs, and the regime guards."""
-    long = long[long["candidate"].isin(list(idents))]  # a run whose candidate the study does not know is left out
-    ok = long[~long["failed"].astype(bool)]
-    agg = ok.groupby(["candidate", "key"], sort=False)["value"].agg(["mean", "std", "count"])
-    per_seed: dict = {}
-    for (cand, key, seed), v in ok.groupby(["candidate", "key", "seed"], sort=False)["value"].mean().items():
-        per_seed.setdefault((cand, key), {})[int(seed)] = float(v)
-    runs = long[long["group"] != ""].drop_duplicates(["candidate", "number", "group"])
-    flags = pd.DataFrame(
-        {
-            "runs": 1,
-            "failed": runs["failed"].astype(int),
-            "not_converged": (runs["converged"] == False).astype(int),  # noqa: E712 - None is "unchecked"
-            "unchecked": runs["converged"].isna().astype(int),
-        }
-    )
-    guards = flags.groupby([runs["candidate"], runs["group"]], sort=False).sum()
-    metrics: dict[str, dict[str, Stat]] = {name: {} for name in idents}
-    by_seed: dict[str, dict[str, dict[int, float]]] = {name: {} for name in idents}
-    counts: dict[str, dict[str, GuardCounts]] = {name: {} for name in idents}
-    for (name, key), mean, sd, n in agg.itertuples():
-        metrics[name][key] = Stat(float(mean), None if n < 2 else float(sd), int(n))
-        by_seed[name][key] = per_seed[(name, key)]
-    for (name, group), *flagged in guards.itertuples():
-        counts[name][group] = GuardCounts(*map(int, flagged))
-    return tuple(CandidateRow(**ident, metrics=metrics[name], by_seed=by_seed[name], guards=counts[name])
-                 for name, ident in idents.items())  # fmt: skip
+def _aggregate(values: list[RunValue]) -> tuple[dict[str, Stat], dict[str, dict[int, float]]]:
+    """(key -> Stat over the values, key -> seed -> mean of that seed's values), keys and seeds in the order first
+    seen; pandas' grouped mean (compensated sum) and sample sd, the arithmetic every committed summary was made with."""
+    ok = pd.DataFrame(values, columns=["key", "seed", "value"])
+    agg = ok.groupby("key", sort=False)["value"].agg(["mean", "std", "count"])
+    metrics = {k: Stat(float(mean), None if n < 2 else float(sd), int(n)) for k, mean, sd, n in agg.itertuples()}
+    by_seed: dict[str, dict[int, float]] = {k: {} for k in metrics}
+    for (k, seed), v in ok.groupby(["key", "seed"], sort=False)["value"].mean().items():
+        by_seed[k][int(seed)] = float(v)
+    return metrics, by_seed
 
 
-def candidate_rows(
-    space: dict, records: Records, derived: Mapping[int, Mapping[str, float]] | None = None
-) -> tuple[CandidateRow, ...]:
-    """One row per candidate: identity from its first run, a Stat and per-seed means of every metric, guards."""
-    idents = {}
-    for g in groups(space, records):
-        name, runs = g.candidate, g.runs
-        model = runs[0].run.model
-        idents[name] = {
-            "candidate": name,
-            "model_label": runs[0].run.label,
-            "layout": model.layout if model else "",
-            "stages": model.stages if model else "",
-            "depths": tuple(model.depths) if model else (),
-            "budget_macs": model.budget_macs if model else None,
-            "optimizers": tuple(sorted({r.run.optimizer_name for r in runs})),
-            "n": len(runs),
-        }
-    return _rows_from_frame(frame(space, records, derived), idents)
+def _identity(g: CandidateRuns) -> dict[str, Any]:
+    """A candidate row's identity fields, from its first run."""
+    runs, model = g.runs, g.runs[0].run.model
+    return {
+        "candidate": g.candidate,
+        "model_label": runs[0].run.label,
+        "layout": model.layout if model else "",
+        "stages": model.stages if model else "",
+        "depths": tuple(model.depths) if model else (),
+        "budget_macs": model.budget_macs if model else None,
+        "optimizers": tuple(sorted({r.run.optimizer_name for r in runs})),
+        "n": len(runs),
+    }
+
+
+def candidate_rows(space: dict, records: Records, derived: Derived | None = None) -> tuple[CandidateRow, ...]:
+    """One row per candidate with a complete run, in candidate order (_row)."""
+    return tuple(_row(space, g, derived) for g in groups(space, records))
 
 
 @dataclass(frozen=True)

@@ -31,5 +31,5 @@ def build(space: dict, records: tables.Records) -> Frames:
     done = tuple(tables.complete(records))
     curves = {score: run_frames.curve_frame(done, score) for score in tables.curve_scores()}
     acc = tables.primary_acc(space, done)
-    gen = paper.matched(space, curves[paper.GEN], done)
+    gen = paper.matched(space, done)
     return Frames(tuple(records), done, curves, gen, acc, run_frames.runs_frame(done, acc) if acc else None)

@@ -22,36 +22,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coatsearch.analysis.measure_results import EdfRow, EdgeWarning
+from coatsearch.analysis.measure_results import EdfRow, EdgeWarning, LevelReading, Reading
 from coatsearch.papers.claims import EDF_K
+from coatsearch.training.point import Curve
 from coatsearch.vocab.specs import DEFAULT_LEVELS
 
-_LEVEL_COLUMNS = ("run", "candidate", "seed", "level", "step", "eval_acc", "lr_phase", "reached", "censored", "why")
+_LEVEL_COLUMNS = LevelReading.COLUMNS
 TINY_LOSS = 1e-12  # losses are floored here before taking logs
 MAX_SPAN = 3.0  # a reading is censored when its two measured points differ more than this factor in train loss
 FROM_INIT = "bracket starts at the untrained model (step 0)"
-_NOT_REACHED = "never reached"
 WIDE = f"bracket wider than {MAX_SPAN:g}x in train loss"
 
 
 # ---------------------------------------------------------------------------------------------- readings
-
-
-@dataclass(frozen=True)
-class Reading:
-    """Where a run's train loss first reaches a level: step, eval acc and lr phase read between two measured
-    points, or `why` not (censored: never reached, bracket from step 0, or a bracket wider than MAX_SPAN)."""
-
-    step: float = math.nan
-    eval_acc: float = math.nan
-    lr_phase: float = math.nan
-    reached: bool = False
-    why: str = _NOT_REACHED
-
-    @property
-    def censored(self) -> bool:
-        """No reading: the run never got there, or no two measured points close in loss bracket it."""
-        return bool(self.why)
 
 
 def crossing(step: Any, loss: Any, acc: Any, level: float, phase: Any = None) -> Reading:
@@ -79,19 +62,19 @@ def crossing(step: Any, loss: Any, acc: Any, level: float, phase: Any = None) ->
     return Reading(s_, a_, p_, reached=True, why="")
 
 
-def at_levels(curves: pd.DataFrame, levels: Iterable[float] = DEFAULT_LEVELS) -> pd.DataFrame:
-    """Each run's reading at each train-loss level (_LEVEL_COLUMNS); censored rows have NaN step, acc and phase."""
-    rows = []
-    runs = curves.sort_values(["run", "step"]).groupby(["run", "candidate", "seed"], sort=False, dropna=False)
-    for (run, cand, seed), c in runs:
-        step, loss, acc = (c[k].to_numpy(float) for k in ("step", "train_loss", "eval_acc"))
-        phase = c["lr_phase"].to_numpy(float) if "lr_phase" in c else None
-        for level in levels:
-            r = crossing(step, loss, acc, level, phase)
-            rows.append({"run": run, "candidate": cand, "seed": seed, "level": float(level), "step": r.step,
-                         "eval_acc": r.eval_acc, "lr_phase": r.lr_phase, "reached": r.reached,
-                         "censored": r.censored, "why": r.why})  # fmt: skip
-    return pd.DataFrame(rows, columns=list(_LEVEL_COLUMNS))
+def at_levels(run: int, candidate: str, seed: int | None, curve: Curve,
+              levels: Iterable[float] = DEFAULT_LEVELS) -> tuple[LevelReading, ...]:  # fmt: skip
+    """One run's reading at each train-loss level, its curve's points taken in step order."""
+    order = np.argsort(np.asarray(curve.step, dtype=float), kind="stable")
+    step, loss, acc = (np.asarray(v, dtype=float)[order] for v in (curve.step, curve.train_loss, curve.eval_acc))
+    phase = np.asarray(curve.lr_phase, dtype=float)[order] if curve.lr_phase else None
+    return tuple(LevelReading(run, candidate, seed, float(lv), crossing(step, loss, acc, lv, phase)) for lv in levels)
+
+
+def level_frame(readings: Iterable[LevelReading]) -> pd.DataFrame:
+    """Readings as a table (_LEVEL_COLUMNS, one row each) for the level rules below; censored rows have NaN step,
+    acc and phase."""
+    return pd.DataFrame([r.to_json() for r in readings], columns=list(_LEVEL_COLUMNS))
 
 
 def _among(matched: pd.DataFrame, candidates: Iterable[str] | None) -> pd.DataFrame:

@@ -17,10 +17,12 @@ import pandas as pd
 
 from coatsearch.analysis.measure_results import (
     CapacityReading,
+    LevelReading,
     MatchedLoss,
     MatchedPoints,
     MatchedReading,
     Pairing,
+    Reading,
     RecipeCurves,
     RunSteps,
     TransferStops,
@@ -53,10 +55,10 @@ def fit_of(space: Mapping[str, Any]) -> float:
     return float(gen.get("fit_loss") or C.FIT_LOSS)
 
 
-def _key_candidates(curves: pd.DataFrame, done: Records) -> list[str]:
-    """Claim (a)'s key candidates among the curves: a chain name as candidate, or as the model label of one."""
+def _key_candidates(have: list[str], done: Records) -> list[str]:
+    """Claim (a)'s key candidates among those with curves (`have`): a chain name as candidate, or as the model label
+    of one."""
     names = C.CHAIN_CLAIMS[0].chain.split()[0::2]
-    have = list(dict.fromkeys(curves["candidate"]))
     labels = {r.candidate: r.run.model.label if r.run.model else None for r in done}
     out = [c for c in have if c in names]
     for n in names:
@@ -82,7 +84,15 @@ def _unfit(at: pd.DataFrame, key: list[str], fit: float) -> dict[str, str]:
     return out
 
 
-def matched(space: dict, curves: pd.DataFrame, done: Records) -> MatchedLoss:
+def ladder_readings(space: dict, done: Records) -> tuple[LevelReading, ...] | None:
+    """Every complete run's reading at each level of the space's ladder, off its generalization step curve, in run
+    order; None when no run has one."""
+    ladder, runs = _levels_of(space), sorted(done, key=lambda r: r.number)
+    curves = [(r, c) for r in runs if (c := r.run.curve(GEN)) is not None and c.step]
+    return tuple(x for r, c in curves for x in M.at_levels(r.number, r.candidate, r.seed, c, ladder)) or None
+
+
+def matched(space: dict, done: Records) -> MatchedLoss:
     """Generalization at matched training loss: the ladder readings, claim (a)'s level and the per-candidate table.
 
     The common level is the lowest ladder level at or below the fit level (fit_of: the profile's `fit_loss`, else
@@ -91,13 +101,14 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> MatchedLoss:
     must learn (must_learn) with a run that never fits that low is named in `out_of_regime`; another key candidate
     that never fits is named in `censored` and left unread, never silently dropped.
     """
-    if curves.empty:
-        return MatchedLoss(curves, None, None, (), (), (), (), ())
-    ladder = _levels_of(space)
-    at = M.at_levels(curves, ladder)
+    readings = ladder_readings(space, done)
+    if readings is None:
+        return MatchedLoss(None, None, (), (), (), (), ())
+    ladder, at = _levels_of(space), M.level_frame(readings)
     lowest = M.lowest_reached(at)
     reached = [c for c in lowest.index if not pd.isna(lowest[c])]
-    key = _key_candidates(curves, done)
+    runs = {x.run for x in readings}
+    key = _key_candidates(list(dict.fromkeys(r.candidate for r in done if r.number in runs)), done)
     fit = fit_of(space)
     unfit = _unfit(at, key, fit)
     must = must_learn(key)
@@ -119,7 +130,7 @@ def matched(space: dict, curves: pd.DataFrame, done: Records) -> MatchedLoss:
     notes += [f"{why}: not read at the common level, so its relations are untested (the paper predicts it to "
               "generalize worse: it does not gate the claim)" for c, why in unfit.items() if c not in must]  # fmt: skip
     out = [*gate, rule] if gate else too_few
-    return MatchedLoss(curves, at, level, tuple(r for r in rows if r.candidate in reached), tuple(never),
+    return MatchedLoss(readings, level, tuple(r for r in rows if r.candidate in reached), tuple(never),
                        tuple(ladder), tuple(key), tuple(out), tuple(notes))  # fmt: skip
 
 
@@ -153,17 +164,14 @@ def _table(at: pd.DataFrame, level: float | None, lowest: pd.Series) -> pd.DataF
     return table.rename_axis("candidate").reset_index()
 
 
-def readings(at: pd.DataFrame | None, level: float | None) -> Mapping[int, Mapping[str, float]] | None:
-    """Trial number -> {MATCHED_KEY: eval acc at the common level} for the runs that reached it uncensored.
+def readings(found: tuple[LevelReading, ...] | None, level: float | None) -> Mapping[int, Mapping[str, Reading]] | None:
+    """Trial number -> {MATCHED_KEY: its Reading at the common level} for the runs that reached it uncensored.
 
     None without step curves (older records: nothing to read); {} without a common level. A derived value, never
     written into a record; a recorded one is never trusted where curves exist."""
-    if at is None:
+    if found is None:
         return None
-    if level is None:
-        return {}
-    acc = at[(at["level"] == level) & ~at["censored"]].set_index("run")["eval_acc"].to_dict()
-    return {int(n): {MATCHED_KEY: float(a)} for n, a in acc.items()}
+    return {x.run: {MATCHED_KEY: x.reading} for x in found if x.level == level and not x.reading.censored}
 
 
 def capacity(curves: pd.DataFrame | None, done: Records) -> CapacityReading | None:
@@ -262,9 +270,10 @@ def mean_curves(space: dict, f: pd.DataFrame, done: Records) -> tuple[RecipeCurv
     return tuple(out)
 
 
-def matched_points(gen: MatchedLoss) -> MatchedPoints | None:
-    """The matched-loss reading's points (what matched_loss.png draws), from `matched`: every run's curve points,
-    the ladder readings and the common level; None without step curves."""
+def matched_points(gen: MatchedLoss, curves: pd.DataFrame) -> MatchedPoints | None:
+    """The matched-loss reading's points (what matched_loss.png draws): every run's curve points (`curves`,
+    run_frames.curve_frame of the generalization score), the ladder readings and the common level; None without
+    step curves."""
     if gen.readings is None:
         return None
-    return MatchedPoints(tuple(gen.curves.to_dict("records")), tuple(gen.readings.to_dict("records")), gen.level)
+    return MatchedPoints(tuple(curves.to_dict("records")), tuple(x.to_json() for x in gen.readings), gen.level)

@@ -337,9 +337,10 @@ def _converges(curve: dict, have: int | None) -> str:
     """Whether a run of `have` steps is expected to converge, from an earlier study's median run
     (analysis.tables.converged)."""
     from coatsearch.analysis.tables import converged
+    from coatsearch.training.point import Curve
 
     run = representative(curve)
-    done = converged({"step": list(run.step), "eval_acc": [a / ACC_SCALE for a in run.eval_acc]})
+    done = converged(Curve(step=tuple(int(s) for s in run.step), eval_acc=tuple(a / ACC_SCALE for a in run.eval_acc)))
     last = int(run.step[-1]) if run.step else 0
     if done is None or have is None:
         why = "the earlier curve has too few points" if done is None else "steps not planned"

@@ -167,7 +167,7 @@ def tables(study: str, space: dict, records: TB.Records, j: judging.Judged) -> S
         ),
         robustness=TB.robustness_rows(space, fr.records),
         speed=speed_tables.table(space, fr.records, fr.acc),
-        matched_loss=paper.matched_points(fr.matched),
+        matched_loss=paper.matched_points(fr.matched, fr.curves[paper.GEN]),
     )
 
 

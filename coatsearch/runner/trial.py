@@ -78,23 +78,25 @@ def run_item(
     ident = R.Identity(prep.name, item.seed, item.sample, item.key)
     label = getattr(cand.definition, "label", None)
     wall_s = round(time.perf_counter() - start, 3)
-    metrics, flat = measured.metrics, measured.to_json()  # flat: the measured form the record is made from
+    metrics = measured.metrics
     images = R.images_of(metrics, space.data.test_draw, space.data.test_sampling)
     common = {"wall_s": wall_s, "environment": R.Environment(device=str(device)), "images": images}
     if space.study.objectives:  # multi-objective: one value per objective, no fallback
         missing = [k for k in space.study.objectives if not isinstance(metrics.get(k), int | float)]
         if missing:
-            raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(flat)})")
+            raise TrialFailed(f"objectives {missing} were not measured (scores: {sorted(measured.to_json())})")
         objs = tuple(R.selection_key(k, metrics) for k in space.study.objectives)  # validation images, never test
         values = [float(metrics[k]) for k in objs]
-        run = R.completed(ident, _model_of(prep, label), flat, R.optimizer(prep.optim), **common,
+        run = R.completed(ident, _model_of(prep, label), measured, R.optimizer(prep.optim), **common,
                           objective=objs[0], objectives=objs)  # fmt: skip
         return values, run
     key = next((k for k in (space.study.objective, *scores.FALLBACK) if k in metrics), None)
     key = key and R.selection_key(key, metrics)  # the value the sampler and pruner see: validation images
     if key is None or not math.isfinite(metrics[key]):
-        raise TrialFailed(f"objective '{space.study.objective}' was not measured (scores: {sorted(flat)})")
-    return float(metrics[key]), R.completed(ident, _model_of(prep, label), flat, R.optimizer(prep.optim),
+        raise TrialFailed(
+            f"objective '{space.study.objective}' was not measured (scores: {sorted(measured.to_json())})"
+        )
+    return float(metrics[key]), R.completed(ident, _model_of(prep, label), measured, R.optimizer(prep.optim),
                                             **common, objective=key)  # fmt: skip
 
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from coatsearch.training.point import RunCurve
 from coatsearch.vocab import specs
 
 if TYPE_CHECKING:
     from coatsearch.training.checkpoint_policy import Trial as Checkpoints
-    from coatsearch.training.curves import Curve
     from coatsearch.training.listeners import Listener
 
 Report = Callable[[str, int, float], None]  # (run phase, epoch, eval accuracy), e.g. for a pruner
@@ -98,27 +98,6 @@ class Context:
 
 
 @dataclass(frozen=True)
-class RunCurve:
-    """One training run's curve as a trial records it: its step-level points and its per-epoch running means."""
-
-    points: Curve  # step-level points on the probe, test and validation images (training.curves.Curve)
-    epoch_train_loss: tuple[float, ...]  # each epoch's running mean of the optimized loss
-    epoch_eval_acc: tuple[float | None, ...]  # test-image accuracy after each epoch (None: not measured then)
-    epoch_val_acc: tuple[float | None, ...]  # validation accuracy after each epoch (None: not measured then)
-    seconds: tuple[float, ...]  # each epoch's wall time
-
-    def to_json(self) -> dict[str, Any]:
-        """What a trial stores under `curves.<name>`: the points' lists (Curve.as_dict), then the per-epoch lists."""
-        return {
-            **self.points.as_dict(),
-            "epoch_train_loss": list(self.epoch_train_loss),
-            "epoch_eval_acc": list(self.epoch_eval_acc),
-            "epoch_val_acc": list(self.epoch_val_acc),
-            "seconds": list(self.seconds),
-        }
-
-
-@dataclass(frozen=True)
 class Measured:
     """What scores measured in a trial: metrics by their key `<score>.<name>` and curves by name, each in the order
     measured (read-only; `merge` joins two, as the scores of one trial are joined)."""
@@ -140,9 +119,15 @@ class Measured:
             curves.update(other.curves)
         return Measured(metrics, curves)
 
+    @classmethod
+    def from_json(cls, flat: Mapping[str, Any]) -> Measured:
+        """What `to_json` wrote: `curves.<name>` keys as curves (JSON data), every other key as a metric."""
+        curves = {k.removeprefix("curves."): v for k, v in flat.items() if k.startswith("curves.")}
+        return cls({k: v for k, v in flat.items() if not k.startswith("curves.")}, curves)
+
     def to_json(self) -> dict[str, Any]:
-        """The flat measured form a trial's record is made from (storage.record.completed): the metrics' keys, then
-        `curves.<name>` per curve as JSON data."""
+        """The flat measured form (a record's `storage.record.measured`): the metrics' keys, then `curves.<name>`
+        per curve as JSON data."""
         out = dict(self.metrics)
         out.update({f"curves.{n}": c.to_json() if isinstance(c, RunCurve) else dict(c) for n, c in self.curves.items()})
         return out

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from coatsearch.scores.base import Measured
 from coatsearch.space.search import architecture
 from coatsearch.storage import record_flat
+from coatsearch.training.point import RUN_CURVE_KEYS, Curve, RunCurve
 
 VERSION = 2  # 1: flat attributes (before the record); 2: one `record` attribute
 ATTR = record_flat.ATTR  # the user attribute holding the record
@@ -102,7 +104,9 @@ class RunRecord:
     metrics: Mapping[str, Mapping[str, Any]] = field(
         default_factory=_none
     )  # score (key prefix) -> metric name -> value
-    curves: Mapping[str, Mapping[str, Any]] = field(default_factory=_none)  # curve name -> per-step lists
+    # curve name -> a training run's curve (a RunCurve: its step points, typed), or other JSON data (robustness's
+    # accuracy per severity, curves recorded before RunCurve's form): see _curves
+    curves: Mapping[str, RunCurve | Mapping[str, Any]] = field(default_factory=_none)
     optimizer: Optimizer | None = None
     wall_s: float | None = None  # the trial's wall time
     environment: Environment | None = None
@@ -115,6 +119,9 @@ class RunRecord:
     extra: Mapping[str, Any] = field(
         default_factory=_none
     )  # what a backend adds (e.g. `ray`), and unknown attributes of older journals
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "curves", _curves(self.curves))
 
     def value(self, key: str) -> Any:
         """A metric by its registry key (`generalization.eval_acc`, or a model metric: `params`, `wall_s`)."""
@@ -130,6 +137,14 @@ class RunRecord:
         v = self.value(key)
         ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
         return float(v) if ok else None
+
+    def curve(self, name: str) -> Curve | None:
+        """The training run's curve `name` (training.point.Curve): a RunCurve's points, or a per-epoch curve recorded
+        before steps were (its lists, no steps); None for none or another kind (robustness's per severity)."""
+        c = self.curves.get(name)
+        if isinstance(c, RunCurve):
+            return c.points
+        return Curve.from_json(c) if isinstance(c, Mapping) and ("eval_acc" in c or "train_loss" in c) else None
 
     def keys(self) -> tuple[str, ...]:
         """Every measured metric key, score by score."""
@@ -182,16 +197,30 @@ class TrialRecord:
         return {k: v for k, v in self.params.items() if k not in ("candidate", "seed")}
 
 
-def completed(
-    identity: Identity, model: Model, measured: Mapping[str, Any], optimizer: Optimizer, **kw: Any
-) -> RunRecord:
-    """The record of a COMPLETE trial from what `scores.measure` returned, in its measured form (`Measured.to_json`:
-    flat keys plus `curves.<name>`).
+def completed(identity: Identity, model: Model, measured: Measured, optimizer: Optimizer, **kw: Any) -> RunRecord:
+    """The record of a COMPLETE trial from what `scores.measure` returned: its metrics nested per score, its curves
+    as measured.
 
     `kw`: wall_s, environment, objective, objectives, images, extra. The trial and the calibration's simulated
     studies both build their records here."""
-    metrics, curves = split(measured)
-    return RunRecord(VERSION, "COMPLETE", identity, model, metrics, curves, optimizer, **kw)
+    metrics: dict[str, dict[str, Any]] = {}
+    for key, value in measured.metrics.items():
+        score, _, name = key.partition(".")
+        metrics.setdefault(score, {})[name] = value
+    return RunRecord(VERSION, "COMPLETE", identity, model, _frozen(metrics), measured.curves, optimizer, **kw)
+
+
+def _curves(curves: Mapping[str, Any]) -> Mapping[str, RunCurve | Mapping[str, Any]]:
+    """A record's curves, read-only: a training run's curve as a RunCurve (JSON data in RunCurve's form is read as
+    one), other JSON data frozen as stored (robustness's per severity, and curves recorded before RunCurve's form,
+    which `RunRecord.curve` reads and which are written back as they were read)."""
+
+    def one(c: Any) -> RunCurve | Mapping[str, Any]:
+        if isinstance(c, RunCurve):
+            return c
+        return RunCurve.from_json(c) if isinstance(c, Mapping) and set(c) == RUN_CURVE_KEYS else _frozen(c)
+
+    return MappingProxyType({name: one(c) for name, c in curves.items()})
 
 
 _VALIDATION = "val_"  # the name prefix of a metric measured on the validation images (subsets.split)
@@ -232,9 +261,15 @@ def validation_view(trial: TrialRecord) -> TrialRecord:
     def val(k: str) -> str:
         return _VALIDATION + k.removeprefix("eval_")
 
-    curves = {c: {**cur, **{k: cur[val(k)] for k in ("eval_acc", "eval_loss") if cur.get(val(k))}}
-              for c, cur in run.curves.items()}  # fmt: skip
-    return dataclasses.replace(trial, run=dataclasses.replace(run, metrics=_frozen(metrics), curves=_frozen(curves)))
+    def seen(cur: RunCurve | Mapping[str, Any]) -> RunCurve | Mapping[str, Any]:
+        if isinstance(cur, RunCurve):
+            p = cur.points
+            points = dataclasses.replace(p, eval_acc=p.val_acc or p.eval_acc, eval_loss=p.val_loss or p.eval_loss)
+            return dataclasses.replace(cur, points=points)
+        return {**cur, **{k: cur[val(k)] for k in ("eval_acc", "eval_loss") if cur.get(val(k))}}
+
+    curves = {c: seen(cur) for c, cur in run.curves.items()}
+    return dataclasses.replace(trial, run=dataclasses.replace(run, metrics=_frozen(metrics), curves=curves))
 
 
 def images_of(measured: Mapping[str, Any], test_draw: int, sampling: str = "shared") -> dict[str, Any]:
@@ -371,7 +406,10 @@ def _frozen(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """Frozen data back to plain JSON data: records and mappings as dicts, tuples as lists (deep)."""
+    """Frozen data back to plain JSON data: a RunCurve as its JSON form, records and mappings as dicts, tuples as
+    lists (deep)."""
+    if isinstance(value, RunCurve):
+        return value.to_json()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

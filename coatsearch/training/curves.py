@@ -40,56 +40,30 @@ EVAL_BATCH_CUDA = 2048  # images per evaluation batch on CUDA (the models are sm
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Loss (nats) and accuracy on the test images and on the validation images at one step; None without them."""
+    """The (loss, acc) pairs on the test images and on the validation images at one step; None without them."""
 
-    test_loss: float | None = None
-    test_acc: float | None = None
-    val_loss: float | None = None  # the test pair again when the run has no validation images apart
-    val_acc: float | None = None
+    test: LossAcc | None = None
+    val: LossAcc | None = None  # the test pair again when the run has no validation images apart
 
+    @property
+    def test_loss(self) -> float | None:
+        """Cross-entropy on the test images (nats)."""
+        return self.test.loss if self.test else None
 
-@dataclass(frozen=True)
-class Curve:
-    """A run's points as parallel tuples, in step order; `probe` is the number of training images measured."""
+    @property
+    def test_acc(self) -> float | None:
+        """Accuracy on the test images (a fraction)."""
+        return self.test.acc if self.test else None
 
-    step: tuple[int, ...] = ()
-    train_loss: tuple[float, ...] = ()
-    train_acc: tuple[float, ...] = ()
-    eval_loss: tuple[float | None, ...] = ()
-    eval_acc: tuple[float | None, ...] = ()
-    probe: int = 0
-    lr_phase: tuple[float, ...] = ()
-    val_loss: tuple[float | None, ...] = ()
-    val_acc: tuple[float | None, ...] = ()
+    @property
+    def val_loss(self) -> float | None:
+        """Cross-entropy on the validation images (nats)."""
+        return self.val.loss if self.val else None
 
-    @classmethod
-    def of(cls, points: list[Point], probe: int) -> Curve:
-        """The curve through `points`."""
-        return cls(
-            step=tuple(p.step for p in points),
-            train_loss=tuple(p.train_loss for p in points),
-            train_acc=tuple(p.train_acc for p in points),
-            eval_loss=tuple(p.eval_loss for p in points),
-            eval_acc=tuple(p.eval_acc for p in points),
-            probe=probe,
-            lr_phase=tuple(p.lr_phase for p in points),
-            val_loss=tuple(p.val_loss for p in points),
-            val_acc=tuple(p.val_acc for p in points),
-        )
-
-    def as_dict(self) -> dict:
-        """JSON form: one list per field (what a trial stores under `curves.<score>`)."""
-        return {
-            "step": list(self.step),
-            "train_loss": list(self.train_loss),
-            "train_acc": list(self.train_acc),
-            "eval_loss": list(self.eval_loss),
-            "eval_acc": list(self.eval_acc),
-            "probe": self.probe,
-            "lr_phase": list(self.lr_phase),
-            "val_loss": list(self.val_loss),
-            "val_acc": list(self.val_acc),
-        }
+    @property
+    def val_acc(self) -> float | None:
+        """Accuracy on the validation images (a fraction)."""
+        return self.val.acc if self.val else None
 
 
 class Dense:
@@ -200,6 +174,11 @@ class LossAcc(NamedTuple):
     acc: float
 
 
+def _pair(loss: float | None, acc: float | None) -> LossAcc | None:
+    """A measured (loss, acc) pair; None where the point has none."""
+    return None if loss is None or acc is None else LossAcc(loss, acc)
+
+
 @torch.inference_mode()
 def eval_tensors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int, pad: bool = False) -> LossAcc:
     """(mean cross-entropy, accuracy) of `model` on device tensors: eval mode, inference_mode, channels_last
@@ -287,14 +266,14 @@ class Meter:
             return Evaluation()
         test = eval_tensors(self.run.eval_model, self.ex, self.ey, self.batch, self.padded)
         if self.vx is None or self.vy is None:
-            return Evaluation(*test, *test)
-        return Evaluation(*test, *eval_tensors(self.run.eval_model, self.vx, self.vy, self.batch, self.padded))
+            return Evaluation(test, test)
+        return Evaluation(test, eval_tensors(self.run.eval_model, self.vx, self.vy, self.batch, self.padded))
 
     def eval_at(self, step: int) -> Evaluation:
         """`evaluate` after `step` steps, reusing the curve point measured there if any."""
         last = self.points[-1] if self.points else None
         if last and last.step == step:
-            return Evaluation(last.eval_loss, last.eval_acc, last.val_loss, last.val_acc)
+            return Evaluation(_pair(last.eval_loss, last.eval_acc), _pair(last.val_loss, last.val_acc))
         return self.evaluate()
 
     def feed(self, losses: torch.Tensor) -> bool:

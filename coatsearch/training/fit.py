@@ -30,11 +30,11 @@ from tqdm import tqdm
 from coatsearch.errors import UserError
 from coatsearch.training import capture, checkpoint, checkpoint_policy
 from coatsearch.training.augment import augment_apply, augment_batch, augment_draws
-from coatsearch.training.curves import Curve, Evaluation, LossAcc, Meter, Stop, autocast, channels_last, eval_tensors
+from coatsearch.training.curves import Evaluation, LossAcc, Meter, Stop, autocast, channels_last, eval_tensors
 from coatsearch.training.data import TensorData
 from coatsearch.training.devices import parse_device, pick_device  # noqa: F401 - their home was here
 from coatsearch.training.history import EpochStats, History, NonFiniteLoss, finite_pair
-from coatsearch.training.point import Point
+from coatsearch.training.point import Curve, Point
 from coatsearch.training.schedule import curve_steps, steps_per_epoch
 from coatsearch.training.subsets import PROBE_MAX
 from coatsearch.training.tuning import AutoCompile, compile_model, uncompile
@@ -453,9 +453,9 @@ def _epochs(
             loss, acc, secs, done = run.epoch(e, n, bar, points, meter, first if e == first_epoch else 0)
             listened = on_epoch is not None or e == epochs - 1 or meter.reached
             ev = meter.eval_at(e * run.steps + done) if listened else Evaluation()
-            if ev.test_loss is not None:
-                finite_pair((ev.test_loss, ev.test_acc), e, "eval")  # type: ignore[arg-type]  # measured together
-                finite_pair((ev.val_loss, ev.val_acc), e, "validation")  # type: ignore[arg-type]
+            if ev.test is not None and ev.val is not None:
+                finite_pair(ev.test, e, "eval")
+                finite_pair(ev.val, e, "validation")
             rate = done * run.batch / max(secs, 1e-9)
             stats = EpochStats(loss, acc, ev.test_loss, ev.test_acc, secs, rate, ev.val_loss, ev.val_acc)
             rows.append(stats)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coatsearch.training.curves import Curve
+from coatsearch.training.point import Curve
 
 
 class NonFinite(RuntimeError):

@@ -10,7 +10,7 @@ import pytest
 
 from coatsearch.analysis import run_frames as RF
 from coatsearch.papers import measures as M
-from coatsearch.papers import optim
+from coatsearch.papers import optim, paper
 from coatsearch.report import plots_measures as PM
 from tests.report_records import record, with_state
 
@@ -37,6 +37,12 @@ RECORDS = [
 ]
 
 
+def at_levels(records) -> pd.DataFrame:
+    """The complete runs' readings at the default ladder (paper.ladder_readings), as the level rules read them."""
+    found = paper.ladder_readings({}, [r for r in records if r.state == "COMPLETE"])
+    return M.level_frame(found or ())
+
+
 def test_curve_frame_reads_step_curves_only():
     legacy = record(9, "C-C-C-T", 0, {"curves.generalization": {"train_loss": [1.0], "eval_acc": [0.5]}})
     f = RF.curve_frame([*RECORDS, legacy], "generalization")
@@ -58,7 +64,7 @@ def test_crossing_interpolates_in_log_loss_between_measured_points_and_censors()
 
 
 def test_at_levels_censoring_and_lowest_common_level():
-    matched = M.at_levels(RF.curve_frame(RECORDS, "generalization"))
+    matched = at_levels(RECORDS)
     assert len(matched) == 6 * len(M.DEFAULT_LEVELS) and M.DEFAULT_LEVELS[0] == 1.0
     assert M.DEFAULT_LEVELS[-1] == pytest.approx(0.01)
     vit = matched[(matched["candidate"] == "ViT_REL") & (matched["level"] < 0.3)]
@@ -69,12 +75,14 @@ def test_at_levels_censoring_and_lowest_common_level():
     )  # 0.056: a run stops at 0.05
     assert M.common_level(matched, ["C-C-C-C"]) == pytest.approx(0.01)
     assert M.common_level(matched, ["C-C-C-C", "nope"]) is None
-    never = M.at_levels(RF.curve_frame([run_record(0, "A", 0, [2.3, 1.5], [0.1, 0.2])], "generalization"))
+    never = at_levels([run_record(0, "A", 0, [2.3, 1.5], [0.1, 0.2])])
     assert M.common_level(never) is None
+    legacy = record(9, "C-C-C-T", 0, {"curves.generalization": {"train_loss": [1.0], "eval_acc": [0.5]}})
+    assert paper.ladder_readings({}, [legacy]) is None  # a curve without steps has no readings
 
 
 def test_matched_table_and_pairs():
-    matched = M.at_levels(RF.curve_frame(RECORDS, "generalization"))
+    matched = at_levels(RECORDS)
     level, table = M.matched_table(matched)
     assert level == pytest.approx(M.DEFAULT_LEVELS[1])
     t = table.set_index("candidate")
@@ -175,7 +183,7 @@ def test_edge_warnings_when_the_best_sample_is_at_the_edge():
 
 def test_matched_loss_figure(tmp_path):
     curves = RF.curve_frame(RECORDS, "generalization")
-    matched = M.at_levels(curves)
+    matched = at_levels(RECORDS)
     path = tmp_path / "matched_loss.png"
     assert PM.matched_loss(curves, matched, path, M.common_level(matched)) == "matched_loss.png"
     assert path.stat().st_size > 10_000 and path.read_bytes()[:4] == b"\x89PNG"

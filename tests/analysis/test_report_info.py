@@ -13,6 +13,7 @@ from coatsearch.papers import measures as M
 from coatsearch.papers import optim
 from coatsearch.storage import record as R
 from coatsearch.storage.record import TrialRecord
+from coatsearch.training.point import Curve
 from tests.report_records import AGREE, SPACE, failed, layout_records, record, vit_records, with_derived
 
 
@@ -90,8 +91,8 @@ def test_chance_level_per_score_and_convergence():
                                                            "finetune": {"classes": [5, 6, 7, 8, 9]}}}}  # fmt: skip
     assert tables.chance(space, "generalization") == 10.0 and tables.chance(space, "transfer") == 20.0
     assert tables.chance({}, "capacity") is None
-    assert tables.converged({"eval_acc": [0.2, 0.5, 0.8, 0.85, 0.86, 0.855]}) is True
-    assert tables.converged({"eval_acc": [0.2, 0.5, 0.8, 0.82, 0.84, 0.86], "step": [1, 2, 3, 4, 5, 6]}) is False
+    assert tables.converged(Curve(eval_acc=(0.2, 0.5, 0.8, 0.85, 0.86, 0.855))) is True
+    assert tables.converged(Curve(step=(1, 2, 3, 4, 5, 6), eval_acc=(0.2, 0.5, 0.8, 0.82, 0.84, 0.86))) is False
 
 
 def test_environment_of_an_empty_study():

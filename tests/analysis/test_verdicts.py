@@ -12,6 +12,7 @@ from coatsearch.papers import categories as K
 from coatsearch.papers import verdicts as V
 from coatsearch.papers.paper import NOT_TESTED
 from coatsearch.scores import ranked
+from coatsearch.training.point import Curve
 from tests.report_records import (
     AGREE,
     SEEDS,
@@ -178,7 +179,7 @@ def test_still_rising_run_is_not_converged_and_out_of_regime_where_needed():
     assert claims["a"].verdict == "supported"  # a matched-loss reading does not need convergence
     assert claims["b"].verdict == "supported"  # capacity is judged after a fixed budget
     assert claims["c"].verdict == "supported"  # transfer needs converged transfer runs, not generalization ones
-    assert tables.converged({"eval_acc": [0.5, 0.6]}) is None and tables.converged({"eval_acc": [0.1, 0.5, 0.5]})
+    assert tables.converged(Curve(eval_acc=(0.5, 0.6))) is None and tables.converged(Curve(eval_acc=(0.1, 0.5, 0.5)))
 
 
 def test_linear_floor_guards_every_accuracy_measure_on_its_own_reading():

@@ -32,13 +32,14 @@ def test_curves_are_one_row_per_measured_point_of_every_complete_trial(studies):
     assert set(table["candidate"]) == {"C-C", "C-T"} and set(table["study"]) == {"tiny"} and set(table["seed"]) == {0}
     assert {"generalization"} <= set(table["phase"]) and len(set(table["phase"])) > 1  # transfer's runs too
     for trial in store.load_study(studies, "tiny").get_trials(deepcopy=False):
-        for phase, curve in store.record(trial).run.curves.items():
-            if not curve.get("step"):
+        run = store.record(trial).run
+        for phase in run.curves:
+            if (curve := run.curve(phase)) is None or not curve.step:
                 continue
             rows = table[(table["trial"] == trial.number) & (table["phase"] == phase)]
-            assert list(rows["step"]) == list(curve["step"])  # every point, in order
-            assert list(rows["train_loss"]) == pytest.approx(list(curve["train_loss"]))
-            assert list(rows["eval_acc"]) == pytest.approx(list(curve["eval_acc"]))
+            assert list(rows["step"]) == list(curve.step)  # every point, in order
+            assert list(rows["train_loss"]) == pytest.approx(list(curve.train_loss))
+            assert list(rows["eval_acc"]) == pytest.approx(list(curve.eval_acc))
     gen = table[table["phase"] == "generalization"]
     assert all(rows["step"].is_monotonic_increasing for _, rows in gen.groupby("trial"))
     assert gen[["train_loss", "eval_acc", "lr_phase"]].notna().all().all()

@@ -16,6 +16,7 @@ import pytest
 
 from coatsearch.errors import UserError
 from coatsearch.report import write_report
+from coatsearch.scores.base import Measured
 from coatsearch.space.objects import load_space
 from coatsearch.storage import lock, store
 from coatsearch.storage import record as R
@@ -195,7 +196,7 @@ def test_a_told_from_outside_running_trial_is_noticed_and_run_again(tmp_path, ca
     space, st, items, folder = _tiny(tmp_path)
     trial, item = store.claim(st, items, "r", None, folder)
     st.tell(trial.number, 0.99)  # the dashboard's "Complete" with a fake value, while it trains
-    run = R.completed(R.Identity(item.candidate), R.Model(), {"generalization.eval_acc": 0.5}, R.Optimizer())
+    run = R.completed(R.Identity(item.candidate), R.Model(), Measured({"generalization.eval_acc": 0.5}), R.Optimizer())
     store.tell(st, trial, "COMPLETE", run, 0.5)
     err = capsys.readouterr().err
     assert f"trial {trial.number} was finished from outside this run" in err and err.count("\n") == 1

@@ -163,11 +163,11 @@ def test_readings_are_censored_only_where_brackets_start_untrained_or_span_too_w
     recs = [r for i in range(3) for r in Sim.study(np.random.default_rng(i), prof, Sim.Setting(stress=False))]
 
     def censored(cand: str) -> list[bool]:
-        runs = [r.run.curves[paper.GEN] for r in recs if r.candidate == cand]
-        return [M.crossing(c["step"], c["train_loss"], c["eval_acc"], 0.07).censored for c in runs]
+        runs = [r.run.curve(paper.GEN) for r in recs if r.candidate == cand]
+        return [M.crossing(c.step, c.train_loss, c.eval_acc, 0.07).censored for c in runs if c]
 
     assert len(censored("C-C-C-C")) == 15 and sum(censored("C-C-C-C")) <= 2 and sum(censored("ViT_REL")) <= 2
-    ends = {r.run.curves[paper.GEN]["step"][-1] for r in recs if r.candidate in ("C-C-C-C", "ViT_REL")}
+    ends = {c.step[-1] for r in recs if r.candidate in ("C-C-C-C", "ViT_REL") and (c := r.run.curve(paper.GEN))}
     assert ends == {8 * 187, 26 * 187}  # no stop: each run trains to the end of its own schedule
     sparse = Sim.gen_curve(np.random.default_rng(3), Sim.Grid((0, 200, 400), 0.065), 65.0, 40.0, True)
     read = M.crossing(sparse["step"], sparse["train_loss"], sparse["eval_acc"], C.FIT_LOSS)

@@ -10,6 +10,7 @@ import pytest
 
 from coatsearch import scores
 from coatsearch.analysis import speed_tables, tables
+from coatsearch.analysis.measure_results import Reading
 from coatsearch.analysis.table_rows import GuardCounts
 from coatsearch.papers import paper
 from coatsearch.scores.base import Guard, Measured, Score, acc
@@ -97,7 +98,12 @@ def _toy(monkeypatch, registry_patch) -> None:
 
 
 def _run(number: int, seed: int, value: float) -> TrialRecord:
-    run = R.completed(R.Identity("T", seed), R.Model(), {"toy.eval_acc": value, "toy.derived_acc": 0.5}, R.Optimizer())
+    run = R.completed(
+        R.Identity("T", seed),
+        R.Model(),
+        Measured.from_json({"toy.eval_acc": value, "toy.derived_acc": 0.5}),
+        R.Optimizer(),
+    )
     return TrialRecord(number, value, {"candidate": "T", "seed": seed}, None, None, run)
 
 
@@ -112,7 +118,7 @@ def test_a_registered_score_is_guarded_titled_and_derived(monkeypatch, registry_
     assert row.guards["toy"] == GuardCounts(runs=2, failed=1, not_converged=0, unchecked=2)
     assert row.metrics["toy.eval_acc"].n == 1 and row.metrics["toy.eval_acc"].mean == pytest.approx(90.0)
     assert row.metrics["toy.derived_acc"].n == 1  # no derivation given: the recorded value is kept
-    (derived,) = tables.candidate_rows(space, recs, {1: {"toy.derived_acc": 0.7}})
+    (derived,) = tables.candidate_rows(space, recs, {1: {"toy.derived_acc": Reading(eval_acc=0.7, why="")}})
     assert derived.metrics["toy.derived_acc"].mean == pytest.approx(70.0)  # the report's value, not the record's
 
 
@@ -138,7 +144,9 @@ def test_the_speed_report_reads_its_keys_by_role(registry_patch, tmp_path):
     for i, (name, ips) in enumerate((("A", 100.0), ("B", 300.0))):
         rates = {"train_ips": ips, "infer_ips": 2 * ips, "latency_ms": 2.0, "latency_iqr_ms": 0.1, "seconds": 4.0}
         measured = {roles[k]: v for k, v in {**rates, **facts}.items()} | {"generalization.eval_acc": 0.8 + i / 10}
-        run = R.completed(R.Identity(name, 0), R.Model(budget_macs=10), measured, R.Optimizer(), wall_s=40.0)
+        run = R.completed(
+            R.Identity(name, 0), R.Model(budget_macs=10), Measured.from_json(measured), R.Optimizer(), wall_s=40.0
+        )
         recs.append(TrialRecord(i, 0.5, {"candidate": name, "seed": 0}, None, None, run))
     space = {"candidates": ["A", "B"], "study": {"objective": "generalization.eval_acc"}}
     t = speed_tables.table(space, recs)

@@ -12,6 +12,7 @@ from coatsearch.report import markdown_speed as MS
 from coatsearch.report import plots_speed, summarize
 from coatsearch.report import view_speed as VS
 from coatsearch.report.section import ReportContext
+from coatsearch.scores.base import Measured
 from coatsearch.storage import record as R
 
 SPACE = {"candidates": ["A", "B", "C"], "study": {"objective": "generalization.eval_acc"}}
@@ -39,7 +40,7 @@ def _records(truth=TRUTH, matched: bool = True, speed: bool = True) -> list[R.Tr
             }
             measured = measured if speed else {}
             model = R.Model(macs=10_500_000, params=600_000, budget_macs=10_500_000 if matched else None)
-            run = R.completed(R.Identity(name, seed), model, measured, R.Optimizer(), wall_s=100.0)
+            run = R.completed(R.Identity(name, seed), model, Measured.from_json(measured), R.Optimizer(), wall_s=100.0)
             out.append(R.TrialRecord(2 * i + seed, 0.5, {"candidate": name}, None, None, run))
     return out
 

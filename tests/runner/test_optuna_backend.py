@@ -52,7 +52,8 @@ def test_same_seed_gives_the_same_metrics(tmp_path):
 
     def losses(folder):
         return sorted(
-            (t.params["candidate"], store.record(t).run.curves["generalization"]["train_loss"]) for t in trials(folder)
+            (t.params["candidate"], store.record(t).run.curves["generalization"].points.train_loss)
+            for t in trials(folder)
         )
 
     assert losses(tmp_path / "a") == losses(tmp_path / "b")

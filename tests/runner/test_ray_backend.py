@@ -73,7 +73,7 @@ def test_a_failing_trial_is_recorded_not_retried_and_scores_reach_the_study(tmp_
     done = {t.params["candidate"]: t for t in trials(tmp_path)}
     assert "non-finite loss" in done["C-C"].user_attrs["fail_reason"] and done["C-C"].state == TrialState.FAIL
     ok = done["C-T"]  # alone on ASHA's rungs, so never stopped; its per-epoch scores are in the study
-    epochs = store.record(ok).run.curves["generalization"]["epoch_val_acc"]  # the pruner reads validation
+    epochs = store.record(ok).run.curves["generalization"].epoch_val_acc  # the pruner reads validation
     assert ok.intermediate_values == dict(enumerate(epochs))
 
 

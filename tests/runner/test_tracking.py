@@ -25,8 +25,8 @@ def _run(tmp_path: Path, log: str, workers: int = 1) -> tuple[Path, list]:
 
 
 def _curve(rec, score: str) -> tuple[list[int], list[float]]:
-    c = rec.run.curves[score]
-    return list(c["step"]), list(c["train_loss"])
+    c = rec.run.curve(score)
+    return list(c.step), list(c.train_loss)
 
 
 def test_tensorboard_holds_each_trials_curves_hparams_and_final_metrics(tmp_path):

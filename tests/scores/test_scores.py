@@ -198,7 +198,7 @@ def test_the_listener_passed_to_measure_hears_each_runs_curve_points_by_phase():
 
 def test_measured_merges_in_order_and_gives_the_flat_form_a_record_is_made_from():
     from coatsearch.scores import Measured, RunCurve
-    from coatsearch.training.curves import Curve
+    from coatsearch.training.point import Curve
 
     run = RunCurve(Curve(step=(0, 5), train_loss=(2.0, 1.0)), (1.5,), (0.4,), (0.3,), (0.1,))
     a = Measured({"a.x": 1, "a.y": [1, 2]}, {"a": run})

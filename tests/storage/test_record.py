@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch.report import render, summarize
+from coatsearch.scores.base import Measured
 from coatsearch.storage import record as R
 from coatsearch.storage import record_flat, store
 
@@ -48,7 +49,7 @@ def test_an_older_journal_opens_as_typed_records(tmp_path, commit):
         metric_keys = sorted(k for k in a if "." in k and not k.startswith("curves."))
         assert sorted(run.keys()) == metric_keys and all(run.value(k) == a[k] for k in metric_keys)
         assert sorted(run.curves) == sorted(k[7:] for k in a if k.startswith("curves."))
-        assert list(run.curves["generalization"]["eval_acc"]) == a["curves.generalization"]["eval_acc"]
+        assert list(run.curve("generalization").eval_acc) == a["curves.generalization"]["eval_acc"]
         assert run.objective == a["objective"] and r.value == run.value(run.objective)
         assert run.extra == {}  # every flat attribute has its place in the record
 
@@ -67,8 +68,9 @@ def test_the_json_round_trip_keeps_every_field():
     measured = {"generalization.eval_acc": 0.8, "length.epochs": [2, 4], "curves.generalization": {"step": [0, 1]}}
     model = R.Model("C-T", "coatnet", "C-T", "conv", "C1x16/1 T1x32/2", (1, 1), (16, 32), ("4x4",), 10, 20, 21, -0.05)
     env = R.Environment("cpu", "h", 7, versions={"torch": "2"})
-    run = R.completed(R.Identity("C-T", 1, 0, "k"), model, measured, R.optimizer({"optimizer": "sgd", "lr": 0.1}),
-                      wall_s=3.0, environment=env, objective="generalization.eval_acc")  # fmt: skip
+    optim, key = R.optimizer({"optimizer": "sgd", "lr": 0.1}), "generalization.eval_acc"
+    run = R.completed(R.Identity("C-T", 1, 0, "k"), model, Measured.from_json(measured), optim, wall_s=3.0,
+                      environment=env, objective=key)  # fmt: skip
     back = R.from_json(json.loads(json.dumps(R.to_json(run))))
     assert back == run and back.value("length.epochs") == (2, 4) and back.value("macs") == 20
     assert back.value("wall_s") == 3.0 and back.value("generalization.nope") is None
@@ -90,7 +92,7 @@ def test_row_is_the_one_flat_form_of_a_trial():
     run = R.completed(
         R.Identity("C-T", 0, 0, "k"),
         R.Model(label="C-T", layout="C-T", depths=(1, 2), params=5),
-        {"generalization.eval_acc": 0.5, "curves.generalization": {"step": [0]}},
+        Measured.from_json({"generalization.eval_acc": 0.5, "curves.generalization": {"step": [0]}}),
         R.optimizer({"optimizer": "adamw", "lr": 0.001}),
         environment=R.Environment("cpu", "h", versions={"torch": "2"}),
     )

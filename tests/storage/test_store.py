@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from coatsearch.report import summarize, write_report
+from coatsearch.scores.base import Measured
 from coatsearch.space.objects import load_space
 from coatsearch.storage import record as R
 from coatsearch.storage import sampling, store
@@ -61,7 +62,9 @@ def test_records_are_frozen_copies(tmp_path):
     trial, item = store.claim(study, {i.key: i for i in P.plan(space)}, "r", None, store.folder(tmp_path, "s"))
     assert sampling.suggest(trial, space, item) == {}  # the tiny space searches nothing
     measured = {"generalization.eval_acc": 0.5, "curves.generalization": {"eval_acc": [0.5]}}
-    run = R.completed(R.Identity("C-C", 0, 0, item.key), R.Model(), measured, R.Optimizer(), objective="x")
+    run = R.completed(
+        R.Identity("C-C", 0, 0, item.key), R.Model(), Measured.from_json(measured), R.Optimizer(), objective="x"
+    )
     journal = store.storage_file(tmp_path, "s")
     lines = len(journal.read_text().splitlines())
     store.tell(study, trial, "COMPLETE", run, 0.5)

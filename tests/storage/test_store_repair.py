@@ -9,6 +9,7 @@ import pytest
 
 from coatsearch.cli import main
 from coatsearch.errors import UserError
+from coatsearch.scores.base import Measured
 from coatsearch.space.objects import load_space
 from coatsearch.storage import journal as J
 from coatsearch.storage import record as R
@@ -21,7 +22,7 @@ def _study(tmp_path: Path, text: str | None = None) -> Path:
     space = load_space(_space_file(tmp_path, text or TINY.read_text()))
     study = store.create_study(space, tmp_path / "studies", "tiny")
     trial = study.ask()
-    run = R.completed(R.Identity("C-C", 0), R.Model(), {"generalization.eval_acc": 0.5}, R.Optimizer())
+    run = R.completed(R.Identity("C-C", 0), R.Model(), Measured({"generalization.eval_acc": 0.5}), R.Optimizer())
     store.tell(study, trial, "COMPLETE", run, 0.5)
     store._OPEN.clear()
     return store.storage_file(tmp_path / "studies", "tiny")

@@ -22,7 +22,9 @@ DIE_ONCE = "COATSEARCH_TEST_DIE_ONCE"  # names a file: the first Ray worker that
 
 
 def untimed(value):
-    """`value` without the entries that time the run (nested mappings walked)."""
+    """`value` without the entries that time the run (nested mappings walked, a RunCurve as its JSON form)."""
+    if hasattr(value, "to_json") and hasattr(value, "points"):
+        return untimed(value.to_json())
     if isinstance(value, dict) or hasattr(value, "items"):
         return {k: untimed(v) for k, v in value.items() if not any(t in k for t in TIMING)}
     return value
