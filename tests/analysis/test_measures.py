@@ -100,6 +100,19 @@ def test_matched_table_and_pairs():
     assert none_level is None and none_table["eval_acc"].isna().all() and len(none_table) == 3
 
 
+def test_the_derived_reading_is_each_runs_reading_at_the_common_level():
+    done = [r for r in RECORDS if r.state == "COMPLETE"]
+    found = paper.ladder_readings({}, done)
+    assert found is not None and len(found) == 6 * len(M.DEFAULT_LEVELS)
+    assert [x.run for x in found[:: len(M.DEFAULT_LEVELS)]] == [0, 1, 2, 3, 4, 5]  # in run order, the ladder each
+    level = M.common_level(M.level_frame(found))
+    derived = paper.readings(found, level)
+    assert derived is not None and sorted(derived) == [0, 1, 2, 3, 4, 5]
+    by_run = {x.run: x.reading for x in found if x.level == level}
+    assert all(d[paper.MATCHED_KEY] == by_run[n] and not by_run[n].censored for n, d in derived.items())
+    assert paper.readings(found, None) == {} and paper.readings(None, level) is None
+
+
 def curves_of(values: dict[str, list[float]], seeds: int = 1, noise: float = 0.0) -> pd.DataFrame:
     """A curve frame: each candidate's eval accuracy at steps 0, 10, 20, ... (the same on every seed ± noise)."""
     rows = []

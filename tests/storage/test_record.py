@@ -13,6 +13,8 @@ from coatsearch.report import render, summarize
 from coatsearch.scores.base import Measured
 from coatsearch.storage import record as R
 from coatsearch.storage import record_flat, store
+from coatsearch.storage.record import TrialRecord
+from coatsearch.training.point import Curve, RunCurve
 
 DATA = Path(__file__).parents[1] / "data"
 OLD = {  # `coatsearch run tests/spaces/tiny.yaml --profile quick` with that commit's code: flat attributes
@@ -77,6 +79,32 @@ def test_the_json_round_trip_keeps_every_field():
     assert back.optimizer_name == "sgd" and back.optimizer and back.optimizer.lr == 0.1
     newer = {**R.to_json(run), "added_later": 1}  # a field a newer writer added is kept, not an error
     assert R.from_json(newer).extra == {"added_later": 1}
+
+
+def test_a_training_runs_curve_is_stored_typed_and_an_older_curve_as_it_was_written():
+    points = Curve(
+        step=(0, 10),
+        train_loss=(2.0, 1.0),
+        train_acc=(0.1, 0.5),
+        eval_loss=(2.1, 1.2),
+        eval_acc=(0.1, 0.4),
+        probe=8,
+        lr_phase=(0.0, 1.0),
+        val_loss=(2.2, 1.3),
+        val_acc=(0.1, 0.35),
+    )
+    curve = RunCurve(points, (1.5,), (0.4,), (0.35,), (3.0,))
+    older = {"step": [0, 10], "train_loss": [2.0, 1.0], "eval_acc": [0.1, 0.4]}  # before RunCurve's form
+    measured = Measured({"generalization.eval_acc": 0.4}, {"generalization": curve, "transfer": older})
+    run = R.completed(R.Identity("C-T", 0), R.Model(), measured, R.Optimizer())
+    back = R.from_json(json.loads(json.dumps(R.to_json(run))))
+    assert back.curves["generalization"] == curve and back.curve("generalization") == points  # typed, unchanged
+    assert R.to_json(back)["curves"]["transfer"] == older  # written back as it was read, no key added
+    assert back.curve("transfer") == Curve(step=(0, 10), train_loss=(2.0, 1.0), eval_acc=(0.1, 0.4))
+    assert R.validation_view(TrialRecord(0, 0.4, {}, None, None, back)).run.curve("generalization") == points
+    with_images = dataclasses.replace(back, images={"validation": "v", "test": "t"})
+    seen = R.validation_view(TrialRecord(0, 0.4, {}, None, None, with_images)).run.curve("generalization")
+    assert seen is not None and seen.eval_acc == points.val_acc and seen.eval_loss == points.val_loss
 
 
 def test_a_failure_and_an_interrupted_trial_read_from_params_and_the_claim():
