@@ -9,6 +9,7 @@ import torch
 
 from coatsearch.errors import UserError
 from coatsearch.training import curves, data, fit, schedule, subsets
+from coatsearch.training.point import Curve
 from coatsearch.vocab.specs import DataSpec, OptimSpec
 from tests.support.training import CPU, one_thread, tiny_net  # noqa: F401 - one_thread is an autouse fixture
 
@@ -47,7 +48,7 @@ def test_points_are_clean_and_do_not_change_the_run(small):
     fit.fit(net, tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
     assert (c.train_loss[-1], c.train_acc[-1]) == fit.evaluate(net, probe, CPU, 2 * OPT.batch_size)
     plain = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=0)
-    assert plain.curve == curves.Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
+    assert plain.curve == Curve() and plain.train_loss == h.train_loss and plain.eval_acc == h.eval_acc
     again = fit.fit(tiny_net(), tr, ev, OPT, 3, seed=0, device=CPU, eval_every=3, probe=64)
     assert again.curve == c and set(c.as_dict()) == {"step", "train_loss", "train_acc", "eval_loss", "eval_acc",
                                                      "probe", "lr_phase", "val_loss", "val_acc"}  # fmt: skip
