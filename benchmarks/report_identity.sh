@@ -4,7 +4,7 @@
 #
 # Usage: benchmarks/report_identity.sh BASE STUDIES_DIR STUDY...
 #   e.g. PYTHONPATH=. python benchmarks/fabricated_studies.py /tmp/fab   (four fabricated studies as journals)
-#        benchmarks/report_identity.sh 227bb14 /tmp/fab fab vit dense meas
+#        benchmarks/report_identity.sh HEAD~1 /tmp/fab fab vit dense meas
 # Prints `diff -r`'s output; the last line is `identical=1` (every file the same) or `identical=0`.
 set -euo pipefail
 
