@@ -98,8 +98,8 @@ class RunCurve:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunCurve:
-        """The curve `to_json` wrote (a per-epoch list it lacks is empty: curves recorded before it existed)."""
-        epochs = (tuple(data.get(k) or ()) for k in ("epoch_train_loss", "epoch_eval_acc", "epoch_val_acc", "seconds"))
+        """The curve `to_json` wrote (every key of RUN_CURVE_KEYS; storage.record reads no other form as one)."""
+        epochs = (tuple(data[k]) for k in ("epoch_train_loss", "epoch_eval_acc", "epoch_val_acc", "seconds"))
         return cls(Curve.from_json(data), *epochs)
 
 
