@@ -32,7 +32,7 @@ _TOP = 5  # architectures listed per searched candidate
 IMPORTANCE_SEEDS = (0, 1, 2, 3, 4)  # fANOVA forest seeds: the importance's spread is over these
 
 POWER = 0.8  # the power at which the re-evaluation states the difference it could have detected
-RESOLUTION = 1.0  # points: the difference a search's answer on an accuracy (%) should resolve (issue #54: about 1)
+RESOLUTION = 1.0  # points: the difference a search's answer on an accuracy (%) should resolve
 SAME = "the same network as"  # a re-evaluated architecture that a named candidate builds too (search.identity)
 NOT_SHOWN = "not shown to differ from"  # a comparison that is not firm: it states what it could have detected
 

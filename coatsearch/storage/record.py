@@ -203,11 +203,8 @@ def completed(identity: Identity, model: Model, measured: Measured, optimizer: O
 
     `kw`: wall_s, environment, objective, objectives, images, extra. The trial and the calibration's simulated
     studies both build their records here."""
-    metrics: dict[str, dict[str, Any]] = {}
-    for key, value in measured.metrics.items():
-        score, _, name = key.partition(".")
-        metrics.setdefault(score, {})[name] = value
-    return RunRecord(VERSION, "COMPLETE", identity, model, _frozen(metrics), measured.curves, optimizer, **kw)
+    metrics, _ = split(measured.metrics)
+    return RunRecord(VERSION, "COMPLETE", identity, model, metrics, measured.curves, optimizer, **kw)
 
 
 def _curves(curves: Mapping[str, Any]) -> Mapping[str, RunCurve | Mapping[str, Any]]:

@@ -103,6 +103,5 @@ class RunCurve:
         return cls(Curve.from_json(data), *epochs)
 
 
-RUN_CURVE_KEYS = frozenset(
-    RunCurve(Curve(), (), (), (), ()).to_json()
-)  # the JSON form's keys: what a record reads back
+# the keys of RunCurve's JSON form: JSON with exactly these is what storage.record reads back as a RunCurve
+RUN_CURVE_KEYS = frozenset(RunCurve(Curve(), (), (), (), ()).to_json())
